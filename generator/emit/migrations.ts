@@ -1,0 +1,130 @@
+/**
+ * Emits Knex migrations incrementally. The schema that the existing migrations build is folded
+ * from their `ops`; the model's tables are compared with it; what is missing becomes one new
+ * migration. Existing migration files are never rewritten, and a model that needs no change
+ * produces no file, so running the generator twice changes nothing.
+ */
+import { readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ColumnSpec, IndexSpec, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
+import { tsStamp } from './stamp.ts';
+import type { FileMap } from './descriptors.ts';
+
+export interface ExistingMigration {
+  name: string;
+  file: string;
+  ops: SchemaOp[];
+}
+
+interface TableState {
+  columns: Map<string, ColumnSpec>;
+  indexes: Map<string, IndexSpec>;
+}
+
+export async function readExistingMigrations(dir: string): Promise<ExistingMigration[]> {
+  if (!existsSync(dir)) return [];
+  const names = readdirSync(dir)
+    .filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f))
+    .sort();
+  const out: ExistingMigration[] = [];
+  for (const file of names) {
+    const mod = (await import(pathToFileURL(join(dir, file)).href)) as { ops?: SchemaOp[] };
+    if (!Array.isArray(mod.ops)) throw new Error(`generated/migrations/${file} has no "ops" export; it was not written by the generator.`);
+    out.push({ name: file.replace(/\.ts$/, ''), file, ops: mod.ops });
+  }
+  return out;
+}
+
+function fold(migrations: ExistingMigration[]): Map<string, TableState> {
+  const state = new Map<string, TableState>();
+  for (const m of migrations) {
+    for (const op of m.ops) {
+      if (op.op === 'createTable') {
+        state.set(op.table.name, {
+          columns: new Map(op.table.columns.map((c) => [c.name, c])),
+          indexes: new Map(op.table.indexes.map((i) => [i.name, i])),
+        });
+      } else if (op.op === 'addColumn') state.get(op.table)!.columns.set(op.column.name, op.column);
+      else if (op.op === 'createIndex') state.get(op.table)!.indexes.set(op.index.name, op.index);
+    }
+  }
+  return state;
+}
+
+/** What must be added to take the folded schema to the desired tables. Throws on changes that cannot be made by adding. */
+export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]): SchemaOp[] {
+  const state = fold(existing);
+  const creates: SchemaOp[] = [];
+  const sideCreates: SchemaOp[] = [];
+  const adds: SchemaOp[] = [];
+  const indexes: SchemaOp[] = [];
+  for (const table of desired) {
+    const current = state.get(table.name);
+    if (!current) {
+      (table.primaryKey ? sideCreates : creates).push({ op: 'createTable', table });
+      continue;
+    }
+    for (const column of table.columns) {
+      const have = current.columns.get(column.name);
+      if (!have) {
+        // A column added later cannot carry a constraint on SQLite; the runtime keeps references consistent.
+        const { references: _ignored, ...plain } = column;
+        adds.push({ op: 'addColumn', table: table.name, column: { ...plain, nullable: true } });
+      } else if (have.type !== column.type) {
+        throw new Error(
+          `The storage of ${table.name}.${column.name} changed from ${have.type} to ${column.type}. ` +
+            `Migrations only add; give the field a new name, or write a data migration by hand.`,
+        );
+      }
+    }
+    for (const index of table.indexes) {
+      if (!current.indexes.has(index.name)) indexes.push({ op: 'createIndex', table: table.name, index });
+    }
+  }
+  return [...creates, ...sideCreates, ...adds, ...indexes];
+}
+
+function migrationName(number: number, ops: SchemaOp[]): string {
+  const n = String(number).padStart(4, '0');
+  if (number === 1) return `${n}_initial`;
+  const first = ops[0]!;
+  const slug =
+    first.op === 'createTable' ? `create_${first.table.name}` : first.op === 'addColumn' ? `add_${first.table}_${first.column.name}` : `index_${first.table}`;
+  return `${n}_${slug.replace(/[^a-z0-9_]/g, '_').slice(0, 60)}${ops.length > 1 ? '_and_more' : ''}`;
+}
+
+function migrationSource(ops: SchemaOp[]): string {
+  return (
+    `${tsStamp()}// Applied migrations are never rewritten: a later change to definitions/ adds a new file.\n` +
+    `import type { Knex } from 'knex';\n` +
+    `import { applySchemaOps, type SchemaOp } from '../../runtime/public.ts';\n\n` +
+    `export const ops: SchemaOp[] = ${JSON.stringify(ops, null, 2)};\n\n` +
+    `export async function up(knex: Knex): Promise<void> {\n  await applySchemaOps(knex, ops);\n}\n\n` +
+    `export async function down(): Promise<void> {\n  throw new Error('Tilth migrations only go forward: restore a backup to go back.');\n}\n`
+  );
+}
+
+/** The migration files generated/ should hold: every existing one unchanged, plus a new one if the model needs it. */
+export function emitMigrations(existing: ExistingMigration[], desired: TableSpec[], readExisting: (file: string) => string): { files: FileMap; added: string | null } {
+  const files: FileMap = new Map();
+  for (const m of existing) files.set(`migrations/${m.file}`, readExisting(m.file));
+  const ops = diffSchema(existing, desired);
+  let added: string | null = null;
+  const all = existing.map((m) => m.name);
+  if (ops.length) {
+    added = migrationName(existing.length + 1, ops);
+    files.set(`migrations/${added}.ts`, migrationSource(ops));
+    all.push(added);
+  }
+  const ident = (name: string) => `m${name.slice(0, 4)}`;
+  files.set(
+    'migrations/index.ts',
+    `${tsStamp()}import type { GeneratedMigration } from '../../runtime/public.ts';\n` +
+      all.map((name) => `import * as ${ident(name)} from './${name}.ts';`).join('\n') +
+      `\n\n/** Every generated migration, oldest first. */\nexport const migrations: GeneratedMigration[] = [\n` +
+      all.map((name) => `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down },`).join('\n') +
+      `\n];\n`,
+  );
+  return { files, added };
+}

@@ -1,0 +1,183 @@
+/**
+ * Emits one JSON Schema per resource type in the shape jsonapi_schema serves and farmOS.js reads
+ * (farmos-behaviour.md §3.3). URLs carry the `{base_url}` placeholder; the runtime fills it in.
+ */
+import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
+import type { BundleDescriptor, DataModel, FieldDescriptor } from '../../runtime/model/descriptor.ts';
+import { STAMP } from './stamp.ts';
+import type { FileMap } from './descriptors.ts';
+
+export const BASE_URL_TOKEN = '{base_url}';
+
+type Schema = Record<string, unknown>;
+
+function propertySchema(field: FieldDescriptor): Schema {
+  const spec = FIELD_TYPE_SPECS[field.type];
+  const props = Object.entries(spec.properties);
+  let schema: Schema;
+  if (props.length === 1 || field.type === 'password') {
+    const [, prop] = props[0]!;
+    schema = { ...prop.schema };
+    if (field.type === 'password') schema = { type: 'object', properties: { value: { type: 'string', title: 'Password' } } };
+    if (field.maxLength && field.type !== 'password') schema.maxLength = field.maxLength;
+    if (field.min !== undefined) schema.minimum = field.min;
+    if (field.max !== undefined) schema.maximum = field.max;
+  } else {
+    const properties: Record<string, Schema> = {};
+    for (const [name, prop] of props) properties[name] = { ...prop.schema };
+    schema = { type: 'object', properties };
+    if (field.type === 'text_long') schema.required = ['value'];
+    if (field.type === 'fraction') schema.required = ['numerator', 'denominator'];
+  }
+  return schema;
+}
+
+function attributeSchema(field: FieldDescriptor): Schema {
+  const item = propertySchema(field);
+  const enumeration = field.allowedValues?.map((v) => ({ const: v.value, title: v.label }));
+  let schema: Schema;
+  if (field.multiple) {
+    schema = { type: 'array', title: field.label, items: { ...item, title: (item.title as string) ?? 'Text value' } };
+    if (field.type === 'list_string' || field.type === 'string') (schema.items as Schema).title = 'Text value';
+    if (enumeration) (schema.items as Schema).anyOf = enumeration;
+    if (field.required) schema.minItems = 1;
+  } else {
+    schema = { ...item, title: field.label };
+    if (enumeration) schema.oneOf = enumeration;
+  }
+  if (field.description) schema.description = field.description;
+  if (field.default !== undefined && typeof field.default !== 'object') schema.default = field.default;
+  if (field.readOnly) schema.readOnly = true;
+  return schema;
+}
+
+function targetTypes(field: FieldDescriptor, model: DataModel): string[] | undefined {
+  const target = field.target!;
+  if (!target.bundles) return undefined;
+  return target.bundles.map((b) => {
+    const type = model.entityTypes[target.entityType]!;
+    return type.hasBundles ? `${target.entityType}--${b}` : `${target.entityType}--${target.entityType}`;
+  });
+}
+
+function relationshipSchema(field: FieldDescriptor, bundle: BundleDescriptor, model: DataModel): Schema {
+  const types = targetTypes(field, model);
+  const identifier: Schema = {
+    type: 'object',
+    required: ['type', 'id'],
+    properties: {
+      type: { type: 'string', title: 'Referenced resource', ...(types ? { enum: types } : {}) },
+      id: { type: 'string', title: 'Resource ID', format: 'uuid', maxLength: 128 },
+    },
+  };
+  const spec = FIELD_TYPE_SPECS[field.type];
+  const metaProps = Object.entries(spec.properties).filter(([p]) => p !== 'target_id');
+  const meta: Schema = metaProps.length
+    ? {
+        type: 'object',
+        properties: Object.fromEntries([['target_id', { ...spec.properties.target_id!.schema }], ...metaProps.map(([p, s]) => [p, { ...s.schema }])]),
+        required: ['target_id'],
+      }
+    : { type: 'integer', title: `${capitalise(model.entityTypes[field.target!.entityType]!.label)} ID` };
+  (identifier.properties as Schema).meta = meta;
+  const data: Schema = field.multiple ? { type: 'array', items: identifier } : identifier;
+  const schema: Schema = {
+    type: 'object',
+    properties: { data },
+    title: field.label,
+    ...(field.description ? { description: field.description } : {}),
+    ...(field.readOnly ? { readOnly: true } : {}),
+    links: [
+      {
+        href: '{instanceHref}',
+        rel: 'related',
+        targetMediaType: 'application/vnd.api+json',
+        targetSchema: `${BASE_URL_TOKEN}/api/${bundle.entityType}/${bundle.bundle}/resource/relationships/${field.name}/related/schema`,
+        templatePointers: { instanceHref: '/links/related/href' },
+        templateRequired: ['instanceHref'],
+      },
+    ],
+  };
+  return schema;
+}
+
+/** The bundle relationship Drupal adds to every bundleable entity (log_type, asset_type, vid). */
+function bundleRelationship(bundle: BundleDescriptor, model: DataModel): [string, Schema] | null {
+  const type = model.entityTypes[bundle.entityType]!;
+  if (!type.bundleKey) return null;
+  const configType = type.bundleKey === 'vid' ? 'taxonomy_vocabulary--taxonomy_vocabulary' : `${type.bundleKey}--${type.bundleKey}`;
+  return [
+    type.bundleKey,
+    {
+      type: 'object',
+      properties: {
+        data: {
+          type: 'object',
+          required: ['type', 'id'],
+          properties: {
+            type: { type: 'string', title: 'Referenced resource', enum: [configType] },
+            id: { type: 'string', title: 'Resource ID', format: 'uuid', maxLength: 128 },
+            meta: { type: 'string', title: `${capitalise(type.label)} type ID` },
+          },
+        },
+      },
+      title: type.bundleKey === 'vid' ? 'Vocabulary' : `${capitalise(type.label)} type`,
+      readOnly: true,
+    },
+  ];
+}
+
+/** The resource object schema of one bundle (`…/resource/schema`). */
+export function resourceSchema(bundle: BundleDescriptor, model: DataModel): Schema {
+  const type = model.entityTypes[bundle.entityType]!;
+  const attributes: Record<string, Schema> = {};
+  const relationships: Record<string, Schema> = {};
+  const required: string[] = [];
+  attributes[type.internalId] = { type: 'integer', title: 'ID', readOnly: true };
+  if (type.revisionId) attributes[type.revisionId] = { type: 'integer', title: 'Revision ID', readOnly: true };
+  const bundleRel = bundleRelationship(bundle, model);
+  if (bundleRel) relationships[bundleRel[0]] = bundleRel[1];
+  for (const field of bundle.fields) {
+    if (field.internal && field.type !== 'password') continue;
+    if (field.kind === 'relationship') relationships[field.name] = relationshipSchema(field, bundle, model);
+    else attributes[field.name] = attributeSchema(field);
+    // farmOS lists only attributes as required; a required relationship is checked on write.
+    if (field.required && field.kind === 'attribute' && !field.computed && !field.auto) required.push(field.name);
+  }
+  if (type.entityType === 'taxonomy_term' || type.entityType === 'user') required.unshift(type.internalId);
+  const title = `${bundle.label} ${type.hasBundles ? type.label : ''}`.trim();
+  return {
+    $schema: 'https://json-schema.org/draft/2019-09/hyper-schema',
+    $id: `${BASE_URL_TOKEN}/api/${bundle.entityType}/${bundle.bundle}/resource/schema`,
+    $comment: STAMP,
+    title,
+    allOf: [
+      {
+        type: 'object',
+        properties: {
+          type: { $ref: '#/definitions/type' },
+          attributes: { $ref: '#/definitions/attributes' },
+          relationships: { $ref: '#/definitions/relationships' },
+        },
+      },
+      { $ref: 'https://jsonapi.org/schema#/definitions/resource' },
+    ],
+    definitions: {
+      type: { const: bundle.type },
+      attributes: { description: 'Entity attributes', type: 'object', properties: attributes, required, additionalProperties: false },
+      relationships: { description: 'Entity relationships', type: 'object', properties: relationships, additionalProperties: false },
+    },
+  };
+}
+
+export function emitSchemas(model: DataModel): FileMap {
+  const files: FileMap = new Map();
+  for (const bundle of model.bundles) {
+    files.set(`schemas/${bundle.type}.json`, JSON.stringify(resourceSchema(bundle, model), null, 2) + '\n');
+  }
+  return files;
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

@@ -1,0 +1,168 @@
+/**
+ * Reads definitions/ into plain objects, keeping each file's YAML document so that every later
+ * check can point at a line. Meta-schema violations become plain sentences here.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { Ajv, type ErrorObject } from 'ajv';
+import { LineCounter, parseDocument, isMap, isPair, isScalar, type Document } from 'yaml';
+import metaSchema from './meta-schema.json' with { type: 'json' };
+import { DefinitionError, DefinitionErrors } from './errors.ts';
+
+export type FileKind = 'bundleFile' | 'entityTypeFile' | 'moduleFile';
+
+export interface SourceFile {
+  /** Path relative to the project root, as shown in messages. */
+  path: string;
+  kind: FileKind;
+  /** The module folder this file belongs to, or null for core. */
+  module: string | null;
+  data: Record<string, any>;
+  /** Line of the node at a JSON path (keys and indexes), or of its nearest existing parent. */
+  lineOf(path: Array<string | number>, key?: boolean): number | undefined;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+ajv.addSchema(metaSchema);
+const validators = {
+  bundleFile: ajv.getSchema(`${metaSchema.$id}#/definitions/bundleFile`)!,
+  entityTypeFile: ajv.getSchema(`${metaSchema.$id}#/definitions/entityTypeFile`)!,
+  moduleFile: ajv.getSchema(`${metaSchema.$id}#/definitions/moduleFile`)!,
+};
+
+function listYaml(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...listYaml(full));
+    else if (name.endsWith('.yaml') || name.endsWith('.yml')) out.push(full);
+  }
+  return out;
+}
+
+function kindOf(rel: string): { kind: FileKind; module: string | null } {
+  const parts = rel.split(sep);
+  // parts[0] is 'definitions' relative to the root's parent of definitions
+  const inside = parts.slice(parts.indexOf('definitions') + 1);
+  if (inside[0] === 'modules') {
+    const module = inside[1] ?? null;
+    if (inside.length === 3 && /^module\.ya?ml$/.test(inside[2]!)) return { kind: 'moduleFile', module };
+    return { kind: 'bundleFile', module };
+  }
+  if (inside[0] === 'entity-types') return { kind: 'entityTypeFile', module: null };
+  return { kind: 'bundleFile', module: null };
+}
+
+function lineFinder(doc: Document, counter: LineCounter) {
+  return (path: Array<string | number>, key = false): number | undefined => {
+    for (let n = path.length; n >= 0; n--) {
+      const prefix = path.slice(0, n);
+      if (key && n === path.length && n > 0) {
+        const parent = doc.getIn(prefix.slice(0, -1), true);
+        if (isMap(parent)) {
+          const pair = parent.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === prefix[prefix.length - 1]);
+          const range = pair && isScalar(pair.key) ? pair.key.range : undefined;
+          if (range) return counter.linePos(range[0]).line;
+        }
+      }
+      const node = n === 0 ? doc.contents : doc.getIn(prefix, true);
+      const range = (node as { range?: [number, number, number] } | undefined)?.range;
+      if (range) return counter.linePos(range[0]).line;
+    }
+    return undefined;
+  };
+}
+
+/** Turn one ajv error into a sentence a module author understands. */
+function describe(error: ErrorObject, data: unknown): { path: Array<string | number>; sentence: string; key: boolean } {
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  const where = describePath(path);
+  const value = path.reduce<any>((v, k) => (v == null ? v : v[k]), data);
+  switch (error.keyword) {
+    case 'additionalProperties': {
+      const extra = (error.params as { additionalProperty: string }).additionalProperty;
+      return { path: [...path, extra], key: true, sentence: `${where}unknown key "${extra}". Check the spelling against definitions/README.md.` };
+    }
+    case 'required':
+      return { path, key: false, sentence: `${where}missing required key "${(error.params as { missingProperty: string }).missingProperty}".` };
+    case 'enum': {
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.join(', ');
+      const last = path[path.length - 1];
+      if (last === 'type') return { path, key: false, sentence: `${where}unknown field type "${value}". Field types are: ${allowed}.` };
+      return { path, key: false, sentence: `${where}"${value}" is not allowed here. Use one of: ${allowed}.` };
+    }
+    case 'pattern':
+    case 'maxLength':
+      if (error.parentSchema && (error.parentSchema as { pattern?: string }).pattern === '^[a-z][a-z0-9_]*$' || error.keyword === 'maxLength') {
+        return { path, key: false, sentence: `${where}"${value}" is not a machine name: use lower case letters, digits and underscores, starting with a letter, at most 32 characters.` };
+      }
+      return { path, key: false, sentence: `${where}"${value}" does not match ${(error.params as { pattern: string }).pattern}.` };
+    case 'type':
+      if (path.includes('allowed_values')) {
+        return { path, key: false, sentence: `${where}each allowed value must be a mapping with "value" and "label" strings, e.g. { value: done, label: Done }.` };
+      }
+      return { path, key: false, sentence: `${where}expected ${(error.params as { type: string }).type}, found ${Array.isArray(value) ? 'a list' : value === null ? 'nothing' : typeof value}.` };
+    case 'propertyNames':
+      return { path, key: false, sentence: `${where}a field name is not a machine name.` };
+    default:
+      return { path, key: false, sentence: `${where}${error.message ?? 'is not valid'}.` };
+  }
+}
+
+function describePath(path: Array<string | number>): string {
+  if (path[0] === 'fields' && typeof path[1] === 'string') {
+    const rest = path.slice(2).filter((p) => p !== 'allowed_values' || true);
+    const tail = rest.length ? ` (${rest.join('.')})` : '';
+    return `field "${path[1]}"${tail}: `;
+  }
+  return path.length ? `${path.join('.')}: ` : '';
+}
+
+/** Read and check every definition file under `definitionsDir`. Throws DefinitionErrors listing every problem found. */
+export function loadDefinitions(definitionsDir: string, rootDir: string): SourceFile[] {
+  const files: SourceFile[] = [];
+  const errors: DefinitionError[] = [];
+  for (const full of listYaml(definitionsDir)) {
+    const path = relative(rootDir, full);
+    const counter = new LineCounter();
+    const doc = parseDocument(readFileSync(full, 'utf8'), { lineCounter: counter, uniqueKeys: true, prettyErrors: false });
+    if (doc.errors.length) {
+      for (const e of doc.errors) {
+        const line = e.linePos?.[0]?.line ?? counter.linePos(e.pos[0]).line;
+        const sentence =
+          e.code === 'DUPLICATE_KEY'
+            ? `a key is defined twice in the same mapping (a duplicate field?). Each field name may appear once.`
+            : `this is not valid YAML: ${e.message.split('\n')[0]}`;
+        errors.push(new DefinitionError(path, line, sentence));
+      }
+      continue;
+    }
+    const data = doc.toJS() as unknown;
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+      errors.push(new DefinitionError(path, 1, 'a definition file must be a mapping of keys to values.'));
+      continue;
+    }
+    const { kind, module } = kindOf(path);
+    const lineOf = lineFinder(doc, counter);
+    const validate = validators[kind];
+    if (!validate(data)) {
+      // ajv reports a oneOf/anyOf failure once per branch; keep the first error per location.
+      const seen = new Set<string>();
+      for (const error of validate.errors ?? []) {
+        const d = describe(error, data);
+        const id = d.path.join('.') + '|' + d.sentence;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        errors.push(new DefinitionError(path, lineOf(d.path, d.key), d.sentence));
+      }
+      continue;
+    }
+    files.push({ path, kind, module, data: data as Record<string, any>, lineOf });
+  }
+  if (errors.length) throw new DefinitionErrors(errors);
+  return files;
+}

@@ -1,0 +1,299 @@
+/**
+ * Builds the one normalised data model from the checked definition files, and checks what no
+ * single file can: that entity types and reference targets exist, that field names are unique
+ * per bundle, and that a field shared by bundles has one storage, as Drupal's field storage does.
+ */
+import type { SourceFile } from './load.ts';
+import { DefinitionError, DefinitionErrors } from './errors.ts';
+import { FIELD_TYPE_SPECS, type FieldType } from '../runtime/model/field-types.ts';
+import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
+import { assignStorage } from './storage.ts';
+
+const RESERVED = new Set(['id', 'type', 'uuid', 'bundle', 'links', 'meta', 'attributes', 'relationships', 'revision_id', 'entity_id', 'delta']);
+const REFERENCE_TYPES = new Set<FieldType>(['entity_reference', 'entity_reference_revisions', 'file', 'image']);
+
+interface PendingField {
+  file: SourceFile;
+  path: Array<string | number>;
+  descriptor: FieldDescriptor;
+}
+
+export function buildModel(files: SourceFile[]): DataModel {
+  const errors: DefinitionError[] = [];
+  const fail = (file: SourceFile, path: Array<string | number>, sentence: string, key = false) =>
+    errors.push(new DefinitionError(file.path, file.lineOf(path, key), sentence));
+
+  // Modules.
+  const modules: ModuleDescriptor[] = [];
+  for (const file of files.filter((f) => f.kind === 'moduleFile')) {
+    if (file.data.module !== file.module) {
+      fail(file, ['module'], `the module is named "${file.data.module}" but its folder is "${file.module}"; they must match.`);
+      continue;
+    }
+    modules.push({ module: file.data.module, label: file.data.label, description: file.data.description });
+  }
+  const moduleNames = new Set(modules.map((m) => m.module));
+
+  // Entity types and their base fields.
+  const entityTypes: Record<string, EntityTypeDescriptor> = {};
+  const baseFields = new Map<string, PendingField[]>();
+  const entityFiles = files.filter((f) => f.kind === 'entityTypeFile');
+  for (const file of entityFiles) {
+    const d = file.data;
+    if (entityTypes[d.entity_type]) {
+      fail(file, ['entity_type'], `entity type "${d.entity_type}" is defined twice.`);
+      continue;
+    }
+    entityTypes[d.entity_type] = {
+      entityType: d.entity_type,
+      label: d.label,
+      labelPlural: d.label_plural,
+      table: d.table ?? d.entity_type,
+      internalId: d.internal_id,
+      ...(d.revision_id ? { revisionId: d.revision_id } : {}),
+      ...(d.bundle_key ? { bundleKey: d.bundle_key } : {}),
+      labelField: d.label_field,
+      ...(d.name_pattern ? { namePattern: d.name_pattern } : {}),
+      access: d.access,
+      hasBundles: Boolean(d.bundle_key),
+    };
+  }
+
+  // Bundles: one per bundle file, plus the single implicit bundle of types without bundles.
+  interface PendingBundle {
+    file?: SourceFile;
+    descriptor: Omit<BundleDescriptor, 'fields'>;
+    fields: PendingField[];
+    defaults: Record<string, unknown>;
+  }
+  const bundles: PendingBundle[] = [];
+  for (const type of Object.values(entityTypes)) {
+    if (!type.hasBundles) {
+      bundles.push({
+        descriptor: { type: `${type.entityType}--${type.entityType}`, entityType: type.entityType, bundle: type.entityType, label: capitalise(type.label), module: null },
+        fields: [],
+        defaults: {},
+      });
+    }
+  }
+  const bundleFiles = files.filter((f) => f.kind === 'bundleFile');
+  const seenBundles = new Map<string, SourceFile>();
+  for (const file of bundleFiles) {
+    const d = file.data;
+    const type = entityTypes[d.entity_type];
+    if (!type) {
+      fail(file, ['entity_type'], `unknown entity type "${d.entity_type}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
+      continue;
+    }
+    if (!type.hasBundles) {
+      fail(file, ['entity_type'], `entity type "${d.entity_type}" has no bundles; its fields belong in definitions/entity-types/${d.entity_type}.yaml.`);
+      continue;
+    }
+    const folder = file.path.split(/[\\/]/).slice(-2, -1)[0];
+    if (folder !== d.entity_type) {
+      fail(file, ['entity_type'], `this file says entity_type "${d.entity_type}" but sits in the folder "${folder}"; put it in a folder named after its entity type.`);
+      continue;
+    }
+    const fileName = file.path.split(/[\\/]/).pop()!.replace(/\.ya?ml$/, '');
+    if (fileName !== d.bundle) {
+      fail(file, ['bundle'], `the bundle is named "${d.bundle}" but the file is "${fileName}.yaml"; name the file after the bundle.`);
+      continue;
+    }
+    if (file.module && !moduleNames.has(file.module)) {
+      fail(file, [], `the module folder "${file.module}" has no module.yaml; add one with module, label and description.`);
+      continue;
+    }
+    const id = `${d.entity_type}--${d.bundle}`;
+    const previous = seenBundles.get(id);
+    if (previous) {
+      fail(file, ['bundle'], `bundle "${id}" is already defined in ${previous.path}.`);
+      continue;
+    }
+    seenBundles.set(id, file);
+    bundles.push({
+      file,
+      descriptor: { type: id, entityType: d.entity_type, bundle: d.bundle, label: d.label, ...(d.description ? { description: d.description } : {}), module: file.module },
+      fields: [],
+      defaults: d.defaults ?? {},
+    });
+  }
+
+  const bundleNames = (entityType: string) => new Set(bundles.filter((b) => b.descriptor.entityType === entityType).map((b) => b.descriptor.bundle));
+
+  // Normalise every field once its entity type and bundles are known.
+  const normalise = (file: SourceFile, name: string, raw: Record<string, any>, entityType: string, ownBundle: string | null): FieldDescriptor | null => {
+    const path = ['fields', name];
+    const type = raw.type as FieldType;
+    const spec = FIELD_TYPE_SPECS[type];
+    let ok = true;
+    const bad = (sub: Array<string | number>, sentence: string) => {
+      ok = false;
+      fail(file, [...path, ...sub], `field "${name}": ${sentence}`);
+    };
+    if (RESERVED.has(name)) bad([], `"${name}" is reserved by JSON:API or by storage; choose another name.`);
+    const isReference = REFERENCE_TYPES.has(type);
+    let target: FieldDescriptor['target'];
+    if (isReference) {
+      const targetType = type === 'file' || type === 'image' ? 'file' : raw.target_type;
+      if (!targetType) bad([], `a ${type} field needs "target_type" (one of ${Object.keys(entityTypes).sort().join(', ')}).`);
+      else if (!entityTypes[targetType]) bad(['target_type'], `unknown target_type "${targetType}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
+      else {
+        let targetBundles: string[] | null = null;
+        if (raw.target_bundles) {
+          const known = bundleNames(targetType);
+          targetBundles = [];
+          (raw.target_bundles as string[]).forEach((b, i) => {
+            const resolved = b === 'self' && ownBundle && targetType === entityType ? ownBundle : b;
+            if (b === 'self' && !ownBundle) {
+              targetBundles!.push('self');
+              return;
+            }
+            if (!known.has(resolved)) bad(['target_bundles', i], `target bundle "${resolved}" does not exist in ${targetType}. Known bundles: ${[...known].sort().join(', ')}.`);
+            else targetBundles!.push(resolved);
+          });
+        }
+        target = { entityType: targetType, bundles: targetBundles, ...(raw.target_filter ? { filter: raw.target_filter } : {}) };
+      }
+    } else {
+      for (const k of ['target_type', 'target_bundles', 'target_filter']) if (raw[k] !== undefined) bad([k], `"${k}" only applies to reference fields, not to ${type}.`);
+    }
+    if (raw.allowed_values && type !== "list_string" && type !== "id_tag") bad(['allowed_values'], `"allowed_values" only applies to list_string fields, not to ${type}.`);
+    if (raw.allowed_values) {
+      const seen = new Set<string>();
+      (raw.allowed_values as Array<{ value: string }>).forEach((v, i) => {
+        if (seen.has(v.value)) bad(['allowed_values', i], `allowed value "${v.value}" is listed twice.`);
+        seen.add(v.value);
+      });
+    }
+    let dflt: FieldDescriptor['default'];
+    if (raw.default !== undefined) {
+      if (type === 'timestamp') {
+        if (raw.default === 'now') dflt = { now: true };
+        else if (typeof raw.default === 'number' && Number.isInteger(raw.default)) dflt = raw.default;
+        else bad(['default'], `a timestamp default must be "now" or whole Unix seconds.`);
+      } else if (type === 'boolean' && typeof raw.default !== 'boolean') bad(['default'], `a boolean default must be true or false.`);
+      else if ((type === 'integer' || type === 'decimal') && typeof raw.default !== 'number') bad(['default'], `a ${type} default must be a number.`);
+      else if (raw.allowed_values && !(raw.allowed_values as Array<{ value: string }>).some((v) => v.value === raw.default)) bad(['default'], `default "${raw.default}" is not one of the allowed values.`);
+      else dflt = raw.default;
+    }
+    if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
+    if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
+    if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
+    if (!ok) return null;
+    const computed = raw.computed as string | undefined;
+    return {
+      name,
+      type,
+      kind: spec.kind,
+      label: raw.label,
+      ...(raw.description ? { description: raw.description } : {}),
+      required: Boolean(raw.required),
+      multiple: Boolean(raw.multiple),
+      ...(raw.max_length !== undefined ? { maxLength: raw.max_length } : type === 'string' ? { maxLength: 255 } : {}),
+      ...(raw.min !== undefined ? { min: raw.min } : {}),
+      ...(raw.max !== undefined ? { max: raw.max } : {}),
+      ...(dflt !== undefined ? { default: dflt } : {}),
+      ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),
+      ...(target ? { target } : {}),
+      aliases: raw.aliases ?? [],
+      readOnly: Boolean(raw.read_only || computed || raw.auto),
+      ...(computed ? { computed } : {}),
+      ...(raw.auto ? { auto: raw.auto } : {}),
+      internal: Boolean(raw.internal || type === 'password'),
+      visibility: raw.visibility ?? 'all',
+      storage: { kind: 'none' },
+    };
+  };
+
+  for (const file of entityFiles) {
+    const type = file.data.entity_type as string;
+    const list: PendingField[] = [];
+    for (const [name, raw] of Object.entries<Record<string, any>>(file.data.fields ?? {})) {
+      const descriptor = normalise(file, name, raw, type, null);
+      if (descriptor) list.push({ file, path: ['fields', name], descriptor });
+    }
+    baseFields.set(type, list);
+    const et = entityTypes[type]!;
+    for (const [key, field] of [['label_field', et.labelField]] as const) {
+      if (!list.some((f) => f.descriptor.name === field)) fail(file, [key], `${key} "${field}" is not one of this entity type's fields.`);
+    }
+  }
+
+  for (const bundle of bundles) {
+    const et = bundle.descriptor.entityType;
+    const base = baseFields.get(et) ?? [];
+    // Base fields, with per-bundle defaults and `self` targets resolved.
+    for (const pending of base) {
+      const f: FieldDescriptor = structuredClone(pending.descriptor);
+      if (f.target?.bundles) f.target.bundles = f.target.bundles.map((b) => (b === 'self' ? bundle.descriptor.bundle : b));
+      bundle.fields.push({ ...pending, descriptor: f });
+    }
+    if (!bundle.file) continue;
+    const file = bundle.file;
+    for (const [name, value] of Object.entries(bundle.defaults)) {
+      const field = bundle.fields.find((f) => f.descriptor.name === name);
+      if (!field) fail(file, ['defaults', name], `defaults names "${name}", which is not a base field of ${et}.`, true);
+      else field.descriptor.default = value as string | number | boolean;
+    }
+    for (const [name, raw] of Object.entries<Record<string, any>>(file.data.fields ?? {})) {
+      if (base.some((f) => f.descriptor.name === name)) {
+        fail(file, ['fields', name], `field "${name}" duplicates a base field that every ${et} already has (definitions/entity-types/${et}.yaml).`, true);
+        continue;
+      }
+      const descriptor = normalise(file, name, raw, et, bundle.descriptor.bundle);
+      if (descriptor) bundle.fields.push({ file, path: ['fields', name], descriptor });
+    }
+    // Aliases must not shadow another field or alias of the same bundle.
+    const names = new Map<string, string>();
+    for (const { descriptor: f } of bundle.fields) names.set(f.name, f.name);
+    for (const { descriptor: f, path, file: ffile } of bundle.fields) {
+      for (const alias of f.aliases) {
+        if (names.has(alias)) fail(ffile, [...path, 'aliases'], `field "${f.name}": alias "${alias}" is already the name of ${names.get(alias) === alias ? 'a field' : `an alias of "${names.get(alias)}"`} in ${bundle.descriptor.type}.`);
+        names.set(alias, f.name);
+      }
+    }
+  }
+
+  // One storage per field name per entity type, as Drupal's shared field storage requires.
+  const storageOwner = new Map<string, PendingField>();
+  for (const bundle of bundles) {
+    for (const pending of bundle.fields) {
+      const f = pending.descriptor;
+      const key = `${bundle.descriptor.entityType}.${f.name}`;
+      const first = storageOwner.get(key);
+      if (!first) {
+        storageOwner.set(key, pending);
+        continue;
+      }
+      const a = first.descriptor;
+      if (a.type !== f.type || a.multiple !== f.multiple || a.target?.entityType !== f.target?.entityType || Boolean(a.computed) !== Boolean(f.computed)) {
+        fail(
+          pending.file,
+          pending.path,
+          `field "${f.name}" is ${describeStorage(f)} here but ${describeStorage(a)} in ${first.file.path}; a field name shared by bundles of one entity type must have the same type, cardinality and target.`,
+          true,
+        );
+      }
+    }
+  }
+
+  if (errors.length) throw new DefinitionErrors(errors);
+
+  const model: DataModel = {
+    entityTypes,
+    modules: modules.sort((a, b) => a.module.localeCompare(b.module)),
+    bundles: bundles
+      .map((b) => ({ ...b.descriptor, fields: b.fields.map((f) => f.descriptor) }))
+      .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
+  };
+  assignStorage(model);
+  return model;
+}
+
+function describeStorage(f: FieldDescriptor): string {
+  return `${f.multiple ? 'multiple ' : ''}${f.type}${f.target ? ` → ${f.target.entityType}` : ''}${f.computed ? ' (computed)' : ''}`;
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

@@ -1,0 +1,97 @@
+/**
+ * Who may do what to which record. One place decides, for entity routes, relationship paths in
+ * filters, sorts and includes, and subrequests alike: a caller learns nothing about a record it
+ * may not read.
+ */
+import type { Knex } from 'knex';
+import type { EntityTypeDescriptor, FieldDescriptor } from '../model/descriptor.ts';
+import type { Principal } from './principal.ts';
+import type { Permission } from './roles.ts';
+import { forbidden, unauthorized } from '../errors.ts';
+
+export type Operation = 'view' | 'create' | 'update' | 'delete';
+
+export const WWW_AUTHENTICATE = 'Bearer realm="tilth"';
+
+export function isAuthenticated(principal: Principal): boolean {
+  return principal.userId !== null || principal.clientId !== null;
+}
+
+export function isAccountAdmin(principal: Principal): boolean {
+  return principal.permissions.has('user:administer');
+}
+
+function permissionFor(et: EntityTypeDescriptor, op: Operation): Permission {
+  switch (et.access) {
+    case 'taxonomy':
+      return `taxonomy:${op}` as Permission;
+    case 'user':
+      return op === 'view' ? 'user:view' : 'user:administer';
+    case 'content':
+    case 'file':
+      return `content:${op}` as Permission;
+  }
+}
+
+/** Throws 401 for anonymous callers. Every route but the entry point and schemas calls it. */
+export function requireAuthenticated(principal: Principal): void {
+  if (!isAuthenticated(principal)) {
+    throw unauthorized('This resource needs an OAuth 2.0 bearer access token (Authorization: Bearer <token>).', WWW_AUTHENTICATE);
+  }
+}
+
+/** May the principal do `op` on records of this entity type at all? (Per-record rules: see mayOnRecord.) */
+export function mayOnType(principal: Principal, et: EntityTypeDescriptor, op: Operation): boolean {
+  if (et.access === 'user' && op === 'update') return isAuthenticated(principal) && (principal.userId !== null || isAccountAdmin(principal));
+  return principal.permissions.has(permissionFor(et, op));
+}
+
+/** May the principal do `op` on this particular record? Users may view and edit their own account. */
+export function mayOnRecord(principal: Principal, et: EntityTypeDescriptor, op: Operation, record: { id: number; values?: Map<string, unknown> }): boolean {
+  if (et.access === 'user') {
+    const own = principal.userId !== null && principal.userId === record.id;
+    if (op === 'view') return own || isAccountAdmin(principal) || (principal.permissions.has('user:view') && record.values?.get('status') !== false);
+    if (op === 'update') return own || isAccountAdmin(principal);
+    return isAccountAdmin(principal);
+  }
+  return principal.permissions.has(permissionFor(et, op));
+}
+
+const VERB: Record<Operation, string> = { view: 'GET', create: 'POST', update: 'PATCH', delete: 'DELETE' };
+
+/** 401 for anonymous callers, 403 naming what was refused otherwise. */
+export function assertMayOnType(principal: Principal, et: EntityTypeDescriptor, op: Operation, what: string): void {
+  requireAuthenticated(principal);
+  if (!mayOnType(principal, et, op)) {
+    throw forbidden(`The current user is not allowed to ${VERB[op]} ${what}: it needs the "${permissionFor(et, op)}" permission, which the token's scopes and the user's roles do not both grant.`, { pointer: '/data' });
+  }
+}
+
+/**
+ * A condition limiting a query on the entity type's table to rows the principal may view, or null
+ * when it may view every row. Applied to collections and inside relationship paths.
+ */
+export function viewCondition(principal: Principal, et: EntityTypeDescriptor, alias: string): ((qb: Knex.QueryBuilder) => void) | null {
+  if (et.access !== 'user' || isAccountAdmin(principal)) return null;
+  return (qb) => {
+    qb.where((w) => {
+      w.where(`${alias}.status`, true);
+      if (principal.userId !== null) w.orWhere(`${alias}.id`, principal.userId);
+    });
+  };
+}
+
+/** Whether a field of a record may be shown to the principal (users' e-mail and settings are private). */
+export function fieldVisible(field: FieldDescriptor, record: { id: number; rt: { entityType: EntityTypeDescriptor } }, principal: Principal): boolean {
+  if (field.internal) return false;
+  if (field.visibility === 'all') return true;
+  if (isAccountAdmin(principal)) return true;
+  if (field.visibility === 'self') return record.rt.entityType.access === 'user' && principal.userId === record.id;
+  return false;
+}
+
+/** Whether the principal may filter or sort by a field at all (private fields are not filterable by others). */
+export function fieldFilterable(field: FieldDescriptor, principal: Principal): boolean {
+  if (field.internal) return false;
+  return field.visibility === 'all' || isAccountAdmin(principal);
+}

@@ -1,0 +1,27 @@
+/** Who is asking: the authenticated user (if any), the token's scopes, and the permissions they add up to. */
+import type { Permission } from './roles.ts';
+
+export interface Principal {
+  /** Internal user id, or null for anonymous requests and client-credentials tokens without a user. */
+  userId: number | null;
+  userUuid: string | null;
+  userName: string | null;
+  roles: readonly string[];
+  scopes: readonly string[];
+  clientId: string | null;
+  permissions: ReadonlySet<Permission>;
+}
+
+export const ANONYMOUS: Principal = Object.freeze({
+  userId: null,
+  userUuid: null,
+  userName: null,
+  roles: [],
+  scopes: [],
+  clientId: null,
+  permissions: new Set<Permission>(),
+});
+
+export function can(principal: Principal, permission: Permission): boolean {
+  return principal.permissions.has(permission);
+}

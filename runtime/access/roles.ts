@@ -1,0 +1,71 @@
+/**
+ * Roles and what they allow, after farmOS's managed roles (farmos-behaviour.md §6.5): viewers
+ * read; workers also create, update and delete records; managers also manage configuration
+ * (taxonomy terms, OAuth clients); account administrators manage users; the administrator may
+ * do everything. OAuth scopes are role names, plus `user_access` (all of the user's own roles).
+ */
+
+export const ROLES = ['farm_viewer', 'farm_worker', 'farm_manager', 'farm_account_admin', 'administrator'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const USER_ACCESS_SCOPE = 'user_access';
+export const SCOPES = [...ROLES, USER_ACCESS_SCOPE] as const;
+
+export type Permission =
+  | 'content:view'
+  | 'content:create'
+  | 'content:update'
+  | 'content:delete'
+  | 'taxonomy:view'
+  | 'taxonomy:create'
+  | 'taxonomy:update'
+  | 'taxonomy:delete'
+  | 'user:view'
+  | 'user:administer'
+  | 'client:administer'
+  | 'language:view';
+
+const VIEW: Permission[] = ['content:view', 'taxonomy:view', 'user:view', 'language:view'];
+const WRITE: Permission[] = ['content:create', 'content:update', 'content:delete'];
+const CONFIGURE: Permission[] = ['taxonomy:create', 'taxonomy:update', 'taxonomy:delete', 'client:administer'];
+
+export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
+  farm_viewer: VIEW,
+  farm_worker: [...VIEW, ...WRITE],
+  farm_manager: [...VIEW, ...WRITE, ...CONFIGURE],
+  farm_account_admin: ['user:view', 'user:administer', 'language:view'],
+  administrator: [...VIEW, ...WRITE, ...CONFIGURE, 'user:administer'],
+};
+
+export const ROLE_LABELS: Record<Role, string> = {
+  farm_viewer: 'Viewer',
+  farm_worker: 'Worker',
+  farm_manager: 'Manager',
+  farm_account_admin: 'Account Admin',
+  administrator: 'Administrator',
+};
+
+export function isRole(value: string): value is Role {
+  return (ROLES as readonly string[]).includes(value);
+}
+
+export function isScope(value: string): boolean {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+export function permissionsOfRoles(roles: Iterable<string>): Set<Permission> {
+  const out = new Set<Permission>();
+  for (const role of roles) if (isRole(role)) for (const p of ROLE_PERMISSIONS[role]) out.add(p);
+  return out;
+}
+
+/**
+ * What a token may do: every permission must be granted both by its scopes and by its user's
+ * roles (simple_oauth's TokenAuthUser rule). `user_access` grants whatever the user's roles do.
+ */
+export function effectivePermissions(userRoles: readonly string[], scopes: readonly string[]): Set<Permission> {
+  const byRoles = permissionsOfRoles(userRoles);
+  const scopeRoles = scopes.includes(USER_ACCESS_SCOPE) ? userRoles : scopes;
+  const byScopes = permissionsOfRoles(scopeRoles);
+  return new Set([...byRoles].filter((p) => byScopes.has(p)));
+}

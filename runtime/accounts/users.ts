@@ -1,0 +1,140 @@
+/**
+ * User accounts: creation, passwords, blocking, roles, and login by name or e-mail.
+ * Users are records of the `user` entity type (table `users`); roles live in `user_role`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { hashPassword, verifyPassword } from './passwords.ts';
+import { isRole, ROLES, type Role } from '../access/roles.ts';
+
+export interface UserAccount {
+  id: number;
+  uuid: string;
+  name: string;
+  mail: string | null;
+  status: boolean;
+  roles: Role[];
+}
+
+export class AccountError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AccountError';
+  }
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+async function rolesOf(knex: Knex, ids: number[]): Promise<Map<number, Role[]>> {
+  const rows: Array<{ user_id: number; role: string }> = ids.length ? await knex('user_role').whereIn('user_id', ids).select('user_id', 'role').orderBy('role') : [];
+  const out = new Map<number, Role[]>();
+  for (const r of rows) if (isRole(r.role)) out.set(r.user_id, [...(out.get(r.user_id) ?? []), r.role]);
+  return out;
+}
+
+function toAccount(row: { id: number; uuid: string; name: string; mail: string | null; status: unknown }, roles: Role[]): UserAccount {
+  return { id: row.id, uuid: row.uuid, name: row.name, mail: row.mail, status: Boolean(row.status), roles };
+}
+
+export async function findUser(knex: Knex, by: { id?: number; uuid?: string; name?: string }): Promise<UserAccount | null> {
+  const q = knex('users').select('id', 'uuid', 'name', 'mail', 'status');
+  if (by.id !== undefined) q.where('id', by.id);
+  else if (by.uuid !== undefined) q.where('uuid', by.uuid);
+  else if (by.name !== undefined) q.where('bundle', 'user').where('name', by.name);
+  else return null;
+  const row = await q.first();
+  if (!row) return null;
+  return toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []);
+}
+
+export async function listUsers(knex: Knex): Promise<UserAccount[]> {
+  const rows = await knex('users').select('id', 'uuid', 'name', 'mail', 'status').orderBy('id');
+  const roles = await rolesOf(knex, rows.map((r: { id: number }) => r.id));
+  return rows.map((r: { id: number; uuid: string; name: string; mail: string | null; status: unknown }) => toAccount(r, roles.get(r.id) ?? []));
+}
+
+export function validateRoles(roles: string[]): Role[] {
+  for (const role of roles) {
+    if (!isRole(role)) throw new AccountError(`Unknown role "${role}". Roles are: ${ROLES.join(', ')}.`);
+  }
+  return [...new Set(roles)] as Role[];
+}
+
+export function validateUserName(name: string): void {
+  if (!name || name.length > 60) throw new AccountError('A user name must be 1 to 60 characters long.');
+  if (/^\s|\s$/.test(name)) throw new AccountError('A user name may not begin or end with a space.');
+  if (name.includes('@') && !/^[^@\s]+@[^@\s]+$/.test(name)) throw new AccountError('A user name may contain @ only as an e-mail address.');
+}
+
+export function validatePassword(password: string): void {
+  if (password.length < 8) throw new AccountError('A password must be at least 8 characters long.');
+  if (password.length > 1024) throw new AccountError('A password may be at most 1024 characters long.');
+}
+
+export async function createUser(
+  knex: Knex,
+  input: { name: string; password: string; mail?: string | null; roles?: string[]; uuid?: string },
+): Promise<UserAccount> {
+  validateUserName(input.name);
+  validatePassword(input.password);
+  const roles = validateRoles(input.roles ?? []);
+  if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail)) throw new AccountError(`"${input.mail}" is not an e-mail address.`);
+  const pass = await hashPassword(input.password);
+  return knex.transaction(async (trx) => {
+    const clash = await trx('users')
+      .where('name', input.name)
+      .orWhere((q) => {
+        if (input.mail) q.where('mail', input.mail);
+        else q.whereRaw('1 = 0');
+      })
+      .first('name', 'mail');
+    if (clash) throw new AccountError(clash.name === input.name ? `A user named "${input.name}" already exists.` : `The e-mail address ${input.mail} is already taken.`);
+    const t = now();
+    const uuid = input.uuid ?? randomUUID();
+    const [row] = await trx('users')
+      .insert({ uuid, bundle: 'user', name: input.name, pass, mail: input.mail ?? null, init: input.mail ?? null, status: true, timezone: 'UTC', preferred_langcode: 'en', created: t, changed: t })
+      .returning('id');
+    const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
+    if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
+    return { id, uuid, name: input.name, mail: input.mail ?? null, status: true, roles };
+  });
+}
+
+export async function setPassword(knex: Knex, name: string, password: string): Promise<void> {
+  validatePassword(password);
+  const pass = await hashPassword(password);
+  const updated = await knex('users').where('name', name).update({ pass, changed: now() });
+  if (!updated) throw new AccountError(`There is no user named "${name}".`);
+}
+
+export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<void> {
+  const updated = await knex('users').where('name', name).update({ status: !blocked, changed: now() });
+  if (!updated) throw new AccountError(`There is no user named "${name}".`);
+}
+
+export async function setRoles(knex: Knex, name: string, roles: string[]): Promise<void> {
+  const valid = validateRoles(roles);
+  await knex.transaction(async (trx) => {
+    const user = await trx('users').where('name', name).first('id');
+    if (!user) throw new AccountError(`There is no user named "${name}".`);
+    await trx('user_role').where('user_id', user.id).delete();
+    if (valid.length) await trx('user_role').insert(valid.map((role) => ({ user_id: user.id, role })));
+  });
+}
+
+/**
+ * Check a login by user name or e-mail address. Returns the account, or null for a wrong name or
+ * password. A blocked account is reported as such so callers can say so without revealing more.
+ */
+export async function authenticate(knex: Knex, login: string, password: string): Promise<UserAccount | 'blocked' | null> {
+  const row = await knex('users')
+    .where('bundle', 'user')
+    .andWhere((q) => q.where('name', login).orWhere('mail', login))
+    .orderByRaw('CASE WHEN name = ? THEN 0 ELSE 1 END', [login])
+    .first('id', 'uuid', 'name', 'mail', 'status', 'pass');
+  const ok = await verifyPassword(row?.pass ?? null, password);
+  if (!row || !ok) return null;
+  if (!row.status) return 'blocked';
+  await knex('users').where('id', row.id).update({ login: now(), access: now() });
+  return toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []);
+}

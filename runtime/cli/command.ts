@@ -1,0 +1,27 @@
+/** A small command framework over node:util parseArgs: each command declares options and help. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export interface Command {
+  /** Words that select it, e.g. ['user', 'create']. */
+  name: string[];
+  summary: string;
+  usage: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  run(values: Record<string, string | boolean | string[] | undefined>): Promise<number>;
+}
+
+/** A mistake in how a command was called: printed with the usage, exit code 2. */
+export class UsageError extends Error {}
+
+export function parseCommandArgs(command: Command, argv: string[]) {
+  return parseArgs({ args: argv, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: false, strict: true }).values as Record<
+    string,
+    string | boolean | string[] | undefined
+  >;
+}
+
+export function requireOption(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required.`);
+  return v;
+}

@@ -1,0 +1,60 @@
+/** `tilth <command>`: the runtime's command line. `tilth generate` is handled by generator/cli.ts. */
+import { serveCommand, migrateCommand } from './serve.ts';
+import { userCommands } from './users.ts';
+import { clientCommands } from '../oauth/cli.ts';
+import { parseCommandArgs, UsageError, type Command } from './command.ts';
+import { ConfigError } from '../config.ts';
+import { AccountError } from '../accounts/users.ts';
+import { MigrationMismatchError } from '../storage/migrations.ts';
+
+const commands: Command[] = [serveCommand, migrateCommand, ...userCommands, ...clientCommands];
+
+const GENERATE = { name: ['generate'], summary: 'Regenerate generated/ from definitions/ (--check to verify only).' };
+
+function overview(): string {
+  const lines = [...commands, GENERATE].map((c) => `  ${c.name.join(' ').padEnd(18)} ${c.summary}`);
+  return `Usage: tilth <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun \`tilth <command> --help\` for the options of one command.\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    process.stdout.write(overview());
+    return argv.length === 0 ? 2 : 0;
+  }
+  const command = commands
+    .filter((c) => c.name.every((word, i) => argv[i] === word))
+    .sort((a, b) => b.name.length - a.name.length)[0];
+  if (!command) {
+    process.stderr.write(`Unknown command "${argv.join(' ')}".\n\n${overview()}`);
+    return 2;
+  }
+  const rest = argv.slice(command.name.length);
+  try {
+    const values = parseCommandArgs(command, rest);
+    if (values.help) {
+      process.stdout.write(`Usage: ${command.usage}\n\n${command.summary}\n\n${describeOptions(command)}`);
+      return 0;
+    }
+    return await command.run(values);
+  } catch (error) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`${(error as Error).message}\n\nUsage: ${command.usage}\n${describeOptions(command)}`);
+      return 2;
+    }
+    if (error instanceof ConfigError || error instanceof AccountError || error instanceof MigrationMismatchError) {
+      process.stderr.write(`${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+function describeOptions(command: Command): string {
+  const lines = Object.entries(command.options).map(([name, o]) => {
+    const desc = (o as { description?: string }).description ?? '';
+    return `  --${name}${o.type === 'string' ? ' VALUE' : ''}`.padEnd(26) + desc;
+  });
+  return `Options:\n${lines.join('\n')}\n  --help                  show this help\n`;
+}
+
+process.exitCode = await main(process.argv.slice(2));

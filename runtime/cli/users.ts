@@ -1,0 +1,106 @@
+/** `tilth user create|password|block|unblock|list`. */
+import { randomBytes } from 'node:crypto';
+import type { Command } from './command.ts';
+import { requireOption } from './command.ts';
+import { loadConfig } from '../config.ts';
+import { openDatabase } from '../storage/database.ts';
+import { assertMigrated } from '../storage/migrations.ts';
+import { loadGenerated } from '../generated.ts';
+import { createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
+import { ROLES } from '../access/roles.ts';
+import type { Knex } from 'knex';
+
+async function withDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const db = openDatabase(config);
+  try {
+    await assertMigrated(db.knex, (await loadGenerated()).migrations);
+    return await fn(db.knex);
+  } finally {
+    await db.close();
+  }
+}
+
+const list = (v: unknown): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []).flatMap((s: string) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+
+export const userCommands: Command[] = [
+  {
+    name: ['user', 'create'],
+    summary: `Create a user. Roles: ${ROLES.join(', ')}.`,
+    usage: 'tilth user create --name NAME [--password PASSWORD] [--email ADDRESS] [--role ROLE …]',
+    options: {
+      name: { type: 'string', description: 'login name' },
+      password: { type: 'string', description: 'password (generated and printed once if left out)' },
+      email: { type: 'string', description: 'e-mail address (also accepted as login)' },
+      role: { type: 'string', multiple: true, description: 'a role; repeat or separate with commas' },
+    } as Command['options'],
+    async run(values) {
+      const name = requireOption(values, 'name');
+      const generated = typeof values.password !== 'string';
+      const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
+      const user = await withDatabase((knex) => createUser(knex, { name, password, mail: (values.email as string) ?? null, roles: list(values.role) }));
+      process.stdout.write(`Created user "${user.name}" (${user.uuid}) with role(s): ${user.roles.join(', ') || 'none'}.\n`);
+      if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
+      return 0;
+    },
+  },
+  {
+    name: ['user', 'password'],
+    summary: "Set a user's password.",
+    usage: 'tilth user password --name NAME [--password PASSWORD]',
+    options: {
+      name: { type: 'string', description: 'login name' },
+      password: { type: 'string', description: 'new password (generated and printed once if left out)' },
+    } as Command['options'],
+    async run(values) {
+      const name = requireOption(values, 'name');
+      const generated = typeof values.password !== 'string';
+      const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
+      await withDatabase((knex) => setPassword(knex, name, password));
+      process.stdout.write(`Set the password of "${name}".\n`);
+      if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
+      return 0;
+    },
+  },
+  {
+    name: ['user', 'block'],
+    summary: 'Block a user: they can no longer get or use tokens.',
+    usage: 'tilth user block --name NAME [--unblock]',
+    options: {
+      name: { type: 'string', description: 'login name' },
+      unblock: { type: 'boolean', description: 'unblock instead' },
+    } as Command['options'],
+    async run(values) {
+      const name = requireOption(values, 'name');
+      await withDatabase((knex) => setBlocked(knex, name, !values.unblock));
+      process.stdout.write(`${values.unblock ? 'Unblocked' : 'Blocked'} "${name}".\n`);
+      return 0;
+    },
+  },
+  {
+    name: ['user', 'roles'],
+    summary: "Replace a user's roles.",
+    usage: 'tilth user roles --name NAME --role ROLE …',
+    options: {
+      name: { type: 'string', description: 'login name' },
+      role: { type: 'string', multiple: true, description: 'a role; repeat or separate with commas' },
+    } as Command['options'],
+    async run(values) {
+      const name = requireOption(values, 'name');
+      await withDatabase((knex) => setRoles(knex, name, list(values.role)));
+      process.stdout.write(`Set the roles of "${name}" to: ${list(values.role).join(', ') || 'none'}.\n`);
+      return 0;
+    },
+  },
+  {
+    name: ['user', 'list'],
+    summary: 'List users with their roles.',
+    usage: 'tilth user list',
+    options: {} as Command['options'],
+    async run() {
+      const users = await withDatabase((knex) => listUsers(knex));
+      for (const u of users) process.stdout.write(`${u.name}\t${u.uuid}\t${u.status ? 'active' : 'blocked'}\t${u.roles.join(',')}\n`);
+      return 0;
+    },
+  },
+];

@@ -1,0 +1,14 @@
+/** What every part of a running server shares. Created once by startServer(); nothing per-request lives here. */
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { Database } from './storage/database.ts';
+import type { ModelRegistry } from './model/registry.ts';
+import type { GeneratedArtifacts } from './generated.ts';
+
+export interface AppContext {
+  config: Config;
+  db: Database;
+  registry: ModelRegistry;
+  generated: GeneratedArtifacts;
+  logger: Logger;
+}

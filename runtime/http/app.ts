@@ -1,0 +1,83 @@
+/**
+ * Assembles the Express application: security headers, request logging, CORS, bearer
+ * authentication, body parsing, the /api entry point and schemas, the generated resource routes,
+ * subrequests and OAuth, and one error handler that renders every failure.
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import type { AppContext } from '../context.ts';
+import { requestLogger } from './logging.ts';
+import { entryPoint } from '../jsonapi/entry-point.ts';
+import { SchemaStore, schemaIndexHandler } from '../jsonapi/schemas.ts';
+import { createDispatcher } from '../jsonapi/router.ts';
+import { createResourceHandlers } from '../jsonapi/handlers/index.ts';
+import { ApiError, badRequest, notFound, OAuthError, toJsonApiErrorDocument } from '../errors.ts';
+import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
+import type { OAuthComponents } from '../oauth/index.ts';
+import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
+
+/** Largest JSON:API request body accepted. */
+const JSON_LIMIT = '4mb';
+
+export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  // Query strings are parsed where they are used, PHP-style (runtime/jsonapi/query).
+  app.set('query parser', () => ({}));
+
+  app.use(requestLogger(ctx.logger));
+  app.use(helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false }));
+  app.use(oauth.cors);
+  app.use(oauth.router);
+
+  app.use(oauth.authenticate);
+  app.use(
+    express.json({
+      type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'],
+      limit: JSON_LIMIT,
+      strict: false,
+    }),
+  );
+
+  const store = new SchemaStore(ctx);
+  const entry = entryPoint(ctx);
+  app.get(['/api', '/api/'], entry);
+  app.get('/api/schema', schemaIndexHandler(store));
+  const handlers = createResourceHandlers(ctx, store);
+  app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
+  app.post('/subrequests', createSubrequestHandler(ctx, app));
+
+  app.use('/api', (req: Request) => {
+    throw notFound(`No route matches ${req.method} ${req.baseUrl}${req.path}.`);
+  });
+  app.use((req: Request, res: Response) => {
+    res.status(404).json({ error: 'not_found', error_description: `No route matches ${req.method} ${req.path}.` });
+  });
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) return;
+    if (error instanceof OAuthError) {
+      res.status(error.status).set(error.headers).set('Cache-Control', 'no-store').json(error.toBody());
+      return;
+    }
+    const e = normaliseBodyError(error);
+    const rendered = toJsonApiErrorDocument(e);
+    if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
+    res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
+  });
+  return app;
+}
+
+/** body-parser's own errors (bad JSON, too large, bad charset) as JSON:API errors. */
+function normaliseBodyError(error: unknown): unknown {
+  if (error instanceof ApiError) return error;
+  const e = error as { type?: string; status?: number; message?: string };
+  if (e && typeof e === 'object' && typeof e.type === 'string') {
+    if (e.type === 'entity.parse.failed') return badRequest(`The request body is not valid JSON: ${e.message}`, { pointer: '' });
+    if (e.type === 'entity.too.large') return new ApiError(413, `The request body is larger than ${JSON_LIMIT}.`);
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return new ApiError(415, `The request body's encoding is not supported: ${e.message}`);
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) return new ApiError(e.status, e.message ?? 'The request could not be read.');
+  }
+  return error;
+}

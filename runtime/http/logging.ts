@@ -1,0 +1,40 @@
+/**
+ * Structured logs with pino: one line per request with a request id. Secrets never reach a
+ * line: the Authorization header, cookies, and token-bearing parameters are redacted.
+ */
+import { randomUUID } from 'node:crypto';
+import pino, { type Logger } from 'pino';
+import type { NextFunction, Request, Response } from 'express';
+
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: undefined,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', '*.password', '*.client_secret', '*.refresh_token', '*.access_token', '*.code'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|client_secret|password|token|private_key)=)[^&]*/gi;
+
+/** The URL as it may be logged: token-bearing query parameters replaced. */
+export function loggableUrl(url: string): string {
+  return url.replace(SECRET_PARAMS, '$1[redacted]');
+}
+
+export function requestLogger(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const id = (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID());
+    res.locals.requestId = id;
+    res.locals.log = logger.child({ requestId: id });
+    res.setHeader('X-Request-Id', id);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      res.locals.log.info({ method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    });
+    next();
+  };
+}

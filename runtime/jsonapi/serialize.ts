@@ -1,0 +1,108 @@
+/**
+ * Builds JSON:API resource objects from records, as farmOS renders them (farmos-behaviour.md
+ * §4.8): `drupal_internal__*` ids, timestamps in RFC 3339 UTC, long text with `processed`,
+ * fractions with `decimal`, relationships with identifiers, meta and links. Written by hand:
+ * no library gets Drupal's shape right.
+ */
+import type { AppContext } from '../context.ts';
+import type { FieldDescriptor } from '../model/descriptor.ts';
+import type { Principal } from '../access/principal.ts';
+import type { EntityRecord, ItemValue, Reference } from '../storage/records.ts';
+import { formatTimestamp } from '../values/timestamps.ts';
+import { fractionToDecimal } from '../values/fraction.ts';
+import { processText } from '../values/text.ts';
+import { bundleIdentifier } from '../model/config-entities.ts';
+import { fieldVisible } from '../access/policy.ts';
+
+export interface ResourceIdentifier {
+  type: string;
+  id: string;
+  meta?: Record<string, unknown>;
+}
+
+export interface ResourceObject {
+  type: string;
+  id: string;
+  links: { self: { href: string } };
+  attributes: Record<string, unknown>;
+  relationships: Record<string, unknown>;
+}
+
+export function resourcePath(record: { rt: { entityType: { entityType: string }; bundle: { bundle: string } }; uuid: string }): string {
+  return `/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
+}
+
+function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
+  if (item === null || item === undefined) return null;
+  switch (field.type) {
+    case 'timestamp':
+      return formatTimestamp(item as number);
+    case 'text_long': {
+      const t = item as { value: string; format: string | null };
+      return { value: t.value, format: t.format ?? 'default', processed: processText(String(t.value ?? '')) };
+    }
+    case 'fraction': {
+      const f = item as { numerator: number; denominator: number };
+      return { numerator: f.numerator, denominator: f.denominator, decimal: fractionToDecimal(f) };
+    }
+    case 'geofield': {
+      const g = item as Record<string, unknown>;
+      return { value: g.value, geo_type: g.geo_type ?? null, lat: g.lat ?? null, lon: g.lon ?? null, left: g.left ?? null, top: g.top ?? null, right: g.right ?? null, bottom: g.bottom ?? null, geohash: g.geohash ?? null, latlon: g.latlon ?? null };
+    }
+    default:
+      return item;
+  }
+}
+
+export class Serializer {
+  private readonly base: string;
+
+  constructor(private readonly ctx: AppContext) {
+    this.base = ctx.config.baseUrl;
+  }
+
+  identifier(field: FieldDescriptor, ref: Reference): ResourceIdentifier {
+    const et = this.ctx.registry.model.entityTypes[field.target!.entityType]!;
+    const meta: Record<string, unknown> = { drupal_internal__target_id: ref.targetId };
+    for (const [k, v] of Object.entries(ref.meta)) if (v !== null && v !== undefined) meta[k] = v;
+    if (!ref.uuid) return { type: `${et.entityType}--${et.hasBundles ? 'missing' : et.entityType}`, id: 'missing', meta };
+    return { type: `${et.entityType}--${ref.bundle}`, id: ref.uuid, meta };
+  }
+
+  /** The `data` member of a relationship. */
+  relationshipData(record: EntityRecord, field: FieldDescriptor): ResourceIdentifier | ResourceIdentifier[] | null {
+    const value = record.values.get(field.name);
+    if (field.multiple) return ((value as ItemValue[] | undefined) ?? []).map((ref) => this.identifier(field, ref as Reference));
+    return value ? this.identifier(field, value as Reference) : null;
+  }
+
+  resourceObject(record: EntityRecord, principal: Principal, fieldset?: ReadonlySet<string>): ResourceObject {
+    const rt = record.rt;
+    const path = resourcePath(record);
+    const self = `${this.base}${path}`;
+    const attributes: Record<string, unknown> = {};
+    const relationships: Record<string, unknown> = {};
+    const want = (name: string) => !fieldset || fieldset.has(name);
+    if (want(rt.entityType.internalId)) attributes[rt.entityType.internalId] = record.id;
+    if (rt.entityType.revisionId && want(rt.entityType.revisionId)) attributes[rt.entityType.revisionId] = record.revisionId;
+    for (const field of rt.attributes) {
+      if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
+      const value = record.values.get(field.name);
+      if (value === undefined && !field.computed) continue;
+      attributes[field.name] = field.multiple ? ((value as ItemValue[] | undefined) ?? []).map((v) => attributeItem(field, v)) : attributeItem(field, (value ?? null) as ItemValue);
+    }
+    const bundleKey = rt.entityType.bundleKey;
+    if (bundleKey && want(bundleKey)) {
+      relationships[bundleKey] = { data: bundleIdentifier(rt.entityType, rt.bundle.bundle) };
+    }
+    for (const field of rt.relationships) {
+      if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
+      if (!record.values.has(field.name)) continue;
+      relationships[field.name] = {
+        data: this.relationshipData(record, field),
+        links: { related: { href: `${self}/${field.name}` }, self: { href: `${self}/relationships/${field.name}` } },
+      };
+    }
+    return { type: rt.type, id: record.uuid, links: { self: { href: self } }, attributes, relationships };
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Drupal exposes the bundle of a record as a relationship to a config entity (`log_type--log_type`,
+ * `taxonomy_vocabulary--taxonomy_vocabulary`…). Tilth derives those identifiers from the model:
+ * the UUID is a name-based UUID of the bundle, stable across installs.
+ */
+import { createHash } from 'node:crypto';
+import type { EntityTypeDescriptor } from './descriptor.ts';
+
+/** RFC 4122 version 5 UUID of a name in a fixed Tilth namespace. */
+export function nameUuid(name: string): string {
+  const hash = createHash('sha1').update(`tilth:${name}`).digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const h = hash.subarray(0, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+export function bundleConfigType(et: EntityTypeDescriptor): string | null {
+  if (!et.bundleKey) return null;
+  return et.bundleKey === 'vid' ? 'taxonomy_vocabulary--taxonomy_vocabulary' : `${et.bundleKey}--${et.bundleKey}`;
+}
+
+export function bundleIdentifier(et: EntityTypeDescriptor, bundle: string): { type: string; id: string; meta: { drupal_internal__target_id: string } } | null {
+  const type = bundleConfigType(et);
+  if (!type) return null;
+  return { type, id: nameUuid(`${type}:${bundle}`), meta: { drupal_internal__target_id: bundle } };
+}

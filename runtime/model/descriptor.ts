@@ -1,0 +1,128 @@
+/**
+ * The shape of the data model the generator emits into generated/ and the runtime reads.
+ * Everything that differs between bundles is one of these values; no runtime code names a bundle.
+ */
+import type { ColumnType, FieldType } from './field-types.ts';
+
+export interface AllowedValue {
+  value: string;
+  label: string;
+}
+
+/** Where a field's values live. */
+export type FieldStorage =
+  /** Not stored: computed on read, or a constant. */
+  | { kind: 'none' }
+  /** Single value: one column per stored property on the entity's own table. */
+  | { kind: 'columns'; columns: Record<string, string> }
+  /** Multiple values: rows of `table` (entity_id, delta, one column per property). */
+  | { kind: 'table'; table: string; columns: Record<string, string> };
+
+export interface ReferenceTarget {
+  entityType: string;
+  /** Allowed bundles; null means any bundle of the target entity type. */
+  bundles: string[] | null;
+  /** A condition the referenced record must meet, e.g. `{ is_location: true }`. */
+  filter?: Record<string, string | number | boolean>;
+}
+
+export type AutoValue = 'created' | 'changed' | 'author' | 'editor';
+export type Visibility = 'all' | 'self' | 'admin';
+
+export interface FieldDescriptor {
+  /** Public (JSON:API) name. */
+  name: string;
+  type: FieldType;
+  kind: 'attribute' | 'relationship';
+  label: string;
+  description?: string;
+  required: boolean;
+  multiple: boolean;
+  maxLength?: number;
+  min?: number;
+  max?: number;
+  /** Literal default for new records; `{ now: true }` means the request time. */
+  default?: string | number | boolean | { now: true };
+  allowedValues?: AllowedValue[];
+  target?: ReferenceTarget;
+  /** Other public names accepted on input and in filters. */
+  aliases: string[];
+  readOnly: boolean;
+  /** Name of the runtime provider that computes it on read; no storage. */
+  computed?: string;
+  auto?: AutoValue;
+  /** Stored but never output (password hashes). */
+  internal: boolean;
+  visibility: Visibility;
+  storage: FieldStorage;
+}
+
+export interface EntityTypeDescriptor {
+  entityType: string;
+  label: string;
+  labelPlural: string;
+  table: string;
+  /** Public name of the integer id attribute, e.g. `drupal_internal__id`. */
+  internalId: string;
+  /** Public name of the revision id attribute when the type keeps revisions. */
+  revisionId?: string;
+  /** Relationship that names the bundle, e.g. `log_type` → `log_type--log_type`. */
+  bundleKey?: string;
+  labelField: string;
+  namePattern?: string;
+  access: 'content' | 'taxonomy' | 'user' | 'file';
+  /** False for entity types with a single bundle named like the type (user, file). */
+  hasBundles: boolean;
+}
+
+export interface BundleDescriptor {
+  /** JSON:API resource type, `<entity_type>--<bundle>`. */
+  type: string;
+  entityType: string;
+  bundle: string;
+  label: string;
+  description?: string;
+  /** The optional module that provides it, or null for core. */
+  module: string | null;
+  /** Base fields then bundle fields, in definition order. */
+  fields: FieldDescriptor[];
+}
+
+export interface ModuleDescriptor {
+  module: string;
+  label: string;
+  description: string;
+}
+
+export interface ColumnSpec {
+  name: string;
+  type: ColumnType | 'increments' | 'uuid';
+  nullable: boolean;
+  /** Foreign key, created with the table only. */
+  references?: { table: string; column: string; onDelete: 'CASCADE' | 'SET NULL' };
+}
+
+export interface IndexSpec {
+  name: string;
+  columns: string[];
+  unique: boolean;
+}
+
+export interface TableSpec {
+  name: string;
+  columns: ColumnSpec[];
+  primaryKey?: string[];
+  indexes: IndexSpec[];
+}
+
+/** One step of a generated migration. Migrations only ever add. */
+export type SchemaOp =
+  | { op: 'createTable'; table: TableSpec }
+  | { op: 'addColumn'; table: string; column: ColumnSpec }
+  | { op: 'createIndex'; table: string; index: IndexSpec };
+
+export interface DataModel {
+  entityTypes: Record<string, EntityTypeDescriptor>;
+  bundles: BundleDescriptor[];
+  modules: ModuleDescriptor[];
+}

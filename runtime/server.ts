@@ -1,0 +1,100 @@
+/**
+ * Starting and stopping a Tilth server: open the database, check or apply migrations, create
+ * the first administrator and the default client, then listen. Tests start real servers through
+ * this on an ephemeral port.
+ */
+import { createServer, type Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { loadConfig, type Config } from './config.ts';
+import { openDatabase } from './storage/database.ts';
+import { assertMigrated, migrateLatest } from './storage/migrations.ts';
+import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
+import { ModelRegistry } from './model/registry.ts';
+import { createLogger } from './http/logging.ts';
+import { createApp } from './http/app.ts';
+import { createOAuth } from './oauth/index.ts';
+import { createUser } from './accounts/users.ts';
+import type { AppContext } from './context.ts';
+
+export interface StartOptions {
+  config?: Config;
+  /** Apply pending migrations first (npm start does); otherwise refuse a database that is behind. */
+  migrate?: boolean;
+  generatedDir?: string;
+  logger?: Logger;
+  /** Called with what a person starting the server should see (where it listens, the admin password). */
+  announce?: (line: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  ctx: AppContext;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Create the first administrator on an empty database. Returns the generated password, if one was made. */
+async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; password: string | null } | null> {
+  const any = await ctx.db.knex('users').first('id');
+  if (any) return null;
+  const password = ctx.config.adminPassword ?? randomBytes(12).toString('base64url');
+  await createUser(ctx.db.knex, { name: ctx.config.adminUser, password, roles: ['administrator'] });
+  return { name: ctx.config.adminUser, password: ctx.config.adminPassword ? null : password };
+}
+
+export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
+  const config = options.config ?? loadConfig();
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const announce = options.announce ?? (() => {});
+  const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR);
+  const registry = new ModelRegistry(generated.model, config.modules);
+  const db = openDatabase(config);
+  try {
+    if (options.migrate) {
+      const applied = await migrateLatest(db.knex, generated.migrations);
+      if (applied.length) announce(`Applied ${applied.length} migration(s).`);
+    } else {
+      await assertMigrated(db.knex, generated.migrations);
+    }
+    const ctx: AppContext = { config, db, registry, generated, logger };
+    const admin = await ensureAdministrator(ctx);
+    const oauth = createOAuth(ctx);
+    await oauth.bootstrap();
+    const app = createApp(ctx, oauth);
+    const server = createServer(app);
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
+    announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
+    if (admin) {
+      announce(
+        admin.password
+          ? `Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`
+          : `Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`,
+      );
+    }
+    let closing: Promise<void> | null = null;
+    return {
+      url,
+      ctx,
+      server,
+      close: () =>
+        (closing ??= (async () => {
+          await new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          });
+          await db.close();
+        })()),
+    };
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}

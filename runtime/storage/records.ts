@@ -1,0 +1,276 @@
+/**
+ * Reading and writing records of any entity type, driven by the descriptors. A record's values
+ * are kept in one internal form per field type (see FieldValue); this module maps them to and from
+ * columns and side tables. Every function takes the transaction (or Knex) to run on: SQLite has a
+ * single connection, so using another handle inside a transaction would wait forever.
+ */
+import type { Knex } from 'knex';
+import type { FieldDescriptor, EntityTypeDescriptor } from '../model/descriptor.ts';
+import type { ModelRegistry, ResourceType } from '../model/registry.ts';
+import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
+
+export type Db = Knex | Knex.Transaction;
+
+/** A reference to another record, with the item properties the field type carries (file description, image alt…). */
+export interface Reference {
+  targetId: number;
+  /** Filled in when the target is loaded: its UUID and bundle; absent for a dangling reference. */
+  uuid?: string;
+  bundle?: string;
+  meta: Record<string, unknown>;
+}
+
+/** The internal value of one item of a field. */
+export type ItemValue = string | number | boolean | Record<string, unknown> | Reference | null;
+
+export interface EntityRecord {
+  id: number;
+  uuid: string;
+  bundle: string;
+  revisionId: number | null;
+  rt: ResourceType;
+  /** Field name → item value (single) or array of item values (multiple). Only loaded fields are present. */
+  values: Map<string, ItemValue | ItemValue[]>;
+}
+
+/** SQL chunk size for IN lists; SQLite allows 32766 variables, PostgreSQL 65535. */
+const CHUNK = 5000;
+
+function chunks<T>(items: T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function isReferenceField(field: FieldDescriptor): boolean {
+  return FIELD_TYPE_SPECS[field.type].kind === 'relationship';
+}
+
+/** Build an item value from stored property values. */
+function itemFromProps(field: FieldDescriptor, props: Record<string, unknown>): ItemValue {
+  if (isReferenceField(field)) {
+    if (props.target_id === null || props.target_id === undefined) return null;
+    const meta: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(props)) if (k !== 'target_id') meta[k] = field.type === 'file' && k === 'display' ? v === null ? null : Boolean(v) : v;
+    return { targetId: Number(props.target_id), meta } as Reference;
+  }
+  switch (field.type) {
+    case 'boolean':
+      return props.value === null || props.value === undefined ? null : Boolean(props.value);
+    case 'integer':
+    case 'timestamp':
+      return props.value === null || props.value === undefined ? null : Number(props.value);
+    case 'decimal':
+      return props.value === null || props.value === undefined ? null : String(props.value);
+    case 'text_long':
+      return props.value === null || props.value === undefined ? null : { value: props.value, format: props.format ?? 'default' };
+    case 'fraction':
+      return props.numerator === null || props.numerator === undefined ? null : { numerator: Number(props.numerator), denominator: Number(props.denominator) };
+    case 'geofield':
+      return props.value === null || props.value === undefined || props.value === '' ? null : { ...props };
+    case 'id_tag':
+      return { id: props.id ?? null, type: props.type ?? null, location: props.location ?? null };
+    default:
+      return (props.value as string | null | undefined) ?? null;
+  }
+}
+
+/** Stored property values of an item value. */
+function propsFromItem(field: FieldDescriptor, item: ItemValue): Record<string, unknown> {
+  const spec = FIELD_TYPE_SPECS[field.type];
+  const stored = Object.entries(spec.properties).filter(([, p]) => !p.output).map(([name]) => name);
+  const out: Record<string, unknown> = Object.fromEntries(stored.map((p) => [p, null]));
+  if (item === null || item === undefined) return out;
+  if (isReferenceField(field)) {
+    const ref = item as Reference;
+    out.target_id = ref.targetId;
+    for (const p of stored) if (p !== 'target_id' && ref.meta[p] !== undefined) out[p] = ref.meta[p];
+    return out;
+  }
+  if (stored.length === 1) {
+    out.value = item;
+    return out;
+  }
+  for (const p of stored) out[p] = (item as Record<string, unknown>)[p] ?? null;
+  return out;
+}
+
+export class RecordStore {
+  constructor(private readonly registry: ModelRegistry) {}
+
+  entityType(name: string): EntityTypeDescriptor {
+    return this.registry.model.entityTypes[name]!;
+  }
+
+  /** Find the internal id and bundle of a record by UUID within an entity type. */
+  async findByUuid(db: Db, entityType: string, uuid: string): Promise<{ id: number; bundle: string } | null> {
+    const row = await db(this.entityType(entityType).table).where('uuid', uuid).first('id', 'bundle');
+    return row ? { id: Number(row.id), bundle: row.bundle } : null;
+  }
+
+  /**
+   * Load records of one entity type by internal id, in the order given. Records of bundles that
+   * are switched off are left out. `fields` limits which fields are read (side tables cost a query each).
+   */
+  async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[]): Promise<EntityRecord[]> {
+    if (!ids.length) return [];
+    const et = this.entityType(entityType);
+    const rows: any[] = [];
+    for (const part of chunks([...new Set(ids)])) rows.push(...(await db(et.table).whereIn('id', part).select('*')));
+    const byId = new Map<number, EntityRecord>();
+    const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
+    for (const row of rows) {
+      const rt = this.registry.get(`${entityType}--${row.bundle}`);
+      if (!rt) continue;
+      const record: EntityRecord = { id: Number(row.id), uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null, rt, values: new Map() };
+      for (const field of fields ? fields(rt) : rt.bundle.fields) {
+        if (field.storage.kind === 'columns') {
+          const props: Record<string, unknown> = {};
+          for (const [prop, column] of Object.entries(field.storage.columns)) props[prop] = row[column];
+          record.values.set(field.name, itemFromProps(field, props));
+        } else if (field.storage.kind === 'table') {
+          record.values.set(field.name, []);
+          let entry = sideFields.get(field.storage.table);
+          if (!entry) sideFields.set(field.storage.table, (entry = { field, records: [] }));
+          entry.records.push(record);
+        }
+      }
+      byId.set(record.id, record);
+    }
+    for (const [table, { field, records }] of sideFields) {
+      const owners = new Map(records.map((r) => [r.id, r]));
+      for (const part of chunks([...owners.keys()])) {
+        const sideRows = await db(table).whereIn('entity_id', part).orderBy([{ column: 'entity_id' }, { column: 'delta' }]).select('*');
+        for (const s of sideRows) {
+          const owner = owners.get(Number(s.entity_id));
+          if (!owner) continue;
+          const props: Record<string, unknown> = {};
+          for (const [prop, column] of Object.entries((field.storage as { columns: Record<string, string> }).columns)) props[prop] = s[column];
+          const item = itemFromProps(field, props);
+          if (item !== null) (owner.values.get(field.name) as ItemValue[]).push(item);
+        }
+      }
+    }
+    await this.resolveReferences(db, [...byId.values()]);
+    return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
+  }
+
+  /** Fill in the UUID and bundle of every reference, one query per target entity type. */
+  async resolveReferences(db: Db, records: EntityRecord[]): Promise<void> {
+    const wanted = new Map<string, Set<number>>();
+    const refs: Array<{ ref: Reference; entityType: string }> = [];
+    for (const record of records) {
+      for (const field of record.rt.relationships) {
+        const value = record.values.get(field.name);
+        if (value === undefined || value === null) continue;
+        for (const item of Array.isArray(value) ? value : [value]) {
+          const ref = item as Reference;
+          if (!ref || ref.uuid) continue;
+          const et = field.target!.entityType;
+          refs.push({ ref, entityType: et });
+          let set = wanted.get(et);
+          if (!set) wanted.set(et, (set = new Set()));
+          set.add(ref.targetId);
+        }
+      }
+    }
+    for (const [entityType, ids] of wanted) {
+      const found = new Map<number, { uuid: string; bundle: string }>();
+      for (const part of chunks([...ids])) {
+        for (const row of await db(this.entityType(entityType).table).whereIn('id', part).select('id', 'uuid', 'bundle')) {
+          found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle });
+        }
+      }
+      for (const { ref, entityType: et } of refs) {
+        if (et !== entityType) continue;
+        const hit = found.get(ref.targetId);
+        if (hit) {
+          ref.uuid = hit.uuid;
+          ref.bundle = hit.bundle;
+        }
+      }
+    }
+  }
+
+  /** Insert a new record. `values` holds every stored field to write. Returns the internal id. */
+  async insert(db: Db, rt: ResourceType, uuid: string, values: Map<string, ItemValue | ItemValue[]>): Promise<number> {
+    const row: Record<string, unknown> = { uuid, bundle: rt.bundle.bundle };
+    const side: Array<{ field: FieldDescriptor; items: ItemValue[] }> = [];
+    for (const field of rt.bundle.fields) {
+      if (!values.has(field.name)) continue;
+      const value = values.get(field.name)!;
+      if (field.storage.kind === 'columns') {
+        const props = propsFromItem(field, value as ItemValue);
+        for (const [prop, column] of Object.entries(field.storage.columns)) row[column] = props[prop];
+      } else if (field.storage.kind === 'table') side.push({ field, items: (value as ItemValue[]) ?? [] });
+    }
+    const [inserted] = await db(rt.entityType.table).insert(row).returning('id');
+    const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
+    for (const { field, items } of side) await this.writeSide(db, field, id, items);
+    return id;
+  }
+
+  /** Update the given fields of a record; fields not in `changes` stay as they are. */
+  async update(db: Db, rt: ResourceType, id: number, changes: Map<string, ItemValue | ItemValue[]>, extra: Record<string, unknown> = {}): Promise<void> {
+    const row: Record<string, unknown> = { ...extra };
+    for (const [name, value] of changes) {
+      const field = rt.fieldsByName.get(name)!;
+      if (field.storage.kind === 'columns') {
+        const props = propsFromItem(field, value as ItemValue);
+        for (const [prop, column] of Object.entries(field.storage.columns)) row[column] = props[prop];
+      } else if (field.storage.kind === 'table') {
+        await db(field.storage.table).where('entity_id', id).delete();
+        await this.writeSide(db, field, id, (value as ItemValue[]) ?? []);
+      }
+    }
+    if (Object.keys(row).length) await db(rt.entityType.table).where('id', id).update(row);
+  }
+
+  private async writeSide(db: Db, field: FieldDescriptor, id: number, items: ItemValue[]): Promise<void> {
+    if (field.storage.kind !== 'table' || !items.length) return;
+    const columns = field.storage.columns;
+    const rows = items.map((item, delta) => {
+      const props = propsFromItem(field, item);
+      const r: Record<string, unknown> = { entity_id: id, delta };
+      for (const [prop, column] of Object.entries(columns)) r[column] = props[prop];
+      return r;
+    });
+    for (const part of chunks(rows, 500)) await db(field.storage.table).insert(part);
+  }
+
+  /**
+   * Delete records and clear single-valued references to them elsewhere (multi-valued ones go
+   * with the rows, by foreign key). Side tables of the deleted records cascade too.
+   */
+  async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
+    if (!ids.length) return;
+    const et = this.entityType(entityType);
+    for (const { table, column } of this.singleReferencesTo(entityType)) {
+      for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
+    }
+    for (const part of chunks(ids)) await db(et.table).whereIn('id', part).delete();
+  }
+
+  private referenceCache = new Map<string, Array<{ table: string; column: string }>>();
+
+  /** Every (table, column) holding a single-valued reference to the entity type, across all bundles. */
+  singleReferencesTo(entityType: string): Array<{ table: string; column: string }> {
+    let cached = this.referenceCache.get(entityType);
+    if (cached) return cached;
+    const seen = new Set<string>();
+    cached = [];
+    for (const bundle of this.registry.model.bundles) {
+      for (const field of bundle.fields) {
+        if (field.target?.entityType !== entityType || field.storage.kind !== 'columns') continue;
+        const table = this.registry.model.entityTypes[bundle.entityType]!.table;
+        const column = field.storage.columns.target_id!;
+        const key = `${table}.${column}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        cached.push({ table, column });
+      }
+    }
+    this.referenceCache.set(entityType, cached);
+    return cached;
+  }
+}

@@ -1,0 +1,60 @@
+/** Applies the generator's schema operations with Knex, the same way on SQLite and PostgreSQL. */
+import type { Knex } from 'knex';
+import type { ColumnSpec, SchemaOp } from '../model/descriptor.ts';
+
+function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, column: ColumnSpec): void {
+  let builder: Knex.ColumnBuilder;
+  switch (column.type) {
+    case 'increments':
+      builder = table.increments(column.name);
+      return;
+    case 'uuid':
+      builder = table.string(column.name, 36);
+      break;
+    case 'text':
+      builder = table.text(column.name);
+      break;
+    case 'integer':
+      builder = table.integer(column.name);
+      break;
+    case 'bigint':
+      builder = table.bigInteger(column.name);
+      break;
+    case 'boolean':
+      builder = table.boolean(column.name);
+      break;
+    case 'double':
+      builder = table.double(column.name);
+      break;
+    case 'decimal':
+      builder = table.decimal(column.name, 30, 10);
+      break;
+  }
+  if (column.nullable) builder.nullable();
+  else builder.notNullable();
+  if (column.references) {
+    builder.references(column.references.column).inTable(column.references.table).onDelete(column.references.onDelete);
+  }
+}
+
+export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Promise<void> {
+  for (const op of ops) {
+    if (op.op === 'createTable') {
+      await knex.schema.createTable(op.table.name, (table) => {
+        for (const column of op.table.columns) addColumn(table, column);
+        if (op.table.primaryKey) table.primary(op.table.primaryKey);
+        for (const index of op.table.indexes) {
+          if (index.unique) table.unique(index.columns, { indexName: index.name });
+          else table.index(index.columns, index.name);
+        }
+      });
+    } else if (op.op === 'addColumn') {
+      await knex.schema.alterTable(op.table, (table) => addColumn(table, op.column));
+    } else {
+      await knex.schema.alterTable(op.table, (table) => {
+        if (op.index.unique) table.unique(op.index.columns, { indexName: op.index.name });
+        else table.index(op.index.columns, op.index.name);
+      });
+    }
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Geofield values: WKT in, and on output the properties the Drupal geofield module derives from
+ * it (geometry type, centroid lat/lon, bounding box, geohash). Parsing uses wkx.
+ */
+import wkx from 'wkx';
+
+export interface GeofieldValue {
+  value: string;
+  geo_type: string;
+  lat: number;
+  lon: number;
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+  geohash: string;
+  latlon: string;
+}
+
+type Point = [number, number];
+
+function rings(g: any): Point[][] {
+  switch (g.constructor.name) {
+    case 'Point':
+      return [[[g.x, g.y]]];
+    case 'LineString':
+      return [g.points.map((p: any) => [p.x, p.y])];
+    case 'Polygon':
+      return [g.exteriorRing.map((p: any) => [p.x, p.y]), ...g.interiorRings.map((r: any[]) => r.map((p: any) => [p.x, p.y]))];
+    case 'MultiPoint':
+    case 'MultiLineString':
+    case 'MultiPolygon':
+    case 'GeometryCollection':
+      return (g.points ?? g.lineStrings ?? g.polygons ?? g.geometries).flatMap((x: any) => rings(x));
+    default:
+      return [];
+  }
+}
+
+/** Area-weighted centroid for polygons, mean of vertices otherwise (close to geoPHP's centroid). */
+function centroid(g: any): Point | null {
+  const polygons: any[] = g.constructor.name === 'Polygon' ? [g] : g.constructor.name === 'MultiPolygon' ? g.polygons : [];
+  let area = 0;
+  let cx = 0;
+  let cy = 0;
+  for (const p of polygons) {
+    const ring = p.exteriorRing as Array<{ x: number; y: number }>;
+    for (let i = 0; i < ring.length - 1; i++) {
+      const a = ring[i]!;
+      const b = ring[i + 1]!;
+      const cross = a.x * b.y - b.x * a.y;
+      area += cross;
+      cx += (a.x + b.x) * cross;
+      cy += (a.y + b.y) * cross;
+    }
+  }
+  if (area !== 0) return [cx / (3 * area), cy / (3 * area)];
+  const pts = rings(g).flat();
+  if (!pts.length) return null;
+  return [pts.reduce((s, p) => s + p[0], 0) / pts.length, pts.reduce((s, p) => s + p[1], 0) / pts.length];
+}
+
+const BASE32 = '0123456789bcdefghjkmnpqrstuvwxyz';
+
+export function geohash(lat: number, lon: number, precision = 12): string {
+  let latRange = [-90, 90];
+  let lonRange = [-180, 180];
+  let hash = '';
+  let bit = 0;
+  let ch = 0;
+  let even = true;
+  while (hash.length < precision) {
+    const range = even ? lonRange : latRange;
+    const value = even ? lon : lat;
+    const mid = (range[0]! + range[1]!) / 2;
+    if (value >= mid) {
+      ch |= 1 << (4 - bit);
+      range[0] = mid;
+    } else range[1] = mid;
+    even = !even;
+    if (bit < 4) bit++;
+    else {
+      hash += BASE32[ch];
+      bit = 0;
+      ch = 0;
+    }
+  }
+  return hash;
+}
+
+/** Parse WKT into a geofield value with its derived properties; null if it is not valid WKT. */
+export function parseWkt(text: string): GeofieldValue | null {
+  let g: any;
+  try {
+    g = wkx.Geometry.parse(text.trim());
+  } catch {
+    return null;
+  }
+  const pts = rings(g).flat();
+  if (!pts.length || pts.some((p) => !Number.isFinite(p[0]) || !Number.isFinite(p[1]))) return null;
+  const xs = pts.map((p) => p[0]);
+  const ys = pts.map((p) => p[1]);
+  const c = centroid(g)!;
+  const lat = c[1];
+  const lon = c[0];
+  return {
+    value: text.trim(),
+    geo_type: g.constructor.name,
+    lat,
+    lon,
+    left: Math.min(...xs),
+    top: Math.max(...ys),
+    right: Math.max(...xs),
+    bottom: Math.min(...ys),
+    geohash: Math.abs(lat) <= 90 && Math.abs(lon) <= 180 ? geohash(lat, lon) : '',
+    latlon: `${lat},${lon}`,
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * Timestamps are stored as Unix seconds and rendered as RFC 3339 in UTC (`…+00:00`), as Drupal
+ * does. On input they may be Unix seconds (number or numeric string) or ISO 8601 strings with
+ * `Z`, an offset, or fractional seconds (farmOS.js sends all of these).
+ */
+
+const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+
+/** Seconds since the epoch, or null when the value is not a timestamp we accept. */
+export function parseTimestamp(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) && Number.isInteger(value) && Math.abs(value) < 1e13 ? value : null;
+  if (typeof value !== 'string') return null;
+  const s = value.trim();
+  if (/^-?\d{1,13}$/.test(s)) return Number(s);
+  const m = ISO.exec(s);
+  if (!m) return null;
+  const [, y, mo, d, h, mi, sec = '0', , zone] = m;
+  const month = Number(mo);
+  const day = Number(d);
+  if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 60) return null;
+  let ms = Date.UTC(Number(y), month - 1, day, Number(h), Number(mi), Number(sec));
+  if (new Date(ms).getUTCDate() !== day) return null; // 31 February and friends
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const sign = zone[0] === '-' ? -1 : 1;
+    const digits = zone.slice(1).replace(':', '');
+    ms -= sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2))) * 60_000;
+  }
+  return Math.floor(ms / 1000);
+}
+
+/** RFC 3339 in UTC with `+00:00`, as farmOS renders timestamps. */
+export function formatTimestamp(seconds: number | null | undefined): string | null {
+  if (seconds === null || seconds === undefined) return null;
+  const iso = new Date(Number(seconds) * 1000).toISOString();
+  return `${iso.slice(0, 19)}+00:00`;
+}
+
+export const TIMESTAMP_FORMATS =
+  'Unix seconds (e.g. 1704067200) or an ISO 8601 / RFC 3339 date-time (e.g. 2024-01-01T00:00:00+00:00 or 2024-01-01T00:00:00Z)';
