@@ -4,11 +4,19 @@ import type { HandlerName } from '../../model/routes.ts';
 import type { RouteHandler } from '../router.ts';
 import { SchemaStore, sendSchema } from '../schemas.ts';
 import { ApiError, notFound } from '../../errors.ts';
+import { JsonApiServices } from './services.ts';
+import { individualHandlers } from './individual.ts';
+import { createHandler } from './create.ts';
+import { collectionHandler } from './collection.ts';
+import { relationshipHandlers } from './relationships.ts';
 
 export function createResourceHandlers(ctx: AppContext, store: SchemaStore): Record<HandlerName, RouteHandler> {
   const self = (path: string) => `${ctx.config.baseUrl}${path}`;
-  const notYet: RouteHandler = () => {
-    throw new ApiError(501, 'Not implemented yet.');
+  const services = new JsonApiServices(ctx);
+  const individual = individualHandlers(services);
+  const relationships = relationshipHandlers(services);
+  const uploads: RouteHandler = () => {
+    throw new ApiError(501, 'File uploads are not available in this version of Tilth yet.');
   };
   return {
     'schema.resource': (_req, res, route) => {
@@ -23,17 +31,17 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): Rec
       if (!text) throw notFound(`${route.resourceType.type} has no relationship ${route.entry.field}.`);
       sendSchema(res, text);
     },
-    'collection.get': notYet,
-    'collection.post': notYet,
-    'individual.get': notYet,
-    'individual.patch': notYet,
-    'individual.delete': notYet,
-    'related.get': notYet,
-    'relationship.get': notYet,
-    'relationship.post': notYet,
-    'relationship.patch': notYet,
-    'relationship.delete': notYet,
-    'file.upload': notYet,
-    'file.uploadNew': notYet,
+    'collection.get': collectionHandler(services),
+    'collection.post': createHandler(services),
+    'individual.get': individual.get,
+    'individual.patch': individual.patch,
+    'individual.delete': individual.delete,
+    'related.get': relationships.related,
+    'relationship.get': relationships.get,
+    'relationship.post': relationships.post,
+    'relationship.patch': relationships.patch,
+    'relationship.delete': relationships.delete,
+    'file.upload': uploads,
+    'file.uploadNew': uploads,
   };
 }

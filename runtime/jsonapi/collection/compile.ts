@@ -1,0 +1,276 @@
+/**
+ * Compiles parsed filters and sorts into one SQL query over the entity table (alias `e`), with
+ * EXISTS sub-queries for multi-valued fields and relationship paths, so no join multiplies rows
+ * and every lookup can use an index (bundle-first indexes, side-table indexes on value and
+ * target). Works the same on SQLite and PostgreSQL.
+ *
+ * Semantics for several values (multi-valued fields, relationships): a positive condition holds
+ * when some value matches; `<>`, `NOT IN`, `NOT BETWEEN` and `IS NULL` hold when no value matches
+ * the positive form ("not flagged review" includes logs with no flags).
+ */
+import type { Knex } from 'knex';
+import type { ModelRegistry, ResourceType } from '../../model/registry.ts';
+import type { Principal } from '../../access/principal.ts';
+import type { Dialect } from '../../storage/database.ts';
+import type { FilterCondition, FilterGroup, FilterOperator } from '../query/filter.ts';
+import type { SortField } from '../query/sort.ts';
+import { resolvePath, type Hop, type ResolvedPath, type Terminal } from './paths.ts';
+import { viewCondition } from '../../access/policy.ts';
+import { badParameter } from '../../errors.ts';
+import { parseTimestamp } from '../../values/timestamps.ts';
+import { FIELD_TYPE_SPECS } from '../../model/field-types.ts';
+
+type Builder = Knex.QueryBuilder;
+type Scalar = string | number | boolean;
+
+const NEGATED: Partial<Record<FilterOperator, FilterOperator>> = {
+  '<>': '=',
+  'NOT IN': 'IN',
+  'NOT BETWEEN': 'BETWEEN',
+  'IS NULL': 'IS NOT NULL',
+};
+
+const TEXT_OPERATORS = new Set<FilterOperator>(['STARTS_WITH', 'CONTAINS', 'ENDS_WITH']);
+
+export interface SortKey {
+  /** SQL expression and bindings for ORDER BY. */
+  sql: string;
+  bindings: Scalar[];
+  direction: 'ASC' | 'DESC';
+  /** The entity-table column when the key is a plain column (keyset paging needs it). */
+  column: string | null;
+}
+
+export class QueryCompiler {
+  constructor(
+    private readonly knex: Knex,
+    private readonly registry: ModelRegistry,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /** Add the filter tree to a query on `rt`'s table aliased `e`. */
+  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal): void {
+    if (!group.members.length) return;
+    qb.where((w) => this.group(w, rt, group, principal));
+  }
+
+  private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal): void {
+    for (const member of group.members) {
+      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, rt, member, principal) : this.condition(w, rt, member, principal));
+      if (group.conjunction === 'OR') qb.orWhere(apply);
+      else qb.andWhere(apply);
+    }
+  }
+
+  private condition(qb: Builder, rt: ResourceType, condition: FilterCondition, principal: Principal): void {
+    const path = resolvePath(this.registry, rt, condition.path, principal, 'filter');
+    const op = condition.operator;
+    if (path.terminal === null && op !== 'IS NULL' && op !== 'IS NOT NULL') {
+      throw badParameter(
+        'filter',
+        `Invalid filter path "${condition.path}" (filter[${condition.key}]): a relationship path must end with "id" or a field of the related resource, e.g. "${condition.path}.id".`,
+      );
+    }
+    const values = this.convertValues(path, condition);
+    const multi = path.hops.length > 0 || (path.terminal?.kind === 'property' && path.terminal.side !== null) || path.terminal === null;
+    const positive = NEGATED[op];
+    if (multi) {
+      if (positive) qb.whereNotExists(this.pathExists(rt, path, positive, values, principal));
+      else qb.whereExists(this.pathExists(rt, path, op, values, principal));
+      return;
+    }
+    this.compare(qb, `e.${this.terminalColumn(path.terminal!)}`, op, values, path.terminal!);
+  }
+
+  private terminalColumn(t: Terminal): string {
+    switch (t.kind) {
+      case 'uuid':
+        return 'uuid';
+      case 'internalId':
+        return 'id';
+      case 'bundle':
+        return 'bundle';
+      case 'property':
+        return t.column;
+    }
+  }
+
+  /** EXISTS sub-query following the path's hops from `e` and testing its terminal. */
+  private pathExists(rt: ResourceType, path: ResolvedPath, op: FilterOperator, values: Scalar[], principal: Principal): Builder {
+    const build = (hops: Hop[], alias: string, depth: number): Builder => {
+      const [hop, ...rest] = hops;
+      if (!hop) {
+        // Terminal on `alias`: a side table of a multi-valued attribute, or a column.
+        const t = path.terminal;
+        if (t?.kind === 'property' && t.side) {
+          const s = `v${depth}`;
+          const sub = this.knex.select(this.knex.raw('1')).from(`${t.side} as ${s}`).whereRaw(`${s}.entity_id = ${alias}.id`);
+          this.compare(sub, `${s}.${t.column}`, op, values, t);
+          return sub;
+        }
+        throw new Error('unreachable: terminal without hop handled by caller');
+      }
+      const target = `t${depth}`;
+      const sub = this.knex.select(this.knex.raw('1')).from(`${hop.target.table} as ${target}`);
+      if (hop.side) sub.join(`${hop.side} as r${depth}`, `r${depth}.${hop.column}`, `${target}.id`).whereRaw(`r${depth}.entity_id = ${alias}.id`);
+      else sub.whereRaw(`${target}.id = ${alias}.${hop.column}`);
+      const allBundles = this.registry.bundlesOf(hop.target.entityType).length;
+      if (hop.targetTypes.length < allBundles) sub.whereIn(`${target}.bundle`, hop.targetTypes.map((t) => t.bundle.bundle));
+      const guard = viewCondition(principal, hop.target, target);
+      if (guard) guard(sub);
+      if (rest.length) {
+        sub.whereExists(build(rest, target, depth + 1));
+      } else if (path.terminal === null) {
+        // The relationship itself: "has at least one related record".
+      } else if (path.terminal.kind === 'property' && path.terminal.side) {
+        sub.whereExists(build([], target, depth + 1));
+      } else {
+        this.compare(sub, `${target}.${this.terminalColumn(path.terminal)}`, op, values, path.terminal);
+      }
+      return sub;
+    };
+    if (path.hops.length === 0) return build([], 'e', 0);
+    return build(path.hops, 'e', 0);
+  }
+
+  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], terminal: Terminal): void {
+    const like = (pattern: string) => {
+      if (this.dialect === 'postgres') qb.whereRaw(`${column} ILIKE ? ESCAPE '\\'`, [pattern]);
+      else qb.whereRaw(`${column} LIKE ? ESCAPE '\\'`, [pattern]);
+    };
+    const escape = (s: string) => String(s).replace(/[\\%_]/g, (c) => `\\${c}`);
+    const v = values[0]!;
+    switch (op) {
+      case '=':
+      case '<>':
+      case '>':
+      case '>=':
+      case '<':
+      case '<=':
+        qb.where(column, op, v);
+        return;
+      case 'IN':
+        qb.whereIn(column, values);
+        return;
+      case 'NOT IN':
+        qb.whereNotIn(column, values);
+        return;
+      case 'BETWEEN':
+        qb.whereBetween(column, [values[0]!, values[1]!]);
+        return;
+      case 'NOT BETWEEN':
+        qb.whereNotBetween(column, [values[0]!, values[1]!]);
+        return;
+      case 'IS NULL':
+        qb.whereNull(column);
+        return;
+      case 'IS NOT NULL':
+        qb.whereNotNull(column);
+        return;
+      case 'STARTS_WITH':
+        like(`${escape(String(v))}%`);
+        return;
+      case 'CONTAINS':
+        like(`%${escape(String(v))}%`);
+        return;
+      case 'ENDS_WITH':
+        like(`%${escape(String(v))}`);
+        return;
+    }
+    void terminal;
+  }
+
+  /** Convert filter values to the column's type: booleans, Unix seconds for timestamps, numbers. */
+  private convertValues(path: ResolvedPath, condition: FilterCondition): Scalar[] {
+    const raw = condition.value === null ? [] : Array.isArray(condition.value) ? condition.value : [condition.value];
+    const t = path.terminal;
+    const where = `filter[${condition.key}]`;
+    if (!t) return raw;
+    if (TEXT_OPERATORS.has(condition.operator)) {
+      const textual = t.kind === 'uuid' || t.kind === 'bundle' || (t.kind === 'property' && FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column === 'text');
+      if (!textual) throw badParameter('filter', `${where}: the ${condition.operator} operator works on text; "${condition.path}" is not text.`);
+      return raw;
+    }
+    return raw.map((value) => {
+      if (t.kind === 'uuid') return value.toLowerCase();
+      if (t.kind === 'bundle') return value;
+      if (t.kind === 'internalId') {
+        if (!/^\d+$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a whole number, as "${condition.path}" needs.`);
+        return Number(value);
+      }
+      const column = FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column;
+      if (t.field.type === 'timestamp') {
+        const s = parseTimestamp(value);
+        if (s === null) throw badParameter('filter', `${where}: "${value}" is not a date and time; use Unix seconds or an ISO 8601 date-time.`);
+        return s;
+      }
+      if (column === 'boolean') {
+        if (['1', 'true', 'TRUE', 'True'].includes(value)) return true;
+        if (['0', 'false', 'FALSE', 'False'].includes(value)) return false;
+        throw badParameter('filter', `${where}: "${value}" is not a boolean; use 1 or 0 (or true or false).`);
+      }
+      if (column === 'integer' || column === 'bigint') {
+        if (!/^-?\d+$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a whole number, as "${condition.path}" needs.`);
+        return Number(value);
+      }
+      if (column === 'double' || column === 'decimal') {
+        if (!/^-?\d+(\.\d+)?$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a number, as "${condition.path}" needs.`);
+        return Number(value);
+      }
+      return value;
+    });
+  }
+
+  /** ORDER BY keys for the sort; a plain column where possible, a correlated sub-query through relationships. */
+  sortKeys(rt: ResourceType, sort: SortField[], principal: Principal): SortKey[] {
+    return sort.map((s) => {
+      const path = resolvePath(this.registry, rt, s.path, principal, 'sort');
+      if (!path.terminal) throw badParameter('sort', `Invalid sort path "${s.path}": sort by a field of the related resource, e.g. "${s.path}.name".`);
+      if (!path.hops.length && !(path.terminal.kind === 'property' && path.terminal.side)) {
+        const column = this.terminalColumn(path.terminal);
+        return { sql: `e.${column}`, bindings: [], direction: s.direction, column };
+      }
+      // Through relationships or multi-valued fields: the smallest (ASC) or largest (DESC) value.
+      return this.subquerySortKey(path, s.direction, principal);
+    });
+  }
+
+  /** A sort key through relationships or a multi-valued field, as one correlated sub-query with joins. */
+  private subquerySortKey(path: ResolvedPath, direction: 'ASC' | 'DESC', principal: Principal): SortKey {
+    const agg = direction === 'ASC' ? 'MIN' : 'MAX';
+    const t = path.terminal!;
+    if (!path.hops.length && t.kind === 'property' && t.side) {
+      const q = this.knex.from(`${t.side} as cv`).whereRaw('cv.entity_id = e.id').select(this.knex.raw(`${agg}(cv.${t.column})`));
+      const { sql, bindings } = q.toSQL();
+      return { sql: `(${sql})`, bindings: bindings as Scalar[], direction, column: null };
+    }
+    const [first, ...rest] = path.hops;
+    const q = this.knex.from(`${first!.target.table} as c0`);
+    if (first!.side) q.join(`${first!.side} as cr0`, `cr0.${first!.column}`, 'c0.id').whereRaw('cr0.entity_id = e.id');
+    else q.whereRaw(`c0.id = e.${first!.column}`);
+    const guard0 = viewCondition(principal, first!.target, 'c0');
+    if (guard0) guard0(q);
+    rest.forEach((hop, i) => {
+      const prev = `c${i}`;
+      const cur = `c${i + 1}`;
+      if (hop.side) q.join(`${hop.side} as cr${i + 1}`, `cr${i + 1}.entity_id`, `${prev}.id`).join(`${hop.target.table} as ${cur}`, `${cur}.id`, `cr${i + 1}.${hop.column}`);
+      else q.join(`${hop.target.table} as ${cur}`, `${cur}.id`, `${prev}.${hop.column}`);
+      const guard = viewCondition(principal, hop.target, cur);
+      if (guard) guard(q);
+    });
+    const last = `c${path.hops.length - 1}`;
+    let expr: string;
+    if (t.kind === 'property' && t.side) {
+      q.join(`${t.side} as cv`, 'cv.entity_id', `${last}.id`);
+      expr = `cv.${t.column}`;
+    } else expr = `${last}.${this.terminalColumn(t)}`;
+    q.select(this.knex.raw(`${agg}(${expr})`));
+    const { sql, bindings } = q.toSQL();
+    return { sql: `(${sql})`, bindings: bindings as Scalar[], direction, column: null };
+  }
+
+  /** Whether NULL sorts before other values in this direction on this database. */
+  nullsFirst(direction: 'ASC' | 'DESC'): boolean {
+    return this.dialect === 'sqlite' ? direction === 'ASC' : direction === 'DESC';
+  }
+}

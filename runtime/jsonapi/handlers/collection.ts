@@ -1,0 +1,43 @@
+/** GET of a collection: filter, sort, page (keyset when following links.next), include, sparse fieldsets. */
+import type { Request } from 'express';
+import type { RouteHandler } from '../router.ts';
+import type { JsonApiServices } from './services.ts';
+import { principalOf } from '../../http/principal.ts';
+import { assertMayOnType } from '../../access/policy.ts';
+import { QueryCompiler } from '../collection/compile.ts';
+import { fetchPage } from '../collection/page.ts';
+import { buildQueryString } from '../query/build-query-string.ts';
+import type { JsonApiQuery } from '../query/index.ts';
+
+/** An absolute link to this collection with `page` replaced and every other parameter kept. */
+function pageLink(s: JsonApiServices, req: Request, query: JsonApiQuery, page: Record<string, string>): { href: string } {
+  const params = { ...query.params, page };
+  const qs = buildQueryString(params);
+  return { href: `${s.ctx.config.baseUrl}${req.baseUrl}${req.path}${qs ? `?${qs}` : ''}` };
+}
+
+export function collectionHandler(s: JsonApiServices): RouteHandler {
+  const compiler = new QueryCompiler(s.knex, s.ctx.registry, s.ctx.db.dialect);
+  return async (req, res, route) => {
+    const principal = principalOf(res);
+    const rt = route.resourceType;
+    const query = s.query(req, rt);
+    assertMayOnType(principal, rt.entityType, 'view', `${rt.type} resources`);
+    const { page } = query;
+    const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, principal);
+    const links: Record<string, { href: string }> = { self: s.selfLink(req) };
+    if (result.hasMore) {
+      links.next = pageLink(s, req, query, {
+        offset: String(page.offset + page.limit),
+        limit: String(page.limit),
+        ...(result.nextCursor ? { cursor: result.nextCursor } : {}),
+      });
+    }
+    if (page.offset > 0) {
+      links.first = pageLink(s, req, query, { offset: '0', limit: String(page.limit) });
+      links.prev = pageLink(s, req, query, { offset: String(Math.max(0, page.offset - page.limit)), limit: String(page.limit) });
+    }
+    s.send(res, 200, await s.document(s.knex, records, principal, query, links));
+  };
+}

@@ -1,0 +1,24 @@
+/** POST to a collection: create a resource (a client-supplied UUID is kept). */
+import type { RouteHandler } from '../router.ts';
+import type { JsonApiServices } from './services.ts';
+import { principalOf } from '../../http/principal.ts';
+import { assertMayOnType } from '../../access/policy.ts';
+
+export function createHandler(s: JsonApiServices): RouteHandler {
+  return async (req, res, route) => {
+    const principal = principalOf(res);
+    const rt = route.resourceType;
+    const query = s.query(req, rt);
+    assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
+    s.requireJsonApiBody(req);
+    const { doc, location } = await s.knex.transaction(async (trx) => {
+      const input = await s.input.read(trx, rt, req.body, 'create');
+      const { id, uuid } = await s.entities.create(trx, rt, input, principal);
+      const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null, principal);
+      const location = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
+      return { doc: await s.document(trx, record!, principal, query, { self: { href: location } }), location };
+    });
+    res.setHeader('Location', location);
+    s.send(res, 201, doc);
+  };
+}

@@ -1,0 +1,56 @@
+/** GET, PATCH and DELETE of one resource: `/api/<entity>/<bundle>/<uuid>`. */
+import type { RouteHandler } from '../router.ts';
+import type { JsonApiServices } from './services.ts';
+import { principalOf } from '../../http/principal.ts';
+import { assertMayOnType } from '../../access/policy.ts';
+import { badRequest } from '../../errors.ts';
+import { readDataMember } from '../input.ts';
+
+export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
+  return {
+    async get(req, res, route) {
+      const principal = principalOf(res);
+      const rt = route.resourceType;
+      const query = s.query(req, rt);
+      assertMayOnType(principal, rt.entityType, 'view', 'this resource');
+      const record = await s.find(s.knex, rt, route.id, principal, query.fields.size ? query.fields : null);
+      s.assertMayOnRecord(principal, record, 'view');
+      s.send(res, 200, await s.document(s.knex, record, principal, query, { self: s.selfLink(req) }));
+    },
+
+    async patch(req, res, route) {
+      const principal = principalOf(res);
+      const rt = route.resourceType;
+      const query = s.query(req, rt);
+      s.requireJsonApiBody(req);
+      const doc = await s.knex.transaction(async (trx) => {
+        // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
+        const record = await s.find(trx, rt, route.id, principal);
+        assertMayOnType(principal, rt.entityType, 'update', 'this resource');
+        s.assertMayOnRecord(principal, record, 'update');
+        const data = readDataMember(req.body);
+        if (data.id === undefined || data.id === null) throw badRequest('The resource object must include an "id" member matching the URL.', { pointer: '/data/id' });
+        if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
+          throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${String(data.id)}).`, { pointer: '/data/id' });
+        }
+        const input = await s.input.read(trx, rt, req.body, 'update');
+        await s.entities.update(trx, record, input, principal);
+        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
+        return s.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
+      });
+      s.send(res, 200, doc);
+    },
+
+    async delete(_req, res, route) {
+      const principal = principalOf(res);
+      const rt = route.resourceType;
+      await s.knex.transaction(async (trx) => {
+        const record = await s.find(trx, rt, route.id, principal);
+        assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
+        s.assertMayOnRecord(principal, record, 'delete');
+        await s.entities.delete(trx, record);
+      });
+      res.status(204).end();
+    },
+  };
+}

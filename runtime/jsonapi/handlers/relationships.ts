@@ -1,0 +1,110 @@
+/**
+ * Relationship endpoints `/<uuid>/relationships/<field>` (GET, POST adds, PATCH replaces, DELETE
+ * removes) and related endpoints `/<uuid>/<field>` (farmos-behaviour.md §4.9). Identifiers are
+ * checked by the same reader as resource documents.
+ */
+import type { Request } from 'express';
+import type { RouteHandler, MatchedRoute } from '../router.ts';
+import type { JsonApiServices } from './services.ts';
+import { principalOf } from '../../http/principal.ts';
+import { assertMayOnType, mayOnRecord, mayOnType } from '../../access/policy.ts';
+import { badRequest, conflict } from '../../errors.ts';
+import type { EntityRecord, ItemValue, Reference } from '../../storage/records.ts';
+import { JSONAPI_VERSION } from '../document.ts';
+
+function links(s: JsonApiServices, record: EntityRecord, field: string) {
+  const self = `${s.ctx.config.baseUrl}/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
+  return { self: { href: `${self}/relationships/${field}` }, related: { href: `${self}/${field}` } };
+}
+
+function refsOf(record: EntityRecord, field: string): Reference[] {
+  const v = record.values.get(field);
+  return ((Array.isArray(v) ? v : v ? [v] : []) as ItemValue[]).filter(Boolean) as Reference[];
+}
+
+export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' | 'patch' | 'delete' | 'related', RouteHandler> {
+  const field = (route: MatchedRoute) => route.field!;
+
+  /** Read the identifiers of a relationship request body through the resource reader. */
+  async function identifiers(trx: Parameters<typeof s.input.read>[0], req: Request, route: MatchedRoute): Promise<{ value: ItemValue | ItemValue[]; sent: unknown[] }> {
+    const body = req.body as Record<string, unknown> | undefined;
+    if (!body || typeof body !== 'object' || !('data' in body)) throw badRequest('The request body must be a document with a "data" member holding resource identifiers.', { pointer: '/data' });
+    const f = field(route);
+    const input = await s.input.read(trx, route.resourceType, { data: { type: route.resourceType.type, relationships: { [f.name]: { data: body.data } } } }, 'update');
+    const value = input.values.get(f.name) ?? (f.multiple ? [] : null);
+    const sent = Array.isArray(body.data) ? body.data : body.data === null ? [] : [body.data];
+    return { value, sent };
+  }
+
+  async function write(req: Request, res: Parameters<RouteHandler>[1], route: MatchedRoute, op: 'post' | 'patch' | 'delete'): Promise<void> {
+    const principal = principalOf(res);
+    const rt = route.resourceType;
+    const f = field(route);
+    s.requireJsonApiBody(req);
+    if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
+    const result = await s.knex.transaction(async (trx) => {
+      const record = await s.find(trx, rt, route.id, principal);
+      assertMayOnType(principal, rt.entityType, 'update', 'this resource');
+      s.assertMayOnRecord(principal, record, 'update');
+      const { value, sent } = await identifiers(trx, req, route);
+      const current = refsOf(record, f.name);
+      const key = (r: Reference) => r.targetId;
+      let next: ItemValue | ItemValue[];
+      if (op === 'patch') next = value;
+      else if (op === 'post') {
+        const have = new Set(current.map(key));
+        next = [...current, ...(value as Reference[]).filter((r) => !have.has(key(r)) && have.add(key(r)))];
+      } else {
+        const remove = new Set((value as Reference[]).map(key));
+        next = current.filter((r) => !remove.has(key(r)));
+      }
+      await s.entities.update(trx, record, { values: new Map([[f.name, next]]), secrets: new Map() }, principal);
+      const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
+      const data = s.serializer.relationshipData(updated!, f);
+      const final = Array.isArray(data) ? data : data ? [data] : [];
+      const sentIds = new Set(sent.map((i) => (i as { id?: string })?.id));
+      const extra = op !== 'delete' && final.some((i) => !sentIds.has(i.id));
+      return { extra, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated!, f.name) } };
+    });
+    if (result.extra) s.send(res, 200, result.doc);
+    else res.status(204).end();
+  }
+
+  return {
+    async get(req, res, route) {
+      const principal = principalOf(res);
+      const rt = route.resourceType;
+      const query = s.query(req, rt);
+      assertMayOnType(principal, rt.entityType, 'view', 'this resource');
+      const record = await s.find(s.knex, rt, route.id, principal);
+      s.assertMayOnRecord(principal, record, 'view');
+      const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: s.serializer.relationshipData(record, field(route)), links: links(s, record, field(route).name) };
+      if (query.include.length) {
+        const full = await s.document(s.knex, record, principal, { ...query, include: query.include.filter((p) => p[0] === field(route).name) }, {});
+        if (full.included) doc.included = full.included;
+      }
+      s.send(res, 200, doc);
+    },
+    post: (req, res, route) => write(req, res, route, 'post'),
+    patch: (req, res, route) => write(req, res, route, 'patch'),
+    delete: (req, res, route) => write(req, res, route, 'delete'),
+
+    async related(req, res, route) {
+      const principal = principalOf(res);
+      const rt = route.resourceType;
+      const f = field(route);
+      const query = s.query(req);
+      assertMayOnType(principal, rt.entityType, 'view', 'this resource');
+      const record = await s.find(s.knex, rt, route.id, principal);
+      s.assertMayOnRecord(principal, record, 'view');
+      const refs = refsOf(record, f.name).filter((r) => r.uuid);
+      const et = s.ctx.registry.model.entityTypes[f.target!.entityType]!;
+      let targets: EntityRecord[] = [];
+      if (refs.length && mayOnType(principal, et, 'view')) {
+        targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), query.fields.size ? query.fields : null, principal)).filter((t) => mayOnRecord(principal, et, 'view', t));
+      }
+      const data = f.multiple ? targets : (targets[0] ?? null);
+      s.send(res, 200, await s.document(s.knex, data, principal, query, { self: s.selfLink(req) }));
+    },
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * Reads a JSON:API resource document sent to POST or PATCH: checks its shape, coerces every
+ * submitted attribute, resolves every relationship identifier to a record in one query per
+ * target entity type, and collects all validation problems into one 422. Members a client echoes
+ * back but may not set (ids, computed and read-only fields) are ignored, as Drupal does.
+ */
+import type { FieldDescriptor } from '../model/descriptor.ts';
+import type { ModelRegistry, ResourceType } from '../model/registry.ts';
+import type { Db, ItemValue, Reference } from '../storage/records.ts';
+import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
+import { coerceField } from './coerce.ts';
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface ResourceInput {
+  /** The `data.id` sent, if any. */
+  id?: string;
+  /** Field name → new value, for every submitted, writable field. */
+  values: Map<string, ItemValue | ItemValue[]>;
+  /** Submitted values of write-only fields (passwords), by field name. */
+  secrets: Map<string, { value: string; existing?: string }>;
+}
+
+interface PendingIdentifier {
+  field: FieldDescriptor;
+  pointer: string;
+  type: string;
+  id: string;
+  meta: Record<string, unknown>;
+  ref?: Reference;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Check the top level of a write document and return its `data` member. */
+export function readDataMember(body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
+    throw badRequest('Empty request body: send a JSON:API document {"data": {…}}.', { pointer: '' });
+  }
+  if (!isObject(body)) throw badRequest('The request body must be a JSON object with a "data" member.', { pointer: '' });
+  if ('relationships' in body || 'attributes' in body) throw badRequest('Found "attributes" or "relationships" at the top level of the document; they belong inside "data".', { pointer: '' });
+  if (!isObject(body.data)) throw badRequest('The document must have a "data" member holding one resource object.', { pointer: '/data' });
+  return body.data;
+}
+
+export class InputReader {
+  constructor(private readonly registry: ModelRegistry) {}
+
+  /** Read a resource object for `rt`. Throws 400/404/409 for malformed documents and 422 for invalid values. */
+  async read(db: Db, rt: ResourceType, body: unknown, mode: 'create' | 'update'): Promise<ResourceInput> {
+    const data = readDataMember(body);
+    if (typeof data.type !== 'string' || !data.type) throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
+    if (data.type !== rt.type) {
+      throw conflict(`The type "${data.type}" does not match this endpoint, which takes ${rt.type}.`, { pointer: '/data/type' });
+    }
+    const violations: Violation[] = [];
+    let id: string | undefined;
+    if (data.id !== undefined && data.id !== null) {
+      if (typeof data.id !== 'string' || !UUID.test(data.id)) {
+        violations.push({ pointer: '/data/id', detail: `id: "${String(data.id)}" is not a UUID. IDs must be properly generated and formatted UUIDs as described in RFC 4122.` });
+      } else id = data.id.toLowerCase();
+    }
+    const values = new Map<string, ItemValue | ItemValue[]>();
+    const secrets = new Map<string, { value: string; existing?: string }>();
+    const ignored = new Set([rt.entityType.internalId, rt.entityType.revisionId].filter(Boolean) as string[]);
+
+    if (data.attributes !== undefined && data.attributes !== null) {
+      if (!isObject(data.attributes)) throw badRequest('"attributes" must be an object.', { pointer: '/data/attributes' });
+      for (const [name, raw] of Object.entries(data.attributes)) {
+        const pointer = `/data/attributes/${name}`;
+        const field = rt.fieldsByName.get(name);
+        if (!field) {
+          if (ignored.has(name)) continue;
+          violations.push({ pointer, detail: `${name}: the attribute ${name} does not exist on the ${rt.type} resource type.` });
+          continue;
+        }
+        if (field.kind === 'relationship') {
+          violations.push({ pointer, detail: `${name}: ${name} is a relationship of ${rt.type}; send it under "relationships" as {"data": …}.` });
+          continue;
+        }
+        if (field.type === 'password') {
+          const v = isObject(raw) ? raw : { value: raw };
+          if (v.value === undefined || v.value === null) continue;
+          if (typeof v.value !== 'string') violations.push({ pointer, detail: `${name}: the password must be a string.` });
+          else secrets.set(field.name, { value: v.value, ...(typeof v.existing === 'string' ? { existing: v.existing } : {}) });
+          continue;
+        }
+        if (field.readOnly) continue;
+        const c = coerceField(field, raw);
+        if (!c.ok) violations.push({ pointer: c.index !== undefined ? `${pointer}/${c.index}` : pointer, detail: `${name}: ${c.problem}.` });
+        else values.set(field.name, c.value);
+      }
+    }
+
+    const pending: PendingIdentifier[] = [];
+    if (data.relationships !== undefined && data.relationships !== null) {
+      if (!isObject(data.relationships)) throw badRequest('"relationships" must be an object.', { pointer: '/data/relationships' });
+      for (const [name, member] of Object.entries(data.relationships)) {
+        const pointer = `/data/relationships/${name}`;
+        if (name === rt.entityType.bundleKey) continue;
+        const field = rt.fieldsByName.get(name);
+        if (!field || field.internal) {
+          violations.push({ pointer, detail: `${name}: the relationship ${name} does not exist on the ${rt.type} resource type.` });
+          continue;
+        }
+        if (field.kind !== 'relationship') {
+          violations.push({ pointer, detail: `${name}: ${name} is an attribute of ${rt.type}; send it under "attributes".` });
+          continue;
+        }
+        if (field.readOnly) continue;
+        // Drupal ignores a relationship member without "data" (farmOS.js sends some).
+        if (!isObject(member) || !('data' in member)) continue;
+        const items = readIdentifiers(member.data, field, `${pointer}/data`);
+        if (!field.multiple && items.length > 1) {
+          violations.push({ pointer: `${pointer}/data`, detail: `${name}: takes one related resource, not ${items.length}.` });
+          continue;
+        }
+        values.set(field.name, field.multiple ? [] : null);
+        for (const item of items) pending.push({ field, ...item });
+      }
+    }
+
+    await this.resolve(db, pending, violations);
+    for (const p of pending) {
+      if (!p.ref) continue;
+      if (p.field.multiple) (values.get(p.field.name) as ItemValue[]).push(p.ref);
+      else values.set(p.field.name, p.ref);
+    }
+    if (mode === 'create' && id === undefined) {
+      // no client id: the caller assigns one
+    }
+    if (violations.length) throw new ValidationError(violations);
+    return { ...(id ? { id } : {}), values, secrets };
+  }
+
+  /** Resolve identifiers to records, one query per target entity type; unknown UUIDs are 404. */
+  private async resolve(db: Db, pending: PendingIdentifier[], violations: Violation[]): Promise<void> {
+    const byEntityType = new Map<string, PendingIdentifier[]>();
+    for (const p of pending) {
+      const target = this.registry.get(p.type);
+      const allowed = this.registry.targetsOf(p.field).map((t) => t.type);
+      if (!target || !allowed.includes(p.type)) {
+        violations.push({ pointer: p.pointer, detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${allowed.length ? allowed.join(', ') : 'no type (nothing can be referenced)'}.` });
+        continue;
+      }
+      const et = target.entityType.entityType;
+      byEntityType.set(et, [...(byEntityType.get(et) ?? []), p]);
+    }
+    for (const [entityType, items] of byEntityType) {
+      const et = this.registry.model.entityTypes[entityType]!;
+      const filterColumns = new Set<string>();
+      for (const p of items) for (const k of Object.keys(p.field.target?.filter ?? {})) filterColumns.add(k);
+      const uuids = [...new Set(items.map((p) => p.id.toLowerCase()).filter((u) => UUID.test(u)))];
+      const rows = uuids.length ? await db(et.table).whereIn('uuid', uuids).select(['id', 'uuid', 'bundle', et.labelField, ...filterColumns]) : [];
+      const byUuid = new Map(rows.map((r: Record<string, unknown>) => [String(r.uuid), r]));
+      for (const p of items) {
+        const row = byUuid.get(p.id.toLowerCase());
+        if (!row || !this.registry.get(`${entityType}--${row.bundle}`)) {
+          throw notFound(`The resource identified by ${p.type}:${p.id} (given as a relationship item) could not be found.`, { pointer: p.pointer });
+        }
+        const actual = `${entityType}--${row.bundle}`;
+        if (actual !== p.type) {
+          violations.push({ pointer: p.pointer, detail: `${p.field.name}: ${p.id} is a ${actual}, not a ${p.type}.` });
+          continue;
+        }
+        const filter = p.field.target?.filter ?? {};
+        const failed = Object.entries(filter).find(([k, v]) => (typeof v === 'boolean' ? Boolean(row[k]) !== v : row[k] !== v));
+        if (failed) {
+          violations.push({
+            pointer: p.pointer,
+            detail: `${p.field.name}: "${String(row[et.labelField] ?? p.id)}" (${actual}) cannot be referenced here: it must have ${failed[0]} set to ${String(failed[1])}.`,
+          });
+          continue;
+        }
+        p.ref = { targetId: Number(row.id), uuid: String(row.uuid), bundle: String(row.bundle), meta: p.meta };
+      }
+    }
+  }
+}
+
+function readIdentifiers(data: unknown, field: FieldDescriptor, pointer: string): Array<Omit<PendingIdentifier, 'field'>> {
+  if (data === null) return [];
+  const list = Array.isArray(data) ? data : [data];
+  return list.map((item, i) => {
+    const p = Array.isArray(data) ? `${pointer}/${i}` : pointer;
+    if (!isObject(item)) throw badRequest(`${field.name}: each related resource must be an identifier object {"type", "id"}.`, { pointer: p });
+    if (typeof item.type !== 'string' || !item.type) throw badRequest(`${field.name}: no type specified for related resource.`, { pointer: `${p}/type` });
+    if (typeof item.id !== 'string' || !item.id) throw badRequest(`${field.name}: no ID specified for related resource.`, { pointer: `${p}/id` });
+    const meta: Record<string, unknown> = {};
+    if (isObject(item.meta)) {
+      const allowed = ['display', 'description', 'alt', 'title', 'width', 'height'];
+      for (const [k, v] of Object.entries(item.meta)) if (allowed.includes(k) && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) meta[k] = v;
+    }
+    return { pointer: p, type: item.type, id: item.id, meta };
+  });
+}

@@ -1,0 +1,44 @@
+/** Loads records with their computed fields, limited to a sparse fieldset when one is asked for. */
+import type { Principal } from '../access/principal.ts';
+import type { FieldDescriptor } from '../model/descriptor.ts';
+import type { ModelRegistry, ResourceType } from '../model/registry.ts';
+import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
+import { ComputedFields } from '../farm/computed.ts';
+
+/** Fields a computed field needs loaded to be computed. */
+const NEEDS: Record<string, string[]> = {
+  location: ['is_fixed'],
+  geometry: ['is_fixed', 'intrinsic_geometry'],
+  display_name: ['name'],
+};
+
+export class RecordLoader {
+  readonly store: RecordStore;
+  private readonly computed: ComputedFields;
+
+  constructor(readonly registry: ModelRegistry) {
+    this.store = new RecordStore(registry);
+    this.computed = new ComputedFields(registry);
+  }
+
+  /**
+   * Load records by internal id with computed fields. `fieldsets` maps resource type → field
+   * names (sparse fieldsets); a type not in it gets every field.
+   */
+  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, _principal: Principal): Promise<EntityRecord[]> {
+    const select = (rt: ResourceType): FieldDescriptor[] => {
+      const set = fieldsets?.get(rt.type);
+      if (!set) return rt.bundle.fields;
+      const names = new Set(set);
+      for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of NEEDS[f.computed] ?? []) names.add(n);
+      names.add('status');
+      return rt.bundle.fields.filter((f) => names.has(f.name));
+    };
+    const records = await this.store.load(db, entityType, ids, select);
+    await this.computed.fill(db, records, (record, field) => {
+      const set = fieldsets?.get(record.rt.type);
+      return !set || set.has(field.name);
+    });
+    return records;
+  }
+}

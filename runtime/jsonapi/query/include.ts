@@ -1,0 +1,30 @@
+/**
+ * The `include` parameter (farmos-behaviour.md §4.7): a comma list of relationship paths such as
+ * `include=asset,quantity.units`. Whether each segment is a relationship is checked elsewhere.
+ */
+
+import { badParameter } from '../../errors.ts';
+import { pathProblem } from './path.ts';
+
+/**
+ * Parse `include` into paths split into segments, in order and without duplicates. Absent or
+ * empty gives no includes (Drupal treats `include=` as none); an empty item or segment is a 400.
+ * Items are trimmed, as Drupal trims them.
+ */
+export function parseInclude(param: unknown): string[][] {
+  if (param === undefined || param === '') return [];
+  if (typeof param !== 'string') {
+    throw badParameter('include', 'The include parameter must be a comma-separated list of relationship paths, e.g. include=asset,quantity.units.');
+  }
+  const seen = new Set<string>();
+  const paths: string[][] = [];
+  for (const item of param.split(',')) {
+    const path = item.trim();
+    const problem = pathProblem(path);
+    if (problem) throw badParameter('include', `The include path ${problem}.`);
+    if (seen.has(path)) continue;
+    seen.add(path);
+    paths.push(path.split('.'));
+  }
+  return paths;
+}
