@@ -11,4 +11,6 @@ export interface AppContext {
   registry: ModelRegistry;
   generated: GeneratedArtifacts;
   logger: Logger;
+  /** Where this process itself can be reached over loopback (set once listening); subrequests use it. */
+  internalUrl: string;
 }

@@ -58,7 +58,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     } else {
       await assertMigrated(db.knex, generated.migrations);
     }
-    const ctx: AppContext = { config, db, registry, generated, logger };
+    const ctx: AppContext = { config, db, registry, generated, logger, internalUrl: '' };
     const admin = await ensureAdministrator(ctx);
     const oauth = createOAuth(ctx);
     await oauth.bootstrap();
@@ -70,6 +70,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       server.listen(config.port, config.host, () => resolve());
     });
     const address = server.address() as AddressInfo;
+    const loopback = address.family === 'IPv6' ? (address.address === '::' ? '[::1]' : `[${address.address}]`) : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+    ctx.internalUrl = `http://${loopback}:${address.port}`;
     const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
     announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
     if (admin) {
