@@ -15,6 +15,7 @@ import { ApiError, badRequest, notFound, OAuthError, toJsonApiErrorDocument } fr
 import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
 import type { OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
+import { languageRoutes } from '../jsonapi/languages.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT = '4mb';
@@ -44,6 +45,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   const entry = entryPoint(ctx);
   app.get(['/api', '/api/'], entry);
   app.get('/api/schema', schemaIndexHandler(store));
+  app.use(languageRoutes(ctx));
   const handlers = createResourceHandlers(ctx, store);
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.post('/subrequests', createSubrequestHandler(ctx, app));

@@ -4,6 +4,7 @@ import type { AppContext } from '../context.ts';
 import { JSONAPI_VERSION, sendDocument } from './document.ts';
 import { principalOf } from '../http/principal.ts';
 import { TILTH_API_VERSION } from '../version.ts';
+import { LANGUAGE_PATH, LANGUAGE_TYPE } from './languages.ts';
 
 export function entryPoint(ctx: AppContext) {
   const base = ctx.config.baseUrl;
@@ -11,6 +12,7 @@ export function entryPoint(ctx: AppContext) {
   for (const rt of [...ctx.registry.resourceTypes.values()].sort((a, b) => a.type.localeCompare(b.type))) {
     links[rt.type] = { href: `${base}/api/${rt.entityType.entityType}/${rt.bundle.bundle}` };
   }
+  links[LANGUAGE_TYPE] = { href: `${base}${LANGUAGE_PATH}` };
   const farm = { name: ctx.config.farmName, url: base, version: TILTH_API_VERSION, system_of_measurement: ctx.config.systemOfMeasurement };
   return (req: Request, res: Response): void => {
     const principal = principalOf(res);

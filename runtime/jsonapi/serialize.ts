@@ -64,6 +64,7 @@ export class Serializer {
   identifier(field: FieldDescriptor, ref: Reference): ResourceIdentifier {
     const et = this.ctx.registry.model.entityTypes[field.target!.entityType]!;
     const meta: Record<string, unknown> = { drupal_internal__target_id: ref.targetId };
+    if (field.type === 'entity_reference_revisions' && ref.revisionId) meta.target_revision_id = ref.revisionId;
     for (const [k, v] of Object.entries(ref.meta)) if (v !== null && v !== undefined) meta[k] = v;
     if (!ref.uuid) return { type: `${et.entityType}--${et.hasBundles ? 'missing' : et.entityType}`, id: 'missing', meta };
     return { type: `${et.entityType}--${ref.bundle}`, id: ref.uuid, meta };

@@ -17,6 +17,8 @@ export interface Reference {
   /** Filled in when the target is loaded: its UUID and bundle; absent for a dangling reference. */
   uuid?: string;
   bundle?: string;
+  /** The target's current revision, for entity_reference_revisions fields. */
+  revisionId?: number | null;
   meta: Record<string, unknown>;
 }
 
@@ -175,10 +177,12 @@ export class RecordStore {
       }
     }
     for (const [entityType, ids] of wanted) {
-      const found = new Map<number, { uuid: string; bundle: string }>();
+      const found = new Map<number, { uuid: string; bundle: string; revisionId: number | null }>();
+      const et = this.entityType(entityType);
+      const columns = et.revisionId ? ['id', 'uuid', 'bundle', 'revision_id'] : ['id', 'uuid', 'bundle'];
       for (const part of chunks([...ids])) {
-        for (const row of await db(this.entityType(entityType).table).whereIn('id', part).select('id', 'uuid', 'bundle')) {
-          found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle });
+        for (const row of await db(et.table).whereIn('id', part).select(columns)) {
+          found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null });
         }
       }
       for (const { ref, entityType: et } of refs) {
@@ -187,6 +191,7 @@ export class RecordStore {
         if (hit) {
           ref.uuid = hit.uuid;
           ref.bundle = hit.bundle;
+          ref.revisionId = hit.revisionId;
         }
       }
     }

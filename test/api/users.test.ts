@@ -1,0 +1,82 @@
+// Users and languages over JSON:API: who sees which user fields, who may edit whom (farmos-behaviour.md §4.10).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+import { createUser, setBlocked } from '../../runtime/accounts/users.ts';
+
+let server: TestServer;
+let adminToken: string;
+let viewerToken: string;
+let viewerId: string;
+let workerId: string;
+
+before(async () => {
+  server = await startTestServer();
+  const knex = server.ctx.db.knex;
+  viewerId = (await createUser(knex, { name: 'vera', password: 'vera-password', mail: 'vera@example.org', roles: ['farm_viewer'] })).uuid;
+  workerId = (await createUser(knex, { name: 'walt', password: 'walt-password', mail: 'walt@example.org', roles: ['farm_worker'] })).uuid;
+  await createUser(knex, { name: 'gone', password: 'gone-password', roles: ['farm_worker'] });
+  await setBlocked(knex, 'gone', true);
+  adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  viewerToken = await passwordToken(server.url, 'vera', 'vera-password');
+});
+after(() => server.close());
+
+test('users see active users by name, their own e-mail only, and never a password hash', async () => {
+  const res = await request(`${server.url}/api/user/user`, { token: viewerToken });
+  assert.equal(res.status, 200);
+  const byName = new Map(res.body.data.map((u: any) => [u.attributes.name, u]));
+  assert.deepEqual([...byName.keys()].sort(), ['admin', 'vera', 'walt'], 'blocked users are hidden from non-admins');
+  const walt: any = byName.get('walt');
+  assert.equal(walt.attributes.display_name, 'walt');
+  assert.equal(walt.attributes.mail, undefined, "another user's e-mail is private");
+  assert.equal(walt.attributes.pass, undefined);
+  const vera: any = byName.get('vera');
+  assert.equal(vera.attributes.mail, 'vera@example.org', 'one sees one own e-mail');
+  assert.ok(!res.text.includes('$argon2'), 'no password hash anywhere in the response');
+
+  const all = await request(`${server.url}/api/user/user`, { token: adminToken });
+  assert.equal(all.body.data.length, 4, 'administrators see blocked users too');
+  assert.ok(all.body.data.some((u: any) => u.attributes.mail === 'walt@example.org'));
+  assert.ok(!all.text.includes('$argon2'));
+});
+
+test('a user may edit their own account but not another one', async () => {
+  const own = await request(`${server.url}/api/user/user/${viewerId}`, {
+    method: 'PATCH',
+    token: viewerToken,
+    json: { data: { type: 'user--user', id: viewerId, attributes: { timezone: 'Europe/Paris' } } },
+  });
+  assert.equal(own.status, 200, own.text);
+  assert.equal(own.body.data.attributes.timezone, 'Europe/Paris');
+  const other = await request(`${server.url}/api/user/user/${workerId}`, {
+    method: 'PATCH',
+    token: viewerToken,
+    json: { data: { type: 'user--user', id: workerId, attributes: { timezone: 'Europe/Paris' } } },
+  });
+  assert.equal(other.status, 403);
+  assert.equal(other.body.errors[0].status, '403');
+});
+
+test('filtering users by a private field is refused to non-admins', async () => {
+  const res = await request(`${server.url}/api/user/user?filter[mail]=walt@example.org`, { token: viewerToken });
+  assert.equal(res.status, 403);
+  const admin = await request(`${server.url}/api/user/user?filter[mail]=walt@example.org`, { token: adminToken });
+  assert.equal(admin.status, 200);
+  assert.equal(admin.body.data.length, 1);
+});
+
+test('the installed languages are listed', async () => {
+  const res = await request(`${server.url}/api/configurable_language/configurable_language`, { token: viewerToken });
+  assert.equal(res.status, 200);
+  const en = res.body.data.find((l: any) => l.attributes.drupal_internal__id === 'en');
+  assert.equal(en.type, 'configurable_language--configurable_language');
+  assert.equal(en.attributes.label, 'English');
+  const one = await request(`${server.url}/api/configurable_language/configurable_language/${en.id}`, { token: viewerToken });
+  assert.equal(one.body.data.id, en.id);
+  const anonymous = await request(`${server.url}/api/configurable_language/configurable_language`);
+  assert.equal(anonymous.status, 401);
+  const root = await request(`${server.url}/api`);
+  assert.ok(root.body.links['configurable_language--configurable_language'].href.endsWith('/api/configurable_language/configurable_language'));
+});
