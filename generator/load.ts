@@ -97,7 +97,7 @@ function describe(error: ErrorObject, data: unknown): { path: Array<string | num
     }
     case 'pattern':
     case 'maxLength':
-      if (error.parentSchema && (error.parentSchema as { pattern?: string }).pattern === '^[a-z][a-z0-9_]*$' || error.keyword === 'maxLength') {
+      if ((error.params as { pattern?: string }).pattern === '^[a-z][a-z0-9_]*$' || error.keyword === 'maxLength') {
         return { path, key: false, sentence: `${where}"${value}" is not a machine name: use lower case letters, digits and underscores, starting with a letter, at most 32 characters.` };
       }
       return { path, key: false, sentence: `${where}"${value}" does not match ${(error.params as { pattern: string }).pattern}.` };
@@ -115,8 +115,9 @@ function describe(error: ErrorObject, data: unknown): { path: Array<string | num
 
 function describePath(path: Array<string | number>): string {
   if (path[0] === 'fields' && typeof path[1] === 'string') {
-    const rest = path.slice(2).filter((p) => p !== 'allowed_values' || true);
-    const tail = rest.length ? ` (${rest.join('.')})` : '';
+    // The sentence names a key of the field itself; deeper places (allowed_values.2) are shown.
+    const rest = path.slice(2);
+    const tail = rest.length > 1 ? ` (${rest.join('.')})` : rest.length === 1 && !['type'].includes(String(rest[0])) ? ` (${rest[0]})` : '';
     return `field "${path[1]}"${tail}: `;
   }
   return path.length ? `${path.join('.')}: ` : '';

@@ -255,25 +255,31 @@ export function buildModel(files: SourceFile[]): DataModel {
   }
 
   // One storage per field name per entity type, as Drupal's shared field storage requires.
-  const storageOwner = new Map<string, PendingField>();
+  // The storage most bundles agree on is taken as intended; the files that differ are reported.
+  const sharing = new Map<string, PendingField[]>();
   for (const bundle of bundles) {
     for (const pending of bundle.fields) {
-      const f = pending.descriptor;
-      const key = `${bundle.descriptor.entityType}.${f.name}`;
-      const first = storageOwner.get(key);
-      if (!first) {
-        storageOwner.set(key, pending);
-        continue;
-      }
-      const a = first.descriptor;
-      if (a.type !== f.type || a.multiple !== f.multiple || a.target?.entityType !== f.target?.entityType || Boolean(a.computed) !== Boolean(f.computed)) {
-        fail(
-          pending.file,
-          pending.path,
-          `field "${f.name}" is ${describeStorage(f)} here but ${describeStorage(a)} in ${first.file.path}; a field name shared by bundles of one entity type must have the same type, cardinality and target.`,
-          true,
-        );
-      }
+      const key = `${bundle.descriptor.entityType}.${pending.descriptor.name}`;
+      sharing.set(key, [...(sharing.get(key) ?? []), pending]);
+    }
+  }
+  for (const group of sharing.values()) {
+    const signature = (f: FieldDescriptor) => describeStorage(f);
+    const counts = new Map<string, number>();
+    for (const p of group) counts.set(signature(p.descriptor), (counts.get(signature(p.descriptor)) ?? 0) + 1);
+    if (counts.size < 2) continue;
+    const canonical = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]![0];
+    const example = group.find((p) => signature(p.descriptor) === canonical)!;
+    const reported = new Set<string>();
+    for (const p of group) {
+      if (signature(p.descriptor) === canonical || reported.has(p.file.path)) continue;
+      reported.add(p.file.path);
+      fail(
+        p.file,
+        p.path,
+        `field "${p.descriptor.name}" is ${signature(p.descriptor)} here but ${canonical} in ${example.file.path}; a field name shared by bundles of one entity type must have the same type, cardinality and target.`,
+        true,
+      );
     }
   }
 

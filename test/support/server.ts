@@ -81,13 +81,20 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   );
   env.PORT = String(probe);
   env.TILTH_BASE_URL = env.TILTH_BASE_URL ?? `http://127.0.0.1:${probe}`;
-  const config = loadConfig(env);
-  const running = await startServer({
-    config,
-    migrate: options.migrate ?? true,
-    generatedDir: options.generatedDir,
-    logger: createLogger(process.env.TILTH_LOG_LEVEL ?? 'silent'),
-  });
+  let running: RunningServer;
+  let config: Config;
+  try {
+    config = loadConfig(env);
+    running = await startServer({
+      config,
+      migrate: options.migrate ?? true,
+      generatedDir: options.generatedDir,
+      logger: createLogger(process.env.TILTH_LOG_LEVEL ?? 'silent'),
+    });
+  } catch (error) {
+    if (!options.database) await database.drop();
+    throw error;
+  }
   return {
     ...running,
     url: config.baseUrl,

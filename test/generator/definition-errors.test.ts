@@ -1,0 +1,126 @@
+// A broken definition stops generation with the file, the line and a plain sentence (issue 2, item 4).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { generate, DefinitionErrors } from '../../generator/index.ts';
+import { scratchProject, ROOT } from '../support/project.ts';
+
+const HARVEST = `entity_type: log
+bundle: harvest
+label: Harvest
+fields:
+  lot_number:
+    type: string
+    label: Lot number
+`;
+
+async function errorsFor(files: Record<string, string>): Promise<Array<{ file: string; line: number | undefined; sentence: string }>> {
+  const project = scratchProject();
+  try {
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(project.root, path, '..'), { recursive: true });
+      project.write(path, text);
+    }
+    await generate({ root: project.root, check: true });
+    assert.fail('generation should have stopped');
+  } catch (error) {
+    if (!(error instanceof DefinitionErrors)) throw error;
+    return error.errors.map((e) => ({ file: e.file, line: e.line, sentence: e.sentence }));
+  } finally {
+    project.remove();
+  }
+}
+
+const cases: Array<[string, { given: Record<string, string>; want: { file: string; line: number; sentence: RegExp } }]> = [
+  [
+    'unknown field type',
+    {
+      given: { 'definitions/log/harvest.yaml': HARVEST.replace('type: string', 'type: strng') },
+      want: { file: 'definitions/log/harvest.yaml', line: 6, sentence: /unknown field type "strng"\. Field types are: boolean, decimal/ },
+    },
+  ],
+  [
+    'relationship to a bundle that does not exist',
+    {
+      given: {
+        'definitions/log/harvest.yaml': `${HARVEST}  crop:\n    type: entity_reference\n    label: Crop\n    target_type: taxonomy_term\n    target_bundles: [crops]\n`,
+      },
+      want: { file: 'definitions/log/harvest.yaml', line: 12, sentence: /field "crop": target bundle "crops" does not exist in taxonomy_term\. Known bundles: .*plant_type/ },
+    },
+  ],
+  [
+    'relationship to an entity type that does not exist',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  crop:\n    type: entity_reference\n    label: Crop\n    target_type: crops\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 11, sentence: /field "crop": unknown target_type "crops"/ },
+    },
+  ],
+  [
+    'the same field twice in one file',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  lot_number:\n    type: string\n    label: Again\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 8, sentence: /defined twice .*duplicate field/ },
+    },
+  ],
+  [
+    'a bundle field that duplicates a base field',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  timestamp:\n    type: timestamp\n    label: When\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 8, sentence: /field "timestamp" duplicates a base field that every log already has/ },
+    },
+  ],
+  [
+    'an allowed value of the wrong shape',
+    {
+      given: {
+        'definitions/log/harvest.yaml': `${HARVEST}  grade:\n    type: list_string\n    label: Grade\n    allowed_values:\n      - premium\n`,
+      },
+      want: { file: 'definitions/log/harvest.yaml', line: 12, sentence: /each allowed value must be a mapping with "value" and "label"/ },
+    },
+  ],
+  [
+    'a bundle name that is not a machine name',
+    {
+      given: { 'definitions/log/Bad-Name.yaml': 'entity_type: log\nbundle: Bad-Name\nlabel: Bad\n' },
+      want: { file: 'definitions/log/Bad-Name.yaml', line: 2, sentence: /"Bad-Name" is not a machine name/ },
+    },
+  ],
+  [
+    'a field shared by two bundles with different storage',
+    {
+      given: { 'definitions/log/activity.yaml': 'entity_type: log\nbundle: activity\nlabel: Activity\nfields:\n  lot_number:\n    type: integer\n    label: Lot\n' },
+      want: { file: 'definitions/log/activity.yaml', line: 5, sentence: /field "lot_number" is integer here but string in definitions\/log\/(harvest|input|seeding)\.yaml/ },
+    },
+  ],
+  [
+    'an unknown key',
+    {
+      given: { 'definitions/log/harvest.yaml': HARVEST.replace('    label: Lot number', '    label: Lot number\n    requird: true') },
+      want: { file: 'definitions/log/harvest.yaml', line: 8, sentence: /unknown key "requird"/ },
+    },
+  ],
+];
+
+for (const [name, { given, want }] of cases) {
+  test(`definition error: ${name}`, async () => {
+    const errors = await errorsFor(given);
+    const hit = errors.find((e) => e.file === want.file && want.sentence.test(e.sentence));
+    assert.ok(hit, `expected an error matching ${want.sentence} in ${want.file}; got ${JSON.stringify(errors, null, 2)}`);
+    assert.equal(hit.line, want.line, `line of: ${hit.sentence}`);
+  });
+}
+
+test('the CLI prints file:line: sentence and exits 1, without a stack trace', () => {
+  const project = scratchProject();
+  try {
+    project.write('definitions/log/harvest.yaml', HARVEST.replace('type: string', 'type: strng'));
+    const run = spawnSync(process.execPath, [join(ROOT, 'bin/tilth.js'), 'generate', '--check', '--root', project.root], { encoding: 'utf8' });
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, /definitions\/log\/harvest\.yaml:6: field "lot_number": unknown field type "strng"/);
+    assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+  } finally {
+    project.remove();
+  }
+});
