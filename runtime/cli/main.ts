@@ -45,6 +45,15 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }
+    const code = (error as { code?: string }).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      process.stderr.write(`Cannot listen on ${process.env.HOST || '127.0.0.1'}:${process.env.PORT || 8080}: ${code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}. Choose another with PORT=….\n`);
+      return 1;
+    }
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') {
+      process.stderr.write(`Cannot reach the database named by DATABASE_URL: ${(error as Error).message}\n`);
+      return 1;
+    }
     throw error;
   }
 }
