@@ -9,7 +9,7 @@ import { pathProblem } from './path.ts';
 /**
  * Parse `include` into paths split into segments, in order and without duplicates. Absent or
  * empty gives no includes (Drupal treats `include=` as none); an empty item or segment is a 400.
- * Items are trimmed, as Drupal trims them.
+ * Items and their segments are trimmed, as Drupal trims them.
  */
 export function parseInclude(param: unknown): string[][] {
   if (param === undefined || param === '') return [];
@@ -19,12 +19,14 @@ export function parseInclude(param: unknown): string[][] {
   const seen = new Set<string>();
   const paths: string[][] = [];
   for (const item of param.split(',')) {
-    const path = item.trim();
-    const problem = pathProblem(path);
+    const problem = pathProblem(item.trim());
     if (problem) throw badParameter('include', `The include path ${problem}.`);
+    const segments = item.split('.').map((segment) => segment.trim());
+    if (segments.includes('')) throw badParameter('include', `The include path '${item.trim()}' has an empty segment.`);
+    const path = segments.join('.');
     if (seen.has(path)) continue;
     seen.add(path);
-    paths.push(path.split('.'));
+    paths.push(segments);
   }
   return paths;
 }
