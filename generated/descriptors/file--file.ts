@@ -65,6 +65,26 @@ export const descriptor: BundleDescriptor = {
       }
     },
     {
+      "name": "path",
+      "type": "string",
+      "kind": "attribute",
+      "label": "Stored path",
+      "description": "Where the bytes live, relative to the files directory under TILTH_DATA_DIR.",
+      "required": false,
+      "multiple": false,
+      "maxLength": 1024,
+      "aliases": [],
+      "readOnly": false,
+      "internal": true,
+      "visibility": "all",
+      "storage": {
+        "kind": "columns",
+        "columns": {
+          "value": "path"
+        }
+      }
+    },
+    {
       "name": "filemime",
       "type": "string",
       "kind": "attribute",

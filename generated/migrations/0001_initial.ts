@@ -457,6 +457,11 @@ export const ops: SchemaOp[] = [
           "nullable": true
         },
         {
+          "name": "path",
+          "type": "text",
+          "nullable": true
+        },
+        {
           "name": "filemime",
           "type": "text",
           "nullable": true
@@ -508,6 +513,15 @@ export const ops: SchemaOp[] = [
           "columns": [
             "bundle",
             "filename",
+            "id"
+          ],
+          "unique": false
+        },
+        {
+          "name": "files_bundle_path_id_idx",
+          "columns": [
+            "bundle",
+            "path",
             "id"
           ],
           "unique": false

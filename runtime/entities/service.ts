@@ -118,6 +118,7 @@ export class EntityService {
       values.set(label, name);
       await this.store.update(db, rt, id, new Map([[label, name]]));
     }
+    await this.markFilesPermanent(db, rt, values);
     await this.writeRevision(db, rt, id, principal, now, values);
     return { id, uuid };
   }
@@ -138,9 +139,23 @@ export class EntityService {
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
     await this.store.update(db, rt, record.id, changes);
+    await this.markFilesPermanent(db, rt, changes);
     const merged = new Map(record.values);
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged);
+  }
+
+  /** Files referenced by a saved record stop being temporary (Drupal's file usage). */
+  private async markFilesPermanent(db: Db, rt: ResourceType, values: Map<string, ItemValue | ItemValue[]>): Promise<void> {
+    const ids: number[] = [];
+    for (const field of rt.bundle.fields) {
+      if ((field.type !== 'file' && field.type !== 'image') || !values.has(field.name)) continue;
+      const v = values.get(field.name);
+      for (const ref of (Array.isArray(v) ? v : v ? [v] : []) as Reference[]) if (ref) ids.push(ref.targetId);
+    }
+    if (!ids.length) return;
+    const table = this.store.entityType('file').table;
+    await db(table).whereIn('id', ids).where('status', false).update({ status: true });
   }
 
   async delete(db: Db, record: EntityRecord): Promise<void> {

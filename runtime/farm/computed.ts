@@ -15,7 +15,10 @@ interface LatestLog {
 }
 
 export class ComputedFields {
-  constructor(private readonly registry: ModelRegistry) {}
+  constructor(
+    private readonly registry: ModelRegistry,
+    private readonly baseUrl: string,
+  ) {}
 
   /** Fill every computed field in `wanted` (or all) on the records. */
   async fill(db: Db, records: EntityRecord[], wanted: (record: EntityRecord, field: FieldDescriptor) => boolean, now = Math.floor(Date.now() / 1000)): Promise<void> {
@@ -30,9 +33,12 @@ export class ComputedFields {
           case 'display_name':
             record.values.set(field.name, (record.values.get('name') as string | undefined) ?? null);
             break;
-          case 'file_uri':
-            record.values.set(field.name, null);
+          case 'file_uri': {
+            // Shown as Drupal shows a private file: the stream URI, and where to download it.
+            const path = record.values.get('path') as string | null | undefined;
+            record.values.set(field.name, path ? ({ value: `private://${path}`, url: `${this.baseUrl}/system/files/${path.split('/').map(encodeURIComponent).join('/')}` } as ItemValue) : null);
             break;
+          }
           case 'inventory':
             record.values.set(field.name, []);
             break;

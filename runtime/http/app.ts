@@ -46,8 +46,9 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.get(['/api', '/api/'], entry);
   app.get('/api/schema', schemaIndexHandler(store));
   app.use(languageRoutes(ctx));
-  const handlers = createResourceHandlers(ctx, store);
+  const { handlers, downloads } = createResourceHandlers(ctx, store);
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
+  app.use(downloads);
   app.post('/subrequests', createSubrequestHandler(ctx, app));
 
   app.use('/api', (req: Request) => {

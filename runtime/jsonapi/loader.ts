@@ -10,15 +10,19 @@ const NEEDS: Record<string, string[]> = {
   location: ['is_fixed'],
   geometry: ['is_fixed', 'intrinsic_geometry'],
   display_name: ['name'],
+  file_uri: ['path'],
 };
 
 export class RecordLoader {
   readonly store: RecordStore;
   private readonly computed: ComputedFields;
 
-  constructor(readonly registry: ModelRegistry) {
+  constructor(
+    readonly registry: ModelRegistry,
+    baseUrl: string,
+  ) {
     this.store = new RecordStore(registry);
-    this.computed = new ComputedFields(registry);
+    this.computed = new ComputedFields(registry, baseUrl);
   }
 
   /**

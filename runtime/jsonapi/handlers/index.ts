@@ -3,22 +3,24 @@ import type { AppContext } from '../../context.ts';
 import type { HandlerName } from '../../model/routes.ts';
 import type { RouteHandler } from '../router.ts';
 import { SchemaStore, sendSchema } from '../schemas.ts';
-import { ApiError, notFound } from '../../errors.ts';
+import { notFound } from '../../errors.ts';
 import { JsonApiServices } from './services.ts';
 import { individualHandlers } from './individual.ts';
 import { createHandler } from './create.ts';
 import { collectionHandler } from './collection.ts';
 import { relationshipHandlers } from './relationships.ts';
+import { fileHandlers, fileDownloadRoutes } from './files.ts';
+import { FileStore } from '../../files/storage.ts';
+import type { Router } from 'express';
 
-export function createResourceHandlers(ctx: AppContext, store: SchemaStore): Record<HandlerName, RouteHandler> {
+export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { handlers: Record<HandlerName, RouteHandler>; downloads: Router } {
   const self = (path: string) => `${ctx.config.baseUrl}${path}`;
   const services = new JsonApiServices(ctx);
   const individual = individualHandlers(services);
   const relationships = relationshipHandlers(services);
-  const uploads: RouteHandler = () => {
-    throw new ApiError(501, 'File uploads are not available in this version of Tilth yet.');
-  };
-  return {
+  const files = new FileStore(ctx.config.dataDir);
+  const uploads = fileHandlers(services, files);
+  const handlers: Record<HandlerName, RouteHandler> = {
     'schema.resource': (_req, res, route) => {
       const text = store.resourceSchema(route.resourceType.type);
       if (!text) throw notFound(`No schema for ${route.resourceType.type}.`);
@@ -41,7 +43,8 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): Rec
     'relationship.post': relationships.post,
     'relationship.patch': relationships.patch,
     'relationship.delete': relationships.delete,
-    'file.upload': uploads,
-    'file.uploadNew': uploads,
+    'file.upload': uploads.upload,
+    'file.uploadNew': uploads.uploadNew,
   };
+  return { handlers, downloads: fileDownloadRoutes(services, files) };
 }

@@ -21,7 +21,7 @@ export class JsonApiServices {
   readonly entities: EntityService;
 
   constructor(readonly ctx: AppContext) {
-    this.loader = new RecordLoader(ctx.registry);
+    this.loader = new RecordLoader(ctx.registry, ctx.config.baseUrl);
     this.serializer = new Serializer(ctx);
     this.input = new InputReader(ctx.registry);
     this.entities = new EntityService(this.loader.store);
