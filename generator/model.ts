@@ -8,6 +8,7 @@ import { DefinitionError, DefinitionErrors } from './errors.ts';
 import { FIELD_TYPE_SPECS, type FieldType } from '../runtime/model/field-types.ts';
 import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
 import { assignStorage } from './storage.ts';
+import { isConfigEntityType } from '../runtime/model/config-entities.ts';
 
 const RESERVED = new Set(['id', 'type', 'uuid', 'bundle', 'links', 'meta', 'attributes', 'relationships', 'revision_id', 'entity_id', 'delta']);
 const REFERENCE_TYPES = new Set<FieldType>(['entity_reference', 'entity_reference_revisions', 'file', 'image']);
@@ -136,7 +137,10 @@ export function buildModel(files: SourceFile[]): DataModel {
     if (isReference) {
       const targetType = type === 'file' || type === 'image' ? 'file' : raw.target_type;
       if (!targetType) bad([], `a ${type} field needs "target_type" (one of ${Object.keys(entityTypes).sort().join(', ')}).`);
-      else if (!entityTypes[targetType]) bad(['target_type'], `unknown target_type "${targetType}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
+      else if (isConfigEntityType(targetType)) {
+        if (!raw.computed) bad(['target_type'], `"${targetType}" is not stored as records here, so a reference to it must be computed.`);
+        target = { entityType: targetType, bundles: null };
+      } else if (!entityTypes[targetType]) bad(['target_type'], `unknown target_type "${targetType}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
       else {
         let targetBundles: string[] | null = null;
         if (raw.target_bundles) {

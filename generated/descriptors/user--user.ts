@@ -299,6 +299,27 @@ export const descriptor: BundleDescriptor = {
       "storage": {
         "kind": "none"
       }
+    },
+    {
+      "name": "roles",
+      "type": "entity_reference",
+      "kind": "relationship",
+      "label": "Roles",
+      "description": "The roles the user has.",
+      "required": false,
+      "multiple": true,
+      "target": {
+        "entityType": "user_role",
+        "bundles": null
+      },
+      "aliases": [],
+      "readOnly": true,
+      "computed": "roles",
+      "internal": false,
+      "visibility": "self",
+      "storage": {
+        "kind": "none"
+      }
     }
   ]
 };

@@ -27,6 +27,8 @@ name: string
  */
 pass?: {
 value?: string
+existing?: string
+pre_hashed?: boolean
 }
 /**
  * The email of this user.
@@ -71,5 +73,14 @@ display_name?: string
  * Entity relationships
  */
 export interface UserUserRelationships {
-
+/**
+ * The roles the user has.
+ */
+roles?: {
+data?: {
+type: "user_role--user_role"
+id: string
+meta?: string
+}[]
+}
 }

@@ -25,6 +25,8 @@ export function routeEntries(model: DataModel): RouteEntry[] {
     r('GET', `${base}/collection/schema`, 'schema.collection');
     for (const field of bundle.fields) {
       if (field.kind !== 'relationship' || field.internal) continue;
+      // References to config entities (user roles) are shown, but have no endpoints of their own.
+      if (!model.entityTypes[field.target!.entityType]) continue;
       r('GET', `${base}/resource/relationships/${field.name}/related/schema`, 'schema.related', field.name);
       r('GET', `${base}/{id}/${field.name}`, 'related.get', field.name);
       r('GET', `${base}/{id}/relationships/${field.name}`, 'relationship.get', field.name);

@@ -18,7 +18,16 @@ function propertySchema(field: FieldDescriptor): Schema {
   if (props.length === 1 || field.type === 'password') {
     const [, prop] = props[0]!;
     schema = { ...prop.schema };
-    if (field.type === 'password') schema = { type: 'object', properties: { value: { type: 'string', title: 'Password' } } };
+    if (field.type === 'password') {
+      schema = {
+        type: 'object',
+        properties: {
+          value: { type: 'string', title: 'Password' },
+          existing: { type: 'string', title: 'Existing password' },
+          pre_hashed: { type: 'boolean', title: 'Determines if a password needs hashing' },
+        },
+      };
+    }
     if (field.maxLength && field.type !== 'password') schema.maxLength = field.maxLength;
     if (field.min !== undefined) schema.minimum = field.min;
     if (field.max !== undefined) schema.maximum = field.max;
@@ -53,6 +62,7 @@ function attributeSchema(field: FieldDescriptor): Schema {
 
 function targetTypes(field: FieldDescriptor, model: DataModel): string[] | undefined {
   const target = field.target!;
+  if (!model.entityTypes[target.entityType]) return [`${target.entityType}--${target.entityType}`];
   if (!target.bundles) return undefined;
   return target.bundles.map((b) => {
     const type = model.entityTypes[target.entityType]!;
@@ -78,7 +88,9 @@ function relationshipSchema(field: FieldDescriptor, bundle: BundleDescriptor, mo
         properties: Object.fromEntries([['target_id', { ...spec.properties.target_id!.schema }], ...metaProps.map(([p, s]) => [p, { ...s.schema }])]),
         required: ['target_id'],
       }
-    : { type: 'integer', title: `${capitalise(model.entityTypes[field.target!.entityType]!.label)} ID` };
+    : model.entityTypes[field.target!.entityType]
+      ? { type: 'integer', title: `${capitalise(model.entityTypes[field.target!.entityType]!.label)} ID` }
+      : { type: 'string', title: `${capitalise(field.target!.entityType.replace(/_/g, ' '))} ID` };
   (identifier.properties as Schema).meta = meta;
   const data: Schema = field.multiple ? { type: 'array', items: identifier } : identifier;
   const schema: Schema = {

@@ -47,9 +47,18 @@ export class ComputedFields {
         }
       }
     }
+    if (need.get('roles')?.length) await this.fillRoles(db, need.get('roles')!);
     const assets = [...new Set([...(need.get('location') ?? []), ...(need.get('geometry') ?? [])])];
     if (assets.length) await this.fillLocation(db, assets, now, need.has('location'), need.has('geometry'));
     if (need.get('group')?.length) await this.fillGroups(db, need.get('group')!, now);
+  }
+
+  /** A user's roles, as references to user_role config entities named by the role. */
+  private async fillRoles(db: Db, users: EntityRecord[]): Promise<void> {
+    const rows = (await db('user_role').whereIn('user_id', users.map((u) => u.id)).orderBy('role').select('user_id', 'role')) as Array<{ user_id: number; role: string }>;
+    for (const user of users) {
+      user.values.set('roles', rows.filter((r) => Number(r.user_id) === user.id).map((r) => ({ targetId: 0, meta: { name: r.role } }) as Reference));
+    }
   }
 
   private logField(name: string): FieldDescriptor | undefined {

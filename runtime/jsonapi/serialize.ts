@@ -11,7 +11,7 @@ import type { EntityRecord, ItemValue, Reference } from '../storage/records.ts';
 import { formatTimestamp } from '../values/timestamps.ts';
 import { fractionToDecimal } from '../values/fraction.ts';
 import { processText } from '../values/text.ts';
-import { bundleIdentifier } from '../model/config-entities.ts';
+import { bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
 import { fieldVisible } from '../access/policy.ts';
 
 export interface ResourceIdentifier {
@@ -62,7 +62,8 @@ export class Serializer {
   }
 
   identifier(field: FieldDescriptor, ref: Reference): ResourceIdentifier {
-    const et = this.ctx.registry.model.entityTypes[field.target!.entityType]!;
+    const et = this.ctx.registry.model.entityTypes[field.target!.entityType];
+    if (!et) return configIdentifier(field.target!.entityType, String(ref.meta.name));
     const meta: Record<string, unknown> = { drupal_internal__target_id: ref.targetId };
     if (field.type === 'entity_reference_revisions' && ref.revisionId) meta.target_revision_id = ref.revisionId;
     for (const [k, v] of Object.entries(ref.meta)) if (v !== null && v !== undefined) meta[k] = v;
@@ -99,10 +100,11 @@ export class Serializer {
     for (const field of rt.relationships) {
       if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
       if (!record.values.has(field.name)) continue;
-      relationships[field.name] = {
-        data: this.relationshipData(record, field),
-        links: { related: { href: `${self}/${field.name}` }, self: { href: `${self}/relationships/${field.name}` } },
-      };
+      const data = this.relationshipData(record, field);
+      // References to config entities have no endpoints, so no links.
+      relationships[field.name] = this.ctx.registry.model.entityTypes[field.target!.entityType]
+        ? { data, links: { related: { href: `${self}/${field.name}` }, self: { href: `${self}/relationships/${field.name}` } } }
+        : { data };
     }
     return { type: rt.type, id: record.uuid, links: { self: { href: self } }, attributes, relationships };
   }

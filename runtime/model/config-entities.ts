@@ -25,3 +25,19 @@ export function bundleIdentifier(et: EntityTypeDescriptor, bundle: string): { ty
   if (!type) return null;
   return { type, id: nameUuid(`${type}:${bundle}`), meta: { drupal_internal__target_id: bundle } };
 }
+
+/**
+ * Config entity types a relationship may point at without being records here: their identifiers
+ * are derived from names (user roles are the runtime's fixed role set).
+ */
+export const CONFIG_ENTITY_TYPES = ['user_role'] as const;
+
+export function isConfigEntityType(entityType: string): boolean {
+  return (CONFIG_ENTITY_TYPES as readonly string[]).includes(entityType);
+}
+
+/** The identifier of a config entity by its machine name, e.g. a role. */
+export function configIdentifier(entityType: string, name: string): { type: string; id: string; meta: { drupal_internal__target_id: string } } {
+  const type = `${entityType}--${entityType}`;
+  return { type, id: nameUuid(`${type}:${name}`), meta: { drupal_internal__target_id: name } };
+}

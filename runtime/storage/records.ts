@@ -117,8 +117,18 @@ export class RecordStore {
   async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[]): Promise<EntityRecord[]> {
     if (!ids.length) return [];
     const et = this.entityType(entityType);
+    // Single-valued references are joined to their targets here, so rendering them needs no
+    // further query (the UUID and bundle of the target travel with the row).
+    const joins = this.singleReferenceJoins(entityType);
     const rows: any[] = [];
-    for (const part of chunks([...new Set(ids)])) rows.push(...(await db(et.table).whereIn('id', part).select('*')));
+    for (const part of chunks([...new Set(ids)])) {
+      const q = db(`${et.table} as e`).whereIn('e.id', part).select('e.*');
+      for (const j of joins) {
+        q.leftJoin(`${j.table} as ${j.alias}`, `${j.alias}.id`, `e.${j.column}`).select(`${j.alias}.uuid as ${j.alias}_uuid`, `${j.alias}.bundle as ${j.alias}_bundle`);
+        if (j.revisions) q.select(`${j.alias}.revision_id as ${j.alias}_rev`);
+      }
+      rows.push(...(await q));
+    }
     const byId = new Map<number, EntityRecord>();
     const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
     for (const row of rows) {
@@ -129,7 +139,15 @@ export class RecordStore {
         if (field.storage.kind === 'columns') {
           const props: Record<string, unknown> = {};
           for (const [prop, column] of Object.entries(field.storage.columns)) props[prop] = row[column];
-          record.values.set(field.name, itemFromProps(field, props));
+          const item = itemFromProps(field, props);
+          const join = isReferenceField(field) ? joins.find((j) => j.column === (field.storage as { columns: Record<string, string> }).columns.target_id) : undefined;
+          if (item && join && row[`${join.alias}_uuid`]) {
+            const ref = item as Reference;
+            ref.uuid = row[`${join.alias}_uuid`];
+            ref.bundle = row[`${join.alias}_bundle`];
+            ref.revisionId = row[`${join.alias}_rev`] ?? null;
+          }
+          record.values.set(field.name, item);
         } else if (field.storage.kind === 'table') {
           record.values.set(field.name, []);
           let entry = sideFields.get(field.storage.table);
@@ -141,20 +159,50 @@ export class RecordStore {
     }
     for (const [table, { field, records }] of sideFields) {
       const owners = new Map(records.map((r) => [r.id, r]));
+      const target = isReferenceField(field) ? this.entityType(field.target!.entityType) : null;
       for (const part of chunks([...owners.keys()])) {
-        const sideRows = await db(table).whereIn('entity_id', part).orderBy([{ column: 'entity_id' }, { column: 'delta' }]).select('*');
-        for (const s of sideRows) {
+        const q = db(`${table} as s`).whereIn('s.entity_id', part).orderBy([{ column: 's.entity_id' }, { column: 's.delta' }]).select('s.*');
+        if (target) {
+          q.leftJoin(`${target.table} as t`, 't.id', 's.target_id').select('t.uuid as t_uuid', 't.bundle as t_bundle');
+          if (target.revisionId) q.select('t.revision_id as t_rev');
+        }
+        for (const s of await q) {
           const owner = owners.get(Number(s.entity_id));
           if (!owner) continue;
           const props: Record<string, unknown> = {};
           for (const [prop, column] of Object.entries((field.storage as { columns: Record<string, string> }).columns)) props[prop] = s[column];
           const item = itemFromProps(field, props);
-          if (item !== null) (owner.values.get(field.name) as ItemValue[]).push(item);
+          if (item === null) continue;
+          if (target && s.t_uuid) Object.assign(item as Reference, { uuid: s.t_uuid, bundle: s.t_bundle, revisionId: s.t_rev ?? null });
+          (owner.values.get(field.name) as ItemValue[]).push(item);
         }
       }
     }
     await this.resolveReferences(db, [...byId.values()]);
     return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
+  }
+
+  private joinCache = new Map<string, Array<{ column: string; table: string; alias: string; revisions: boolean }>>();
+
+  /** One LEFT JOIN per single-valued reference column of the entity type. */
+  private singleReferenceJoins(entityType: string): Array<{ column: string; table: string; alias: string; revisions: boolean }> {
+    let joins = this.joinCache.get(entityType);
+    if (joins) return joins;
+    joins = [];
+    const seen = new Set<string>();
+    for (const bundle of this.registry.model.bundles) {
+      if (bundle.entityType !== entityType) continue;
+      for (const field of bundle.fields) {
+        if (!isReferenceField(field) || field.storage.kind !== 'columns') continue;
+        const column = field.storage.columns.target_id!;
+        if (seen.has(column)) continue;
+        seen.add(column);
+        const target = this.entityType(field.target!.entityType);
+        joins.push({ column, table: target.table, alias: `j${joins.length}`, revisions: Boolean(target.revisionId) });
+      }
+    }
+    this.joinCache.set(entityType, joins);
+    return joins;
   }
 
   /** Fill in the UUID and bundle of every reference, one query per target entity type. */
