@@ -15,6 +15,7 @@ import { ApiError, badRequest, notFound, OAuthError, toJsonApiErrorDocument } fr
 import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
 import type { OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
+import { fromDatabaseError } from '../storage/db-errors.ts';
 import { languageRoutes } from '../jsonapi/languages.ts';
 
 /** Largest JSON:API request body accepted. */
@@ -64,7 +65,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
       res.status(error.status).set(error.headers).set('Cache-Control', 'no-store').json(error.toBody());
       return;
     }
-    const e = normaliseBodyError(error);
+    const e = fromDatabaseError(error) ?? normaliseBodyError(error);
     const rendered = toJsonApiErrorDocument(e);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));

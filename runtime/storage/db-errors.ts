@@ -1,0 +1,32 @@
+/**
+ * Database errors that a correct request can still meet under concurrency (two writers racing for
+ * one UUID, a record deleted while another request references it, a busy SQLite file), turned into
+ * the JSON:API errors a client can act on instead of a 500.
+ */
+import { ApiError, conflict } from '../errors.ts';
+
+interface DriverError {
+  code?: string;
+  errno?: number;
+  message?: string;
+}
+
+export function fromDatabaseError(error: unknown): ApiError | null {
+  if (!error || typeof error !== 'object') return null;
+  const e = error as DriverError;
+  const code = String(e.code ?? '');
+  // PostgreSQL SQLSTATE codes; better-sqlite3's SqliteError codes.
+  if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    return conflict('Conflict: another request created the same resource at the same time. Fetch it, or retry with another id.');
+  }
+  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+    return conflict('Conflict: a related resource was deleted while this request was being handled. Retry the request.');
+  }
+  if (code === '40001' || code === '40P01') {
+    return conflict('Conflict: this write collided with another one. Retry the request.');
+  }
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || /Knex: Timeout acquiring a connection/.test(e.message ?? '')) {
+    return new ApiError(503, 'The database is busy. Retry in a moment.', { headers: { 'Retry-After': '1' } });
+  }
+  return null;
+}
