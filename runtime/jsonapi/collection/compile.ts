@@ -75,8 +75,11 @@ export class QueryCompiler {
     const multi = path.hops.length > 0 || (path.terminal?.kind === 'property' && path.terminal.side !== null) || path.terminal === null;
     const positive = NEGATED[op];
     if (multi) {
-      if (positive) qb.whereNotExists(this.pathExists(rt, path, positive, values, principal));
-      else qb.whereExists(this.pathExists(rt, path, op, values, principal));
+      // Uncorrelated IN sub-queries: the database evaluates them once and seeks by index,
+      // instead of testing every row of the collection.
+      const { column, sub, nullable } = this.pathIn(path, path.hops, positive ?? op, values, principal, 0);
+      if (positive) qb.where((w) => (nullable ? w.whereNull(`e.${column}`).orWhereNotIn(`e.${column}`, sub) : w.whereNotIn(`e.${column}`, sub)));
+      else qb.whereIn(`e.${column}`, sub);
       return;
     }
     this.compare(qb, `e.${this.terminalColumn(path.terminal!)}`, op, values, path.terminal!);
@@ -95,42 +98,48 @@ export class QueryCompiler {
     }
   }
 
-  /** EXISTS sub-query following the path's hops from `e` and testing its terminal. */
-  private pathExists(rt: ResourceType, path: ResolvedPath, op: FilterOperator, values: Scalar[], principal: Principal): Builder {
-    const build = (hops: Hop[], alias: string, depth: number): Builder => {
-      const [hop, ...rest] = hops;
-      if (!hop) {
-        // Terminal on `alias`: a side table of a multi-valued attribute, or a column.
-        const t = path.terminal;
-        if (t?.kind === 'property' && t.side) {
-          const s = `v${depth}`;
-          const sub = this.knex.select(this.knex.raw('1')).from(`${t.side} as ${s}`).whereRaw(`${s}.entity_id = ${alias}.id`);
-          this.compare(sub, `${s}.${t.column}`, op, values, t);
-          return sub;
-        }
-        throw new Error('unreachable: terminal without hop handled by caller');
-      }
-      const target = `t${depth}`;
-      const sub = this.knex.select(this.knex.raw('1')).from(`${hop.target.table} as ${target}`);
-      if (hop.side) sub.join(`${hop.side} as r${depth}`, `r${depth}.${hop.column}`, `${target}.id`).whereRaw(`r${depth}.entity_id = ${alias}.id`);
-      else sub.whereRaw(`${target}.id = ${alias}.${hop.column}`);
-      const allBundles = this.registry.bundlesOf(hop.target.entityType).length;
-      if (hop.targetTypes.length < allBundles) sub.whereIn(`${target}.bundle`, hop.targetTypes.map((t) => t.bundle.bundle));
-      const guard = viewCondition(principal, hop.target, target);
-      if (guard) guard(sub);
-      if (rest.length) {
-        sub.whereExists(build(rest, target, depth + 1));
-      } else if (path.terminal === null) {
-        // The relationship itself: "has at least one related record".
-      } else if (path.terminal.kind === 'property' && path.terminal.side) {
-        sub.whereExists(build([], target, depth + 1));
-      } else {
-        this.compare(sub, `${target}.${this.terminalColumn(path.terminal)}`, op, values, path.terminal);
-      }
-      return sub;
-    };
-    if (path.hops.length === 0) return build([], 'e', 0);
-    return build(path.hops, 'e', 0);
+  /**
+   * A sub-query selecting the values of `column` (on the parent: its id, or a reference column)
+   * for which the rest of the path holds. `nullable` tells whether that parent column may be NULL.
+   */
+  private pathIn(path: ResolvedPath, hops: Hop[], op: FilterOperator, values: Scalar[], principal: Principal, depth: number): { column: string; sub: Builder; nullable: boolean } {
+    const [hop, ...rest] = hops;
+    const t = path.terminal;
+    if (!hop) {
+      // A multi-valued attribute of the parent: its side table.
+      if (t?.kind !== 'property' || !t.side) throw new Error('pathIn: no hop and no side-table terminal');
+      const v = `v${depth}`;
+      const sub = this.knex.select(`${v}.entity_id`).from(`${t.side} as ${v}`);
+      this.compare(sub, `${v}.${t.column}`, op, values, t);
+      return { column: 'id', sub, nullable: false };
+    }
+    const target = `t${depth}`;
+    let sub: Builder;
+    let column: string;
+    if (hop.side) {
+      const r = `r${depth}`;
+      sub = this.knex.select(`${r}.entity_id`).from(`${hop.side} as ${r}`).join(`${hop.target.table} as ${target}`, `${target}.id`, `${r}.${hop.column}`);
+      column = 'id';
+    } else {
+      sub = this.knex.select(`${target}.id`).from(`${hop.target.table} as ${target}`);
+      column = hop.column;
+    }
+    const allBundles = this.registry.bundlesOf(hop.target.entityType).length;
+    if (hop.targetTypes.length < allBundles) sub.whereIn(`${target}.bundle`, hop.targetTypes.map((rt) => rt.bundle.bundle));
+    const guard = viewCondition(principal, hop.target, target);
+    if (guard) guard(sub);
+    if (rest.length) {
+      const inner = this.pathIn(path, rest, op, values, principal, depth + 1);
+      sub.whereIn(`${target}.${inner.column}`, inner.sub);
+    } else if (t === null) {
+      // The relationship itself: "has a related record".
+    } else if (t.kind === 'property' && t.side) {
+      const inner = this.pathIn(path, [], op, values, principal, depth + 1);
+      sub.whereIn(`${target}.id`, inner.sub);
+    } else {
+      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values, t);
+    }
+    return { column, sub, nullable: !hop.side };
   }
 
   private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], terminal: Terminal): void {
