@@ -38,7 +38,8 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     pool: {
       min: 1,
       max: 1,
-      afterCreate: (conn: { pragma(s: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
+      afterCreate: (conn: { pragma(s: string): unknown; prepare(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
+        cachePreparedStatements(conn);
         conn.pragma('journal_mode = WAL');
         conn.pragma('foreign_keys = ON');
         conn.pragma('busy_timeout = 5000');
@@ -48,4 +49,23 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     },
   });
   return { knex, dialect: 'sqlite', close: () => knex.destroy() };
+}
+
+/**
+ * Knex prepares every query afresh; on SQLite that is a large share of a request's time. The
+ * same SQL text (with new bindings) reuses its statement: better-sqlite3 statements are reusable,
+ * and the single connection runs one statement at a time.
+ */
+function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let statement = cache.get(sql);
+    if (statement === undefined) {
+      statement = prepare(sql);
+      if (cache.size >= 1000) cache.delete(cache.keys().next().value!);
+      cache.set(sql, statement);
+    }
+    return statement;
+  };
 }
