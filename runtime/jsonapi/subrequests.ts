@@ -1,11 +1,342 @@
-/** TEMPORARY: `POST /subrequests` is replaced by the real implementation. */
+/**
+ * `POST /subrequests?_format=json`: several JSON:API requests in one call, in the blueprint
+ * format of Drupal's subrequests 3.x module that farmOS.js and farmOS.py send (clients.md §1.7,
+ * §2.1, §3; farmos-behaviour.md §8.4). Reading and checking the blueprint: subrequests/blueprint.ts;
+ * the JSONPath of replacement tokens: subrequests/jsonpath.ts.
+ *
+ * Each sub-request is checked exactly as if it were sent alone, because it is: it goes over
+ * loopback HTTP to this same server (`ctx.internalUrl`) with the caller's own Authorization
+ * header, so authentication, permissions, validation and the one-transaction-per-request rule
+ * apply unchanged. Only paths under /api are sent, and only ever to this server: the host of an
+ * absolute `uri` (farmOS.py sends `http://host/api/…`) is ignored. Each sub-request commits or
+ * fails on its own, as in Drupal: a failure does not undo the sub-requests that ran before it.
+ *
+ * The answer is a 200 JSON object keyed by Content-Id, in the order the sub-requests ran:
+ * `{ "<id>": { "headers": { "status": 201, "content-id": "<<id>>", "content-type": …, … },
+ * "body": "<the response document as a string>" } }`. Drupal renders every header, status
+ * included, as an array (`status: [201]`, clients.md §3); issue 4 item 11 asks for
+ * `headers.status` as an integer, and neither client library reads the headers (farmOS.js only
+ * JSON.parses `body`; farmOS.py hands the object to its caller), so every header here is a
+ * single value.
+ */
 import type { Request, Response } from 'express';
 import type express from 'express';
 import type { AppContext } from '../context.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, badParameter, reasonPhrase, toJsonApiErrorDocument, type ErrorSource } from '../errors.ts';
+import { requireAuthenticated } from '../access/policy.ts';
+import { principalOf } from '../http/principal.ts';
+import { JSONAPI_MEDIA_TYPE } from './document.ts';
+import { readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
+import { evaluateJsonPath } from './subrequests/jsonpath.ts';
 
-export function createSubrequestHandler(_ctx: AppContext, _app: express.Express) {
-  return (_req: Request, _res: Response) => {
-    throw new ApiError(501, 'Subrequests are not implemented yet.');
+/**
+ * Most HTTP sub-requests one call sends, copies made by multi-valued tokens included. The
+ * blueprint itself holds at most 50 entries (MAX_BLUEPRINT_ENTRIES); a `[*]` token over a
+ * page of 50 records makes 50 copies of one entry, so the total is allowed to be larger.
+ */
+export const MAX_SUBREQUESTS_SENT = 250;
+/** Largest body one sub-request may carry once its tokens are replaced (the JSON:API limit). */
+export const MAX_SUBREQUEST_BODY_BYTES = 4 * 1024 * 1024;
+/** How long one sub-request may take. */
+const SUBREQUEST_TIMEOUT_MS = 60_000;
+
+/** Response headers worth reporting for a sub-response; the rest are transport or browser policy. */
+const REPORTED_HEADERS = ['content-type', 'location', 'allow', 'www-authenticate', 'retry-after', 'x-request-id'];
+
+const EXTRA_TITLES: Record<number, string> = { 424: 'Failed Dependency', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+
+/** An error rendered inside the response for one sub-request (the catalogue lacks some titles). */
+class SubresponseError extends ApiError {
+  override toObjects() {
+    const objects = super.toObjects();
+    const title = EXTRA_TITLES[this.status];
+    if (title && reasonPhrase(this.status) === 'Error') for (const o of objects) o.title = title;
+    return objects;
+  }
+}
+
+interface SubresponseHeaders {
+  status: number;
+  'content-id': string;
+  [name: string]: string | number;
+}
+
+interface Subresponse {
+  contentId: string;
+  status: number;
+  headers: SubresponseHeaders;
+  /** The response body as sent (empty for 204 and HEAD). */
+  text: string;
+  /** Parsed `text`, filled in when a token first reads it. */
+  parsed?: { value: unknown } | null;
+}
+
+interface Outcome {
+  failed: boolean;
+  responses: Subresponse[];
+}
+
+export function createSubrequestHandler(ctx: AppContext, _app: express.Express) {
+  return async (req: Request, res: Response) => {
+    requireAuthenticated(principalOf(res));
+    const format = new URL(req.originalUrl, 'http://tilth.invalid').searchParams.getAll('_format');
+    if (format.length && format[format.length - 1] !== 'json') {
+      throw badParameter('_format', `Subrequests are answered in the json format only; _format=${format[format.length - 1]} is not supported.`);
+    }
+    const blueprint = readBlueprint(req.body);
+    if (!ctx.internalUrl) throw new ApiError(503, 'The server is not listening yet; try again in a moment.');
+
+    let clientGone = false;
+    res.on('close', () => {
+      if (!res.writableFinished) clientGone = true;
+    });
+
+    const run = new Runner(ctx, req, res);
+    for (const sub of blueprint) {
+      // Nobody will read the answer: stop sending further writes on the caller's behalf.
+      if (clientGone) return;
+      await run.execute(sub);
+    }
+    if (clientGone) return;
+    res.status(200).set('Cache-Control', 'no-store').json(run.render());
   };
+}
+
+class Runner {
+  private readonly outcomes = new Map<string, Outcome>();
+  private readonly order: Subresponse[] = [];
+  private sent = 0;
+  private readonly authorization: string | undefined;
+  private readonly parentRequestId: string | undefined;
+
+  constructor(
+    private readonly ctx: AppContext,
+    req: Request,
+    private readonly res: Response,
+  ) {
+    this.authorization = req.headers.authorization;
+    this.parentRequestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : undefined;
+  }
+
+  render(): Record<string, { headers: SubresponseHeaders; body: string }> {
+    const out: Record<string, { headers: SubresponseHeaders; body: string }> = {};
+    for (const r of this.order) out[r.contentId] = { headers: r.headers, body: bodyString(r) };
+    return out;
+  }
+
+  async execute(sub: Subrequest): Promise<void> {
+    const outcome: Outcome = { failed: false, responses: [] };
+    this.outcomes.set(sub.requestId, outcome);
+    const record = (r: Subresponse) => {
+      outcome.responses.push(r);
+      this.order.push(r);
+      if (r.status >= 400) outcome.failed = true;
+    };
+
+    // A sub-request that depends on a failed one is not sent. Drupal sends it anyway, and its
+    // tokens then resolve against an error document, so it silently disappears or fails in a
+    // confusing way (e.g. a log created without the quantity it was meant to reference). Here it
+    // gets its own entry, 424 Failed Dependency (RFC 4918 §11.4), naming the failed request, so
+    // a client sees exactly which writes did not happen and why.
+    const failedDependency = sub.dependsOn.find((id) => this.outcomes.get(id)?.failed);
+    if (failedDependency !== undefined) {
+      record(errorResponse(sub.requestId, new SubresponseError(424, `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`, { source: { pointer: `/${sub.index}/waitFor` } })));
+      return;
+    }
+
+    // Replacement tokens: as in Drupal, every value a token finds (across all responses of the
+    // request it names) makes one copy of the sub-request, and several tokens make one copy per
+    // combination. Copies are named `<id>#uri{n}`, then `#body{m}`, and this happens whenever a
+    // location holds a token, even when it finds one value (farmOS.py's tests read
+    // `create-asset#body{0}`; farmOS.js strips the suffix). Unlike Drupal, values are escaped
+    // for where they land: percent-encoded in a uri (a value cannot add path segments, a query or
+    // a fragment) and JSON-string-escaped in a body (a quote in a name cannot break the document).
+    let uris: Array<{ suffix: string; uri: string }>;
+    let bodies: Array<{ suffix: string; body: string | undefined }>;
+    try {
+      uris = this.expand(sub, 'uri', sub.uri, sub.uriTokens, (v) => encodeURIComponent(v)).map(([suffix, uri]) => ({ suffix, uri }));
+      bodies =
+        sub.body === undefined
+          ? [{ suffix: '', body: undefined }]
+          : this.expand(sub, 'body', sub.body, sub.bodyTokens, (v) => JSON.stringify(v).slice(1, -1)).map(([suffix, body]) => ({ suffix, body }));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      record(errorResponse(sub.requestId, error));
+      return;
+    }
+
+    const copies = uris.length * bodies.length;
+    if (this.sent + copies > MAX_SUBREQUESTS_SENT) {
+      record(
+        errorResponse(
+          sub.requestId,
+          new SubresponseError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${MAX_SUBREQUESTS_SENT} sub-requests in one call (${this.sent} already sent).`, {
+            source: { pointer: `/${sub.index}` },
+          }),
+        ),
+      );
+      return;
+    }
+    for (const u of uris) {
+      for (const b of bodies) {
+        const contentId = `${sub.requestId}${u.suffix}${b.suffix}`;
+        record(await this.send(sub, contentId, u.uri, b.body));
+      }
+    }
+  }
+
+  /** The versions of `subject` with every token replaced, each with its Content-Id suffix. */
+  private expand(sub: Subrequest, member: 'uri' | 'body', subject: string, tokens: Token[], escape: (value: string) => string): Array<[string, string]> {
+    if (tokens.length === 0) return [['', subject]];
+    const pointer: ErrorSource = { pointer: `/${sub.index}/${member}` };
+    const valueLists = tokens.map((token) => {
+      const values: string[] = [];
+      for (const response of this.outcomes.get(token.requestId)!.responses) {
+        const document = parsedBody(response);
+        if (document === undefined) {
+          throw new ApiError(400, `The token ${token.raw} reads the response of "${token.requestId}" (${response.contentId}), which is not JSON.`, { source: pointer });
+        }
+        for (const value of evaluateJsonPath(token.path, document.value)) {
+          if (typeof value === 'string') values.push(value);
+          else if (typeof value === 'number' && Number.isFinite(value)) values.push(String(value));
+          else {
+            throw new ApiError(400, `The token ${token.raw} must find strings or numbers, but found ${JSON.stringify(value) ?? 'undefined'} in the response of "${token.requestId}".`, { source: pointer });
+          }
+        }
+      }
+      if (values.length === 0) {
+        throw new ApiError(400, `The token ${token.raw} found no value in the response of "${token.requestId}", so the subrequest "${sub.requestId}" was not sent.`, { source: pointer });
+      }
+      return values;
+    });
+    const combinations = valueLists.reduce((n, list) => n * list.length, 1);
+    if (combinations > MAX_SUBREQUESTS_SENT) {
+      throw new SubresponseError(413, `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${MAX_SUBREQUESTS_SENT} sub-requests are sent in one call.`, { source: pointer });
+    }
+    const out: Array<[string, string]> = [];
+    const pick = (i: number, chosen: string[]) => {
+      if (i === tokens.length) {
+        let text = subject;
+        tokens.forEach((token, t) => {
+          text = text.split(token.raw).join(escape(chosen[t]!));
+        });
+        out.push([`#${member}{${out.length}}`, text]);
+        return;
+      }
+      for (const value of valueLists[i]!) pick(i + 1, [...chosen, value]);
+    };
+    pick(0, []);
+    return out;
+  }
+
+  /** Send one sub-request over loopback and capture its response. */
+  private async send(sub: Subrequest, contentId: string, uri: string, body: string | undefined): Promise<Subresponse> {
+    const target = apiPath(uri);
+    if (target instanceof ApiError) return errorResponse(contentId, new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }));
+    const sendsBody = body !== undefined && sub.method !== 'GET' && sub.method !== 'HEAD';
+    if (sendsBody && Buffer.byteLength(body) > MAX_SUBREQUEST_BODY_BYTES) {
+      return errorResponse(contentId, new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, { source: { pointer: `/${sub.index}/body` } }));
+    }
+
+    const headers = new Headers();
+    for (const [name, value] of sub.headers) headers.set(name, value);
+    if (!headers.has('accept')) headers.set('Accept', JSONAPI_MEDIA_TYPE);
+    if (!headers.has('content-type')) headers.set('Content-Type', JSONAPI_MEDIA_TYPE);
+    if (this.authorization !== undefined) headers.set('Authorization', this.authorization);
+    this.sent += 1;
+    // Not a forwarded header: a new id derived from the parent's, so the log lines of a call and
+    // its sub-requests can be matched up (unless the blueprint names its own).
+    const childId = this.parentRequestId ? `${this.parentRequestId}.${this.sent}` : undefined;
+    if (childId && !headers.has('x-request-id') && /^[\w.-]{1,64}$/.test(childId)) headers.set('X-Request-Id', childId);
+
+    let response: globalThis.Response;
+    let text: string;
+    try {
+      response = await fetch(`${this.ctx.internalUrl}${target}`, {
+        method: sub.method,
+        headers,
+        body: sendsBody ? body : undefined,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(SUBREQUEST_TIMEOUT_MS),
+      });
+      text = sub.method === 'HEAD' ? '' : await response.text();
+    } catch (error) {
+      const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+      (this.res.locals.log ?? this.ctx.logger).warn({ err: error, contentId }, 'subrequest failed');
+      return errorResponse(
+        contentId,
+        timedOut
+          ? new SubresponseError(504, `The subrequest "${contentId}" took longer than ${SUBREQUEST_TIMEOUT_MS / 1000} seconds.`)
+          : new SubresponseError(502, `The subrequest "${contentId}" could not be sent.`),
+      );
+    }
+
+    const reported: SubresponseHeaders = { status: response.status, 'content-id': `<${contentId}>` };
+    for (const name of REPORTED_HEADERS) {
+      const value = response.headers.get(name);
+      if (value !== null) reported[name] = value;
+    }
+    return { contentId, status: response.status, headers: reported, text };
+  }
+}
+
+/**
+ * The path and query of a sub-request's uri, when it addresses the JSON:API under /api; an
+ * ApiError otherwise. Relative uris (farmOS.js: `/api/…`, farmOS.py 2.x: `api/…`) and absolute
+ * ones (farmOS.py 1.x: `http://host/api/…`) are both accepted; the host is never used. The path
+ * is checked after URL normalisation, so `/api/../oauth/token` is refused too.
+ */
+function apiPath(uri: string): string | ApiError {
+  let url: URL;
+  try {
+    url = new URL(uri, 'http://tilth.invalid/');
+  } catch {
+    return new ApiError(400, `The uri "${uri}" is not a valid URL.`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return new ApiError(400, `The uri "${uri}" must be a path under /api or an http(s) URL.`);
+  }
+  if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) {
+    return new ApiError(400, `Subrequests can only address the JSON:API under /api; "${url.pathname}" is not under /api.`);
+  }
+  return `${url.pathname}${url.search}`;
+}
+
+function errorResponse(contentId: string, error: ApiError): Subresponse {
+  const rendered = toJsonApiErrorDocument(error);
+  return {
+    contentId,
+    status: rendered.status,
+    headers: { status: rendered.status, 'content-id': `<${contentId}>`, 'content-type': JSONAPI_MEDIA_TYPE },
+    text: JSON.stringify(rendered.body),
+  };
+}
+
+function isJsonType(contentType: string | number | undefined): boolean {
+  return typeof contentType === 'string' && /^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType);
+}
+
+/** The parsed body of a sub-response, or undefined when it is not JSON. */
+function parsedBody(response: Subresponse): { value: unknown } | undefined {
+  if (response.parsed === undefined) {
+    try {
+      response.parsed = response.text === '' ? { value: null } : { value: JSON.parse(response.text) as unknown };
+    } catch {
+      response.parsed = null;
+    }
+  }
+  return response.parsed ?? undefined;
+}
+
+/**
+ * `body` in the answer is always a string that JSON.parse accepts: farmOS.js JSON.parses every
+ * sub-response body (clients.md §1.7), so an empty body (204 after a delete, every HEAD) is
+ * reported as "null" (Drupal would send "", on which farmOS.js throws). JSON responses are
+ * passed through as sent; anything else under /api (there is nothing else today) is wrapped as
+ * a JSON string so that it still parses.
+ */
+function bodyString(response: Subresponse): string {
+  if (response.text === '') return 'null';
+  if (isJsonType(response.headers['content-type']) && parsedBody(response) !== undefined) return response.text;
+  return JSON.stringify(response.text);
 }
