@@ -183,6 +183,7 @@ export function buildModel(files: SourceFile[]): DataModel {
     if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
     if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
+    if (type === 'file_uri' && raw.computed !== 'file_uri') bad(['type'], `file_uri fields are computed; add "computed: file_uri".`);
     if (!ok) return null;
     const computed = raw.computed as string | undefined;
     return {

@@ -36,7 +36,7 @@ export const descriptor: BundleDescriptor = {
       "multiple": false,
       "maxLength": 255,
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "internal": false,
       "visibility": "all",
       "storage": {
@@ -48,13 +48,12 @@ export const descriptor: BundleDescriptor = {
     },
     {
       "name": "uri",
-      "type": "string",
+      "type": "file_uri",
       "kind": "attribute",
       "label": "URI",
       "description": "The URI to access the file (either local or remote).",
       "required": false,
       "multiple": false,
-      "maxLength": 255,
       "aliases": [],
       "readOnly": true,
       "computed": "file_uri",

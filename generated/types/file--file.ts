@@ -17,7 +17,10 @@ filename?: string
 /**
  * The URI to access the file (either local or remote).
  */
-uri?: string
+uri?: {
+value?: string
+url?: string
+}
 /**
  * The file's MIME type.
  */

@@ -18,6 +18,14 @@ const bad = (problem: string): Coerced => ({ ok: false, problem });
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
+/** Integers are stored in 32-bit columns on PostgreSQL (`integer`); SQLite's are wider. */
+const INT_MIN = -2147483648;
+const INT_MAX = 2147483647;
+
+/** PostgreSQL cannot store U+0000 in text, so no database gets it: the same answer on both. */
+const NUL_PROBLEM = 'may not contain the NUL character (U+0000)';
+const hasNul = (v: unknown): boolean => typeof v === 'string' && v.includes('\u0000');
+
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
@@ -48,6 +56,7 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
       if (v === null || v === undefined) return ok(null);
       if (typeof v === 'number' && field.type !== 'list_string') v = String(v);
       if (typeof v !== 'string') return bad(`must be a string, not ${describe(v)}`);
+      if (hasNul(v)) return bad(NUL_PROBLEM);
       if (field.type === 'list_string') {
         if (v === '') return ok(null);
         if (field.allowedValues && !field.allowedValues.some((a) => a.value === v)) {
@@ -71,6 +80,7 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
       if (v === null || v === undefined || v === '') return ok(null);
       const n = typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
       if (typeof n !== 'number' || !Number.isSafeInteger(n)) return bad(`must be a whole number, not ${describe(v)}`);
+      if (n < INT_MIN || n > INT_MAX) return bad(`must be between ${INT_MIN} and ${INT_MAX}, not ${n}`);
       if (field.min !== undefined && n < field.min) return bad(`must be at least ${field.min}`);
       if (field.max !== undefined && n > field.max) return bad(`must be at most ${field.max}`);
       return ok(n);
@@ -93,13 +103,14 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
     }
     case 'text_long': {
       if (raw === null || raw === undefined) return ok(null);
-      if (typeof raw === 'string') return ok({ value: raw, format: 'default' });
+      if (typeof raw === 'string') return hasNul(raw) ? bad(NUL_PROBLEM) : ok({ value: raw, format: 'default' });
       if (typeof raw !== 'object' || Array.isArray(raw)) return bad(`must be an object {value, format} or a string, not ${describe(raw)}`);
       const o = raw as Record<string, unknown>;
       const extra = unknownKeys(o, ['value', 'format', 'processed', 'summary']);
       if (extra) return bad(extra);
       if (o.value === null || o.value === undefined) return ok(null);
       if (typeof o.value !== 'string') return bad(`value must be a string, not ${describe(o.value)}`);
+      if (hasNul(o.value)) return bad(`value ${NUL_PROBLEM}`);
       const format = o.format === undefined || o.format === null || o.format === '' ? 'default' : o.format;
       if (typeof format !== 'string' || !(TEXT_FORMATS as readonly string[]).includes(format)) return bad(`format "${String(format)}" is not a text format; use one of: ${TEXT_FORMATS.join(', ')}`);
       return ok({ value: o.value, format });
@@ -139,6 +150,7 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
         if (wkt === null || wkt === undefined || wkt === '') return ok(null);
       }
       if (typeof wkt !== 'string') return bad(`must be WKT text or an object {value: WKT}, not ${describe(wkt)}`);
+      if (hasNul(wkt)) return bad(NUL_PROBLEM);
       if (wkt.length > 1_000_000) return bad('is longer than 1,000,000 characters');
       const parsed = parseWkt(wkt);
       return parsed ? ok(parsed as unknown as ItemValue) : bad(`"${wkt.length > 60 ? `${wkt.slice(0, 60)}…` : wkt}" is not valid WKT (e.g. POINT (-72.5 42.3))`);
@@ -151,6 +163,7 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
       if (extra) return bad(extra);
       for (const k of ['id', 'type', 'location'] as const) {
         if (o[k] !== undefined && o[k] !== null && typeof o[k] !== 'string') return bad(`${k} must be a string, not ${describe(o[k])}`);
+        if (hasNul(o[k])) return bad(`${k} ${NUL_PROBLEM}`);
       }
       const type = (o.type as string | undefined) || null;
       if (type && field.allowedValues && !field.allowedValues.some((a) => a.value === type)) {

@@ -190,8 +190,18 @@ function readIdentifiers(data: unknown, field: FieldDescriptor, pointer: string)
     if (typeof item.id !== 'string' || !item.id) throw badRequest(`${field.name}: no ID specified for related resource.`, { pointer: `${p}/id` });
     const meta: Record<string, unknown> = {};
     if (isObject(item.meta)) {
-      const allowed = ['display', 'description', 'alt', 'title', 'width', 'height'];
-      for (const [k, v] of Object.entries(item.meta)) if (allowed.includes(k) && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) meta[k] = v;
+      // Item properties of files and images; everything else in meta (drupal_internal__*,
+      // target_revision_id) is the server's own and ignored.
+      for (const [k, v] of Object.entries(item.meta)) {
+        if (k === 'display' && (typeof v === 'boolean' || v === 0 || v === 1)) meta[k] = Boolean(v);
+        else if (['description', 'alt', 'title'].includes(k) && typeof v === 'string') {
+          if (v.includes('\u0000') || v.length > 1024) throw badRequest(`${field.name}: meta.${k} must be text of at most 1024 characters without NUL characters.`, { pointer: `${p}/meta/${k}` });
+          meta[k] = v;
+        } else if ((k === 'width' || k === 'height') && v !== null && v !== undefined) {
+          if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) > 2_147_483_647) throw badRequest(`${field.name}: meta.${k} must be a whole number of pixels.`, { pointer: `${p}/meta/${k}` });
+          meta[k] = v;
+        }
+      }
     }
     return { pointer: p, type: item.type, id: item.id, meta };
   });

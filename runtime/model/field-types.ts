@@ -23,6 +23,7 @@ export const FIELD_TYPES = [
   'text_long',
   'timestamp',
   'password',
+  'file_uri',
 ] as const;
 
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -104,6 +105,11 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
   inventory: {
     kind: 'attribute',
     properties: { measure: text('Measure'), value: text('Value'), units: text('Units') },
+  },
+  // A stored file's place: the stream URI and the URL it downloads from (Drupal's file_uri).
+  file_uri: {
+    kind: 'attribute',
+    properties: { value: text('URI'), url: { column: 'text', schema: { type: 'string', title: 'Root-relative file URL' }, output: true } },
   },
   entity_reference: {
     kind: 'relationship',

@@ -6,26 +6,41 @@
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
 
+/**
+ * The range of timestamps accepted: the years 0000 to 9999, which RFC 3339 can write (and
+ * formatTimestamp renders). A number outside it is not a date a client meant, and rendering it
+ * would fail.
+ */
+export const MIN_TIMESTAMP = -62167219200; // 0000-01-01T00:00:00+00:00
+export const MAX_TIMESTAMP = 253402300799; // 9999-12-31T23:59:59+00:00
+
+function inRange(seconds: number): number | null {
+  return seconds >= MIN_TIMESTAMP && seconds <= MAX_TIMESTAMP ? seconds : null;
+}
+
 /** Seconds since the epoch, or null when the value is not a timestamp we accept. */
 export function parseTimestamp(value: unknown): number | null {
-  if (typeof value === 'number') return Number.isFinite(value) && Number.isInteger(value) && Math.abs(value) < 1e13 ? value : null;
+  if (typeof value === 'number') return Number.isFinite(value) && Number.isInteger(value) ? inRange(value) : null;
   if (typeof value !== 'string') return null;
   const s = value.trim();
-  if (/^-?\d{1,13}$/.test(s)) return Number(s);
+  if (/^-?\d{1,13}$/.test(s)) return inRange(Number(s));
   const m = ISO.exec(s);
   if (!m) return null;
   const [, y, mo, d, h, mi, sec = '0', , zone] = m;
   const month = Number(mo);
   const day = Number(d);
   if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 60) return null;
-  let ms = Date.UTC(Number(y), month - 1, day, Number(h), Number(mi), Number(sec));
-  if (new Date(ms).getUTCDate() !== day) return null; // 31 February and friends
+  // Date.UTC reads the years 0–99 as 1900–1999; set the full year separately.
+  const date = new Date(Date.UTC(2000, month - 1, day, Number(h), Number(mi), Number(sec)));
+  date.setUTCFullYear(Number(y), month - 1, day);
+  if (date.getUTCDate() !== day) return null; // 31 February and friends
+  let ms = date.getTime();
   if (zone && zone.toUpperCase() !== 'Z') {
     const sign = zone[0] === '-' ? -1 : 1;
     const digits = zone.slice(1).replace(':', '');
     ms -= sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2))) * 60_000;
   }
-  return Math.floor(ms / 1000);
+  return inRange(Math.floor(ms / 1000));
 }
 
 /** RFC 3339 in UTC with `+00:00`, as farmOS renders timestamps. */
@@ -36,4 +51,4 @@ export function formatTimestamp(seconds: number | null | undefined): string | nu
 }
 
 export const TIMESTAMP_FORMATS =
-  'Unix seconds (e.g. 1704067200) or an ISO 8601 / RFC 3339 date-time (e.g. 2024-01-01T00:00:00+00:00 or 2024-01-01T00:00:00Z)';
+  'Unix seconds (e.g. 1704067200) or an ISO 8601 / RFC 3339 date-time (e.g. 2024-01-01T00:00:00+00:00 or 2024-01-01T00:00:00Z), in the years 0000 to 9999';

@@ -194,19 +194,27 @@ export class QueryCompiler {
     const raw = condition.value === null ? [] : Array.isArray(condition.value) ? condition.value : [condition.value];
     const t = path.terminal;
     const where = `filter[${condition.key}]`;
+    for (const value of raw) {
+      if (value.includes('\u0000')) throw badParameter('filter', `${where}: filter values may not contain the NUL character.`);
+    }
     if (!t) return raw;
     if (TEXT_OPERATORS.has(condition.operator)) {
       const textual = t.kind === 'uuid' || t.kind === 'bundle' || (t.kind === 'property' && FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column === 'text');
       if (!textual) throw badParameter('filter', `${where}: the ${condition.operator} operator works on text; "${condition.path}" is not text.`);
       return raw;
     }
+    const INT32 = 2_147_483_647;
+    const wholeNumber = (value: string, max: number): number => {
+      const n = /^-?\d+$/.test(value) ? Number(value) : NaN;
+      if (!Number.isSafeInteger(n) || Math.abs(n) > max) {
+        throw badParameter('filter', `${where}: "${value}" is not a whole number ${Number.isNaN(n) ? '' : `between -${max} and ${max} `}as "${condition.path}" needs.`);
+      }
+      return n;
+    };
     return raw.map((value) => {
       if (t.kind === 'uuid') return value.toLowerCase();
       if (t.kind === 'bundle') return value;
-      if (t.kind === 'internalId') {
-        if (!/^\d+$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a whole number, as "${condition.path}" needs.`);
-        return Number(value);
-      }
+      if (t.kind === 'internalId') return wholeNumber(value, INT32);
       const column = FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column;
       if (t.field.type === 'timestamp') {
         const s = parseTimestamp(value);
@@ -218,12 +226,10 @@ export class QueryCompiler {
         if (['0', 'false', 'FALSE', 'False'].includes(value)) return false;
         throw badParameter('filter', `${where}: "${value}" is not a boolean; use 1 or 0 (or true or false).`);
       }
-      if (column === 'integer' || column === 'bigint') {
-        if (!/^-?\d+$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a whole number, as "${condition.path}" needs.`);
-        return Number(value);
-      }
+      if (column === 'integer') return wholeNumber(value, INT32);
+      if (column === 'bigint') return wholeNumber(value, Number.MAX_SAFE_INTEGER);
       if (column === 'double' || column === 'decimal') {
-        if (!/^-?\d+(\.\d+)?$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a number, as "${condition.path}" needs.`);
+        if (!/^-?\d{1,15}(\.\d{1,15})?$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a number, as "${condition.path}" needs.`);
         return Number(value);
       }
       return value;

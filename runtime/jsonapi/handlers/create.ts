@@ -3,6 +3,7 @@ import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../http/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
+import { forbidden } from '../../errors.ts';
 
 export function createHandler(s: JsonApiServices): RouteHandler {
   return async (req, res, route) => {
@@ -10,6 +11,10 @@ export function createHandler(s: JsonApiServices): RouteHandler {
     const rt = route.resourceType;
     const query = s.query(req, rt);
     assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
+    if (rt.entityType.access === 'file') {
+      // As in Drupal, a file comes into being only with its bytes.
+      throw forbidden('Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.', { pointer: '/data' });
+    }
     s.requireJsonApiBody(req);
     const { doc, location } = await s.knex.transaction(async (trx) => {
       const input = await s.input.read(trx, rt, req.body, 'create');

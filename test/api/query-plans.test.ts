@@ -1,0 +1,175 @@
+// Issue 4 item 12: the cost of a page. A page of 50 logs with include=asset,quantity.units costs
+// the same number of SQL queries as a page of 5 (no query per record), and no query on the hot
+// paths scans a whole table of the data model: SQLite's EXPLAIN QUERY PLAN is read for every
+// query a request runs, the main collection query (filter + sort) first among them.
+//
+// SQLite only (skipped when DATABASE_URL is set): the plans are read with SQLite's EXPLAIN QUERY
+// PLAN, whose choice of index does not depend on table statistics. PostgreSQL's planner does
+// (a near-empty test table is scanned sequentially whatever its indexes), so the same assertion
+// would not mean the same thing there. The query count is a property of the runtime's code, not
+// of the database, so checking it once on SQLite is enough.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { passwordToken } from '../support/http.ts';
+import { Api, ref, model } from '../support/fixtures.ts';
+
+const skip = process.env.DATABASE_URL ? 'SQLite only: query plans are read with SQLite EXPLAIN QUERY PLAN (DATABASE_URL is set)' : false;
+
+let server: TestServer;
+let api: Api;
+let kg: any;
+let firstAsset: any;
+
+interface Logged {
+  sql: string;
+  bindings: unknown[];
+}
+
+/** Every SQL statement the server runs while `run` runs. */
+async function queriesOf(run: () => Promise<void>): Promise<Logged[]> {
+  const knex = server.ctx.db.knex;
+  const log: Logged[] = [];
+  const listener = (q: { sql: string; bindings?: unknown[] }) => log.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  knex.on('query', listener);
+  try {
+    await run();
+  } finally {
+    knex.removeListener('query', listener);
+  }
+  return log;
+}
+
+/** Tables of the data model: entity tables and the side tables of multi-valued fields. */
+const MODEL_TABLES = new Set<string>([
+  ...Object.values(model.entityTypes).map((et) => et.table),
+  ...model.bundles.flatMap((b) => b.fields.flatMap((f) => (f.storage.kind === 'table' ? [f.storage.table] : []))),
+]);
+
+/** alias → table, from the `table` as `alias` pairs and bare table names of a statement. */
+function aliases(sql: string): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const m of sql.matchAll(/[`"](\w+)[`"]\s+as\s+[`"](\w+)[`"]/gi)) map.set(m[2]!, m[1]!);
+  for (const m of sql.matchAll(/\b(?:from|join)\s+[`"](\w+)[`"](?!\s+as)/gi)) map.set(m[1]!, m[1]!);
+  return map;
+}
+
+interface Plan {
+  sql: string;
+  details: string[];
+  /** Full scans of model tables without an index. */
+  scans: string[];
+}
+
+async function plan(q: Logged): Promise<Plan> {
+  const rows = (await server.ctx.db.knex.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as any[])) as Array<{ detail: string }>;
+  const details = rows.map((r) => r.detail);
+  const names = aliases(q.sql);
+  const scans = details.filter((d) => {
+    const m = /^SCAN (\w+)(.*)$/.exec(d);
+    if (!m) return false;
+    const table = names.get(m[1]!) ?? m[1]!;
+    return MODEL_TABLES.has(table) && !/USING (COVERING )?INDEX|USING INTEGER PRIMARY KEY/.test(m[2]!);
+  });
+  return { sql: q.sql, details, scans };
+}
+
+before(async () => {
+  if (skip) return;
+  server = await startTestServer();
+  api = new Api(server.url, await passwordToken(server.url, ADMIN.name, ADMIN.password));
+  kg = await api.create('taxonomy_term--unit', { name: 'kg' });
+});
+after(async () => {
+  if (!skip) await server.close();
+});
+
+/** Create `n` activity logs, each with its own asset and its own quantity in kg. */
+async function addLogs(n: number, offset: number): Promise<void> {
+  for (let i = offset; i < offset + n; i++) {
+    const asset = await api.create('asset--equipment', { name: `Machine ${i}` });
+    firstAsset ??= asset;
+    const quantity = await api.create('quantity--standard', { measure: 'weight', value: { numerator: i, denominator: 1 } }, { units: { data: ref(kg) } });
+    await api.create(
+      'log--activity',
+      { name: `Log ${String(i).padStart(3, '0')}`, timestamp: 1700000000 + i * 60, status: i % 2 ? 'done' : 'pending', flag: i % 3 ? [] : ['review'] },
+      { asset: { data: [ref(asset)] }, quantity: { data: [ref(quantity)] } },
+    );
+  }
+}
+
+const PAGE = '/api/log/activity?include=asset,quantity.units&page[limit]=50&sort=-timestamp';
+
+async function countPage(url: string, records: number): Promise<{ count: number; body: any }> {
+  let body: any;
+  const log = await queriesOf(async () => {
+    const res = await api.get(url);
+    assert.equal(res.status, 200, res.text.slice(0, 300));
+    body = res.body;
+  });
+  assert.equal(body.data.length, records);
+  return { count: log.length, body };
+}
+
+test('a page with include=asset,quantity.units costs the same number of queries for 5 and for 50 records', { skip }, async () => {
+  await addLogs(5, 0);
+  const five = await countPage(PAGE, 5);
+  assert.equal(five.body.included.length, 5 + 5 + 1, 'assets, quantities and the unit');
+  await addLogs(45, 5);
+  const fifty = await countPage(PAGE, 50);
+  assert.equal(fifty.body.included.length, 50 + 50 + 1);
+  assert.equal(fifty.count, five.count, `queries for 50 records (${fifty.count}) = queries for 5 (${five.count})`);
+  // The next page, reached through links.next, costs the same again.
+  await addLogs(10, 50);
+  const first = await countPage(PAGE, 50);
+  const second = await countPage(first.body.links.next.href, 10);
+  assert.equal(second.count, first.count, 'page 2 costs what page 1 costs');
+  assert.equal(first.count, five.count);
+  // An individual resource with the same includes is not dearer than the page.
+  const one = await queriesOf(async () => {
+    assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}?include=asset,quantity.units`)).status, 200);
+  });
+  assert.ok(one.length <= five.count, `individual: ${one.length} queries`);
+});
+
+test('no query of the hot paths scans a whole table of the data model', { skip }, async () => {
+  const paths = [
+    '/api/log/activity',
+    '/api/log/activity?filter[status]=done&sort=-timestamp',
+    '/api/log/activity?sort=-timestamp&page[limit]=10',
+    '/api/log/activity?sort=name',
+    '/api/log/activity?filter[t][condition][path]=timestamp&filter[t][condition][operator]=%3E%3D&filter[t][condition][value]=1700001000&sort=timestamp',
+    '/api/log/activity?filter[t][condition][path]=timestamp&filter[t][condition][operator]=BETWEEN&filter[t][condition][value][]=1700000000&filter[t][condition][value][]=1700001000',
+    `/api/log/activity?filter[asset.id]=${firstAsset.id}&sort=-timestamp`,
+    '/api/log/activity?filter[quantity.units.name]=kg&page[limit]=5',
+    '/api/log/activity?filter[flag]=review&sort=-timestamp',
+    '/api/log/activity?filter[status]=done&include=asset,quantity.units&sort=-timestamp',
+    '/api/asset/equipment?filter[status]=active&sort=name',
+    '/api/asset/equipment?filter[name]=Machine%207',
+  ];
+  const failures: string[] = [];
+  let mainQueries = 0;
+  for (const path of paths) {
+    const log = await queriesOf(async () => {
+      const res = await api.get(path);
+      assert.equal(res.status, 200, `${path}: ${res.text.slice(0, 300)}`);
+      // Follow links.next once: the keyset query is a hot path too.
+      if (res.body.links.next) assert.equal((await api.get(res.body.links.next.href)).status, 200);
+    });
+    for (const q of log) {
+      if (!/^\s*select/i.test(q.sql)) continue;
+      const p = await plan(q);
+      if (/from [`"](log|asset)[`"] as [`"]e[`"]/i.test(q.sql) && /limit/i.test(q.sql)) {
+        mainQueries++;
+        // The main collection query: filtered by bundle through an index, never a full scan.
+        assert.ok(p.details.some((d) => /^SEARCH e USING (COVERING )?INDEX/.test(d)), `${path}: main query uses an index: ${p.details.join(' | ')}\n${q.sql}`);
+      }
+      if (p.scans.length) failures.push(`${path}\n    ${q.sql}\n    plan: ${p.details.join(' | ')}`);
+    }
+  }
+  assert.ok(mainQueries >= paths.length, 'the main collection query of every path was seen');
+  // Control: the check does see a full scan when there is one.
+  const control = await plan({ sql: 'select `e`.`id` from `log` as `e` where `e`.`data` = ?', bindings: ['x'] });
+  assert.deepEqual(control.scans, ['SCAN e'], `control plan: ${control.details.join(' | ')}`);
+  assert.deepEqual(failures, [], `full scans:\n${failures.join('\n')}`);
+});

@@ -1,0 +1,2 @@
+// farmos@2.0.0-beta.16 ships no type declarations; test/api/farmosjs.test.ts drives it untyped.
+declare module 'farmos';
