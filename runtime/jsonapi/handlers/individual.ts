@@ -9,12 +9,7 @@ import { readDataMember } from '../input.ts';
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
     async get(req, res, route) {
-      const principal = principalOf(res);
-      const rt = route.resourceType;
-      const query = s.query(req, rt);
-      assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-      const record = await s.find(s.knex, rt, route.id, principal, query.fields.size ? query.fields : null);
-      s.assertMayOnRecord(principal, record, 'view');
+      const { principal, query, record } = await s.viewable(req, res, route.resourceType, route.id, { fieldsets: true });
       s.send(res, 200, await s.document(s.knex, record, principal, query, { self: s.selfLink(req) }));
     },
 

@@ -72,12 +72,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
 
   return {
     async get(req, res, route) {
-      const principal = principalOf(res);
-      const rt = route.resourceType;
-      const query = s.query(req, rt);
-      assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-      const record = await s.find(s.knex, rt, route.id, principal);
-      s.assertMayOnRecord(principal, record, 'view');
+      const { principal, query, record } = await s.viewable(req, res, route.resourceType, route.id);
       const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: s.serializer.relationshipData(record, field(route)), links: links(s, record, field(route).name) };
       if (query.include.length) {
         const full = await s.document(s.knex, record, principal, { ...query, include: query.include.filter((p) => p[0] === field(route).name) }, {});
@@ -90,13 +85,8 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     delete: (req, res, route) => write(req, res, route, 'delete'),
 
     async related(req, res, route) {
-      const principal = principalOf(res);
-      const rt = route.resourceType;
       const f = field(route);
-      const query = s.query(req);
-      assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-      const record = await s.find(s.knex, rt, route.id, principal);
-      s.assertMayOnRecord(principal, record, 'view');
+      const { principal, query, record } = await s.viewable(req, res, route.resourceType, route.id, { validateIncludes: false });
       const refs = refsOf(record, f.name).filter((r) => r.uuid);
       const et = s.ctx.registry.model.entityTypes[f.target!.entityType]!;
       let targets: EntityRecord[] = [];

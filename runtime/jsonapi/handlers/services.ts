@@ -11,7 +11,8 @@ import { EntityService } from '../../entities/service.ts';
 import { loadIncluded, validateIncludes } from '../include.ts';
 import { notFound, unsupportedMediaType, forbidden } from '../../errors.ts';
 import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendDocument } from '../document.ts';
-import { mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
+import { assertMayOnType, mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
+import { principalOf } from '../../http/principal.ts';
 import { parseJsonApiQuery, type JsonApiQuery } from '../query/index.ts';
 
 export class JsonApiServices {
@@ -58,6 +59,16 @@ export class JsonApiServices {
     const [record] = await this.loader.load(db, rt.entityType.entityType, [hit.id], fields, principal);
     if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
     return record;
+  }
+
+  /** The record a GET route names, after checking that the caller may read it. */
+  async viewable(req: Request, res: Response, rt: ResourceType, id: string | undefined, options: { fieldsets?: boolean; validateIncludes?: boolean } = {}): Promise<{ principal: Principal; query: JsonApiQuery; record: EntityRecord }> {
+    const principal = principalOf(res);
+    const query = this.query(req, options.validateIncludes === false ? undefined : rt);
+    assertMayOnType(principal, rt.entityType, 'view', 'this resource');
+    const record = await this.find(this.knex, rt, id, principal, options.fieldsets && query.fields.size ? query.fields : null);
+    this.assertMayOnRecord(principal, record, 'view');
+    return { principal, query, record };
   }
 
   assertMayOnRecord(principal: Principal, record: EntityRecord, op: 'view' | 'update' | 'delete'): void {
