@@ -24,6 +24,14 @@ export interface Config {
   /** Attempts per window before the token endpoint and login form answer 429. */
   rateLimit: { windowSeconds: number; perAddress: number; perUsername: number };
   logLevel: string;
+  /**
+   * How many reverse proxies stand in front of the server (TILTH_TRUST_PROXY, default 0). With N > 0
+   * the client address used for rate limiting is the N-th address from the right of
+   * X-Forwarded-For; with 0 the header is ignored, since any client could forge it.
+   */
+  trustProxy: number;
+  /** Lifetime in seconds of the browser sign-in of the authorization (login and consent) pages. */
+  loginSessionLifetime: number;
 }
 
 export class ConfigError extends Error {
@@ -86,5 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perUsername: integer(env, 'TILTH_RATE_LIMIT_PER_USERNAME', 20, 1, 1_000_000),
     },
     logLevel: env.TILTH_LOG_LEVEL || 'info',
+    trustProxy: integer(env, 'TILTH_TRUST_PROXY', 0, 0, 10),
+    loginSessionLifetime: integer(env, 'TILTH_LOGIN_SESSION_LIFETIME', 3600, 60, 86_400),
   };
 }

@@ -33,7 +33,9 @@ export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   farm_viewer: VIEW,
   farm_worker: [...VIEW, ...WRITE],
   farm_manager: [...VIEW, ...WRITE, ...CONFIGURE],
-  farm_account_admin: ['user:view', 'user:administer', 'language:view'],
+  // Like every farmOS managed role it has "access content", which is what lets Drupal users see
+  // taxonomy terms; it gets no other record rights (farmos-behaviour.md §6.5).
+  farm_account_admin: ['taxonomy:view', 'user:view', 'user:administer', 'language:view'],
   administrator: [...VIEW, ...WRITE, ...CONFIGURE, 'user:administer'],
 };
 

@@ -123,10 +123,12 @@ export async function setRoles(knex: Knex, name: string, roles: string[]): Promi
 }
 
 /**
- * Check a login by user name or e-mail address. Returns the account, or null for a wrong name or
- * password. A blocked account is reported as such so callers can say so without revealing more.
+ * Check a login by user name or e-mail address without changing anything (so that callers can
+ * check before opening a transaction). Returns the account, or null for a wrong name or password.
+ * A blocked account is reported as such so callers can say so without revealing more. The
+ * password is verified even for unknown names, so timing does not tell which names exist.
  */
-export async function authenticate(knex: Knex, login: string, password: string): Promise<UserAccount | 'blocked' | null> {
+export async function verifyCredentials(knex: Knex, login: string, password: string): Promise<UserAccount | 'blocked' | null> {
   const row = await knex('users')
     .where('bundle', 'user')
     .andWhere((q) => q.where('name', login).orWhere('mail', login))
@@ -135,6 +137,11 @@ export async function authenticate(knex: Knex, login: string, password: string):
   const ok = await verifyPassword(row?.pass ?? null, password);
   if (!row || !ok) return null;
   if (!row.status) return 'blocked';
-  await knex('users').where('id', row.id).update({ login: now(), access: now() });
   return toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []);
+}
+
+/** Record a successful login (Drupal's `login` and `access` timestamps). */
+export async function recordLogin(knex: Knex, userId: number): Promise<void> {
+  const t = now();
+  await knex('users').where('id', userId).update({ login: t, access: t });
 }

@@ -1,4 +1,4 @@
-/** `tilth user create|password|block|unblock|list`. */
+/** `tilth user create|password|block|roles|list`. */
 import { randomBytes } from 'node:crypto';
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
@@ -6,7 +6,8 @@ import { loadConfig } from '../config.ts';
 import { openDatabase } from '../storage/database.ts';
 import { assertMigrated } from '../storage/migrations.ts';
 import { loadGenerated } from '../generated.ts';
-import { createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
+import { createUser, findUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
+import { revokeUserCredentials } from '../oauth/user-credentials.ts';
 import { ROLES } from '../access/roles.ts';
 import type { Knex } from 'knex';
 
@@ -46,7 +47,7 @@ export const userCommands: Command[] = [
   },
   {
     name: ['user', 'password'],
-    summary: "Set a user's password.",
+    summary: "Set a user's password and revoke their tokens.",
     usage: 'tilth user password --name NAME [--password PASSWORD]',
     options: {
       name: { type: 'string', description: 'login name' },
@@ -56,8 +57,12 @@ export const userCommands: Command[] = [
       const name = requireOption(values, 'name');
       const generated = typeof values.password !== 'string';
       const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
-      await withDatabase((knex) => setPassword(knex, name, password));
-      process.stdout.write(`Set the password of "${name}".\n`);
+      await withDatabase(async (knex) => {
+        await setPassword(knex, name, password);
+        // A new password is often a response to a leak: whatever was issued with the old one ends.
+        await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
+      });
+      process.stdout.write(`Set the password of "${name}"; their tokens are revoked.\n`);
       if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
       return 0;
     },
@@ -72,8 +77,11 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      await withDatabase((knex) => setBlocked(knex, name, !values.unblock));
-      process.stdout.write(`${values.unblock ? 'Unblocked' : 'Blocked'} "${name}".\n`);
+      await withDatabase(async (knex) => {
+        await setBlocked(knex, name, !values.unblock);
+        if (!values.unblock) await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
+      });
+      process.stdout.write(`${values.unblock ? 'Unblocked' : 'Blocked'} "${name}"${values.unblock ? '' : '; their tokens are revoked'}.\n`);
       return 0;
     },
   },

@@ -1,15 +1,28 @@
 /**
- * TEMPORARY minimal OAuth so the JSON:API layer can be exercised: a password grant that keeps
- * tokens in memory, and bearer authentication. The real authorization server replaces this file,
- * keeping the `createOAuth` interface.
+ * The OAuth 2.0 authorization server (spec: Authentication; farmos-behaviour.md §6): its routes
+ * under /oauth and /.well-known, bearer authentication of the API, CORS, and the start-up work.
+ *
+ *   POST /oauth/token        token-endpoint.ts (grants/*.ts)
+ *   GET  /oauth/authorize    authorize.ts (login and consent pages, code and implicit grants)
+ *   POST /oauth/revoke       revoke.ts (RFC 7009)
+ *   GET  /.well-known/oauth-authorization-server   metadata.ts (RFC 8414)
+ *
+ * All state is in the database (tokens.ts, clients.ts, session.ts, transactions.ts), so several
+ * server processes can share one PostgreSQL; only the rate-limit counters are per process.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import type { AppContext } from '../context.ts';
-import { authenticate, findUser } from '../accounts/users.ts';
-import { effectivePermissions } from '../access/roles.ts';
-import { setPrincipal } from '../http/principal.ts';
-import { OAuthError, unauthorized } from '../errors.ts';
+import { bearerAuthentication } from './bearer.ts';
+import { corsMiddleware } from './cors.ts';
+import { ensureDefaultClient } from './clients.ts';
+import { createAuthorizationServer } from './authorization-server.ts';
+import { tokenEndpoint } from './token-endpoint.ts';
+import { revocationEndpoint } from './revoke.ts';
+import { metadataHandler } from './metadata.ts';
+import { authorizeRoutes } from './authorize.ts';
+import { LoginSessions, loadCookieKey } from './session.ts';
+import { createLimiters } from './rate-limit.ts';
+import type { OAuthDeps } from './deps.ts';
 
 export interface OAuthComponents {
   /** Routes under /oauth and /.well-known. */
@@ -18,53 +31,39 @@ export interface OAuthComponents {
   authenticate: RequestHandler;
   /** CORS headers for the origins clients registered. */
   cors: RequestHandler;
-  /** Runs at start after migrations: creates the default `farm` client. */
+  /** Runs at start after migrations: creates the default `farm` client and loads the cookie key. */
   bootstrap(): Promise<void>;
 }
 
+/** Build the authorization server of a running application; call bootstrap() before serving. */
 export function createOAuth(ctx: AppContext): OAuthComponents {
-  const tokens = new Map<string, { userId: number; scopes: string[]; expires: number }>();
-  const hash = (t: string) => createHash('sha256').update(t).digest('hex');
+  const db = ctx.db.knex;
+  const deps: OAuthDeps = { ctx, limiters: createLimiters(ctx.config) };
+
+  let cookieKey: Buffer | null = null;
+  const sessions = new LoginSessions(
+    db,
+    () => {
+      if (!cookieKey) throw new Error('The OAuth server was used before bootstrap() loaded its cookie key.');
+      return cookieKey;
+    },
+    { lifetime: ctx.config.loginSessionLifetime, secure: ctx.config.baseUrl.startsWith('https:') },
+  );
+
+  const server = createAuthorizationServer(deps);
   const router = express.Router();
-  router.post('/oauth/token', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
-    const body = req.body as Record<string, string>;
-    try {
-      if (body.grant_type !== 'password') throw new OAuthError('unsupported_grant_type', 'Only the password grant is available.');
-      const user = await authenticate(ctx.db.knex, body.username ?? '', body.password ?? '');
-      if (!user || user === 'blocked') throw new OAuthError('invalid_grant', 'The user credentials were incorrect.');
-      const token = randomBytes(32).toString('base64url');
-      tokens.set(hash(token), { userId: user.id, scopes: (body.scope || 'user_access').split(' '), expires: Date.now() + 3600_000 });
-      res.json({ access_token: token, token_type: 'Bearer', expires_in: 3600 });
-    } catch (error) {
-      if (error instanceof OAuthError) res.status(error.status).json(error.toBody());
-      else throw error;
-    }
-  });
-  const authenticateRequest: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    if (!header) return next();
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    const entry = match ? tokens.get(hash(match[1]!)) : undefined;
-    if (!entry || entry.expires < Date.now()) {
-      return next(unauthorized('The access token is missing, invalid, expired or revoked.', 'Bearer realm="tilth", error="invalid_token"'));
-    }
-    const user = await findUser(ctx.db.knex, { id: entry.userId });
-    if (!user || !user.status) return next(unauthorized('The access token is invalid.', 'Bearer realm="tilth", error="invalid_token"'));
-    setPrincipal(res, {
-      userId: user.id,
-      userUuid: user.uuid,
-      userName: user.name,
-      roles: user.roles,
-      scopes: entry.scopes,
-      clientId: 'farm',
-      permissions: effectivePermissions(user.roles, entry.scopes),
-    });
-    next();
-  };
+  router.post('/oauth/token', ...tokenEndpoint(deps, server));
+  router.post('/oauth/revoke', ...revocationEndpoint(deps));
+  router.get('/.well-known/oauth-authorization-server', metadataHandler(ctx.config.baseUrl));
+  router.use(authorizeRoutes(deps, server, sessions));
+
   return {
     router,
-    authenticate: authenticateRequest,
-    cors: (_req, _res, next) => next(),
-    bootstrap: async () => {},
+    authenticate: bearerAuthentication(db),
+    cors: corsMiddleware(db),
+    async bootstrap() {
+      await ensureDefaultClient(db, ctx.config.baseUrl);
+      cookieKey = await loadCookieKey(db);
+    },
   };
 }

@@ -1,0 +1,40 @@
+/**
+ * The oauth2orize server: which response types /oauth/authorize answers and which grants
+ * /oauth/token exchanges, one module per grant under grants/. Authorization requests are parsed
+ * by one parser for every response type (authorize-request.ts), so that an unsupported type is
+ * still reported to a valid client's redirect URI.
+ */
+import oauth2orize, { type OAuth2Server } from 'oauth2orize';
+import type { Client } from './clients.ts';
+import type { UserAccount } from '../accounts/users.ts';
+import { parseAuthorizeRequest } from './authorize-request.ts';
+import { DatabaseTransactionStore } from './transactions.ts';
+import { authorizationCodeExchange, codeGrant } from './grants/authorization-code.ts';
+import { implicitGrant } from './grants/implicit.ts';
+import { passwordExchange } from './grants/password.ts';
+import { clientCredentialsExchange } from './grants/client-credentials.ts';
+import { refreshTokenExchange } from './grants/refresh-token.ts';
+import type { OAuthDeps } from './deps.ts';
+
+/** What oauth2orize's grant factories really return (its typings call it a middleware). */
+interface GrantModule {
+  name: string;
+  response: (...args: unknown[]) => void;
+}
+
+/** An oauth2orize server with every response type and grant of Tilth registered. */
+export function createAuthorizationServer(deps: OAuthDeps): OAuth2Server<Client, UserAccount> {
+  const server = oauth2orize.createServer<Client, UserAccount>({ store: new DatabaseTransactionStore(deps.ctx.db.knex) });
+
+  server.grant('*', parseAuthorizeRequest as never);
+  for (const grant of [codeGrant(deps), implicitGrant(deps)] as unknown as GrantModule[]) {
+    // Only the response phase: requests are parsed above, errors answered by authorize.ts.
+    server.grant(grant.name, { response: grant.response } as never);
+  }
+
+  server.exchange('password', passwordExchange(deps));
+  server.exchange('authorization_code', authorizationCodeExchange(deps));
+  server.exchange('client_credentials', clientCredentialsExchange(deps));
+  server.exchange('refresh_token', refreshTokenExchange(deps));
+  return server;
+}

@@ -1,0 +1,88 @@
+/**
+ * Bearer authentication of the API (RFC 6750) with passport-http-bearer: the access token of the
+ * Authorization header becomes the request's Principal. A request without an Authorization
+ * header stays anonymous, and the API decides where that is enough (GET /api, the schemas). Any
+ * Authorization header that does not carry a live token is refused with 401, a JSON:API error
+ * document and a `WWW-Authenticate: Bearer` challenge: an unknown, expired or revoked token, a
+ * token of a blocked user, and farmOS.js's `Bearer undefined` before it has a token.
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import passport from 'passport';
+import { Strategy as BearerStrategy } from 'passport-http-bearer';
+import type { Knex } from 'knex';
+import { ApiError, unauthorized } from '../errors.ts';
+import { findUser } from '../accounts/users.ts';
+import { effectivePermissions } from '../access/roles.ts';
+import type { Principal } from '../access/principal.ts';
+import { setPrincipal } from '../http/principal.ts';
+import { tokenStore } from './tokens.ts';
+
+const REALM = 'tilth';
+
+/** Why a token was refused: the error_description of the challenge. No quotes or backslashes (RFC 6750 §3). */
+const REFUSED = {
+  unknown: 'The access token is invalid.',
+  expired: 'The access token expired.',
+  revoked: 'The access token was revoked.',
+  blocked: 'The user of the access token is blocked.',
+} as const;
+
+function challenge(error: string, description?: string): string {
+  return `Bearer realm="${REALM}", error="${error}"${description ? `, error_description="${description}"` : ''}`;
+}
+
+/** The principal an access token stands for, or why it is refused. */
+export async function principalOfToken(db: Knex, token: string): Promise<Principal | keyof typeof REFUSED> {
+  const record = await tokenStore(db).findAccessToken(token);
+  if (!record) return 'unknown';
+  if (record.revoked !== null) return 'revoked';
+  if (record.expires <= Math.floor(Date.now() / 1000)) return 'expired';
+  // Read the user on every request: blocking a user or changing their roles takes effect at once.
+  const user = await findUser(db, { id: record.userId });
+  if (!user || !user.status) return 'blocked';
+  return {
+    userId: user.id,
+    userUuid: user.uuid,
+    userName: user.name,
+    roles: user.roles,
+    scopes: record.scopes,
+    clientId: record.clientId,
+    permissions: effectivePermissions(user.roles, record.scopes),
+  };
+}
+
+/** Middleware setting the request's principal from its bearer token, or failing with 401 (400 for a malformed header). */
+export function bearerAuthentication(db: Knex): RequestHandler {
+  // Why the strategy refused a request's token, for the callback to explain.
+  const refusals = new WeakMap<Request, keyof typeof REFUSED>();
+  // A private Passport instance: nothing global, no sessions.
+  const authenticator = new passport.Passport();
+  authenticator.use(
+    new BearerStrategy({ realm: REALM, passReqToCallback: true }, (req: Request, token: string, done: (error: unknown, user?: Principal | false) => void) => {
+      principalOfToken(db, token).then((result) => {
+        if (typeof result !== 'string') return done(null, result);
+        refusals.set(req, result);
+        done(null, false);
+      }, done);
+    }),
+  );
+
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.headers.authorization === undefined) return next();
+    authenticator.authenticate('bearer', { session: false }, (error: unknown, principal: Principal | false, _challenge: unknown, status: unknown) => {
+      if (error) return next(error);
+      if (principal) {
+        setPrincipal(res, principal);
+        return next();
+      }
+      const refusal = refusals.get(req);
+      if (refusal) return next(unauthorized(REFUSED[refusal], challenge('invalid_token', REFUSED[refusal])));
+      // passport-http-bearer fails with status 400 for a header that is not "<scheme> <credentials>".
+      if (status === 400) {
+        return next(new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', { headers: { 'WWW-Authenticate': challenge('invalid_request') } }));
+      }
+      // Another scheme (e.g. Basic): this API knows bearer tokens only.
+      return next(unauthorized('This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".', `Bearer realm="${REALM}"`));
+    })(req, res, next);
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * The implicit grant (RFC 6749 §4.2): response_type=token at /oauth/authorize returns an access
+ * token in the redirect URI's fragment once the user allows. The spec keeps it for 2.x clients;
+ * only clients registered with the `implicit` grant may use it, and it never issues a refresh
+ * token (§4.2.2).
+ */
+import oauth2orize from 'oauth2orize';
+import type { UserAccount } from '../../accounts/users.ts';
+import type { Client } from '../clients.ts';
+import { newChainId, tokenStore } from '../tokens.ts';
+import { issueTokens } from '../issue.ts';
+import type { AuthorizeRequest } from '../authorize-request.ts';
+import type { OAuthDeps } from '../deps.ts';
+
+/** oauth2orize grant module issuing access tokens for response_type=token. */
+export function implicitGrant({ ctx }: OAuthDeps) {
+  return oauth2orize.grant.token((client: Client, user: UserAccount, _ares: unknown, areq: AuthorizeRequest, done: (err: Error | null, token?: string, params?: object) => void) => {
+    ctx.db.knex
+      .transaction((trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, false))
+      .then((t) => done(null, t.accessToken, t.params), done);
+  });
+}

@@ -1,0 +1,49 @@
+/**
+ * The refresh token grant (RFC 6749 §6) with rotation: a refresh returns a new access and refresh
+ * token, and the previous pair stops working at once (the spec's refresh flow, step 3). A refresh
+ * token presented after it was rotated is a replay: someone holds a copy, so the whole chain
+ * (every token descended from the same grant) is revoked.
+ */
+import oauth2orize, { type ExchangeDoneFunction } from 'oauth2orize';
+import { OAuthError } from '../../errors.ts';
+import { findUser } from '../../accounts/users.ts';
+import type { Client } from '../clients.ts';
+import { narrowScopes, parseScope } from '../scopes.ts';
+import { tokenStore } from '../tokens.ts';
+import { issueTokens, respondWith, type IssuedTokens } from '../issue.ts';
+import type { OAuthDeps } from '../deps.ts';
+
+/** oauth2orize exchange for grant_type=refresh_token. The form body's scope is parsed by scopes.ts, as in password.ts. */
+export function refreshTokenExchange({ ctx }: OAuthDeps) {
+  const knex = ctx.db.knex;
+  return oauth2orize.exchange.refreshToken({}, (client: Client, refreshToken: string, _scope: string[] | undefined, body: Record<string, string>, done: ExchangeDoneFunction) =>
+    respondWith(done, async () => {
+      // A replay's revocation must be committed although the request fails: the transaction
+      // returns the failure, which is thrown after the commit.
+      const outcome = await knex.transaction(async (trx): Promise<IssuedTokens | OAuthError> => {
+        const store = tokenStore(trx);
+        const record = await store.findRefreshToken(refreshToken);
+        if (!record) return new OAuthError('invalid_grant', 'The refresh token is invalid.');
+        if (record.clientRowId !== client.id) return new OAuthError('invalid_grant', 'The refresh token was issued to another client.');
+        if (record.revoked !== null) return new OAuthError('invalid_grant', 'The refresh token was revoked.');
+        if (record.rotated !== null) {
+          await store.revokeChain(record.chainId);
+          return new OAuthError('invalid_grant', 'The refresh token was already used; every token issued from the same grant is now revoked.');
+        }
+        if (record.expires <= Math.floor(Date.now() / 1000)) return new OAuthError('invalid_grant', 'The refresh token expired.');
+        const scopes = narrowScopes(parseScope(body.scope), record.scopes);
+        const user = await findUser(trx, { id: record.userId });
+        if (!user || !user.status) return new OAuthError('invalid_grant', 'The user account is blocked.');
+        // Two refreshes racing with one token: the loser is treated as the replay it looks like.
+        if (!(await store.markRotated(record.id))) {
+          await store.revokeChain(record.chainId);
+          return new OAuthError('invalid_grant', 'The refresh token was already used; every token issued from the same grant is now revoked.');
+        }
+        await store.revokeAccessTokensOfChain(record.chainId);
+        return issueTokens(store, ctx.config, { chainId: record.chainId, clientRowId: client.id, userId: user.id, scopes }, true);
+      });
+      if (outcome instanceof OAuthError) throw outcome;
+      return outcome;
+    }),
+  );
+}

@@ -1,0 +1,78 @@
+/**
+ * POST /oauth/token as a short list of named steps, each of which may fail with an OAuthError:
+ * no caching, rate limit, form body, grant type, client authentication, the client's right to the
+ * grant, then the grant itself (grants/*.ts through oauth2orize's exchanges). The app's error
+ * handler renders failures as `{error, error_description}` with RFC 6749's statuses.
+ */
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import type { OAuth2Server } from 'oauth2orize';
+import { OAuthError } from '../errors.ts';
+import { allowsGrant, type Client } from './clients.ts';
+import { clientAuthentication } from './client-auth.ts';
+import { formBody } from './form.ts';
+import { limitAddresses } from './rate-limit.ts';
+import { asOAuthError } from './oauth-errors.ts';
+import { tokenStore } from './tokens.ts';
+import type { OAuthDeps } from './deps.ts';
+
+/** Grant types of the token endpoint (the implicit grant lives at /oauth/authorize). */
+export const TOKEN_GRANT_TYPES = ['authorization_code', 'password', 'client_credentials', 'refresh_token'] as const;
+type TokenGrantType = (typeof TOKEN_GRANT_TYPES)[number];
+
+/** Responses carrying credentials or answering for them are never cached (RFC 6749 §5.1). */
+export function noStore(_req: Request, res: Response, next: NextFunction): void {
+  res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+  next();
+}
+
+function checkGrantType(req: Request, _res: Response, next: NextFunction): void {
+  const type = (req.body as Record<string, string>).grant_type;
+  if (!type) return next(new OAuthError('invalid_request', `The request has no grant_type. Grant types are: ${TOKEN_GRANT_TYPES.join(', ')}.`));
+  if (!(TOKEN_GRANT_TYPES as readonly string[]).includes(type)) {
+    return next(new OAuthError('unsupported_grant_type', `The grant type "${type}" is not supported. Grant types are: ${TOKEN_GRANT_TYPES.join(', ')}.`));
+  }
+  next();
+}
+
+function checkClientMayUseGrant(req: Request, res: Response, next: NextFunction): void {
+  const client = res.locals.client as Client;
+  const type = (req.body as Record<string, string>).grant_type as TokenGrantType;
+  if (!allowsGrant(client, type)) return next(new OAuthError('unauthorized_client', `The client ${client.clientId} may not use the ${type} grant.`));
+  next();
+}
+
+/** oauth2orize's own errors (a missing parameter) in the catalogue's form; anything else is a real failure. */
+function translateErrors(error: unknown, _req: Request, _res: Response, next: NextFunction): void {
+  next(asOAuthError(error) ?? error);
+}
+
+/** Expired tokens, codes and sessions are deleted now and then, by whichever process is asked first. */
+const SWEEP_EVERY_MS = 3_600_000;
+/** Expired rows are kept a day: long enough to tell "expired" from "invalid" in a late request. */
+const SWEEP_GRACE_SECONDS = 86_400;
+
+/** The steps of POST /oauth/token, in order. */
+export function tokenEndpoint(deps: OAuthDeps, server: OAuth2Server): Array<RequestHandler | ErrorRequestHandler> {
+  const db = deps.ctx.db.knex;
+  let lastSweep = 0;
+  const sweep: RequestHandler = (_req, _res, next) => {
+    if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
+      lastSweep = Date.now();
+      tokenStore(db)
+        .sweep(SWEEP_GRACE_SECONDS)
+        .catch((err: unknown) => deps.ctx.logger.warn({ err }, 'sweeping expired OAuth tokens failed'));
+    }
+    next();
+  };
+  return [
+    noStore,
+    limitAddresses(deps.limiters),
+    formBody(),
+    checkGrantType,
+    clientAuthentication(db),
+    checkClientMayUseGrant,
+    sweep,
+    server.token() as unknown as RequestHandler,
+    translateErrors,
+  ];
+}

@@ -1,0 +1,90 @@
+// The tilth command: help on every command, migrate, users, and `serve --migrate` as `npm start` runs it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { ROOT } from '../support/project.ts';
+
+const BIN = join(ROOT, 'bin', 'tilth.js');
+
+function tilth(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', ...env }, timeout: 60_000 });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+test('every command explains itself with --help', () => {
+  const overview = tilth(['--help']);
+  assert.equal(overview.status, 0);
+  for (const command of ['serve', 'migrate', 'generate', 'user create', 'user password', 'user block', 'client create', 'client list']) {
+    assert.ok(overview.stdout.includes(command), `the overview lists ${command}`);
+    const help = tilth([...command.split(' '), '--help']);
+    assert.equal(help.status, 0, `${command} --help: ${help.stderr}`);
+    assert.match(help.stdout, /Usage: tilth /, command);
+  }
+  const unknown = tilth(['plough']);
+  assert.equal(unknown.status, 2);
+  assert.match(unknown.stderr, /Unknown command "plough"/);
+});
+
+test('migrate, then create a user; serve refuses an unmigrated database and names the fix', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-cli-'));
+  try {
+    const env = { TILTH_DATA_DIR: dataDir, DATABASE_URL: '' };
+    const refused = tilth(['serve'], { ...env, PORT: '0' });
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, /behind generated\/.*npx tilth migrate/);
+    const migrated = tilth(['migrate'], env);
+    assert.equal(migrated.status, 0, migrated.stderr);
+    assert.match(migrated.stdout, /Applied \d+ migration/);
+    assert.match(tilth(['migrate'], env).stdout, /up to date/);
+    const created = tilth(['user', 'create', '--name', 'maria', '--password', 'a good password', '--email', 'maria@example.org', '--role', 'farm_manager'], env);
+    assert.equal(created.status, 0, created.stderr);
+    assert.match(created.stdout, /Created user "maria" .* farm_manager/);
+    const duplicate = tilth(['user', 'create', '--name', 'maria', '--password', 'another password'], env);
+    assert.equal(duplicate.status, 1);
+    assert.match(duplicate.stderr, /already exists/);
+    const badRole = tilth(['user', 'create', '--name', 'x', '--password', 'long enough', '--role', 'farmer'], env);
+    assert.match(badRole.stderr, /Unknown role "farmer"/);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('serve --migrate (npm start) prints where it serves and the generated admin password, once', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-start-'));
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve', '--migrate'], {
+    env: { ...process.env, TILTH_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', TILTH_ADMIN_PASSWORD: '', TILTH_LOG_LEVEL: 'silent' },
+  });
+  try {
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const deadline = Date.now() + 30_000;
+    while (!/password: \S+/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.match(out, new RegExp(`serving .* at http://localhost:${port}/api`));
+    const password = /password: (\S+)/.exec(out)![1]!;
+    const token = await fetch(`http://127.0.0.1:${port}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', username: 'admin', password, client_id: 'farm' }),
+    });
+    assert.equal(token.status, 200, 'the printed credentials work');
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,63 @@
+// farmOS.py 1.0.1's requests, replayed with fetch exactly as clients.md §2.1 captured them
+// (requests-oauthlib, LegacyApplicationClient): the password grant with the client in HTTP Basic
+// `farm:` and scope farm_manager, which must be echoed unchanged (oauthlib raises "Scope has
+// changed" otherwise); the automatic refresh with client_id, scope and a stray allow_redirects;
+// errors read from the JSON `error` member.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+
+let server: TestServer;
+before(async () => {
+  server = await startTestServer();
+});
+after(() => server.close());
+
+const PY_HEADERS = {
+  Accept: 'application/json',
+  'Content-Type': 'application/x-www-form-urlencoded;charset=UTF-8',
+  'User-Agent': 'python-requests/2.28.1',
+};
+
+async function fetchToken(body: string, headers: Record<string, string>) {
+  const res = await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { ...PY_HEADERS, ...headers }, body });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+/** What oauthlib checks in a token response before requests-oauthlib accepts it. */
+function assertOauthlibAccepts(token: Record<string, any>, requestedScope: string) {
+  assert.ok(token.access_token, 'missing access_token');
+  assert.equal(String(token.token_type).toLowerCase(), 'bearer');
+  assert.ok(Number.isFinite(Number(token.expires_in)));
+  if ('scope' in token) assert.deepEqual(String(token.scope).split(' ').sort(), requestedScope.split(' ').sort(), 'Scope has changed');
+}
+
+test('farm.authorize(): password grant with Basic "farm:" and scope farm_manager', async () => {
+  const body = `grant_type=password&username=${encodeURIComponent(ADMIN.name)}&password=${encodeURIComponent(ADMIN.password)}&scope=farm_manager`;
+  const res = await fetchToken(body, { Authorization: `Basic ${Buffer.from('farm:').toString('base64')}` });
+  assert.equal(res.status, 200);
+  assertOauthlibAccepts(res.body, 'farm_manager');
+  assert.equal(res.body.scope, 'farm_manager');
+
+  // Resource requests: Accept */*, the bearer token.
+  const info = await fetch(`${server.url}/api`, { headers: { Authorization: `Bearer ${res.body.access_token}`, Accept: '*/*' } });
+  assert.equal(info.status, 200);
+  assert.ok(((await info.json()) as any).meta.links.me);
+
+  // The automatic refresh: no Basic header, client_id in the body, the scope again, and allow_redirects.
+  const refresh = await fetchToken(`grant_type=refresh_token&client_id=farm&scope=farm_manager&refresh_token=${res.body.refresh_token}&allow_redirects=True`, {});
+  assert.equal(refresh.status, 200);
+  assertOauthlibAccepts(refresh.body, 'farm_manager');
+  const after = await fetch(`${server.url}/api`, { headers: { Authorization: `Bearer ${refresh.body.access_token}`, Accept: '*/*' } });
+  assert.equal(after.status, 200);
+});
+
+test('errors are read from the JSON error member: invalid_grant, invalid_client, invalid_scope', async () => {
+  const basicFarm = { Authorization: `Basic ${Buffer.from('farm:').toString('base64')}` };
+  const wrong = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=wrong&scope=farm_manager`, basicFarm);
+  assert.equal(wrong.body.error, 'invalid_grant');
+  const client = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_manager`, { Authorization: `Basic ${Buffer.from('fieldkit:').toString('base64')}` });
+  assert.equal(client.body.error, 'invalid_client');
+  const scope = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_owner`, basicFarm);
+  assert.equal(scope.body.error, 'invalid_scope');
+});
