@@ -13,6 +13,7 @@ import type { ResourceInput } from '../jsonapi/input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
 import { hashPassword, verifyPassword } from '../accounts/passwords.ts';
 import { isAccountAdmin } from '../access/policy.ts';
+import { revokeUserCredentials } from '../oauth/user-credentials.ts';
 
 function pointerOf(field: FieldDescriptor): string {
   return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
@@ -140,6 +141,10 @@ export class EntityService {
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
     await this.store.update(db, rt, record.id, changes);
     await this.markFilesPermanent(db, rt, changes);
+    // Blocking a user ends every token and sign-in it holds, so an unblock does not revive them.
+    if (rt.entityType.access === 'user' && changes.get('status') === false && record.values.get('status') !== false) {
+      await revokeUserCredentials(db, record.id);
+    }
     const merged = new Map(record.values);
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged);

@@ -25,6 +25,8 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Behind TILTH_TRUST_PROXY reverse proxies, the client address comes from X-Forwarded-For.
+  app.set('trust proxy', ctx.config.trustProxy);
   // Query strings are parsed where they are used, PHP-style (runtime/jsonapi/query).
   app.set('query parser', () => ({}));
 

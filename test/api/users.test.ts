@@ -80,3 +80,25 @@ test('the installed languages are listed', async () => {
   const root = await request(`${server.url}/api`);
   assert.ok(root.body.links['configurable_language--configurable_language'].href.endsWith('/api/configurable_language/configurable_language'));
 });
+
+test('an account administrator blocking a user over the API ends that user\'s tokens for good', async () => {
+  const knex = server.ctx.db.knex;
+  const user = await createUser(knex, { name: 'bria', password: 'bria-password', roles: ['farm_worker'] });
+  const briaToken = await passwordToken(server.url, 'bria', 'bria-password');
+  assert.equal((await request(`${server.url}/api/log/activity`, { token: briaToken })).status, 200);
+  const block = await request(`${server.url}/api/user/user/${user.uuid}`, {
+    method: 'PATCH',
+    token: adminToken,
+    json: { data: { type: 'user--user', id: user.uuid, attributes: { status: false } } },
+  });
+  assert.equal(block.status, 200, block.text);
+  assert.equal((await request(`${server.url}/api/log/activity`, { token: briaToken })).status, 401);
+  const unblock = await request(`${server.url}/api/user/user/${user.uuid}`, {
+    method: 'PATCH',
+    token: adminToken,
+    json: { data: { type: 'user--user', id: user.uuid, attributes: { status: true } } },
+  });
+  assert.equal(unblock.status, 200);
+  assert.equal((await request(`${server.url}/api/log/activity`, { token: briaToken })).status, 401, 'the old token stays revoked');
+  assert.ok(await passwordToken(server.url, 'bria', 'bria-password'), 'a new login works again');
+});
