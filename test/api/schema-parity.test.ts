@@ -16,8 +16,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
+import { ROOT } from '../support/project.ts';
 
-const REFERENCE = '/work/shared/reference/farmos-schemata';
+// shared/ sits beside the project root, in CI as on a developer's machine.
+const REFERENCE = join(ROOT, '..', 'shared', 'reference', 'farmos-schemata');
 
 /** Reference file name → our bundle name, where they differ. */
 const RENAMED: Record<string, string> = { 'taxonomy_term--material': 'taxonomy_term--material_type' };
