@@ -102,3 +102,23 @@ test('an account administrator blocking a user over the API ends that user\'s to
   assert.equal((await request(`${server.url}/api/log/activity`, { token: briaToken })).status, 401, 'the old token stays revoked');
   assert.ok(await passwordToken(server.url, 'bria', 'bria-password'), 'a new login works again');
 });
+
+test('filters, sorts and includes through relationships reveal nothing about users one may not see', async () => {
+  // "gone" is blocked: non-admins may not see that account, so it must not surface through logs either.
+  const knex = server.ctx.db.knex;
+  const gone = await knex('users').where('name', 'gone').first('uuid');
+  const log = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token: adminToken,
+    json: { data: { type: 'log--activity', attributes: { name: 'Owned by a blocked user' }, relationships: { owner: { data: [{ type: 'user--user', id: gone.uuid }] } } } },
+  });
+  assert.equal(log.status, 201, log.text);
+  const byName = `${server.url}/api/log/activity?filter[owner.name]=gone`;
+  assert.equal((await request(byName, { token: adminToken })).body.data.length, 1, 'an administrator finds it');
+  assert.equal((await request(byName, { token: viewerToken })).body.data.length, 0, 'a viewer learns nothing about the blocked account');
+  const included = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, { token: viewerToken });
+  assert.equal(included.status, 200);
+  assert.deepEqual(included.body.included ?? [], [], 'the blocked owner is not included for a viewer');
+  const adminIncluded = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, { token: adminToken });
+  assert.equal(adminIncluded.body.included[0].attributes.name, 'gone');
+});
