@@ -14,6 +14,7 @@ import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '.
 import { hashPassword, verifyPassword } from '../accounts/passwords.ts';
 import { isAccountAdmin } from '../access/policy.ts';
 import { revokeUserCredentials } from '../oauth/user-credentials.ts';
+import type { LogGeometry } from '../farm/log-geometry.ts';
 
 function pointerOf(field: FieldDescriptor): string {
   return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
@@ -24,7 +25,10 @@ function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
 }
 
 export class EntityService {
-  constructor(readonly store: RecordStore) {}
+  constructor(
+    readonly store: RecordStore,
+    private readonly logGeometry: LogGeometry,
+  ) {}
 
   private autoValue(field: FieldDescriptor, principal: Principal, now: number): ItemValue | ItemValue[] | undefined {
     switch (field.auto) {
@@ -110,6 +114,7 @@ export class EntityService {
     }
     await this.applySecrets(db, rt, input, principal, null, values);
     beforeCreate(rt, values, { db, principal, now });
+    await this.logGeometry.beforeSave(db, rt, values, null, principal);
     this.requireFields(rt, values);
     await this.checkUnique(db, rt, values, null);
     const id = await this.store.insert(db, rt, uuid, values);
@@ -135,6 +140,7 @@ export class EntityService {
     }
     await this.applySecrets(db, rt, input, principal, record, changes);
     beforeUpdate(rt, changes, record, { db, principal, now });
+    await this.logGeometry.beforeSave(db, rt, changes, record, principal);
     this.requireFields(rt, changes, new Set(input.values.keys()));
     await this.checkUnique(db, rt, changes, record.id);
     const label = rt.entityType.labelField;

@@ -8,6 +8,7 @@ import { RecordLoader } from '../loader.ts';
 import { Serializer, type ResourceObject } from '../serialize.ts';
 import { InputReader, UUID } from '../input.ts';
 import { EntityService } from '../../entities/service.ts';
+import { LogGeometry } from '../../farm/log-geometry.ts';
 import { loadIncluded, validateIncludes } from '../include.ts';
 import { notFound, unsupportedMediaType, forbidden } from '../../errors.ts';
 import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendDocument } from '../document.ts';
@@ -25,7 +26,7 @@ export class JsonApiServices {
     this.loader = new RecordLoader(ctx.registry, ctx.config.baseUrl);
     this.serializer = new Serializer(ctx);
     this.input = new InputReader(ctx.registry);
-    this.entities = new EntityService(this.loader.store);
+    this.entities = new EntityService(this.loader.store, new LogGeometry(this.loader));
   }
 
   get knex() {

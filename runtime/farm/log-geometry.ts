@@ -1,0 +1,56 @@
+/**
+ * A log saved without a geometry takes the geometry of where it happened (farmos-behaviour.md §1.7):
+ * its location assets, or, for a log that is not a movement, the location assets among its assets.
+ * Several geometries are combined into one GEOMETRYCOLLECTION. A geometry the client set is kept;
+ * an automatic one follows when the locations change. So an asset moved by a log without a
+ * drawn geometry takes the geometry of the place it was moved to.
+ */
+import type { ResourceType } from '../model/registry.ts';
+import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
+import type { RecordLoader } from '../jsonapi/loader.ts';
+import type { Principal } from '../access/principal.ts';
+import { parseWkt } from '../values/geometry.ts';
+
+type Values = Map<string, ItemValue | ItemValue[]>;
+
+const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] => ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean);
+const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null => ((g as { value?: string } | null | undefined)?.value ?? null) || null;
+
+export class LogGeometry {
+  constructor(private readonly loader: RecordLoader) {}
+
+  /** Combined current geometry of the candidate locations, or null. */
+  private async combined(db: Db, values: Values, isMovement: boolean, principal: Principal): Promise<string | null> {
+    let candidates = refs(values.get('location')).map((r) => r.targetId);
+    let onlyLocations = false;
+    if (!candidates.length && !isMovement) {
+      candidates = refs(values.get('asset')).map((r) => r.targetId);
+      onlyLocations = true;
+    }
+    if (!candidates.length) return null;
+    const assets = await this.loader.load(db, 'asset', candidates, null, principal);
+    const wkts = assets
+      .filter((a) => !onlyLocations || a.values.get('is_location') === true)
+      .map((a) => wktOf(a.values.get('geometry')))
+      .filter((w): w is string => Boolean(w));
+    if (!wkts.length) return null;
+    return wkts.length === 1 ? wkts[0]! : `GEOMETRYCOLLECTION (${wkts.join(', ')})`;
+  }
+
+  async beforeSave(db: Db, rt: ResourceType, values: Values, current: EntityRecord | null, principal: Principal): Promise<void> {
+    if (rt.entityType.entityType !== 'log' || !rt.fieldsByName.has('geometry') || !rt.fieldsByName.has('location')) return;
+    const get = (name: string) => (values.has(name) ? values.get(name) : current?.values.get(name));
+    const isMovement = get('is_movement') === true;
+    const submitted = values.has('geometry');
+    const geometry = wktOf(get('geometry'));
+    if (geometry && (submitted || !current)) return; // the client's own geometry stays
+    if (current && geometry && !values.has('location') && !values.has('asset')) return;
+    if (current && geometry) {
+      // An automatic geometry follows the locations; a custom one (not the old combination) stays.
+      const before = await this.combined(db, current.values, current.values.get('is_movement') === true, principal);
+      if (before !== geometry) return;
+    }
+    const wkt = await this.combined(db, new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), isMovement, principal);
+    if (wkt) values.set('geometry', parseWkt(wkt) as unknown as ItemValue);
+  }
+}

@@ -1,0 +1,82 @@
+// Asset location and geometry from movement logs, and log geometry from locations (farmos-behaviour.md §1.7,
+// farmOS's LocationAPITest and LocationTest).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+
+let server: TestServer;
+let token: string;
+before(async () => {
+  server = await startTestServer();
+  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+});
+after(() => server.close());
+
+const post = async (path: string, data: unknown) => {
+  const res = await request(`${server.url}${path}`, { method: 'POST', token, json: { data } });
+  assert.equal(res.status, 201, res.text);
+  return res.body.data;
+};
+const get = async (path: string) => (await request(`${server.url}${path}`, { token })).body.data;
+
+const NOW = Math.floor(Date.now() / 1000);
+const FIELD = 'POLYGON ((0 0, 10 0, 10 10, 0 10, 0 0))';
+const BARN = 'POINT (20 20)';
+
+test('fixed assets take their intrinsic geometry and no location; movable ones follow done movement logs up to now', async () => {
+  const field = await post('/api/asset/land', { type: 'asset--land', attributes: { name: 'Field', land_type: 'field', intrinsic_geometry: FIELD } });
+  assert.equal(field.attributes.geometry.value, FIELD);
+  assert.deepEqual(field.relationships.location.data, []);
+  const barn = await post('/api/asset/structure', { type: 'asset--structure', attributes: { name: 'Barn', structure_type: 'building', intrinsic_geometry: BARN } });
+  const type = await post('/api/taxonomy_term/animal_type', { type: 'taxonomy_term--animal_type', attributes: { name: 'Sheep' } });
+  const ewe = await post('/api/asset/animal', {
+    type: 'asset--animal',
+    attributes: { name: 'Ewe' },
+    relationships: { animal_type: { data: { type: 'taxonomy_term--animal_type', id: type.id } } },
+  });
+  assert.equal(ewe.attributes.geometry, null, 'a new movable asset has no geometry');
+  assert.deepEqual(ewe.relationships.location.data, []);
+
+  const move = (to: { id: string; type: string }, timestamp: number, status = 'done', geometry?: string) =>
+    post('/api/log/activity', {
+      type: 'log--activity',
+      attributes: { timestamp, status, is_movement: true, ...(geometry ? { geometry } : {}) },
+      relationships: { asset: { data: [{ type: 'asset--animal', id: ewe.id }] }, location: { data: [to] } },
+    });
+  const toField = await move({ type: 'asset--land', id: field.id }, NOW - 3600);
+  assert.equal(toField.attributes.geometry.value, FIELD, "a movement without geometry takes its location's");
+  let now = await get(`/api/asset/animal/${ewe.id}`);
+  assert.deepEqual(now.relationships.location.data.map((r: { id: string }) => r.id), [field.id]);
+  assert.equal(now.attributes.geometry.value, FIELD);
+
+  await move({ type: 'asset--structure', id: barn.id }, NOW - 1800, 'pending');
+  await move({ type: 'asset--structure', id: barn.id }, NOW + 86_400);
+  now = await get(`/api/asset/animal/${ewe.id}`);
+  assert.deepEqual(now.relationships.location.data.map((r: { id: string }) => r.id), [field.id], 'pending and future movements do not count yet');
+
+  const toBarn = await move({ type: 'asset--structure', id: barn.id }, NOW - 60);
+  now = await get(`/api/asset/animal/${ewe.id}`);
+  assert.deepEqual(now.relationships.location.data.map((r: { id: string }) => r.id), [barn.id]);
+  assert.equal(now.attributes.geometry.value, BARN);
+
+  const custom = 'POINT (21 21)';
+  const drawn = await move({ type: 'asset--structure', id: barn.id }, NOW - 30, 'done', custom);
+  assert.equal(drawn.attributes.geometry.value, custom, 'a geometry the client drew is kept');
+  assert.equal((await get(`/api/asset/animal/${ewe.id}`)).attributes.geometry.value, custom);
+
+  for (const log of [drawn, toBarn]) assert.equal((await request(`${server.url}/api/log/activity/${log.id}`, { method: 'DELETE', token })).status, 204);
+  now = await get(`/api/asset/animal/${ewe.id}`);
+  assert.deepEqual(now.relationships.location.data.map((r: { id: string }) => r.id), [field.id], 'deleting the latest movement reverts to the one before');
+});
+
+test('a log location must be a location asset', async () => {
+  const tractor = await post('/api/asset/equipment', { type: 'asset--equipment', attributes: { name: 'Tractor' } });
+  const res = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'log--activity', relationships: { location: { data: [{ type: 'asset--equipment', id: tractor.id }] } } } },
+  });
+  assert.equal(res.status, 422);
+  assert.match(res.body.errors[0].detail, /location: "Tractor" .* is_location/);
+});
