@@ -1,12 +1,14 @@
 /**
  * Computed fields, filled in for a whole page of records at once (a fixed number of queries,
- * never one per record): constants, users' display names, and an asset's current location,
- * geometry and groups from its movement and group-assignment logs (farmos-behaviour.md §1.7–1.8):
- * the latest done log at or before now, ties broken by the higher log id; fixed assets take
- * their intrinsic geometry and no location.
+ * never one per record): constants, users' display names and roles, files' URIs, an asset's
+ * inventory (farm/inventory.ts), and an asset's current location, geometry and groups from its
+ * movement and group-assignment logs (farmos-behaviour.md §1.7–1.8): the latest done log at or
+ * before now, ties broken by the higher log id; fixed assets take their intrinsic geometry and
+ * no location.
  */
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry } from '../model/registry.ts';
+import { fillInventory } from './inventory.ts';
 import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 
 interface LatestLog {
@@ -39,9 +41,6 @@ export class ComputedFields {
             record.values.set(field.name, path ? ({ value: `private://${path}`, url: `${this.baseUrl}/system/files/${path.split('/').map(encodeURIComponent).join('/')}` } as ItemValue) : null);
             break;
           }
-          case 'inventory':
-            record.values.set(field.name, []);
-            break;
           default:
             need.set(field.computed, [...(need.get(field.computed) ?? []), record]);
         }
@@ -51,6 +50,7 @@ export class ComputedFields {
     const assets = [...new Set([...(need.get('location') ?? []), ...(need.get('geometry') ?? [])])];
     if (assets.length) await this.fillLocation(db, assets, now, need.has('location'), need.has('geometry'));
     if (need.get('group')?.length) await this.fillGroups(db, need.get('group')!, now);
+    if (need.get('inventory')?.length) await fillInventory(db, this.registry, need.get('inventory')!, now);
   }
 
   /** A user's roles, as references to user_role config entities named by the role. */

@@ -1,0 +1,63 @@
+// An asset's inventory from the quantities that adjust it (farmos-behaviour.md §1.8, farmOS's InventoryTest).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+
+let server: TestServer;
+let token: string;
+before(async () => {
+  server = await startTestServer();
+  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+});
+after(() => server.close());
+
+const post = async (path: string, data: unknown) => {
+  const res = await request(`${server.url}${path}`, { method: 'POST', token, json: { data } });
+  assert.equal(res.status, 201, res.text);
+  return res.body.data;
+};
+
+test('inventory follows increments, decrements and resets of done logs up to now, per measure and unit', async () => {
+  const now = Math.floor(Date.now() / 1000);
+  const tank = await post('/api/asset/water', { type: 'asset--water', attributes: { name: 'Tank' } });
+  const liters = await post('/api/taxonomy_term/unit', { type: 'taxonomy_term--unit', attributes: { name: 'liters' } });
+  const gallons = await post('/api/taxonomy_term/unit', { type: 'taxonomy_term--unit', attributes: { name: 'gallons' } });
+  const inventory = async () => (await request(`${server.url}/api/asset/water/${tank.id}`, { token })).body.data.attributes.inventory;
+  let at = now - 10_000;
+  const adjust = async (kind: string, decimal: string, opts: { status?: string; timestamp?: number; unit?: { id: string }; bundle?: 'standard' | 'quantity' } = {}) => {
+    const bundle = opts.bundle ?? 'standard';
+    const unitField = bundle === 'standard' ? 'units' : 'unit';
+    const q = await post(`/api/quantity/${bundle}`, {
+      type: `quantity--${bundle}`,
+      attributes: { measure: 'volume', value: { decimal }, inventory_adjustment: kind },
+      relationships: {
+        inventory_asset: { data: { type: 'asset--water', id: tank.id } },
+        [unitField]: { data: { type: 'taxonomy_term--unit', id: (opts.unit ?? liters).id } },
+      },
+    });
+    return post('/api/log/activity', {
+      type: 'log--activity',
+      attributes: { status: opts.status ?? 'done', timestamp: opts.timestamp ?? (at += 60) },
+      relationships: { quantity: { data: [{ type: `quantity--${bundle}`, id: q.id }] } },
+    });
+  };
+  assert.deepEqual(await inventory(), []);
+  await adjust('increment', '1');
+  assert.deepEqual(await inventory(), [{ measure: 'volume', value: '1', units: 'liters' }]);
+  await adjust('increment', '5');
+  await adjust('decrement', '1.1', { bundle: 'quantity' });
+  assert.deepEqual(await inventory(), [{ measure: 'volume', value: '4.9', units: 'liters' }], 'exact decimals, whichever name the unit goes by');
+  await adjust('increment', '100', { status: 'pending' });
+  await adjust('increment', '100', { timestamp: now + 86_400 });
+  assert.deepEqual(await inventory(), [{ measure: 'volume', value: '4.9', units: 'liters' }], 'pending and future adjustments wait');
+  const reset = await adjust('reset', '2.5');
+  await adjust('increment', '0.3');
+  await adjust('increment', '2', { unit: gallons });
+  assert.deepEqual(await inventory(), [
+    { measure: 'volume', value: '2.8', units: 'liters' },
+    { measure: 'volume', value: '2', units: 'gallons' },
+  ]);
+  assert.equal((await request(`${server.url}/api/log/activity/${reset.id}`, { method: 'DELETE', token })).status, 204);
+  assert.deepEqual((await inventory())[0], { measure: 'volume', value: '5.2', units: 'liters' }, 'deleting the reset log undoes it');
+});
