@@ -92,16 +92,39 @@ export class ComputedFields {
     return out;
   }
 
+  /** Each asset's current groups: the groups of its latest done group-assignment log. */
+  private async currentGroups(db: Db, assetIds: number[], now: number): Promise<Map<number, number[]>> {
+    const latest = await this.latestLogs(db, assetIds, 'is_group_assignment', now);
+    const logs = await loadLogs(db, this.registry, [...new Set([...latest.values()].map((l) => l.logId))]);
+    const out = new Map<number, number[]>();
+    for (const [asset, l] of latest) out.set(asset, (logs.get(l.logId)?.group ?? []).map((r) => r.targetId));
+    return out;
+  }
+
   private async fillLocation(db: Db, assets: EntityRecord[], now: number, location: boolean, geometry: boolean): Promise<void> {
-    const movable = assets.filter((a) => !a.values.get('is_fixed'));
-    const latest = await this.latestLogs(db, movable.map((a) => a.id), 'is_movement', now);
-    const logIds = [...new Set([...latest.values()].map((l) => l.logId))];
-    const logs = await loadLogs(db, this.registry, logIds);
+    const movable = assets.filter((a) => !a.values.get('is_fixed')).map((a) => a.id);
+    const own = await this.latestLogs(db, movable, 'is_movement', now);
+    // Group members move with their group (farm_group's GroupAssetLocation): a group's movement
+    // wins over the member's own when it has a higher log id and a timestamp at least as late,
+    // compared group by group.
+    const groups = await this.currentGroups(db, movable, now);
+    const groupIds = [...new Set([...groups.values()].flat())];
+    const groupMoves = groupIds.length ? await this.latestLogs(db, groupIds, 'is_movement', now) : new Map<number, LatestLog>();
+    const chosen = new Map<number, LatestLog>();
+    for (const id of movable) {
+      let best = own.get(id);
+      for (const g of groups.get(id) ?? []) {
+        const move = groupMoves.get(g);
+        if (move && (!best || (move.logId > best.logId && move.timestamp >= best.timestamp))) best = move;
+      }
+      if (best) chosen.set(id, best);
+    }
+    const logs = await loadLogs(db, this.registry, [...new Set([...chosen.values()].map((l) => l.logId))]);
     for (const asset of assets) {
       const fixed = Boolean(asset.values.get('is_fixed'));
-      const l = fixed ? undefined : latest.get(asset.id);
+      const l = fixed ? undefined : chosen.get(asset.id);
       const log = l ? logs.get(l.logId) : undefined;
-      if (location) asset.values.set('location', fixed || !log ? [] : (log.location as Reference[]).map((r) => ({ ...r, meta: {} })));
+      if (location) asset.values.set('location', fixed || !log ? [] : log.location.map((r) => ({ ...r, meta: {} })));
       if (geometry) asset.values.set('geometry', fixed ? ((asset.values.get('intrinsic_geometry') as ItemValue) ?? null) : log ? (log.geometry ?? null) : null);
     }
   }
@@ -112,7 +135,7 @@ export class ComputedFields {
     for (const asset of assets) {
       const l = latest.get(asset.id);
       const log = l ? logs.get(l.logId) : undefined;
-      asset.values.set('group', log ? (log.group as Reference[]).map((r) => ({ ...r, meta: {} })) : []);
+      asset.values.set('group', log ? log.group.map((r) => ({ ...r, meta: {} })) : []);
     }
   }
 }

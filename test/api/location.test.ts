@@ -80,3 +80,32 @@ test('a log location must be a location asset', async () => {
   assert.equal(res.status, 422);
   assert.match(res.body.errors[0].detail, /location: "Tractor" .* is_location/);
 });
+
+test('group members take the group\'s location when the group moved after them, and leave it when unassigned', async () => {
+  const field = await post('/api/asset/land', { type: 'asset--land', attributes: { name: 'Paddock', land_type: 'paddock', intrinsic_geometry: FIELD } });
+  const barn = await post('/api/asset/structure', { type: 'asset--structure', attributes: { name: 'Shed', structure_type: 'building', intrinsic_geometry: BARN } });
+  const herd = await post('/api/asset/group', { type: 'asset--group', attributes: { name: 'Herd' } });
+  const mower = await post('/api/asset/equipment', { type: 'asset--equipment', attributes: { name: 'Mower' } });
+  const asset = (a: { id: string; type: string }) => ({ type: a.type, id: a.id });
+  const log = (attributes: Record<string, unknown>, relationships: Record<string, unknown>) =>
+    post('/api/log/activity', { type: 'log--activity', attributes: { status: 'done', ...attributes }, relationships });
+  const locationOf = async () => (await get(`/api/asset/equipment/${mower.id}`)).relationships.location.data.map((r: { id: string }) => r.id);
+
+  await log({ timestamp: NOW - 500, is_movement: true }, { asset: { data: [asset(mower)] }, location: { data: [asset(field)] } });
+  await log({ timestamp: NOW - 400, is_group_assignment: true }, { asset: { data: [asset(mower)] }, group: { data: [asset(herd)] } });
+  const member = await get(`/api/asset/equipment/${mower.id}`);
+  assert.deepEqual(member.relationships.group.data.map((r: { id: string }) => r.id), [herd.id]);
+  assert.deepEqual(await locationOf(), [field.id], 'its own location until the group moves');
+
+  await log({ timestamp: NOW - 300, is_movement: true }, { asset: { data: [asset(herd)] }, location: { data: [asset(barn)] } });
+  assert.deepEqual(await locationOf(), [barn.id], 'the group moved after it: it goes with the group');
+
+  await log({ timestamp: NOW - 200, is_movement: true }, { asset: { data: [asset(mower)] }, location: { data: [asset(field)] } });
+  assert.deepEqual(await locationOf(), [field.id], 'its own later movement wins');
+
+  await log({ timestamp: NOW - 150, is_movement: true }, { asset: { data: [asset(herd)] }, location: { data: [asset(barn)] } });
+  assert.deepEqual(await locationOf(), [barn.id]);
+  await log({ timestamp: NOW - 100, is_group_assignment: true }, { asset: { data: [asset(mower)] } });
+  assert.deepEqual((await get(`/api/asset/equipment/${mower.id}`)).relationships.group.data, [], 'an assignment without groups unassigns');
+  assert.deepEqual(await locationOf(), [field.id], 'out of the group, back to its own latest movement');
+});
