@@ -61,7 +61,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     res.status(404).json({ error: 'not_found', error_description: `No route matches ${req.method} ${req.path}.` });
   });
 
-  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     if (error instanceof OAuthError) {
       res.status(error.status).set(error.headers).set('Cache-Control', 'no-store').json(error.toBody());

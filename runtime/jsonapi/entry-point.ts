@@ -14,7 +14,7 @@ export function entryPoint(ctx: AppContext) {
   }
   links[LANGUAGE_TYPE] = { href: `${base}${LANGUAGE_PATH}` };
   const farm = { name: ctx.config.farmName, url: base, version: TILTH_API_VERSION, system_of_measurement: ctx.config.systemOfMeasurement };
-  return (req: Request, res: Response): void => {
+  return (_req: Request, res: Response): void => {
     const principal = principalOf(res);
     const meta: Record<string, unknown> = {};
     if (principal.userUuid) {

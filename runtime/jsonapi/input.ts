@@ -49,7 +49,7 @@ export class InputReader {
   constructor(private readonly registry: ModelRegistry) {}
 
   /** Read a resource object for `rt`. Throws 400/404/409 for malformed documents and 422 for invalid values. */
-  async read(db: Db, rt: ResourceType, body: unknown, mode: 'create' | 'update'): Promise<ResourceInput> {
+  async read(db: Db, rt: ResourceType, body: unknown): Promise<ResourceInput> {
     const data = readDataMember(body);
     if (typeof data.type !== 'string' || !data.type) throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
     if (data.type !== rt.type) {
@@ -127,9 +127,6 @@ export class InputReader {
       if (!p.ref) continue;
       if (p.field.multiple) (values.get(p.field.name) as ItemValue[]).push(p.ref);
       else values.set(p.field.name, p.ref);
-    }
-    if (mode === 'create' && id === undefined) {
-      // no client id: the caller assigns one
     }
     if (violations.length) throw new ValidationError(violations);
     return { ...(id ? { id } : {}), values, secrets };

@@ -82,7 +82,7 @@ export class QueryCompiler {
       else qb.whereIn(`e.${column}`, sub);
       return;
     }
-    this.compare(qb, `e.${this.terminalColumn(path.terminal!)}`, op, values, path.terminal!);
+    this.compare(qb, `e.${this.terminalColumn(path.terminal!)}`, op, values);
   }
 
   private terminalColumn(t: Terminal): string {
@@ -110,7 +110,7 @@ export class QueryCompiler {
       if (t?.kind !== 'property' || !t.side) throw new Error('pathIn: no hop and no side-table terminal');
       const v = `v${depth}`;
       const sub = this.knex.select(`${v}.entity_id`).from(`${t.side} as ${v}`);
-      this.compare(sub, `${v}.${t.column}`, op, values, t);
+      this.compare(sub, `${v}.${t.column}`, op, values);
       return { column: 'id', sub, nullable: false };
     }
     const target = `t${depth}`;
@@ -137,12 +137,12 @@ export class QueryCompiler {
       const inner = this.pathIn(path, [], op, values, principal, depth + 1);
       sub.whereIn(`${target}.id`, inner.sub);
     } else {
-      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values, t);
+      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values);
     }
     return { column, sub, nullable: !hop.side };
   }
 
-  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], terminal: Terminal): void {
+  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[]): void {
     const like = (pattern: string) => {
       if (this.dialect === 'postgres') qb.whereRaw(`${column} ILIKE ? ESCAPE '\\'`, [pattern]);
       else qb.whereRaw(`${column} LIKE ? ESCAPE '\\'`, [pattern]);
@@ -186,7 +186,6 @@ export class QueryCompiler {
         like(`%${escape(String(v))}`);
         return;
     }
-    void terminal;
   }
 
   /** Convert filter values to the column's type: booleans, Unix seconds for timestamps, numbers. */

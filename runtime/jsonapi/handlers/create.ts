@@ -17,7 +17,7 @@ export function createHandler(s: JsonApiServices): RouteHandler {
     }
     s.requireJsonApiBody(req);
     const { doc, location } = await s.knex.transaction(async (trx) => {
-      const input = await s.input.read(trx, rt, req.body, 'create');
+      const input = await s.input.read(trx, rt, req.body);
       const { id, uuid } = await s.entities.create(trx, rt, input, principal);
       const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null, principal);
       const location = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;

@@ -28,7 +28,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
           throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${String(data.id)}).`, { pointer: '/data/id' });
         }
-        const input = await s.input.read(trx, rt, req.body, 'update');
+        const input = await s.input.read(trx, rt, req.body);
         await s.entities.update(trx, record, input, principal);
         const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
         return s.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });

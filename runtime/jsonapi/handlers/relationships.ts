@@ -30,7 +30,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     const body = req.body as Record<string, unknown> | undefined;
     if (!body || typeof body !== 'object' || !('data' in body)) throw badRequest('The request body must be a document with a "data" member holding resource identifiers.', { pointer: '/data' });
     const f = field(route);
-    const input = await s.input.read(trx, route.resourceType, { data: { type: route.resourceType.type, relationships: { [f.name]: { data: body.data } } } }, 'update');
+    const input = await s.input.read(trx, route.resourceType, { data: { type: route.resourceType.type, relationships: { [f.name]: { data: body.data } } } });
     const value = input.values.get(f.name) ?? (f.multiple ? [] : null);
     const sent = Array.isArray(body.data) ? body.data : body.data === null ? [] : [body.data];
     return { value, sent };
