@@ -9,6 +9,7 @@ import { buildModel } from './model.ts';
 import { tablesFor } from './storage.ts';
 import { emitDescriptors, type FileMap } from './emit/descriptors.ts';
 import { emitSchemas } from './emit/schemas.ts';
+import { emitOpenApi } from './emit/openapi.ts';
 import { emitTypes } from './emit/types.ts';
 import { emitRoutes } from './emit/routes.ts';
 import { emitMigrations, readExistingMigrations } from './emit/migrations.ts';
@@ -52,6 +53,7 @@ export async function generate({ root, check = false }: GenerateOptions): Promis
   const desired: FileMap = new Map([
     ...emitDescriptors(model),
     ...emitSchemas(model),
+    ...emitOpenApi(model),
     ...(await emitTypes(model)),
     ...emitRoutes(model),
     ...migrations.files,

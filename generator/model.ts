@@ -104,6 +104,14 @@ export function buildModel(files: SourceFile[]): DataModel {
       fail(file, [], `the module folder "${file.module}" has no module.yaml; add one with module, label and description.`);
       continue;
     }
+    if (d.births === true && (d.entity_type !== 'log' || d.fields?.mother?.target_type !== 'asset')) {
+      fail(file, ['births'], 'births needs a log bundle with a "mother" field pointing at assets (target_type: asset).');
+      continue;
+    }
+    if (d.new_revision !== undefined && !type.revisionId) {
+      fail(file, ['new_revision'], `entity type "${d.entity_type}" keeps no revisions (its file has no revision_id), so new_revision means nothing here; remove it.`);
+      continue;
+    }
     const id = `${d.entity_type}--${d.bundle}`;
     const previous = seenBundles.get(id);
     if (previous) {
@@ -113,7 +121,17 @@ export function buildModel(files: SourceFile[]): DataModel {
     seenBundles.set(id, file);
     bundles.push({
       file,
-      descriptor: { type: id, entityType: d.entity_type, bundle: d.bundle, label: d.label, ...(d.description ? { description: d.description } : {}), module: file.module },
+      descriptor: {
+        type: id,
+        entityType: d.entity_type,
+        bundle: d.bundle,
+        label: d.label,
+        ...(d.description ? { description: d.description } : {}),
+        module: file.module,
+        // Written only when false, so bundles that keep Drupal's default stay as they were.
+        ...(d.new_revision === false ? { newRevision: false } : {}),
+        ...(d.births === true ? { births: true } : {}),
+      },
       fields: [],
       defaults: d.defaults ?? {},
     });
@@ -180,6 +198,8 @@ export function buildModel(files: SourceFile[]): DataModel {
       else if (raw.allowed_values && !(raw.allowed_values as Array<{ value: string }>).some((v) => v.value === raw.default)) bad(['default'], `default "${raw.default}" is not one of the allowed values.`);
       else dflt = raw.default;
     }
+    if (raw.default_callback !== undefined && type !== 'string') bad(['default_callback'], `"default_callback" only applies to string fields.`);
+    if (raw.default_callback !== undefined && raw.default !== undefined) bad(['default_callback'], `give either "default" or "default_callback", not both.`);
     if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
     if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
@@ -198,10 +218,13 @@ export function buildModel(files: SourceFile[]): DataModel {
       ...(raw.min !== undefined ? { min: raw.min } : {}),
       ...(raw.max !== undefined ? { max: raw.max } : {}),
       ...(dflt !== undefined ? { default: dflt } : {}),
+      ...(raw.default_callback ? { defaultCallback: raw.default_callback } : {}),
       ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),
       ...(target ? { target } : {}),
       aliases: raw.aliases ?? [],
-      readOnly: Boolean(raw.read_only || computed || raw.auto),
+      // Computed and automatic fields are read-only unless the definition says `read_only: false`
+      // (a computed field the runtime itself stores on write, like a user's roles).
+      readOnly: raw.read_only === false ? false : Boolean(raw.read_only || computed || raw.auto),
       ...(computed ? { computed } : {}),
       ...(raw.auto ? { auto: raw.auto } : {}),
       internal: Boolean(raw.internal || type === 'password'),
@@ -235,6 +258,15 @@ export function buildModel(files: SourceFile[]): DataModel {
     }
     if (!bundle.file) continue;
     const file = bundle.file;
+    const tagTypes = file.data.id_tag_types as Array<{ value: string; label: string }> | undefined;
+    if (tagTypes) {
+      const tags = bundle.fields.filter((f) => f.descriptor.type === 'id_tag');
+      if (!tags.length) fail(file, ['id_tag_types'], `id_tag_types needs an id_tag field, and ${et} has none.`, true);
+      for (const { descriptor } of tags) {
+        const known = descriptor.allowedValues ?? [];
+        descriptor.allowedValues = [...known, ...tagTypes.filter((t) => !known.some((k) => k.value === t.value))];
+      }
+    }
     for (const [name, value] of Object.entries(bundle.defaults)) {
       const field = bundle.fields.find((f) => f.descriptor.name === name);
       if (!field) fail(file, ['defaults', name], `defaults names "${name}", which is not a base field of ${et}.`, true);

@@ -1,8 +1,11 @@
 /**
- * Configuration: one typed object, read from the environment and checked once at start.
- * Insecure or surprising settings are announced loudly rather than silently accepted.
+ * Configuration: one typed object, read from the environment (and an env file) and checked once
+ * at start, the same way by the server and every command. A bad setting is a ConfigError naming
+ * the variable; the command line prints it as one line and exits with code 2.
  */
-import { resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 
 export interface Config {
   port: number;
@@ -32,6 +35,34 @@ export interface Config {
   trustProxy: number;
   /** Lifetime in seconds of the browser sign-in of the authorization (login and consent) pages. */
   loginSessionLifetime: number;
+  /**
+   * SQLite's `synchronous` setting (TILTH_SQLITE_SYNCHRONOUS): FULL (default) syncs the write-ahead
+   * log on every commit, so an acknowledged write survives a power cut; NORMAL syncs only at
+   * checkpoints, faster, but a power cut (not a crash of the process) may lose the last commits.
+   */
+  sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** Who may read /metrics (TILTH_METRICS): `token` (an account administrator's), `public`, or `off`. */
+  metrics: 'token' | 'public' | 'off';
+  /**
+   * Seconds after a refresh token was rotated in which presenting it again is refused without
+   * revoking its chain (TILTH_REFRESH_REUSE_GRACE): a client racing its own refresh (two tabs, a
+   * retry after a lost response) is not logged out everywhere. After it, reuse revokes the chain.
+   */
+  refreshReuseGraceSeconds: number;
+  /** Whether Field Kit's public client `fieldkit` exists (TILTH_FIELDKIT_CLIENT, default 1). */
+  fieldKitClient: boolean;
+  /** Whether the default `farm` client must use PKCE too (TILTH_FARM_CLIENT_REQUIRE_PKCE=1). */
+  farmClientRequiresPkce: boolean;
+  /** The largest JSON:API response, in bytes (TILTH_RESPONSE_MAX_BYTES); above it, 413. */
+  responseMaxBytes: number;
+  /** What one subrequests call may hold: the bytes of all its responses, and how many it sends. */
+  subrequests: { maxBytes: number; maxRequests: number };
+  /** The largest file upload accepted, in bytes (TILTH_UPLOAD_MAX_BYTES). */
+  uploadMaxBytes: number;
+  /** Seconds a request body may stall (send nothing) before it ends with 408 (TILTH_BODY_TIMEOUT). */
+  bodyTimeoutSeconds: number;
+  /** TILTH_LOG_FORMAT: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. */
+  logFormat: 'auto' | 'json' | 'pretty';
 }
 
 export class ConfigError extends Error {
@@ -39,6 +70,33 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
+}
+
+/** pino's levels: anything else is a mistake, not "info". */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * The environment with the env file's settings under it: TILTH_ENV_FILE, or `./.env` when there
+ * is one. Variables set in the environment win over the file.
+ */
+export function readEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const named = env.TILTH_ENV_FILE;
+  const file = named || (existsSync('.env') ? '.env' : null);
+  if (!file) return env;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`TILTH_ENV_FILE names ${resolve(file)}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}).`);
+  }
+  return { ...parseEnv(text), ...env };
+}
+
+/** Where the configured database is, for people: the SQLite file, or the PostgreSQL database without its password. */
+export function describeDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): string {
+  if (!config.databaseUrl) return `SQLite database ${join(config.dataDir, 'tilth.sqlite')}`;
+  const url = new URL(config.databaseUrl);
+  return `PostgreSQL database ${decodeURIComponent(url.pathname.slice(1)) || '(default)'} on ${url.hostname}:${url.port || 5432}`;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -52,7 +110,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 }
 
 /** Read the configuration from an environment (process.env by default). Throws ConfigError naming the variable at fault. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
   let baseUrl = env.TILTH_BASE_URL || `http://localhost:${port}`;
@@ -70,6 +128,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const system = env.TILTH_SYSTEM_OF_MEASUREMENT || 'metric';
   if (system !== 'metric' && system !== 'us') throw new ConfigError(`TILTH_SYSTEM_OF_MEASUREMENT must be "metric" or "us"; it is "${system}".`);
+  const logLevel = env.TILTH_LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`TILTH_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; it is "${logLevel}".`);
+  const dataDir = resolve(env.TILTH_DATA_DIR || './data');
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) throw new ConfigError(`TILTH_DATA_DIR must be a directory; ${dataDir} is a file.`);
+  const synchronous = (env.TILTH_SQLITE_SYNCHRONOUS || 'FULL').toUpperCase();
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError(`TILTH_SQLITE_SYNCHRONOUS must be "FULL" or "NORMAL"; it is "${env.TILTH_SQLITE_SYNCHRONOUS}".`);
+  const logFormat = env.TILTH_LOG_FORMAT || 'auto';
+  if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError(`TILTH_LOG_FORMAT must be "auto", "json" or "pretty"; it is "${logFormat}".`);
+  const metrics = env.TILTH_METRICS || 'token';
+  if (metrics !== 'token' && metrics !== 'public' && metrics !== 'off') throw new ConfigError(`TILTH_METRICS must be "token", "public" or "off"; it is "${metrics}".`);
   const modules = (env.TILTH_MODULES || '')
     .split(',')
     .map((m) => m.trim())
@@ -79,7 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     baseUrl,
     databaseUrl,
-    dataDir: resolve(env.TILTH_DATA_DIR || './data'),
+    dataDir,
     farmName: env.TILTH_FARM_NAME || 'My farm',
     systemOfMeasurement: system,
     modules,
@@ -93,8 +161,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perAddress: integer(env, 'TILTH_RATE_LIMIT_PER_ADDRESS', 300, 1, 1_000_000),
       perUsername: integer(env, 'TILTH_RATE_LIMIT_PER_USERNAME', 20, 1, 1_000_000),
     },
-    logLevel: env.TILTH_LOG_LEVEL || 'info',
+    logLevel,
     trustProxy: integer(env, 'TILTH_TRUST_PROXY', 0, 0, 10),
     loginSessionLifetime: integer(env, 'TILTH_LOGIN_SESSION_LIFETIME', 3600, 60, 86_400),
+    sqliteSynchronous: synchronous,
+    metrics,
+    logFormat,
+    refreshReuseGraceSeconds: integer(env, 'TILTH_REFRESH_REUSE_GRACE', 10, 0, 300),
+    fieldKitClient: integer(env, 'TILTH_FIELDKIT_CLIENT', 1, 0, 1) === 1,
+    farmClientRequiresPkce: integer(env, 'TILTH_FARM_CLIENT_REQUIRE_PKCE', 0, 0, 1) === 1,
+    responseMaxBytes: integer(env, 'TILTH_RESPONSE_MAX_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
+    subrequests: {
+      maxBytes: integer(env, 'TILTH_SUBREQUEST_MAX_BYTES', 64 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
+      maxRequests: integer(env, 'TILTH_SUBREQUEST_MAX_REQUESTS', 250, 1, 10_000),
+    },
+    uploadMaxBytes: integer(env, 'TILTH_UPLOAD_MAX_BYTES', 64 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+    bodyTimeoutSeconds: integer(env, 'TILTH_BODY_TIMEOUT', 30, 1, 3600),
   };
 }

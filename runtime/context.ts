@@ -4,6 +4,7 @@ import type { Config } from './config.ts';
 import type { Database } from './storage/database.ts';
 import type { ModelRegistry } from './model/registry.ts';
 import type { GeneratedArtifacts } from './generated.ts';
+import type { PasswordGuard } from './accounts/password-guard.ts';
 
 export interface AppContext {
   config: Config;
@@ -11,6 +12,8 @@ export interface AppContext {
   registry: ModelRegistry;
   generated: GeneratedArtifacts;
   logger: Logger;
+  /** Checks passwords and counts failures per account (one count for the whole process). */
+  passwords: PasswordGuard;
   /** Where this process itself can be reached over loopback (set once listening); subrequests use it. */
   internalUrl: string;
 }

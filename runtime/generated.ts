@@ -36,7 +36,9 @@ export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR): Promise<Gene
       for (const file of readdirSync(join(dir, 'schemas'))) {
         if (file.endsWith('.json')) schemas.set(file.slice(0, -5), readFileSync(join(dir, 'schemas', file), 'utf8'));
       }
-      return { dir, model, routes, migrations, schemas };
+      // Each migration knows its file, whose checksum is compared with the one recorded when applied.
+      const withFiles = migrations.map((m) => ({ ...m, file: join(dir, 'migrations', `${m.name}.ts`) }));
+      return { dir, model, routes, migrations: withFiles, schemas };
     })();
     cache.set(dir, loaded);
   }

@@ -16,6 +16,8 @@ import { createLogger } from './http/logging.ts';
 import { createApp } from './http/app.ts';
 import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
+import { PasswordGuard } from './accounts/password-guard.ts';
+import { RateLimiter } from './access/rate-limiter.ts';
 import type { AppContext } from './context.ts';
 
 export interface StartOptions {
@@ -24,8 +26,11 @@ export interface StartOptions {
   migrate?: boolean;
   generatedDir?: string;
   logger?: Logger;
-  /** Called with what a person starting the server should see (where it listens, the admin password). */
-  announce?: (line: string) => void;
+  /**
+   * Called with what a person starting the server should see: where it listens (for the log),
+   * and, marked secret, a generated administrator password (for the terminal only, never a log).
+   */
+  announce?: (line: string, secret?: boolean) => void;
 }
 
 export interface RunningServer {
@@ -46,7 +51,7 @@ async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; pas
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
   const announce = options.announce ?? (() => {});
   const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR);
   const registry = new ModelRegistry(generated.model, config.modules);
@@ -58,7 +63,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     } else {
       await assertMigrated(db.knex, generated.migrations);
     }
-    const ctx: AppContext = { config, db, registry, generated, logger, internalUrl: '' };
+    const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
+    const ctx: AppContext = { config, db, registry, generated, logger, passwords, internalUrl: '' };
     const admin = await ensureAdministrator(ctx);
     const oauth = createOAuth(ctx);
     await oauth.bootstrap();
@@ -75,11 +81,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
     announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
     if (admin) {
-      announce(
-        admin.password
-          ? `Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`
-          : `Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`,
-      );
+      if (admin.password) {
+        announce(`Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`, true);
+      } else announce(`Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`);
     }
     let closing: Promise<void> | null = null;
     return {

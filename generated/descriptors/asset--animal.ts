@@ -290,6 +290,32 @@ export const descriptor: BundleDescriptor = {
       "description": "List any identification tags that this asset has. Use the fields below to describe the type, location, and ID of each.",
       "required": false,
       "multiple": true,
+      "allowedValues": [
+        {
+          "value": "eid",
+          "label": "Electronic ID"
+        },
+        {
+          "value": "other",
+          "label": "Other"
+        },
+        {
+          "value": "brand",
+          "label": "Brand"
+        },
+        {
+          "value": "ear_tag",
+          "label": "Ear tag"
+        },
+        {
+          "value": "leg_band",
+          "label": "Leg band"
+        },
+        {
+          "value": "tattoo",
+          "label": "Tattoo"
+        }
+      ],
       "aliases": [],
       "readOnly": false,
       "internal": false,

@@ -290,6 +290,16 @@ export const descriptor: BundleDescriptor = {
       "description": "List any identification tags that this asset has. Use the fields below to describe the type, location, and ID of each.",
       "required": false,
       "multiple": true,
+      "allowedValues": [
+        {
+          "value": "eid",
+          "label": "Electronic ID"
+        },
+        {
+          "value": "other",
+          "label": "Other"
+        }
+      ],
       "aliases": [],
       "readOnly": false,
       "internal": false,

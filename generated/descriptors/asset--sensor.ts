@@ -290,6 +290,16 @@ export const descriptor: BundleDescriptor = {
       "description": "List any identification tags that this asset has. Use the fields below to describe the type, location, and ID of each.",
       "required": false,
       "multiple": true,
+      "allowedValues": [
+        {
+          "value": "eid",
+          "label": "Electronic ID"
+        },
+        {
+          "value": "other",
+          "label": "Other"
+        }
+      ],
       "aliases": [],
       "readOnly": false,
       "internal": false,
@@ -625,10 +635,11 @@ export const descriptor: BundleDescriptor = {
       "required": false,
       "multiple": false,
       "maxLength": 255,
+      "defaultCallback": "unique_key",
       "aliases": [],
       "readOnly": false,
       "internal": false,
-      "visibility": "all",
+      "visibility": "editors",
       "storage": {
         "kind": "columns",
         "columns": {
@@ -652,6 +663,51 @@ export const descriptor: BundleDescriptor = {
         "kind": "columns",
         "columns": {
           "value": "public"
+        }
+      }
+    },
+    {
+      "name": "data_stream",
+      "type": "entity_reference",
+      "kind": "relationship",
+      "label": "Data stream",
+      "description": "Data streams provided by this sensor.",
+      "required": false,
+      "multiple": true,
+      "target": {
+        "entityType": "data_stream",
+        "bundles": null
+      },
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "table",
+        "table": "asset__data_stream",
+        "columns": {
+          "target_id": "target_id"
+        }
+      }
+    },
+    {
+      "name": "public_key",
+      "type": "string",
+      "kind": "attribute",
+      "label": "Public key (legacy)",
+      "description": "Public key (legacy) for the sensor.",
+      "required": false,
+      "multiple": false,
+      "maxLength": 255,
+      "defaultCallback": "unique_key",
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "columns",
+        "columns": {
+          "value": "public_key"
         }
       }
     }

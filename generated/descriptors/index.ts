@@ -12,6 +12,7 @@ import { descriptor as asset__seed } from './asset--seed.ts';
 import { descriptor as asset__sensor } from './asset--sensor.ts';
 import { descriptor as asset__structure } from './asset--structure.ts';
 import { descriptor as asset__water } from './asset--water.ts';
+import { descriptor as data_stream__basic } from './data_stream--basic.ts';
 import { descriptor as file__file } from './file--file.ts';
 import { descriptor as log__activity } from './log--activity.ts';
 import { descriptor as log__birth } from './log--birth.ts';
@@ -52,6 +53,17 @@ export const model: DataModel = {
       "internalId": "drupal_internal__id",
       "revisionId": "drupal_internal__revision_id",
       "bundleKey": "asset_type",
+      "labelField": "name",
+      "access": "content",
+      "hasBundles": true
+    },
+    "data_stream": {
+      "entityType": "data_stream",
+      "label": "data stream",
+      "labelPlural": "data streams",
+      "table": "data_stream",
+      "internalId": "drupal_internal__id",
+      "bundleKey": "data_stream_type",
       "labelField": "name",
       "access": "content",
       "hasBundles": true
@@ -127,6 +139,7 @@ export const model: DataModel = {
     asset__sensor,
     asset__structure,
     asset__water,
+    data_stream__basic,
     file__file,
     log__activity,
     log__birth,

@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Birth",
   "description": "Birth logs record the birth of animals; each child asset takes its birthdate, and its mother as parent, from the log.",
   "module": null,
+  "births": true,
   "fields": [
     {
       "name": "langcode",

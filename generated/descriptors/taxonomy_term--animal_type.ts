@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Animal type",
   "description": "A list of animal species/breeds.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Crop family",
   "description": "A list of crop families.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Lab",
   "description": "A list of labs.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

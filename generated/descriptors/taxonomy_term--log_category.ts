@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Log category",
   "description": "A list of log categories.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

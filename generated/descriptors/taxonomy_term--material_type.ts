@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Material type",
   "description": "A list of material types.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Plant type",
   "description": "A list of crops/varieties.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

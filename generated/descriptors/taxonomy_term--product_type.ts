@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Product type",
   "description": "A list of product types.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

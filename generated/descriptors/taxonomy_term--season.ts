@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Season",
   "description": "A list of seasons.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Test method",
   "description": "A list of test methods.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

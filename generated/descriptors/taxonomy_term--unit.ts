@@ -8,6 +8,7 @@ export const descriptor: BundleDescriptor = {
   "label": "Unit",
   "description": "A list of units for measurement purposes.",
   "module": null,
+  "newRevision": false,
   "fields": [
     {
       "name": "langcode",

@@ -313,7 +313,7 @@ export const descriptor: BundleDescriptor = {
         "bundles": null
       },
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "computed": "roles",
       "internal": false,
       "visibility": "self",

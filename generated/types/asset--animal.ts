@@ -61,7 +61,7 @@ flag?: (("priority" | "monitor" | "review") & string)[]
  */
 id_tag?: {
 id?: string
-type?: string
+type?: (("eid" | "other" | "brand" | "ear_tag" | "leg_band" | "tattoo") & string)
 location?: string
 }[]
 notes?: {

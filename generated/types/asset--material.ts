@@ -61,7 +61,7 @@ flag?: (("priority" | "monitor" | "review") & string)[]
  */
 id_tag?: {
 id?: string
-type?: string
+type?: (("eid" | "other") & string)
 location?: string
 }[]
 notes?: {

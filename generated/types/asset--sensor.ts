@@ -61,7 +61,7 @@ flag?: (("priority" | "monitor" | "review") & string)[]
  */
 id_tag?: {
 id?: string
-type?: string
+type?: (("eid" | "other") & string)
 location?: string
 }[]
 notes?: {
@@ -120,6 +120,10 @@ private_key?: string
  * Whether or not data from this sensor can be read publicly without the private key.
  */
 public?: boolean
+/**
+ * Public key (legacy) for the sensor.
+ */
+public_key?: string
 }
 
 /**
@@ -228,6 +232,16 @@ meta?: number
 group?: {
 data?: {
 type: "asset--group"
+id: string
+meta?: number
+}[]
+}
+/**
+ * Data streams provided by this sensor.
+ */
+data_stream?: {
+data?: {
+type: string
 id: string
 meta?: number
 }[]

@@ -4,7 +4,8 @@
  * migration. Existing migration files are never rewritten, and a model that needs no change
  * produces no file, so running the generator twice changes nothing.
  */
-import { readdirSync, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ColumnSpec, IndexSpec, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
@@ -15,7 +16,24 @@ export interface ExistingMigration {
   name: string;
   file: string;
   ops: SchemaOp[];
+  /** The checksum generated/migrations/index.ts recorded when the file was written, if any. */
+  recorded: string | null;
 }
+
+/** The checksum of a migration file's text (line endings normalised, so a checkout on Windows matches). */
+export function migrationChecksum(text: string): string {
+  return createHash('sha256').update(text.replace(/\r\n/g, '\n')).digest('hex');
+}
+
+/** The checksums index.ts records, by migration name. */
+function recordedChecksums(dir: string): Map<string, string> {
+  const index = join(dir, 'index.ts');
+  if (!existsSync(index)) return new Map();
+  return new Map([...readFileSync(index, 'utf8').matchAll(/name: '([^']+)',[^\n]*checksum: '([0-9a-f]{64})'/g)].map((m) => [m[1]!, m[2]!]));
+}
+
+/** A migration file changed since the generator wrote it. */
+export class EditedMigrationError extends Error {}
 
 interface TableState {
   columns: Map<string, ColumnSpec>;
@@ -27,11 +45,22 @@ export async function readExistingMigrations(dir: string): Promise<ExistingMigra
   const names = readdirSync(dir)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f))
     .sort();
+  const recorded = recordedChecksums(dir);
   const out: ExistingMigration[] = [];
+  const edited: string[] = [];
   for (const file of names) {
+    const name = file.replace(/\.ts$/, '');
+    const checksum = recorded.get(name) ?? null;
+    if (checksum && migrationChecksum(readFileSync(join(dir, file), 'utf8')) !== checksum) edited.push(`generated/migrations/${file}`);
     const mod = (await import(pathToFileURL(join(dir, file)).href)) as { ops?: SchemaOp[] };
     if (!Array.isArray(mod.ops)) throw new Error(`generated/migrations/${file} has no "ops" export; it was not written by the generator.`);
-    out.push({ name: file.replace(/\.ts$/, ''), file, ops: mod.ops });
+    out.push({ name, file, ops: mod.ops, recorded: checksum });
+  }
+  if (edited.length) {
+    throw new EditedMigrationError(
+      `${edited.join(', ')} changed since the generator wrote ${edited.length > 1 ? 'them' : 'it'}; databases may already have applied the original. ` +
+        `Applied migrations are never edited: restore with \`git checkout -- ${edited.join(' ')}\`, and change definitions/ instead (the generator adds a new migration).`,
+    );
   }
   return out;
 }
@@ -108,13 +137,22 @@ function migrationSource(ops: SchemaOp[]): string {
 /** The migration files generated/ should hold: every existing one unchanged, plus a new one if the model needs it. */
 export function emitMigrations(existing: ExistingMigration[], desired: TableSpec[], readExisting: (file: string) => string): { files: FileMap; added: string | null } {
   const files: FileMap = new Map();
-  for (const m of existing) files.set(`migrations/${m.file}`, readExisting(m.file));
+  // Each file keeps the checksum recorded when it was written (an index from before checksums
+  // records the file as it is).
+  const checksums = new Map<string, string>();
+  for (const m of existing) {
+    const text = readExisting(m.file);
+    files.set(`migrations/${m.file}`, text);
+    checksums.set(m.name, m.recorded ?? migrationChecksum(text));
+  }
   const ops = diffSchema(existing, desired);
   let added: string | null = null;
   const all = existing.map((m) => m.name);
   if (ops.length) {
     added = migrationName(existing.length + 1, ops);
-    files.set(`migrations/${added}.ts`, migrationSource(ops));
+    const text = migrationSource(ops);
+    files.set(`migrations/${added}.ts`, text);
+    checksums.set(added, migrationChecksum(text));
     all.push(added);
   }
   const ident = (name: string) => `m${name.slice(0, 4)}`;
@@ -123,7 +161,7 @@ export function emitMigrations(existing: ExistingMigration[], desired: TableSpec
     `${tsStamp()}import type { GeneratedMigration } from '../../runtime/public.ts';\n` +
       all.map((name) => `import * as ${ident(name)} from './${name}.ts';`).join('\n') +
       `\n\n/** Every generated migration, oldest first. */\nexport const migrations: GeneratedMigration[] = [\n` +
-      all.map((name) => `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down },`).join('\n') +
+      all.map((name) => `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down, checksum: '${checksums.get(name)}' },`).join('\n') +
       `\n];\n`,
   );
   return { files, added };

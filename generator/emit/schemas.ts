@@ -43,7 +43,12 @@ function propertySchema(field: FieldDescriptor): Schema {
 
 function attributeSchema(field: FieldDescriptor): Schema {
   const item = propertySchema(field);
-  const enumeration = field.allowedValues?.map((v) => ({ const: v.value, title: v.label }));
+  let enumeration = field.allowedValues?.map((v) => ({ const: v.value, title: v.label }));
+  // An ID tag's allowed values are its tag types: they constrain the item's `type` property.
+  if (field.type === 'id_tag' && enumeration) {
+    (item.properties as Record<string, Schema>).type = { ...(item.properties as Record<string, Schema>).type, anyOf: enumeration };
+    enumeration = undefined;
+  }
   let schema: Schema;
   if (field.multiple) {
     schema = { type: 'array', title: field.label, items: { ...item, title: (item.title as string) ?? 'Text value' } };

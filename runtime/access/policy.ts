@@ -87,11 +87,14 @@ export function fieldVisible(field: FieldDescriptor, record: { id: number; rt: {
   if (field.visibility === 'all') return true;
   if (isAccountAdmin(principal)) return true;
   if (field.visibility === 'self') return record.rt.entityType.access === 'user' && principal.userId === record.id;
+  if (field.visibility === 'editors') return mayOnRecord(principal, record.rt.entityType, 'update', record);
   return false;
 }
 
 /** Whether the principal may filter or sort by a field at all (private fields are not filterable by others). */
-export function fieldFilterable(field: FieldDescriptor, principal: Principal): boolean {
+export function fieldFilterable(field: FieldDescriptor, principal: Principal, et: EntityTypeDescriptor): boolean {
   if (field.internal) return false;
+  // A filter on a key would let a reader guess it a character at a time.
+  if (field.visibility === 'editors') return mayOnType(principal, et, 'update');
   return field.visibility === 'all' || isAccountAdmin(principal);
 }

@@ -9,6 +9,8 @@ export interface Principal {
   roles: readonly string[];
   scopes: readonly string[];
   clientId: string | null;
+  /** The sign-in (token chain) the request's access token belongs to, or null without a token. */
+  tokenChainId: string | null;
   permissions: ReadonlySet<Permission>;
 }
 
@@ -19,6 +21,7 @@ export const ANONYMOUS: Principal = Object.freeze({
   roles: [],
   scopes: [],
   clientId: null,
+  tokenChainId: null,
   permissions: new Set<Permission>(),
 });
 

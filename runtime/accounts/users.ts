@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { hashPassword, verifyPassword } from './passwords.ts';
+import { hashPassword } from './passwords.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
 
 export interface UserAccount {
@@ -117,27 +117,45 @@ export async function setRoles(knex: Knex, name: string, roles: string[]): Promi
   await knex.transaction(async (trx) => {
     const user = await trx('users').where('name', name).first('id');
     if (!user) throw new AccountError(`There is no user named "${name}".`);
-    await trx('user_role').where('user_id', user.id).delete();
-    if (valid.length) await trx('user_role').insert(valid.map((role) => ({ user_id: user.id, role })));
+    await replaceRoles(trx, user.id, valid);
   });
 }
 
 /**
- * Check a login by user name or e-mail address without changing anything (so that callers can
- * check before opening a transaction). Returns the account, or null for a wrong name or password.
- * A blocked account is reported as such so callers can say so without revealing more. The
- * password is verified even for unknown names, so timing does not tell which names exist.
+ * The account a login names: its user name, or else its e-mail address, compared without regard
+ * to case or surrounding spaces as Drupal does (phones capitalise the first letter). An exact
+ * match wins; a login that matches two accounts only by case names neither.
  */
-export async function verifyCredentials(knex: Knex, login: string, password: string): Promise<UserAccount | 'blocked' | null> {
-  const row = await knex('users')
+export async function findLogin(knex: Knex, login: string): Promise<(UserAccount & { pass: string | null }) | null> {
+  const typed = login.trim();
+  if (!typed) return null;
+  const rows = await knex('users')
     .where('bundle', 'user')
-    .andWhere((q) => q.where('name', login).orWhere('mail', login))
-    .orderByRaw('CASE WHEN name = ? THEN 0 ELSE 1 END', [login])
-    .first('id', 'uuid', 'name', 'mail', 'status', 'pass');
-  const ok = await verifyPassword(row?.pass ?? null, password);
-  if (!row || !ok) return null;
-  if (!row.status) return 'blocked';
-  return toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []);
+    .andWhere((q) => q.whereRaw('lower(name) = lower(?)', [typed]).orWhereRaw('lower(mail) = lower(?)', [typed]))
+    .orderByRaw('CASE WHEN name = ? THEN 0 WHEN mail = ? THEN 1 ELSE 2 END, id', [typed, typed])
+    .limit(2)
+    .select('id', 'uuid', 'name', 'mail', 'status', 'pass');
+  const exact = rows[0] && (rows[0].name === typed || rows[0].mail === typed);
+  const row = exact || rows.length === 1 ? rows[0] : null;
+  if (!row) return null;
+  return { ...toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []), pass: row.pass ?? null };
+}
+
+/** The stored password hash of an account. */
+export async function passwordHashOf(knex: Knex, userId: number): Promise<string | null> {
+  const row = await knex('users').where('id', userId).first('pass');
+  return row?.pass ?? null;
+}
+
+/** Replace the roles of an account (within the caller's transaction). */
+export async function replaceRoles(db: Knex, userId: number, roles: readonly Role[]): Promise<void> {
+  await db('user_role').where('user_id', userId).delete();
+  if (roles.length) await db('user_role').insert([...new Set(roles)].map((role) => ({ user_id: userId, role })));
+}
+
+/** The roles an account holds. */
+export async function rolesOfUser(knex: Knex, userId: number): Promise<Role[]> {
+  return (await rolesOf(knex, [userId])).get(userId) ?? [];
 }
 
 /** Record a successful login (Drupal's `login` and `access` timestamps). */

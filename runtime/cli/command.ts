@@ -7,17 +7,17 @@ export interface Command {
   summary: string;
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
-  run(values: Record<string, string | boolean | string[] | undefined>): Promise<number>;
+  /** Whether it takes arguments besides options (e.g. a file name). */
+  positionals?: boolean;
+  run(values: Record<string, string | boolean | string[] | undefined>, positionals?: string[]): Promise<number>;
 }
 
 /** A mistake in how a command was called: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
 
-export function parseCommandArgs(command: Command, argv: string[]) {
-  return parseArgs({ args: argv, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: false, strict: true }).values as Record<
-    string,
-    string | boolean | string[] | undefined
-  >;
+export function parseCommandArgs(command: Command, argv: string[]): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+  const parsed = parseArgs({ args: argv, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: Boolean(command.positionals), strict: true });
+  return { values: parsed.values as Record<string, string | boolean | string[] | undefined>, positionals: parsed.positionals };
 }
 
 export function requireOption(values: Record<string, unknown>, name: string): string {

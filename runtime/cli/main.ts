@@ -1,22 +1,31 @@
 /** `tilth <command>`: the runtime's command line. `tilth generate` is handled by generator/cli.ts. */
 import { serveCommand, migrateCommand } from './serve.ts';
 import { userCommands } from './users.ts';
+import { backupCommands } from './backup.ts';
+import { importCommands } from './import.ts';
+import { ImportError } from '../imports/run.ts';
+import { BackupError } from '../storage/backup.ts';
 import { clientCommands } from '../oauth/cli.ts';
 import { parseCommandArgs, UsageError, type Command } from './command.ts';
 import { ConfigError } from '../config.ts';
 import { AccountError } from '../accounts/users.ts';
-import { MigrationMismatchError } from '../storage/migrations.ts';
+import { MigrationChecksumError, MigrationMismatchError } from '../storage/migrations.ts';
+import { TILTH_API_VERSION, TILTH_VERSION } from '../version.ts';
 
-const commands: Command[] = [serveCommand, migrateCommand, ...userCommands, ...clientCommands];
+const commands: Command[] = [serveCommand, migrateCommand, ...backupCommands, ...importCommands, ...userCommands, ...clientCommands];
 
 const GENERATE = { name: ['generate'], summary: 'Regenerate generated/ from definitions/ (--check to verify only).' };
 
 function overview(): string {
   const lines = [...commands, GENERATE].map((c) => `  ${c.name.join(' ').padEnd(18)} ${c.summary}`);
-  return `Usage: tilth <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun \`tilth <command> --help\` for the options of one command.\n`;
+  return `Usage: tilth <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun \`tilth <command> --help\` for the options of one command, \`tilth --version\` for the version.\n`;
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version') {
+    process.stdout.write(`tilth ${TILTH_VERSION} (farmOS API ${TILTH_API_VERSION})\n`);
+    return 0;
+  }
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     process.stdout.write(overview());
     return argv.length === 0 ? 2 : 0;
@@ -30,18 +39,23 @@ async function main(argv: string[]): Promise<number> {
   }
   const rest = argv.slice(command.name.length);
   try {
-    const values = parseCommandArgs(command, rest);
+    const { values, positionals } = parseCommandArgs(command, rest);
     if (values.help) {
       process.stdout.write(`Usage: ${command.usage}\n\n${command.summary}\n\n${describeOptions(command)}`);
       return 0;
     }
-    return await command.run(values);
+    return await command.run(values, positionals);
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`${(error as Error).message}\n\nUsage: ${command.usage}\n${describeOptions(command)}`);
       return 2;
     }
-    if (error instanceof ConfigError || error instanceof AccountError || error instanceof MigrationMismatchError) {
+    // A bad setting: one line naming it, exit code 2 (the same as a wrong command line).
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof AccountError || error instanceof MigrationMismatchError || error instanceof MigrationChecksumError || error instanceof BackupError || error instanceof ImportError) {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }
@@ -50,9 +64,9 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`Cannot listen on ${process.env.HOST || '127.0.0.1'}:${process.env.PORT || 8080}: ${code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}. Choose another with PORT=….\n`);
       return 1;
     }
-    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') {
-      process.stderr.write(`Cannot reach the database named by DATABASE_URL: ${(error as Error).message}\n`);
-      return 1;
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === '28P01' || code === '28000' || code === '3D000') {
+      process.stderr.write(`DATABASE_URL: cannot use that database: ${(error as Error).message.split('\n')[0]}\n`);
+      return 2;
     }
     throw error;
   }

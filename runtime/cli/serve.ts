@@ -1,7 +1,8 @@
 /** `tilth serve` and `tilth migrate`. */
 import type { Command } from './command.ts';
-import { loadConfig } from '../config.ts';
+import { describeDatabase, loadConfig } from '../config.ts';
 import { startServer } from '../server.ts';
+import { createLogger } from '../http/logging.ts';
 import { openDatabase } from '../storage/database.ts';
 import { migrateLatest, migrationStatus } from '../storage/migrations.ts';
 import { loadGenerated } from '../generated.ts';
@@ -14,9 +15,13 @@ export const serveCommand: Command = {
     migrate: { type: 'boolean', description: 'apply pending migrations first (npm start does this)' },
   } as Command['options'],
   async run(values) {
-    const running = await startServer({ migrate: Boolean(values.migrate), announce: (line) => process.stdout.write(`${line}\n`) });
+    const config = loadConfig();
+    const logger = createLogger(config.logLevel, config.logFormat);
+    // Start-up lines go to the log like everything else; a generated password only to the terminal.
+    const announce = (line: string, secret?: boolean) => (secret ? process.stdout.write(`${line}\n`) : logger.info(line));
+    const running = await startServer({ config, logger, migrate: Boolean(values.migrate), announce });
     const stop = async (signal: string) => {
-      process.stdout.write(`Received ${signal}; shutting down.\n`);
+      logger.info(`Received ${signal}; shutting down.`);
       await running.close();
       process.exit(0);
     };
@@ -39,10 +44,12 @@ export const migrateCommand: Command = {
     const generated = await loadGenerated();
     const db = openDatabase(config);
     try {
+      process.stdout.write(`Using the ${describeDatabase(config)}.\n`);
       if (values.status) {
         const status = await migrationStatus(db.knex, generated.migrations);
-        process.stdout.write(`Applied: ${status.applied.length}\nPending: ${status.pending.join(', ') || 'none'}\n`);
-        if (status.unknown.length) process.stdout.write(`Unknown to this code: ${status.unknown.join(', ')}\n`);
+        for (const name of status.applied) process.stdout.write(`applied  ${name}${status.unknown.includes(name) ? '  (unknown to this copy of Tilth: it was applied by a newer one)' : ''}\n`);
+        for (const name of status.pending) process.stdout.write(`pending  ${name}\n`);
+        process.stdout.write(`${status.applied.length} applied, ${status.pending.length} pending.${status.pending.length ? ' Run `npx tilth migrate` to apply them.' : ''}\n`);
         return status.unknown.length ? 1 : 0;
       }
       const applied = await migrateLatest(db.knex, generated.migrations);

@@ -2,25 +2,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
-import { loadConfig } from '../config.ts';
-import { openDatabase } from '../storage/database.ts';
-import { assertMigrated } from '../storage/migrations.ts';
+import { withExistingDatabase } from './database.ts';
+import { AccountError, createUser, findUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
+import { FIRST_USER_ID } from '../access/accounts.ts';
+import { RecordStore } from '../storage/records.ts';
+import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
-import { createUser, findUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
+import { loadConfig } from '../config.ts';
 import { revokeUserCredentials } from '../oauth/user-credentials.ts';
 import { ROLES } from '../access/roles.ts';
-import type { Knex } from 'knex';
 
-async function withDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const db = openDatabase(config);
-  try {
-    await assertMigrated(db.knex, (await loadGenerated()).migrations);
-    return await fn(db.knex);
-  } finally {
-    await db.close();
-  }
-}
 
 const list = (v: unknown): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []).flatMap((s: string) => s.split(',')).map((s) => s.trim()).filter(Boolean);
 
@@ -39,7 +30,7 @@ export const userCommands: Command[] = [
       const name = requireOption(values, 'name');
       const generated = typeof values.password !== 'string';
       const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
-      const user = await withDatabase((knex) => createUser(knex, { name, password, mail: (values.email as string) ?? null, roles: list(values.role) }));
+      const user = await withExistingDatabase((knex) => createUser(knex, { name, password, mail: (values.email as string) ?? null, roles: list(values.role) }));
       process.stdout.write(`Created user "${user.name}" (${user.uuid}) with role(s): ${user.roles.join(', ') || 'none'}.\n`);
       if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
       return 0;
@@ -57,7 +48,7 @@ export const userCommands: Command[] = [
       const name = requireOption(values, 'name');
       const generated = typeof values.password !== 'string';
       const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
-      await withDatabase(async (knex) => {
+      await withExistingDatabase(async (knex) => {
         await setPassword(knex, name, password);
         // A new password is often a response to a leak: whatever was issued with the old one ends.
         await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
@@ -77,7 +68,7 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      await withDatabase(async (knex) => {
+      await withExistingDatabase(async (knex) => {
         await setBlocked(knex, name, !values.unblock);
         if (!values.unblock) await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
       });
@@ -95,8 +86,29 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      await withDatabase((knex) => setRoles(knex, name, list(values.role)));
+      await withExistingDatabase((knex) => setRoles(knex, name, list(values.role)));
       process.stdout.write(`Set the roles of "${name}" to: ${list(values.role).join(', ') || 'none'}.\n`);
+      return 0;
+    },
+  },
+  {
+    name: ['user', 'delete'],
+    summary: 'Delete a user: their tokens go, their records stay without them. User 1 cannot be deleted (block it instead).',
+    usage: 'tilth user delete --name NAME',
+    options: {
+      name: { type: 'string', description: 'login name' },
+    } as Command['options'],
+    async run(values) {
+      const name = requireOption(values, 'name');
+      await withExistingDatabase(async (knex) => {
+        const user = await findUser(knex, { name });
+        if (!user) throw new AccountError(`There is no user named "${name}".`);
+        if (user.id === FIRST_USER_ID) throw new AccountError(`"${name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${name}).`);
+        // The same deletion as DELETE /api/user/user/<uuid>: references to the user are cleared.
+        const store = new RecordStore(new ModelRegistry((await loadGenerated()).model, loadConfig().modules));
+        await knex.transaction((trx) => store.delete(trx, 'user', [user.id]));
+      });
+      process.stdout.write(`Deleted "${name}"; their tokens are revoked.\n`);
       return 0;
     },
   },
@@ -106,7 +118,7 @@ export const userCommands: Command[] = [
     usage: 'tilth user list',
     options: {} as Command['options'],
     async run() {
-      const users = await withDatabase((knex) => listUsers(knex));
+      const users = await withExistingDatabase((knex) => listUsers(knex));
       for (const u of users) process.stdout.write(`${u.name}\t${u.uuid}\t${u.status ? 'active' : 'blocked'}\t${u.roles.join(',')}\n`);
       return 0;
     },

@@ -26,6 +26,11 @@ export function beforeCreate(rt: ResourceType, values: Map<string, ItemValue | I
 /** Adjust an update: `changes` holds the submitted fields, `current` the stored record. */
 export function beforeUpdate(rt: ResourceType, changes: Map<string, ItemValue | ItemValue[]>, current: EntityRecord, ctx: SaveContext): void {
   if (rt.entityType.entityType === 'asset' && rt.fieldsByName.has('archived')) syncArchived(changes, current, ctx.now);
+  // farmOS's Log::preSave: a log left without an owner gets the current user, on every save.
+  if (rt.entityType.entityType === 'log' && rt.fieldsByName.has('owner')) {
+    const owners = ((changes.has('owner') ? changes.get('owner') : current.values.get('owner')) as ItemValue[] | undefined) ?? [];
+    if (!owners.length && ctx.principal.userId !== null) changes.set('owner', [{ targetId: ctx.principal.userId, meta: {} } as Reference]);
+  }
 }
 
 /**

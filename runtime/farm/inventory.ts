@@ -1,13 +1,14 @@
 /**
- * An asset's current inventory (farmos-behaviour.md §1.8): the quantities that adjust it
- * (`inventory_asset` = the asset, an `inventory_adjustment` set) on done logs up to now, one
- * inventory per (measure, units) pair. From the latest reset on, adjustments are applied in log
- * order (timestamp, then id) with exact fraction arithmetic. One query for a whole page of assets,
- * plus one for the unit names.
+ * An asset's current inventory (farmos-behaviour.md §1.8, farmOS's AssetInventory): one inventory
+ * per (measure, units) pair found on any quantity whose `inventory_asset` is the asset, starting
+ * at 0; the adjustments (an `inventory_adjustment` set) on done logs up to now are applied in log
+ * order (timestamp, then id) with exact fraction arithmetic: a reset takes the quantity's value
+ * as written, sums are reduced (the fraction module's add/subtract). Values are rendered as farmOS
+ * renders them (farm/decimal.ts). Two queries for a whole page of assets, plus one for unit names.
  */
 import type { ModelRegistry } from '../model/registry.ts';
 import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
-import { fractionToDecimal } from '../values/fraction.ts';
+import { farmDecimal } from './decimal.ts';
 
 interface Adjustment {
   asset: number;
@@ -53,31 +54,45 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
   const adjustments: Adjustment[] = rows.map((r) => ({
     asset: Number(r.asset),
     kind: r.kind as Adjustment['kind'],
-    measure: (r.measure as string | null) ?? null,
+    measure: (r.measure as string | null) || null,
     unit: r.unit === null || r.unit === undefined ? null : Number(r.unit),
-    numerator: BigInt(Number(r.n ?? 0)),
-    denominator: BigInt(Number(r.d ?? 1) || 1),
+    numerator: BigInt(String(r.n ?? 0)),
+    denominator: BigInt(String(r.d ?? 1)) || 1n,
   }));
-  const unitIds = [...new Set(adjustments.map((a) => a.unit).filter((u): u is number => u !== null))];
+  // Every pair on the asset's quantities is listed, even before any of its adjustments counts
+  // (farmOS's getMeasureUnitsPairs reads the quantity table alone); in order of first appearance.
+  const pairRows = (await db(`${quantityEt.table} as q`)
+    .whereIn('q.inventory_asset', assets.map((a) => a.id))
+    .orderBy('q.id')
+    .select('q.inventory_asset as asset', 'q.measure as measure', unit)) as Array<Record<string, unknown>>;
+  const unitIds = [...new Set(pairRows.map((r) => r.unit).filter((u) => u !== null && u !== undefined).map(Number))];
   const termTable = registry.model.entityTypes.taxonomy_term?.table;
   const unitNames = new Map<number, string>();
   if (unitIds.length && termTable) for (const t of await db(termTable).whereIn('id', unitIds).select('id', 'name')) unitNames.set(Number(t.id), String(t.name));
 
+  const pairKey = (measure: string | null, unit: number | null) => `${measure ?? ''}|${unit ?? ''}`;
   const byAsset = new Map<number, Map<string, { measure: string | null; unit: number | null; n: bigint; d: bigint }>>();
+  for (const r of pairRows) {
+    const asset = Number(r.asset);
+    const measure = (r.measure as string | null) || null;
+    const unitId = r.unit === null || r.unit === undefined ? null : Number(r.unit);
+    let pairs = byAsset.get(asset);
+    if (!pairs) byAsset.set(asset, (pairs = new Map()));
+    const key = pairKey(measure, unitId);
+    if (!pairs.has(key)) pairs.set(key, { measure, unit: unitId, n: 0n, d: 1n });
+  }
   for (const a of adjustments) {
-    const key = `${a.measure ?? ''}|${a.unit ?? ''}`;
-    let pairs = byAsset.get(a.asset);
-    if (!pairs) byAsset.set(a.asset, (pairs = new Map()));
-    let total = pairs.get(key);
-    if (!total) pairs.set(key, (total = { measure: a.measure, unit: a.unit, n: 0n, d: 1n }));
+    const total = byAsset.get(a.asset)?.get(pairKey(a.measure, a.unit));
+    if (!total) continue;
     if (a.kind === 'reset') {
+      // As written: a reset to 1.50 shows "1.50".
       total.n = a.numerator;
       total.d = a.denominator;
-    } else {
-      const sign = a.kind === 'decrement' ? -1n : 1n;
-      total.n = total.n * a.denominator + sign * a.numerator * total.d;
-      total.d = total.d * a.denominator;
+      continue;
     }
+    const sign = a.kind === 'decrement' ? -1n : 1n;
+    total.n = total.n * a.denominator + sign * a.numerator * total.d;
+    total.d = total.d * a.denominator;
     const g = gcd(total.n, total.d);
     total.n /= g;
     total.d /= g;
@@ -89,7 +104,7 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
       'inventory',
       [...pairs.values()].map((t) => ({
         measure: t.measure ?? '',
-        value: fractionToDecimal({ numerator: Number(t.n), denominator: Number(t.d) }),
+        value: farmDecimal(t.n, t.d),
         units: t.unit !== null ? (unitNames.get(t.unit) ?? '') : '',
       })) as unknown as ItemValue[],
     );

@@ -37,20 +37,25 @@ export class LogGeometry {
     return wkts.length === 1 ? wkts[0]! : `GEOMETRYCOLLECTION (${wkts.join(', ')})`;
   }
 
+  /**
+   * farm_location's populateGeometryFromLocation: a new log keeps a geometry it was given; an
+   * existing log keeps its geometry when the stored one was custom (not the combination of its
+   * stored locations) or when this save changes it. Otherwise the geometry is the combination of
+   * the locations as saved. Clients that send the whole record back (farmOS.js, Field Kit) echo
+   * the stored geometry unchanged, so an echoed automatic geometry still follows new locations.
+   */
   async beforeSave(db: Db, rt: ResourceType, values: Values, current: EntityRecord | null, principal: Principal): Promise<void> {
     if (rt.entityType.entityType !== 'log' || !rt.fieldsByName.has('geometry') || !rt.fieldsByName.has('location')) return;
     const get = (name: string) => (values.has(name) ? values.get(name) : current?.values.get(name));
-    const isMovement = get('is_movement') === true;
-    const submitted = values.has('geometry');
     const geometry = wktOf(get('geometry'));
-    if (geometry && (submitted || !current)) return; // the client's own geometry stays
-    if (current && geometry && !values.has('location') && !values.has('asset')) return;
-    if (current && geometry) {
-      // An automatic geometry follows the locations; a custom one (not the old combination) stays.
-      const before = await this.combined(db, current.values, current.values.get('is_movement') === true, principal);
-      if (before !== geometry) return;
+    if (geometry && !current) return;
+    if (geometry && current) {
+      const stored = wktOf(current.values.get('geometry'));
+      if (stored !== geometry) return; // changed (or set) in this save
+      const storedCombination = await this.combined(db, current.values, current.values.get('is_movement') === true, principal);
+      if (storedCombination !== stored) return; // drawn by a person
     }
-    const wkt = await this.combined(db, new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), isMovement, principal);
+    const wkt = await this.combined(db, new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), get('is_movement') === true, principal);
     if (wkt) values.set('geometry', parseWkt(wkt) as unknown as ItemValue);
   }
 }

@@ -1,14 +1,18 @@
 /**
- * Uploaded files on disk under TILTH_DATA_DIR/files. Bytes are streamed to a temporary file while
- * they are counted (never held in memory), then moved under `farm/<entity>/<YYYY>-<MM>/`, renamed
- * when the name is taken, as Drupal does.
+ * Uploaded files on disk under TILTH_DATA_DIR/files. An upload is received in two steps so that no
+ * database transaction waits on the network: `receive` streams the body (decompressed when it
+ * says Content-Encoding) to a temporary file while counting it against the size limit and ending
+ * it with 408 when it stalls; then, in a short transaction, `place` moves it under
+ * `farm/<entity>/<YYYY>-<MM>/` (renamed when the name is taken, as Drupal does). Nothing of a
+ * failed upload stays behind.
  */
 import { createWriteStream, mkdirSync, renameSync, rmSync, existsSync } from 'node:fs';
 import { join, extname, basename, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
-import { ApiError } from '../errors.ts';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { ApiError, unsupportedMediaType } from '../errors.ts';
 
 /** Extensions farmOS allows per field type (FarmFieldFactory::modifyFileField). */
 export const ALLOWED_EXTENSIONS: Record<'file' | 'image', string[]> = {
@@ -30,53 +34,126 @@ export function mimeOf(filename: string): string {
   return MIME[extname(filename).slice(1).toLowerCase()] ?? 'application/octet-stream';
 }
 
-/** The largest upload accepted, in bytes. */
-export const MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
+/** A header value as Node gives it (each byte a Latin-1 character), read as the UTF-8 it usually is. */
+function utf8(value: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
+}
 
 /**
  * The file name from a Content-Disposition header (`file; filename="x"` from farmOS.js,
- * `attachment; filename="x"` from the farmOS docs), reduced to a safe base name.
+ * `attachment; filename="x"` from the farmOS docs, or RFC 6266's `filename*=UTF-8''…`, which wins),
+ * reduced to a safe base name without control characters.
  */
 export function filenameFromDisposition(header: string | undefined): string {
   if (!header) throw new ApiError(400, '"Content-Disposition" header is required. A file name in the format "filename=FILENAME" must be provided.');
-  if (/filename\*\s*=/i.test(header)) throw new ApiError(400, 'The extended "filename*" format is currently not supported in the "Content-Disposition" header; send filename="…".');
-  const m = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
-  if (!m) throw new ApiError(400, 'No filename found in the "Content-Disposition" header. A file name in the format "filename=FILENAME" must be provided.');
-  const raw = (m[1] ?? m[2] ?? '').replace(/\\(.)/g, '$1');
+  let raw: string | null = null;
+  const extended = /filename\*\s*=\s*([^;\s]+)/i.exec(header);
+  if (extended) {
+    const m = /^([\w-]+)'[^']*'(.*)$/.exec(extended[1]!);
+    if (!m || !/^utf-8$/i.test(m[1]!)) throw new ApiError(400, `The "filename*" of the Content-Disposition header must be UTF-8''<percent-encoded name>.`);
+    try {
+      raw = decodeURIComponent(m[2]!);
+    } catch {
+      throw new ApiError(400, 'The "filename*" of the Content-Disposition header is not valid percent-encoded UTF-8.');
+    }
+  } else {
+    const m = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
+    if (m) raw = utf8((m[1] ?? m[2] ?? '').replace(/\\(.)/g, '$1'));
+  }
+  if (raw === null) throw new ApiError(400, 'No filename found in the "Content-Disposition" header. A file name in the format "filename=FILENAME" must be provided.');
   const name = basename(raw.replace(/\\/g, '/'))
-    .replace(/[\u0000-\u001f\u007f]/g, '')
+    // Control characters, and the invisible bidirectional controls that can disguise an extension ("gpj.exe").
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
     .trim();
   if (!name || name === '.' || name === '..') throw new ApiError(400, `The file name "${raw}" is not usable.`);
   if ([...name].length > 240) throw new ApiError(422, 'The file name may be at most 240 characters long.');
   return name;
 }
 
+/** A decoder for the body's Content-Encoding, or null for none. */
+function decoder(encoding: string | undefined): Transform | null {
+  switch ((encoding ?? 'identity').trim().toLowerCase()) {
+    case 'identity':
+    case '':
+      return null;
+    case 'gzip':
+    case 'x-gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      throw unsupportedMediaType(`The Content-Encoding "${encoding}" is not supported: send the bytes as they are, or gzip, deflate or br.`);
+  }
+}
+
+export interface FileLimits {
+  maxBytes: number;
+  /** Milliseconds the body may send nothing before the upload ends with 408. */
+  stallMs: number;
+}
+
 export class FileStore {
   readonly root: string;
 
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    private readonly limits: FileLimits,
+  ) {
     this.root = resolve(dataDir, 'files');
   }
 
-  /** Stream a request body to disk. Returns the stored path (relative to the root) and the size. */
-  async save(body: Readable, entityType: string, filename: string, now = new Date()): Promise<{ path: string; size: number }> {
+  /** Stream a request body to a temporary file (no database involved). Returns it and its size. */
+  async receive(body: Readable & { headers?: Record<string, string | string[] | undefined> }): Promise<{ tmp: string; size: number }> {
+    const decode = decoder(body.headers?.['content-encoding'] as string | undefined);
     const tmpDir = join(this.root, 'tmp');
     mkdirSync(tmpDir, { recursive: true });
     const tmp = join(tmpDir, randomBytes(12).toString('hex'));
+    const { maxBytes, stallMs } = this.limits;
     let size = 0;
+    let stalled = false;
+    const abort = new AbortController();
+    let timer = setTimeout(() => ((stalled = true), abort.abort()), stallMs);
     const counter = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
-        if (size > MAX_UPLOAD_BYTES) done(new ApiError(413, `The file is larger than the ${MAX_UPLOAD_BYTES / 1024 / 1024} MiB allowed.`));
+        if (size > maxBytes) done(new ApiError(413, `The file is larger than the ${maxBytes} bytes allowed (TILTH_UPLOAD_MAX_BYTES).`));
         else done(null, chunk);
       },
     });
+    const onData = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => ((stalled = true), abort.abort()), stallMs);
+    };
+    body.on('data', onData);
+    const out = createWriteStream(tmp, { flags: 'wx' });
     try {
-      await pipeline(body, counter, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline([body, ...(decode ? [decode] : []), counter, out], { signal: abort.signal });
     } catch (error) {
+      // The file may still be opening when the pipeline fails: let it close, then remove it.
+      out.destroy();
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       rmSync(tmp, { force: true });
-      throw error instanceof ApiError ? error : new ApiError(400, 'The upload was interrupted before the whole file arrived.');
+      if (stalled) throw new ApiError(408, `The upload sent nothing for ${stallMs / 1000} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was stored.`, { headers: { Connection: 'close' } });
+      if (error instanceof ApiError) throw error;
+      if (decode && typeof (error as { code?: string }).code === 'string' && /^Z_|ERR_BROTLI|ERR__ERROR/.test((error as { code: string }).code)) {
+        throw new ApiError(400, `The body does not decompress as its Content-Encoding (${body.headers?.['content-encoding']}) says.`);
+      }
+      throw new ApiError(400, 'The upload was interrupted before the whole file arrived.');
+    } finally {
+      clearTimeout(timer);
+      body.off('data', onData);
     }
+    return { tmp, size };
+  }
+
+  /** Move a received file into place. Returns its stored path (relative to the root). */
+  place(tmp: string, entityType: string, filename: string, now = new Date()): string {
     const month = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
     const dir = ['farm', entityType, month].join('/');
     mkdirSync(join(this.root, dir), { recursive: true });
@@ -85,7 +162,12 @@ export class FileStore {
     let candidate = filename;
     for (let i = 0; existsSync(join(this.root, dir, candidate)); i++) candidate = `${stem}_${i}${ext}`;
     renameSync(tmp, join(this.root, dir, candidate));
-    return { path: `${dir}/${candidate}`, size };
+    return `${dir}/${candidate}`;
+  }
+
+  /** Forget a received file that was not placed (a no-op once placed). */
+  discard(tmp: string): void {
+    rmSync(tmp, { force: true });
   }
 
   /** The absolute path of a stored file, refusing anything outside the root. */

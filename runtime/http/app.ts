@@ -17,6 +17,11 @@ import type { OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
 import { languageRoutes } from '../jsonapi/languages.ts';
+import { healthHandler } from './health.ts';
+import { frontDoor } from './front-door.ts';
+import { openApiRoutes } from '../jsonapi/openapi.ts';
+import { createMetrics } from './metrics.ts';
+import { dataStreamRoutes } from './data-streams.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT = '4mb';
@@ -30,12 +35,23 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   // Query strings are parsed where they are used, PHP-style (runtime/jsonapi/query).
   app.set('query parser', () => ({}));
 
+  const metrics = createMetrics(ctx);
   app.use(requestLogger(ctx.logger));
+  app.use(metrics.observe);
+  // Before authentication: a health check needs no token, and a stale one must not fail it.
+  app.get('/health', healthHandler(ctx));
+  const front = frontDoor(ctx);
+  app.get('/', front.page);
+  app.get('/assets/front-door.js', front.script);
+  app.use(openApiRoutes(ctx));
   app.use(helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false }));
   app.use(oauth.cors);
   app.use(oauth.router);
 
   app.use(oauth.authenticate);
+  app.get('/metrics', metrics.handler);
+  // Sensor readings: bodies of any media type, read by their own parser (before express.json).
+  app.use(dataStreamRoutes(ctx));
   app.use(
     express.json({
       type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'],
@@ -45,13 +61,14 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   );
 
   const store = new SchemaStore(ctx);
-  const entry = entryPoint(ctx);
-  app.get(['/api', '/api/'], entry);
+  const { handlers, downloads, revisionHistory, configs } = createResourceHandlers(ctx, store);
+  app.get(['/api', '/api/'], entryPoint(ctx, configs));
   app.get('/api/schema', schemaIndexHandler(store));
   app.use(languageRoutes(ctx));
-  const { handlers, downloads } = createResourceHandlers(ctx, store);
+  app.use(configs.routes(ctx));
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.use(downloads);
+  app.use(revisionHistory);
   app.post('/subrequests', createSubrequestHandler(ctx, app));
 
   app.use('/api', (req: Request) => {
@@ -84,6 +101,11 @@ function normaliseBodyError(error: unknown): unknown {
     if (e.type === 'entity.too.large') return new ApiError(413, `The request body is larger than ${JSON_LIMIT}.`);
     if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return new ApiError(415, `The request body's encoding is not supported: ${e.message}`);
     if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) return new ApiError(e.status, e.message ?? 'The request could not be read.');
+  }
+  // zlib's own errors, from a body that does not decompress as its Content-Encoding says.
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^(Z_|ERR_BROTLI|ERR__ERROR)/.test(code)) {
+    return badRequest('The request body does not decompress as its Content-Encoding header says; send it uncompressed, or compressed correctly.', { pointer: '' });
   }
   return error;
 }

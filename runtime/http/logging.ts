@@ -1,20 +1,25 @@
 /**
  * Structured logs with pino: one line per request with a request id. Secrets never reach a
- * line: the Authorization header, cookies, and token-bearing parameters are redacted.
+ * line: the Authorization header, cookies, and token-bearing parameters are redacted. On a
+ * terminal the lines are made readable with pino-pretty; elsewhere (a service, a container, a
+ * pipe) they stay JSON for log collectors. TILTH_LOG_FORMAT chooses either way.
  */
 import { randomUUID } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { NextFunction, Request, Response } from 'express';
 
-export function createLogger(level: string): Logger {
-  return pino({
+export function createLogger(level: string, format: 'auto' | 'json' | 'pretty' = 'json'): Logger {
+  const options = {
     level,
     base: undefined,
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', '*.password', '*.client_secret', '*.refresh_token', '*.access_token', '*.code'],
       censor: '[redacted]',
     },
-  });
+  };
+  const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
+  if (!pretty || level === 'silent') return pino(options);
+  return pino(options, pino.transport({ target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' } }));
 }
 
 const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|client_secret|password|token|private_key)=)[^&]*/gi;

@@ -9,12 +9,27 @@ import { mayOnType, mayOnRecord } from '../access/policy.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
 import { badParameter } from '../errors.ts';
 import type { RecordLoader } from './loader.ts';
+import { isConfigEntityType } from '../model/config-entities.ts';
+
+/**
+ * Whether `segment` of records of these types points at configuration entities (a bundle's
+ * `log_type`, `vid`…, a user's `roles`): those are served from the config catalogue, not loaded,
+ * and nothing follows them on a path.
+ */
+export function isConfigSegment(types: ResourceType[], segment: string): boolean {
+  return types.some((t) => t.entityType.bundleKey === segment || (t.fieldsByName.get(segment)?.target && isConfigEntityType(t.fieldsByName.get(segment)!.target!.entityType)));
+}
 
 /** Check include paths against the model before any query runs. */
 export function validateIncludes(registry: ModelRegistry, rt: ResourceType, paths: string[][]): void {
   for (const path of paths) {
     let current: ResourceType[] = [rt];
     path.forEach((segment, i) => {
+      if (isConfigSegment(current, segment)) {
+        if (i < path.length - 1) throw badParameter('include', `"${segment}" points at configuration resources; nothing can follow it in an include path.`);
+        current = [];
+        return;
+      }
       const fields = current.map((t) => t.fieldsByName.get(segment)).filter((f) => f && f.kind === 'relationship' && !f.internal);
       if (!fields.length) {
         const possible = [...new Set(current.flatMap((t) => t.relationships.map((f) => f.name)))].sort();
@@ -26,13 +41,17 @@ export function validateIncludes(registry: ModelRegistry, rt: ResourceType, path
   }
 }
 
+/**
+ * The included records, and the records at the end of each path prefix (by the prefix joined
+ * with dots, '' for the primary data), from which configuration includes are read.
+ */
 export async function loadIncluded(
   db: Db,
   loader: RecordLoader,
   primary: EntityRecord[],
   paths: string[][],
   principal: Principal,
-): Promise<EntityRecord[]> {
+): Promise<{ records: EntityRecord[]; levels: Map<string, EntityRecord[]> }> {
   const included = new Map<string, EntityRecord>();
   const primaryKeys = new Set(primary.map((r) => `${r.rt.entityType.entityType}:${r.id}`));
   // Paths sharing a prefix share the loads of that prefix.
@@ -44,6 +63,7 @@ export async function loadIncluded(
       if (levels.has(key)) continue;
       const parents = levels.get(path.slice(0, i).join('.')) ?? [];
       const segment = path[i]!;
+      if (isConfigSegment([...new Set(parents.map((p) => p.rt))], segment)) break;
       const wanted = new Map<string, Set<number>>();
       for (const record of parents) {
         const field = record.rt.fieldsByName.get(segment);
@@ -72,5 +92,5 @@ export async function loadIncluded(
       levels.set(key, children);
     }
   }
-  return [...included.values()];
+  return { records: [...included.values()], levels };
 }

@@ -9,6 +9,11 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
 import { coerceField } from './coerce.ts';
+import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
+import { ROLES } from '../access/roles.ts';
+
+/** The names config entities referenced by records can have (their identifiers derive from them). */
+const CONFIG_NAMES: Record<string, readonly string[]> = { user_role: ROLES };
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -18,7 +23,7 @@ export interface ResourceInput {
   /** Field name → new value, for every submitted, writable field. */
   values: Map<string, ItemValue | ItemValue[]>;
   /** Submitted values of write-only fields (passwords), by field name. */
-  secrets: Map<string, { value: string; existing?: string }>;
+  secrets: Map<string, Secret>;
 }
 
 interface PendingIdentifier {
@@ -63,7 +68,7 @@ export class InputReader {
       } else id = data.id.toLowerCase();
     }
     const values = new Map<string, ItemValue | ItemValue[]>();
-    const secrets = new Map<string, { value: string; existing?: string }>();
+    const secrets = new Map<string, Secret>();
     const ignored = new Set([rt.entityType.internalId, rt.entityType.revisionId].filter(Boolean) as string[]);
 
     if (data.attributes !== undefined && data.attributes !== null) {
@@ -81,10 +86,9 @@ export class InputReader {
           continue;
         }
         if (field.type === 'password') {
-          const v = isObject(raw) ? raw : { value: raw };
-          if (v.value === undefined || v.value === null) continue;
-          if (typeof v.value !== 'string') violations.push({ pointer, detail: `${name}: the password must be a string.` });
-          else secrets.set(field.name, { value: v.value, ...(typeof v.existing === 'string' ? { existing: v.existing } : {}) });
+          const secret = readSecret(raw);
+          if (secret === 'invalid') violations.push({ pointer, detail: `${name}: the password must be a string.` });
+          else if (secret) secrets.set(field.name, secret);
           continue;
         }
         if (field.readOnly) continue;
@@ -136,6 +140,10 @@ export class InputReader {
   private async resolve(db: Db, pending: PendingIdentifier[], violations: Violation[]): Promise<void> {
     const byEntityType = new Map<string, PendingIdentifier[]>();
     for (const p of pending) {
+      if (p.field.target && isConfigEntityType(p.field.target.entityType)) {
+        resolveConfigReference(p, p.field.target.entityType, violations);
+        continue;
+      }
       const target = this.registry.get(p.type);
       const allowed = this.registry.targetsOf(p.field).map((t) => t.type);
       if (!target || !allowed.includes(p.type)) {
@@ -175,6 +183,45 @@ export class InputReader {
       }
     }
   }
+}
+
+type Secret = { value: string; existing?: string };
+
+/** A password attribute: `"new"` or `{"value": "new", "existing": "current"}`; null when absent. */
+function readSecret(raw: unknown): Secret | null | 'invalid' {
+  const v = isObject(raw) ? raw : { value: raw };
+  if (v.value === undefined || v.value === null) return null;
+  if (typeof v.value !== 'string') return 'invalid';
+  return { value: v.value, ...(typeof v.existing === 'string' ? { existing: v.existing } : {}) };
+}
+
+/**
+ * The passwords a write document sends, read without the database so that they can be checked
+ * and hashed before its transaction opens. Malformed ones are left for InputReader.read to report.
+ */
+export function readSecrets(rt: ResourceType, body: unknown): Map<string, Secret> {
+  const out = new Map<string, Secret>();
+  const data = isObject(body) && isObject(body.data) ? body.data : null;
+  if (!data || !isObject(data.attributes)) return out;
+  for (const [name, raw] of Object.entries(data.attributes)) {
+    const field = rt.fieldsByName.get(name);
+    if (field?.type !== 'password') continue;
+    const secret = readSecret(raw);
+    if (secret && secret !== 'invalid') out.set(field.name, secret);
+  }
+  return out;
+}
+
+/** A reference to a config entity (a role): its UUID is derived from its name. */
+function resolveConfigReference(p: PendingIdentifier, entityType: string, violations: Violation[]): void {
+  const type = `${entityType}--${entityType}`;
+  if (p.type !== type) {
+    violations.push({ pointer: p.pointer, detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${type}.` });
+    return;
+  }
+  const name = (CONFIG_NAMES[entityType] ?? []).find((n) => configIdentifier(entityType, n).id === p.id.toLowerCase());
+  if (!name) throw notFound(`The resource identified by ${p.type}:${p.id} (given as a relationship item) could not be found.`, { pointer: p.pointer });
+  p.ref = { targetId: 0, meta: { name } };
 }
 
 function readIdentifiers(data: unknown, field: FieldDescriptor, pointer: string): Array<Omit<PendingIdentifier, 'field'>> {

@@ -3,6 +3,7 @@ import type { Principal } from '../access/principal.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
+import type { RevisionRow } from '../storage/revisions.ts';
 import { ComputedFields } from '../farm/computed.ts';
 
 /** Fields a computed field needs loaded to be computed. */
@@ -30,19 +31,42 @@ export class RecordLoader {
    * names (sparse fieldsets); a type not in it gets every field.
    */
   async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, _principal: Principal): Promise<EntityRecord[]> {
-    const select = (rt: ResourceType): FieldDescriptor[] => {
-      const set = fieldsets?.get(rt.type);
-      if (!set) return rt.bundle.fields;
-      const names = new Set(set);
-      for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of NEEDS[f.computed] ?? []) names.add(n);
-      names.add('status');
-      return rt.bundle.fields.filter((f) => names.has(f.name));
-    };
-    const records = await this.store.load(db, entityType, ids, select);
+    const records = await this.store.load(db, entityType, ids, (rt) => this.select(rt, fieldsets));
+    await this.fillComputed(db, records, fieldsets);
+    return records;
+  }
+
+  /**
+   * A record as one of its revisions left it (storage/revisions.ts asRecord), references resolved
+   * and computed fields computed as of now: Tilth keeps no history of computed values.
+   */
+  async loadRevision(db: Db, current: EntityRecord, revision: RevisionRow, fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord> {
+    return (await this.loadRevisions(db, current, [revision], fieldsets))[0]!;
+  }
+
+  /** Several revisions of one record at once: one query per referenced type, not per revision. */
+  async loadRevisions(db: Db, current: EntityRecord, revisions: RevisionRow[], fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord[]> {
+    const fields = this.select(current.rt, fieldsets);
+    const records = revisions.map((revision) => this.store.revisions.asRecord(current, revision, fields));
+    await this.store.resolveReferences(db, records);
+    await this.fillComputed(db, records, fieldsets);
+    return records;
+  }
+
+  /** The fields to read of a resource type: all, or a sparse fieldset and what its computed fields need. */
+  private select(rt: ResourceType, fieldsets: Map<string, Set<string>> | null): FieldDescriptor[] {
+    const set = fieldsets?.get(rt.type);
+    if (!set) return rt.bundle.fields;
+    const names = new Set(set);
+    for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of NEEDS[f.computed] ?? []) names.add(n);
+    names.add('status');
+    return rt.bundle.fields.filter((f) => names.has(f.name));
+  }
+
+  private async fillComputed(db: Db, records: EntityRecord[], fieldsets: Map<string, Set<string>> | null): Promise<void> {
     await this.computed.fill(db, records, (record, field) => {
       const set = fieldsets?.get(record.rt.type);
       return !set || set.has(field.name);
     });
-    return records;
   }
 }

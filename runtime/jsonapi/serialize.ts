@@ -82,6 +82,8 @@ export class Serializer {
     const rt = record.rt;
     const path = resourcePath(record);
     const self = `${this.base}${path}`;
+    // A revision asked for with ?resourceVersion names its version in its links, as Drupal's do.
+    const version = record.revisionView && record.revisionId !== null ? `?resourceVersion=id:${record.revisionId}` : '';
     const attributes: Record<string, unknown> = {};
     const relationships: Record<string, unknown> = {};
     const want = (name: string) => !fieldset || fieldset.has(name);
@@ -103,9 +105,9 @@ export class Serializer {
       const data = this.relationshipData(record, field);
       // References to config entities have no endpoints, so no links.
       relationships[field.name] = this.ctx.registry.model.entityTypes[field.target!.entityType]
-        ? { data, links: { related: { href: `${self}/${field.name}` }, self: { href: `${self}/relationships/${field.name}` } } }
+        ? { data, links: { related: { href: `${self}/${field.name}${version}` }, self: { href: `${self}/relationships/${field.name}${version}` } } }
         : { data };
     }
-    return { type: rt.type, id: record.uuid, links: { self: { href: self } }, attributes, relationships };
+    return { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } }, attributes, relationships };
   }
 }

@@ -12,12 +12,10 @@
  * fails on its own, as in Drupal: a failure does not undo the sub-requests that ran before it.
  *
  * The answer is a 200 JSON object keyed by Content-Id, in the order the sub-requests ran:
- * `{ "<id>": { "headers": { "status": 201, "content-id": "<<id>>", "content-type": …, … },
- * "body": "<the response document as a string>" } }`. Drupal renders every header, status
- * included, as an array (`status: [201]`, clients.md §3); issue 4 item 11 asks for
- * `headers.status` as an integer, and neither client library reads the headers (farmOS.js only
- * JSON.parses `body`; farmOS.py hands the object to its caller), so every header here is a
- * single value.
+ * `{ "<id>": { "headers": { "status": [201], "content-id": ["<<id>>"], "content-type": […], … },
+ * "body": "<the response document as a string>" } }`. Every header is an array, status included,
+ * as Drupal's subrequests module renders them (clients.md §3): farmOS.py's own tests read
+ * `headers.status[0]`; farmOS.js only JSON.parses `body`.
  */
 import type { Request, Response } from 'express';
 import type express from 'express';
@@ -29,12 +27,6 @@ import { JSONAPI_MEDIA_TYPE } from './document.ts';
 import { readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';
 
-/**
- * Most HTTP sub-requests one call sends, copies made by multi-valued tokens included. The
- * blueprint itself holds at most 50 entries (MAX_BLUEPRINT_ENTRIES); a `[*]` token over a
- * page of 50 records makes 50 copies of one entry, so the total is allowed to be larger.
- */
-export const MAX_SUBREQUESTS_SENT = 250;
 /** Largest body one sub-request may carry once its tokens are replaced (the JSON:API limit). */
 export const MAX_SUBREQUEST_BODY_BYTES = 4 * 1024 * 1024;
 /** How long one sub-request may take. */
@@ -55,10 +47,14 @@ class SubresponseError extends ApiError {
   }
 }
 
+/** The call went over its byte budget: it ends as a whole, with a 413. */
+class BudgetExceeded extends ApiError {}
+
+/** One sub-response's headers as the answer carries them: every value an array. */
 interface SubresponseHeaders {
-  status: number;
-  'content-id': string;
-  [name: string]: string | number;
+  status: [number];
+  'content-id': [string];
+  [name: string]: [string] | [number];
 }
 
 interface Subresponse {
@@ -91,7 +87,7 @@ export function createSubrequestHandler(ctx: AppContext, _app: express.Express) 
       if (!res.writableFinished) clientGone = true;
     });
 
-    const run = new Runner(ctx, req, res);
+    const run = new Runner(ctx, req, res, ctx.config.subrequests);
     for (const sub of blueprint) {
       // Nobody will read the answer: stop sending further writes on the caller's behalf.
       if (clientGone) return;
@@ -106,6 +102,8 @@ class Runner {
   private readonly outcomes = new Map<string, Outcome>();
   private readonly order: Subresponse[] = [];
   private sent = 0;
+  /** Bytes of the responses held and the bodies sent so far (TILTH_SUBREQUEST_MAX_BYTES). */
+  private bytes = 0;
   private readonly authorization: string | undefined;
   private readonly parentRequestId: string | undefined;
 
@@ -113,6 +111,12 @@ class Runner {
     private readonly ctx: AppContext,
     req: Request,
     private readonly res: Response,
+    /**
+     * The call's budget. Copies made by multi-valued tokens count as sub-requests (a `[*]` token
+     * over a page of 50 records makes 50), and every response held counts against the bytes, so
+     * that fan-out over large records ends with a clear 413 instead of filling the memory.
+     */
+    private readonly limits: { maxBytes: number; maxRequests: number },
   ) {
     this.authorization = req.headers.authorization;
     this.parentRequestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : undefined;
@@ -128,6 +132,7 @@ class Runner {
     const outcome: Outcome = { failed: false, responses: [] };
     this.outcomes.set(sub.requestId, outcome);
     const record = (r: Subresponse) => {
+      this.spend(Buffer.byteLength(r.text));
       outcome.responses.push(r);
       this.order.push(r);
       if (r.status >= 400) outcome.failed = true;
@@ -160,17 +165,17 @@ class Runner {
           ? [{ suffix: '', body: undefined }]
           : this.expand(sub, 'body', sub.body, sub.bodyTokens, (v) => JSON.stringify(v).slice(1, -1)).map(([suffix, body]) => ({ suffix, body }));
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
+      if (!(error instanceof ApiError) || error instanceof BudgetExceeded) throw error;
       record(errorResponse(sub.requestId, error));
       return;
     }
 
     const copies = uris.length * bodies.length;
-    if (this.sent + copies > MAX_SUBREQUESTS_SENT) {
+    if (this.sent + copies > this.limits.maxRequests) {
       record(
         errorResponse(
           sub.requestId,
-          new SubresponseError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${MAX_SUBREQUESTS_SENT} sub-requests in one call (${this.sent} already sent).`, {
+          new SubresponseError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${this.limits.maxRequests} sub-requests in one call (TILTH_SUBREQUEST_MAX_REQUESTS; ${this.sent} already sent).`, {
             source: { pointer: `/${sub.index}` },
           }),
         ),
@@ -182,6 +187,17 @@ class Runner {
         const contentId = `${sub.requestId}${u.suffix}${b.suffix}`;
         record(await this.send(sub, contentId, u.uri, b.body));
       }
+    }
+  }
+
+  /** Count bytes against the call's budget; over it, the whole call ends with a 413 (nothing more is sent). */
+  private spend(bytes: number): void {
+    this.bytes += bytes;
+    if (this.bytes > this.limits.maxBytes) {
+      throw new BudgetExceeded(
+        413,
+        `This subrequests call would hold more than ${this.limits.maxBytes} bytes of requests and responses (TILTH_SUBREQUEST_MAX_BYTES); ${this.sent} sub-request(s) had been sent. Split it, or ask for fewer resources (page[limit]) or fields (fields[TYPE]=…).`,
+      );
     }
   }
 
@@ -210,9 +226,11 @@ class Runner {
       return values;
     });
     const combinations = valueLists.reduce((n, list) => n * list.length, 1);
-    if (combinations > MAX_SUBREQUESTS_SENT) {
-      throw new SubresponseError(413, `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${MAX_SUBREQUESTS_SENT} sub-requests are sent in one call.`, { source: pointer });
+    if (combinations > this.limits.maxRequests) {
+      throw new SubresponseError(413, `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${this.limits.maxRequests} sub-requests are sent in one call (TILTH_SUBREQUEST_MAX_REQUESTS).`, { source: pointer });
     }
+    // Each copy of a body is held until it is sent: count them before making them.
+    if (member === 'body') this.spend(combinations * Buffer.byteLength(subject));
     const out: Array<[string, string]> = [];
     const pick = (i: number, chosen: string[]) => {
       if (i === tokens.length) {
@@ -271,10 +289,10 @@ class Runner {
       );
     }
 
-    const reported: SubresponseHeaders = { status: response.status, 'content-id': `<${contentId}>` };
+    const reported: SubresponseHeaders = { status: [response.status], 'content-id': [`<${contentId}>`] };
     for (const name of REPORTED_HEADERS) {
       const value = response.headers.get(name);
-      if (value !== null) reported[name] = value;
+      if (value !== null) reported[name] = [value];
     }
     return { contentId, status: response.status, headers: reported, text };
   }
@@ -307,13 +325,14 @@ function errorResponse(contentId: string, error: ApiError): Subresponse {
   return {
     contentId,
     status: rendered.status,
-    headers: { status: rendered.status, 'content-id': `<${contentId}>`, 'content-type': JSONAPI_MEDIA_TYPE },
+    headers: { status: [rendered.status], 'content-id': [`<${contentId}>`], 'content-type': [JSONAPI_MEDIA_TYPE] },
     text: JSON.stringify(rendered.body),
   };
 }
 
-function isJsonType(contentType: string | number | undefined): boolean {
-  return typeof contentType === 'string' && /^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType);
+function isJsonType(contentType: [string] | [number] | undefined): boolean {
+  const value = contentType?.[0];
+  return typeof value === 'string' && /^application\/(?:[\w.+-]+\+)?json\b/i.test(value);
 }
 
 /** The parsed body of a sub-response, or undefined when it is not JSON. */

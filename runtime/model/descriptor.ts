@@ -27,7 +27,10 @@ export interface ReferenceTarget {
 }
 
 export type AutoValue = 'created' | 'changed' | 'author' | 'editor';
-export type Visibility = 'all' | 'self' | 'admin';
+/** `editors`: only those who may update the record see it or filter by it (stream keys). */
+export type Visibility = 'all' | 'self' | 'admin' | 'editors';
+/** Values computed for a new record left without one, as farmOS's default value callbacks do. */
+export type DefaultCallback = 'unique_key';
 
 export interface FieldDescriptor {
   /** Public (JSON:API) name. */
@@ -43,6 +46,8 @@ export interface FieldDescriptor {
   max?: number;
   /** Literal default for new records; `{ now: true }` means the request time. */
   default?: string | number | boolean | { now: true };
+  /** Computed default for new records sent without a value (e.g. a generated key). */
+  defaultCallback?: DefaultCallback;
   allowedValues?: AllowedValue[];
   target?: ReferenceTarget;
   /** Other public names accepted on input and in filters. */
@@ -84,6 +89,10 @@ export interface BundleDescriptor {
   description?: string;
   /** The optional module that provides it, or null for core. */
   module: string | null;
+  /** Its logs record births: children (its assets) take their birthdate and mother from it (farm/births.ts). */
+  births?: boolean;
+  /** False when a save rewrites the current revision instead of adding one (Drupal's `new_revision`). */
+  newRevision?: boolean;
   /** Base fields then bundle fields, in definition order. */
   fields: FieldDescriptor[];
 }

@@ -46,7 +46,10 @@ export interface FieldTypeSpec {
   kind: 'attribute' | 'relationship';
   /** Properties in output order. A field with one property is rendered as that property's value. */
   properties: Record<string, PropertySpec>;
-  /** The property a filter path may leave out (`filter[name]` means `name.value`). */
+  /**
+   * The property a filter or sort path may leave out: `filter[name]` means `name.value`, and for
+   * compound fields too (`filter[notes]` means `notes.value`, as Drupal resolves a bare field name).
+   */
   mainProperty?: string;
 }
 
@@ -74,6 +77,7 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
       format: text('Text format'),
       processed: { column: 'text', schema: { type: 'string', title: 'Processed text' }, output: true },
     },
+    mainProperty: 'value',
   },
   fraction: {
     kind: 'attribute',
@@ -97,10 +101,12 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
       geohash: { ...text('Geohash'), derived: true },
       latlon: { ...text('LatLong Pair'), derived: true },
     },
+    mainProperty: 'value',
   },
   id_tag: {
     kind: 'attribute',
     properties: { id: text('ID of the tag'), type: text('Type of the tag'), location: text('Location of the tag') },
+    mainProperty: 'id',
   },
   inventory: {
     kind: 'attribute',

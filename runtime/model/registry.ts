@@ -4,6 +4,7 @@
  * included). Built once at start.
  */
 import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor } from './descriptor.ts';
+import { ConfigError } from '../config.ts';
 
 export interface ResourceType {
   /** `<entity_type>--<bundle>` */
@@ -28,7 +29,7 @@ export class ModelRegistry {
     this.model = model;
     const known = new Set(model.modules.map((m) => m.module));
     for (const m of enabledModules) {
-      if (!known.has(m)) throw new Error(`TILTH_MODULES names "${m}", which is not a module. Modules: ${[...known].join(', ') || 'none'}.`);
+      if (!known.has(m)) throw new ConfigError(`TILTH_MODULES names "${m}", which is not a module. Modules: ${[...known].join(', ') || 'none'}.`);
     }
     this.modules = [...enabledModules];
     const enabled = new Set(enabledModules);

@@ -59,7 +59,7 @@ export function parseAuthorizeRequest(req: Request): Partial<AuthorizeRequest> {
 }
 
 /** Check a parsed request; returns the client and the redirect URI, or throws AuthorizeRequestError. */
-export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest): Promise<{ client: Client; redirectUri: string }> {
+export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest, options: { farmClientRequiresPkce: boolean }): Promise<{ client: Client; redirectUri: string }> {
   const client = await findClient(db, areq.clientID);
   if (!client) throw new AuthorizeRequestError(new OAuthError('invalid_request', `There is no client "${areq.clientID}".`));
 
@@ -80,7 +80,7 @@ export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest)
   if (!allowsGrant(client, grant)) throw fail('unauthorized_client', `The client ${client.label} may not use the ${grant} grant.`);
 
   try {
-    areq.scopes = resolveScopes(parseScope(areq.scope), client.defaultScopes);
+    areq.scopes = resolveScopes(parseScope(areq.scope), client);
   } catch (error) {
     if (error instanceof OAuthError) throw new AuthorizeRequestError(error, client, redirectUri);
     throw error;
@@ -92,7 +92,9 @@ export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest)
       if (!S256_CHALLENGE.test(areq.codeChallenge)) throw fail('invalid_request', 'The code_challenge is not a base64url SHA-256 digest (43 characters).');
     } else if (areq.codeChallengeMethod !== undefined) {
       throw fail('invalid_request', 'A code_challenge_method was sent without a code_challenge.');
-    } else if (!client.confidential && client.clientId !== DEFAULT_CLIENT_ID) {
+    } else if (!client.confidential && (client.clientId !== DEFAULT_CLIENT_ID || options.farmClientRequiresPkce)) {
+      // The default client is exempt unless TILTH_FARM_CLIENT_REQUIRE_PKCE says otherwise: farmOS's
+      // is, and scripts written for it send no code_challenge.
       throw fail('invalid_request', `The public client ${client.label} must use PKCE: send code_challenge and code_challenge_method=S256.`);
     }
   } else {

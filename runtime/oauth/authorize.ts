@@ -13,13 +13,13 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import helmet from 'helmet';
 import type { OAuth2, OAuth2Server } from 'oauth2orize';
 import { OAuthError } from '../errors.ts';
-import { recordLogin, verifyCredentials, type UserAccount } from '../accounts/users.ts';
+import { recordLogin, type UserAccount } from '../accounts/users.ts';
 import { isRole, permissionsOfRoles, ROLE_LABELS, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import { findClient, type Client } from './clients.ts';
 import { AuthorizeRequestError, validateAuthorizeRequest, type AuthorizeRequest } from './authorize-request.ts';
 import { formBody, parseQuery } from './form.ts';
 import { asOAuthError } from './oauth-errors.ts';
-import { clientAddress, usernameKey } from './rate-limit.ts';
+import { clientAddress } from './rate-limit.ts';
 import { consentPage, errorPage, loginPage, STYLE_HASH, type ConsentScope } from './pages.ts';
 import { sessionOf, type LoginSessions } from './session.ts';
 import { noStore } from './token-endpoint.ts';
@@ -130,7 +130,7 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
 
   const authorization = server.authorization(
     (areq: unknown, done: (err: Error | null, client?: Client | false, redirectUri?: string) => void) => {
-      validateAuthorizeRequest(db, areq as AuthorizeRequest).then(
+      validateAuthorizeRequest(db, areq as AuthorizeRequest, { farmClientRequiresPkce: deps.ctx.config.farmClientRequiresPkce }).then(
         ({ client, redirectUri }) => done(null, client, redirectUri),
         (error: unknown) => (error instanceof AuthorizeRequestError ? done(error.error, error.client, error.redirectUri) : done(error as Error)),
       );
@@ -190,18 +190,15 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
       return renderLogin(req, res, returnTo, 403, 'The sign-in form expired or was not sent from this server’s own page. Please sign in again.');
     }
     const username = body.username ?? '';
-    const key = usernameKey(username);
-    const userWait = limiters.usernames.retryAfter(key);
-    if (userWait) return tooMany(req, res, userWait);
-    const account = username && body.password ? await verifyCredentials(db, username, body.password) : null;
-    if (account === null) {
-      if (username) limiters.usernames.hit(key);
+    const check = username && body.password ? await deps.ctx.passwords.login(db, username, body.password) : { outcome: 'wrong' as const, userId: null };
+    if (check.outcome === 'wait') return tooMany(req, res, check.seconds);
+    if (check.outcome === 'wrong') {
+      (res.locals.log ?? deps.ctx.logger).warn({ userId: check.userId }, 'failed sign-in on the login form');
       return renderLogin(req, res, returnTo, 200, 'The user name or password is wrong.', username);
     }
-    if (account === 'blocked') return renderLogin(req, res, returnTo, 200, 'This account is blocked.', username);
-    limiters.usernames.reset(key);
-    await recordLogin(db, account.id);
-    await sessions.start(req, res, account.id);
+    if (check.outcome === 'blocked') return renderLogin(req, res, returnTo, 200, 'This account is blocked.', username);
+    await recordLogin(db, check.account.id);
+    await sessions.start(req, res, check.account.id);
     res.redirect(303, returnTo);
   }, authorizeErrors);
 

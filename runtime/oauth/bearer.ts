@@ -47,6 +47,7 @@ export async function principalOfToken(db: Knex, token: string): Promise<Princip
     roles: user.roles,
     scopes: record.scopes,
     clientId: record.clientId,
+    tokenChainId: record.chainId,
     permissions: effectivePermissions(user.roles, record.scopes),
   };
 }
@@ -76,6 +77,7 @@ export function bearerAuthentication(db: Knex): RequestHandler {
         return next();
       }
       const refusal = refusals.get(req);
+      if (refusal) res.locals.log?.warn({ reason: refusal }, 'refused access token');
       if (refusal) return next(unauthorized(REFUSED[refusal], challenge('invalid_token', REFUSED[refusal])));
       // passport-http-bearer fails with status 400 for a header that is not "<scheme> <credentials>".
       if (status === 400) {

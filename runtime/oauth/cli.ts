@@ -1,23 +1,10 @@
 /** `tilth client create|list|delete`: registering OAuth clients. */
-import type { Knex } from 'knex';
 import type { Command } from '../cli/command.ts';
 import { requireOption, UsageError } from '../cli/command.ts';
-import { loadConfig } from '../config.ts';
-import { openDatabase } from '../storage/database.ts';
-import { assertMigrated } from '../storage/migrations.ts';
-import { loadGenerated } from '../generated.ts';
+import { withExistingDatabase } from '../cli/database.ts';
 import { SCOPES } from '../access/roles.ts';
 import { ClientError, createClient, deleteClient, GRANT_TYPES, listClients } from './clients.ts';
 
-async function withDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
-  const db = openDatabase(loadConfig());
-  try {
-    await assertMigrated(db.knex, (await loadGenerated()).migrations);
-    return await fn(db.knex);
-  } finally {
-    await db.close();
-  }
-}
 
 /** A repeatable option's values, each of which may also be a comma-separated list. */
 const list = (v: unknown): string[] =>
@@ -63,7 +50,7 @@ export const clientCommands: Command[] = [
       const grants = list(values.grant);
       if (!grants.length) throw new UsageError(`--grant is required: ${GRANT_TYPES.join(', ')}.`);
       return reporting(async () => {
-        const { client, secret, warnings } = await withDatabase((knex) =>
+        const { client, secret, warnings } = await withExistingDatabase((knex) =>
           createClient(knex, {
             clientId,
             label: typeof values.label === 'string' ? values.label : undefined,
@@ -87,7 +74,7 @@ export const clientCommands: Command[] = [
     usage: 'tilth client list',
     options: {} as Command['options'],
     async run() {
-      const { clients, userNames } = await withDatabase(async (knex) => {
+      const { clients, userNames } = await withExistingDatabase(async (knex) => {
         const clients = await listClients(knex);
         const ids = clients.map((c) => c.userId).filter((id): id is number => id !== null);
         const rows: Array<{ id: number; name: string }> = ids.length ? await knex('users').whereIn('id', ids).select('id', 'name') : [];
@@ -120,7 +107,7 @@ export const clientCommands: Command[] = [
     async run(values) {
       const clientId = requireOption(values, 'id');
       return reporting(async () => {
-        await withDatabase((knex) => deleteClient(knex, clientId));
+        await withExistingDatabase((knex) => deleteClient(knex, clientId));
         process.stdout.write(`Deleted the client "${clientId}" and its tokens.\n`);
       });
     },

@@ -12,6 +12,10 @@ export const GRANT_TYPES = ['authorization_code', 'implicit', 'password', 'clien
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 export const DEFAULT_CLIENT_ID = 'farm';
+/** farmOS's Field Kit signs in as this public client (farm_fieldkit), created at start unless TILTH_FIELDKIT_CLIENT=0. */
+export const FIELDKIT_CLIENT_ID = 'fieldkit';
+/** The first-party clients Tilth creates itself; they may ask for any scope. */
+const FIRST_PARTY_CLIENTS: readonly string[] = [DEFAULT_CLIENT_ID, FIELDKIT_CLIENT_ID];
 
 export interface Client {
   /** Row id, referenced by tokens. */
@@ -44,6 +48,16 @@ export function isGrantType(value: string): value is GrantType {
 
 export function allowsGrant(client: Client, grant: GrantType): boolean {
   return client.grantTypes.includes(grant);
+}
+
+/**
+ * The scopes a client may ask for: those it was registered with (`tilth client create --scope`).
+ * The first-party clients `farm` and `fieldkit` may ask for any: farmOS's consumers list none and
+ * take any role's scope (farmos-behaviour.md §6.2–6.3), and farmOS.js, farmOS.py and Field Kit
+ * ask them for one.
+ */
+export function registeredScopes(client: Client): readonly string[] {
+  return FIRST_PARTY_CLIENTS.includes(client.clientId) ? SCOPES : client.defaultScopes;
 }
 
 interface ClientRow {
@@ -227,6 +241,26 @@ export async function createClient(db: Knex, input: NewClient): Promise<{ client
     const client = await findClientByRowId(trx, id);
     return { client: client!, secret, warnings };
   });
+}
+
+/**
+ * Field Kit's client (farm_fieldkit's consumer): public, signing in with a password and keeping
+ * the session with refresh tokens. Created when `enabled` and missing; removed (with its tokens)
+ * when not, so that TILTH_FIELDKIT_CLIENT=0 really turns it off.
+ */
+export async function ensureFieldKitClient(db: Knex, enabled: boolean): Promise<void> {
+  const existing = await findClient(db, FIELDKIT_CLIENT_ID);
+  if (!enabled) {
+    if (existing) await db('oauth_clients').where('id', existing.id).delete();
+    return;
+  }
+  if (existing) return;
+  try {
+    await createClient(db, { clientId: FIELDKIT_CLIENT_ID, label: 'Field Kit', confidential: false, grantTypes: ['password', 'refresh_token'], defaultScopes: [USER_ACCESS_SCOPE] });
+  } catch (error) {
+    if (await findClient(db, FIELDKIT_CLIENT_ID)) return;
+    throw error;
+  }
 }
 
 /** Delete a client; its tokens and codes go with it. The default client cannot be deleted: it is recreated at every start. */

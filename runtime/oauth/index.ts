@@ -14,7 +14,7 @@ import express, { type RequestHandler, type Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { bearerAuthentication } from './bearer.ts';
 import { corsMiddleware } from './cors.ts';
-import { ensureDefaultClient } from './clients.ts';
+import { ensureDefaultClient, ensureFieldKitClient } from './clients.ts';
 import { createAuthorizationServer } from './authorization-server.ts';
 import { tokenEndpoint } from './token-endpoint.ts';
 import { revocationEndpoint } from './revoke.ts';
@@ -56,6 +56,11 @@ export function createOAuth(ctx: AppContext): OAuthComponents {
   router.post('/oauth/revoke', ...revocationEndpoint(deps));
   router.get('/.well-known/oauth-authorization-server', metadataHandler(ctx.config.baseUrl));
   router.use(authorizeRoutes(deps, server, sessions));
+  // Who this browser is signed in as, for the front door (the sign-in cookie is sent only under /oauth).
+  router.get('/oauth/session', async (req, res) => {
+    const session = await sessions.attach(req);
+    res.set('Cache-Control', 'no-store').json(session ? { signed_in: true, name: session.user.name } : { signed_in: false });
+  });
 
   return {
     router,
@@ -63,6 +68,7 @@ export function createOAuth(ctx: AppContext): OAuthComponents {
     cors: corsMiddleware(db),
     async bootstrap() {
       await ensureDefaultClient(db, ctx.config.baseUrl);
+      await ensureFieldKitClient(db, ctx.config.fieldKitClient);
       cookieKey = await loadCookieKey(db);
     },
   };

@@ -70,8 +70,8 @@ export interface TokenStore {
   /** Revoke every access and refresh token of a chain. */
   revokeChain(chainId: string): Promise<void>;
   revokeAccessToken(id: number): Promise<void>;
-  /** Revoke every token of a user (blocked, or a new password). */
-  revokeUser(userId: number): Promise<void>;
+  /** Revoke every token of a user (blocked, or a new password), but those of the chain `keepChainId`. */
+  revokeUser(userId: number, keepChainId?: string): Promise<void>;
   issueCode(code: NewCode, lifetime: number): Promise<string>;
   findCode(raw: string): Promise<CodeRecord | null>;
   /** Mark a code as used. False when it already was: a replay. */
@@ -158,9 +158,12 @@ export function tokenStore(db: Knex): TokenStore {
 
     revokeAccessToken: (id) => revokeWhere('oauth_access_tokens', 'id', id),
 
-    async revokeUser(userId) {
-      await revokeWhere('oauth_access_tokens', 'user_id', userId);
-      await revokeWhere('oauth_refresh_tokens', 'user_id', userId);
+    async revokeUser(userId, keepChainId) {
+      for (const table of ['oauth_access_tokens', 'oauth_refresh_tokens']) {
+        const q = db(table).where('user_id', userId).whereNull('revoked');
+        if (keepChainId) q.whereNot('chain_id', keepChainId);
+        await q.update({ revoked: now() });
+      }
     },
 
     async issueCode(code, lifetime) {

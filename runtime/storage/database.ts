@@ -1,11 +1,13 @@
 /**
  * Opens the database: PostgreSQL when DATABASE_URL is set, otherwise an SQLite file under
- * TILTH_DATA_DIR with WAL, foreign keys and a busy timeout. One Knex instance per process.
+ * TILTH_DATA_DIR with WAL, foreign keys, a busy timeout and `synchronous` as configured (FULL by
+ * default: a write is on disk before it is acknowledged). One Knex instance per process.
  */
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import { ConfigError } from '../config.ts';
 
 // Counts and bigints come back from PostgreSQL as strings by default; timestamps here are
 // Unix seconds and ids are far below 2^53, so read them as numbers.
@@ -20,7 +22,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(options: { databaseUrl: string | null; dataDir: string }): Database {
+export function openDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL' }): Database {
   if (options.databaseUrl) {
     const knex = knexFactory({
       client: 'pg',
@@ -29,7 +31,12 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     });
     return { knex, dialect: 'postgres', close: () => knex.destroy() };
   }
-  mkdirSync(options.dataDir, { recursive: true });
+  try {
+    mkdirSync(options.dataDir, { recursive: true });
+    accessSync(options.dataDir, constants.W_OK);
+  } catch (error) {
+    throw new ConfigError(`TILTH_DATA_DIR must be a directory Tilth can write to; ${options.dataDir} is not (${(error as NodeJS.ErrnoException).code}).`);
+  }
   const knex = knexFactory({
     client: 'better-sqlite3',
     connection: { filename: join(options.dataDir, 'tilth.sqlite') },
@@ -43,12 +50,32 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         conn.pragma('journal_mode = WAL');
         conn.pragma('foreign_keys = ON');
         conn.pragma('busy_timeout = 5000');
-        conn.pragma('synchronous = NORMAL');
+        conn.pragma(`synchronous = ${options.sqliteSynchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
         done(null, conn);
       },
     },
   });
   return { knex, dialect: 'sqlite', close: () => knex.destroy() };
+}
+
+/**
+ * Open a database that must already exist, for every command but serve and migrate: they alone
+ * may create one. Refuses (naming the setting that points there) a missing or empty one, so that
+ * a command run with the wrong settings does not quietly make a second, empty farm.
+ */
+export async function openExistingDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL' }): Promise<Database> {
+  const file = join(options.dataDir, 'tilth.sqlite');
+  const where = options.databaseUrl ? 'the database DATABASE_URL names' : `${file} (TILTH_DATA_DIR=${options.dataDir})`;
+  const fix = 'Start the server once (npm start) or run `npx tilth migrate` to create it, or point the setting at the database the server uses.';
+  if (!options.databaseUrl && (!existsSync(file) || statSync(file).size === 0)) throw new ConfigError(`There is no Tilth database at ${where}. ${fix}`);
+  const db = openDatabase(options);
+  try {
+    if (!(await db.knex.schema.hasTable('knex_migrations'))) throw new ConfigError(`${where} holds no Tilth data. ${fix}`);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  return db;
 }
 
 /**

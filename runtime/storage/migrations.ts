@@ -2,7 +2,16 @@
  * One migration list for both databases: the generated migrations (the data model) first, then
  * the runtime's own (accounts, tokens, revisions). Knex records each by name; a database that
  * records a name this code does not know was migrated by newer code and is refused.
+ *
+ * Applied migrations are checked, not trusted: the checksum of each migration's file is recorded
+ * when it is applied (tilth_migration_checksums), and a file that changed since is named and
+ * refused, at start and before migrating. Databases migrated before checksums existed have theirs
+ * recorded from the files as they are on the next `migrate`.
  */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
 
@@ -10,18 +19,68 @@ export interface GeneratedMigration {
   name: string;
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
+  /** The checksum generated/migrations/index.ts recorded when the file was written. */
+  checksum?: string;
+  /** The migration's source file (set by loadGenerated). */
+  file?: string;
 }
 
 interface NamedMigration {
   name: string;
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
+  file?: string;
 }
 
 const MIGRATIONS_TABLE = 'knex_migrations';
+const CHECKSUMS_TABLE = 'tilth_migration_checksums';
+const CORE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'core-migrations');
+const PROJECT_ROOT = join(CORE_DIR, '..', '..', '..');
 
 export function allMigrations(generated: GeneratedMigration[]): NamedMigration[] {
-  return [...generated.map((m) => ({ ...m, name: `model/${m.name}` })), ...coreMigrations.map((m) => ({ ...m, name: `core/${m.name}` }))];
+  return [
+    ...generated.map((m) => ({ ...m, name: `model/${m.name}` })),
+    ...coreMigrations.map((m) => ({ ...m, name: `core/${m.name}`, file: join(CORE_DIR, `${m.name}.ts`) })),
+  ];
+}
+
+/** The checksum of a migration file's text, as the generator computes it (emit/migrations.ts). */
+function fileChecksum(file: string): string | null {
+  if (!existsSync(file)) return null;
+  return createHash('sha256').update(readFileSync(file, 'utf8').replace(/\r\n/g, '\n')).digest('hex');
+}
+
+/** An applied migration's file changed after it was applied. */
+export class MigrationChecksumError extends Error {
+  constructor(files: string[]) {
+    super(
+      `${files.join(', ')} changed after ${files.length > 1 ? 'they were' : 'it was'} applied to this database. Applied migrations are never edited: ` +
+        `restore with \`git checkout -- ${files.join(' ')}\` (git log -p shows the change), and put new changes in a new migration.`,
+    );
+    this.name = 'MigrationChecksumError';
+  }
+}
+
+/** Refuse a database some of whose applied migrations no longer match their files. */
+async function assertChecksums(knex: Knex, migrations: NamedMigration[]): Promise<void> {
+  if (!(await knex.schema.hasTable(CHECKSUMS_TABLE))) return;
+  const recorded = new Map((await knex(CHECKSUMS_TABLE).select('name', 'checksum')).map((r: { name: string; checksum: string }) => [r.name, r.checksum]));
+  const changed = migrations.filter((m) => m.file && recorded.has(m.name) && fileChecksum(m.file) !== recorded.get(m.name)).map((m) => relative(PROJECT_ROOT, m.file!));
+  if (changed.length) throw new MigrationChecksumError(changed);
+}
+
+/** Record the checksum of every applied migration that has none yet. */
+async function recordChecksums(knex: Knex, migrations: NamedMigration[]): Promise<void> {
+  if (!(await knex.schema.hasTable(CHECKSUMS_TABLE))) {
+    await knex.schema.createTable(CHECKSUMS_TABLE, (t) => {
+      t.string('name', 255).primary();
+      t.string('checksum', 64).notNullable();
+    });
+  }
+  const applied = new Set((await knex(MIGRATIONS_TABLE).select('name')).map((r: { name: string }) => r.name));
+  const have = new Set((await knex(CHECKSUMS_TABLE).select('name')).map((r: { name: string }) => r.name));
+  const rows = migrations.filter((m) => applied.has(m.name) && !have.has(m.name) && m.file).map((m) => ({ name: m.name, checksum: fileChecksum(m.file!) })).filter((r) => r.checksum);
+  if (rows.length) await knex(CHECKSUMS_TABLE).insert(rows);
 }
 
 function source(migrations: NamedMigration[]): Knex.MigrationSource<NamedMigration> {
@@ -54,7 +113,10 @@ export async function migrationStatus(knex: Knex, generated: GeneratedMigration[
 export async function migrateLatest(knex: Knex, generated: GeneratedMigration[]): Promise<string[]> {
   const status = await migrationStatus(knex, generated);
   if (status.unknown.length) throw new MigrationMismatchError(status);
-  const [, log] = (await knex.migrate.latest({ migrationSource: source(allMigrations(generated)), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+  const migrations = allMigrations(generated);
+  await assertChecksums(knex, migrations);
+  const [, log] = (await knex.migrate.latest({ migrationSource: source(migrations), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+  await recordChecksums(knex, migrations);
   return log;
 }
 
@@ -74,4 +136,5 @@ export class MigrationMismatchError extends Error {
 export async function assertMigrated(knex: Knex, generated: GeneratedMigration[]): Promise<void> {
   const status = await migrationStatus(knex, generated);
   if (status.unknown.length || status.pending.length) throw new MigrationMismatchError(status);
+  await assertChecksums(knex, allMigrations(generated));
 }

@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { FieldDescriptor, EntityTypeDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
+import { RevisionStore } from './revisions.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -33,6 +34,8 @@ export interface EntityRecord {
   rt: ResourceType;
   /** Field name → item value (single) or array of item values (multiple). Only loaded fields are present. */
   values: Map<string, ItemValue | ItemValue[]>;
+  /** True when this is a past or named revision asked for with `?resourceVersion`: its links name the version. */
+  revisionView?: boolean;
 }
 
 /** SQL chunk size for IN lists; SQLite allows 32766 variables, PostgreSQL 65535. */
@@ -98,7 +101,12 @@ function propsFromItem(field: FieldDescriptor, item: ItemValue): Record<string, 
 }
 
 export class RecordStore {
-  constructor(private readonly registry: ModelRegistry) {}
+  /** The revisions of revisioned entity types (storage/revisions.ts). */
+  readonly revisions: RevisionStore;
+
+  constructor(readonly registry: ModelRegistry) {
+    this.revisions = new RevisionStore((name) => this.entityType(name));
+  }
 
   entityType(name: string): EntityTypeDescriptor {
     return this.registry.model.entityTypes[name]!;
@@ -239,7 +247,8 @@ export class RecordStore {
         if (hit) {
           ref.uuid = hit.uuid;
           ref.bundle = hit.bundle;
-          ref.revisionId = hit.revisionId;
+          // A revision's snapshot names the target revision it referenced then; keep that one.
+          if (ref.revisionId === undefined) ref.revisionId = hit.revisionId;
         }
       }
     }
@@ -302,6 +311,7 @@ export class RecordStore {
       for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
     }
     for (const part of chunks(ids)) await db(et.table).whereIn('id', part).delete();
+    if (et.revisionId) for (const part of chunks(ids)) await this.revisions.deleteOf(db, entityType, part);
   }
 
   private referenceCache = new Map<string, Array<{ table: string; column: string }>>();

@@ -266,6 +266,31 @@ test('delete, then the record is gone', async () => {
   assert.equal(term.status, 204);
 });
 
+test('a sensor: send the asset, post readings as its device does, read them back through farm.remote.request', async () => {
+  const sensor = await farm.asset.send(farm.asset.create({ type: 'asset--sensor', name: 'Soil probe' }));
+  assert.equal(sensor.type, 'asset--sensor');
+  assert.match(sensor.attributes.private_key, /^[0-9a-f]{32}$/, 'the server generated the key farmOS.js did not send');
+  assert.match(sensor.attributes.public_key, /^[0-9a-f]{32}$/);
+  // The device: plain JSON to the legacy listener URL with the private key.
+  const device = await fetch(`${server.url}/farm/sensor/listener/${sensor.attributes.public_key}?private_key=${sensor.attributes.private_key}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify([{ timestamp: 1700000000, moisture: 31.5 }, { timestamp: 1700003600, moisture: 30 }]),
+  });
+  assert.equal(device.status, 201);
+  // farmOS.js has no data stream helpers: its axios instance, with the user's bearer token.
+  const fetched = await farm.asset.fetch({ filter: { type: 'asset--sensor', id: sensor.id } });
+  const streamRef = fetched.data[0].relationships.data_stream;
+  assert.equal(streamRef.length, 1, 'the post created one data stream, linked to the sensor');
+  const stream = await farm.remote.request(`/api/data_stream/basic/${streamRef[0].id}`);
+  assert.equal(stream.data.data.attributes.name, 'moisture');
+  const readings = await farm.remote.request(`/api/data_stream/${streamRef[0].id}/data?start=1700000000&end=1700003600`);
+  assert.deepEqual(readings.data, [
+    { timestamp: 1700003600, moisture: '30' },
+    { timestamp: 1700000000, moisture: '31.5' },
+  ]);
+});
+
 test('before authorizing, farmOS.js sends `Bearer undefined`: a 401 the library surfaces as an error', async () => {
   let none: any = null;
   const anonymous = makeFarm(() => none, (t) => (none = t));

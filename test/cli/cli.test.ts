@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { freePort } from '../support/child-server.ts';
 import { ROOT } from '../support/project.ts';
 
 const BIN = join(ROOT, 'bin', 'tilth.js');
@@ -14,16 +14,6 @@ function tilth(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', ...env }, timeout: 60_000 });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 test('every command explains itself with --help', () => {
   const overview = tilth(['--help']);
@@ -67,13 +57,15 @@ test('serve --migrate (npm start) prints where it serves and the generated admin
   const dataDir = mkdtempSync(join(tmpdir(), 'tilth-start-'));
   const port = await freePort();
   const child = spawn(process.execPath, [BIN, 'serve', '--migrate'], {
-    env: { ...process.env, TILTH_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', TILTH_ADMIN_PASSWORD: '', TILTH_LOG_LEVEL: 'silent' },
+    // The start-up lines are log lines (info); the generated password is printed, never logged.
+    env: { ...process.env, TILTH_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', TILTH_ADMIN_PASSWORD: '', TILTH_LOG_LEVEL: 'info' },
   });
   try {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     const deadline = Date.now() + 30_000;
-    while (!/password: \S+/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // The start-up lines are log lines, written asynchronously: wait for both.
+    while (!(/password: \S+/.test(out) && /Tilth is serving/.test(out)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     assert.match(out, new RegExp(`serving .* at http://localhost:${port}/api`));
     const password = /password: (\S+)/.exec(out)![1]!;
     const token = await fetch(`http://127.0.0.1:${port}/oauth/token`, {

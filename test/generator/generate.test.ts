@@ -50,7 +50,7 @@ test('check mode names each stale and each extra file and writes nothing', async
     const rel = (p: string) => relative(project.root, join(project.root, p));
     assert.ok(result.changed.includes(rel('generated/schemas/log--activity.json')));
     assert.ok(result.changed.includes(rel('generated/schemas/log--harvest.json')), 'a changed definition makes its schema stale');
-    assert.ok(result.changed.some((f) => /generated\/migrations\/0002_add_log_grade(_and_more)?\.ts$/.test(f)), 'and needs a new migration');
+    assert.ok(result.changed.some((f) => /generated\/migrations\/\d{4}_add_log_grade(_and_more)?\.ts$/.test(f)), 'and needs a new migration');
     assert.deepEqual(result.removed, [rel('generated/stray.ts')]);
     assert.equal(project.read('generated/schemas/log--activity.json'), '{}\n', 'check mode writes nothing');
   } finally {

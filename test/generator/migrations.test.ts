@@ -4,6 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
 import { generate } from '../../generator/index.ts';
 import { scratchProject, type ScratchProject } from '../support/project.ts';
 import { startTestServer, createTestDatabase, ADMIN } from '../support/server.ts';
@@ -50,7 +51,8 @@ test('a new field and a new bundle migrate an existing database forward, keeping
       'entity_type: log\nbundle: pruning\nlabel: Pruning\ndescription: Pruning logs record trees and vines cut back.\nfields:\n  branches:\n    type: integer\n    label: Branches removed\n    min: 0\n',
     );
     const result = await generate({ root: after_.root });
-    assert.match(result.migrationAdded ?? '', /^0002_/);
+    // The next number after the committed migrations.
+    assert.match(result.migrationAdded ?? '', new RegExp(`^${String(readdirSync(join(before.root, 'generated/migrations')).filter((f) => /^\d{4}_/.test(f)).length + 1).padStart(4, '0')}_`));
     assert.equal(after_.read('generated/migrations/0001_initial.ts'), before.read('generated/migrations/0001_initial.ts'), 'the applied migration is untouched');
 
     // 3. The new code refuses the old database until it is migrated, and names the command.

@@ -52,7 +52,7 @@ async function newPage(): Promise<{ page: Page; violations: string[] }> {
 }
 
 test('allow: the browser lands on the loopback redirect with code and state; the code becomes tokens', async () => {
-  const { client } = await addClient(server, { label: 'Field Notebook', confidential: false, grantTypes: ['authorization_code', 'refresh_token'], redirectUris: ['http://127.0.0.1/callback'] });
+  const { client } = await addClient(server, { label: 'Field Notebook', confidential: false, grantTypes: ['authorization_code', 'refresh_token'], redirectUris: ['http://127.0.0.1/callback'], defaultScopes: ['farm_worker'] });
   const worker = await addUser(server, ['farm_worker']);
   const { verifier, challenge } = pkce();
   const redirectUri = `${callbackBase}/callback`;

@@ -33,7 +33,8 @@ test('a confidential client gets an access token (no refresh token) acting as it
 
 test('a requested scope is granted as asked; a scope beyond the user’s roles adds nothing', async () => {
   const viewer = await addUser(server, ['farm_viewer']);
-  const { client, secret } = await addClient(server, { confidential: true, grantTypes: ['client_credentials'], userName: viewer.name });
+  // Registered for farm_manager: a client may ask only for its registered scopes (attacks.test.ts).
+  const { client, secret } = await addClient(server, { confidential: true, grantTypes: ['client_credentials'], userName: viewer.name, defaultScopes: ['farm_manager'] });
   const res = await token(server, { grant_type: 'client_credentials', scope: 'farm_manager' }, { Authorization: basic(client.clientId, secret!) });
   assert.equal(res.status, 200);
   assert.equal(res.body.scope, 'farm_manager');

@@ -56,8 +56,36 @@ test('errors are read from the JSON error member: invalid_grant, invalid_client,
   const basicFarm = { Authorization: `Basic ${Buffer.from('farm:').toString('base64')}` };
   const wrong = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=wrong&scope=farm_manager`, basicFarm);
   assert.equal(wrong.body.error, 'invalid_grant');
-  const client = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_manager`, { Authorization: `Basic ${Buffer.from('fieldkit:').toString('base64')}` });
+  const client = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_manager`, { Authorization: `Basic ${Buffer.from('no-such-client:').toString('base64')}` });
   assert.equal(client.body.error, 'invalid_client');
   const scope = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_owner`, basicFarm);
   assert.equal(scope.body.error, 'invalid_scope');
+});
+
+test('a sensor: farm.asset.send("sensor", …), readings posted by its device, read back with the session', async () => {
+  const token = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_manager`, { Authorization: `Basic ${Buffer.from('farm:').toString('base64')}` });
+  const bearer = { Authorization: `Bearer ${token.body.access_token}`, 'User-Agent': PY_HEADERS['User-Agent'] };
+  // farm.asset.send('sensor', {'attributes': {'name': …}}): POST api/asset/sensor, Accept */*.
+  const sent = await fetch(`${server.url}/api/asset/sensor`, {
+    method: 'POST',
+    headers: { ...bearer, Accept: '*/*', 'Content-Type': 'application/vnd.api+json' },
+    body: JSON.stringify({ data: { type: 'asset--sensor', attributes: { name: 'Weather station' } } }),
+  });
+  assert.equal(sent.status, 201);
+  const sensor = ((await sent.json()) as any).data;
+  // The station: requests.post(url, json={...}) with the private key.
+  const post = await fetch(`${server.url}/asset/${sensor.id}/data/basic?private_key=${sensor.attributes.private_key}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'User-Agent': PY_HEADERS['User-Agent'], Accept: '*/*' },
+    body: JSON.stringify({ timestamp: 1700000000, temperature: 12.5, humidity: 80 }),
+  });
+  assert.equal(post.status, 201);
+  // farm.resource.get('data_stream', 'basic') lists the streams the post created.
+  const streams = await fetch(`${server.url}/api/data_stream/basic?filter%5Bname%5D=temperature`, { headers: { ...bearer, Accept: '*/*' } });
+  const stream = ((await streams.json()) as any).data[0];
+  assert.equal(stream.attributes.name, 'temperature');
+  // farm.session.http_request('api/data_stream/<id>/data', params=…): raise_for_status passes.
+  const data = await fetch(`${server.url}/api/data_stream/${stream.id}/data?start=1700000000&limit=10`, { headers: { ...bearer, Accept: '*/*' } });
+  assert.equal(data.status, 200);
+  assert.deepEqual(await data.json(), [{ timestamp: 1700000000, temperature: '12.5' }]);
 });

@@ -8,7 +8,8 @@ import { addClient, addUser, api, passwordGrant, token } from './helpers.ts';
 
 let server: TestServer;
 before(async () => {
-  server = await startTestServer();
+  // Replays here come after the grace window (none); the window itself: attacks.test.ts.
+  server = await startTestServer({ env: { TILTH_REFRESH_REUSE_GRACE: '0' } });
 });
 after(() => server.close());
 

@@ -1,6 +1,7 @@
 /**
  * Compiles parsed filters and sorts into one SQL query over the entity table (alias `e`), with
- * EXISTS sub-queries for multi-valued fields and relationship paths, so no join multiplies rows
+ * `IN (sub-query)` semi-joins for multi-valued fields and relationship paths (and correlated
+ * sub-queries for sorts through them), so no join multiplies rows
  * and every lookup can use an index (bundle-first indexes, side-table indexes on value and
  * target). Works the same on SQLite and PostgreSQL.
  *

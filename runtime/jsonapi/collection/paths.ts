@@ -74,7 +74,7 @@ export function resolvePath(registry: ModelRegistry, rt: ResourceType, path: str
       const names = [...new Set(types.flatMap((t) => [...t.fieldsByName.keys()]))].sort();
       throw badParameter(parameter, `Invalid ${verb} path "${path}": "${segment}" is not a field of ${types.length === 1 ? types[0]!.type : `any of ${types.map((t) => t.type).join(', ')}`}. Fields: id, ${names.join(', ')}.`);
     }
-    if (!fieldFilterable(field, principal)) throw forbidden(`The current user is not authorized to ${verb} by "${here}".`);
+    if (!fieldFilterable(field, principal, et)) throw forbidden(`The current user is not authorized to ${verb} by "${here}".`);
     if (field.computed) {
       throw badParameter(parameter, `Invalid ${verb} path "${path}": "${segment}" is computed from other records and cannot be used to ${verb} (yet).`);
     }
@@ -94,13 +94,16 @@ export function resolvePath(registry: ModelRegistry, rt: ResourceType, path: str
       if (!types.length) throw badParameter(parameter, `Invalid ${verb} path "${path}": ${segment} cannot point at any resource type that is switched on.`);
       continue;
     }
-    // An attribute: single-property fields elide the property; compound ones must name it.
+    // An attribute: single-property fields elide the property; compound ones name it, or mean
+    // their main property when they do not (`notes` is `notes.value`), as Drupal resolves them.
     const spec = FIELD_TYPE_SPECS[field.type];
     const props = Object.entries(spec.properties).filter(([, p]) => !p.output).map(([name]) => name);
     const rest = segments.slice(i + 1);
     let property: string;
     if (spec.mainProperty && props.length === 1) {
       if (rest.length) throw badParameter(parameter, `Invalid ${verb} path "${path}": "${segment}" has a single value; leave out ".${rest.join('.')}".`);
+      property = spec.mainProperty;
+    } else if (spec.mainProperty && rest.length === 0) {
       property = spec.mainProperty;
     } else {
       if (rest.length !== 1 || !props.includes(rest[0]!)) {

@@ -7,7 +7,9 @@ import { assertMayOnType } from '../../access/policy.ts';
 import { QueryCompiler } from '../collection/compile.ts';
 import { fetchPage } from '../collection/page.ts';
 import { buildQueryString } from '../query/build-query-string.ts';
-import type { JsonApiQuery } from '../query/index.ts';
+import { RESOURCE_VERSION_PARAMETER, type JsonApiQuery } from '../query/index.ts';
+import { badParameter } from '../../errors.ts';
+import { exportFormat, sendExport } from '../export.ts';
 
 /** An absolute link to this collection with `page` replaced and every other parameter kept. */
 function pageLink(s: JsonApiServices, req: Request, query: JsonApiQuery, page: Record<string, string>): { href: string } {
@@ -22,7 +24,14 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const principal = principalOf(res);
     const rt = route.resourceType;
     const query = s.query(req, rt);
+    // As Drupal: a collection is of current revisions, which `rel:` names; an `id:` names none.
+    if (query.resourceVersion?.kind === 'id') {
+      throw badParameter(RESOURCE_VERSION_PARAMETER, 'Collection resources only support the following resource version identifiers: rel:latest-version, rel:working-copy');
+    }
     assertMayOnType(principal, rt.entityType, 'view', `${rt.type} resources`);
+    // CSV, GeoJSON or KML: the whole filtered collection, streamed (export.ts).
+    const format = exportFormat(req, query);
+    if (format) return sendExport(s, compiler, res, rt, query, principal, format);
     const { page } = query;
     const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal);
     const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, principal);

@@ -16,9 +16,11 @@ export function createHandler(s: JsonApiServices): RouteHandler {
       throw forbidden('Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.', { pointer: '/data' });
     }
     s.requireJsonApiBody(req);
+    // Passwords are hashed before the transaction opens: argon2 takes its time.
+    const hashed = await s.entities.hashSecrets(s.knex, rt, req.body, principal, null);
     const { doc, location } = await s.knex.transaction(async (trx) => {
       const input = await s.input.read(trx, rt, req.body);
-      const { id, uuid } = await s.entities.create(trx, rt, input, principal);
+      const { id, uuid } = await s.entities.create(trx, rt, input, principal, hashed);
       const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null, principal);
       const location = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
       return { doc: await s.document(trx, record!, principal, query, { self: { href: location } }), location };

@@ -1,7 +1,8 @@
 /**
  * File uploads (spec "Files"; farmos-behaviour.md §5): `POST /api/<e>/<b>/<field>` stores a file
  * to be referenced later; `POST /api/<e>/<b>/<uuid>/<field>` stores it and adds it to that record's
- * field. Bodies are raw bytes (application/octet-stream), streamed to disk; and
+ * field. Bodies are raw bytes (application/octet-stream), streamed to disk before any transaction
+ * opens (files/storage.ts), image fields' contents checked with file-type; and
  * `GET /system/files/<path>` downloads a file with the same bearer token.
  */
 import express, { type Request, type Router } from 'express';
@@ -14,11 +15,15 @@ import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeOf } from '
 import { ApiError, forbidden, notFound, unsupportedMediaType, ValidationError } from '../../errors.ts';
 import type { Db, ItemValue, Reference } from '../../storage/records.ts';
 import { extname } from 'node:path';
+import { fileTypeFromFile } from 'file-type';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/octet-stream') throw unsupportedMediaType(`File uploads need "Content-Type: application/octet-stream"${type ? `, not "${type}"` : ''}.`);
 }
+
+/** What an image's first bytes must say, by the extensions farmOS allows on image fields. */
+const IMAGE_TYPES: Record<string, string> = { png: 'image/png', gif: 'image/gif', jpg: 'image/jpeg', jpeg: 'image/jpeg' };
 
 export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew: RouteHandler; upload: RouteHandler } {
   const fileType = () => {
@@ -27,8 +32,8 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
     return rt;
   };
 
-  /** Check the request, stream the bytes to disk, and create the file record inside `trx`. */
-  async function store(trx: Db, req: Request, route: MatchedRoute, permanent: boolean, principal: Principal): Promise<{ id: number; path: string }> {
+  /** The file name of an upload, checked against the field's extensions before any byte is read. */
+  function checkedName(req: Request, route: MatchedRoute): string {
     const field = route.field!;
     const filename = filenameFromDisposition(req.headers['content-disposition'] as string | undefined);
     const allowed = ALLOWED_EXTENSIONS[field.type as 'file' | 'image'];
@@ -36,22 +41,54 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
     if (!allowed.includes(ext)) {
       throw new ValidationError([{ pointer: '/data', detail: `${field.name}: file validation failed: only files with the extensions ${allowed.join(' ')} are allowed, not "${filename}".` }]);
     }
-    const saved = await files.save(req, route.resourceType.entityType.entityType, filename);
+    return filename;
+  }
+
+  /**
+   * Receive the bytes with no transaction open (a slow client holds up nobody), and check an
+   * image's content. The caller attaches the result in a short transaction, then discards it.
+   */
+  async function receive(req: Request, route: MatchedRoute, filename: string): Promise<{ tmp: string; size: number }> {
+    const received = await files.receive(req);
+    const field = route.field!;
+    if (field.type === 'image') {
+      const expected = IMAGE_TYPES[extname(filename).slice(1).toLowerCase()];
+      const found = await fileTypeFromFile(received.tmp).catch(() => undefined);
+      if (!found || found.mime !== expected) {
+        files.discard(received.tmp);
+        throw new ValidationError([{ pointer: '/data', detail: `${field.name}: file validation failed: "${filename}" is ${found ? `a ${found.mime} file` : 'not an image'}, not the ${expected} its name says.` }]);
+      }
+    }
+    return received;
+  }
+
+  /** Place a received file and create its record inside `trx`; the placed file goes if the transaction fails. */
+  async function attach(trx: Db, received: { tmp: string; size: number }, route: MatchedRoute, filename: string, permanent: boolean, principal: Principal, placed: string[]): Promise<number> {
+    const path = files.place(received.tmp, route.resourceType.entityType.entityType, filename);
+    placed.push(path);
+    // Drupal names the file after where it was stored (renamed when the name was taken).
+    const stored = path.slice(path.lastIndexOf('/') + 1);
+    const values = new Map<string, ItemValue | ItemValue[]>([
+      ['filename', stored],
+      ['filemime', mimeOf(filename)],
+      ['filesize', received.size],
+      ['status', permanent],
+      ['path', path],
+    ]);
+    const { id } = await s.entities.create(trx, fileType(), { values, secrets: new Map() }, principal);
+    return id;
+  }
+
+  /** Run `work` in a transaction; on failure, remove what it placed on disk; always drop the temporary file. */
+  async function inTransaction<T>(received: { tmp: string }, work: (trx: Db, placed: string[]) => Promise<T>): Promise<T> {
+    const placed: string[] = [];
     try {
-      // Drupal names the file after where it was stored (renamed when the name was taken).
-      const stored = saved.path.slice(saved.path.lastIndexOf('/') + 1);
-      const values = new Map<string, ItemValue | ItemValue[]>([
-        ['filename', stored],
-        ['filemime', mimeOf(filename)],
-        ['filesize', saved.size],
-        ['status', permanent],
-        ['path', saved.path],
-      ]);
-      const { id } = await s.entities.create(trx, fileType(), { values, secrets: new Map() }, principal);
-      return { id, path: saved.path };
+      return await s.knex.transaction((trx) => work(trx, placed));
     } catch (error) {
-      files.remove(saved.path);
+      for (const path of placed) files.remove(path);
       throw error;
+    } finally {
+      files.discard(received.tmp);
     }
   }
 
@@ -61,8 +98,10 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const rt = route.resourceType;
       assertMayOnType(principal, rt.entityType, 'create', `files for ${rt.type}`);
       requireOctetStream(req);
-      const doc = await s.knex.transaction(async (trx) => {
-        const { id } = await store(trx, req, route, false, principal);
+      const filename = checkedName(req, route);
+      const received = await receive(req, route, filename);
+      const doc = await inTransaction(received, async (trx, placed) => {
+        const id = await attach(trx, received, route, filename, false, principal, placed);
         const [record] = await s.loader.load(trx, 'file', [id], null, principal);
         return s.document(trx, record!, principal, { ...s.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } });
       });
@@ -74,11 +113,18 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const rt = route.resourceType;
       const field = route.field!;
       requireOctetStream(req);
-      const doc = await s.knex.transaction(async (trx) => {
-        const host = await s.find(trx, rt, route.id, principal);
+      // Access is checked before the bytes are read, and again in the transaction that attaches them.
+      const mayAttach = (host: Awaited<ReturnType<typeof s.find>>) => {
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
         s.assertMayOnRecord(principal, host, 'update');
-        const { id } = await store(trx, req, route, true, principal);
+      };
+      mayAttach(await s.find(s.knex, rt, route.id, principal));
+      const filename = checkedName(req, route);
+      const received = await receive(req, route, filename);
+      const doc = await inTransaction(received, async (trx, placed) => {
+        const host = await s.find(trx, rt, route.id, principal);
+        mayAttach(host);
+        const id = await attach(trx, received, route, filename, true, principal, placed);
         const ref: Reference = { targetId: id, meta: {} };
         const current = host.values.get(field.name);
         const next = field.multiple ? [...((current as ItemValue[] | undefined) ?? []), ref] : ref;
@@ -107,8 +153,13 @@ export function fileDownloadRoutes(s: JsonApiServices, files: FileStore): Router
     const full = row ? files.absolute(path) : null;
     if (!row || !full) throw notFound('There is no such file.');
     res.setHeader('Content-Type', row.filemime ?? 'application/octet-stream');
-    res.setHeader('Content-Disposition', `attachment; filename="${String(row.filename).replace(/["\\\r\n]/g, '_')}"`);
+    // RFC 6266: an ASCII fallback, and the real name as UTF-8 (a raw non-ASCII header value is refused by Node).
+    const name = String(row.filename);
+    const fallback = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+    res.setHeader('Content-Disposition', `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`);
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Private files: no shared cache (a proxy, a CDN) may keep a copy, nor the browser's disk.
+    res.setHeader('Cache-Control', 'private, no-store');
     await new Promise<void>((resolve, reject) => res.sendFile(full, { dotfiles: 'allow' }, (err) => (err ? reject(notFound('There is no such file.')) : resolve())));
   });
   return router;

@@ -11,14 +11,16 @@ import { collectionHandler } from './collection.ts';
 import { relationshipHandlers } from './relationships.ts';
 import { fileHandlers, fileDownloadRoutes } from './files.ts';
 import { FileStore } from '../../files/storage.ts';
+import { revisionHistoryRoutes } from './revision-history.ts';
 import type { Router } from 'express';
+import type { ConfigCatalogue } from '../config-resources.ts';
 
-export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { handlers: Record<HandlerName, RouteHandler>; downloads: Router } {
+export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { handlers: Record<HandlerName, RouteHandler>; downloads: Router; revisionHistory: Router; configs: ConfigCatalogue } {
   const self = (path: string) => `${ctx.config.baseUrl}${path}`;
   const services = new JsonApiServices(ctx);
   const individual = individualHandlers(services);
   const relationships = relationshipHandlers(services);
-  const files = new FileStore(ctx.config.dataDir);
+  const files = new FileStore(ctx.config.dataDir, { maxBytes: ctx.config.uploadMaxBytes, stallMs: ctx.config.bodyTimeoutSeconds * 1000 });
   const uploads = fileHandlers(services, files);
   const handlers: Record<HandlerName, RouteHandler> = {
     'schema.resource': (_req, res, route) => {
@@ -46,5 +48,5 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { h
     'file.upload': uploads.upload,
     'file.uploadNew': uploads.uploadNew,
   };
-  return { handlers, downloads: fileDownloadRoutes(services, files) };
+  return { handlers, downloads: fileDownloadRoutes(services, files), revisionHistory: revisionHistoryRoutes(services), configs: services.configs };
 }

@@ -4,7 +4,7 @@ import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../http/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { badRequest } from '../../errors.ts';
-import { readDataMember } from '../input.ts';
+import { readDataMember, UUID } from '../input.ts';
 
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
@@ -18,6 +18,9 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const rt = route.resourceType;
       const query = s.query(req, rt);
       s.requireJsonApiBody(req);
+      // Passwords are checked and hashed before the transaction opens: argon2 takes its time.
+      const target = route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
+      const hashed = await s.entities.hashSecrets(s.knex, rt, req.body, principal, target?.id ?? null);
       const doc = await s.knex.transaction(async (trx) => {
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         const record = await s.find(trx, rt, route.id, principal);
@@ -29,7 +32,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
           throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${String(data.id)}).`, { pointer: '/data/id' });
         }
         const input = await s.input.read(trx, rt, req.body);
-        await s.entities.update(trx, record, input, principal);
+        await s.entities.update(trx, record, input, principal, hashed);
         const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
         return s.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
       });
@@ -43,7 +46,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         const record = await s.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
         s.assertMayOnRecord(principal, record, 'delete');
-        await s.entities.delete(trx, record);
+        await s.entities.delete(trx, record, principal);
       });
       res.status(204).end();
     },

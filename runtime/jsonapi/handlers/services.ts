@@ -10,23 +10,27 @@ import { InputReader, UUID } from '../input.ts';
 import { EntityService } from '../../entities/service.ts';
 import { LogGeometry } from '../../farm/log-geometry.ts';
 import { loadIncluded, validateIncludes } from '../include.ts';
-import { notFound, unsupportedMediaType, forbidden } from '../../errors.ts';
+import { ConfigCatalogue, type ConfigResource } from '../config-resources.ts';
+import { notFound, unsupportedMediaType, forbidden, badParameter } from '../../errors.ts';
 import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendDocument } from '../document.ts';
 import { assertMayOnType, mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
 import { principalOf } from '../../http/principal.ts';
-import { parseJsonApiQuery, type JsonApiQuery } from '../query/index.ts';
+import { parseJsonApiQuery, RESOURCE_VERSION_PARAMETER, type JsonApiQuery, type ResourceVersion } from '../query/index.ts';
 
 export class JsonApiServices {
   readonly loader: RecordLoader;
   readonly serializer: Serializer;
   readonly input: InputReader;
   readonly entities: EntityService;
+  /** Log types, vocabularies, roles… served read-only (config-resources.ts). */
+  readonly configs: ConfigCatalogue;
 
   constructor(readonly ctx: AppContext) {
     this.loader = new RecordLoader(ctx.registry, ctx.config.baseUrl);
     this.serializer = new Serializer(ctx);
     this.input = new InputReader(ctx.registry);
-    this.entities = new EntityService(this.loader.store, new LogGeometry(this.loader));
+    this.configs = new ConfigCatalogue(ctx);
+    this.entities = new EntityService(this.loader.store, new LogGeometry(this.loader), ctx.passwords);
   }
 
   get knex() {
@@ -38,6 +42,10 @@ export class JsonApiServices {
     const url = req.originalUrl;
     const i = url.indexOf('?');
     const query = parseJsonApiQuery(i < 0 ? '' : url.slice(i + 1));
+    if (query.resourceVersion && req.method !== 'GET' && req.method !== 'HEAD') {
+      // Drupal's answer: a version can be read, not written to.
+      throw badParameter(RESOURCE_VERSION_PARAMETER, `${req.method} requests with a \`${RESOURCE_VERSION_PARAMETER}\` query parameter are not supported.`);
+    }
     if (rt && query.include.length) validateIncludes(this.ctx.registry, rt, query.include);
     return query;
   }
@@ -67,9 +75,32 @@ export class JsonApiServices {
     const principal = principalOf(res);
     const query = this.query(req, options.validateIncludes === false ? undefined : rt);
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-    const record = await this.find(this.knex, rt, id, principal, options.fieldsets && query.fields.size ? query.fields : null);
+    const fieldsets = options.fieldsets && query.fields.size ? query.fields : null;
+    const record = await this.find(this.knex, rt, id, principal, fieldsets);
     this.assertMayOnRecord(principal, record, 'view');
-    return { principal, query, record };
+    if (!query.resourceVersion) return { principal, query, record };
+    return { principal, query, record: await this.version(record, query.resourceVersion, fieldsets) };
+  }
+
+  /**
+   * The revision `?resourceVersion` asks for, as Drupal's VersionNegotiator finds it: `rel:…`
+   * is the current revision (Tilth has no drafts or moderation, so the latest version and the
+   * working copy are both the current one); `id:<n>` is that revision of this record, or 404.
+   * Reading a revision needs what reading the record needs, checked before.
+   */
+  async version(current: EntityRecord, version: ResourceVersion, fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord> {
+    const rt = current.rt;
+    if (!rt.entityType.revisionId) {
+      throw badParameter(RESOURCE_VERSION_PARAMETER, `${rt.type} resources keep no revisions: remove the ${RESOURCE_VERSION_PARAMETER} parameter.`);
+    }
+    const missing = () => notFound(`The requested version, identified by \`${version.identifier}\`, could not be found.`, { parameter: RESOURCE_VERSION_PARAMETER });
+    if (version.kind === 'rel' || version.revisionId === current.revisionId) {
+      if (current.revisionId === null) throw missing();
+      return { ...current, revisionView: true };
+    }
+    const revision = await this.loader.store.revisions.find(this.knex, rt.entityType.entityType, current.id, version.revisionId);
+    if (!revision) throw missing();
+    return this.loader.loadRevision(this.knex, current, revision, fieldsets);
   }
 
   assertMayOnRecord(principal: Principal, record: EntityRecord, op: 'view' | 'update' | 'delete'): void {
@@ -92,16 +123,36 @@ export class JsonApiServices {
     const render = (r: EntityRecord): ResourceObject => this.serializer.resourceObject(r, principal, query.fields.get(r.rt.type));
     const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: Array.isArray(data) ? list.map(render) : data ? render(data) : null };
     if (query.include.length) {
-      const included = await loadIncluded(db, this.loader, list, query.include, principal);
-      doc.included = included.map(render);
+      const { records, levels } = await loadIncluded(db, this.loader, list, query.include, principal);
+      doc.included = [...records.map(render), ...this.configIncludes(levels, query.include, principal)];
     }
     if (meta) doc.meta = meta;
     doc.links = links;
     return doc;
   }
 
+  /** The configuration resources (log types, vocabularies, roles…) include paths end on, once each. */
+  private configIncludes(levels: Map<string, EntityRecord[]>, paths: string[][], principal: Principal): ConfigResource[] {
+    const out = new Map<string, ConfigResource>();
+    for (const path of paths) {
+      const segment = path[path.length - 1]!;
+      for (const record of levels.get(path.slice(0, -1).join('.')) ?? []) {
+        const resource = this.serializer.resourceObject(record, principal, new Set([segment]));
+        const data = (resource.relationships[segment] as { data?: unknown } | undefined)?.data;
+        for (const ref of [data ?? []].flat() as Array<{ type: string; id: string }>) {
+          const hit = this.configs.find(principal, ref.type, ref.id);
+          if (hit) out.set(`${hit.type}:${hit.id}`, hit);
+        }
+      }
+    }
+    return [...out.values()];
+  }
+
   send(res: Response, status: number, doc: unknown): void {
-    sendDocument(res, status, doc);
+    // Reads only: the answer to a write is the record just saved, and a committed write must not
+    // turn into an error.
+    const read = res.req.method === 'GET' || res.req.method === 'HEAD';
+    sendDocument(res, status, doc, read ? this.ctx.config.responseMaxBytes : Infinity);
   }
 
   selfLink(req: Request): { href: string } {

@@ -267,6 +267,9 @@ function checkMembership(entries: Entry[]): void {
 }
 
 /** Attach every entry to its group, keeping the order of the query string. */
+/** The deepest nesting of filter groups accepted (farmOS.js nests two or three). */
+export const MAX_FILTER_DEPTH = 10;
+
 function assemble(entries: Entry[]): FilterGroup {
   const children = new Map<string, Entry[]>();
   for (const entry of entries) {
@@ -274,11 +277,14 @@ function assemble(entries: Entry[]): FilterGroup {
     if (siblings) siblings.push(entry);
     else children.set(entry.memberOf, [entry]);
   }
-  const build = (key: string, conjunction: 'AND' | 'OR'): FilterGroup => ({
-    kind: 'group',
-    key,
-    conjunction,
-    members: (children.get(key) ?? []).map((entry) => (entry.kind === 'condition' ? entry.condition : build(entry.key, entry.conjunction))),
-  });
-  return build(ROOT_GROUP_KEY, 'AND');
+  const build = (key: string, conjunction: 'AND' | 'OR', depth: number): FilterGroup => {
+    if (depth > MAX_FILTER_DEPTH) throw fail(`filter[${key}]`, key, `Filter groups are nested more than ${MAX_FILTER_DEPTH} deep.`);
+    return {
+      kind: 'group',
+      key,
+      conjunction,
+      members: (children.get(key) ?? []).map((entry) => (entry.kind === 'condition' ? entry.condition : build(entry.key, entry.conjunction, depth + 1))),
+    };
+  };
+  return build(ROOT_GROUP_KEY, 'AND', 0);
 }

@@ -6,6 +6,9 @@
 import { badParameter } from '../../errors.ts';
 import { pathProblem } from './path.ts';
 
+/** The most relationship paths one request may include (each is at least one query). */
+export const MAX_INCLUDE_PATHS = 20;
+
 /**
  * Parse `include` into paths split into segments, in order and without duplicates. Absent or
  * empty gives no includes (Drupal treats `include=` as none); an empty item or segment is a 400.
@@ -18,7 +21,9 @@ export function parseInclude(param: unknown): string[][] {
   }
   const seen = new Set<string>();
   const paths: string[][] = [];
-  for (const item of param.split(',')) {
+  const items = param.split(',');
+  if (items.length > MAX_INCLUDE_PATHS) throw badParameter('include', `The include parameter lists ${items.length} paths; at most ${MAX_INCLUDE_PATHS} are allowed.`);
+  for (const item of items) {
     const problem = pathProblem(item.trim());
     if (problem) throw badParameter('include', `The include path ${problem}.`);
     const segments = item.split('.').map((segment) => segment.trim());

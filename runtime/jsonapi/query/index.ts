@@ -10,18 +10,22 @@ import { parseInclude } from './include.ts';
 import { parsePage, type PageRequest } from './page.ts';
 import { parseQueryString, type QueryObject } from './query-string.ts';
 import { parseSort, type SortField } from './sort.ts';
+import { parseResourceVersion, RESOURCE_VERSION_PARAMETER, type ResourceVersion } from './resource-version.ts';
 
 export { buildQueryString } from './build-query-string.ts';
 export { parseFields } from './fields.ts';
-export { FILTER_OPERATORS, ROOT_GROUP_KEY, parseFilter } from './filter.ts';
+export { FILTER_OPERATORS, MAX_FILTER_DEPTH, ROOT_GROUP_KEY, parseFilter } from './filter.ts';
 export type { FilterCondition, FilterGroup, FilterOperator } from './filter.ts';
-export { parseInclude } from './include.ts';
+export { MAX_INCLUDE_PATHS, parseInclude } from './include.ts';
+export { MAX_PATH_SEGMENTS } from './path.ts';
 export { MAX_CURSOR_LENGTH, MAX_PAGE_LIMIT, parsePage } from './page.ts';
 export type { PageRequest } from './page.ts';
 export { MAX_DEPTH, MAX_PARAMETERS, parseQueryString } from './query-string.ts';
 export type { QueryObject, QueryValue } from './query-string.ts';
 export { parseSort } from './sort.ts';
 export type { SortField } from './sort.ts';
+export { parseResourceVersion, RESOURCE_VERSION_PARAMETER } from './resource-version.ts';
+export type { ResourceVersion } from './resource-version.ts';
 
 /** The query parameters JSON:API reserves for itself. */
 export const RESERVED_PARAMETERS: readonly string[] = ['filter', 'sort', 'page', 'fields', 'include'];
@@ -41,6 +45,8 @@ export interface JsonApiQuery {
   fields: Map<string, Set<string>>;
   /** Custom parameters (names with a character other than a-z), e.g. `resourceVersion`. */
   extra: QueryObject;
+  /** The revision asked for with `resourceVersion`, or null for the current one. */
+  resourceVersion: ResourceVersion | null;
 }
 
 /**
@@ -68,5 +74,6 @@ export function parseJsonApiQuery(raw: string): JsonApiQuery {
     include: parseInclude(params.include),
     fields: parseFields(params.fields),
     extra,
+    resourceVersion: parseResourceVersion(extra[RESOURCE_VERSION_PARAMETER]),
   };
 }

@@ -19,7 +19,7 @@ export function clientCredentialsExchange({ ctx }: OAuthDeps) {
   return oauth2orize.exchange.clientCredentials({}, (client: Client, _scope: string[], body: Record<string, string>, done: ExchangeDoneFunction) =>
     respondWith(done, async () => {
       if (!client.confidential) throw new OAuthError('unauthorized_client', 'The client_credentials grant is only for confidential clients.');
-      const scopes = resolveScopes(parseScope(body.scope), client.defaultScopes);
+      const scopes = resolveScopes(parseScope(body.scope), client);
       return knex.transaction(async (trx) => {
         const user = client.userId === null ? null : await findUser(trx, { id: client.userId });
         if (!user) throw new OAuthError('invalid_grant', 'The client has no user to act as; register it again with --user.');

@@ -1,38 +1,37 @@
 /**
  * The resource owner password credentials grant (RFC 6749 §4.3), for first-party clients such as
  * farmOS.js and farmOS.py with the `farm` client. The user name may also be the e-mail address
- * (farmOS's farm_login). Failed checks count against the user name (rate-limit.ts).
+ * (farmOS's farm_login). Failed checks count against the account (accounts/password-guard.ts).
  */
 import oauth2orize, { type ExchangeDoneFunction } from 'oauth2orize';
 import { OAuthError } from '../../errors.ts';
-import { recordLogin, verifyCredentials } from '../../accounts/users.ts';
+import { recordLogin } from '../../accounts/users.ts';
 import { allowsGrant, type Client } from '../clients.ts';
 import { parseScope, resolveScopes } from '../scopes.ts';
 import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith } from '../issue.ts';
-import { usernameKey } from '../rate-limit.ts';
 import type { OAuthDeps } from '../deps.ts';
 
 /** oauth2orize exchange for grant_type=password. */
-export function passwordExchange({ ctx, limiters }: OAuthDeps) {
+export function passwordExchange({ ctx }: OAuthDeps) {
   const knex = ctx.db.knex;
   // oauth2orize picks the callback form by its arity: six arguments receive the form body, where
   // the scope is read again (it splits a double space into an empty scope). The `{}` options
   // argument is what the typings of that form ask for.
   return oauth2orize.exchange.password({}, (client: Client, username: string, password: string, _scope: string[], body: Record<string, string>, done: ExchangeDoneFunction) =>
     respondWith(done, async () => {
-      const scopes = resolveScopes(parseScope(body.scope), client.defaultScopes);
-      const key = usernameKey(username);
-      const wait = limiters.usernames.retryAfter(key);
-      if (wait) throw new OAuthError('slow_down', `Too many failed logins for this user name; try again in ${wait} seconds.`, { headers: { 'Retry-After': String(wait) } });
-
-      const account = await verifyCredentials(knex, username, password);
-      if (account === null) {
-        limiters.usernames.hit(key);
+      const scopes = resolveScopes(parseScope(body.scope), client);
+      const check = await ctx.passwords.login(knex, username, password);
+      if (check.outcome === 'wait') {
+        throw new OAuthError('slow_down', `Too many failed logins for this account; try again in ${check.seconds} seconds.`, { headers: { 'Retry-After': String(check.seconds) } });
+      }
+      if (check.outcome === 'wrong') {
+        // Who tried is logged by account, never by what was typed: people type passwords into the name field.
+        ctx.logger.warn({ client: client.clientId, userId: check.userId }, 'failed sign-in at the token endpoint');
         throw new OAuthError('invalid_grant', 'The user credentials were incorrect.');
       }
-      if (account === 'blocked') throw new OAuthError('invalid_grant', 'The user account is blocked.');
-      limiters.usernames.reset(key);
+      if (check.outcome === 'blocked') throw new OAuthError('invalid_grant', 'The user account is blocked.');
+      const account = check.account;
 
       return knex.transaction(async (trx) => {
         await recordLogin(trx, account.id);

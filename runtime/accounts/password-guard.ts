@@ -1,0 +1,60 @@
+/**
+ * Every place that checks a password goes through here: the password grant, the sign-in form of
+ * the authorization pages, and `pass.existing` when users change their own password. Failed
+ * checks count per account, whatever identifier was typed (its name or its e-mail address), so
+ * a guesser cannot double their tries by alternating; a success clears the count, so the owner,
+ * who types it right, is not held back. Over the limit every check answers "wait" without
+ * looking at the password at all, even a right one.
+ *
+ * Logins that name no account are counted under the typed text, so probing unknown names stalls
+ * the same way and timing does not tell which names exist.
+ */
+import type { Knex } from 'knex';
+import type { RateLimiter } from '../access/rate-limiter.ts';
+import { verifyPassword } from './passwords.ts';
+import { findLogin, passwordHashOf, type UserAccount } from './users.ts';
+
+export type LoginCheck =
+  | { outcome: 'ok'; account: UserAccount }
+  /** `userId`: the account the login named, or null when it named none. */
+  | { outcome: 'wrong'; userId: number | null }
+  | { outcome: 'blocked' }
+  /** Too many failures of this account: try again in `seconds`. */
+  | { outcome: 'wait'; seconds: number };
+
+const accountKey = (userId: number) => `account:${userId}`;
+const unknownLoginKey = (login: string) => `login:${login.trim().toLowerCase()}`;
+
+export class PasswordGuard {
+  constructor(private readonly failures: RateLimiter) {}
+
+  /** Check a login (user name or e-mail address) and password. */
+  async login(knex: Knex, login: string, password: string): Promise<LoginCheck> {
+    const account = login ? await findLogin(knex, login) : null;
+    const key = account ? accountKey(account.id) : unknownLoginKey(login);
+    const wait = this.failures.retryAfter(key);
+    if (wait) return { outcome: 'wait', seconds: wait };
+    const ok = await verifyPassword(account?.pass ?? null, password);
+    if (!account || !ok) {
+      this.failures.hit(key);
+      return { outcome: 'wrong', userId: account?.id ?? null };
+    }
+    if (!account.status) return { outcome: 'blocked' };
+    this.failures.reset(key);
+    const { pass: _hash, ...rest } = account;
+    return { outcome: 'ok', account: rest };
+  }
+
+  /** Check the current password of an account someone is signed in to (e.g. before changing it). */
+  async confirm(knex: Knex, userId: number, password: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
+    const key = accountKey(userId);
+    const wait = this.failures.retryAfter(key);
+    if (wait) return { waitSeconds: wait };
+    if (!(await verifyPassword(await passwordHashOf(knex, userId), password))) {
+      this.failures.hit(key);
+      return 'wrong';
+    }
+    this.failures.reset(key);
+    return 'ok';
+  }
+}

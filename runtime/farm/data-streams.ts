@@ -1,0 +1,174 @@
+/**
+ * Readings of basic data streams, as farmOS's data_stream module keeps them (Basic.php): reading
+ * a device's JSON payload into (name, timestamp, value) readings, storing them in bulk, and
+ * reading them back newest first over a time range. Sources: farmOS modules/core/data_stream and
+ * modules/asset/sensor; farmos-behaviour.md §8.4.
+ *
+ * Where farmOS silently drops what it cannot store (non-numeric values, unreadable timestamps),
+ * Tilth refuses the whole post with a 400 naming the point and the key, so a device learns that
+ * its data is not being kept; nothing of a refused post is written.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Db } from '../storage/records.ts';
+import { ApiError, badParameter, badRequest } from '../errors.ts';
+import { parseTimestamp, TIMESTAMP_FORMATS } from '../values/timestamps.ts';
+
+export const READINGS_TABLE = 'data_stream_basic';
+
+/** farmOS's cap on the readings one GET returns ("to prevent exhausting PHP's memory"). */
+export const MAX_READINGS_LIMIT = 100_000;
+
+/** One value of one named stream at one time. */
+export interface Reading {
+  name: string;
+  timestamp: number;
+  value: number;
+}
+
+export interface ReadingsQuery {
+  start: number | null;
+  end: number | null;
+  limit: number;
+  offset: number;
+  /** Only these stream names (farmOS's `name` parameter), or every stream when null. */
+  names: string[] | null;
+}
+
+/** A stream's row as the readings functions need it. */
+export interface StreamRef {
+  id: number;
+  name: string;
+}
+
+/**
+ * Compare a presented key with the stored one in constant time. Both are hashed first so that
+ * neither the length nor the content of the stored key leaks through timing.
+ */
+export function keysMatch(presented: unknown, stored: unknown): boolean {
+  if (typeof presented !== 'string' || typeof stored !== 'string' || presented === '' || stored === '') return false;
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(stored).digest();
+  return timingSafeEqual(a, b);
+}
+
+/** A JSON number, or a string PHP's is_numeric would accept, as a finite number; else null. */
+function numericValue(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value !== 'string' || !/^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/.test(value)) return null;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : null;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * The readings in a posted payload: one point `{"timestamp": …, "<name>": <number>, …}` or an
+ * array of them. A point without a timestamp is taken at `now`. `accept(name)` says which keys are
+ * stream values: for a data stream only its own name (other keys are ignored, as farmOS does);
+ * for a sensor every key but `timestamp`.
+ */
+export function readingsFromPayload(payload: unknown, now: number, accept: (name: string) => boolean): Reading[] {
+  const points = Array.isArray(payload) ? payload : [payload];
+  const where = (i: number) => (Array.isArray(payload) ? `point ${i} of the posted array` : 'the posted point');
+  const readings: Reading[] = [];
+  points.forEach((point, i) => {
+    if (!isObject(point)) {
+      throw badRequest(`${capitalise(where(i))} is not a JSON object: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.`, { pointer: Array.isArray(payload) ? `/${i}` : '' });
+    }
+    let timestamp = now;
+    const raw = point.timestamp;
+    if (raw !== undefined && raw !== null && raw !== '') {
+      const parsed = parseTimestamp(typeof raw === 'number' && Number.isFinite(raw) ? Math.floor(raw) : raw);
+      if (parsed === null) {
+        throw badRequest(`timestamp of ${where(i)} is ${JSON.stringify(raw)}, which is not a timestamp: send ${TIMESTAMP_FORMATS}.`, { pointer: pointerOf(payload, i, 'timestamp') });
+      }
+      timestamp = parsed;
+    }
+    for (const [name, value] of Object.entries(point)) {
+      if (name === 'timestamp' || !accept(name)) continue;
+      const number = numericValue(value);
+      if (number === null) {
+        throw badRequest(`"${truncate(name)}" of ${where(i)} is ${truncate(JSON.stringify(value) ?? String(value))}, which is not a number: readings must be numeric (e.g. 76.5 or "76.5").`, {
+          pointer: pointerOf(payload, i, name),
+        });
+      }
+      readings.push({ name, timestamp, value: number });
+    }
+  });
+  return readings;
+}
+
+function pointerOf(payload: unknown, i: number, key: string): string {
+  const escaped = key.replace(/~/g, '~0').replace(/\//g, '~1');
+  return Array.isArray(payload) ? `/${i}/${escaped}` : `/${escaped}`;
+}
+
+function truncate(s: string): string {
+  return s.length > 80 ? `${s.slice(0, 77)}…` : s;
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** Rows per INSERT: three bindings each, well inside SQLite's and PostgreSQL's limits. */
+const INSERT_CHUNK = 1000;
+
+/** Store readings of streams by id, in bulk. Runs inside the caller's transaction. */
+export async function insertReadings(db: Db, rows: Array<{ streamId: number; timestamp: number; value: number }>): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    const chunk = rows.slice(i, i + INSERT_CHUNK).map((r) => ({ stream_id: r.streamId, timestamp: r.timestamp, value: r.value }));
+    await db(READINGS_TABLE).insert(chunk);
+  }
+}
+
+/**
+ * The readings of these streams in the query's range, newest first, as farmOS's storageGetMultiple
+ * returns them: `{"timestamp": <unix seconds>, "<stream name>": "<decimal>"}` per reading.
+ * The value is a decimal string, as farmOS renders its fractions (Fraction::toDecimal).
+ */
+export async function queryReadings(db: Db, streams: StreamRef[], query: ReadingsQuery): Promise<Array<Record<string, number | string>>> {
+  const selected = query.names ? streams.filter((s) => query.names!.includes(s.name)) : streams;
+  if (!selected.length || query.limit === 0) return [];
+  const names = new Map(selected.map((s) => [s.id, s.name]));
+  const q = db(READINGS_TABLE).select('stream_id', 'timestamp', 'value');
+  if (selected.length === 1) q.where('stream_id', selected[0]!.id);
+  else q.whereIn('stream_id', [...names.keys()]);
+  if (query.start !== null) q.where('timestamp', '>=', query.start);
+  if (query.end !== null) q.where('timestamp', '<=', query.end);
+  q.orderBy('timestamp', 'desc').limit(query.limit);
+  if (query.offset) q.offset(query.offset);
+  const rows = (await q) as Array<{ stream_id: number; timestamp: number | string; value: number | string }>;
+  return rows.map((r) => ({ timestamp: Number(r.timestamp), [names.get(Number(r.stream_id))!]: decimalString(Number(r.value)) }));
+}
+
+/** A double as a plain decimal string (no exponent for ordinary magnitudes). */
+function decimalString(value: number): string {
+  const s = String(value);
+  if (!/e/i.test(s)) return s;
+  // Very small or large magnitudes: write them out in full, trimming trailing zeros.
+  return Math.abs(value) >= 1 ? BigInt(Math.round(value)).toString() : value.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+/** Read `start`, `end`, `limit`, `offset` and `name` from a query string; 400 names a bad parameter, 422 a limit over the cap. */
+export function readingsQueryFrom(params: URLSearchParams): ReadingsQuery {
+  const integer = (name: string, min: number): number | null => {
+    const raw = params.get(name);
+    if (raw === null || raw === '') return null;
+    if (!/^-?\d{1,15}$/.test(raw.trim()) || Number(raw) < min) {
+      throw badParameter(name, `The "${name}" parameter must be a whole number${min === 0 ? ' of 0 or more' : ''}${name === 'start' || name === 'end' ? ' of Unix seconds' : ''}; it is "${truncate(raw)}".`);
+    }
+    return Number(raw);
+  };
+  const start = integer('start', Number.MIN_SAFE_INTEGER);
+  const end = integer('end', Number.MIN_SAFE_INTEGER);
+  const limit = integer('limit', 0);
+  if (limit !== null && limit > MAX_READINGS_LIMIT) {
+    throw new ApiError(422, `The "limit" parameter may be at most ${MAX_READINGS_LIMIT}; it is ${limit}. Page with "offset", or narrow "start" and "end".`, { source: { parameter: 'limit' } });
+  }
+  const offset = integer('offset', 0);
+  const names = [...params.getAll('name'), ...params.getAll('name[]')].filter(Boolean);
+  return { start, end, limit: limit ?? MAX_READINGS_LIMIT, offset: offset ?? 0, names: names.length ? names : null };
+}

@@ -1,0 +1,171 @@
+/**
+ * Backups of a whole farm, taken while the server runs and writes, and their restore.
+ *
+ * A backup is one `.tar.gz` file holding `manifest.json`, the database and the uploaded files:
+ * - SQLite: a copy made with SQLite's online backup API from its own read connection, so the
+ *   server goes on writing meanwhile. It copies in steps (for the progress bar); should the
+ *   server write during it, SQLite starts over, and the rest is then copied in one step, which is
+ *   consistent by itself.
+ * - PostgreSQL: `pg_dump --format=custom`, which reads one consistent snapshot.
+ * The database (with the keys it holds) is copied first and the files after it: every file a
+ * copied record names was written before that record was committed, so it is in the backup too.
+ *
+ * A restore goes only into an empty data directory or an empty database; it never overwrites a
+ * live farm.
+ */
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import * as tar from 'tar';
+import type { Config } from '../config.ts';
+import { describeDatabase } from '../config.ts';
+import { openDatabase } from './database.ts';
+import { TILTH_VERSION } from '../version.ts';
+
+export class BackupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BackupError';
+  }
+}
+
+interface Manifest {
+  format: 1;
+  tilth: string;
+  dialect: 'sqlite' | 'postgres';
+  created: string;
+}
+
+export interface BackupReport {
+  file: string;
+  bytes: number;
+  files: number;
+}
+
+/** Reports progress from 0 to 1 (for a progress bar); `stage` names what is being copied. */
+export type Progress = (stage: string, fraction: number) => void;
+
+const SQLITE_FILE = 'tilth.sqlite';
+const PG_DUMP = 'tilth.pgdump';
+
+/** Run a PostgreSQL client program; a missing program is explained, not a stack trace. */
+function run(program: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new BackupError(
+          error.code === 'ENOENT'
+            ? `${program} is not installed. Install PostgreSQL's client programs (Debian: apt-get install postgresql-client) and try again, or back up with: ${program} ${args.map((a) => (a.includes('://') ? 'DATABASE_URL' : a)).join(' ')}`
+            : `${program} failed: ${error.message}`,
+        ),
+      ),
+    );
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new BackupError(`${program} failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`))));
+  });
+}
+
+async function snapshotSqlite(config: Config, target: string, progress: Progress): Promise<void> {
+  const source = join(config.dataDir, SQLITE_FILE);
+  if (!existsSync(source)) throw new BackupError(`There is no Tilth database at ${source} (TILTH_DATA_DIR=${config.dataDir}).`);
+  const db = new Database(source, { fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    let lowest = Infinity;
+    await db.backup(target, {
+      progress({ totalPages, remainingPages }) {
+        progress('database', totalPages ? 1 - remainingPages / totalPages : 1);
+        // Started over because the server wrote: copy the rest in one step, which cannot be interrupted.
+        if (remainingPages > lowest) return totalPages;
+        lowest = remainingPages;
+        return 256;
+      },
+    });
+    progress('database', 1);
+  } finally {
+    db.close();
+  }
+}
+
+/** Write a backup of the configured farm to `file` (a .tar.gz). */
+export async function backup(config: Config, file: string, progress: Progress = () => {}): Promise<BackupReport> {
+  const staging = mkdtempSync(join(tmpdir(), 'tilth-backup-'));
+  try {
+    const manifest: Manifest = { format: 1, tilth: TILTH_VERSION, dialect: config.databaseUrl ? 'postgres' : 'sqlite', created: new Date().toISOString() };
+    if (config.databaseUrl) {
+      progress('database', 0);
+      await run('pg_dump', ['--format=custom', '--no-owner', '--no-privileges', `--file=${join(staging, PG_DUMP)}`, config.databaseUrl]);
+      progress('database', 1);
+    } else {
+      await snapshotSqlite(config, join(staging, SQLITE_FILE), progress);
+    }
+    const files = join(config.dataDir, 'files');
+    const unfinished = join(files, 'tmp');
+    // Unfinished uploads (files/tmp) are not records' files.
+    if (existsSync(files)) cpSync(files, join(staging, 'files'), { recursive: true, filter: (src) => src !== unfinished && !src.startsWith(`${unfinished}/`) });
+    const count = existsSync(join(staging, 'files')) ? readdirSync(join(staging, 'files'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length : 0;
+    progress('files', 1);
+    writeFileSync(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    const entries = ['manifest.json', config.databaseUrl ? PG_DUMP : SQLITE_FILE, ...(existsSync(join(staging, 'files')) ? ['files'] : [])];
+    await tar.create({ gzip: true, file, cwd: staging, portable: true }, entries);
+    return { file, bytes: statSync(file).size, files: count };
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** Bring a backup back into the configured data directory or database, which must be empty. */
+export async function restore(config: Config, file: string, progress: Progress = () => {}): Promise<Manifest> {
+  if (!existsSync(file)) throw new BackupError(`There is no backup file at ${file}.`);
+  const staging = mkdtempSync(join(tmpdir(), 'tilth-restore-'));
+  try {
+    try {
+      await tar.extract({ file, cwd: staging, strict: true });
+    } catch (error) {
+      throw new BackupError(`${file} is not a Tilth backup (a .tar.gz made by tilth backup): ${(error as Error).message}`);
+    }
+    if (!existsSync(join(staging, 'manifest.json'))) throw new BackupError(`${file} is not a Tilth backup: it has no manifest.json.`);
+    const manifest = JSON.parse(readFileSync(join(staging, 'manifest.json'), 'utf8')) as Manifest;
+    const target = config.databaseUrl ? 'postgres' : 'sqlite';
+    if (manifest.dialect !== target) {
+      throw new BackupError(`${file} is a backup of a ${manifest.dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} farm; the settings point at the ${describeDatabase(config)}. Restore it with the same kind of database.`);
+    }
+    await assertEmpty(config);
+    progress('database', 0);
+    if (config.databaseUrl) {
+      await run('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
+    } else {
+      mkdirSync(config.dataDir, { recursive: true });
+      cpSync(join(staging, SQLITE_FILE), join(config.dataDir, SQLITE_FILE));
+    }
+    progress('database', 1);
+    if (existsSync(join(staging, 'files'))) cpSync(join(staging, 'files'), join(config.dataDir, 'files'), { recursive: true });
+    progress('files', 1);
+    return manifest;
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** Refuse to restore over a farm: the target must hold no Tilth data. */
+async function assertEmpty(config: Config): Promise<void> {
+  const refuse = () =>
+    new BackupError(`The ${describeDatabase(config)} already holds a farm; tilth restore never overwrites one. Point ${config.databaseUrl ? 'DATABASE_URL at a new, empty database' : 'TILTH_DATA_DIR at a new, empty directory'}.`);
+  if (!config.databaseUrl) {
+    const file = join(config.dataDir, SQLITE_FILE);
+    if (existsSync(file) && statSync(file).size > 0) throw refuse();
+    if (existsSync(join(config.dataDir, 'files'))) throw refuse();
+    return;
+  }
+  const db = openDatabase(config);
+  try {
+    const tables = await db.knex.raw("SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'public'");
+    if (Number(tables.rows[0].n) > 0) throw refuse();
+  } finally {
+    await db.close();
+  }
+}

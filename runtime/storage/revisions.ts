@@ -1,0 +1,172 @@
+/**
+ * The revisions of records: one row in `entity_revision` per revision, holding who saved it, when,
+ * its log message and a snapshot of the record's stored values as that save left them.
+ *
+ * Revision numbers count per entity type (Drupal keeps one revision table and serial per type),
+ * handed out by a counter row per type in `entity_revision_counter`. A counter row rather than
+ * MAX()+1: two PostgreSQL transactions saving logs at once would both read the same MAX and one
+ * would fail on the unique index; the upsert below locks the type's row until the saving
+ * transaction ends, so the second waits and takes the next number. Rolled-back saves leave no gap.
+ */
+import type { ResourceType } from '../model/registry.ts';
+import type { EntityTypeDescriptor, FieldDescriptor } from '../model/descriptor.ts';
+import type { Db, EntityRecord, ItemValue, Reference } from './records.ts';
+
+export interface RevisionRow {
+  revisionId: number;
+  userId: number | null;
+  created: number;
+  message: string | null;
+  /** Field name → internal value, as EntityRecord.values held them at that save. */
+  values: Map<string, ItemValue | ItemValue[]>;
+}
+
+export interface RevisionInput {
+  userId: number | null;
+  created: number;
+  message: string;
+  values: Map<string, ItemValue | ItemValue[]>;
+}
+
+/**
+ * Whether a save of this bundle adds a revision (Drupal's bundle setting `new_revision`). farmOS's
+ * asset, log and quantity types say yes; its vocabularies leave Drupal's default, no, so a term's
+ * save rewrites its one revision.
+ */
+export function savesNewRevision(rt: ResourceType): boolean {
+  return Boolean(rt.entityType.revisionId) && rt.bundle.newRevision !== false;
+}
+
+/** Revision metadata that only a save adding a revision sets (Drupal's revision_metadata_keys). */
+export const REVISION_METADATA_FIELDS: ReadonlySet<string> = new Set(['revision_created', 'revision_user']);
+
+/** The field holding a revision's log message. */
+export const REVISION_LOG_MESSAGE = 'revision_log_message';
+
+const TABLE = 'entity_revision';
+const COUNTER = 'entity_revision_counter';
+
+/** The stored form of a snapshot: references keep their target id, item meta and target revision. */
+function snapshotOf(values: Map<string, ItemValue | ItemValue[]>): string {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of values) out[name] = value;
+  return JSON.stringify(out, (key, v) => (key === 'uuid' || key === 'bundle' ? undefined : v));
+}
+
+function rowOf(row: any): RevisionRow {
+  const data = JSON.parse(row.data) as Record<string, ItemValue | ItemValue[]>;
+  return {
+    revisionId: Number(row.revision_id),
+    userId: row.user_id === null || row.user_id === undefined ? null : Number(row.user_id),
+    created: Number(row.created),
+    message: row.message ?? null,
+    values: new Map(Object.entries(data)),
+  };
+}
+
+export class RevisionStore {
+  constructor(private readonly entityType: (name: string) => EntityTypeDescriptor) {}
+
+  /**
+   * Name, on every entity_reference_revisions item that does not name one yet, the target's
+   * current revision: the one this save references, shown as `target_revision_id` in revisions.
+   */
+  async pinTargetRevisions(db: Db, rt: ResourceType, values: Map<string, ItemValue | ItemValue[]>): Promise<void> {
+    for (const field of rt.relationships) {
+      if (field.type !== 'entity_reference_revisions' || !values.has(field.name)) continue;
+      const v = values.get(field.name);
+      const refs = ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter((r) => r && r.revisionId === undefined);
+      if (!refs.length) continue;
+      const table = this.entityType(field.target!.entityType).table;
+      const rows = await db(table).whereIn('id', [...new Set(refs.map((r) => r.targetId))]).select('id', 'revision_id');
+      const current = new Map(rows.map((r: { id: number; revision_id: number | null }) => [Number(r.id), r.revision_id ?? null]));
+      for (const ref of refs) ref.revisionId = current.get(ref.targetId) ?? null;
+    }
+  }
+
+  /** The next revision number of an entity type; the counter row stays locked until commit. */
+  private async nextNumber(db: Db, entityType: string): Promise<number> {
+    const rows = await db(COUNTER)
+      .insert({ entity_type: entityType, last_id: 1 })
+      .onConflict('entity_type')
+      .merge({ last_id: db.raw('?? + 1', [`${COUNTER}.last_id`]) })
+      .returning('last_id');
+    const row = rows[0] as { last_id: number } | number;
+    return Number(typeof row === 'object' ? row.last_id : row);
+  }
+
+  /** Record a new revision of a record; returns its number. */
+  async add(db: Db, entityType: string, entityId: number, input: RevisionInput): Promise<number> {
+    const revisionId = await this.nextNumber(db, entityType);
+    await db(TABLE).insert({
+      entity_type: entityType,
+      entity_id: entityId,
+      revision_id: revisionId,
+      user_id: input.userId,
+      created: input.created,
+      message: input.message || null,
+      data: snapshotOf(input.values),
+    });
+    return revisionId;
+  }
+
+  /**
+   * Rewrite a record's current revision in place (a save that makes no new revision, as terms of
+   * farmOS's vocabularies). Its author and time stay those of the save that created it. False when
+   * there is no such row (a record saved before it kept revisions), so the caller adds one.
+   */
+  async replace(db: Db, entityType: string, entityId: number, revisionId: number, input: Pick<RevisionInput, 'message' | 'values'>): Promise<boolean> {
+    const updated = await db(TABLE)
+      .where({ entity_type: entityType, entity_id: entityId, revision_id: revisionId })
+      .update({ message: input.message || null, data: snapshotOf(input.values) });
+    return Number(updated) > 0;
+  }
+
+  /** One revision of one record, or null when the record has no revision of that number. */
+  async find(db: Db, entityType: string, entityId: number, revisionId: number): Promise<RevisionRow | null> {
+    if (!Number.isSafeInteger(revisionId) || revisionId < 1) return null;
+    const row = await db(TABLE).where({ entity_type: entityType, revision_id: revisionId, entity_id: entityId }).first();
+    return row ? rowOf(row) : null;
+  }
+
+  /** A page of a record's revisions, newest first. */
+  async list(db: Db, entityType: string, entityId: number, page: { offset: number; limit: number }): Promise<RevisionRow[]> {
+    const rows = await db(TABLE).where({ entity_type: entityType, entity_id: entityId }).orderBy('revision_id', 'desc').offset(page.offset).limit(page.limit);
+    return rows.map(rowOf);
+  }
+
+  /** Forget the revisions of deleted records (ids may be reused, and a deleted record's past is not served). */
+  async deleteOf(db: Db, entityType: string, entityIds: number[]): Promise<void> {
+    if (entityIds.length) await db(TABLE).where('entity_type', entityType).whereIn('entity_id', entityIds).delete();
+  }
+
+  /**
+   * The record as a revision left it: the revision's stored values over the current record's
+   * identity. Fields the snapshot lacks (added to the bundle since) are empty; computed fields are
+   * left for the loader to compute as of now. References are resolved again (a target deleted
+   * since renders as missing), keeping the target revision the snapshot named.
+   */
+  asRecord(current: EntityRecord, revision: RevisionRow, fields: readonly FieldDescriptor[] = current.rt.bundle.fields): EntityRecord {
+    const values = new Map<string, ItemValue | ItemValue[]>();
+    for (const field of fields) {
+      if (field.computed) continue;
+      const stored = revision.values.get(field.name);
+      if (stored === undefined) {
+        values.set(field.name, field.multiple ? [] : null);
+        continue;
+      }
+      const copy = structuredClone(stored);
+      if (field.kind === 'relationship') {
+        for (const item of Array.isArray(copy) ? copy : [copy]) {
+          if (item && typeof item === 'object') {
+            const ref = item as Reference;
+            ref.meta ??= {};
+            if (field.type !== 'entity_reference_revisions') delete ref.revisionId;
+          }
+        }
+      }
+      values.set(field.name, copy);
+    }
+    return { id: current.id, uuid: current.uuid, bundle: current.bundle, revisionId: revision.revisionId, rt: current.rt, values, revisionView: true };
+  }
+}

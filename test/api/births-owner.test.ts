@@ -1,0 +1,78 @@
+// Birth logs and log owners as farmOS keeps them (issue 8 items 3, 6 and the birth rule of 2):
+// a birth log gives each child its birthdate and, when it has none, its mother as parent; a child
+// is born once; a log saved without an owner gets the current user, on every save.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+import { createUser } from '../../runtime/accounts/users.ts';
+
+let server: TestServer;
+let token: string;
+let breed: { type: string; id: string };
+
+before(async () => {
+  server = await startTestServer();
+  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  const term = await request(`${server.url}/api/taxonomy_term/animal_type`, { method: 'POST', token, json: { data: { type: 'taxonomy_term--animal_type', attributes: { name: 'Jersey' } } } });
+  breed = { type: 'taxonomy_term--animal_type', id: term.body.data.id };
+});
+after(() => server.close());
+
+async function animal(name: string, parent?: string) {
+  const res = await request(`${server.url}/api/asset/animal`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'asset--animal', attributes: { name }, relationships: { animal_type: { data: breed }, ...(parent ? { parent: { data: [{ type: 'asset--animal', id: parent }] } } : {}) } } },
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.body.data.id as string;
+}
+
+const get = async (id: string) => (await request(`${server.url}/api/asset/animal/${id}`, { token })).body.data;
+const birth = (children: string[], mother: string, timestamp: string) =>
+  request(`${server.url}/api/log/birth`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'log--birth', attributes: { timestamp, status: 'done' }, relationships: { asset: { data: children.map((id) => ({ type: 'asset--animal', id })) }, mother: { data: { type: 'asset--animal', id: mother } } } } },
+  });
+
+test('a birth log gives each child its birthdate and its mother as parent', async () => {
+  const mother = await animal('Daisy');
+  const calf = await animal('Calf 1');
+  const adopted = await animal('Calf 2', await animal('Foster'));
+  const res = await birth([calf, adopted], mother, '2024-03-01T06:00:00+00:00');
+  assert.equal(res.status, 201, res.text);
+  const child = await get(calf);
+  assert.equal(child.attributes.birthdate, '2024-03-01T06:00:00+00:00');
+  assert.deepEqual(child.relationships.parent.data.map((p: any) => p.id), [mother]);
+  const other = await get(adopted);
+  assert.equal(other.attributes.birthdate, '2024-03-01T06:00:00+00:00');
+  assert.notDeepEqual(other.relationships.parent.data.map((p: any) => p.id), [mother], 'a child with a parent keeps it');
+
+  // Moving the birth moves the birthdate.
+  const logId = res.body.data.id;
+  const moved = await request(`${server.url}/api/log/birth/${logId}`, { method: 'PATCH', token, json: { data: { type: 'log--birth', id: logId, attributes: { timestamp: '2024-03-02T06:00:00+00:00' } } } });
+  assert.equal(moved.status, 200, moved.text);
+  assert.equal((await get(calf)).attributes.birthdate, '2024-03-02T06:00:00+00:00');
+
+  // Born once.
+  const before = (await request(`${server.url}/api/log/birth`, { token })).body.data.length;
+  const second = await birth([calf], mother, '2024-04-01T06:00:00+00:00');
+  assert.equal(second.status, 422, second.text);
+  assert.match(second.body.errors[0].detail, /Calf 1 already has a birth log/);
+  assert.equal(second.body.errors[0].source.pointer, '/data/relationships/asset');
+  assert.equal((await request(`${server.url}/api/log/birth`, { token })).body.data.length, before, 'nothing was saved');
+  assert.equal((await get(calf)).attributes.birthdate, '2024-03-02T06:00:00+00:00');
+});
+
+test('a log saved without an owner gets the current user, on update too', async () => {
+  await createUser(server.ctx.db.knex, { name: 'owen', password: 'owen-password', roles: ['farm_worker'] });
+  const worker = await passwordToken(server.url, 'owen', 'owen-password');
+  const me = (await request(`${server.url}/api`, { token: worker })).body.meta.links.me.meta.id;
+  const log = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: 'Fence' } } } });
+  const id = log.body.data.id;
+  const cleared = await request(`${server.url}/api/log/activity/${id}`, { method: 'PATCH', token: worker, json: { data: { type: 'log--activity', id, relationships: { owner: { data: [] } } } } });
+  assert.equal(cleared.status, 200, cleared.text);
+  assert.deepEqual(cleared.body.data.relationships.owner.data.map((o: any) => o.id), [me], 'the worker who saved it owns it');
+});

@@ -1,0 +1,105 @@
+// Exports (operations issue, item 8): any collection the caller can read, with its filters and
+// sorts, as CSV (related records as names and UUIDs), GeoJSON and KML, past the 50-record page.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+import { createUser } from '../../runtime/accounts/users.ts';
+
+let server: TestServer;
+let token: string;
+let viewerToken: string;
+const LOGS = 450; // more than two export batches
+let field: { id: string };
+
+before(async () => {
+  server = await startTestServer();
+  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  await createUser(server.ctx.db.knex, { name: 'vi', password: 'vi-password', roles: ['farm_viewer'] });
+  viewerToken = await passwordToken(server.url, 'vi', 'vi-password');
+  const post = async (path: string, data: unknown) => {
+    const res = await request(`${server.url}/api/${path}`, { method: 'POST', token, json: { data } });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data;
+  };
+  field = await post('asset/land', { type: 'asset--land', attributes: { name: 'North field, upper', land_type: 'field', intrinsic_geometry: 'POLYGON ((-72.5 42.3, -72.4 42.3, -72.4 42.4, -72.5 42.3))' } });
+  await post('asset/land', { type: 'asset--land', attributes: { name: 'Well', land_type: 'other', intrinsic_geometry: 'POINT (-72.45 42.35)' } });
+  await post('asset/land', { type: 'asset--land', attributes: { name: '=cmd|calc', land_type: 'field' } });
+  for (let i = 0; i < LOGS; i += 10) {
+    await Promise.all(
+      Array.from({ length: 10 }, (_, k) =>
+        post('log/activity', { type: 'log--activity', attributes: { name: `Log ${String(i + k).padStart(4, '0')}`, status: (i + k) % 3 ? 'done' : 'pending', timestamp: 1700000000 + i + k }, relationships: { asset: { data: [{ type: 'asset--land', id: field.id }] } } }),
+      ),
+    );
+  }
+});
+after(() => server.close());
+
+/** A minimal CSV reader for the test (quoted cells, doubled quotes, CRLF rows). */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') row.push(cell), (cell = '');
+    else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(cell), rows.push(row), (row = []), (cell = ''), i++;
+    } else cell += c;
+  }
+  return rows;
+}
+
+test('CSV: every matching record past the page limit, in order, related records as names and UUIDs', async () => {
+  const res = await request(`${server.url}/api/log/activity?_format=csv&filter[status]=done&sort=-name`, { token });
+  assert.equal(res.status, 200, res.text);
+  assert.match(res.headers.get('content-type')!, /^text\/csv/);
+  assert.match(res.headers.get('content-disposition')!, /attachment; filename="log-activity\.csv"/);
+  const [header, ...rows] = parseCsv(res.text);
+  const done = Array.from({ length: LOGS }, (_, i) => i).filter((i) => i % 3);
+  assert.equal(rows.length, done.length, 'all done logs, not a page of 50');
+  const col = (name: string) => header!.indexOf(name);
+  assert.ok(col('name') > 0 && col('asset') > 0 && col('asset.id') > 0 && col('timestamp') > 0, header!.join(','));
+  assert.equal(rows[0]![col('name')], `Log ${String(done[done.length - 1]).padStart(4, '0')}`, 'sorted as asked');
+  assert.equal(rows[0]![col('asset')], 'North field, upper', 'a name with a comma survives');
+  assert.equal(rows[0]![col('asset.id')], field.id);
+  const viaAccept = await request(`${server.url}/api/log/activity?filter[status]=pending`, { token, headers: { Accept: 'text/csv' } });
+  assert.equal(parseCsv(viaAccept.text).length - 1, LOGS - done.length, 'Accept: text/csv works too');
+});
+
+test('CSV cells cannot smuggle spreadsheet formulas', async () => {
+  const res = await request(`${server.url}/api/asset/land?_format=csv&filter[land_type]=field`, { token });
+  assert.ok(res.text.includes("'=cmd|calc"), 'a leading = is neutralised');
+});
+
+test('GeoJSON and KML: the records with a geometry, properties from their attributes', async () => {
+  const geo = await request(`${server.url}/api/asset/land?_format=geojson&sort=name`, { token: viewerToken });
+  assert.equal(geo.status, 200, geo.text);
+  assert.match(geo.headers.get('content-type')!, /application\/geo\+json/);
+  const collection = JSON.parse(geo.text);
+  assert.equal(collection.type, 'FeatureCollection');
+  assert.deepEqual(collection.features.map((f: any) => [f.properties.name, f.geometry.type]), [['North field, upper', 'Polygon'], ['Well', 'Point']]);
+  assert.deepEqual(collection.features[1].geometry.coordinates, [-72.45, 42.35]);
+  const kml = await request(`${server.url}/api/asset/land?sort=name`, { token, headers: { Accept: 'application/vnd.google-earth.kml+xml' } });
+  assert.equal(kml.status, 200);
+  assert.equal((kml.text.match(/<Placemark /g) ?? []).length, 2);
+  assert.match(kml.text, /<name>North field, upper<\/name>[\s\S]*<Polygon><outerBoundaryIs><LinearRing><coordinates>-72\.5,42\.3 /);
+  assert.match(kml.text, /<Point><coordinates>-72\.45,42\.35<\/coordinates><\/Point>/);
+});
+
+test('exports keep the API’s errors and access rules', async () => {
+  assert.equal((await request(`${server.url}/api/log/activity?_format=csv`)).status, 401);
+  const bad = await request(`${server.url}/api/log/activity?_format=xlsx`, { token });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.errors[0].source.parameter, '_format');
+  const badFilter = await request(`${server.url}/api/log/activity?_format=csv&filter[nonsense]=1`, { token });
+  assert.equal(badFilter.status, 400, 'a bad filter is a JSON:API error before any row is sent');
+  const users = await request(`${server.url}/api/user/user?_format=csv`, { token: viewerToken });
+  assert.ok(!users.text.includes('@'), 'private fields (e-mail addresses) stay private');
+});

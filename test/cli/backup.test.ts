@@ -1,0 +1,107 @@
+// Backup and restore (operations issue, item 2): a backup taken while the server writes, restored
+// into an empty data directory or database, serves every record acknowledged before the backup
+// began exactly as before, with its uploaded files; a restore never overwrites a live farm.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../support/project.ts';
+import { createTestDatabase, ADMIN } from '../support/server.ts';
+import { startChildServer } from '../support/child-server.ts';
+import { request, passwordToken } from '../support/http.ts';
+
+function tilth(args: string[], env: Record<string, string>) {
+  return spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, timeout: 120_000 });
+}
+
+/** What a record is, whatever server serves it: attributes and related identifiers (links name the host). */
+const essence = (r: any) => JSON.stringify({ id: r.id, attributes: r.attributes, relationships: Object.fromEntries(Object.entries(r.relationships ?? {}).map(([k, v]: [string, any]) => [k, v.data])) });
+
+test('a backup taken under write load restores every acknowledged record and file', async () => {
+  const source = await createTestDatabase();
+  const target = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-backup-'));
+  const file = join(dir, 'farm.tar.gz');
+  try {
+    const server = await startChildServer(source.env);
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const bytes = Buffer.from('date,yield\n2024-07-01,12\n');
+    const upload = await request(`${server.url}/api/log/harvest/file`, { method: 'POST', token, body: bytes, headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="yield.csv"' } });
+    assert.equal(upload.status, 201, upload.text);
+    const harvest = await request(`${server.url}/api/log/harvest`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'log--harvest', attributes: { name: 'With a file', status: 'done' }, relationships: { file: { data: [{ type: 'file--file', id: upload.body.data.id }] } } } },
+    });
+    assert.equal(harvest.status, 201, harvest.text);
+
+    const acknowledged = new Set<string>([harvest.body.data.id]);
+    let writing = true;
+    let started = false;
+    const writer = async (c: number) => {
+      for (let n = 0; writing; n++) {
+        const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `w${c}-${n}`, status: 'done' } } } });
+        assert.equal(res.status, 201, res.text);
+        if (!started) acknowledged.add(res.body.data.id);
+      }
+    };
+    const writers = Promise.all([0, 1, 2].map(writer));
+    await new Promise((r) => setTimeout(r, 500));
+    started = true; // writes acknowledged from here on may or may not be in the backup
+    const backedUp = tilth(['backup', file], source.env);
+    writing = false;
+    await writers;
+    assert.equal(backedUp.status, 0, backedUp.stderr);
+    assert.match(backedUp.stdout, /Wrote .*farm\.tar\.gz: [\d.]+ MB, 1 uploaded file/);
+    const before = new Map<string, string>();
+    for (const id of acknowledged) {
+      const path = id === harvest.body.data.id ? 'log/harvest' : 'log/activity';
+      before.set(id, essence((await request(`${server.url}/api/${path}/${id}`, { token })).body.data));
+    }
+    await server.stop();
+
+    const restored = tilth(['restore', file], target.env);
+    assert.equal(restored.status, 0, restored.stderr);
+    const again = tilth(['restore', file], target.env);
+    assert.equal(again.status, 1, 'a second restore would overwrite a live farm');
+    assert.match(again.stderr, /never overwrites/);
+
+    const copy = await startChildServer(target.env);
+    try {
+      const copyToken = await passwordToken(copy.url, ADMIN.name, ADMIN.password);
+      for (const [id, was] of before) {
+        const path = id === harvest.body.data.id ? 'log/harvest' : 'log/activity';
+        const res = await request(`${copy.url}/api/${path}/${id}`, { token: copyToken });
+        assert.equal(res.status, 200, `${id} is in the restored farm`);
+        assert.equal(essence(res.body.data), was, `${id} is served the same`);
+      }
+      const fileRecord = await request(`${copy.url}/api/file/file/${upload.body.data.id}`, { token: copyToken });
+      const download = await fetch(fileRecord.body.data.attributes.uri.url, { headers: { Authorization: `Bearer ${copyToken}` } });
+      assert.equal(download.status, 200);
+      assert.deepEqual(Buffer.from(await download.arrayBuffer()), bytes, 'the uploaded file came back');
+    } finally {
+      await copy.stop();
+    }
+  } finally {
+    await source.drop();
+    await target.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('restore refuses what is not a backup, and a backup of the other kind of database', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-'));
+  try {
+    const junk = join(dir, 'junk.tar.gz');
+    writeFileSync(junk, 'not a backup');
+    const res = tilth(['restore', junk], { TILTH_DATA_DIR: join(dir, 'data') });
+    assert.equal(res.status, 1);
+    assert.match(res.stderr, /not a Tilth backup/);
+    const usage = tilth(['backup'], { TILTH_DATA_DIR: join(dir, 'data') });
+    assert.equal(usage.status, 2);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

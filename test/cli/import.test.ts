@@ -1,0 +1,99 @@
+// Imports farmers need (operations issue, item 9): field boundaries from KML or GeoJSON as land,
+// structure or water assets, and logs from a CSV in the shape the export writes; each import is
+// one transaction that reports what it created, or names the bad row and changes nothing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../support/project.ts';
+import { createTestDatabase, ADMIN } from '../support/server.ts';
+import { startChildServer } from '../support/child-server.ts';
+import { request, passwordToken } from '../support/http.ts';
+
+function tilth(args: string[], env: Record<string, string>) {
+  return spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, timeout: 120_000 });
+}
+
+const KML = `<?xml version="1.0" encoding="UTF-8"?>
+<kml xmlns="http://www.opengis.net/kml/2.2"><Document><Folder>
+<Placemark><name>North field</name><description>Clay loam</description><Polygon><outerBoundaryIs><LinearRing><coordinates>
+-72.50,42.30,0 -72.40,42.30,0 -72.40,42.40,0 -72.50,42.30,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark>
+<Placemark><name>South field</name><Polygon><outerBoundaryIs><LinearRing><coordinates>-72.5,42.2 -72.4,42.2 -72.4,42.25 -72.5,42.2</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark>
+</Folder></Document></kml>`;
+
+const GEOJSON = JSON.stringify({
+  type: 'FeatureCollection',
+  features: [
+    { type: 'Feature', properties: { name: 'Barn' }, geometry: { type: 'Point', coordinates: [-72.45, 42.35] } },
+    { type: 'Feature', properties: { name: 'Greenhouse' }, geometry: { type: 'Polygon', coordinates: [[[-72.46, 42.36], [-72.45, 42.36], [-72.45, 42.37], [-72.46, 42.36]]] } },
+  ],
+});
+
+test('field boundaries from KML and GeoJSON, then logs from an exported CSV, each all or nothing', async () => {
+  const database = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-import-'));
+  let server = await startChildServer(database.env);
+  try {
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const get = async (path: string) => (await request(`${server.url}/api/${path}`, { token })).body.data;
+    writeFileSync(join(dir, 'fields.kml'), KML);
+    writeFileSync(join(dir, 'buildings.geojson'), GEOJSON);
+
+    const fields = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field'], database.env);
+    assert.equal(fields.status, 0, fields.stderr);
+    assert.match(fields.stdout, /created 2 asset--land/);
+    const land = await get('asset/land?sort=name');
+    assert.deepEqual(land.map((a: any) => [a.attributes.name, a.attributes.land_type, a.attributes.is_location]), [['North field', 'field', true], ['South field', 'field', true]]);
+    assert.match(land[0].attributes.intrinsic_geometry.value, /^POLYGON ?\(\(-72\.5 42\.3,/);
+    assert.equal(land[0].attributes.notes.value, 'Clay loam');
+
+    const buildings = tilth(['import', 'geo', join(dir, 'buildings.geojson'), '--bundle', 'structure', '--structure-type', 'building'], database.env);
+    assert.equal(buildings.status, 0, buildings.stderr);
+    assert.equal((await get('asset/structure')).length, 2);
+
+    // A bad land type: the whole file is refused, naming the feature.
+    const bad = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'moonbase'], database.env);
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /placemark 1 \("North field"\): land_type/);
+    assert.equal((await get('asset/land')).length, 2, 'nothing was added');
+
+    // Logs: write some, export them, import the export into the same farm under new UUIDs.
+    for (const [i, name] of ['Plough', 'Harrow', 'Sow'].entries()) {
+      const res = await request(`${server.url}/api/log/activity`, {
+        method: 'POST',
+        token,
+        json: { data: { type: 'log--activity', attributes: { name, status: 'done', timestamp: 1700000000 + i, notes: { value: `Step ${i + 1}, by hand` } }, relationships: { asset: { data: [{ type: 'asset--land', id: land[0].id }] } } } },
+      });
+      assert.equal(res.status, 201, res.text);
+    }
+    const csv = (await request(`${server.url}/api/log/activity?_format=csv&sort=timestamp`, { token })).text;
+    const withoutIds = csv.replace(/^[0-9a-f-]{36},/gm, ','); // new records, not copies with the same UUID
+    writeFileSync(join(dir, 'logs.csv'), withoutIds);
+    const logs = tilth(['import', 'csv', join(dir, 'logs.csv')], database.env);
+    assert.equal(logs.status, 0, logs.stderr);
+    assert.match(logs.stdout, /created 3 log--activity/);
+    const all = await get('log/activity?sort=name');
+    assert.equal(all.length, 6);
+    const copies = all.filter((l: any) => l.attributes.name === 'Harrow');
+    assert.equal(copies.length, 2);
+    assert.equal(copies[1].attributes.notes.value, 'Step 2, by hand');
+    assert.equal(copies[1].attributes.timestamp, copies[0].attributes.timestamp);
+    assert.deepEqual(copies[1].relationships.asset.data.map((a: any) => a.id), [land[0].id], 'relationships come back by UUID');
+
+    // A bad row names itself and nothing is kept.
+    writeFileSync(join(dir, 'bad.csv'), `${withoutIds.split('\r\n')[0]}\r\n${withoutIds.split('\r\n')[1]}\r\n${withoutIds.split('\r\n')[2]!.replace(',done,', ',finished,')}\r\n`);
+    const refused = tilth(['import', 'csv', join(dir, 'bad.csv')], database.env);
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(refused.stderr, /^row 3: status/m);
+    assert.equal((await get('log/activity')).length, 6, 'the good row before it was not kept either');
+    writeFileSync(join(dir, 'names.csv'), 'type,name,asset\r\nlog--activity,Weed,Nowhere field\r\n');
+    const unknown = tilth(['import', 'csv', join(dir, 'names.csv')], database.env);
+    assert.match(unknown.stderr, /row 2: asset "Nowhere field" names no record/);
+  } finally {
+    await server.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

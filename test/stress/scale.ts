@@ -1,0 +1,24 @@
+/**
+ * How big the stress tests run. `npm test` runs the short versions; `npm run stress` sets
+ * TILTH_STRESS=full for the long ones the README's figures come from, and TILTH_STRESS_RESULTS to
+ * a file each test appends its figures to (one JSON object a line).
+ */
+import { appendFileSync } from 'node:fs';
+
+export const FULL = process.env.TILTH_STRESS === 'full';
+
+export const SCALE = {
+  /** Concurrent writers and how long they write. */
+  writers: { clients: 16, seconds: FULL ? 120 : 4 },
+  /** PATCHes by each of two clients to different fields of one record. */
+  fieldRace: FULL ? 1000 : 100,
+  /** Times the server is killed under load. */
+  kills: FULL ? 100 : 10,
+};
+
+/** Record a test's figures for `npm run stress` (and show them in the test's output). */
+export function report(name: string, figures: Record<string, unknown>): void {
+  const line = JSON.stringify({ name, database: process.env.DATABASE_URL ? 'postgres' : 'sqlite', full: FULL, ...figures });
+  console.log(`stress: ${line}`);
+  if (process.env.TILTH_STRESS_RESULTS) appendFileSync(process.env.TILTH_STRESS_RESULTS, `${line}\n`);
+}

@@ -1,0 +1,87 @@
+/**
+ * A Tilth server in a process of its own, started exactly as `npx tilth serve --migrate` starts it,
+ * for the tests that load it from outside or kill it (SIGKILL) and start it again on the same
+ * database. The load generator then runs in the test's process, not the server's.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { ROOT } from './project.ts';
+import { ADMIN } from './server.ts';
+
+export interface ChildServer {
+  url: string;
+  process: ChildProcess;
+  /** SIGKILL: no shutdown code runs, as in a power cut of the process. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait for the process to end. */
+  stop(): Promise<void>;
+}
+
+/** A free loopback port found by the OS. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Start `tilth serve --migrate` on `databaseEnv` (from createTestDatabase) and wait until it listens. */
+export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}): Promise<ChildServer> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      TILTH_BASE_URL: url,
+      TILTH_ADMIN_USER: ADMIN.name,
+      TILTH_ADMIN_PASSWORD: ADMIN.password,
+      TILTH_LOG_LEVEL: 'silent',
+      // Load tests sign in and out often; the limits are tested elsewhere.
+      TILTH_RATE_LIMIT_PER_ADDRESS: '1000000',
+      ...databaseEnv,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  // Kept for the error message if it fails to start; bounded, since a long run logs a lot.
+  const keep = (chunk: Buffer) => {
+    if (output.length < 20_000) output += chunk.toString();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let exitCode: number | null | undefined;
+  child.once('exit', (code) => (exitCode = code));
+  // Ready when its health check says so, as a load balancer would see it.
+  for (const deadline = Date.now() + 60_000; ; ) {
+    if (exitCode !== undefined) throw new Error(`the server exited with ${exitCode} before it listened:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`the server did not start within 60 s:\n${output}`);
+    const healthy = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (healthy) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    process: child,
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      // A server stuck (a test that proves it does not get stuck) is killed after a grace period.
+      const grace = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(grace);
+    },
+  };
+}
