@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type Config } from './config.ts';
 import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
+import { Placements } from './farm/placements.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
 import { createLogger } from './http/logging.ts';
@@ -63,6 +64,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     } else {
       await assertMigrated(db.knex, generated.migrations);
     }
+    // A farm upgraded to the release that stores placements gets them computed once, before serving.
+    const placed = await new Placements(registry).rebuildIfPending(db.knex);
+    if (placed) announce(`Computed the locations of ${placed} asset(s).`);
     const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, internalUrl: '' };
     const admin = await ensureAdministrator(ctx);

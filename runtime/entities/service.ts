@@ -13,6 +13,7 @@ import { readSecrets, type ResourceInput } from '../jsonapi/input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
+import { Placements } from '../farm/placements.ts';
 import { FarmValidation } from '../farm/validation.ts';
 import { hashPassword } from '../accounts/passwords.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
@@ -41,6 +42,7 @@ const NO_SECRETS: HashedSecrets = new Map();
 export class EntityService {
   /** farmOS's rules against circular locations and group membership (farm/validation.ts). */
   private readonly farmRules: FarmValidation;
+  private readonly placements: Placements;
 
   constructor(
     readonly store: RecordStore,
@@ -48,6 +50,7 @@ export class EntityService {
     private readonly passwords: PasswordGuard,
   ) {
     this.farmRules = new FarmValidation(store.registry);
+    this.placements = new Placements(store.registry);
   }
 
   private autoValue(field: FieldDescriptor, principal: Principal, now: number): ItemValue | ItemValue[] | undefined {
@@ -219,6 +222,7 @@ export class EntityService {
     }
     await this.markFilesPermanent(db, rt, values);
     await this.writeRevision(db, rt, id, principal, now, values, null);
+    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, null, values);
     await this.applyBirths(db, values, children, principal, now);
     return { id, uuid };
   }
@@ -280,6 +284,8 @@ export class EntityService {
     }
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged, record);
+    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.values, merged, changes.keys());
+    if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
     await this.applyBirths(db, merged, children, principal, now);
   }
 
@@ -299,7 +305,11 @@ export class EntityService {
   async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     if (record.rt.entityType.access === 'user') assertMayChangeAccount(principal, { id: record.id, roles: await rolesOfUser(db, record.id) }, 'delete');
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
+    const isAsset = record.rt.entityType.entityType === 'asset';
+    const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
     await this.store.delete(db, record.rt.entityType.entityType, [record.id]);
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
+    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.values, null);
+    if (isAsset) await this.placements.assetDeleted(db, record.id, members);
   }
 }

@@ -1,14 +1,15 @@
 /**
  * Computed fields, filled in for a whole page of records at once (a fixed number of queries,
  * never one per record): constants, users' display names and roles, files' URIs, an asset's
- * inventory (farm/inventory.ts), and an asset's current location, geometry and groups from its
- * movement and group-assignment logs (farmos-behaviour.md §1.7–1.8): the latest done log at or
- * before now, ties broken by the higher log id; fixed assets take their intrinsic geometry and
- * no location.
+ * inventory (farm/inventory.ts), an asset's location and geometry from its stored placements
+ * (farm/placements.ts, which holds the movement rules) and its groups from its latest done
+ * group-assignment log at or before now, ties broken by the higher log id (farmos-behaviour.md
+ * §1.7–1.8); fixed assets take their intrinsic geometry and no location.
  */
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { fillInventory } from './inventory.ts';
+import { Placements } from './placements.ts';
 import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 
 interface LatestLog {
@@ -17,10 +18,14 @@ interface LatestLog {
 }
 
 export class ComputedFields {
+  private readonly placements: Placements;
+
   constructor(
     private readonly registry: ModelRegistry,
     private readonly baseUrl: string,
-  ) {}
+  ) {
+    this.placements = new Placements(registry);
+  }
 
   /** Fill every computed field in `wanted` (or all) on the records. */
   async fill(db: Db, records: EntityRecord[], wanted: (record: EntityRecord, field: FieldDescriptor) => boolean, now = Math.floor(Date.now() / 1000)): Promise<void> {
@@ -92,40 +97,16 @@ export class ComputedFields {
     return out;
   }
 
-  /** Each asset's current groups: the groups of its latest done group-assignment log. */
-  private async currentGroups(db: Db, assetIds: number[], now: number): Promise<Map<number, number[]>> {
-    const latest = await this.latestLogs(db, assetIds, 'is_group_assignment', now);
-    const logs = await loadLogs(db, this.registry, [...new Set([...latest.values()].map((l) => l.logId))]);
-    const out = new Map<number, number[]>();
-    for (const [asset, l] of latest) out.set(asset, (logs.get(l.logId)?.group ?? []).map((r) => r.targetId));
-    return out;
-  }
-
+  /** Location and geometry from the stored intervals (farm/placements.ts), at `now`. */
   private async fillLocation(db: Db, assets: EntityRecord[], now: number, location: boolean, geometry: boolean): Promise<void> {
     const movable = assets.filter((a) => !a.values.get('is_fixed')).map((a) => a.id);
-    const own = await this.latestLogs(db, movable, 'is_movement', now);
-    // Group members move with their group (farm_group's GroupAssetLocation): a group's movement
-    // wins over the member's own when it has a higher log id and a timestamp at least as late,
-    // compared group by group.
-    const groups = await this.currentGroups(db, movable, now);
-    const groupIds = [...new Set([...groups.values()].flat())];
-    const groupMoves = groupIds.length ? await this.latestLogs(db, groupIds, 'is_movement', now) : new Map<number, LatestLog>();
-    const chosen = new Map<number, LatestLog>();
-    for (const id of movable) {
-      let best = own.get(id);
-      for (const g of groups.get(id) ?? []) {
-        const move = groupMoves.get(g);
-        if (move && (!best || (move.logId > best.logId && move.timestamp >= best.timestamp))) best = move;
-      }
-      if (best) chosen.set(id, best);
-    }
-    const logs = await loadLogs(db, this.registry, [...new Set([...chosen.values()].map((l) => l.logId))]);
+    const placed = await this.placements.at(db, movable, now);
+    const logs = geometry ? await loadLogs(db, this.registry, [...new Set([...placed.values()].map((p) => p.logId))]) : new Map<number, { geometry: ItemValue }>();
     for (const asset of assets) {
       const fixed = Boolean(asset.values.get('is_fixed'));
-      const l = fixed ? undefined : chosen.get(asset.id);
-      const log = l ? logs.get(l.logId) : undefined;
-      if (location) asset.values.set('location', fixed || !log ? [] : log.location.map((r) => ({ ...r, meta: {} })));
-      if (geometry) asset.values.set('geometry', fixed ? ((asset.values.get('intrinsic_geometry') as ItemValue) ?? null) : log ? (log.geometry ?? null) : null);
+      const placement = fixed ? undefined : placed.get(asset.id);
+      if (location) asset.values.set('location', placement ? placement.locations.map((r) => ({ ...r, meta: {} })) : []);
+      if (geometry) asset.values.set('geometry', fixed ? ((asset.values.get('intrinsic_geometry') as ItemValue) ?? null) : placement ? (logs.get(placement.logId)?.geometry ?? null) : null);
     }
   }
 

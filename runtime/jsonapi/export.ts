@@ -112,14 +112,15 @@ async function write(res: Response, chunk: string): Promise<void> {
 export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, res: Response, rt: ResourceType, query: JsonApiQuery, principal: Principal, format: ExportFormat): Promise<void> {
   // The first batch is fetched before anything is sent, so that a bad query is still a clean error.
   let page = { offset: 0, limit: BATCH } as { offset: number; limit: number; cursor?: string };
-  let batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal);
+  const at = query.asOf ?? undefined;
+  let batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
   const columns = new Map<string, 'attribute' | 'relationship'>();
   let headed = false;
   let features = 0;
   const filename = `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`;
   res.status(200).type(MEDIA_TYPES[format]).set('Content-Disposition', `attachment; filename="${filename}"`).set('Cache-Control', 'private, no-store');
   for (;;) {
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, query.fields.size ? query.fields : null, principal);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, query.fields.size ? query.fields : null, principal, at);
     const resources = records.map((r) => s.serializer.resourceObject(r, principal, query.fields.get(rt.type)));
     const labels = await relatedLabels(s, resources, principal);
     const name = (ref: { type: string; id: string }) => labels.get(ref.id) ?? '';
@@ -165,7 +166,7 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
     if (out) await write(res, out);
     if (!batch.hasMore) break;
     page = { offset: page.offset + page.limit, limit: BATCH, ...(batch.nextCursor ? { cursor: batch.nextCursor } : {}) };
-    batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal);
+    batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
   }
   res.end(format === 'csv' ? '' : format === 'geojson' ? ']}\n' : '</Document></kml>\n');
 }

@@ -30,9 +30,9 @@ export class RecordLoader {
    * Load records by internal id with computed fields. `fieldsets` maps resource type → field
    * names (sparse fieldsets); a type not in it gets every field.
    */
-  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, _principal: Principal): Promise<EntityRecord[]> {
+  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, _principal: Principal, at?: number): Promise<EntityRecord[]> {
     const records = await this.store.load(db, entityType, ids, (rt) => this.select(rt, fieldsets));
-    await this.fillComputed(db, records, fieldsets);
+    await this.fillComputed(db, records, fieldsets, at);
     return records;
   }
 
@@ -63,10 +63,15 @@ export class RecordLoader {
     return rt.bundle.fields.filter((f) => names.has(f.name));
   }
 
-  private async fillComputed(db: Db, records: EntityRecord[], fieldsets: Map<string, Set<string>> | null): Promise<void> {
-    await this.computed.fill(db, records, (record, field) => {
-      const set = fieldsets?.get(record.rt.type);
-      return !set || set.has(field.name);
-    });
+  private async fillComputed(db: Db, records: EntityRecord[], fieldsets: Map<string, Set<string>> | null, at?: number): Promise<void> {
+    await this.computed.fill(
+      db,
+      records,
+      (record, field) => {
+        const set = fieldsets?.get(record.rt.type);
+        return !set || set.has(field.name);
+      },
+      at,
+    );
   }
 }

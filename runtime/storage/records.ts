@@ -41,7 +41,7 @@ export interface EntityRecord {
 /** SQL chunk size for IN lists; SQLite allows 32766 variables, PostgreSQL 65535. */
 const CHUNK = 5000;
 
-function chunks<T>(items: T[], size = CHUNK): T[][] {
+export function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;

@@ -44,6 +44,8 @@ async function queriesOf(run: () => Promise<void>): Promise<Logged[]> {
 const MODEL_TABLES = new Set<string>([
   ...Object.values(model.entityTypes).map((et) => et.table),
   ...model.bundles.flatMap((b) => b.fields.flatMap((f) => (f.storage.kind === 'table' ? [f.storage.table] : []))),
+  // Assets' placements as time intervals (farm/placements.ts).
+  'asset_location',
 ]);
 
 /** alias → table, from the `table` as `alias` pairs and bare table names of a statement. */
@@ -133,6 +135,8 @@ test('a page with include=asset,quantity.units costs the same number of queries 
 });
 
 test('no query of the hot paths scans a whole table of the data model', { skip }, async () => {
+  const yard = await api.create('asset--land', { name: 'Yard', land_type: 'other' });
+  await api.create('log--activity', { timestamp: 1700000000, status: 'done', is_movement: true }, { asset: { data: [ref(firstAsset)] }, location: { data: [ref(yard)] } });
   const paths = [
     '/api/log/activity',
     '/api/log/activity?filter[status]=done&sort=-timestamp',
@@ -146,6 +150,12 @@ test('no query of the hot paths scans a whole table of the data model', { skip }
     '/api/log/activity?filter[status]=done&include=asset,quantity.units&sort=-timestamp',
     '/api/asset/equipment?filter[status]=active&sort=name',
     '/api/asset/equipment?filter[name]=Machine%207',
+    // Location you can query: by the location's id or name, sorted by it, and at a past time.
+    `/api/asset/equipment?filter[location.id]=${yard.id}`,
+    '/api/asset/equipment?filter[location.name]=Yard&filter[status]=active',
+    '/api/asset/equipment?filter[location.id][operator]=IS%20NULL&sort=name',
+    '/api/asset/equipment?sort=location.name&page[limit]=5',
+    `/api/asset/equipment?filter[location.id]=${yard.id}&as_of=1700000000`,
   ];
   const failures: string[] = [];
   let mainQueries = 0;

@@ -22,6 +22,13 @@ import { parseTimestamp } from '../../values/timestamps.ts';
 import { FIELD_TYPE_SPECS } from '../../model/field-types.ts';
 
 type Builder = Knex.QueryBuilder;
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** Placement rows (alias `alias`) whose interval [start_ts, end_ts) holds `at`. */
+function during(qb: Builder, alias: string, at: number): void {
+  qb.where(`${alias}.start_ts`, '<=', at).where((w) => w.whereNull(`${alias}.end_ts`).orWhere(`${alias}.end_ts`, '>', at));
+}
 type Scalar = string | number | boolean;
 
 const NEGATED: Partial<Record<FilterOperator, FilterOperator>> = {
@@ -49,21 +56,24 @@ export class QueryCompiler {
     private readonly dialect: Dialect,
   ) {}
 
-  /** Add the filter tree to a query on `rt`'s table aliased `e`. */
-  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal): void {
+  /**
+   * Add the filter tree to a query on `rt`'s table aliased `e`. `at` (Unix seconds) is the moment
+   * at which computed locations are read: now, or the time a request asked for.
+   */
+  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at = nowSeconds()): void {
     if (!group.members.length) return;
-    qb.where((w) => this.group(w, rt, group, principal));
+    qb.where((w) => this.group(w, rt, group, principal, at));
   }
 
-  private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal): void {
+  private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at: number): void {
     for (const member of group.members) {
-      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, rt, member, principal) : this.condition(w, rt, member, principal));
+      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, rt, member, principal, at) : this.condition(w, rt, member, principal, at));
       if (group.conjunction === 'OR') qb.orWhere(apply);
       else qb.andWhere(apply);
     }
   }
 
-  private condition(qb: Builder, rt: ResourceType, condition: FilterCondition, principal: Principal): void {
+  private condition(qb: Builder, rt: ResourceType, condition: FilterCondition, principal: Principal, at: number): void {
     const path = resolvePath(this.registry, rt, condition.path, principal, 'filter');
     const op = condition.operator;
     if (path.terminal === null && op !== 'IS NULL' && op !== 'IS NOT NULL') {
@@ -78,7 +88,13 @@ export class QueryCompiler {
     if (multi) {
       // Uncorrelated IN sub-queries: the database evaluates them once and seeks by index,
       // instead of testing every row of the collection.
-      const { column, sub, nullable } = this.pathIn(path, path.hops, positive ?? op, values, principal, 0);
+      const { column, sub, nullable } = this.pathIn(path, path.hops, positive ?? op, values, principal, 0, at);
+      if (positive && path.hops[0]?.timed) {
+        // "Nowhere" (or "not in X"): a lookup of each listed asset's current placement by index,
+        // rather than a list of every placed asset to exclude.
+        qb.whereNotExists(sub.whereRaw('r0.entity_id = e.id'));
+        return;
+      }
       if (positive) qb.where((w) => (nullable ? w.whereNull(`e.${column}`).orWhereNotIn(`e.${column}`, sub) : w.whereNotIn(`e.${column}`, sub)));
       else qb.whereIn(`e.${column}`, sub);
       return;
@@ -103,7 +119,7 @@ export class QueryCompiler {
    * A sub-query selecting the values of `column` (on the parent: its id, or a reference column)
    * for which the rest of the path holds. `nullable` tells whether that parent column may be NULL.
    */
-  private pathIn(path: ResolvedPath, hops: Hop[], op: FilterOperator, values: Scalar[], principal: Principal, depth: number): { column: string; sub: Builder; nullable: boolean } {
+  private pathIn(path: ResolvedPath, hops: Hop[], op: FilterOperator, values: Scalar[], principal: Principal, depth: number, at: number): { column: string; sub: Builder; nullable: boolean } {
     const [hop, ...rest] = hops;
     const t = path.terminal;
     if (!hop) {
@@ -120,6 +136,7 @@ export class QueryCompiler {
     if (hop.side) {
       const r = `r${depth}`;
       sub = this.knex.select(`${r}.entity_id`).from(`${hop.side} as ${r}`).join(`${hop.target.table} as ${target}`, `${target}.id`, `${r}.${hop.column}`);
+      if (hop.timed) during(sub, r, at);
       column = 'id';
     } else {
       sub = this.knex.select(`${target}.id`).from(`${hop.target.table} as ${target}`);
@@ -130,12 +147,12 @@ export class QueryCompiler {
     const guard = viewCondition(principal, hop.target, target);
     if (guard) guard(sub);
     if (rest.length) {
-      const inner = this.pathIn(path, rest, op, values, principal, depth + 1);
+      const inner = this.pathIn(path, rest, op, values, principal, depth + 1, at);
       sub.whereIn(`${target}.${inner.column}`, inner.sub);
     } else if (t === null) {
       // The relationship itself: "has a related record".
     } else if (t.kind === 'property' && t.side) {
-      const inner = this.pathIn(path, [], op, values, principal, depth + 1);
+      const inner = this.pathIn(path, [], op, values, principal, depth + 1, at);
       sub.whereIn(`${target}.id`, inner.sub);
     } else {
       this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values);
@@ -237,7 +254,7 @@ export class QueryCompiler {
   }
 
   /** ORDER BY keys for the sort; a plain column where possible, a correlated sub-query through relationships. */
-  sortKeys(rt: ResourceType, sort: SortField[], principal: Principal): SortKey[] {
+  sortKeys(rt: ResourceType, sort: SortField[], principal: Principal, at = nowSeconds()): SortKey[] {
     return sort.map((s) => {
       const path = resolvePath(this.registry, rt, s.path, principal, 'sort');
       if (!path.terminal) throw badParameter('sort', `Invalid sort path "${s.path}": sort by a field of the related resource, e.g. "${s.path}.name".`);
@@ -246,12 +263,12 @@ export class QueryCompiler {
         return { sql: `e.${column}`, bindings: [], direction: s.direction, column };
       }
       // Through relationships or multi-valued fields: the smallest (ASC) or largest (DESC) value.
-      return this.subquerySortKey(path, s.direction, principal);
+      return this.subquerySortKey(path, s.direction, principal, at);
     });
   }
 
   /** A sort key through relationships or a multi-valued field, as one correlated sub-query with joins. */
-  private subquerySortKey(path: ResolvedPath, direction: 'ASC' | 'DESC', principal: Principal): SortKey {
+  private subquerySortKey(path: ResolvedPath, direction: 'ASC' | 'DESC', principal: Principal, at: number): SortKey {
     const agg = direction === 'ASC' ? 'MIN' : 'MAX';
     const t = path.terminal!;
     if (!path.hops.length && t.kind === 'property' && t.side) {
@@ -261,15 +278,19 @@ export class QueryCompiler {
     }
     const [first, ...rest] = path.hops;
     const q = this.knex.from(`${first!.target.table} as c0`);
-    if (first!.side) q.join(`${first!.side} as cr0`, `cr0.${first!.column}`, 'c0.id').whereRaw('cr0.entity_id = e.id');
-    else q.whereRaw(`c0.id = e.${first!.column}`);
+    if (first!.side) {
+      q.join(`${first!.side} as cr0`, `cr0.${first!.column}`, 'c0.id').whereRaw('cr0.entity_id = e.id');
+      if (first!.timed) during(q, 'cr0', at);
+    } else q.whereRaw(`c0.id = e.${first!.column}`);
     const guard0 = viewCondition(principal, first!.target, 'c0');
     if (guard0) guard0(q);
     rest.forEach((hop, i) => {
       const prev = `c${i}`;
       const cur = `c${i + 1}`;
-      if (hop.side) q.join(`${hop.side} as cr${i + 1}`, `cr${i + 1}.entity_id`, `${prev}.id`).join(`${hop.target.table} as ${cur}`, `${cur}.id`, `cr${i + 1}.${hop.column}`);
-      else q.join(`${hop.target.table} as ${cur}`, `${cur}.id`, `${prev}.${hop.column}`);
+      if (hop.side) {
+        q.join(`${hop.side} as cr${i + 1}`, `cr${i + 1}.entity_id`, `${prev}.id`).join(`${hop.target.table} as ${cur}`, `${cur}.id`, `cr${i + 1}.${hop.column}`);
+        if (hop.timed) during(q, `cr${i + 1}`, at);
+      } else q.join(`${hop.target.table} as ${cur}`, `${cur}.id`, `${prev}.${hop.column}`);
       const guard = viewCondition(principal, hop.target, cur);
       if (guard) guard(q);
     });

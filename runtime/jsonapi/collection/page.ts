@@ -53,12 +53,14 @@ export async function fetchPage(
   sort: SortField[],
   page: PageRequest,
   principal: Principal,
+  /** When computed locations are read (Unix seconds); now when absent. */
+  at?: number,
 ): Promise<PageResult> {
   const qb = db(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
   const guard = viewCondition(principal, rt.entityType, 'e');
   if (guard) guard(qb);
-  compiler.applyFilter(qb, rt, filter, principal);
-  const keys: SortKey[] = compiler.sortKeys(rt, sort, principal);
+  compiler.applyFilter(qb, rt, filter, principal, at);
+  const keys: SortKey[] = compiler.sortKeys(rt, sort, principal, at);
   const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
   if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id' });
   qb.select('e.id as id');

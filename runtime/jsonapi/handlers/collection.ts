@@ -33,8 +33,9 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const format = exportFormat(req, query);
     if (format) return sendExport(s, compiler, res, rt, query, principal, format);
     const { page } = query;
-    const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal);
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, principal);
+    const at = query.asOf ?? undefined;
+    const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, principal, at);
     const links: Record<string, { href: string }> = { self: s.selfLink(req) };
     if (result.hasMore) {
       links.next = pageLink(s, req, query, {

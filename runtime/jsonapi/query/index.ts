@@ -11,6 +11,7 @@ import { parsePage, type PageRequest } from './page.ts';
 import { parseQueryString, type QueryObject } from './query-string.ts';
 import { parseSort, type SortField } from './sort.ts';
 import { parseResourceVersion, RESOURCE_VERSION_PARAMETER, type ResourceVersion } from './resource-version.ts';
+import { parseAsOf } from './as-of.ts';
 
 export { buildQueryString } from './build-query-string.ts';
 export { parseFields } from './fields.ts';
@@ -26,6 +27,7 @@ export { parseSort } from './sort.ts';
 export type { SortField } from './sort.ts';
 export { parseResourceVersion, RESOURCE_VERSION_PARAMETER } from './resource-version.ts';
 export type { ResourceVersion } from './resource-version.ts';
+export { AS_OF_PARAMETER, parseAsOf } from './as-of.ts';
 
 /** The query parameters JSON:API reserves for itself. */
 export const RESERVED_PARAMETERS: readonly string[] = ['filter', 'sort', 'page', 'fields', 'include'];
@@ -47,6 +49,8 @@ export interface JsonApiQuery {
   extra: QueryObject;
   /** The revision asked for with `resourceVersion`, or null for the current one. */
   resourceVersion: ResourceVersion | null;
+  /** The moment `as_of` asks computed locations for (Unix seconds), or null for now. */
+  asOf: number | null;
 }
 
 /**
@@ -75,5 +79,6 @@ export function parseJsonApiQuery(raw: string): JsonApiQuery {
     fields: parseFields(params.fields),
     extra,
     resourceVersion: parseResourceVersion(extra[RESOURCE_VERSION_PARAMETER]),
+    asOf: parseAsOf(extra.as_of),
   };
 }

@@ -1,0 +1,326 @@
+/**
+ * Where each asset is, stored as time intervals (the `asset_location` table, made by core
+ * migration 0005), so that "the assets in X", a filter or sort on `location`, and a page of assets
+ * with their location cost an index lookup instead of a walk over every movement log.
+ *
+ * The rule is farmOS's (farmos-behaviour.md §1.7–1.8), applied at every moment something could
+ * change: an asset is where its latest done movement log at or before that moment put it (ties
+ * broken by the higher log id); a group member moves with its group when the group's latest
+ * movement has a higher log id and a timestamp at least as late as the member's own; fixed assets
+ * have no location. Future-dated logs make intervals that start in the future, so a move takes
+ * effect when its time comes with no write.
+ *
+ * Every write that can change an asset's timeline rebuilds that asset's intervals from its logs
+ * (never patched incrementally, so the table cannot drift from the logs): a movement or
+ * group-assignment log saved or deleted (its assets, and the members of any group among them), an
+ * asset's `is_fixed` changed, and a group deleted (its members). EntityService calls these inside
+ * its write transaction.
+ */
+import type { FieldDescriptor } from '../model/descriptor.ts';
+import type { ModelRegistry } from '../model/registry.ts';
+import { chunks, type Db, type ItemValue, type Reference } from '../storage/records.ts';
+
+export const PLACEMENTS_TABLE = 'asset_location';
+const PENDING_TABLE = 'tilth_pending_work';
+
+/** A done log, ordered by (timestamp, id) as farmOS orders them. */
+interface Dated {
+  logId: number;
+  timestamp: number;
+}
+
+/** A group-assignment log and the groups it assigns. */
+interface Assignment extends Dated {
+  groups: number[];
+}
+
+/** What an asset's location is at a moment: the movement log that says so, and its locations. */
+export interface Placement {
+  logId: number;
+  locations: Reference[];
+}
+
+type Values = ReadonlyMap<string, ItemValue | ItemValue[]>;
+
+/** The fields whose change can move an asset, on a log. */
+const LOG_FIELDS = ['asset', 'location', 'group', 'is_movement', 'is_group_assignment', 'status', 'timestamp'];
+
+/** Tables and columns, taken from the descriptors once. */
+interface Layout {
+  log: string;
+  asset: string;
+  logAsset: string;
+  logLocation: string;
+  logGroup: string | null;
+  isMovement: string;
+  isGroupAssignment: string | null;
+  status: string;
+  timestamp: string;
+  isFixed: string | null;
+}
+
+function columnOf(field: FieldDescriptor | undefined, property = 'value'): string | null {
+  return field?.storage.kind === 'columns' ? (field.storage.columns[property] ?? null) : null;
+}
+
+function sideTableOf(field: FieldDescriptor | undefined): string | null {
+  return field?.storage.kind === 'table' ? field.storage.table : null;
+}
+
+function refs(values: Values | null, name: string): number[] {
+  const v = values?.get(name);
+  return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
+}
+
+const isPostgres = (db: Db) => (db.client.config as { client?: string }).client === 'pg';
+
+/** A sorted list of dated logs, read forward as time goes on. */
+class Cursor<T extends Dated> {
+  private i = -1;
+  constructor(private readonly items: T[]) {}
+  /** The latest item at or before `time`; `time` never goes back between calls. */
+  at(time: number): T | undefined {
+    while (this.i + 1 < this.items.length && this.items[this.i + 1]!.timestamp <= time) this.i++;
+    return this.i >= 0 ? this.items[this.i] : undefined;
+  }
+}
+
+const byDate = (a: Dated, b: Dated) => a.timestamp - b.timestamp || a.logId - b.logId;
+
+export class Placements {
+  private readonly layout: Layout | null;
+
+  constructor(registry: ModelRegistry) {
+    this.layout = Placements.layoutOf(registry);
+  }
+
+  private static layoutOf(registry: ModelRegistry): Layout | null {
+    const logType = registry.model.entityTypes.log;
+    const assetType = registry.model.entityTypes.asset;
+    if (!logType || !assetType) return null;
+    const logField = (name: string) => registry.bundlesOf('log').map((rt) => rt.fieldsByName.get(name)).find(Boolean);
+    const assetField = (name: string) => registry.bundlesOf('asset').map((rt) => rt.fieldsByName.get(name)).find(Boolean);
+    const logAsset = sideTableOf(logField('asset'));
+    const logLocation = sideTableOf(logField('location'));
+    const isMovement = columnOf(logField('is_movement'));
+    const status = columnOf(logField('status'));
+    const timestamp = columnOf(logField('timestamp'));
+    if (!logAsset || !logLocation || !isMovement || !status || !timestamp) return null;
+    return {
+      log: logType.table,
+      asset: assetType.table,
+      logAsset,
+      logLocation,
+      logGroup: sideTableOf(logField('group')),
+      isMovement,
+      isGroupAssignment: columnOf(logField('is_group_assignment')),
+      status,
+      timestamp,
+      isFixed: columnOf(assetField('is_fixed')),
+    };
+  }
+
+  /** Where each asset is at `time`: one indexed query. Assets that are nowhere are absent. */
+  async at(db: Db, assetIds: number[], time: number): Promise<Map<number, Placement>> {
+    const out = new Map<number, Placement>();
+    if (!this.layout || !assetIds.length) return out;
+    for (const part of chunks([...new Set(assetIds)])) {
+      const rows = (await db(`${PLACEMENTS_TABLE} as p`)
+        .leftJoin(`${this.layout.asset} as t`, 't.id', 'p.target_id')
+        .whereIn('p.entity_id', part)
+        .where('p.start_ts', '<=', time)
+        .where((q) => q.whereNull('p.end_ts').orWhere('p.end_ts', '>', time))
+        .orderBy(['p.entity_id', 'p.delta'])
+        .select('p.entity_id', 'p.log_id', 'p.target_id', 't.uuid', 't.bundle')) as Array<{ entity_id: number; log_id: number; target_id: number | null; uuid: string | null; bundle: string | null }>;
+      for (const r of rows) {
+        const asset = Number(r.entity_id);
+        let placement = out.get(asset);
+        if (!placement) out.set(asset, (placement = { logId: Number(r.log_id), locations: [] }));
+        // A movement whose locations were all deleted still places the asset (its geometry counts).
+        if (r.target_id !== null && r.uuid) placement.locations.push({ targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
+      }
+    }
+    return out;
+  }
+
+  /** After a log is created (`before` null), updated or deleted (`after` null). */
+  async logChanged(db: Db, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS): Promise<void> {
+    if (!this.layout) return;
+    const flagged = (v: Values | null) => Boolean(v?.get('is_movement')) || Boolean(v?.get('is_group_assignment'));
+    if (!flagged(before) && !flagged(after)) return;
+    if (before && after && ![...changed].some((name) => LOG_FIELDS.includes(name))) return;
+    const assets = [...new Set([...refs(before, 'asset'), ...refs(after, 'asset')])];
+    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets))]);
+  }
+
+  /** After an asset is updated: a fixed asset has no location, a movable one its logs' location. */
+  async assetChanged(db: Db, assetId: number, changed: Iterable<string>): Promise<void> {
+    if ([...changed].includes('is_fixed')) await this.rebuild(db, [assetId]);
+  }
+
+  /**
+   * Before an asset is deleted: the members whose intervals depend on it as a group. (The
+   * database deletes every reference to a deleted record with it, so they cannot be found after.)
+   */
+  async membersBeforeDelete(db: Db, assetId: number): Promise<number[]> {
+    return this.layout ? this.membersOf(db, [assetId]) : [];
+  }
+
+  /**
+   * After an asset is deleted: its intervals go; logs that moved assets into it no longer name it
+   * (as their references to it are gone), and its members no longer move with it.
+   */
+  async assetDeleted(db: Db, assetId: number, members: number[]): Promise<void> {
+    if (!this.layout) return;
+    await db(PLACEMENTS_TABLE).where('entity_id', assetId).delete();
+    await db(PLACEMENTS_TABLE).where('target_id', assetId).update({ target_id: null });
+    await this.rebuild(db, members);
+  }
+
+  /** Assets ever assigned to any of these groups, by a group-assignment log of any status. */
+  private async membersOf(db: Db, groups: number[]): Promise<number[]> {
+    const l = this.layout!;
+    if (!groups.length || !l.logGroup || !l.isGroupAssignment) return [];
+    const members = new Set<number>();
+    for (const part of chunks(groups)) {
+      const rows = await db(`${l.logGroup} as lg`)
+        .join(`${l.logAsset} as la`, 'la.entity_id', 'lg.entity_id')
+        .join(`${l.log} as g`, 'g.id', 'lg.entity_id')
+        .whereIn('lg.target_id', part)
+        .where(`g.${l.isGroupAssignment}`, true)
+        .distinct('la.target_id');
+      for (const r of rows as Array<{ target_id: number }>) members.add(Number(r.target_id));
+    }
+    return [...members];
+  }
+
+  /** Recompute these assets' intervals from their logs, replacing what was stored. */
+  async rebuild(db: Db, assetIds: Iterable<number>): Promise<void> {
+    if (!this.layout) return;
+    const ids = [...new Set(assetIds)].sort((a, b) => a - b);
+    for (const part of chunks(ids, 500)) await this.rebuildPart(db, part);
+  }
+
+  private async rebuildPart(db: Db, ids: number[]): Promise<void> {
+    const l = this.layout!;
+    // Two PostgreSQL transactions moving the same asset would each rebuild from a snapshot missing
+    // the other's log; the row locks (taken in id order, so they cannot deadlock each other) make
+    // the second wait and then read the first's log.
+    if (isPostgres(db)) await db(l.asset).whereIn('id', ids).orderBy('id').forUpdate().select('id');
+    await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
+    const movableQuery = db(l.asset).whereIn('id', ids);
+    if (l.isFixed) movableQuery.where((q) => q.whereNull(l.isFixed!).orWhere(l.isFixed!, false));
+    const movable = ((await movableQuery.select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
+    if (!movable.length) return;
+
+    // The assets' own movement and group-assignment logs, done, at any time (future ones too).
+    const own = await this.datedLogs(db, movable);
+    const assignments = new Map<number, Assignment[]>();
+    const moves = new Map<number, Dated[]>();
+    const assignmentLogs = new Set<number>();
+    for (const r of own) {
+      if (r.movement) push(moves, r.assetId, r);
+      if (r.assignment) assignmentLogs.add(r.logId);
+    }
+    // The groups each assignment log names (groups deleted since do not count, as they are not shown).
+    const groupsOf = new Map<number, number[]>();
+    if (assignmentLogs.size && l.logGroup) {
+      for (const part of chunks([...assignmentLogs])) {
+        const rows = (await db(`${l.logGroup} as lg`).join(`${l.asset} as g`, 'g.id', 'lg.target_id').whereIn('lg.entity_id', part).orderBy(['lg.entity_id', 'lg.delta']).select('lg.entity_id', 'lg.target_id')) as Array<{ entity_id: number; target_id: number }>;
+        for (const r of rows) push(groupsOf, Number(r.entity_id), Number(r.target_id));
+      }
+    }
+    for (const r of own) if (r.assignment) push(assignments, r.assetId, { logId: r.logId, timestamp: r.timestamp, groups: groupsOf.get(r.logId) ?? [] });
+    const groups = [...new Set([...groupsOf.values()].flat())];
+    const groupMoves = new Map<number, Dated[]>();
+    for (const r of groups.length ? await this.datedLogs(db, groups) : []) if (r.movement) push(groupMoves, r.assetId, r);
+    for (const list of [...moves.values(), ...assignments.values(), ...groupMoves.values()]) list.sort(byDate);
+
+    // Each asset's timeline: which movement log holds from each moment something changed.
+    const intervals: Array<{ asset: number; logId: number; start: number; end: number | null }> = [];
+    for (const asset of movable) {
+      const mine = moves.get(asset) ?? [];
+      const assigned = assignments.get(asset) ?? [];
+      const theirGroups = [...new Set(assigned.flatMap((a) => a.groups))];
+      const times = new Set<number>([...mine, ...assigned].map((d) => d.timestamp));
+      for (const g of theirGroups) for (const d of groupMoves.get(g) ?? []) times.add(d.timestamp);
+      const ownAt = new Cursor(mine);
+      const assignedAt = new Cursor(assigned);
+      const groupAt = new Map(theirGroups.map((g) => [g, new Cursor(groupMoves.get(g) ?? [])]));
+      let open: { logId: number; start: number } | null = null;
+      for (const time of [...times].sort((a, b) => a - b)) {
+        let best = ownAt.at(time);
+        const current = assignedAt.at(time);
+        // Every group's cursor moves on with time, assigned now or not.
+        const groupNow = new Map([...groupAt].map(([g, c]) => [g, c.at(time)]));
+        for (const g of current?.groups ?? []) {
+          const move = groupNow.get(g);
+          if (move && (!best || (move.logId > best.logId && move.timestamp >= best.timestamp))) best = move;
+        }
+        if ((best?.logId ?? null) === (open?.logId ?? null)) continue;
+        if (open) intervals.push({ asset, logId: open.logId, start: open.start, end: time });
+        open = best ? { logId: best.logId, start: time } : null;
+      }
+      if (open) intervals.push({ asset, logId: open.logId, start: open.start, end: null });
+    }
+    if (!intervals.length) return;
+
+    const locations = new Map<number, number[]>();
+    for (const part of chunks([...new Set(intervals.map((i) => i.logId))])) {
+      const rows = (await db(l.logLocation).whereIn('entity_id', part).orderBy(['entity_id', 'delta']).select('entity_id', 'target_id')) as Array<{ entity_id: number; target_id: number }>;
+      for (const r of rows) push(locations, Number(r.entity_id), Number(r.target_id));
+    }
+    const rows = intervals.flatMap((i) => {
+      const at = locations.get(i.logId) ?? [];
+      const row = (target: number | null, delta: number) => ({ entity_id: i.asset, target_id: target, delta, log_id: i.logId, start_ts: i.start, end_ts: i.end });
+      return at.length ? at.map((target, delta) => row(target, delta)) : [row(null, 0)];
+    });
+    for (const part of chunks(rows, 500)) await db(PLACEMENTS_TABLE).insert(part);
+  }
+
+  /** Done movement and group-assignment logs that reference these assets. */
+  private async datedLogs(db: Db, assetIds: number[]): Promise<Array<Dated & { assetId: number; movement: boolean; assignment: boolean }>> {
+    const l = this.layout!;
+    const out: Array<Dated & { assetId: number; movement: boolean; assignment: boolean }> = [];
+    for (const part of chunks(assetIds)) {
+      const q = db(`${l.logAsset} as la`)
+        .join(`${l.log} as l`, 'l.id', 'la.entity_id')
+        .whereIn('la.target_id', part)
+        .where(`l.${l.status}`, 'done')
+        .where((w) => {
+          w.where(`l.${l.isMovement}`, true);
+          if (l.isGroupAssignment) w.orWhere(`l.${l.isGroupAssignment}`, true);
+        })
+        .select('la.target_id as asset_id', 'l.id as log_id', `l.${l.timestamp} as ts`, `l.${l.isMovement} as movement`, ...(l.isGroupAssignment ? [`l.${l.isGroupAssignment} as assignment`] : []));
+      for (const r of (await q) as Array<{ asset_id: number; log_id: number; ts: number; movement: unknown; assignment?: unknown }>) {
+        out.push({ assetId: Number(r.asset_id), logId: Number(r.log_id), timestamp: Number(r.ts), movement: Boolean(Number(r.movement) || r.movement === true), assignment: Boolean(Number(r.assignment) || r.assignment === true) });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Compute every asset's intervals when a migration asked for it (a farm upgraded to the release
+   * that brought the table), a thousand assets per transaction; then clear the request.
+   */
+  async rebuildIfPending(knex: Db & { transaction: Db['transaction'] }): Promise<number> {
+    if (!this.layout || !(await knex.schema.hasTable(PENDING_TABLE))) return 0;
+    if (!(await knex(PENDING_TABLE).where('name', PLACEMENTS_TABLE).first())) return 0;
+    let done = 0;
+    for (let after = 0; ; ) {
+      const ids = ((await knex(this.layout.asset).where('id', '>', after).orderBy('id').limit(1000).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
+      if (!ids.length) break;
+      await knex.transaction((trx) => this.rebuild(trx, ids));
+      done += ids.length;
+      after = ids[ids.length - 1]!;
+    }
+    await knex(PENDING_TABLE).where('name', PLACEMENTS_TABLE).delete();
+    return done;
+  }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
