@@ -291,6 +291,21 @@ test('a sensor: send the asset, post readings as its device does, read them back
   ]);
 });
 
+test('a birth log sent with farmOS.js gives the lamb its birthdate and its mother as parent', async () => {
+  const lamb = await farm.asset.send(farm.asset.create({ type: 'asset--animal', name: 'Lamb', animal_type: ref(sheep) }));
+  assert.deepEqual(lamb.relationships.parent, []);
+  const born = '2024-03-01T05:30:00.000Z';
+  const log = await farm.log.send(farm.log.create({ type: 'log--birth', name: 'Lambing', timestamp: born, status: 'done', asset: [ref(lamb)], mother: ref(dolly) }));
+  assert.equal(log.type, 'log--birth');
+  assert.equal(log.relationships.mother.id, dolly.id);
+  const fetched = await farm.asset.fetch({ filter: { type: 'asset--animal', id: lamb.id } });
+  const child = fetched.data[0];
+  assert.equal(new Date(child.attributes.birthdate).toISOString(), born, "the log's timestamp");
+  assert.deepEqual(child.relationships.parent.map((r: any) => r.id), [dolly.id], 'the mother, as the only parent');
+  // A second birth log for the same lamb is refused, and farmOS.js surfaces the 422.
+  await assert.rejects(farm.log.send(farm.log.create({ type: 'log--birth', name: 'Again', timestamp: born, status: 'done', asset: [ref(lamb)] })), (e: any) => e.response?.status === 422);
+});
+
 test('before authorizing, farmOS.js sends `Bearer undefined`: a 401 the library surfaces as an error', async () => {
   let none: any = null;
   const anonymous = makeFarm(() => none, (t) => (none = t));

@@ -89,3 +89,31 @@ test('a sensor: farm.asset.send("sensor", …), readings posted by its device, r
   assert.equal(data.status, 200);
   assert.deepEqual(await data.json(), [{ timestamp: 1700000000, temperature: '12.5' }]);
 });
+
+test('a birth log: farm.log.send("birth", …) sets the child\'s birthdate and mother; a second one raises', async () => {
+  const token = await fetchToken(`grant_type=password&username=${ADMIN.name}&password=${ADMIN.password}&scope=farm_manager`, { Authorization: `Basic ${Buffer.from('farm:').toString('base64')}` });
+  const headers = { Authorization: `Bearer ${token.body.access_token}`, 'User-Agent': PY_HEADERS['User-Agent'], Accept: '*/*', 'Content-Type': 'application/vnd.api+json' };
+  // farm.<x>.send(bundle, payload) with no id: POST api/<entity>/<bundle>, the payload as passed.
+  const send = async (entity: string, bundle: string, payload: Record<string, unknown>) => {
+    const res = await fetch(`${server.url}/api/${entity}/${bundle}`, { method: 'POST', headers, body: JSON.stringify({ data: { type: `${entity}--${bundle}`, ...payload } }) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const goats = (await send('taxonomy_term', 'animal_type', { attributes: { name: 'Goats' } })).body.data;
+  const species = { data: { type: 'taxonomy_term--animal_type', id: goats.id } };
+  const nanny = (await send('asset', 'animal', { attributes: { name: 'Nanny', sex: 'F' }, relationships: { animal_type: species } })).body.data;
+  const kid = (await send('asset', 'animal', { attributes: { name: 'Kid' }, relationships: { animal_type: species } })).body.data;
+  const birth = {
+    attributes: { name: 'Kidding', timestamp: '2024-04-10T06:00:00+00:00', status: 'done' },
+    relationships: { asset: { data: [{ type: 'asset--animal', id: kid.id }] }, mother: { data: { type: 'asset--animal', id: nanny.id } } },
+  };
+  const sent = await send('log', 'birth', birth);
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  // farm.asset.get_id('animal', kid_id)
+  const child = ((await (await fetch(`${server.url}/api/asset/animal/${kid.id}`, { headers })).json()) as any).data;
+  assert.equal(child.attributes.birthdate, '2024-04-10T06:00:00+00:00');
+  assert.deepEqual(child.relationships.parent.data.map((r: { id: string }) => r.id), [nanny.id]);
+  // raise_for_status() raises on the 422, whose detail says why.
+  const again = await send('log', 'birth', birth);
+  assert.equal(again.status, 422);
+  assert.match(again.body.errors[0].detail, /birth/i);
+});
