@@ -11,6 +11,7 @@ import { emitDescriptors, type FileMap } from './emit/descriptors.ts';
 import { emitSchemas } from './emit/schemas.ts';
 import { emitOpenApi } from './emit/openapi.ts';
 import { emitTypes } from './emit/types.ts';
+import { emitMetaTypes } from './emit/meta-types.ts';
 import { emitRoutes } from './emit/routes.ts';
 import { emitMigrations, readExistingMigrations } from './emit/migrations.ts';
 
@@ -55,6 +56,7 @@ export async function generate({ root, check = false }: GenerateOptions): Promis
     ...emitSchemas(model),
     ...emitOpenApi(model),
     ...(await emitTypes(model)),
+    ...(await emitMetaTypes()),
     ...emitRoutes(model),
     ...migrations.files,
   ]);

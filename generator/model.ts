@@ -6,8 +6,9 @@
 import type { SourceFile } from './load.ts';
 import { DefinitionError, DefinitionErrors } from './errors.ts';
 import { FIELD_TYPE_SPECS, type FieldType } from '../runtime/model/field-types.ts';
-import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
+import type { BundleDescriptor, ComputedKind, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
 import { assignStorage } from './storage.ts';
+import { COMPUTED_NEEDS } from '../runtime/model/computed-needs.ts';
 import { isConfigEntityType } from '../runtime/model/config-entities.ts';
 
 const RESERVED = new Set(['id', 'type', 'uuid', 'bundle', 'links', 'meta', 'attributes', 'relationships', 'revision_id', 'entity_id', 'delta']);
@@ -205,7 +206,7 @@ export function buildModel(files: SourceFile[]): DataModel {
     if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
     if (type === 'file_uri' && raw.computed !== 'file_uri') bad(['type'], `file_uri fields are computed; add "computed: file_uri".`);
     if (!ok) return null;
-    const computed = raw.computed as string | undefined;
+    const computed = raw.computed as ComputedKind | undefined;
     return {
       name,
       type,
@@ -317,6 +318,23 @@ export function buildModel(files: SourceFile[]): DataModel {
         `field "${p.descriptor.name}" is ${signature(p.descriptor)} here but ${canonical} in ${example.file.path}; a field name shared by bundles of one entity type must have the same type, cardinality and target.`,
         true,
       );
+    }
+  }
+
+  // A computed field needs the fields it is computed from, on its record and elsewhere.
+  const fieldNames = (entityType: string) => new Set(bundles.filter((b) => b.descriptor.entityType === entityType).flatMap((b) => b.fields.map((f) => f.descriptor.name)));
+  for (const bundle of bundles) {
+    const own = new Set(bundle.fields.map((f) => f.descriptor.name));
+    for (const { descriptor: f, path, file: ffile } of bundle.fields) {
+      if (!f.computed) continue;
+      const needs = COMPUTED_NEEDS[f.computed];
+      const missingOwn = needs.own.filter((n) => !own.has(n));
+      if (missingOwn.length) fail(ffile, [...path, 'computed'], `field "${f.name}" is computed (${f.computed}) from ${needs.own.join(', ')} of its own record, but ${bundle.descriptor.type} has no ${missingOwn.map((n) => `"${n}"`).join(', ')}.`);
+      for (const [entityType, names] of Object.entries(needs.elsewhere)) {
+        const present = fieldNames(entityType);
+        const missing = names.filter((n) => !present.has(n));
+        if (missing.length) fail(ffile, [...path, 'computed'], `field "${f.name}" is computed (${f.computed}) from the ${entityType} fields ${names.join(', ')}, but no ${entityType} bundle has ${missing.map((n) => `"${n}"`).join(', ')} (renamed or removed?).`);
+      }
     }
   }
 

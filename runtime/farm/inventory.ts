@@ -4,9 +4,11 @@
  * at 0; the adjustments (an `inventory_adjustment` set) on done logs up to now are applied in log
  * order (timestamp, then id) with exact fraction arithmetic: a reset takes the quantity's value
  * as written, sums are reduced (the fraction module's add/subtract). Values are rendered as farmOS
- * renders them (farm/decimal.ts). Two queries for a whole page of assets, plus one for unit names.
+ * renders them (farm/decimal.ts). Two queries for a whole page of assets, plus one for unit names;
+ * table and column names come from the descriptors.
  */
 import type { ModelRegistry } from '../model/registry.ts';
+import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
 import { farmDecimal } from './decimal.ts';
 
@@ -29,28 +31,36 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
   for (const a of assets) a.values.set('inventory', []);
   const quantityEt = registry.model.entityTypes.quantity;
   const logEt = registry.model.entityTypes.log;
-  const quantityField = registry.bundlesOf('log').map((rt) => rt.fieldsByName.get('quantity')).find(Boolean);
-  if (!quantityEt || !logEt || !quantityField || quantityField.storage.kind !== 'table' || !assets.length) return;
-  // Quantity bundles name their unit `units` (farmOS) or `unit` (the spec); both are read.
+  const logQuantity = sideTableOf(fieldOf(registry, 'log', 'quantity'));
+  const quantityField = (name: string, property = 'value') => columnOf(fieldOf(registry, 'quantity', name), property);
+  const q = {
+    asset: quantityField('inventory_asset', 'target_id'),
+    kind: quantityField('inventory_adjustment'),
+    measure: quantityField('measure'),
+    numerator: quantityField('value', 'numerator'),
+    denominator: quantityField('value', 'denominator'),
+  };
+  const l = { status: columnOf(fieldOf(registry, 'log', 'status')), timestamp: columnOf(fieldOf(registry, 'log', 'timestamp')) };
+  if (!quantityEt || !logEt || !logQuantity || !q.asset || !q.kind || !q.measure || !q.numerator || !q.denominator || !l.status || !l.timestamp || !assets.length) return;
+  // Quantity bundles name their unit `units` (farmOS) or `unit` (the spec, an alias); both are read.
   const unitColumns = [
     ...new Set(
       registry
         .bundlesOf('quantity')
-        .map((rt) => rt.fieldsByName.get('units'))
-        .filter((f) => f?.storage.kind === 'columns')
-        .map((f) => (f!.storage as { columns: Record<string, string> }).columns.target_id!),
+        .map((rt) => columnOf(rt.fieldsByName.get('units'), 'target_id'))
+        .filter((c): c is string => Boolean(c)),
     ),
   ];
   const unit = unitColumns.length ? db.raw(`COALESCE(${unitColumns.map((c) => `q.${c}`).join(', ')}) as unit`) : db.raw('NULL as unit');
   const rows = (await db(`${quantityEt.table} as q`)
-    .join(`${quantityField.storage.table} as lq`, 'lq.target_id', 'q.id')
+    .join(`${logQuantity} as lq`, 'lq.target_id', 'q.id')
     .join(`${logEt.table} as l`, 'l.id', 'lq.entity_id')
-    .whereIn('q.inventory_asset', assets.map((a) => a.id))
-    .whereNotNull('q.inventory_adjustment')
-    .where('l.status', 'done')
-    .where('l.timestamp', '<=', now)
-    .orderBy([{ column: 'l.timestamp' }, { column: 'l.id' }, { column: 'q.id' }])
-    .select('q.inventory_asset as asset', 'q.inventory_adjustment as kind', 'q.measure as measure', 'q.value__numerator as n', 'q.value__denominator as d', unit)) as Array<Record<string, unknown>>;
+    .whereIn(`q.${q.asset}`, assets.map((a) => a.id))
+    .whereNotNull(`q.${q.kind}`)
+    .where(`l.${l.status}`, 'done')
+    .where(`l.${l.timestamp}`, '<=', now)
+    .orderBy([{ column: `l.${l.timestamp}` }, { column: 'l.id' }, { column: 'q.id' }])
+    .select(`q.${q.asset} as asset`, `q.${q.kind} as kind`, `q.${q.measure} as measure`, `q.${q.numerator} as n`, `q.${q.denominator} as d`, unit)) as Array<Record<string, unknown>>;
   const adjustments: Adjustment[] = rows.map((r) => ({
     asset: Number(r.asset),
     kind: r.kind as Adjustment['kind'],
@@ -62,9 +72,9 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
   // Every pair on the asset's quantities is listed, even before any of its adjustments counts
   // (farmOS's getMeasureUnitsPairs reads the quantity table alone); in order of first appearance.
   const pairRows = (await db(`${quantityEt.table} as q`)
-    .whereIn('q.inventory_asset', assets.map((a) => a.id))
+    .whereIn(`q.${q.asset}`, assets.map((a) => a.id))
     .orderBy('q.id')
-    .select('q.inventory_asset as asset', 'q.measure as measure', unit)) as Array<Record<string, unknown>>;
+    .select(`q.${q.asset} as asset`, `q.${q.measure} as measure`, unit)) as Array<Record<string, unknown>>;
   const unitIds = [...new Set(pairRows.map((r) => r.unit).filter((u) => u !== null && u !== undefined).map(Number))];
   const termTable = registry.model.entityTypes.taxonomy_term?.table;
   const unitNames = new Map<number, string>();

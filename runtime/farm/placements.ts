@@ -16,8 +16,8 @@
  * asset's `is_fixed` changed, and a group deleted (its members). EntityService calls these inside
  * its write transaction.
  */
-import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry } from '../model/registry.ts';
+import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, type Db, type ItemValue, type Reference } from '../storage/records.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
@@ -59,14 +59,6 @@ interface Layout {
   isFixed: string | null;
 }
 
-function columnOf(field: FieldDescriptor | undefined, property = 'value'): string | null {
-  return field?.storage.kind === 'columns' ? (field.storage.columns[property] ?? null) : null;
-}
-
-function sideTableOf(field: FieldDescriptor | undefined): string | null {
-  return field?.storage.kind === 'table' ? field.storage.table : null;
-}
-
 function refs(values: Values | null, name: string): number[] {
   const v = values?.get(name);
   return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
@@ -98,8 +90,8 @@ export class Placements {
     const logType = registry.model.entityTypes.log;
     const assetType = registry.model.entityTypes.asset;
     if (!logType || !assetType) return null;
-    const logField = (name: string) => registry.bundlesOf('log').map((rt) => rt.fieldsByName.get(name)).find(Boolean);
-    const assetField = (name: string) => registry.bundlesOf('asset').map((rt) => rt.fieldsByName.get(name)).find(Boolean);
+    const logField = (name: string) => fieldOf(registry, 'log', name);
+    const assetField = (name: string) => fieldOf(registry, 'asset', name);
     const logAsset = sideTableOf(logField('asset'));
     const logLocation = sideTableOf(logField('location'));
     const isMovement = columnOf(logField('is_movement'));

@@ -5,14 +5,8 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
 import type { RevisionRow } from '../storage/revisions.ts';
 import { ComputedFields } from '../farm/computed.ts';
+import { COMPUTED_NEEDS } from '../model/computed-needs.ts';
 
-/** Fields a computed field needs loaded to be computed. */
-const NEEDS: Record<string, string[]> = {
-  location: ['is_fixed'],
-  geometry: ['is_fixed', 'intrinsic_geometry'],
-  display_name: ['name'],
-  file_uri: ['path'],
-};
 
 export class RecordLoader {
   readonly store: RecordStore;
@@ -58,7 +52,7 @@ export class RecordLoader {
     const set = fieldsets?.get(rt.type);
     if (!set) return rt.bundle.fields;
     const names = new Set(set);
-    for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of NEEDS[f.computed] ?? []) names.add(n);
+    for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of COMPUTED_NEEDS[f.computed].own) names.add(n);
     names.add('status');
     return rt.bundle.fields.filter((f) => names.has(f.name));
   }

@@ -3,6 +3,9 @@
  * Everything that differs between bundles is one of these values; no runtime code names a bundle.
  */
 import type { ColumnType, FieldType } from './field-types.ts';
+import type { AutoKind, ComputedKind, Field } from '../../generated/meta-schema.ts';
+
+export type { ComputedKind } from '../../generated/meta-schema.ts';
 
 export interface AllowedValue {
   value: string;
@@ -26,11 +29,11 @@ export interface ReferenceTarget {
   filter?: Record<string, string | number | boolean>;
 }
 
-export type AutoValue = 'created' | 'changed' | 'author' | 'editor';
+export type AutoValue = AutoKind;
 /** `editors`: only those who may update the record see it or filter by it (stream keys). */
-export type Visibility = 'all' | 'self' | 'admin' | 'editors';
+export type Visibility = NonNullable<Field['visibility']>;
 /** Values computed for a new record left without one, as farmOS's default value callbacks do. */
-export type DefaultCallback = 'unique_key';
+export type DefaultCallback = NonNullable<Field['default_callback']>;
 
 export interface FieldDescriptor {
   /** Public (JSON:API) name. */
@@ -53,8 +56,8 @@ export interface FieldDescriptor {
   /** Other public names accepted on input and in filters. */
   aliases: string[];
   readOnly: boolean;
-  /** Name of the runtime provider that computes it on read; no storage. */
-  computed?: string;
+  /** What the runtime computes it from on read (farm/computed.ts); no storage. */
+  computed?: ComputedKind;
   auto?: AutoValue;
   /** Stored but never output (password hashes). */
   internal: boolean;

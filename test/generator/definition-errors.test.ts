@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { generate, DefinitionErrors } from '../../generator/index.ts';
 import { scratchProject, ROOT } from '../support/project.ts';
 
@@ -99,6 +99,14 @@ const cases: Array<[string, { given: Record<string, string>; want: { file: strin
     {
       given: { 'definitions/log/harvest.yaml': HARVEST.replace('    label: Lot number', '    label: Lot number\n    requird: true') },
       want: { file: 'definitions/log/harvest.yaml', line: 8, sentence: /unknown key "requird"/ },
+    },
+  ],
+  [
+    'a computed field whose source field was renamed',
+    {
+      // A log's is_movement renamed: asset location would turn off in silence; the generator refuses.
+      given: { 'definitions/entity-types/log.yaml': readFileSync(join(ROOT, 'definitions/entity-types/log.yaml'), 'utf8').replace('  is_movement:\n', '  is_moving:\n') },
+      want: { file: 'definitions/entity-types/asset.yaml', line: 159, sentence: /field "location" is computed \(location\) from the log fields .*is_movement.*, but no log bundle has "is_movement" \(renamed or removed\?\)/ },
     },
   ],
 ];
