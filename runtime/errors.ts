@@ -11,6 +11,7 @@ const REASON: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
@@ -34,6 +35,53 @@ export interface ErrorSource {
   parameter?: string;
 }
 
+/**
+ * The stable `code` of every JSON:API error object: what a program may branch on (the `detail`
+ * sentence may be reworded). README.md's "Error codes" lists the same codes; a test keeps the two
+ * equal. A status without a more specific code gets its default (`DEFAULT_CODE`).
+ */
+export const ERROR_CATALOGUE = {
+  bad_request: { status: 400, meaning: 'The request is malformed: its body, a header or the URL.' },
+  bad_parameter: { status: 400, meaning: 'A query parameter is invalid; `source.parameter` names it.' },
+  unauthorized: { status: 401, meaning: 'No valid access token: sign in, or refresh the token.' },
+  forbidden: { status: 403, meaning: "The token's scopes or the user's roles do not allow this." },
+  not_found: { status: 404, meaning: 'No such route, resource or revision (or one the caller may not know of).' },
+  method_not_allowed: { status: 405, meaning: 'The route exists but not for this method; the `Allow` header lists those it takes.' },
+  request_timeout: { status: 408, meaning: 'The request body stalled longer than `TILTH_BODY_TIMEOUT`; nothing was kept.' },
+  conflict: { status: 409, meaning: 'The write collides with another: a UUID or unique value already taken, or a concurrent change.' },
+  payload_too_large: { status: 413, meaning: 'The request or the response would exceed a configured byte budget.' },
+  unsupported_media_type: { status: 415, meaning: 'The body is not in a type or encoding this route takes.' },
+  invalid_value: { status: 422, meaning: 'A value breaks a rule of the record type; `source.pointer` names the field (one error per violation).' },
+  failed_dependency: { status: 424, meaning: 'A subrequest was not sent because one it waits for failed.' },
+  rate_limited: { status: 429, meaning: 'Too many attempts; retry after the `Retry-After` header.' },
+  internal_error: { status: 500, meaning: 'A fault in the server; it is logged with the request id.' },
+  bad_gateway: { status: 502, meaning: 'A subrequest could not be sent.' },
+  unavailable: { status: 503, meaning: 'The database is busy or the server is starting; retry after `Retry-After`.' },
+  gateway_timeout: { status: 504, meaning: 'A subrequest took too long.' },
+} as const satisfies Record<string, { status: number; meaning: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** The code of an error given only its status. */
+const DEFAULT_CODE: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'invalid_value',
+  424: 'failed_dependency',
+  429: 'rate_limited',
+  500: 'internal_error',
+  502: 'bad_gateway',
+  503: 'unavailable',
+  504: 'gateway_timeout',
+};
+
 /** One JSON:API error object. */
 export interface ErrorObject {
   status: string;
@@ -48,16 +96,16 @@ export interface ErrorObject {
 export class ApiError extends Error {
   readonly status: number;
   readonly source?: ErrorSource;
-  readonly code?: string;
+  readonly code: ErrorCode;
   /** Extra response headers (Allow on 405, WWW-Authenticate on 401, Retry-After on 429). */
   readonly headers: Record<string, string>;
 
-  constructor(status: number, detail: string, options: { source?: ErrorSource; code?: string; headers?: Record<string, string> } = {}) {
+  constructor(status: number, detail: string, options: { source?: ErrorSource; code?: ErrorCode; headers?: Record<string, string> } = {}) {
     super(detail);
     this.name = 'ApiError';
     this.status = status;
     this.source = options.source;
-    this.code = options.code;
+    this.code = options.code ?? DEFAULT_CODE[status] ?? (status >= 500 ? 'internal_error' : 'bad_request');
     this.headers = options.headers ?? {};
   }
 
@@ -66,8 +114,7 @@ export class ApiError extends Error {
   }
 
   toObjects(): ErrorObject[] {
-    const object: ErrorObject = { status: String(this.status), title: reasonPhrase(this.status), detail: this.message };
-    if (this.code) object.code = this.code;
+    const object: ErrorObject = { status: String(this.status), title: reasonPhrase(this.status), code: this.code, detail: this.message };
     if (this.source) object.source = this.source;
     return [object];
   }
@@ -80,7 +127,7 @@ export function badRequest(detail: string, source?: ErrorSource): ApiError {
 
 /** 400 for a query parameter. */
 export function badParameter(parameter: string, detail: string): ApiError {
-  return new ApiError(400, detail, { source: { parameter } });
+  return new ApiError(400, detail, { source: { parameter }, code: 'bad_parameter' });
 }
 
 export function unauthorized(detail: string, wwwAuthenticate: string): ApiError {
@@ -132,7 +179,7 @@ export class ValidationError extends ApiError {
   }
 
   override toObjects(): ErrorObject[] {
-    return this.violations.map((v) => ({ status: '422', title: reasonPhrase(422), detail: v.detail, source: { pointer: v.pointer } }));
+    return this.violations.map((v) => ({ status: '422', title: reasonPhrase(422), code: this.code, detail: v.detail, source: { pointer: v.pointer } }));
   }
 }
 
@@ -151,7 +198,8 @@ export type OAuthErrorCode =
   | 'temporarily_unavailable'
   | 'slow_down';
 
-const OAUTH_STATUS: Record<OAuthErrorCode, number> = {
+/** The OAuth error codes and their statuses (RFC 6749 §5.2; invalid_client is 401 as in §5.2's Basic case). */
+export const OAUTH_STATUS: Readonly<Record<OAuthErrorCode, number>> = {
   invalid_request: 400,
   invalid_client: 401,
   invalid_grant: 400,
@@ -195,6 +243,6 @@ export function toJsonApiErrorDocument(error: unknown): { status: number; header
   return {
     status: 500,
     headers: {},
-    body: { jsonapi: JSONAPI_VERSION, errors: [{ status: '500', title: reasonPhrase(500), detail: 'The server could not complete the request. The error has been logged.' }] },
+    body: { jsonapi: JSONAPI_VERSION, errors: [{ status: '500', title: reasonPhrase(500), code: 'internal_error', detail: 'The server could not complete the request. The error has been logged.' }] },
   };
 }

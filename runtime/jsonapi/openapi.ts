@@ -7,7 +7,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { notFound } from '../errors.ts';
 import type { AppContext } from '../context.ts';
 
 type Json = Record<string, unknown>;
@@ -46,8 +47,8 @@ export function openApiRoutes(ctx: AppContext): Router {
   const router = express.Router();
   const document = servedOpenApi(ctx);
   const assets = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-  router.get('/api/openapi.json', (_req: Request, res: Response) => {
-    if (!document) return res.status(404).json({ errors: [{ status: '404', title: 'Not Found', detail: 'This server was generated without an OpenAPI document.' }] });
+  router.get('/api/openapi.json', (_req: Request, res: Response, next: NextFunction) => {
+    if (!document) return next(notFound('This server was generated without an OpenAPI document.'));
     res.type('application/vnd.oai.openapi+json').set('Cache-Control', 'no-cache').send(document);
   });
   router.get(['/api/docs', '/api/docs/'], (_req: Request, res: Response) => {
