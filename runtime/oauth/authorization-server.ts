@@ -1,6 +1,6 @@
 /**
  * The oauth2orize server: which response types /oauth/authorize answers and which grants
- * /oauth/token exchanges, one module per grant under grants/. Authorization requests are parsed
+ * /oauth/token exchanges: every grant of the registry (grants/index.ts), registered in a loop. Authorization requests are parsed
  * by one parser for every response type (authorize-request.ts), so that an unsupported type is
  * still reported to a valid client's redirect URI.
  */
@@ -9,11 +9,7 @@ import type { Client } from './clients.ts';
 import type { UserAccount } from '../accounts/users.ts';
 import { parseAuthorizeRequest } from './authorize-request.ts';
 import { DatabaseTransactionStore } from './transactions.ts';
-import { authorizationCodeExchange, codeGrant } from './grants/authorization-code.ts';
-import { implicitGrant } from './grants/implicit.ts';
-import { passwordExchange } from './grants/password.ts';
-import { clientCredentialsExchange } from './grants/client-credentials.ts';
-import { refreshTokenExchange } from './grants/refresh-token.ts';
+import { GRANTS } from './grants/index.ts';
 import type { OAuthDeps } from './deps.ts';
 
 /** What oauth2orize's grant factories really return (its typings call it a middleware). */
@@ -27,14 +23,13 @@ export function createAuthorizationServer(deps: OAuthDeps): OAuth2Server<Client,
   const server = oauth2orize.createServer<Client, UserAccount>({ store: new DatabaseTransactionStore(deps.ctx.db.knex) });
 
   server.grant('*', parseAuthorizeRequest as never);
-  for (const grant of [codeGrant(deps), implicitGrant(deps)] as unknown as GrantModule[]) {
-    // Only the response phase: requests are parsed above, errors answered by authorize.ts.
-    server.grant(grant.name, { response: grant.response } as never);
+  for (const definition of GRANTS) {
+    if ('authorize' in definition) {
+      // Only the response phase: requests are parsed above, errors answered by authorize.ts.
+      const grant = definition.authorize.grant(deps) as unknown as GrantModule;
+      server.grant(grant.name, { response: grant.response } as never);
+    }
+    if ('exchange' in definition) server.exchange(definition.type, definition.exchange(deps) as never);
   }
-
-  server.exchange('password', passwordExchange(deps));
-  server.exchange('authorization_code', authorizationCodeExchange(deps));
-  server.exchange('client_credentials', clientCredentialsExchange(deps));
-  server.exchange('refresh_token', refreshTokenExchange(deps));
   return server;
 }

@@ -7,9 +7,9 @@ import type { Knex } from 'knex';
 import { isScope, SCOPES, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
-/** Grant types a client may be allowed. `implicit` is response_type=token at /oauth/authorize. */
-export const GRANT_TYPES = ['authorization_code', 'implicit', 'password', 'client_credentials', 'refresh_token'] as const;
-export type GrantType = (typeof GRANT_TYPES)[number];
+import { GRANT_TYPES, isGrantType, type GrantType } from './grants/index.ts';
+
+export { allowsGrant, GRANT_TYPES, type GrantType } from './grants/index.ts';
 
 export const DEFAULT_CLIENT_ID = 'farm';
 /** farmOS's Field Kit signs in as this public client (farm_fieldkit), created at start unless TILTH_FIELDKIT_CLIENT=0. */
@@ -42,13 +42,6 @@ export class ClientError extends Error {
   }
 }
 
-export function isGrantType(value: string): value is GrantType {
-  return (GRANT_TYPES as readonly string[]).includes(value);
-}
-
-export function allowsGrant(client: Client, grant: GrantType): boolean {
-  return client.grantTypes.includes(grant);
-}
 
 /**
  * The scopes a client may ask for: those it was registered with (`tilth client create --scope`).

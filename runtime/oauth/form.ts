@@ -8,28 +8,26 @@
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { OAuthError } from '../errors.ts';
+import { GRANT_PARAMETERS } from './grants/index.ts';
 
 /** Largest OAuth form body accepted; real ones are a few hundred bytes. */
 const FORM_LIMIT = '16kb';
 
-/** Every parameter an OAuth endpoint of this server reads. */
-const KNOWN = new Set([
+/** Every parameter an OAuth endpoint of this server reads: the common ones, and each grant's. */
+const KNOWN: ReadonlySet<string> = new Set([
   'grant_type',
   'client_id',
   'client_secret',
-  'username',
-  'password',
   'scope',
-  'code',
-  'redirect_uri',
-  'code_verifier',
-  'refresh_token',
+  // Revocation (RFC 7009).
   'token',
   'token_type_hint',
+  // The consent and sign-in pages.
   'transaction_id',
   'csrf_token',
   'decision',
   'return_to',
+  ...GRANT_PARAMETERS,
 ]);
 
 /** Parse a form body; throws invalid_request for a repeated known parameter. */

@@ -7,7 +7,8 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OAuth2Server } from 'oauth2orize';
 import { OAuthError } from '../errors.ts';
-import { allowsGrant, type Client } from './clients.ts';
+import type { Client } from './clients.ts';
+import { allowsGrant, TOKEN_GRANT_TYPES } from './grants/index.ts';
 import { clientAuthentication } from './client-auth.ts';
 import { formBody } from './form.ts';
 import { limitAddresses } from './rate-limit.ts';
@@ -15,9 +16,6 @@ import { asOAuthError } from './oauth-errors.ts';
 import { tokenStore } from './tokens.ts';
 import type { OAuthDeps } from './deps.ts';
 
-/** Grant types of the token endpoint (the implicit grant lives at /oauth/authorize). */
-export const TOKEN_GRANT_TYPES = ['authorization_code', 'password', 'client_credentials', 'refresh_token'] as const;
-type TokenGrantType = (typeof TOKEN_GRANT_TYPES)[number];
 
 /** Responses carrying credentials or answering for them are never cached (RFC 6749 §5.1). */
 export function noStore(_req: Request, res: Response, next: NextFunction): void {
@@ -36,7 +34,7 @@ function checkGrantType(req: Request, _res: Response, next: NextFunction): void 
 
 function checkClientMayUseGrant(req: Request, res: Response, next: NextFunction): void {
   const client = res.locals.client as Client;
-  const type = (req.body as Record<string, string>).grant_type as TokenGrantType;
+  const type = (req.body as Record<string, string>).grant_type!;
   if (!allowsGrant(client, type)) return next(new OAuthError('unauthorized_client', `The client ${client.clientId} may not use the ${type} grant.`));
   next();
 }

@@ -9,7 +9,8 @@ import oauth2orize, { type ExchangeDoneFunction, type OAuth2Req } from 'oauth2or
 import { OAuthError } from '../../errors.ts';
 import { findUser } from '../../accounts/users.ts';
 import type { UserAccount } from '../../accounts/users.ts';
-import { allowsGrant, type Client } from '../clients.ts';
+import type { Client } from '../clients.ts';
+import { allowsGrant, type GrantDefinition } from './grant.ts';
 import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith, type IssuedTokens } from '../issue.ts';
 import { constantTimeEqual, PKCE_VALUE, pkceS256 } from '../secrets.ts';
@@ -80,3 +81,11 @@ function checkPkce(challenge: string | null, verifier: string | undefined): OAut
   if (!PKCE_VALUE.test(verifier) || !constantTimeEqual(pkceS256(verifier), challenge)) return new OAuthError('invalid_grant', 'The code_verifier does not match the code_challenge.');
   return null;
 }
+
+/** response_type=code at /oauth/authorize, exchanged with grant_type=authorization_code at /oauth/token. */
+export const authorizationCodeGrant = {
+  type: 'authorization_code',
+  parameters: ['code', 'redirect_uri', 'code_verifier'],
+  exchange: authorizationCodeExchange,
+  authorize: { responseType: 'code', grant: codeGrant },
+} as const satisfies GrantDefinition;

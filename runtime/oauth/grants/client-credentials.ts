@@ -12,6 +12,7 @@ import { parseScope, resolveScopes } from '../scopes.ts';
 import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith } from '../issue.ts';
 import type { OAuthDeps } from '../deps.ts';
+import type { GrantDefinition } from './grant.ts';
 
 /** oauth2orize exchange for grant_type=client_credentials. */
 export function clientCredentialsExchange({ ctx }: OAuthDeps) {
@@ -29,3 +30,5 @@ export function clientCredentialsExchange({ ctx }: OAuthDeps) {
     }),
   );
 }
+
+export const clientCredentialsGrant = { type: 'client_credentials', parameters: [], exchange: clientCredentialsExchange } as const satisfies GrantDefinition;

@@ -11,12 +11,20 @@ import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens } from '../issue.ts';
 import type { AuthorizeRequest } from '../authorize-request.ts';
 import type { OAuthDeps } from '../deps.ts';
+import type { GrantDefinition } from './grant.ts';
 
 /** oauth2orize grant module issuing access tokens for response_type=token. */
-export function implicitGrant({ ctx }: OAuthDeps) {
+function tokenResponse({ ctx }: OAuthDeps) {
   return oauth2orize.grant.token((client: Client, user: UserAccount, _ares: unknown, areq: AuthorizeRequest, done: (err: Error | null, token?: string, params?: object) => void) => {
     ctx.db.knex
       .transaction((trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, false))
       .then((t) => done(null, t.accessToken, t.params), done);
   });
 }
+
+/** response_type=token at /oauth/authorize; nothing at the token endpoint. */
+export const implicitGrant = {
+  type: 'implicit',
+  parameters: ['redirect_uri'],
+  authorize: { responseType: 'token', grant: tokenResponse },
+} as const satisfies GrantDefinition;

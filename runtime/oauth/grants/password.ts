@@ -6,7 +6,8 @@
 import oauth2orize, { type ExchangeDoneFunction } from 'oauth2orize';
 import { OAuthError } from '../../errors.ts';
 import { recordLogin } from '../../accounts/users.ts';
-import { allowsGrant, type Client } from '../clients.ts';
+import type { Client } from '../clients.ts';
+import { allowsGrant, type GrantDefinition } from './grant.ts';
 import { parseScope, resolveScopes } from '../scopes.ts';
 import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith } from '../issue.ts';
@@ -41,3 +42,5 @@ export function passwordExchange({ ctx }: OAuthDeps) {
     }),
   );
 }
+
+export const passwordGrant = { type: 'password', parameters: ['username', 'password'], exchange: passwordExchange } as const satisfies GrantDefinition;

@@ -13,6 +13,7 @@ import { narrowScopes, parseScope } from '../scopes.ts';
 import { tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith, type IssuedTokens } from '../issue.ts';
 import type { OAuthDeps } from '../deps.ts';
+import type { GrantDefinition } from './grant.ts';
 
 /** oauth2orize exchange for grant_type=refresh_token. The form body's scope is parsed by scopes.ts, as in password.ts. */
 export function refreshTokenExchange({ ctx }: OAuthDeps) {
@@ -53,3 +54,5 @@ export function refreshTokenExchange({ ctx }: OAuthDeps) {
     }),
   );
 }
+
+export const refreshTokenGrant = { type: 'refresh_token', parameters: ['refresh_token'], exchange: refreshTokenExchange } as const satisfies GrantDefinition;
