@@ -197,8 +197,10 @@ export class Placements {
     const l = this.layout!;
     // Two PostgreSQL transactions moving the same asset would each rebuild from a snapshot missing
     // the other's log; the row locks (taken in id order, so they cannot deadlock each other) make
-    // the second wait and then read the first's log.
-    if (isPostgres(db)) await db(l.asset).whereIn('id', ids).orderBy('id').forUpdate().select('id');
+    // the second wait and then read the first's log. FOR NO KEY UPDATE, not FOR UPDATE: each
+    // transaction already holds the KEY SHARE lock its log's reference to the asset took, which
+    // FOR UPDATE would wait on (a deadlock between two movers) and FOR NO KEY UPDATE does not.
+    if (isPostgres(db)) await db(l.asset).whereIn('id', ids).orderBy('id').forNoKeyUpdate().select('id');
     await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
     const movableQuery = db(l.asset).whereIn('id', ids);
     if (l.isFixed) movableQuery.where((q) => q.whereNull(l.isFixed!).orWhere(l.isFixed!, false));

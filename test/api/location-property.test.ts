@@ -143,6 +143,6 @@ test('served location, the location filter and a computation from scratch agree 
         }
       }
     }),
-    { numRuns: 25 },
+    { numRuns: 15 },
   );
 });

@@ -165,3 +165,29 @@ test('the location filter checks access like any relationship path', async () =>
   assert.equal(unknown.status, 400);
   assert.match(unknown.body.errors[0].detail, /nonsense/);
 });
+
+test('concurrent moves of one asset leave it where the latest one put it', async () => {
+  const places: Ref[] = [];
+  for (let i = 0; i < 4; i++) places.push(ref(await post('/api/asset/land', { type: 'asset--land', attributes: { name: `Strip ${i}`, land_type: 'field' } })));
+  const goat = await animal('Goat');
+  // Twelve movement logs at once, each in its own transaction; the latest timestamp goes to strip 3.
+  const moves = Array.from({ length: 12 }, (_, i) => ({ to: places[i === 11 ? 3 : i % 3]!, at: NOW - 1000 + (i === 11 ? 500 : i) }));
+  const results = await Promise.all(
+    moves.map(({ to, at }) =>
+      request(`${server.url}/api/log/activity`, {
+        method: 'POST',
+        token,
+        json: { data: { type: 'log--activity', attributes: { timestamp: at, status: 'done', is_movement: true }, relationships: { asset: { data: [goat] }, location: { data: [to] } } } },
+      }),
+    ),
+  );
+  const created = results.filter((r) => r.status === 201).length;
+  assert.ok(results.every((r) => r.status === 201 || r.status === 503), results.map((r) => r.status).join(','));
+  assert.ok(created > 0);
+  const expected = results[11]!.status === 201 ? 'Strip 3' : null;
+  const served = await request(`${server.url}/api/asset/animal/${goat.id}?include=location`, { token });
+  const names = served.body.included?.map((l: { attributes: { name: string } }) => l.attributes.name) ?? [];
+  if (expected) assert.deepEqual(names, [expected]);
+  // Whatever was acknowledged, the stored placement agrees with the logs it came from.
+  assert.deepEqual(await list(`/api/asset/animal?filter[location.name]=${encodeURIComponent(names[0])}&filter[name]=Goat`), ['Goat']);
+});
