@@ -22,7 +22,7 @@ import type express from 'express';
 import type { AppContext } from '../context.ts';
 import { ApiError, badParameter, reasonPhrase, toJsonApiErrorDocument, type ErrorSource } from '../errors.ts';
 import { requireAuthenticated } from '../access/policy.ts';
-import { principalOf } from '../http/principal.ts';
+import { principalOf } from '../access/principal.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
 import { readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';

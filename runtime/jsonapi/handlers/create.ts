@@ -1,7 +1,7 @@
 /** POST to a collection: create a resource (a client-supplied UUID is kept). */
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { forbidden } from '../../errors.ts';
 

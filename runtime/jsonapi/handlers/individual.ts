@@ -1,7 +1,7 @@
 /** GET, PATCH and DELETE of one resource: `/api/<entity>/<bundle>/<uuid>`. */
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { badRequest } from '../../errors.ts';
 import { readDataMember, UUID } from '../input.ts';
