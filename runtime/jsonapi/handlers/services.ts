@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../../context.ts';
 import type { ResourceType } from '../../model/registry.ts';
 import type { Db, EntityRecord } from '../../storage/records.ts';
-import { RecordLoader } from '../loader.ts';
+import { RecordLoader } from '../../farm/loader.ts';
 import { Serializer, type ResourceObject } from '../serialize.ts';
 import { InputReader, UUID } from '../input.ts';
 import { EntityService } from '../../entities/service.ts';

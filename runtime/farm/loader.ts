@@ -4,7 +4,7 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
 import type { RevisionRow } from '../storage/revisions.ts';
-import { ComputedFields } from '../farm/computed.ts';
+import { ComputedFields } from './computed.ts';
 
 /** Fields a computed field needs loaded to be computed. */
 const NEEDS: Record<string, string[]> = {
