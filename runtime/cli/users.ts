@@ -9,7 +9,7 @@ import { RecordStore } from '../storage/records.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
 import { loadConfig } from '../config.ts';
-import { revokeUserCredentials } from '../oauth/user-credentials.ts';
+import { revokeUserCredentials } from '../accounts/credentials.ts';
 import { ROLES } from '../access/roles.ts';
 
 

@@ -20,7 +20,7 @@ import { isRole, type Role } from '../access/roles.ts';
 import { replaceRoles, rolesOfUser } from '../accounts/users.ts';
 import { isAccountAdmin } from '../access/policy.ts';
 import { assertMayChangeAccount } from '../access/accounts.ts';
-import { revokeUserCredentials } from '../oauth/user-credentials.ts';
+import { revokeUserCredentials } from '../accounts/credentials.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
 import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from '../storage/revisions.ts';
 import { defaultFromCallback } from './default-callbacks.ts';
