@@ -1,5 +1,4 @@
 /** `tilth user create|password|block|roles|list`. */
-import { randomBytes } from 'node:crypto';
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
 import { withExistingDatabase } from './database.ts';
@@ -10,8 +9,16 @@ import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
 import { loadConfig } from '../config.ts';
 import { revokeUserCredentials } from '../accounts/credentials.ts';
+import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
 
+
+/** The --password given, or one generated (and then printed once by `announce`). */
+function passwordOf(values: Record<string, unknown>): { password: string; announce(): void } {
+  if (typeof values.password === 'string') return { password: values.password, announce() {} };
+  const password = generatePassword();
+  return { password, announce: () => process.stdout.write(`Password (shown once): ${password}\n`) };
+}
 
 const list = (v: unknown): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []).flatMap((s: string) => s.split(',')).map((s) => s.trim()).filter(Boolean);
 
@@ -28,11 +35,10 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      const generated = typeof values.password !== 'string';
-      const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
+      const { password, announce } = passwordOf(values);
       const user = await withExistingDatabase((knex) => createUser(knex, { name, password, mail: (values.email as string) ?? null, roles: list(values.role) }));
       process.stdout.write(`Created user "${user.name}" (${user.uuid}) with role(s): ${user.roles.join(', ') || 'none'}.\n`);
-      if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
+      announce();
       return 0;
     },
   },
@@ -46,15 +52,14 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      const generated = typeof values.password !== 'string';
-      const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
+      const { password, announce } = passwordOf(values);
       await withExistingDatabase(async (knex) => {
         await setPassword(knex, name, password);
         // A new password is often a response to a leak: whatever was issued with the old one ends.
         await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
       });
       process.stdout.write(`Set the password of "${name}"; their tokens are revoked.\n`);
-      if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
+      announce();
       return 0;
     },
   },
