@@ -13,11 +13,9 @@ import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
 
 
-/** The --password given, or one generated (and then printed once by `announce`). */
-function passwordOf(values: Record<string, unknown>): { password: string; announce(): void } {
-  if (typeof values.password === 'string') return { password: values.password, announce() {} };
-  const password = generatePassword();
-  return { password, announce: () => process.stdout.write(`Password (shown once): ${password}\n`) };
+/** The --password given, or one generated (which the command then prints once). */
+function passwordOf(values: Record<string, unknown>): { password: string; generated: boolean } {
+  return typeof values.password === 'string' ? { password: values.password, generated: false } : { password: generatePassword(), generated: true };
 }
 
 const list = (v: unknown): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []).flatMap((s: string) => s.split(',')).map((s) => s.trim()).filter(Boolean);
@@ -35,10 +33,10 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      const { password, announce } = passwordOf(values);
+      const { password, generated } = passwordOf(values);
       const user = await withExistingDatabase((knex) => createUser(knex, { name, password, mail: (values.email as string) ?? null, roles: list(values.role) }));
       process.stdout.write(`Created user "${user.name}" (${user.uuid}) with role(s): ${user.roles.join(', ') || 'none'}.\n`);
-      announce();
+      if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
       return 0;
     },
   },
@@ -52,14 +50,14 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      const { password, announce } = passwordOf(values);
+      const { password, generated } = passwordOf(values);
       await withExistingDatabase(async (knex) => {
         await setPassword(knex, name, password);
         // A new password is often a response to a leak: whatever was issued with the old one ends.
         await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
       });
       process.stdout.write(`Set the password of "${name}"; their tokens are revoked.\n`);
-      announce();
+      if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
       return 0;
     },
   },

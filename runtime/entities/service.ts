@@ -109,9 +109,9 @@ export class EntityService {
   /**
    * Check and hash the passwords a write sends (read from its document by the face that received
    * it), before its transaction opens (hashing takes a while, and nothing may hold the database
-   * meanwhile). Users changing their own password
-   * confirm the current one, as Drupal asks; wrong ones count as failed passwords of the account.
-   * `targetId` is the account being changed, or null when one is created.
+   * meanwhile). Users changing their own password confirm the current one, as Drupal asks; wrong
+   * ones count as failed passwords of the account. `targetId` is the account being changed, or
+   * null when one is created.
    */
   async hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
     if (!secrets.size) return NO_SECRETS;
