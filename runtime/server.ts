@@ -4,7 +4,6 @@
  * this on an ephemeral port.
  */
 import { createServer, type Server } from 'node:http';
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from './config.ts';
@@ -18,6 +17,7 @@ import { createApp } from './http/app.ts';
 import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
+import { generatePassword } from './accounts/passwords.ts';
 import { RateLimiter } from './access/rate-limiter.ts';
 import type { AppContext } from './context.ts';
 
@@ -45,7 +45,7 @@ export interface RunningServer {
 async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; password: string | null } | null> {
   const any = await ctx.db.knex('users').first('id');
   if (any) return null;
-  const password = ctx.config.adminPassword ?? randomBytes(12).toString('base64url');
+  const password = ctx.config.adminPassword ?? generatePassword();
   await createUser(ctx.db.knex, { name: ctx.config.adminUser, password, roles: ['administrator'] });
   return { name: ctx.config.adminUser, password: ctx.config.adminPassword ? null : password };
 }

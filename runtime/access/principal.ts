@@ -1,4 +1,8 @@
-/** Who is asking: the authenticated user (if any), the token's scopes, and the permissions they add up to. */
+/**
+ * Who is asking: the authenticated user (if any), the token's scopes, and the permissions they add
+ * up to; and where a request keeps its principal between middleware and handlers.
+ */
+import type { Response } from 'express';
 import type { Permission } from './roles.ts';
 
 export interface Principal {
@@ -27,4 +31,12 @@ export const ANONYMOUS: Principal = Object.freeze({
 
 export function can(principal: Principal, permission: Permission): boolean {
   return principal.permissions.has(permission);
+}
+
+export function principalOf(res: Response): Principal {
+  return (res.locals.principal as Principal | undefined) ?? ANONYMOUS;
+}
+
+export function setPrincipal(res: Response, principal: Principal): void {
+  res.locals.principal = principal;
 }

@@ -1,4 +1,5 @@
 /** Password hashing with argon2id. Only hashes are stored; verification is constant-time in argon2. */
+import { randomBytes } from 'node:crypto';
 import argon2 from 'argon2';
 
 export function hashPassword(password: string): Promise<string> {
@@ -19,4 +20,9 @@ export async function verifyPassword(hash: string | null, password: string): Pro
   } catch {
     return false;
   }
+}
+
+/** A password made for someone who gave none (the first administrator, `tilth user`): 96 random bits, shown once. */
+export function generatePassword(): string {
+  return randomBytes(12).toString('base64url');
 }

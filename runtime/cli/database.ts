@@ -4,40 +4,41 @@
  * person sees which farm a command touched while scripts still read stdout alone.
  */
 import type { Knex } from 'knex';
-import { describeDatabase, loadConfig } from '../config.ts';
+import { describeDatabase, loadConfig, type Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { createLogger } from '../http/logging.ts';
 import { PasswordGuard } from '../accounts/password-guard.ts';
 import { RateLimiter } from '../access/rate-limiter.ts';
-import { openExistingDatabase } from '../storage/database.ts';
+import { openExistingDatabase, type Database } from '../storage/database.ts';
 import { assertMigrated } from '../storage/migrations.ts';
-import { loadGenerated } from '../generated.ts';
+import { loadGenerated, type GeneratedArtifacts } from '../generated.ts';
 
-export async function withExistingDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const db = await openExistingDatabase(config);
-  try {
-    process.stderr.write(`Using the ${describeDatabase(config)}.\n`);
-    await assertMigrated(db.knex, (await loadGenerated()).migrations);
-    return await fn(db.knex);
-  } finally {
-    await db.close();
-  }
-}
-
-/**
- * The application context of a running server, for commands that save records the way the API
- * does (imports): the same model, validation and farm behaviour, without listening.
- */
-export async function withAppContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+/** The configured database, opened if it exists, named on stderr and checked to be migrated, for `fn`; closed after. */
+async function withMigratedDatabase<T>(fn: (opened: { config: Config; db: Database; generated: GeneratedArtifacts }) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const db = await openExistingDatabase(config);
   try {
     process.stderr.write(`Using the ${describeDatabase(config)}.\n`);
     const generated = await loadGenerated();
     await assertMigrated(db.knex, generated.migrations);
-    const ctx: AppContext = {
+    return await fn({ config, db, generated });
+  } finally {
+    await db.close();
+  }
+}
+
+export function withExistingDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
+  return withMigratedDatabase(({ db }) => fn(db.knex));
+}
+
+/**
+ * The application context of a running server, for commands that save records the way the API
+ * does (imports): the same model, validation and farm behaviour, without listening.
+ */
+export function withAppContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  return withMigratedDatabase(({ config, db, generated }) =>
+    fn({
       config,
       db,
       registry: new ModelRegistry(generated.model, config.modules),
@@ -45,9 +46,6 @@ export async function withAppContext<T>(fn: (ctx: AppContext) => Promise<T>): Pr
       logger: createLogger('silent'),
       passwords: new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds)),
       internalUrl: '',
-    };
-    return await fn(ctx);
-  } finally {
-    await db.close();
-  }
+    }),
+  );
 }

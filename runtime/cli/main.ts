@@ -5,7 +5,7 @@ import { backupCommands } from './backup.ts';
 import { importCommands } from './import.ts';
 import { ImportError } from '../imports/run.ts';
 import { BackupError } from '../storage/backup.ts';
-import { clientCommands } from '../oauth/cli.ts';
+import { clientCommands } from './clients.ts';
 import { parseCommandArgs, UsageError, type Command } from './command.ts';
 import { ConfigError } from '../config.ts';
 import { AccountError } from '../accounts/users.ts';

@@ -1,5 +1,4 @@
 /** `tilth user create|password|block|roles|list`. */
-import { randomBytes } from 'node:crypto';
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
 import { withExistingDatabase } from './database.ts';
@@ -9,9 +8,15 @@ import { RecordStore } from '../storage/records.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
 import { loadConfig } from '../config.ts';
-import { revokeUserCredentials } from '../oauth/user-credentials.ts';
+import { revokeUserCredentials } from '../accounts/credentials.ts';
+import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
 
+
+/** The --password given, or one generated (which the command then prints once). */
+function passwordOf(values: Record<string, unknown>): { password: string; generated: boolean } {
+  return typeof values.password === 'string' ? { password: values.password, generated: false } : { password: generatePassword(), generated: true };
+}
 
 const list = (v: unknown): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []).flatMap((s: string) => s.split(',')).map((s) => s.trim()).filter(Boolean);
 
@@ -28,8 +33,7 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      const generated = typeof values.password !== 'string';
-      const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
+      const { password, generated } = passwordOf(values);
       const user = await withExistingDatabase((knex) => createUser(knex, { name, password, mail: (values.email as string) ?? null, roles: list(values.role) }));
       process.stdout.write(`Created user "${user.name}" (${user.uuid}) with role(s): ${user.roles.join(', ') || 'none'}.\n`);
       if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
@@ -46,8 +50,7 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       const name = requireOption(values, 'name');
-      const generated = typeof values.password !== 'string';
-      const password = generated ? randomBytes(12).toString('base64url') : (values.password as string);
+      const { password, generated } = passwordOf(values);
       await withExistingDatabase(async (knex) => {
         await setPassword(knex, name, password);
         // A new password is often a response to a leak: whatever was issued with the old one ends.

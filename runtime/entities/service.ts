@@ -9,7 +9,7 @@ import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
 import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { conflict, forbidden, tooManyRequests, ValidationError, type Violation } from '../errors.ts';
-import { readSecrets, type ResourceInput } from '../jsonapi/input.ts';
+import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
@@ -21,7 +21,7 @@ import { isRole, type Role } from '../access/roles.ts';
 import { replaceRoles, rolesOfUser } from '../accounts/users.ts';
 import { isAccountAdmin } from '../access/policy.ts';
 import { assertMayChangeAccount } from '../access/accounts.ts';
-import { revokeUserCredentials } from '../oauth/user-credentials.ts';
+import { revokeUserCredentials } from '../accounts/credentials.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
 import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from '../storage/revisions.ts';
 import { defaultFromCallback } from './default-callbacks.ts';
@@ -110,13 +110,13 @@ export class EntityService {
   }
 
   /**
-   * Check and hash the passwords a write document sends, before its transaction opens (hashing
-   * takes a while, and nothing may hold the database meanwhile). Users changing their own password
-   * confirm the current one, as Drupal asks; wrong ones count as failed passwords of the account.
-   * `targetId` is the account being changed, or null when one is created.
+   * Check and hash the passwords a write sends (read from its document by the face that received
+   * it), before its transaction opens (hashing takes a while, and nothing may hold the database
+   * meanwhile). Users changing their own password confirm the current one, as Drupal asks; wrong
+   * ones count as failed passwords of the account. `targetId` is the account being changed, or
+   * null when one is created.
    */
-  async hashSecrets(db: Db, rt: ResourceType, body: unknown, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
-    const secrets = readSecrets(rt, body);
+  async hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
     if (!secrets.size) return NO_SECRETS;
     const hashed = new Map<string, string>();
     for (const [name, secret] of secrets) {
@@ -136,7 +136,7 @@ export class EntityService {
     return hashed;
   }
 
-  private applySecrets(input: ResourceInput, hashed: HashedSecrets, values: Map<string, ItemValue | ItemValue[]>): void {
+  private applySecrets(input: EntityInput, hashed: HashedSecrets, values: Map<string, ItemValue | ItemValue[]>): void {
     for (const name of input.secrets.keys()) {
       const hash = hashed.get(name);
       if (!hash) throw new Error(`The password ${name} was not hashed before the transaction (call hashSecrets first).`);
@@ -181,7 +181,7 @@ export class EntityService {
     if (violations.length) throw new ValidationError(violations);
   }
 
-  async create(db: Db, rt: ResourceType, input: ResourceInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
+  async create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
     const uuid = input.id ?? randomUUID();
     if (input.id && (await this.store.findByUuid(db, rt.entityType.entityType, uuid))) {
       throw conflict(`Conflict: a resource with the id ${uuid} already exists.`, { pointer: '/data/id' });
@@ -248,7 +248,7 @@ export class EntityService {
     for (const { child, changes } of childChanges(log, records)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
   }
 
-  async update(db: Db, record: EntityRecord, input: ResourceInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
+  async update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
     const rt = record.rt;
     const changes = new Map(input.values);
     this.blankRepeatedMessage(rt, changes, record);

@@ -7,7 +7,7 @@
  */
 import type { ResourceType } from '../model/registry.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
-import type { RecordLoader } from '../jsonapi/loader.ts';
+import type { RecordLoader } from './loader.ts';
 import type { Principal } from '../access/principal.ts';
 import { parseWkt } from '../values/geometry.ts';
 

@@ -69,7 +69,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.use(downloads);
   app.use(revisionHistory);
-  app.post('/subrequests', createSubrequestHandler(ctx, app));
+  app.post('/subrequests', createSubrequestHandler(ctx));
 
   app.use('/api', (req: Request) => {
     throw notFound(`No route matches ${req.method} ${req.baseUrl}${req.path}.`);

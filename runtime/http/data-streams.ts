@@ -15,9 +15,8 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Db, EntityRecord, Reference } from '../storage/records.ts';
-import { ANONYMOUS, type Principal } from '../access/principal.ts';
+import { ANONYMOUS, principalOf, type Principal } from '../access/principal.ts';
 import { isAuthenticated, mayOnType } from '../access/policy.ts';
-import { principalOf } from './principal.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { UUID } from '../jsonapi/input.ts';
 import { ApiError, badRequest, forbidden, methodNotAllowed, notFound } from '../errors.ts';

@@ -11,7 +11,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AppContext } from '../context.ts';
-import { principalOf } from './principal.ts';
+import { principalOf } from '../access/principal.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { isAccountAdmin, requireAuthenticated } from '../access/policy.ts';
 

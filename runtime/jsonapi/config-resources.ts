@@ -9,11 +9,10 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
 import type { EntityTypeDescriptor } from '../model/descriptor.ts';
-import type { Principal } from '../access/principal.ts';
 import type { Permission } from '../access/roles.ts';
 import { ROLES, ROLE_LABELS, ROLE_PERMISSIONS } from '../access/roles.ts';
 import { bundleConfigType, bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
-import { principalOf } from '../http/principal.ts';
+import { principalOf, type Principal } from '../access/principal.ts';
 import { requireAuthenticated } from '../access/policy.ts';
 import { badParameter, forbidden, methodNotAllowed, notFound } from '../errors.ts';
 import { JSONAPI_VERSION, sendDocument } from './document.ts';

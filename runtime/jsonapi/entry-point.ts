@@ -2,7 +2,7 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { JSONAPI_VERSION, sendDocument } from './document.ts';
-import { principalOf } from '../http/principal.ts';
+import { principalOf } from '../access/principal.ts';
 import { TILTH_API_VERSION } from '../version.ts';
 import { LANGUAGE_PATH, LANGUAGE_TYPE } from './languages.ts';
 import type { ConfigCatalogue } from './config-resources.ts';

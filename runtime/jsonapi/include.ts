@@ -8,7 +8,7 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { mayOnType, mayOnRecord } from '../access/policy.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
 import { badParameter } from '../errors.ts';
-import type { RecordLoader } from './loader.ts';
+import type { RecordLoader } from '../farm/loader.ts';
 import { isConfigEntityType } from '../model/config-entities.ts';
 
 /**

@@ -11,20 +11,12 @@ import { badRequest, conflict, notFound, ValidationError, type Violation } from 
 import { coerceField } from './coerce.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
 import { ROLES } from '../access/roles.ts';
+import type { EntityInput, Secret } from '../entities/input.ts';
 
 /** The names config entities referenced by records can have (their identifiers derive from them). */
 const CONFIG_NAMES: Record<string, readonly string[]> = { user_role: ROLES };
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export interface ResourceInput {
-  /** The `data.id` sent, if any. */
-  id?: string;
-  /** Field name → new value, for every submitted, writable field. */
-  values: Map<string, ItemValue | ItemValue[]>;
-  /** Submitted values of write-only fields (passwords), by field name. */
-  secrets: Map<string, Secret>;
-}
 
 interface PendingIdentifier {
   field: FieldDescriptor;
@@ -54,7 +46,7 @@ export class InputReader {
   constructor(private readonly registry: ModelRegistry) {}
 
   /** Read a resource object for `rt`. Throws 400/404/409 for malformed documents and 422 for invalid values. */
-  async read(db: Db, rt: ResourceType, body: unknown): Promise<ResourceInput> {
+  async read(db: Db, rt: ResourceType, body: unknown): Promise<EntityInput> {
     const data = readDataMember(body);
     if (typeof data.type !== 'string' || !data.type) throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
     if (data.type !== rt.type) {
@@ -184,8 +176,6 @@ export class InputReader {
     }
   }
 }
-
-type Secret = { value: string; existing?: string };
 
 /** A password attribute: `"new"` or `{"value": "new", "existing": "current"}`; null when absent. */
 function readSecret(raw: unknown): Secret | null | 'invalid' {

@@ -5,7 +5,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { nameUuid } from '../model/config-entities.ts';
-import { principalOf } from '../http/principal.ts';
+import { principalOf } from '../access/principal.ts';
 import { requireAuthenticated } from '../access/policy.ts';
 import { forbidden, methodNotAllowed, notFound } from '../errors.ts';
 import { JSONAPI_VERSION, sendDocument } from './document.ts';

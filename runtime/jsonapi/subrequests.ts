@@ -18,11 +18,10 @@
  * `headers.status[0]`; farmOS.js only JSON.parses `body`.
  */
 import type { Request, Response } from 'express';
-import type express from 'express';
 import type { AppContext } from '../context.ts';
-import { ApiError, badParameter, reasonPhrase, toJsonApiErrorDocument, type ErrorSource } from '../errors.ts';
+import { ApiError, badParameter, toJsonApiErrorDocument, type ErrorSource } from '../errors.ts';
 import { requireAuthenticated } from '../access/policy.ts';
-import { principalOf } from '../http/principal.ts';
+import { principalOf } from '../access/principal.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
 import { readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';
@@ -34,18 +33,6 @@ const SUBREQUEST_TIMEOUT_MS = 60_000;
 
 /** Response headers worth reporting for a sub-response; the rest are transport or browser policy. */
 const REPORTED_HEADERS = ['content-type', 'location', 'allow', 'www-authenticate', 'retry-after', 'x-request-id'];
-
-const EXTRA_TITLES: Record<number, string> = { 424: 'Failed Dependency', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
-
-/** An error rendered inside the response for one sub-request (the catalogue lacks some titles). */
-class SubresponseError extends ApiError {
-  override toObjects() {
-    const objects = super.toObjects();
-    const title = EXTRA_TITLES[this.status];
-    if (title && reasonPhrase(this.status) === 'Error') for (const o of objects) o.title = title;
-    return objects;
-  }
-}
 
 /** The call went over its byte budget: it ends as a whole, with a 413. */
 class BudgetExceeded extends ApiError {}
@@ -72,7 +59,7 @@ interface Outcome {
   responses: Subresponse[];
 }
 
-export function createSubrequestHandler(ctx: AppContext, _app: express.Express) {
+export function createSubrequestHandler(ctx: AppContext) {
   return async (req: Request, res: Response) => {
     requireAuthenticated(principalOf(res));
     const format = new URL(req.originalUrl, 'http://tilth.invalid').searchParams.getAll('_format');
@@ -145,7 +132,7 @@ class Runner {
     // a client sees exactly which writes did not happen and why.
     const failedDependency = sub.dependsOn.find((id) => this.outcomes.get(id)?.failed);
     if (failedDependency !== undefined) {
-      record(errorResponse(sub.requestId, new SubresponseError(424, `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`, { source: { pointer: `/${sub.index}/waitFor` } })));
+      record(errorResponse(sub.requestId, new ApiError(424, `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`, { source: { pointer: `/${sub.index}/waitFor` } })));
       return;
     }
 
@@ -175,7 +162,7 @@ class Runner {
       record(
         errorResponse(
           sub.requestId,
-          new SubresponseError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${this.limits.maxRequests} sub-requests in one call (TILTH_SUBREQUEST_MAX_REQUESTS; ${this.sent} already sent).`, {
+          new ApiError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${this.limits.maxRequests} sub-requests in one call (TILTH_SUBREQUEST_MAX_REQUESTS; ${this.sent} already sent).`, {
             source: { pointer: `/${sub.index}` },
           }),
         ),
@@ -227,7 +214,7 @@ class Runner {
     });
     const combinations = valueLists.reduce((n, list) => n * list.length, 1);
     if (combinations > this.limits.maxRequests) {
-      throw new SubresponseError(413, `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${this.limits.maxRequests} sub-requests are sent in one call (TILTH_SUBREQUEST_MAX_REQUESTS).`, { source: pointer });
+      throw new ApiError(413, `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${this.limits.maxRequests} sub-requests are sent in one call (TILTH_SUBREQUEST_MAX_REQUESTS).`, { source: pointer });
     }
     // Each copy of a body is held until it is sent: count them before making them.
     if (member === 'body') this.spend(combinations * Buffer.byteLength(subject));
@@ -284,8 +271,8 @@ class Runner {
       return errorResponse(
         contentId,
         timedOut
-          ? new SubresponseError(504, `The subrequest "${contentId}" took longer than ${SUBREQUEST_TIMEOUT_MS / 1000} seconds.`)
-          : new SubresponseError(502, `The subrequest "${contentId}" could not be sent.`),
+          ? new ApiError(504, `The subrequest "${contentId}" took longer than ${SUBREQUEST_TIMEOUT_MS / 1000} seconds.`)
+          : new ApiError(502, `The subrequest "${contentId}" could not be sent.`),
       );
     }
 

@@ -13,8 +13,7 @@ import type { Knex } from 'knex';
 import { ApiError, unauthorized } from '../errors.ts';
 import { findUser } from '../accounts/users.ts';
 import { effectivePermissions } from '../access/roles.ts';
-import type { Principal } from '../access/principal.ts';
-import { setPrincipal } from '../http/principal.ts';
+import { setPrincipal, type Principal } from '../access/principal.ts';
 import { tokenStore } from './tokens.ts';
 
 const REALM = 'tilth';

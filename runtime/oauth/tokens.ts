@@ -11,6 +11,9 @@
  * Bind a store to a transaction (`tokenStore(trx)`) to make several steps one atomic change.
  * "Claim" operations (markCodeUsed, markRotated) are conditional UPDATEs whose row count says who
  * won, which stays correct when two requests race on PostgreSQL or SQLite.
+ *
+ * Revoking all of a user's tokens at once (blocked, or a new password) is an account rule:
+ * accounts/credentials.ts, below the faces, since saving a user calls it.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -70,8 +73,6 @@ export interface TokenStore {
   /** Revoke every access and refresh token of a chain. */
   revokeChain(chainId: string): Promise<void>;
   revokeAccessToken(id: number): Promise<void>;
-  /** Revoke every token of a user (blocked, or a new password), but those of the chain `keepChainId`. */
-  revokeUser(userId: number, keepChainId?: string): Promise<void>;
   issueCode(code: NewCode, lifetime: number): Promise<string>;
   findCode(raw: string): Promise<CodeRecord | null>;
   /** Mark a code as used. False when it already was: a replay. */
@@ -157,14 +158,6 @@ export function tokenStore(db: Knex): TokenStore {
     },
 
     revokeAccessToken: (id) => revokeWhere('oauth_access_tokens', 'id', id),
-
-    async revokeUser(userId, keepChainId) {
-      for (const table of ['oauth_access_tokens', 'oauth_refresh_tokens']) {
-        const q = db(table).where('user_id', userId).whereNull('revoked');
-        if (keepChainId) q.whereNot('chain_id', keepChainId);
-        await q.update({ revoked: now() });
-      }
-    },
 
     async issueCode(code, lifetime) {
       const raw = newSecret();

@@ -15,20 +15,14 @@ import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
 
+/** One migration, generated or the runtime's own (core migrations carry no recorded checksum). */
 export interface GeneratedMigration {
   name: string;
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
   /** The checksum generated/migrations/index.ts recorded when the file was written. */
   checksum?: string;
-  /** The migration's source file (set by loadGenerated). */
-  file?: string;
-}
-
-interface NamedMigration {
-  name: string;
-  up(knex: Knex): Promise<void>;
-  down(knex: Knex): Promise<void>;
+  /** The migration's source file (set by loadGenerated, and by allMigrations for core ones). */
   file?: string;
 }
 
@@ -37,7 +31,7 @@ const CHECKSUMS_TABLE = 'tilth_migration_checksums';
 const CORE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'core-migrations');
 const PROJECT_ROOT = join(CORE_DIR, '..', '..', '..');
 
-export function allMigrations(generated: GeneratedMigration[]): NamedMigration[] {
+export function allMigrations(generated: GeneratedMigration[]): GeneratedMigration[] {
   return [
     ...generated.map((m) => ({ ...m, name: `model/${m.name}` })),
     ...coreMigrations.map((m) => ({ ...m, name: `core/${m.name}`, file: join(CORE_DIR, `${m.name}.ts`) })),
@@ -62,7 +56,7 @@ export class MigrationChecksumError extends Error {
 }
 
 /** Refuse a database some of whose applied migrations no longer match their files. */
-async function assertChecksums(knex: Knex, migrations: NamedMigration[]): Promise<void> {
+async function assertChecksums(knex: Knex, migrations: GeneratedMigration[]): Promise<void> {
   if (!(await knex.schema.hasTable(CHECKSUMS_TABLE))) return;
   const recorded = new Map((await knex(CHECKSUMS_TABLE).select('name', 'checksum')).map((r: { name: string; checksum: string }) => [r.name, r.checksum]));
   const changed = migrations.filter((m) => m.file && recorded.has(m.name) && fileChecksum(m.file) !== recorded.get(m.name)).map((m) => relative(PROJECT_ROOT, m.file!));
@@ -70,7 +64,7 @@ async function assertChecksums(knex: Knex, migrations: NamedMigration[]): Promis
 }
 
 /** Record the checksum of every applied migration that has none yet. */
-async function recordChecksums(knex: Knex, migrations: NamedMigration[]): Promise<void> {
+async function recordChecksums(knex: Knex, migrations: GeneratedMigration[]): Promise<void> {
   if (!(await knex.schema.hasTable(CHECKSUMS_TABLE))) {
     await knex.schema.createTable(CHECKSUMS_TABLE, (t) => {
       t.string('name', 255).primary();
@@ -83,7 +77,7 @@ async function recordChecksums(knex: Knex, migrations: NamedMigration[]): Promis
   if (rows.length) await knex(CHECKSUMS_TABLE).insert(rows);
 }
 
-function source(migrations: NamedMigration[]): Knex.MigrationSource<NamedMigration> {
+function source(migrations: GeneratedMigration[]): Knex.MigrationSource<GeneratedMigration> {
   return {
     getMigrations: async () => migrations,
     getMigrationName: (m) => m.name,

@@ -3,7 +3,7 @@
 // is born once; a log saved without an owner gets the current user, on every save.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
 
@@ -12,8 +12,7 @@ let token: string;
 let breed: { type: string; id: string };
 
 before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ server, token } = await startTestServerAsAdmin());
   const term = await request(`${server.url}/api/taxonomy_term/animal_type`, { method: 'POST', token, json: { data: { type: 'taxonomy_term--animal_type', attributes: { name: 'Jersey' } } } });
   breed = { type: 'taxonomy_term--animal_type', id: term.body.data.id };
 });

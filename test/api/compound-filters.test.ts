@@ -2,15 +2,14 @@
 // (issue 8 item 11): farmOS.js sends `notes: null` as an IS NULL condition on the path `notes`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 
 let server: TestServer;
 let token: string;
 
 before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ server, token } = await startTestServerAsAdmin());
   for (const [name, notes, geometry] of [['With notes', 'Clover', 'POINT (1 2)'], ['Without notes', null, null]] as const) {
     const res = await request(`${server.url}/api/log/observation`, { method: 'POST', token, json: { data: { type: 'log--observation', attributes: { name, ...(notes ? { notes: { value: notes } } : {}), ...(geometry ? { geometry } : {}) } } } });
     assert.equal(res.status, 201, res.text);

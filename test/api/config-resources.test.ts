@@ -4,7 +4,7 @@
 // finds its (empty) field module collection.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { startTestServerAsAdmin, startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
 import { token } from '../oauth/helpers.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
@@ -14,8 +14,7 @@ let admin: string;
 let viewer: string;
 
 before(async () => {
-  server = await startTestServer();
-  admin = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ server, token: admin } = await startTestServerAsAdmin());
   await createUser(server.ctx.db.knex, { name: 'cora', password: 'cora-password', roles: ['farm_viewer'] });
   viewer = await passwordToken(server.url, 'cora', 'cora-password');
 });

@@ -2,7 +2,7 @@
 // sorts, as CSV (related records as names and UUIDs), GeoJSON and KML, past the 50-record page.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
 
@@ -13,8 +13,7 @@ const LOGS = 450; // more than two export batches
 let field: { id: string };
 
 before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ server, token } = await startTestServerAsAdmin());
   await createUser(server.ctx.db.knex, { name: 'vi', password: 'vi-password', roles: ['farm_viewer'] });
   viewerToken = await passwordToken(server.url, 'vi', 'vi-password');
   const post = async (path: string, data: unknown) => {

@@ -1,15 +1,12 @@
 // Files: binary uploads to a new file or onto a record's field, downloads with the same token (spec "Files").
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 
 let server: TestServer;
 let token: string;
-before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-});
+before(async () => ({ server, token } = await startTestServerAsAdmin()));
 after(() => server.close());
 
 const upload = (path: string, body: Uint8Array | string, headers: Record<string, string>) =>

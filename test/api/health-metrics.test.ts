@@ -3,7 +3,7 @@
 // account administrator's token, or to anyone when TILTH_METRICS=public, and nothing when off.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { startTestServerAsAdmin, startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
 
@@ -12,8 +12,7 @@ let adminToken: string;
 let viewerToken: string;
 
 before(async () => {
-  server = await startTestServer();
-  adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ server, token: adminToken } = await startTestServerAsAdmin());
   await createUser(server.ctx.db.knex, { name: 'hal', password: 'hal-password', roles: ['farm_viewer'] });
   viewerToken = await passwordToken(server.url, 'hal', 'hal-password');
 });

@@ -1,15 +1,12 @@
 // An asset's inventory from the quantities that adjust it (farmos-behaviour.md §1.8, farmOS's InventoryTest).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 
 let server: TestServer;
 let token: string;
-before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-});
+before(async () => ({ server, token } = await startTestServerAsAdmin()));
 after(() => server.close());
 
 const post = async (path: string, data: unknown) => {

@@ -8,16 +8,13 @@ import { connect } from 'node:net';
 import { readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 
 let server: TestServer;
 let token: string;
 
-before(async () => {
-  server = await startTestServer({ env: { TILTH_BODY_TIMEOUT: '1', TILTH_UPLOAD_MAX_BYTES: '100000' } });
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-});
+before(async () => ({ server, token } = await startTestServerAsAdmin({ env: { TILTH_BODY_TIMEOUT: '1', TILTH_UPLOAD_MAX_BYTES: '100000' } })));
 after(() => server.close());
 
 const PNG = Buffer.concat([

@@ -17,10 +17,8 @@ export interface FormResponse {
   text: string;
 }
 
-/** POST a form (a string is sent exactly as given, like farmOS.js's unencoded bodies). */
-export async function postForm(url: string, form: string | Record<string, string>, headers: Record<string, string> = {}): Promise<FormResponse> {
-  const body = typeof form === 'string' ? form : new URLSearchParams(form).toString();
-  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': FORM, ...headers }, body, redirect: 'manual' });
+/** A response's status, headers, text and body parsed as JSON (undefined when it is not JSON). */
+async function readResponse(res: Response): Promise<FormResponse> {
   const text = await res.text();
   let parsed: any;
   try {
@@ -29,6 +27,12 @@ export async function postForm(url: string, form: string | Record<string, string
     parsed = undefined;
   }
   return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** POST a form (a string is sent exactly as given, like farmOS.js's unencoded bodies). */
+export async function postForm(url: string, form: string | Record<string, string>, headers: Record<string, string> = {}): Promise<FormResponse> {
+  const body = typeof form === 'string' ? form : new URLSearchParams(form).toString();
+  return readResponse(await fetch(url, { method: 'POST', headers: { 'Content-Type': FORM, ...headers }, body, redirect: 'manual' }));
 }
 
 /** POST /oauth/token. */
@@ -75,15 +79,7 @@ export async function api(url: string, accessToken?: string, init: RequestInit =
   const headers = new Headers(init.headers);
   if (accessToken !== undefined) headers.set('Authorization', `Bearer ${accessToken}`);
   if (!headers.has('Accept')) headers.set('Accept', 'application/vnd.api+json');
-  const res = await fetch(url, { ...init, headers, redirect: 'manual' });
-  const text = await res.text();
-  let parsed: any;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  return readResponse(await fetch(url, { ...init, headers, redirect: 'manual' }));
 }
 
 const unescapeHtml = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#96;/g, '`').replace(/&amp;/g, '&');

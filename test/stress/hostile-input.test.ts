@@ -7,9 +7,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import fc from 'fast-check';
-import { createTestDatabase, ADMIN } from '../support/server.ts';
-import { startChildServer, type ChildServer } from '../support/child-server.ts';
-import { request, passwordToken, JSONAPI, type ApiResponse } from '../support/http.ts';
+import { createTestDatabase } from '../support/server.ts';
+import { startChildServerAsAdmin, type ChildServer } from '../support/child-server.ts';
+import { request, JSONAPI, type ApiResponse } from '../support/http.ts';
 import { junkBody, junkQuery } from '../support/hostile.ts';
 import { FULL, report } from './scale.ts';
 
@@ -27,9 +27,7 @@ let activity: { id: string };
 let tractor: { id: string };
 
 before(async () => {
-  database = await createTestDatabase();
-  server = await startChildServer(database.env);
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ database, server, token } = await startChildServerAsAdmin());
   tractor = (await request(`${server.url}/api/asset/equipment`, { method: 'POST', token, json: { data: { type: 'asset--equipment', attributes: { name: 'Tractor' } } } })).body.data;
   activity = (
     await request(`${server.url}/api/log/activity`, {

@@ -3,9 +3,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createTestDatabase, ADMIN } from '../support/server.ts';
-import { startChildServer, type ChildServer } from '../support/child-server.ts';
-import { request, passwordToken, JSONAPI, type ApiResponse } from '../support/http.ts';
+import { createTestDatabase } from '../support/server.ts';
+import { startChildServerAsAdmin, type ChildServer } from '../support/child-server.ts';
+import { request, JSONAPI, type ApiResponse } from '../support/http.ts';
 import { MAX_FILTER_DEPTH, MAX_INCLUDE_PATHS, MAX_PAGE_LIMIT, MAX_PARAMETERS, MAX_PATH_SEGMENTS } from '../../runtime/jsonapi/query/index.ts';
 import { FULL, report } from './scale.ts';
 
@@ -16,9 +16,7 @@ let server: ChildServer;
 let token: string;
 
 before(async () => {
-  database = await createTestDatabase();
-  server = await startChildServer(database.env);
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+  ({ database, server, token } = await startChildServerAsAdmin());
   for (let i = 0; i < MAX_PAGE_LIMIT + 5; i++) {
     const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `Log ${i}` } } } });
     assert.equal(res.status, 201);

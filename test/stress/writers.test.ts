@@ -5,9 +5,9 @@
 // record keep both of their last values.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestDatabase, ADMIN } from '../support/server.ts';
-import { startChildServer, type ChildServer } from '../support/child-server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { createTestDatabase } from '../support/server.ts';
+import { startChildServerAsAdmin, type ChildServer } from '../support/child-server.ts';
+import { request } from '../support/http.ts';
 import { SCALE, report } from './scale.ts';
 
 const KINDS = [
@@ -22,11 +22,7 @@ let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let server: ChildServer;
 let token: string;
 
-before(async () => {
-  database = await createTestDatabase();
-  server = await startChildServer(database.env);
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-});
+before(async () => ({ database, server, token } = await startChildServerAsAdmin()));
 after(async () => {
   await server?.stop();
   await database?.drop();

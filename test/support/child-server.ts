@@ -6,7 +6,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { ROOT } from './project.ts';
-import { ADMIN } from './server.ts';
+import { ADMIN, createTestDatabase } from './server.ts';
+import { passwordToken } from './http.ts';
 
 export interface ChildServer {
   url: string;
@@ -84,4 +85,18 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
       clearTimeout(grace);
     },
   };
+}
+
+/** A child server on a fresh database, and an administrator's token for it (stop the server and drop the database after). */
+export async function startChildServerAsAdmin(): Promise<{ database: Awaited<ReturnType<typeof createTestDatabase>>; server: ChildServer; token: string }> {
+  const database = await createTestDatabase();
+  let server: ChildServer | undefined;
+  try {
+    server = await startChildServer(database.env);
+    return { database, server, token: await passwordToken(server.url, ADMIN.name, ADMIN.password) };
+  } catch (error) {
+    await server?.stop();
+    await database.drop();
+    throw error;
+  }
 }

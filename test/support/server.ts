@@ -11,6 +11,7 @@ import knexFactory from 'knex';
 import { loadConfig, type Config } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { createLogger } from '../../runtime/http/logging.ts';
+import { passwordToken } from './http.ts';
 
 export const ADMIN = { name: 'admin', password: 'admin-password-for-tests' };
 
@@ -105,4 +106,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       if (!options.database) await database.drop();
     },
   };
+}
+
+/** A test server and an administrator's token for it, as most API tests start (close the server after). */
+export async function startTestServerAsAdmin(options: TestServerOptions = {}): Promise<{ server: TestServer; token: string }> {
+  const server = await startTestServer(options);
+  try {
+    return { server, token: await passwordToken(server.url, ADMIN.name, ADMIN.password) };
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
 }

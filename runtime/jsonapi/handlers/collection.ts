@@ -2,7 +2,7 @@
 import type { Request } from 'express';
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { QueryCompiler } from '../collection/compile.ts';
 import { fetchPage } from '../collection/page.ts';

@@ -1,9 +1,10 @@
 /** POST to a collection: create a resource (a client-supplied UUID is kept). */
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { forbidden } from '../../errors.ts';
+import { readSecrets } from '../input.ts';
 
 export function createHandler(s: JsonApiServices): RouteHandler {
   return async (req, res, route) => {
@@ -17,7 +18,7 @@ export function createHandler(s: JsonApiServices): RouteHandler {
     }
     s.requireJsonApiBody(req);
     // Passwords are hashed before the transaction opens: argon2 takes its time.
-    const hashed = await s.entities.hashSecrets(s.knex, rt, req.body, principal, null);
+    const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, null);
     const { doc, location } = await s.knex.transaction(async (trx) => {
       const input = await s.input.read(trx, rt, req.body);
       const { id, uuid } = await s.entities.create(trx, rt, input, principal, hashed);

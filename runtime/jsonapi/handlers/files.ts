@@ -6,10 +6,9 @@
  * `GET /system/files/<path>` downloads a file with the same bearer token.
  */
 import express, { type Request, type Router } from 'express';
-import type { Principal } from '../../access/principal.ts';
 import type { RouteHandler, MatchedRoute } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf, type Principal } from '../../access/principal.ts';
 import { assertMayOnType, requireAuthenticated, mayOnType } from '../../access/policy.ts';
 import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeOf } from '../../files/storage.ts';
 import { ApiError, forbidden, notFound, unsupportedMediaType, ValidationError } from '../../errors.ts';

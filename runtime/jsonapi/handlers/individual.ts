@@ -1,10 +1,10 @@
 /** GET, PATCH and DELETE of one resource: `/api/<entity>/<bundle>/<uuid>`. */
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { badRequest } from '../../errors.ts';
-import { readDataMember, UUID } from '../input.ts';
+import { readDataMember, readSecrets, UUID } from '../input.ts';
 
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
@@ -20,7 +20,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       s.requireJsonApiBody(req);
       // Passwords are checked and hashed before the transaction opens: argon2 takes its time.
       const target = route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
-      const hashed = await s.entities.hashSecrets(s.knex, rt, req.body, principal, target?.id ?? null);
+      const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, target?.id ?? null);
       const doc = await s.knex.transaction(async (trx) => {
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         const record = await s.find(trx, rt, route.id, principal);

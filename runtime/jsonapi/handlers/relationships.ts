@@ -6,7 +6,7 @@
 import type { Request } from 'express';
 import type { RouteHandler, MatchedRoute } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType, mayOnRecord, mayOnType } from '../../access/policy.ts';
 import { badRequest, conflict } from '../../errors.ts';
 import type { EntityRecord, ItemValue, Reference } from '../../storage/records.ts';

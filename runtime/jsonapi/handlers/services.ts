@@ -1,10 +1,9 @@
 /** The pieces every JSON:API handler uses, built once per server. */
 import type { Request, Response } from 'express';
 import type { AppContext } from '../../context.ts';
-import type { Principal } from '../../access/principal.ts';
 import type { ResourceType } from '../../model/registry.ts';
 import type { Db, EntityRecord } from '../../storage/records.ts';
-import { RecordLoader } from '../loader.ts';
+import { RecordLoader } from '../../farm/loader.ts';
 import { Serializer, type ResourceObject } from '../serialize.ts';
 import { InputReader, UUID } from '../input.ts';
 import { EntityService } from '../../entities/service.ts';
@@ -14,7 +13,7 @@ import { ConfigCatalogue, type ConfigResource } from '../config-resources.ts';
 import { notFound, unsupportedMediaType, forbidden, badParameter } from '../../errors.ts';
 import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendDocument } from '../document.ts';
 import { assertMayOnType, mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
-import { principalOf } from '../../http/principal.ts';
+import { principalOf, type Principal } from '../../access/principal.ts';
 import { parseJsonApiQuery, RESOURCE_VERSION_PARAMETER, type JsonApiQuery, type ResourceVersion } from '../query/index.ts';
 
 export class JsonApiServices {

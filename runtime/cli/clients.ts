@@ -1,9 +1,9 @@
 /** `tilth client create|list|delete`: registering OAuth clients. */
-import type { Command } from '../cli/command.ts';
-import { requireOption, UsageError } from '../cli/command.ts';
-import { withExistingDatabase } from '../cli/database.ts';
+import type { Command } from './command.ts';
+import { requireOption, UsageError } from './command.ts';
+import { withExistingDatabase } from './database.ts';
 import { SCOPES } from '../access/roles.ts';
-import { ClientError, createClient, deleteClient, GRANT_TYPES, listClients } from './clients.ts';
+import { ClientError, createClient, deleteClient, GRANT_TYPES, listClients } from '../oauth/clients.ts';
 
 
 /** A repeatable option's values, each of which may also be a comma-separated list. */

@@ -4,9 +4,8 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
 import type { RevisionRow } from '../storage/revisions.ts';
-import { ComputedFields } from '../farm/computed.ts';
+import { ComputedFields } from './computed.ts';
 import { COMPUTED_NEEDS } from '../model/computed-needs.ts';
-
 
 export class RecordLoader {
   readonly store: RecordStore;
