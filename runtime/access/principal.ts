@@ -34,7 +34,7 @@ export function can(principal: Principal, permission: Permission): boolean {
 }
 
 export function principalOf(res: Response): Principal {
-  return (res.locals.principal as Principal | undefined) ?? ANONYMOUS;
+  return res.locals.principal ?? ANONYMOUS;
 }
 
 export function setPrincipal(res: Response, principal: Principal): void {

@@ -33,12 +33,13 @@ export function requestLogger(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const id = (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID());
     res.locals.requestId = id;
-    res.locals.log = logger.child({ requestId: id });
+    const log = logger.child({ requestId: id });
+    res.locals.log = log;
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      res.locals.log.info({ method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      log.info({ method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
     });
     next();
   };

@@ -106,7 +106,7 @@ class Runner {
     private readonly limits: { maxBytes: number; maxRequests: number },
   ) {
     this.authorization = req.headers.authorization;
-    this.parentRequestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : undefined;
+    this.parentRequestId = res.locals.requestId;
   }
 
   render(): Record<string, { headers: SubresponseHeaders; body: string }> {

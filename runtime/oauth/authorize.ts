@@ -57,7 +57,7 @@ const pageSecurity = helmet.contentSecurityPolicy({
   directives: {
     defaultSrc: ["'none'"],
     styleSrc: [STYLE_HASH],
-    formAction: [(_req, res) => ((res as unknown as Response).locals.formActionSources as string | undefined) ?? "'self'"],
+    formAction: [(_req, res) => (res as unknown as Response).locals.formActionSources ?? "'self'"],
     frameAncestors: ["'none'"],
     baseUri: ["'none'"],
   },

@@ -6,7 +6,6 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.ts';
-import type { Client } from './clients.ts';
 import { clientAuthentication } from './client-auth.ts';
 import { formBody } from './form.ts';
 import { limitAddresses } from './rate-limit.ts';
@@ -18,7 +17,7 @@ import type { OAuthDeps } from './deps.ts';
 export function revocationEndpoint(deps: OAuthDeps): RequestHandler[] {
   const db = deps.ctx.db.knex;
   const revoke = async (req: Request, res: Response, _next: NextFunction) => {
-    const client = res.locals.client as Client;
+    const client = res.locals.client!;
     const { token, token_type_hint: hint } = req.body as Record<string, string | undefined>;
     if (!token) throw new OAuthError('invalid_request', 'The request has no token to revoke.');
     await db.transaction(async (trx) => {

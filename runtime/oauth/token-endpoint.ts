@@ -7,7 +7,6 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OAuth2Server } from 'oauth2orize';
 import { OAuthError } from '../errors.ts';
-import type { Client } from './clients.ts';
 import { allowsGrant, TOKEN_GRANT_TYPES } from './grants/index.ts';
 import { clientAuthentication } from './client-auth.ts';
 import { formBody } from './form.ts';
@@ -33,7 +32,7 @@ function checkGrantType(req: Request, _res: Response, next: NextFunction): void 
 }
 
 function checkClientMayUseGrant(req: Request, res: Response, next: NextFunction): void {
-  const client = res.locals.client as Client;
+  const client = res.locals.client!;
   const type = (req.body as Record<string, string>).grant_type!;
   if (!allowsGrant(client, type)) return next(new OAuthError('unauthorized_client', `The client ${client.clientId} may not use the ${type} grant.`));
   next();
