@@ -168,6 +168,11 @@ export interface Violation {
   detail: string;
 }
 
+/** The JSON Pointer of a field in a request document: `/data/attributes/name`, `/data/relationships/asset`. */
+export function fieldPointer(field: { kind: 'attribute' | 'relationship'; name: string }): string {
+  return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
+}
+
 /** 422: the document is well formed but breaks the schema; one error object per violation. */
 export class ValidationError extends ApiError {
   readonly violations: Violation[];

@@ -1,6 +1,7 @@
 /**
  * Creating, updating and deleting records: defaults and automatic values, required fields,
- * farmOS's save-time behaviour (farm/hooks.ts), revisions, and storage. Handlers call this inside
+ * farmOS's save-time behaviour (farm/hooks.ts and the farm rules), revisions, and storage; what
+ * accounts add is in account-saves.ts, file usage in file-usage.ts. Handlers call this inside
  * the request's one transaction; every failure throws before anything is written or rolls back.
  */
 import { randomUUID } from 'node:crypto';
@@ -8,49 +9,46 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
 import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
-import { conflict, forbidden, tooManyRequests, ValidationError, type Violation } from '../errors.ts';
+import { conflict, fieldPointer, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
 import { FarmValidation } from '../farm/validation.ts';
-import { hashPassword } from '../accounts/passwords.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
-import { isRole, type Role } from '../access/roles.ts';
-import { replaceRoles, rolesOfUser } from '../accounts/users.ts';
-import { isAccountAdmin } from '../access/policy.ts';
-import { assertMayChangeAccount } from '../access/accounts.ts';
-import { revokeUserCredentials } from '../accounts/credentials.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
 import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from '../storage/revisions.ts';
 import { defaultFromCallback } from './default-callbacks.ts';
-
-function pointerOf(field: FieldDescriptor): string {
-  return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
-}
+import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
+import { markFilesPermanent } from './file-usage.ts';
 
 function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
   return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
 }
 
-/** Hashes of the passwords a write sends, by field name, made before its transaction opens. */
-export type HashedSecrets = ReadonlyMap<string, string>;
-
-const NO_SECRETS: HashedSecrets = new Map();
+export type { HashedSecrets } from './account-saves.ts';
 
 export class EntityService {
   /** farmOS's rules against circular locations and group membership (farm/validation.ts). */
   private readonly farmRules: FarmValidation;
   private readonly placements: Placements;
+  /** Passwords, account rules, unique names, roles and credentials (entities/account-saves.ts). */
+  private readonly accounts: AccountSaves;
 
   constructor(
     readonly store: RecordStore,
     private readonly logGeometry: LogGeometry,
-    private readonly passwords: PasswordGuard,
+    passwords: PasswordGuard,
   ) {
     this.farmRules = new FarmValidation(store.registry);
     this.placements = new Placements(store.registry);
+    this.accounts = new AccountSaves(passwords);
+  }
+
+  /** Check and hash a write's passwords before its transaction opens (AccountSaves.hashSecrets). */
+  hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
+    return this.accounts.hashSecrets(db, rt, secrets, principal, targetId);
   }
 
   private autoValue(field: FieldDescriptor, principal: Principal, now: number): ItemValue | ItemValue[] | undefined {
@@ -71,7 +69,7 @@ export class EntityService {
     for (const field of rt.bundle.fields) {
       if (!field.required || field.computed || field.auto) continue;
       if (only && !only.has(field.name)) continue;
-      if (isEmpty(values.get(field.name))) violations.push({ pointer: pointerOf(field), detail: `${field.name}: This value should not be null (${field.label} is required).` });
+      if (isEmpty(values.get(field.name))) violations.push({ pointer: fieldPointer(field), detail: `${field.name}: This value should not be null (${field.label} is required).` });
     }
     if (violations.length) throw new ValidationError(violations);
   }
@@ -109,78 +107,6 @@ export class EntityService {
     if (typeof sent !== 'string' || sent === record.values.get(REVISION_LOG_MESSAGE)) changes.set(REVISION_LOG_MESSAGE, '');
   }
 
-  /**
-   * Check and hash the passwords a write sends (read from its document by the face that received
-   * it), before its transaction opens (hashing takes a while, and nothing may hold the database
-   * meanwhile). Users changing their own password confirm the current one, as Drupal asks; wrong
-   * ones count as failed passwords of the account. `targetId` is the account being changed, or
-   * null when one is created.
-   */
-  async hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
-    if (!secrets.size) return NO_SECRETS;
-    const hashed = new Map<string, string>();
-    for (const [name, secret] of secrets) {
-      const field = rt.fieldsByName.get(name)!;
-      if (secret.value.length < 8) throw new ValidationError([{ pointer: pointerOf(field), detail: `${name}: a password must be at least 8 characters long.` }]);
-      if (secret.value.length > 1024) throw new ValidationError([{ pointer: pointerOf(field), detail: `${name}: a password may be at most 1024 characters long.` }]);
-      // Only one's own account asks for the current password; other callers are refused later
-      // unless they administer accounts, and must not spend the owner's failed-password count.
-      if (targetId !== null && principal.userId === targetId && !isAccountAdmin(principal)) {
-        if (!secret.existing) throw forbidden(`${name}: to change your password, send the current one as ${name}.existing.`, { pointer: pointerOf(field) });
-        const check = await this.passwords.confirm(db, targetId, secret.existing);
-        if (check === 'wrong') throw forbidden(`${name}: the current password (${name}.existing) is wrong.`, { pointer: pointerOf(field) });
-        if (check !== 'ok') throw tooManyRequests(`${name}: too many wrong passwords for this account; try again in ${check.waitSeconds} seconds.`, check.waitSeconds);
-      }
-      hashed.set(name, await hashPassword(secret.value));
-    }
-    return hashed;
-  }
-
-  private applySecrets(input: EntityInput, hashed: HashedSecrets, values: Map<string, ItemValue | ItemValue[]>): void {
-    for (const name of input.secrets.keys()) {
-      const hash = hashed.get(name);
-      if (!hash) throw new Error(`The password ${name} was not hashed before the transaction (call hashSecrets first).`);
-      values.set(name, hash);
-    }
-  }
-
-  /** The account rules (access/accounts.ts) for a change of a user record; `record` is null on create. */
-  private async checkAccountChange(db: Db, rt: ResourceType, record: EntityRecord | null, changes: Map<string, ItemValue | ItemValue[]>, principal: Principal): Promise<void> {
-    if (rt.entityType.access !== 'user') return;
-    const current = record ? await rolesOfUser(db, record.id) : [];
-    let roles: Role[] | undefined;
-    if (changes.has('roles')) {
-      const next = [...new Set(((changes.get('roles') as Reference[] | null) ?? []).map((r) => String(r.meta.name)).filter(isRole))].sort();
-      if (next.join() !== [...current].sort().join()) roles = next;
-    }
-    // Only account administrators create accounts, so only a change of an existing one can
-    // touch an admin-only field without the right to.
-    const adminFields = record
-      ? rt.bundle.fields.filter((f) => f.visibility === 'admin' && !f.readOnly && changes.has(f.name) && changes.get(f.name) !== record.values.get(f.name)).map((f) => f.name)
-      : [];
-    assertMayChangeAccount(principal, record ? { id: record.id, roles: current } : null, record ? 'update' : 'create', { roles, adminFields });
-  }
-
-  /** Store a user's roles (a computed field the runtime keeps in its own table). */
-  private async saveRoles(db: Db, rt: ResourceType, id: number, values: Map<string, ItemValue | ItemValue[]>): Promise<void> {
-    if (rt.entityType.access !== 'user' || !values.has('roles')) return;
-    const roles = ((values.get('roles') as Reference[] | null) ?? []).map((r) => String(r.meta.name)).filter(isRole);
-    await replaceRoles(db, id, roles);
-  }
-
-  /** Users have unique names and e-mail addresses. */
-  private async checkUnique(db: Db, rt: ResourceType, values: Map<string, ItemValue | ItemValue[]>, id: number | null): Promise<void> {
-    if (rt.entityType.access !== 'user') return;
-    const violations: Violation[] = [];
-    for (const column of ['name', 'mail']) {
-      const value = values.get(column);
-      if (typeof value !== 'string' || !value) continue;
-      const clash = await db(rt.entityType.table).where(column, value).whereNot('id', id ?? -1).first('id');
-      if (clash) violations.push({ pointer: `/data/attributes/${column}`, detail: `${column}: "${value}" is already taken.` });
-    }
-    if (violations.length) throw new ValidationError(violations);
-  }
-
   async create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
     const uuid = input.id ?? randomUUID();
     if (input.id && (await this.store.findByUuid(db, rt.entityType.entityType, uuid))) {
@@ -203,24 +129,24 @@ export class EntityService {
       if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
       else if (!values.has(field.name)) values.set(field.name, field.multiple ? [] : null);
     }
-    this.applySecrets(input, hashed, values);
-    await this.checkAccountChange(db, rt, null, input.values, principal);
+    this.accounts.applySecrets(input, hashed, values);
+    await this.accounts.checkChange(db, rt, null, input.values, principal);
     beforeCreate(rt, values, { db, principal, now });
     await this.logGeometry.beforeSave(db, rt, values, null, principal);
     this.requireFields(rt, values);
-    await this.checkUnique(db, rt, values, null);
+    await this.accounts.checkUnique(db, rt, values, null);
     await this.checkParents(db, rt, null, values);
     await this.farmRules.check(db, rt, values, null);
     const children = await this.checkBirths(db, rt, values, null);
     const id = await this.store.insert(db, rt, uuid, values);
-    await this.saveRoles(db, rt, id, values);
+    await this.accounts.afterSave(db, rt, id, values, null, input, principal);
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && isEmpty(values.get(label))) {
       const name = generatedName(rt, id)!;
       values.set(label, name);
       await this.store.update(db, rt, id, new Map([[label, name]]));
     }
-    await this.markFilesPermanent(db, rt, values);
+    await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
     await this.writeRevision(db, rt, id, principal, now, values, null);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, null, values);
     await this.applyBirths(db, values, children, principal, now);
@@ -260,12 +186,12 @@ export class EntityService {
         if (auto !== undefined) changes.set(field.name, auto);
       }
     }
-    await this.checkAccountChange(db, rt, record, changes, principal);
-    this.applySecrets(input, hashed, changes);
+    await this.accounts.checkChange(db, rt, record, changes, principal);
+    this.accounts.applySecrets(input, hashed, changes);
     beforeUpdate(rt, changes, record, { db, principal, now });
     await this.logGeometry.beforeSave(db, rt, changes, record, principal);
     this.requireFields(rt, changes, new Set(input.values.keys()));
-    await this.checkUnique(db, rt, changes, record.id);
+    await this.accounts.checkUnique(db, rt, changes, record.id);
     const merged = new Map(record.values);
     for (const [k, v] of changes) merged.set(k, v);
     await this.checkParents(db, rt, record.id, changes);
@@ -274,14 +200,8 @@ export class EntityService {
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
     await this.store.update(db, rt, record.id, changes);
-    await this.saveRoles(db, rt, record.id, changes);
-    await this.markFilesPermanent(db, rt, changes);
-    if (rt.entityType.access === 'user') {
-      // Blocking a user ends every token and sign-in it holds, so an unblock does not revive them.
-      // So does a new password, but for the sign-in with which users changed their own.
-      if (changes.get('status') === false && record.values.get('status') !== false) await revokeUserCredentials(db, record.id);
-      else if (input.secrets.size) await revokeUserCredentials(db, record.id, principal.userId === record.id ? (principal.tokenChainId ?? undefined) : undefined);
-    }
+    await this.accounts.afterSave(db, rt, record.id, changes, record, input, principal);
+    await markFilesPermanent(db, rt, changes, this.store.entityType('file').table);
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged, record);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.values, merged, changes.keys());
@@ -289,21 +209,8 @@ export class EntityService {
     await this.applyBirths(db, merged, children, principal, now);
   }
 
-  /** Files referenced by a saved record stop being temporary (Drupal's file usage). */
-  private async markFilesPermanent(db: Db, rt: ResourceType, values: Map<string, ItemValue | ItemValue[]>): Promise<void> {
-    const ids: number[] = [];
-    for (const field of rt.bundle.fields) {
-      if ((field.type !== 'file' && field.type !== 'image') || !values.has(field.name)) continue;
-      const v = values.get(field.name);
-      for (const ref of (Array.isArray(v) ? v : v ? [v] : []) as Reference[]) if (ref) ids.push(ref.targetId);
-    }
-    if (!ids.length) return;
-    const table = this.store.entityType('file').table;
-    await db(table).whereIn('id', ids).where('status', false).update({ status: true });
-  }
-
   async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
-    if (record.rt.entityType.access === 'user') assertMayChangeAccount(principal, { id: record.id, roles: await rolesOfUser(db, record.id) }, 'delete');
+    await this.accounts.checkDelete(db, record, principal);
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
