@@ -254,6 +254,11 @@ export async function prepareFarm(root: string, dataDir: string, scale: Scale, s
     // Written under a temporary name first: an interrupted run leaves no half farm in the cache.
     copyFileSync(join(work, 'tilth.sqlite'), `${cached}.part`);
     renameSync(`${cached}.part`, cached);
+    // Farms of this scale and seed made under other migrations (or an older generator) are stale.
+    const prefix = `farm-${scale}-seed${seed}-`;
+    for (const f of readdirSync(join(root, 'bench', '.data'))) {
+      if (f.startsWith(prefix) && join(root, 'bench', '.data', f) !== cached) rmSync(join(root, 'bench', '.data', f), { force: true });
+    }
     rmSync(work, { recursive: true, force: true });
   }
   copyFileSync(cached, target);

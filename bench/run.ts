@@ -8,7 +8,7 @@
  * the same run. Results: a table on stdout and bench/results/<time>.{json,md} (git-ignored); the
  * last line is `bench: N of M targets met`.
  *
- * Options: --quick, --scale=S|M|L (the main farm; full default M), --big=M|L (G's large farm;
+ * Options: --quick, --scale=S|M|L (the main farm; full default L), --big=M|L (G's large farm;
  * full default L), --seconds=N, --seed=N.
  */
 import { execFileSync } from 'node:child_process';
@@ -25,7 +25,7 @@ const args = new Map(process.argv.slice(2).map((a) => { const [k, v] = a.replace
 const QUICK = args.has('quick');
 const SEED = Number(args.get('seed') ?? 1);
 const SECONDS = Number(args.get('seconds') ?? (QUICK ? 2 : 10));
-const MAIN = (args.get('scale') ?? (QUICK ? 'S' : 'M')) as Scale;
+const MAIN = (args.get('scale') ?? (QUICK ? 'S' : 'L')) as Scale;
 const SMALL: Scale = 'S';
 const BIG = (args.get('big') ?? (QUICK ? 'M' : 'L')) as Scale;
 const JSONAPI = 'application/vnd.api+json';
