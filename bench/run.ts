@@ -9,7 +9,8 @@
  * last line is `bench: N of M targets met`.
  *
  * Options: --quick, --scale=S|M|L (the main farm; full default L), --big=M|L (G's large farm;
- * full default L), --seconds=N, --seed=N.
+ * full default L), --seconds=N, --seed=N, --pg[=postgres://user@host:port] (P1, P3, P4 on
+ * PostgreSQL too, on a database made and dropped for the run), --pg-scale=S|M (default S quick, M full).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { prepareFarm, prng, type Scale } from './dataset.ts';
 import { ADMIN, PINNED, ROOT, startBaseline, startTilth, type Running } from './processes.ts';
+import { admin, copyFarm, databaseUrl } from './postgres.ts';
 import { CLOSED_CONNECTIONS, RATE_CONNECTIONS, clean, firstDifference, fmt, load, p1Path, ratio, writeJson, type Row } from './workloads.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 
@@ -29,6 +31,9 @@ const MAIN = (args.get('scale') ?? (QUICK ? 'S' : 'L')) as Scale;
 const SMALL: Scale = 'S';
 const BIG = (args.get('big') ?? (QUICK ? 'M' : 'L')) as Scale;
 const JSONAPI = 'application/vnd.api+json';
+// PostgreSQL leg (P1, P3, P4 against the pg baseline): --pg, or --pg=postgres://user@host:port.
+const PG = args.has('pg') ? (args.get('pg') === '1' ? 'postgres://postgres@127.0.0.1:5432' : args.get('pg')!) : null;
+const PG_SCALE = (args.get('pg-scale') ?? (QUICK ? 'S' : 'M')) as Scale;
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
 const rows: Row[] = [];
@@ -68,6 +73,30 @@ function sampleLogs(file: string, count: number): string[] {
   db.close();
   const rand = prng(7);
   return Array.from({ length: count }, () => ids[Math.floor(rand() * ids.length)]!);
+}
+
+/**
+ * P4's request bodies: an activity log naming two animals, a field and a quantity of the farm.
+ * Quantities are referenced, not created per log: autocannon sends one request at a time per
+ * connection and cannot chain a create into the next request's body. (Tilth accepts it.)
+ */
+function postBodies(file: string): string[] {
+  const sdb = new Database(file, { readonly: true });
+  const animals = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[];
+  const field = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'land' LIMIT 1`).pluck().get() as string;
+  const quantities = sdb.prepare(`SELECT uuid FROM quantity LIMIT 500`).pluck().all() as string[];
+  sdb.close();
+  return quantities.map((q, i) => JSON.stringify({
+    data: {
+      type: 'log--activity',
+      attributes: { name: `Bench write ${i}`, status: 'done', timestamp: '2025-06-01T08:00:00+00:00' },
+      relationships: {
+        asset: { data: [{ type: 'asset--animal', id: animals[(2 * i) % animals.length] }, { type: 'asset--animal', id: animals[(2 * i + 1) % animals.length] }] },
+        location: { data: [{ type: 'asset--land', id: field }] },
+        quantity: { data: [{ type: 'quantity--standard', id: q }] },
+      },
+    },
+  }));
 }
 
 interface Session {
@@ -206,22 +235,8 @@ async function main(): Promise<void> {
     {
       const sdb = new Database(db, { readonly: true });
       const animals = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[];
-      const field = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'land' LIMIT 1`).pluck().get() as string;
-      const quantities = sdb.prepare(`SELECT uuid FROM quantity LIMIT 500`).pluck().all() as string[];
       sdb.close();
-      // Quantities are referenced, not created per log: autocannon sends one request at a time per
-      // connection and cannot chain a create into the next request's body. (Tilth accepts it.)
-      const posts = quantities.map((q, i) => JSON.stringify({
-        data: {
-          type: 'log--activity',
-          attributes: { name: `Bench write ${i}`, status: 'done', timestamp: '2025-06-01T08:00:00+00:00' },
-          relationships: {
-            asset: { data: [{ type: 'asset--animal', id: animals[(2 * i) % animals.length] }, { type: 'asset--animal', id: animals[(2 * i + 1) % animals.length] }] },
-            location: { data: [{ type: 'asset--land', id: field }] },
-            quantity: { data: [{ type: 'quantity--standard', id: q }] },
-          },
-        },
-      }));
+      const posts = postBodies(db);
       const postList = writeJson(s.work, 'posts.json', posts);
       const writeHeaders = { ...s.auth, 'Content-Type': JSONAPI };
       const t = await closed(`${T}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList });
@@ -324,11 +339,62 @@ async function main(): Promise<void> {
       add({ id: 'G', what: `${k} on farm-${BIG} against farm-${SMALL}`, figure: `${big[k].rps.toLocaleString('en')} against ${small[k].rps.toLocaleString('en')} req/s; ${r}×`, target: '≥ 0.8×', met: clean(big[k]) && clean(small[k]) && r >= 0.8, detail: { big: big[k], small: small[k] } });
     }
 
+    if (PG) await postgresLeg(PG);
     report(machine, started);
   } finally {
     for (const b of baselines) await b.stop();
     await s.tilth.stop();
     rmSync(s.dir, { recursive: true, force: true });
+  }
+}
+
+/** P1, P3 and P4 with Tilth on PostgreSQL, against the rendered baseline on `pg` with the same SQL. */
+async function postgresLeg(server: string): Promise<void> {
+  const name = `tilth_bench_${process.pid}`;
+  const url = databaseUrl(server, name);
+  say(`PostgreSQL: farm-${PG_SCALE} in ${name}…`);
+  await admin(server, `CREATE DATABASE ${name}`);
+  const dir = await farm(PG_SCALE);
+  const running: Running[] = [];
+  try {
+    await (await startTilth(dir, { DATABASE_URL: url })).stop();
+    await copyFarm(join(dir, 'tilth.sqlite'), url);
+    const tilth = await startTilth(dir, { DATABASE_URL: url });
+    running.push(tilth);
+    const T = tilth.url;
+    const auth = { Authorization: `Bearer ${(await passwordGrant(T)).access_token}`, Accept: JSONAPI };
+    const p1 = p1Path();
+    const first = JSON.parse((await body(`${T}${p1}`, { headers: auth })).toString()) as { links: { next?: { href: string } } };
+    const next = first.links.next?.href;
+    const fingerprint = next ? (JSON.parse(Buffer.from(new URL(next).searchParams.get('page[cursor]')!, 'base64url').toString()) as { h: string }).h : '';
+    const rendered = await startBaseline('rendered.ts', { DATABASE_URL: url, BASE_URL: T, FINGERPRINT: fingerprint });
+    running.push(rendered);
+    const uuids = sampleLogs(join(dir, 'tilth.sqlite'), 2000);
+    let same = true;
+    const paths: Array<[string, string]> = [['P1 first page', p1], ['P3 one log', `/api/log/activity/${uuids[0]}`]];
+    if (next) paths.push(['P1 second page', new URL(next).pathname + new URL(next).search]);
+    for (const [what, path] of paths) {
+      const a = await body(`${T}${path}`, { headers: auth });
+      const b = await fetch(`${rendered.url}${path}`, { headers: auth }).then(async (r) => Buffer.from(await r.arrayBuffer()));
+      const at = firstDifference(a, b);
+      same &&= at < 0;
+      const context = (x: Buffer) => JSON.stringify(x.subarray(Math.max(0, at - 60), at + 60).toString());
+      add({ id: 'chk', what: `PostgreSQL: rendered = Tilth bytes, ${what}`, figure: at < 0 ? `identical (${a.length} bytes)` : `DIFFER at byte ${at} (Tilth ${a.length}, rendered ${b.length} bytes): Tilth ${context(a)}, rendered ${context(b)}`, target: 'identical', met: at < 0 });
+    }
+    const t1 = await closed(`${T}${p1}`, { headers: auth });
+    const r1 = await closed(`${rendered.url}${p1}`, { headers: auth });
+    add({ id: 'PG1', what: `PostgreSQL farm-${PG_SCALE}: page of 50 logs`, figure: `${fmt(t1)}; rendered (pg) ${r1.rps.toLocaleString('en')} req/s; ${same ? ratio(t1, r1) : 'n/a'}×`, target: '', met: null, detail: { tilth: t1, rendered: r1 } });
+    const list = writeJson(dir, 'pg-p3.json', uuids.map((u) => `/api/log/activity/${u}`));
+    const t3 = await closed(T, { headers: auth, mode: 'randomPath', list });
+    const r3 = await closed(rendered.url, { headers: auth, mode: 'randomPath', list });
+    add({ id: 'PG3', what: `PostgreSQL farm-${PG_SCALE}: one log by UUID`, figure: `${fmt(t3)}; rendered (pg) ${r3.rps.toLocaleString('en')} req/s; ${same ? ratio(t3, r3) : 'n/a'}×`, target: '', met: null, detail: { tilth: t3, rendered: r3 } });
+    const posts = writeJson(dir, 'pg-posts.json', postBodies(join(dir, 'tilth.sqlite')));
+    const t4 = await closed(`${T}/api/log/activity`, { method: 'POST', headers: { ...auth, 'Content-Type': JSONAPI }, mode: 'postLog', list: posts });
+    add({ id: 'PG4', what: `PostgreSQL farm-${PG_SCALE}: POST a log`, figure: fmt(t4), target: '', met: null, detail: { tilth: t4 } });
+  } finally {
+    for (const r of running) await r.stop();
+    rmSync(dir, { recursive: true, force: true });
+    await admin(server, `DROP DATABASE IF EXISTS ${name}`);
   }
 }
 

@@ -11,50 +11,23 @@
  * It knows only what the benchmark asks: log--activity, sort=-timestamp, filter[status] and a
  * BETWEEN range on timestamp. Anything else is a 404, so a mismatch shows up as a failed check.
  *
- * Env: PORT, DB (the SQLite file), BASE_URL (Tilth's, for the links), FINGERPRINT (the `h` Tilth
+ * Env: PORT, DB (the SQLite file) or DATABASE_URL (PostgreSQL), BASE_URL (Tilth's, for the links), FINGERPRINT (the `h` Tilth
  * puts in its cursors: a constant of the query, sha1 of its parsed filter and sort).
  */
 import { createServer, type ServerResponse } from 'node:http';
 import Database from 'better-sqlite3';
 import { checkBearer } from './token.ts';
+import { COLUMNS, FROM, ORDER, SIDE_TABLES, WHERE, type Row, type SideRow, type Store } from './log-sql.ts';
 
-const db = new Database(process.env.DB!, { readonly: true, fileMustExist: true });
 const BASE = process.env.BASE_URL!;
 const FINGERPRINT = process.env.FINGERPRINT ?? '';
 // The log type's config entity UUID, as Tilth gives it (a name-based UUID of the bundle).
 const LOG_TYPE = { activity: '281efc14-840a-575f-9ab5-135a31faa72f' } as Record<string, string>;
 const JSONAPI = '{"jsonapi":{"version":"1.0","meta":{"links":{"self":{"href":"http://jsonapi.org/format/1.0/"}}}}';
 
-const COLUMNS = `l.id, l.uuid, l.bundle, l.revision_id, l.revision_created, l.revision_log_message, l.name, l.timestamp, l.status,
-  l.created, l.changed, l.data, l.notes__value, l.notes__format, l.geometry__value, l.geometry__geo_type, l.geometry__lat,
-  l.geometry__lon, l.geometry__left, l.geometry__top, l.geometry__right, l.geometry__bottom, l.geometry__geohash,
-  l.geometry__latlon, l.is_movement, l.is_group_assignment,
-  l.revision_user, ru.uuid AS revision_user_uuid, l.uid, u.uuid AS uid_uuid`;
-const FROM = `FROM log l LEFT JOIN users ru ON ru.id = l.revision_user LEFT JOIN users u ON u.id = l.uid`;
-const WHERE = `WHERE l.bundle = 'activity' AND l.status = @status AND l.timestamp BETWEEN @from AND @to`;
-const ORDER = `ORDER BY l.timestamp DESC, l.id DESC LIMIT @limit`;
-const firstPage = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE} ${ORDER} OFFSET @offset`);
-// After the cursor's last row: timestamp DESC puts NULLs last in SQLite, so they come after any value.
-const afterCursor = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE}
-  AND ((l.timestamp < @ts OR l.timestamp IS NULL) OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`);
-const byUuid = db.prepare(`SELECT ${COLUMNS} ${FROM} WHERE l.uuid = ? AND l.bundle = 'activity'`);
+// On PostgreSQL (DATABASE_URL) the same SQL runs through `pg` (pg-store.ts); else better-sqlite3.
+const store: Store = process.env.DATABASE_URL ? await (await import('./pg-store.ts')).pgStore(process.env.DATABASE_URL) : sqliteStore(process.env.DB!);
 
-// Every multi-valued field of a log for a set of logs, in one statement; ids come as a JSON array.
-const sideTables = db.prepare(`
-  WITH ids(id) AS (SELECT value FROM json_each(?))
-  SELECT 'asset' AS f, x.entity_id, x.delta, t.uuid, t.bundle, t.id AS tid FROM log__asset x JOIN asset t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'location', x.entity_id, x.delta, t.uuid, t.bundle, t.id FROM log__location x JOIN asset t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'equipment', x.entity_id, x.delta, t.uuid, t.bundle, t.id FROM log__equipment x JOIN asset t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'group', x.entity_id, x.delta, t.uuid, t.bundle, t.id FROM log__group x JOIN asset t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'quantity', x.entity_id, x.delta, t.uuid, t.bundle, t.id FROM log__quantity x JOIN quantity t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'category', x.entity_id, x.delta, t.uuid, t.bundle, t.id FROM log__category x JOIN taxonomy_term t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'owner', x.entity_id, x.delta, t.uuid, 'user', t.id FROM log__owner x JOIN users t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'file', x.entity_id, x.delta, t.uuid, 'file', t.id FROM log__file x JOIN files t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'image', x.entity_id, x.delta, t.uuid, 'file', t.id FROM log__image x JOIN files t ON t.id = x.target_id WHERE x.entity_id IN ids
-  UNION ALL SELECT 'flag', x.entity_id, x.delta, x.value, NULL, NULL FROM log__flag x WHERE x.entity_id IN ids
-  ORDER BY 2, 1, 3`);
-
-type Row = Record<string, unknown> & { id: number; uuid: string; bundle: string };
 interface Ref { uuid: string; bundle: string | null; tid: number | null }
 
 const TARGET_TYPE: Record<string, (bundle: string) => string> = {
@@ -103,11 +76,11 @@ function render(r: Row, refs: Map<string, Ref[]>, flags: string[]): string {
 }
 
 /** The page's logs with their side tables, rendered in order. */
-function renderRows(rows: Row[]): string[] {
+async function renderRows(rows: Row[]): Promise<string[]> {
   const byLog = new Map<number, { refs: Map<string, Ref[]>; flags: string[] }>();
   for (const r of rows) byLog.set(r.id, { refs: new Map(), flags: [] });
   if (rows.length) {
-    for (const s of sideTables.all(JSON.stringify(rows.map((r) => r.id))) as Array<{ f: string; entity_id: number; uuid: string; bundle: string | null; tid: number | null }>) {
+    for (const s of await store.side(rows.map((r) => r.id))) {
       const entry = byLog.get(s.entity_id)!;
       if (s.f === 'file' || s.f === 'image') throw new Error('files are not rendered by this baseline');
       if (s.f === 'flag') entry.flags.push(s.uuid);
@@ -124,7 +97,7 @@ function renderRows(rows: Row[]): string[] {
 /** Tilth writes pager links with raw brackets and everything else percent-encoded. */
 const encodeKey = (k: string) => k.split(/([[\]])/).map((p) => (p === '[' || p === ']' ? p : encodeURIComponent(p))).join('');
 
-function page(url: URL, rawSearch: string): string | null {
+async function page(url: URL, rawSearch: string): Promise<string | null> {
   const q = url.searchParams;
   if (q.get('sort') !== '-timestamp') return null;
   const status = q.get('filter[status]');
@@ -137,8 +110,8 @@ function page(url: URL, rawSearch: string): string | null {
   const cursorText = q.get('page[cursor]');
   const cursor = cursorText ? (JSON.parse(Buffer.from(cursorText, 'base64url').toString()) as { o: number; h: string; v: [number | null, number] }) : null;
   if (cursor && cursor.o === offset && cursor.h === FINGERPRINT && cursor.v.length === 2) {
-    rows = afterCursor.all({ status, from, to, limit: limit + 1, ts: cursor.v[0], id: cursor.v[1] }) as Row[];
-  } else rows = firstPage.all({ status, from, to, limit: limit + 1, offset }) as Row[];
+    rows = await store.afterCursor({ status, from, to, limit: limit + 1, ts: cursor.v[0], id: cursor.v[1] });
+  } else rows = await store.firstPage({ status, from, to, limit: limit + 1, offset });
   const more = rows.length > limit;
   if (more) rows.pop();
   // Pager links as Tilth writes them: every other parameter kept, then page[offset], page[limit]
@@ -151,13 +124,13 @@ function page(url: URL, rawSearch: string): string | null {
     links += `,"next":${pageLink(offset + limit, Buffer.from(JSON.stringify({ o: offset + limit, h: FINGERPRINT, v: [last.timestamp, last.id] })).toString('base64url'))}`;
   }
   if (offset > 0) links += `,"first":${pageLink(0)},"prev":${pageLink(Math.max(0, offset - limit))}`;
-  return `${JSONAPI},"data":[${renderRows(rows).join(',')}],${links}}}`;
+  return `${JSONAPI},"data":[${(await renderRows(rows)).join(',')}],${links}}}`;
 }
 
-function one(uuid: string, url: URL): string | null {
-  const row = byUuid.get(uuid) as Row | undefined;
+async function one(uuid: string, url: URL): Promise<string | null> {
+  const row = await store.byUuid(uuid);
   if (!row) return null;
-  return `${JSONAPI},"data":${renderRows([row])[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
+  return `${JSONAPI},"data":${(await renderRows([row]))[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
 }
 
 function send(res: ServerResponse, status: number, body: string): void {
@@ -168,12 +141,36 @@ function send(res: ServerResponse, status: number, body: string): void {
 createServer((req, res) => {
   const raw = req.url ?? '/';
   if (raw === '/ready') return send(res, 200, '{}');
-  if (!checkBearer(db, req.headers.authorization)) return send(res, 401, '{"errors":[{"status":"401"}]}');
+  answer(raw, req.headers.authorization).then(
+    ([status, body]) => send(res, status, body),
+    (error: Error) => send(res, 500, JSON.stringify({ errors: [{ status: '500', detail: error.message }] })),
+  );
+}).listen(Number(process.env.PORT), '127.0.0.1');
+
+async function answer(raw: string, authorization: string | undefined): Promise<[number, string]> {
+  if (!(await store.token(authorization))) return [401, '{"errors":[{"status":"401"}]}'];
   const url = new URL(raw, 'http://x');
   const q = raw.indexOf('?');
   let body: string | null = null;
-  if (url.pathname === '/api/log/activity') body = page(url, q < 0 ? '' : raw.slice(q));
-  else if (url.pathname.startsWith('/api/log/activity/')) body = one(url.pathname.slice('/api/log/activity/'.length), url);
-  if (body === null) return send(res, 404, '{"errors":[{"status":"404"}]}');
-  send(res, 200, body);
-}).listen(Number(process.env.PORT), '127.0.0.1');
+  if (url.pathname === '/api/log/activity') body = await page(url, q < 0 ? '' : raw.slice(q));
+  else if (url.pathname.startsWith('/api/log/activity/')) body = await one(url.pathname.slice('/api/log/activity/'.length), url);
+  return body === null ? [404, '{"errors":[{"status":"404"}]}'] : [200, body];
+}
+
+/** The SQLite store: prepared better-sqlite3 statements, synchronous as the driver is. */
+function sqliteStore(file: string): Store {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const firstPage = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE} ${ORDER} OFFSET @offset`);
+  // After the cursor's last row: timestamp DESC puts NULLs last in SQLite, so they come after any value.
+  const afterCursor = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE}
+    AND ((l.timestamp < @ts OR l.timestamp IS NULL) OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`);
+  const byUuid = db.prepare(`SELECT ${COLUMNS} ${FROM} WHERE l.uuid = ? AND l.bundle = 'activity'`);
+  const sideTables = db.prepare(`WITH ids(id) AS (SELECT value FROM json_each(?)) ${SIDE_TABLES}`);
+  return {
+    token: (header) => checkBearer(db, header),
+    firstPage: (p) => firstPage.all(p) as Row[],
+    afterCursor: (p) => afterCursor.all(p) as Row[],
+    byUuid: (uuid) => byUuid.get(uuid) as Row | undefined,
+    side: (ids) => sideTables.all(JSON.stringify(ids)) as SideRow[],
+  };
+}
