@@ -90,7 +90,7 @@ function counts(total: number, table: Array<[string, number]>): Map<string, numb
   return out;
 }
 
-/** What the load made, for the workloads to choose from (ids are the tables' integer keys). */
+/** A farm ready in a run's data directory. */
 export interface LoadedFarm {
   scale: Scale;
   seed: number;
@@ -99,8 +99,8 @@ export interface LoadedFarm {
 }
 
 /**
- * Fill a freshly migrated Tilth SQLite database with farm `scale` from `seed`. `adminId` is the
- * user the server made at start (it owns nothing special, but stays first).
+ * Fill a freshly migrated Tilth SQLite database with farm `scale` from `seed`. The admin user the
+ * server made at its first start stays user 1; everything else is added after it.
  */
 export function loadFarm(file: string, scale: Scale, seed: number): void {
   const size = SIZES[scale];

@@ -1,8 +1,8 @@
 /**
- * The workloads of issue 10 (P0–P9, G) and their targets. Each figure is measured from outside:
- * the server in its own process on core 0, autocannon (bench/load.ts) in another on core 1.
- * Reads are measured against a baseline in the same run, one right after the other, so the
- * ratio holds even on a machine shared with other work; the absolute figures do not.
+ * What the workloads of issue 10 (P0–P9, G; run in order by bench/run.ts) are made of: one
+ * autocannon run in the load process (bench/load.ts, pinned to core 1 while the server is on
+ * core 0), P1's query, the rows of the results table with their targets, ratios, and the byte
+ * comparison behind the rendered baseline's check.
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
