@@ -1,113 +1,443 @@
 /**
- * `npm run bench`: Tilth against a bare node:http + better-sqlite3 server returning the same bytes,
- * on one SQLite farm seeded with BENCH_LOGS logs (default 100,000; the design target is 1,000,000).
- * Reports requests per second and the ratios the design sets as goals:
- *   - a 50-log page at ≥ 0.6× the bare baseline,
- *   - a deep page reached through links.next as cheap as the first page,
- *   - writes ≥ 1,000/s.
- * Results go to bench/results/<timestamp>.json (git-ignored). Loopback only; bounded in time.
+ * `npm run bench` — issue 10's benchmark. `npm run bench -- --quick` for a short run (farm-S,
+ * 2 s per figure, G as farm-S against farm-M; under three minutes once the farms are cached).
+ *
+ * Tilth runs as production runs it (`node bin/tilth.js serve --migrate`) in its own process on
+ * core 0; the baselines (bench/baselines/) run on the same core in theirs; autocannon runs in a
+ * third process on core 1 (bench/load.ts). Every read figure is a ratio to a baseline measured in
+ * the same run. Results: a table on stdout and bench/results/<time>.{json,md} (git-ignored); the
+ * last line is `bench: N of M targets met`.
+ *
+ * Options: --quick, --scale=S|M|L (the main farm; full default L), --big=M|L (G's large farm;
+ * full default L), --seconds=N, --seed=N, --pg[=postgres://user@host:port] (P1, P3, P4 on
+ * PostgreSQL too, on a database made and dropped for the run), --pg-scale=S|M (default S quick, M full).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:http';
-import { randomUUID } from 'node:crypto';
-import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { loadConfig } from '../runtime/config.ts';
-import { startServer } from '../runtime/server.ts';
-import { createLogger } from '../runtime/http/logging.ts';
+import { prepareFarm, prng, type Scale } from './dataset.ts';
+import { ADMIN, PINNED, ROOT, startBaseline, startTilth, type Running } from './processes.ts';
+import { admin, copyFarm, databaseUrl } from './postgres.ts';
+import { CLOSED_CONNECTIONS, RATE_CONNECTIONS, clean, firstDifference, fmt, load, p1Path, ratio, writeJson, type Row } from './workloads.ts';
+import type { LoadResult, LoadSpec } from './load.ts';
 
-const LOGS = Number(process.env.BENCH_LOGS ?? 100_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const PASSWORD = 'bench-password';
+const args = new Map(process.argv.slice(2).map((a) => { const [k, v] = a.replace(/^--/, '').split('='); return [k!, v ?? '1']; }));
+const QUICK = args.has('quick');
+const SEED = Number(args.get('seed') ?? 1);
+const SECONDS = Number(args.get('seconds') ?? (QUICK ? 2 : 10));
+const MAIN = (args.get('scale') ?? (QUICK ? 'S' : 'L')) as Scale;
+const SMALL: Scale = 'S';
+const BIG = (args.get('big') ?? (QUICK ? 'M' : 'L')) as Scale;
+const JSONAPI = 'application/vnd.api+json';
+// PostgreSQL leg (P1, P3, P4 against the pg baseline): --pg, or --pg=postgres://user@host:port.
+const PG = args.has('pg') ? (args.get('pg') === '1' ? 'postgres://postgres@127.0.0.1:5432' : args.get('pg')!) : null;
+const PG_SCALE = (args.get('pg-scale') ?? (QUICK ? 'S' : 'M')) as Scale;
 
-async function cannon(url: string, opts: Partial<autocannon.Options> = {}): Promise<{ rps: number; p99: number; errors: number }> {
-  const result = await autocannon({ url, connections: 8, duration: SECONDS, ...opts });
-  return { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx };
+const say = (s: string) => process.stdout.write(`${s}\n`);
+const rows: Row[] = [];
+const add = (row: Row) => {
+  rows.push(row);
+  const mark = row.met === null ? ' ' : row.met === 'n/a' ? '?' : row.met ? '✓' : '✗';
+  say(`${mark} ${row.id.padEnd(4)} ${row.what}: ${row.figure}${row.target ? `  [target ${row.target}]` : ''}`);
+};
+
+async function body(url: string, init: RequestInit = {}): Promise<Buffer> {
+  const res = await fetch(url, init);
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+  return Buffer.from(await res.arrayBuffer());
 }
 
+async function passwordGrant(base: string): Promise<{ access_token: string; refresh_token: string }> {
+  const res = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' }),
+  });
+  if (!res.ok) throw new Error(`password grant: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { access_token: string; refresh_token: string };
+}
+
+/** A farm's database in a fresh temporary directory, ready for Tilth (migrated, loaded). */
+async function farm(scale: Scale): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), `tilth-bench-${scale}-`));
+  await prepareFarm(ROOT, dir, scale, SEED, async (d) => (await startTilth(d)).stop(), say);
+  return dir;
+}
+
+/** `count` activity log UUIDs spread over the table (a seeded sample, the same each run). */
+function sampleLogs(file: string, count: number): string[] {
+  const db = new Database(file, { readonly: true });
+  const ids = db.prepare(`SELECT uuid FROM log WHERE bundle = 'activity'`).pluck().all() as string[];
+  db.close();
+  const rand = prng(7);
+  return Array.from({ length: count }, () => ids[Math.floor(rand() * ids.length)]!);
+}
+
+/**
+ * P4's request bodies: an activity log naming two animals, a field and a quantity of the farm.
+ * Quantities are referenced, not created per log: autocannon sends one request at a time per
+ * connection and cannot chain a create into the next request's body. (Tilth accepts it.)
+ */
+function postBodies(file: string): string[] {
+  const sdb = new Database(file, { readonly: true });
+  const animals = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[];
+  const field = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'land' LIMIT 1`).pluck().get() as string;
+  const quantities = sdb.prepare(`SELECT uuid FROM quantity LIMIT 500`).pluck().all() as string[];
+  sdb.close();
+  return quantities.map((q, i) => JSON.stringify({
+    data: {
+      type: 'log--activity',
+      attributes: { name: `Bench write ${i}`, status: 'done', timestamp: '2025-06-01T08:00:00+00:00' },
+      relationships: {
+        asset: { data: [{ type: 'asset--animal', id: animals[(2 * i) % animals.length] }, { type: 'asset--animal', id: animals[(2 * i + 1) % animals.length] }] },
+        location: { data: [{ type: 'asset--land', id: field }] },
+        quantity: { data: [{ type: 'quantity--standard', id: q }] },
+      },
+    },
+  }));
+}
+
+interface Session {
+  tilth: Running;
+  dir: string;
+  auth: Record<string, string>;
+  work: string;
+}
+
+async function open(scale: Scale): Promise<Session> {
+  const dir = await farm(scale);
+  const tilth = await startTilth(dir);
+  const { access_token } = await passwordGrant(tilth.url);
+  const work = join(dir, 'bench');
+  mkdirSync(work);
+  return { tilth, dir, auth: { Authorization: `Bearer ${access_token}`, Accept: JSONAPI }, work };
+}
+
+async function close(s: Session): Promise<void> {
+  await s.tilth.stop();
+  rmSync(s.dir, { recursive: true, force: true });
+}
+
+const closed = (url: string, extra: Partial<LoadSpec> = {}) => load({ url, seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...extra });
+/**
+ * Tilth and its baseline measured twice each, alternating (A B A B), the better run of each kept:
+ * the machine is shared, and a burst of someone else's work during one run would otherwise
+ * decide the ratio. A quick run measures each once, to stay under three minutes.
+ */
+async function pair(a: () => Promise<LoadResult>, b: () => Promise<LoadResult>): Promise<[LoadResult, LoadResult]> {
+  const a1 = await a();
+  const b1 = await b();
+  if (QUICK) return [a1, b1];
+  const a2 = await a();
+  const b2 = await b();
+  const best = (x: LoadResult, y: LoadResult) => (y.rps > x.rps ? y : x);
+  return [best(a1, a2), best(b1, b2)];
+}
+const atRate = (url: string, rate: number, extra: Partial<LoadSpec> = {}) => load({ url, seconds: SECONDS, connections: RATE_CONNECTIONS, rate, ...extra });
+
+/** One of the reads G compares between farms (P1, P3 or P6) on a session's Tilth, closed loop. */
+function growthFigure(s: Session, k: 'P1' | 'P3' | 'P6', p3List: string): Promise<LoadResult> {
+  if (k === 'P1') return closed(`${s.tilth.url}${p1Path()}`, { headers: s.auth });
+  if (k === 'P3') return closed(s.tilth.url, { headers: s.auth, mode: 'randomPath', list: p3List });
+  return closed(`${s.tilth.url}/api/asset/animal`, { headers: s.auth });
+}
+
+const started = Date.now();
+const cpu = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
+const machine = { nproc: cpus().length, cpu, node: process.version, pinned: PINNED };
+
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-bench-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', TILTH_DATA_DIR: dataDir, TILTH_ADMIN_PASSWORD: PASSWORD, TILTH_LOG_LEVEL: 'silent', TILTH_RATE_LIMIT_PER_ADDRESS: '1000000', TILTH_RATE_LIMIT_PER_USERNAME: '1000000' });
-  const server = await startServer({ config: { ...config }, migrate: true, logger: createLogger('silent') });
-  const base = server.ctx.internalUrl;
+  say(`bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}`);
+  say(`machine: ${machine.nproc} cores, ${cpu}, Node ${machine.node}, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned (no taskset or one core)'}`);
+
+  // Client for P7's client_credentials grant, made with Tilth's own CLI before the server starts.
+  const s = await open(MAIN);
+  const cli = execFileSync(process.execPath, ['bin/tilth.js', 'client', 'create', '--id', 'bench', '--label', 'Bench', '--confidential', '--grant', 'client_credentials', '--user', ADMIN.name], {
+    cwd: ROOT, env: { ...process.env, TILTH_DATA_DIR: s.dir, TILTH_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'],
+  }).toString();
+  const secret = /secret[^:]*:\s*(\S+)/i.exec(cli)?.[1];
+  const T = s.tilth.url;
+  const baselines: Running[] = [];
   try {
-    // Seed directly, in one transaction: this measures reads, not the seeding.
-    process.stdout.write(`Seeding ${LOGS} activity logs…\n`);
-    const knex = server.ctx.db.knex;
-    const now = Math.floor(Date.now() / 1000);
-    await knex.transaction(async (trx) => {
-      const rows = [];
-      for (let i = 0; i < LOGS; i++) {
-        rows.push({ uuid: randomUUID(), bundle: 'activity', name: `Activity ${i}`, timestamp: now - i * 60, status: i % 3 ? 'done' : 'pending', is_movement: false, is_group_assignment: false, created: now, changed: now, revision_created: now, revision_log_message: '' });
-        if (rows.length === 500) await trx('log').insert(rows.splice(0));
-      }
-      if (rows.length) await trx('log').insert(rows);
-    });
-    const tokenRes = await fetch(`${base}/oauth/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', username: 'admin', password: PASSWORD, client_id: 'farm' }),
-    });
-    const { access_token: token } = (await tokenRes.json()) as { access_token: string };
-    const headers = { Authorization: `Bearer ${token}`, Accept: 'application/vnd.api+json' };
+    const db = join(s.dir, 'tilth.sqlite');
+    const uuids = sampleLogs(db, 2000);
+    const p1 = p1Path();
+    const firstPage = await body(`${T}${p1}`, { headers: s.auth });
+    const firstDoc = JSON.parse(firstPage.toString()) as { links: { next?: { href: string } } };
+    const nextHref = firstDoc.links.next?.href;
+    const fingerprint = nextHref ? (JSON.parse(Buffer.from(new URL(nextHref).searchParams.get('page[cursor]')!, 'base64url').toString()) as { h: string }).h : '';
 
-    const firstPath = '/api/log/activity?sort=-timestamp';
-    const first = await (await fetch(`${base}${firstPath}`, { headers })).text();
-    // Walk links.next to a deep page (page 200, or the last one), keeping its cursor.
-    let next = (JSON.parse(first) as { links: { next?: { href: string } } }).links.next?.href;
-    let deepPath = firstPath;
-    for (let i = 0; i < Math.min(200, Math.floor(LOGS / 50) - 1) && next; i++) {
-      const url = new URL(next);
-      deepPath = url.pathname + url.search;
-      next = ((await (await fetch(`${base}${deepPath}`, { headers })).json()) as { links: { next?: { href: string } } }).links.next?.href;
+    // The baselines, on the same database file.
+    const rendered = await startBaseline('rendered.ts', { DB: db, BASE_URL: T, FINGERPRINT: fingerprint });
+    baselines.push(rendered);
+    const apiBody = await body(`${T}/api`, { headers: s.auth });
+    const schemaPath = '/api/schema';
+    const resourceSchemaPath = '/api/log/activity/resource/schema';
+    const bodies: Record<string, string> = {};
+    const keep = (path: string, bytes: Buffer) => {
+      const file = join(s.work, `body-${Object.keys(bodies).length}`);
+      writeFileSync(file, bytes);
+      bodies[path] = file;
+    };
+    keep('/api', apiBody);
+    keep(p1, firstPage);
+    keep(schemaPath, await body(`${T}${schemaPath}`));
+    keep(resourceSchemaPath, await body(`${T}${resourceSchemaPath}`));
+    const bodiesFile = writeJson(s.work, 'bodies.json', bodies);
+    const bare = await startBaseline('static.ts', { BODIES: bodiesFile, DB: db, TOKEN_CHECK: '1' });
+    const ceiling = await startBaseline('static.ts', { BODIES: bodiesFile });
+    baselines.push(bare, ceiling);
+
+    // Checks: the rendered baseline must answer Tilth's bytes, or its ratios mean nothing.
+    const checks: Array<[string, string]> = [['P1 first page', p1], ['P3 one log', `/api/log/activity/${uuids[0]}`], ['P3 another log', `/api/log/activity/${uuids[1]}`]];
+    if (nextHref) checks.push(['P1 second page (links.next)', new URL(nextHref).pathname + new URL(nextHref).search]);
+    let renderedSame = true;
+    /** Fetch `path` from Tilth and rendered; a difference is a failed check with its first differing offset. */
+    const check = async (what: string, path: string) => {
+      const a = await body(`${T}${path}`, { headers: s.auth });
+      const b = await fetch(`${rendered.url}${path}`, { headers: s.auth }).then(async (r) => Buffer.from(await r.arrayBuffer()));
+      const at = firstDifference(a, b);
+      renderedSame &&= at < 0;
+      const context = (x: Buffer) => JSON.stringify(x.subarray(Math.max(0, at - 60), at + 60).toString());
+      add({ id: 'chk', what: `rendered = Tilth bytes, ${what}`, figure: at < 0 ? `identical (${a.length} bytes)` : `DIFFER at byte ${at} (Tilth ${a.length}, rendered ${b.length} bytes): Tilth ${context(a)}, rendered ${context(b)}`, target: 'identical', met: at < 0 });
+    };
+    for (const [what, path] of checks) await check(what, path);
+
+    // P0: per-request overhead, against a bare server with the same bytes and the same token check.
+    {
+      const [t, b] = await pair(() => closed(`${T}/api`, { headers: s.auth }), () => closed(`${bare.url}/api`, { headers: s.auth }));
+      add({ id: 'P0', what: 'GET /api with a token', figure: `${fmt(t)}; bare ${b.rps.toLocaleString('en')} req/s; ${ratio(t, b)}×`, target: '≥ 0.5× bare', met: clean(t) && clean(b) && ratio(t, b) >= 0.5, detail: { tilth: t, bare: b } });
     }
-    const offset = new URL(`${base}${deepPath}`).searchParams.get('page[offset]');
-    const offsetPath = `${firstPath}&page[offset]=${offset}&page[limit]=50`;
 
-    // The baseline: the same query through better-sqlite3 on node:http, answering the same bytes.
-    const sqlite = new Database(join(dataDir, 'tilth.sqlite'), { readonly: true });
-    const stmt = sqlite.prepare("SELECT id, uuid, name, timestamp, status FROM log WHERE bundle = 'activity' ORDER BY timestamp DESC, id DESC LIMIT 51");
-    const bare = createServer((_req, res) => {
-      stmt.all();
-      res.writeHead(200, { 'Content-Type': 'application/vnd.api+json' });
-      res.end(first);
-    });
-    await new Promise<void>((r) => bare.listen(0, '127.0.0.1', () => r()));
-    const bareUrl = `http://127.0.0.1:${(bare.address() as { port: number }).port}/`;
+    // P1: the page of logs.
+    let p1Tilth: LoadResult;
+    {
+      const [t, r] = await pair(() => closed(`${T}${p1}`, { headers: s.auth }), () => closed(`${rendered.url}${p1}`, { headers: s.auth }));
+      p1Tilth = t;
+      const st = await closed(`${ceiling.url}${p1}`);
+      add({ id: 'P1', what: `page of 50 activity logs (${(firstPage.length / 1024).toFixed(0)} KB)`, figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')}, static ${st.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered, ${ratio(t, st)}× static`, target: '≥ 0.6× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.6 : 'n/a', detail: { tilth: t, rendered: r, static: st } });
+      const f = await atRate(`${T}${p1}`, 100, { headers: s.auth });
+      add({ id: 'P1', what: 'page of logs at 100 req/s', figure: fmt(f), target: 'p99 ≤ 20 ms', met: clean(f) && f.p99 <= 20, detail: { tilth: f } });
+    }
 
-    const results: Record<string, unknown> = { logs: LOGS, seconds: SECONDS, node: process.version };
-    results.baseline = await cannon(bareUrl);
-    results.firstPage = await cannon(`${base}${firstPath}`, { headers });
-    results.deepPageByCursor = await cannon(`${base}${deepPath}`, { headers });
-    results.deepPageByOffset = await cannon(`${base}${offsetPath}`, { headers });
-    results.writes = await cannon(`${base}/api/log/activity`, {
-      method: 'POST',
-      headers: { ...headers, 'Content-Type': 'application/vnd.api+json' },
-      body: JSON.stringify({ data: { type: 'log--activity', attributes: { name: 'Bench write', status: 'done' } } }),
-      duration: Math.max(2, Math.floor(SECONDS / 2)),
-    });
-    const r = results as Record<string, { rps: number }>;
-    results.ratios = {
-      firstPageVsBaseline: +(r.firstPage!.rps / r.baseline!.rps).toFixed(3),
-      deepCursorVsFirst: +(r.deepPageByCursor!.rps / r.firstPage!.rps).toFixed(3),
-      deepOffsetVsFirst: +(r.deepPageByOffset!.rps / r.firstPage!.rps).toFixed(3),
-    };
-    results.goals = {
-      'page ≥ 0.6× baseline': (results.ratios as Record<string, number>).firstPageVsBaseline >= 0.6,
-      'deep page ≈ first page (≥ 0.8×)': (results.ratios as Record<string, number>).deepCursorVsFirst >= 0.8,
-      'writes ≥ 1000/s': r.writes!.rps >= 1000,
-    };
-    bare.close();
-    sqlite.close();
-    process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
-    mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
-    writeFileSync(join(import.meta.dirname, 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify(results, null, 2));
+    // P2: P1 with its assets and quantities included. The rendered baseline does not build includes (yet).
+    {
+      const path = `${p1}&include=asset,quantity`;
+      const size = (await body(`${T}${path}`, { headers: s.auth })).length;
+      const t = await closed(`${T}${path}`, { headers: s.auth });
+      add({ id: 'P2', what: `P1 + include=asset,quantity (${(size / 1024).toFixed(0)} KB)`, figure: `${fmt(t)}; ${ratio(t, p1Tilth)}× P1`, target: '≥ 0.5× rendered', met: 'n/a', detail: { tilth: t, note: 'no rendered baseline for includes yet' } });
+      const f = await atRate(`${T}${path}`, 50, { headers: s.auth });
+      add({ id: 'P2', what: 'P2 at 50 req/s', figure: fmt(f), target: 'p99 ≤ 40 ms', met: clean(f) && f.p99 <= 40, detail: { tilth: f } });
+    }
+
+    // P3: one log by UUID, a different one each request.
+    {
+      const list = writeJson(s.work, 'p3.json', uuids.map((u) => `/api/log/activity/${u}`));
+      const [t, r] = await pair(() => closed(T, { headers: s.auth, mode: 'randomPath', list }), () => closed(rendered.url, { headers: s.auth, mode: 'randomPath', list }));
+      add({ id: 'P3', what: 'one log by UUID, random', figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}×`, target: '≥ 0.6× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.6 : 'n/a', detail: { tilth: t, rendered: r } });
+      const f = await atRate(T, 500, { headers: s.auth, mode: 'randomPath', list });
+      add({ id: 'P3', what: 'one log at 500 req/s', figure: fmt(f), target: 'p99 ≤ 5 ms', met: clean(f) && f.p99 <= 5, detail: { tilth: f } });
+    }
+
+    // P4, P5: writes. References come from the farm: animals, a field, existing quantities.
+    {
+      const sdb = new Database(db, { readonly: true });
+      const animals = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[];
+      sdb.close();
+      const posts = postBodies(db);
+      const postList = writeJson(s.work, 'posts.json', posts);
+      const writeHeaders = { ...s.auth, 'Content-Type': JSONAPI };
+      const t = await closed(`${T}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList });
+      add({ id: 'P4', what: 'POST a log (2 assets, location, quantity)', figure: fmt(t), target: '≥ 1,000 req/s', met: clean(t) && t.rps >= 1000, detail: { tilth: t } });
+      const f = await atRate(`${T}/api/log/activity`, 100, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList });
+      add({ id: 'P4', what: 'POST at 100 req/s', figure: fmt(f), target: 'p99 ≤ 20 ms', met: clean(f) && f.p99 <= 20, detail: { tilth: f } });
+
+      const patchList = writeJson(s.work, 'patch.json', uuids.slice(0, 1000).map((u) => `/api/log/activity/${u}`));
+      const assets = animals.map((id) => ({ type: 'asset--animal', id }));
+      const pt = await closed(T, { headers: writeHeaders, mode: 'patchLog', list: patchList, assets });
+      add({ id: 'P5', what: 'PATCH a name and a relationship', figure: fmt(pt), target: '≥ 1,000 req/s', met: clean(pt) && pt.rps >= 1000, detail: { tilth: pt } });
+      const pf = await atRate(T, 100, { headers: writeHeaders, mode: 'patchLog', list: patchList, assets });
+      add({ id: 'P5', what: 'PATCH at 100 req/s', figure: fmt(pf), target: 'p99 ≤ 20 ms', met: clean(pf) && pf.p99 <= 20, detail: { tilth: pf } });
+    }
+
+    // P6: animals with their computed location and geometry, and the same page without them.
+    {
+      const page = JSON.parse((await body(`${T}/api/asset/animal`, { headers: s.auth })).toString()) as { data: Array<{ attributes: object; relationships: object }> };
+      const fields = page.data.length ? [...Object.keys(page.data[0]!.attributes), ...Object.keys(page.data[0]!.relationships)].filter((f) => f !== 'location' && f !== 'geometry') : [];
+      const without = `/api/asset/animal?fields%5Basset--animal%5D=${fields.join(',')}`;
+      const t = await closed(`${T}/api/asset/animal`, { headers: s.auth });
+      const w = await closed(`${T}${without}`, { headers: s.auth });
+      const cost = +(w.rps / Math.max(1, t.rps)).toFixed(3);
+      add({ id: 'P6', what: 'page of 50 animals with location', figure: `${fmt(t)}; without location ${w.rps.toLocaleString('en')} req/s; costs ${cost}×`, target: '≤ 1.5× the page without location', met: clean(t) && clean(w) && cost <= 1.5, detail: { tilth: t, withoutLocation: w } });
+      const sdb = new Database(db, { readonly: true });
+      const place = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'land' LIMIT 1`).pluck().get() as string;
+      sdb.close();
+      const inX = `/api/asset/animal?filter%5Blocation.id%5D=${place}`;
+      const probe = await fetch(`${T}${inX}`, { headers: s.auth });
+      await probe.arrayBuffer();
+      if (probe.status !== 200) {
+        add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: `unsupported (${probe.status})`, target: 'p99 ≤ 20 ms', met: false });
+      } else {
+        const f = await closed(`${T}${inX}`, { headers: s.auth });
+        add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: fmt(f), target: 'p99 ≤ 20 ms', met: clean(f) && f.p99 <= 20, detail: { tilth: f } });
+      }
+    }
+
+    // P7: token endpoint. Refresh tokens rotate, so each response's new token is used next.
+    {
+      const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
+      const refreshTokens: string[] = [];
+      // One chain per connection: each is a password grant, and argon2id is slow on purpose.
+      for (let i = 0; i < CLOSED_CONNECTIONS; i++) refreshTokens.push((await passwordGrant(T)).refresh_token);
+      const list = writeJson(s.work, 'refresh.json', refreshTokens);
+      const r = await closed(`${T}/oauth/token`, { method: 'POST', headers: form, mode: 'refresh', list, form: { client_id: 'farm' } });
+      add({ id: 'P7', what: 'refresh grant', figure: fmt(r), target: '≥ 500 req/s', met: clean(r) && r.rps >= 500, detail: { tilth: r } });
+      if (secret) {
+        const c = await closed(`${T}/oauth/token`, { method: 'POST', headers: form, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'bench', client_secret: secret }).toString() });
+        add({ id: 'P7', what: 'client_credentials grant', figure: fmt(c), target: '≥ 500 req/s', met: clean(c) && c.rps >= 500, detail: { tilth: c } });
+      } else add({ id: 'P7', what: 'client_credentials grant', figure: `no client secret from the CLI: ${cli.slice(0, 200)}`, target: '≥ 500 req/s', met: 'n/a' });
+      const p = await closed(`${T}/oauth/token`, { method: 'POST', headers: form, body: new URLSearchParams({ grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' }).toString() });
+      add({ id: 'P7', what: 'password grant (argon2id by design)', figure: fmt(p), target: '', met: null, detail: { tilth: p } });
+    }
+
+    // P8: schemas, against the same bytes from memory.
+    for (const path of [schemaPath, resourceSchemaPath]) {
+      const [t, st] = await pair(() => closed(`${T}${path}`), () => closed(`${ceiling.url}${path}`));
+      add({ id: 'P8', what: `GET ${path}`, figure: `${fmt(t)}; static ${st.rps.toLocaleString('en')} req/s; ${ratio(t, st)}×`, target: '≥ 0.8× static', met: clean(t) && clean(st) && ratio(t, st) >= 0.8, detail: { tilth: t, static: st } });
+    }
+
+    // P9: page 2,000 of P1 (or the last page, on a smaller farm) reached through links.next.
+    {
+      let href = nextHref;
+      let path = p1;
+      let pageNo = 1;
+      const walk = Date.now();
+      while (href && pageNo < 2000) {
+        path = new URL(href).pathname + new URL(href).search;
+        const doc = JSON.parse((await body(`${T}${path}`, { headers: s.auth })).toString()) as { links: { next?: { href: string } } };
+        href = doc.links.next?.href;
+        pageNo++;
+      }
+      const walkSeconds = (Date.now() - walk) / 1000;
+      await check(`P9 page ${pageNo}, after the writes of P4 and P5`, path);
+      const t = await closed(`${T}${path}`, { headers: s.auth });
+      // The same deep page from the rendered baseline (same keyset SQL): is the page itself slow, or Tilth?
+      const r = await closed(`${rendered.url}${path}`, { headers: s.auth });
+      // A farm too small for 2,000 pages ends on a short last page: cheaper, and not what P9 asks.
+      const deepEnough = pageNo >= 2000;
+      add({ id: 'P9', what: `page ${pageNo} of P1 through links.next (walked in ${walkSeconds.toFixed(1)} s)${deepEnough ? '' : ', the last page: farm too small for page 2,000'}`, figure: `${fmt(t)}; ${ratio(t, p1Tilth)}× P1; rendered ${r.rps.toLocaleString('en')} req/s here`, target: '≥ 0.9× P1', met: !deepEnough ? 'n/a' : clean(t) ? ratio(t, p1Tilth) >= 0.9 : false, detail: { tilth: t, rendered: r, page: pageNo } });
+    }
+
+    // G: the same reads on a small and a big farm. Both servers run at once (the idle one costs
+    // nothing) so the two farms can be measured alternately, best of two, like the baselines.
+    for (const b of baselines) await b.stop();
+    baselines.length = 0;
+    const sessions = new Map<Scale, Session>([[MAIN, s]]);
+    try {
+      for (const scale of [SMALL, BIG]) if (!sessions.has(scale)) { say(`G: farm-${scale}…`); sessions.set(scale, await open(scale)); }
+      const lists = new Map([...sessions].map(([scale, x]) => [scale, writeJson(x.work, 'g-uuids.json', sampleLogs(join(x.dir, 'tilth.sqlite'), 2000).map((u) => `/api/log/activity/${u}`))]));
+      for (const k of ['P1', 'P3', 'P6'] as const) {
+        const [big, small] = await pair(() => growthFigure(sessions.get(BIG)!, k, lists.get(BIG)!), () => growthFigure(sessions.get(SMALL)!, k, lists.get(SMALL)!));
+        const r = ratio(big, small);
+        add({ id: 'G', what: `${k} on farm-${BIG} against farm-${SMALL}`, figure: `${big.rps.toLocaleString('en')} against ${small.rps.toLocaleString('en')} req/s; ${r}×`, target: '≥ 0.8×', met: clean(big) && clean(small) && r >= 0.8, detail: { big, small } });
+      }
+    } finally {
+      for (const [scale, x] of sessions) if (scale !== MAIN) await close(x);
+    }
+
+    if (PG) await postgresLeg(PG);
+    report();
   } finally {
-    await server.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const b of baselines) await b.stop();
+    await s.tilth.stop();
+    rmSync(s.dir, { recursive: true, force: true });
   }
 }
 
-await main();
+/** P1, P3 and P4 with Tilth on PostgreSQL, against the rendered baseline on `pg` with the same SQL. */
+async function postgresLeg(server: string): Promise<void> {
+  const name = `tilth_bench_${process.pid}`;
+  const url = databaseUrl(server, name);
+  say(`PostgreSQL: farm-${PG_SCALE} in ${name}…`);
+  await admin(server, `CREATE DATABASE ${name}`);
+  const dir = await farm(PG_SCALE);
+  const running: Running[] = [];
+  try {
+    await (await startTilth(dir, { DATABASE_URL: url })).stop();
+    await copyFarm(join(dir, 'tilth.sqlite'), url);
+    const tilth = await startTilth(dir, { DATABASE_URL: url });
+    running.push(tilth);
+    const T = tilth.url;
+    const auth = { Authorization: `Bearer ${(await passwordGrant(T)).access_token}`, Accept: JSONAPI };
+    const p1 = p1Path();
+    const first = JSON.parse((await body(`${T}${p1}`, { headers: auth })).toString()) as { links: { next?: { href: string } } };
+    const next = first.links.next?.href;
+    const fingerprint = next ? (JSON.parse(Buffer.from(new URL(next).searchParams.get('page[cursor]')!, 'base64url').toString()) as { h: string }).h : '';
+    const rendered = await startBaseline('rendered.ts', { DATABASE_URL: url, BASE_URL: T, FINGERPRINT: fingerprint });
+    running.push(rendered);
+    const uuids = sampleLogs(join(dir, 'tilth.sqlite'), 2000);
+    let same = true;
+    const paths: Array<[string, string]> = [['P1 first page', p1], ['P3 one log', `/api/log/activity/${uuids[0]}`]];
+    if (next) paths.push(['P1 second page', new URL(next).pathname + new URL(next).search]);
+    for (const [what, path] of paths) {
+      const a = await body(`${T}${path}`, { headers: auth });
+      const b = await fetch(`${rendered.url}${path}`, { headers: auth }).then(async (r) => Buffer.from(await r.arrayBuffer()));
+      const at = firstDifference(a, b);
+      same &&= at < 0;
+      const context = (x: Buffer) => JSON.stringify(x.subarray(Math.max(0, at - 60), at + 60).toString());
+      add({ id: 'chk', what: `PostgreSQL: rendered = Tilth bytes, ${what}`, figure: at < 0 ? `identical (${a.length} bytes)` : `DIFFER at byte ${at} (Tilth ${a.length}, rendered ${b.length} bytes): Tilth ${context(a)}, rendered ${context(b)}`, target: 'identical', met: at < 0 });
+    }
+    const t1 = await closed(`${T}${p1}`, { headers: auth });
+    const r1 = await closed(`${rendered.url}${p1}`, { headers: auth });
+    add({ id: 'PG1', what: `PostgreSQL farm-${PG_SCALE}: page of 50 logs`, figure: `${fmt(t1)}; rendered (pg) ${r1.rps.toLocaleString('en')} req/s; ${same ? ratio(t1, r1) : 'n/a'}×`, target: '', met: null, detail: { tilth: t1, rendered: r1 } });
+    const list = writeJson(dir, 'pg-p3.json', uuids.map((u) => `/api/log/activity/${u}`));
+    const t3 = await closed(T, { headers: auth, mode: 'randomPath', list });
+    const r3 = await closed(rendered.url, { headers: auth, mode: 'randomPath', list });
+    add({ id: 'PG3', what: `PostgreSQL farm-${PG_SCALE}: one log by UUID`, figure: `${fmt(t3)}; rendered (pg) ${r3.rps.toLocaleString('en')} req/s; ${same ? ratio(t3, r3) : 'n/a'}×`, target: '', met: null, detail: { tilth: t3, rendered: r3 } });
+    const posts = writeJson(dir, 'pg-posts.json', postBodies(join(dir, 'tilth.sqlite')));
+    const t4 = await closed(`${T}/api/log/activity`, { method: 'POST', headers: { ...auth, 'Content-Type': JSONAPI }, mode: 'postLog', list: posts });
+    add({ id: 'PG4', what: `PostgreSQL farm-${PG_SCALE}: POST a log`, figure: fmt(t4), target: '', met: null, detail: { tilth: t4 } });
+  } finally {
+    for (const r of running) await r.stop();
+    rmSync(dir, { recursive: true, force: true });
+    await admin(server, `DROP DATABASE IF EXISTS ${name}`);
+  }
+}
+
+function report(): void {
+  const counted = rows.filter((r) => r.id !== 'chk' && r.met !== null);
+  const met = counted.filter((r) => r.met === true).length;
+  const failedChecks = rows.filter((r) => r.id === 'chk' && r.met !== true);
+  const when = new Date().toISOString();
+  const md = [
+    `Run ${when} (${QUICK ? 'quick' : 'full'}; main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}; ${SECONDS} s per figure; seed ${SEED}; ${CLOSED_CONNECTIONS} connections closed loop).`,
+    `Machine: ${machine.nproc} cores, ${machine.cpu}, Node ${machine.node}; ${machine.pinned ? 'server on core 0, load generator on core 1' : 'not pinned'}.`,
+    '',
+    '| id | workload | measured | target | met |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.id} | ${r.what} | ${r.figure.replace(/\|/g, '\\|')} | ${r.target} | ${r.met === null ? '' : r.met === 'n/a' ? 'not measured' : r.met ? 'yes' : 'no'} |`),
+    '',
+    `bench: ${met} of ${counted.length} targets met`,
+  ].join('\n');
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = when.replace(/[:.]/g, '-');
+  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, quick: QUICK, main: MAIN, small: SMALL, big: BIG, seconds: SECONDS, seed: SEED, machine, seconds_total: Math.round((Date.now() - started) / 1000), rows }, null, 2));
+  writeFileSync(join(dir, `${stamp}.md`), `${md}\n`);
+  say('');
+  say(md.split('\n').slice(0, -1).join('\n'));
+  say(`results: bench/results/${stamp}.{json,md}; ${Math.round((Date.now() - started) / 1000)} s`);
+  if (failedChecks.length) say(`FAILED CHECK: the rendered baseline's bytes differ from Tilth's (${failedChecks.map((r) => r.what).join('; ')}); its ratios are not counted.`);
+  say(`bench: ${met} of ${counted.length} targets met`);
+}
+
+try {
+  await main();
+} catch (error) {
+  // Still a table and a last line: what was measured before the failure, and what failed.
+  say(`bench: the run stopped early: ${(error as Error).stack ?? String(error)}`);
+  report();
+  process.exitCode = 1;
+}

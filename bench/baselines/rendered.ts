@@ -1,0 +1,176 @@
+/**
+ * The *rendered* baseline: bare node:http + better-sqlite3 on the same database file as Tilth,
+ * answering the benchmark's log reads (P1's page of activity logs, P9's deeper pages through the
+ * same cursor, P3's one log by UUID) with prepared SQL and a JSON:API document built by hand.
+ * The benchmark checks that its bytes are identical to Tilth's, so the ratio Tilth / rendered is
+ * the price of everything Tilth does beyond reading the rows and writing the document.
+ *
+ * It does the same work a request needs, no less: the bearer token is looked up by its SHA-256 in
+ * oauth_access_tokens and its user read (as Tilth does on every request), the page is read with the
+ * same keyset as links.next, and every relationship side table is read for the page's logs.
+ * It knows only what the benchmark asks: log--activity, sort=-timestamp, filter[status] and a
+ * BETWEEN range on timestamp. Anything else is a 404, so a mismatch shows up as a failed check.
+ *
+ * Env: PORT, DB (the SQLite file) or DATABASE_URL (PostgreSQL), BASE_URL (Tilth's, for the links), FINGERPRINT (the `h` Tilth
+ * puts in its cursors: a constant of the query, sha1 of its parsed filter and sort).
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import Database from 'better-sqlite3';
+import { checkBearer } from './token.ts';
+import { COLUMNS, FROM, ORDER, SIDE_TABLES, WHERE, type Row, type SideRow, type Store } from './log-sql.ts';
+
+const BASE = process.env.BASE_URL!;
+const FINGERPRINT = process.env.FINGERPRINT ?? '';
+// The log type's config entity UUID, as Tilth gives it (a name-based UUID of the bundle).
+const LOG_TYPE = { activity: '281efc14-840a-575f-9ab5-135a31faa72f' } as Record<string, string>;
+const JSONAPI = '{"jsonapi":{"version":"1.0","meta":{"links":{"self":{"href":"http://jsonapi.org/format/1.0/"}}}}';
+
+// On PostgreSQL (DATABASE_URL) the same SQL runs through `pg` (pg-store.ts); else better-sqlite3.
+const store: Store = process.env.DATABASE_URL ? await (await import('./pg-store.ts')).pgStore(process.env.DATABASE_URL) : sqliteStore(process.env.DB!);
+
+interface Ref { uuid: string; bundle: string | null; tid: number | null }
+
+const TARGET_TYPE: Record<string, (bundle: string) => string> = {
+  asset: (b) => `asset--${b}`, location: (b) => `asset--${b}`, equipment: (b) => `asset--${b}`, group: (b) => `asset--${b}`,
+  quantity: (b) => `quantity--${b}`, category: (b) => `taxonomy_term--${b}`, owner: () => 'user--user', file: () => 'file--file', image: () => 'file--file',
+};
+// The order Tilth writes a log's relationships in (the entity type's fields, then the bundle's).
+const MANY = ['asset', 'category', 'file', 'image', 'owner', 'quantity', 'location', 'equipment', 'group'];
+
+/** Unix seconds as Drupal's RFC 3339 with an explicit +00:00 (the server's time zone is UTC). */
+function iso(t: unknown): string {
+  if (t === null || t === undefined) return 'null';
+  return `"${new Date(Number(t) * 1000).toISOString().slice(0, 19)}+00:00"`;
+}
+const str = (v: unknown) => (v === null || v === undefined ? 'null' : JSON.stringify(String(v)));
+const bool = (v: unknown) => (v === null || v === undefined ? 'null' : v ? 'true' : 'false');
+const num = (v: unknown) => (v === null || v === undefined ? 'null' : String(Number(v)));
+
+function geometry(r: Row): string {
+  if (r.geometry__value === null) return 'null';
+  return `{"value":${str(r.geometry__value)},"geo_type":${str(r.geometry__geo_type)},"lat":${num(r.geometry__lat)},"lon":${num(r.geometry__lon)},"left":${num(r.geometry__left)},"top":${num(r.geometry__top)},"right":${num(r.geometry__right)},"bottom":${num(r.geometry__bottom)},"geohash":${str(r.geometry__geohash)},"latlon":${str(r.geometry__latlon)}}`;
+}
+
+function userRef(id: unknown, uuid: unknown): string {
+  return id === null || uuid === null ? 'null' : `{"type":"user--user","id":"${uuid}","meta":{"drupal_internal__target_id":${id}}}`;
+}
+
+function render(r: Row, refs: Map<string, Ref[]>, flags: string[]): string {
+  const self = `${BASE}/api/log/${r.bundle}/${r.uuid}`;
+  const links = (field: string) => `"links":{"related":{"href":"${self}/${field}"},"self":{"href":"${self}/relationships/${field}"}}`;
+  let out = `{"type":"log--${r.bundle}","id":"${r.uuid}","links":{"self":{"href":"${self}"}},"attributes":{`;
+  out += `"drupal_internal__id":${r.id},"drupal_internal__revision_id":${num(r.revision_id)},"langcode":"en","revision_created":${iso(r.revision_created)},`;
+  out += `"revision_log_message":${str(r.revision_log_message)},"name":${str(r.name)},"timestamp":${iso(r.timestamp)},"status":${str(r.status)},`;
+  out += `"created":${iso(r.created)},"changed":${iso(r.changed)},"default_langcode":true,"revision_default":true,"revision_translation_affected":true,`;
+  out += `"data":${str(r.data)},"flag":${JSON.stringify(flags)},"notes":${r.notes__value === null ? 'null' : `{"value":${str(r.notes__value)},"format":${str(r.notes__format)}}`},`;
+  out += `"geometry":${geometry(r)},"is_movement":${bool(r.is_movement)},"is_group_assignment":${bool(r.is_group_assignment)}},"relationships":{`;
+  out += `"log_type":{"data":{"type":"log_type--log_type","id":"${LOG_TYPE[r.bundle]}","meta":{"drupal_internal__target_id":"${r.bundle}"}}},`;
+  out += `"revision_user":{"data":${userRef(r.revision_user, r.revision_user_uuid)},${links('revision_user')}},`;
+  out += `"uid":{"data":${userRef(r.uid, r.uid_uuid)},${links('uid')}}`;
+  for (const field of MANY) {
+    const list = refs.get(field) ?? [];
+    const data = list.map((x) => `{"type":"${TARGET_TYPE[field]!(x.bundle!)}","id":"${x.uuid}","meta":{"drupal_internal__target_id":${x.tid}}}`);
+    out += `,"${field}":{"data":[${data.join(',')}],${links(field)}}`;
+  }
+  return `${out}}}`;
+}
+
+/** The page's logs with their side tables, rendered in order. */
+async function renderRows(rows: Row[]): Promise<string[]> {
+  const byLog = new Map<number, { refs: Map<string, Ref[]>; flags: string[] }>();
+  for (const r of rows) byLog.set(r.id, { refs: new Map(), flags: [] });
+  if (rows.length) {
+    for (const s of await store.side(rows.map((r) => r.id))) {
+      const entry = byLog.get(s.entity_id)!;
+      if (s.f === 'file' || s.f === 'image') throw new Error('files are not rendered by this baseline');
+      if (s.f === 'flag') entry.flags.push(s.uuid);
+      else {
+        let list = entry.refs.get(s.f);
+        if (!list) entry.refs.set(s.f, (list = []));
+        list.push({ uuid: s.uuid, bundle: s.bundle, tid: s.tid });
+      }
+    }
+  }
+  return rows.map((r) => render(r, byLog.get(r.id)!.refs, byLog.get(r.id)!.flags));
+}
+
+/** Tilth writes pager links with raw brackets and everything else percent-encoded. */
+const encodeKey = (k: string) => k.split(/([[\]])/).map((p) => (p === '[' || p === ']' ? p : encodeURIComponent(p))).join('');
+
+async function page(url: URL, rawSearch: string): Promise<string | null> {
+  const q = url.searchParams;
+  if (q.get('sort') !== '-timestamp') return null;
+  const status = q.get('filter[status]');
+  const from = Number(q.get('filter[ts][condition][value][0]'));
+  const to = Number(q.get('filter[ts][condition][value][1]'));
+  if (status === null || q.get('filter[ts][condition][operator]') !== 'BETWEEN' || q.get('filter[ts][condition][path]') !== 'timestamp') return null;
+  const limit = Math.min(50, Number(q.get('page[limit]') ?? 50));
+  const offset = Number(q.get('page[offset]') ?? 0);
+  let rows: Row[];
+  const cursorText = q.get('page[cursor]');
+  const cursor = cursorText ? (JSON.parse(Buffer.from(cursorText, 'base64url').toString()) as { o: number; h: string; v: [number | null, number] }) : null;
+  if (cursor && cursor.o === offset && cursor.h === FINGERPRINT && cursor.v.length === 2) {
+    rows = await store.afterCursor({ status, from, to, limit: limit + 1, ts: cursor.v[0], id: cursor.v[1] });
+  } else rows = await store.firstPage({ status, from, to, limit: limit + 1, offset });
+  const more = rows.length > limit;
+  if (more) rows.pop();
+  // Pager links as Tilth writes them: every other parameter kept, then page[offset], page[limit]
+  // (and the keyset cursor on next); first and prev once past the first page.
+  const kept = [...q].filter(([k]) => !k.startsWith('page[')).map(([k, v]) => `${encodeKey(k)}=${encodeURIComponent(v)}`).join('&');
+  const pageLink = (o: number, cursor?: string) => `{"href":"${BASE}${url.pathname}?${kept}&page[offset]=${o}&page[limit]=${limit}${cursor ? `&page[cursor]=${cursor}` : ''}"}`;
+  let links = `"links":{"self":{"href":"${BASE}${url.pathname}${rawSearch}"}`;
+  if (more) {
+    const last = rows[rows.length - 1]!;
+    links += `,"next":${pageLink(offset + limit, Buffer.from(JSON.stringify({ o: offset + limit, h: FINGERPRINT, v: [last.timestamp, last.id] })).toString('base64url'))}`;
+  }
+  if (offset > 0) links += `,"first":${pageLink(0)},"prev":${pageLink(Math.max(0, offset - limit))}`;
+  return `${JSONAPI},"data":[${(await renderRows(rows)).join(',')}],${links}}}`;
+}
+
+async function one(uuid: string, url: URL): Promise<string | null> {
+  const row = await store.byUuid(uuid);
+  if (!row) return null;
+  return `${JSONAPI},"data":${(await renderRows([row]))[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
+}
+
+function send(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'Content-Type': 'application/vnd.api+json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+createServer((req, res) => {
+  const raw = req.url ?? '/';
+  if (raw === '/ready') return send(res, 200, '{}');
+  answer(raw, req.headers.authorization).then(
+    ([status, body]) => send(res, status, body),
+    (error: Error) => send(res, 500, JSON.stringify({ errors: [{ status: '500', detail: error.message }] })),
+  );
+}).listen(Number(process.env.PORT), '127.0.0.1');
+
+async function answer(raw: string, authorization: string | undefined): Promise<[number, string]> {
+  if (!(await store.token(authorization))) return [401, '{"errors":[{"status":"401"}]}'];
+  const url = new URL(raw, 'http://x');
+  const q = raw.indexOf('?');
+  let body: string | null = null;
+  if (url.pathname === '/api/log/activity') body = await page(url, q < 0 ? '' : raw.slice(q));
+  else if (url.pathname.startsWith('/api/log/activity/')) body = await one(url.pathname.slice('/api/log/activity/'.length), url);
+  return body === null ? [404, '{"errors":[{"status":"404"}]}'] : [200, body];
+}
+
+/** The SQLite store: prepared better-sqlite3 statements, synchronous as the driver is. */
+function sqliteStore(file: string): Store {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const firstPage = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE} ${ORDER} OFFSET @offset`);
+  // After the cursor's last row: timestamp DESC puts NULLs last in SQLite, so they come after any value.
+  const afterCursor = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE}
+    AND ((l.timestamp < @ts OR l.timestamp IS NULL) OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`);
+  const byUuid = db.prepare(`SELECT ${COLUMNS} ${FROM} WHERE l.uuid = ? AND l.bundle = 'activity'`);
+  const sideTables = db.prepare(`WITH ids(id) AS (SELECT value FROM json_each(?)) ${SIDE_TABLES}`);
+  return {
+    token: (header) => checkBearer(db, header),
+    firstPage: (p) => firstPage.all(p) as Row[],
+    afterCursor: (p) => afterCursor.all(p) as Row[],
+    byUuid: (uuid) => byUuid.get(uuid) as Row | undefined,
+    side: (ids) => sideTables.all(JSON.stringify(ids)) as SideRow[],
+  };
+}

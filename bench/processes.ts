@@ -1,0 +1,110 @@
+/**
+ * The processes of a run. Tilth starts exactly as production starts it (`node bin/tilth.js serve
+ * --migrate`, configured by its environment); the baselines start the same way from their own
+ * files. Each server is pinned to core 0 with taskset (where it exists) and the load generator to
+ * core 1, so the figures measure the server, not the server and autocannon sharing one thread.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const ROOT = join(import.meta.dirname, '..');
+export const ADMIN = { name: 'admin', password: 'bench-password-0' };
+
+const HAS_TASKSET = spawnSync('taskset', ['--version']).status === 0;
+/** Two cores or more: the servers on core 0 and the load on core 1. */
+export const PINNED = HAS_TASKSET && (spawnSync('nproc').stdout?.toString().trim() ?? '1') !== '1';
+export const SERVER_CORE = '0';
+export const LOAD_CORE = '1';
+
+/** `node args…`, pinned to `core` when pinning is available. */
+export function spawnNode(core: string, args: string[], env: Record<string, string | undefined>): ChildProcess {
+  const [cmd, argv] = PINNED ? ['taskset', ['-c', core, process.execPath, ...args]] : [process.execPath, args];
+  return spawn(cmd as string, argv as string[], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+export interface Running {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Wait until `url/health` (or `url/` for a baseline) answers 200, as a load balancer would see it. */
+async function waitReady(child: ChildProcess, probe: string, output: () => string): Promise<void> {
+  let exit: number | null | undefined;
+  child.once('exit', (code) => (exit = code));
+  for (const deadline = Date.now() + 120_000; ; ) {
+    if (exit !== undefined) throw new Error(`${probe}: the process exited with ${exit} before it was ready:\n${output()}`);
+    if (Date.now() > deadline) throw new Error(`${probe}: not ready within 120 s:\n${output()}`);
+    if (await fetch(probe).then((r) => r.ok, () => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function running(child: ChildProcess, url: string): Running {
+  const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  return {
+    url,
+    child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const grace = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(grace);
+    },
+  };
+}
+
+function capture(child: ChildProcess): () => string {
+  let out = '';
+  const keep = (c: Buffer) => {
+    if (out.length < 20_000) out += c.toString();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return () => out;
+}
+
+/** Tilth on `dataDir` (or DATABASE_URL in `env`), started as production starts it. */
+export async function startTilth(dataDir: string, env: Record<string, string> = {}): Promise<Running> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawnNode(SERVER_CORE, ['bin/tilth.js', 'serve', '--migrate'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    TILTH_BASE_URL: url,
+    TILTH_DATA_DIR: dataDir,
+    TILTH_ADMIN_USER: ADMIN.name,
+    TILTH_ADMIN_PASSWORD: ADMIN.password,
+    TILTH_LOG_LEVEL: 'silent',
+    // The benchmark signs in thousands of times a second from one address; limits are tested elsewhere.
+    TILTH_RATE_LIMIT_PER_ADDRESS: '1000000',
+    TILTH_RATE_LIMIT_PER_USERNAME: '1000000',
+    ...env,
+  });
+  const output = capture(child);
+  await waitReady(child, `${url}/health`, output);
+  return running(child, url);
+}
+
+/** A baseline server (bench/baselines/<name>.ts) in its own pinned process; it prints nothing until it listens. */
+export async function startBaseline(file: string, env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawnNode(SERVER_CORE, ['--import', 'tsx', join('bench', 'baselines', file)], { PORT: String(port), ...env });
+  const output = capture(child);
+  await waitReady(child, `${url}/ready`, output);
+  return running(child, url);
+}
