@@ -215,6 +215,9 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
     }
   });
   load();
+  // Placements (asset_location) are derived from the logs: rows loaded behind the server's back
+  // ask it to compute them at its next start, as an upgraded farm does (core migration 0005).
+  db.prepare(`INSERT INTO tilth_pending_work (name) VALUES ('asset_location') ON CONFLICT DO NOTHING`).run();
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
 }
@@ -251,6 +254,10 @@ export async function prepareFarm(root: string, dataDir: string, scale: Scale, s
     log(`farm-${scale}: generating (seed ${seed})…`);
     loadFarm(join(work, 'tilth.sqlite'), scale, seed);
     log(`farm-${scale}: loaded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    // One more start computes the placements the load asked for (loadFarm), so cached farms have them.
+    const placing = Date.now();
+    await migrate(work);
+    log(`farm-${scale}: placements computed in ${((Date.now() - placing) / 1000).toFixed(1)} s`);
     // Written under a temporary name first: an interrupted run leaves no half farm in the cache.
     copyFileSync(join(work, 'tilth.sqlite'), `${cached}.part`);
     renameSync(`${cached}.part`, cached);
