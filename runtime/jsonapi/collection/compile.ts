@@ -47,6 +47,8 @@ export interface SortKey {
   direction: 'ASC' | 'DESC';
   /** The entity-table column when the key is a plain column (keyset paging needs it). */
   column: string | null;
+  /** The column never holds NULL (ids, UUIDs, bundles, required fields): keyset paging may bound it as a range. */
+  notNull?: boolean;
 }
 
 export class QueryCompiler {
@@ -260,7 +262,9 @@ export class QueryCompiler {
       if (!path.terminal) throw badParameter('sort', `Invalid sort path "${s.path}": sort by a field of the related resource, e.g. "${s.path}.name".`);
       if (!path.hops.length && !(path.terminal.kind === 'property' && path.terminal.side)) {
         const column = this.terminalColumn(path.terminal);
-        return { sql: `e.${column}`, bindings: [], direction: s.direction, column };
+        const t = path.terminal;
+        const notNull = t.kind !== 'property' || t.field.required;
+        return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull };
       }
       // Through relationships or multi-valued fields: the smallest (ASC) or largest (DESC) value.
       return this.subquerySortKey(path, s.direction, principal, at);

@@ -62,7 +62,7 @@ export async function fetchPage(
   compiler.applyFilter(qb, rt, filter, principal, at);
   const keys: SortKey[] = compiler.sortKeys(rt, sort, principal, at);
   const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
-  if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id' });
+  if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true });
   qb.select('e.id as id');
   keys.forEach((k, i) => {
     if (k.column !== 'id') qb.select(db.raw(`${k.sql} as k${i}`, k.bindings));
@@ -71,8 +71,20 @@ export async function fetchPage(
 
   const hash = fingerprint(filter, sort);
   const keyset = keys.every((k) => k.column !== null);
+  let bound: [string, '>=' | '<=', string | number | boolean] | null = null;
+  let nullsAfterBound = false;
   const cursor = decodeCursor(page.cursor);
   if (keyset && cursor && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length) {
+    // The first key as a range too (`timestamp <= v` for a descending sort), so the index seeks to
+    // the cursor instead of reading every row before it: a deep page then costs what the first
+    // does. Only where no NULL can come after the cursor in this order.
+    const first = keys[0]!;
+    if (cursor.v[0] !== null && cursor.v[0] !== undefined) {
+      // Where NULLs of a nullable key sort after every value, they follow the bounded rows (read
+      // in the same statement, below).
+      nullsAfterBound = !first.notNull && !compiler.nullsFirst(first.direction);
+      bound = [`e.${first.column}`, first.direction === 'ASC' ? '>=' : '<=', cursor.v[0]];
+    }
     qb.where((w) => {
       // Lexicographic "after the last row", with NULLs placed where this database sorts them.
       keys.forEach((_, j) => {
@@ -97,7 +109,20 @@ export async function fetchPage(
   } else if (page.offset) qb.offset(page.offset);
   qb.limit(page.limit + 1);
 
-  const rows = (await qb) as Array<Record<string, unknown>>;
+  let rows: Array<Record<string, unknown>>;
+  if (bound && nullsAfterBound) {
+    // One statement: the bounded rows, then the NULL rows that sort after them, each part a range.
+    const [column, op, value] = bound;
+    const part = (q: Knex.QueryBuilder, n: number) => q.select(db.raw(`${n} as part_`)).toSQL();
+    const a = part(qb.clone().where(column, op, value), 0);
+    const b = part(qb.clone().whereNull(column), 1);
+    const order = keys.map((k, i) => `${k.column === 'id' ? 'id' : `k${i}`} ${k.direction}`).join(', ');
+    const result = await db.raw(`SELECT * FROM (SELECT * FROM (${a.sql}) AS a_ UNION ALL SELECT * FROM (${b.sql}) AS b_) AS p_ ORDER BY part_, ${order} LIMIT ?`, [...a.bindings, ...b.bindings, page.limit + 1]);
+    rows = (Array.isArray(result) ? result : (result as { rows: Array<Record<string, unknown>> }).rows) as Array<Record<string, unknown>>;
+  } else if (bound) {
+    const [column, op, value] = bound;
+    rows = (await qb.where(column, op, value)) as Array<Record<string, unknown>>;
+  } else rows = (await qb) as Array<Record<string, unknown>>;
   const hasMore = rows.length > page.limit;
   const pageRows = rows.slice(0, page.limit);
   const result: PageResult = { ids: pageRows.map((r) => Number(r.id)), hasMore };
