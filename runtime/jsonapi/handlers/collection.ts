@@ -23,7 +23,7 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
   return async (req, res, route) => {
     const principal = principalOf(res);
     const rt = route.resourceType;
-    const query = s.query(req, rt);
+    const query = s.requests.query(req, rt);
     // As Drupal: a collection is of current revisions, which `rel:` names; an `id:` names none.
     if (query.resourceVersion?.kind === 'id') {
       throw badParameter(RESOURCE_VERSION_PARAMETER, 'Collection resources only support the following resource version identifiers: rel:latest-version, rel:working-copy');
@@ -36,7 +36,7 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const at = query.asOf ?? undefined;
     const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
     const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, principal, at);
-    const links: Record<string, { href: string }> = { self: s.selfLink(req) };
+    const links: Record<string, { href: string }> = { self: s.requests.selfLink(req) };
     if (result.hasMore) {
       links.next = pageLink(s, req, query, {
         offset: String(page.offset + page.limit),
@@ -48,6 +48,6 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
       links.first = pageLink(s, req, query, { offset: '0', limit: String(page.limit) });
       links.prev = pageLink(s, req, query, { offset: String(Math.max(0, page.offset - page.limit)), limit: String(page.limit) });
     }
-    s.send(res, 200, await s.document(s.knex, records, principal, query, links));
+    s.documents.send(res, 200, await s.documents.document(s.knex, records, principal, query, links));
   };
 }

@@ -10,13 +10,13 @@ export function createHandler(s: JsonApiServices): RouteHandler {
   return async (req, res, route) => {
     const principal = principalOf(res);
     const rt = route.resourceType;
-    const query = s.query(req, rt);
+    const query = s.requests.query(req, rt);
     assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
     if (rt.entityType.access === 'file') {
       // As in Drupal, a file comes into being only with its bytes.
       throw forbidden('Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.', { pointer: '/data' });
     }
-    s.requireJsonApiBody(req);
+    s.requests.requireJsonApiBody(req);
     // Passwords are hashed before the transaction opens: argon2 takes its time.
     const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, null);
     const { doc, location } = await s.knex.transaction(async (trx) => {
@@ -24,9 +24,9 @@ export function createHandler(s: JsonApiServices): RouteHandler {
       const { id, uuid } = await s.entities.create(trx, rt, input, principal, hashed);
       const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null, principal);
       const location = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
-      return { doc: await s.document(trx, record!, principal, query, { self: { href: location } }), location };
+      return { doc: await s.documents.document(trx, record!, principal, query, { self: { href: location } }), location };
     });
     res.setHeader('Location', location);
-    s.send(res, 201, doc);
+    s.documents.send(res, 201, doc);
   };
 }

@@ -102,9 +102,9 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const doc = await inTransaction(received, async (trx, placed) => {
         const id = await attach(trx, received, route, filename, false, principal, placed);
         const [record] = await s.loader.load(trx, 'file', [id], null, principal);
-        return s.document(trx, record!, principal, { ...s.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } });
+        return s.documents.document(trx, record!, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } });
       });
-      s.send(res, 201, doc);
+      s.documents.send(res, 201, doc);
     },
 
     async upload(req, res, route) {
@@ -113,15 +113,15 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const field = route.field!;
       requireOctetStream(req);
       // Access is checked before the bytes are read, and again in the transaction that attaches them.
-      const mayAttach = (host: Awaited<ReturnType<typeof s.find>>) => {
+      const mayAttach = (host: Awaited<ReturnType<typeof s.records.find>>) => {
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
-        s.assertMayOnRecord(principal, host, 'update');
+        s.records.assertMayOnRecord(principal, host, 'update');
       };
-      mayAttach(await s.find(s.knex, rt, route.id, principal));
+      mayAttach(await s.records.find(s.knex, rt, route.id, principal));
       const filename = checkedName(req, route);
       const received = await receive(req, route, filename);
       const doc = await inTransaction(received, async (trx, placed) => {
-        const host = await s.find(trx, rt, route.id, principal);
+        const host = await s.records.find(trx, rt, route.id, principal);
         mayAttach(host);
         const id = await attach(trx, received, route, filename, true, principal, placed);
         const ref: Reference = { targetId: id, meta: {} };
@@ -132,9 +132,9 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
         const refs = ((field.multiple ? updated!.values.get(field.name) : [updated!.values.get(field.name)]) as Reference[]).filter(Boolean);
         const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null, principal);
         const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${host.uuid}/${field.name}`;
-        return s.document(trx, field.multiple ? records : (records[0] ?? null), principal, { ...s.query(req), include: [] }, { self: { href: base } });
+        return s.documents.document(trx, field.multiple ? records : (records[0] ?? null), principal, { ...s.requests.query(req), include: [] }, { self: { href: base } });
       });
-      s.send(res, 200, doc);
+      s.documents.send(res, 200, doc);
     },
   };
 }

@@ -9,23 +9,23 @@ import { readDataMember, readSecrets, UUID } from '../input.ts';
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
     async get(req, res, route) {
-      const { principal, query, record } = await s.viewable(req, res, route.resourceType, route.id, { fieldsets: true });
-      s.send(res, 200, await s.document(s.knex, record, principal, query, { self: s.selfLink(req) }));
+      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, { fieldsets: true });
+      s.documents.send(res, 200, await s.documents.document(s.knex, record, principal, query, { self: s.requests.selfLink(req) }));
     },
 
     async patch(req, res, route) {
       const principal = principalOf(res);
       const rt = route.resourceType;
-      const query = s.query(req, rt);
-      s.requireJsonApiBody(req);
+      const query = s.requests.query(req, rt);
+      s.requests.requireJsonApiBody(req);
       // Passwords are checked and hashed before the transaction opens: argon2 takes its time.
       const target = route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
       const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, target?.id ?? null);
       const doc = await s.knex.transaction(async (trx) => {
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
-        const record = await s.find(trx, rt, route.id, principal);
+        const record = await s.records.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
-        s.assertMayOnRecord(principal, record, 'update');
+        s.records.assertMayOnRecord(principal, record, 'update');
         const data = readDataMember(req.body);
         if (data.id === undefined || data.id === null) throw badRequest('The resource object must include an "id" member matching the URL.', { pointer: '/data/id' });
         if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
@@ -34,18 +34,18 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         const input = await s.input.read(trx, rt, req.body);
         await s.entities.update(trx, record, input, principal, hashed);
         const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
-        return s.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
+        return s.documents.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
       });
-      s.send(res, 200, doc);
+      s.documents.send(res, 200, doc);
     },
 
     async delete(_req, res, route) {
       const principal = principalOf(res);
       const rt = route.resourceType;
       await s.knex.transaction(async (trx) => {
-        const record = await s.find(trx, rt, route.id, principal);
+        const record = await s.records.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
-        s.assertMayOnRecord(principal, record, 'delete');
+        s.records.assertMayOnRecord(principal, record, 'delete');
         await s.entities.delete(trx, record, principal);
       });
       res.status(204).end();

@@ -40,12 +40,12 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     const principal = principalOf(res);
     const rt = route.resourceType;
     const f = field(route);
-    s.requireJsonApiBody(req);
+    s.requests.requireJsonApiBody(req);
     if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
     const result = await s.knex.transaction(async (trx) => {
-      const record = await s.find(trx, rt, route.id, principal);
+      const record = await s.records.find(trx, rt, route.id, principal);
       assertMayOnType(principal, rt.entityType, 'update', 'this resource');
-      s.assertMayOnRecord(principal, record, 'update');
+      s.records.assertMayOnRecord(principal, record, 'update');
       const { value, sent } = await identifiers(trx, req, route);
       const current = refsOf(record, f.name);
       const key = (r: Reference) => r.targetId;
@@ -66,19 +66,19 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
       const extra = op !== 'delete' && final.some((i) => !sentIds.has(i.id));
       return { extra, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated!, f.name) } };
     });
-    if (result.extra) s.send(res, 200, result.doc);
+    if (result.extra) s.documents.send(res, 200, result.doc);
     else res.status(204).end();
   }
 
   return {
     async get(req, res, route) {
-      const { principal, query, record } = await s.viewable(req, res, route.resourceType, route.id);
+      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id);
       const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: s.serializer.relationshipData(record, field(route)), links: links(s, record, field(route).name) };
       if (query.include.length) {
-        const full = await s.document(s.knex, record, principal, { ...query, include: query.include.filter((p) => p[0] === field(route).name) }, {});
+        const full = await s.documents.document(s.knex, record, principal, { ...query, include: query.include.filter((p) => p[0] === field(route).name) }, {});
         if (full.included) doc.included = full.included;
       }
-      s.send(res, 200, doc);
+      s.documents.send(res, 200, doc);
     },
     post: (req, res, route) => write(req, res, route, 'post'),
     patch: (req, res, route) => write(req, res, route, 'patch'),
@@ -86,7 +86,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
 
     async related(req, res, route) {
       const f = field(route);
-      const { principal, query, record } = await s.viewable(req, res, route.resourceType, route.id, { validateIncludes: false });
+      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, { validateIncludes: false });
       const refs = refsOf(record, f.name).filter((r) => r.uuid);
       const et = s.ctx.registry.model.entityTypes[f.target!.entityType]!;
       let targets: EntityRecord[] = [];
@@ -94,7 +94,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
         targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), query.fields.size ? query.fields : null, principal)).filter((t) => mayOnRecord(principal, et, 'view', t));
       }
       const data = f.multiple ? targets : (targets[0] ?? null);
-      s.send(res, 200, await s.document(s.knex, data, principal, query, { self: s.selfLink(req) }));
+      s.documents.send(res, 200, await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }));
     },
   };
 }

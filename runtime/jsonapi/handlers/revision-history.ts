@@ -21,9 +21,9 @@ export function revisionHistoryRoutes(s: JsonApiServices): Router {
   router.get(`/api/:entity/:bundle/:id/${REVISION_HISTORY_SEGMENT}`, async (req, res, next) => {
     const rt = s.ctx.registry.get(`${req.params.entity}--${req.params.bundle}`);
     if (!rt || !rt.entityType.revisionId) return next();
-    const probe = s.query(req, rt);
+    const probe = s.requests.query(req, rt);
     if (probe.resourceVersion) throw badParameter(RESOURCE_VERSION_PARAMETER, `The revision history lists every version; it takes no ${RESOURCE_VERSION_PARAMETER} parameter.`);
-    const { principal, query, record } = await s.viewable(req, res, rt, req.params.id, { fieldsets: true });
+    const { principal, query, record } = await s.records.viewable(req, res, rt, req.params.id, { fieldsets: true });
     const fieldsets = query.fields.size ? query.fields : null;
     const { offset, limit } = query.page;
     // One more than a page tells whether another page follows.
@@ -31,12 +31,12 @@ export function revisionHistoryRoutes(s: JsonApiServices): Router {
     const revisions = await s.loader.loadRevisions(s.knex, record, rows.slice(0, limit), fieldsets);
     for (const r of revisions) r.revisionView = true;
     const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}/${REVISION_HISTORY_SEGMENT}`;
-    const links: Record<string, { href: string }> = { self: s.selfLink(req) };
+    const links: Record<string, { href: string }> = { self: s.requests.selfLink(req) };
     if (rows.length > limit) {
       const params = { ...query.params, page: { offset: String(offset + limit), limit: String(limit) } };
       links.next = { href: `${base}?${buildQueryString(params)}` };
     }
-    s.send(res, 200, await s.document(s.knex, revisions, principal, query, links));
+    s.documents.send(res, 200, await s.documents.document(s.knex, revisions, principal, query, links));
   });
   return router;
 }
