@@ -5,8 +5,10 @@
  * core 1, so the figures measure the server, not the server and autocannon sharing one thread.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort, stopProcess } from '../test/support/processes.ts';
+
+export { freePort };
 
 export const ROOT = join(import.meta.dirname, '..');
 export const ADMIN = { name: 'admin', password: 'bench-password-0' };
@@ -23,16 +25,6 @@ export function spawnNode(core: string, args: string[], env: Record<string, stri
   return spawn(cmd as string, argv as string[], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 export interface Running {
   url: string;
@@ -57,13 +49,7 @@ function running(child: ChildProcess, url: string): Running {
   return {
     url,
     child,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const grace = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(grace);
-    },
+    stop: () => stopProcess(child, exited),
   };
 }
 

@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERROR_CATALOGUE, OAUTH_STATUS } from '../../runtime/errors.ts';
 import { ROOT } from '../support/project.ts';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 
 /** The rows of the tables in README.md's "### Error codes" section. */
 function readmeRows(): string[][] {
@@ -35,10 +35,7 @@ test("README's error codes and the catalogue agree, both ways", () => {
 
 let server: TestServer;
 let token: string;
-before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-});
+before(async () => ({ server, token } = await startTestServerAsAdmin()));
 after(() => server.close());
 
 test('errors a client meets carry their code from the catalogue', async () => {

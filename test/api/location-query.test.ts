@@ -3,15 +3,12 @@
 // future moves that take effect with no write, and group moves and deletes kept in step.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
-import { request, passwordToken } from '../support/http.ts';
+import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 
 let server: TestServer;
 let token: string;
-before(async () => {
-  server = await startTestServer();
-  token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-});
+before(async () => ({ server, token } = await startTestServerAsAdmin()));
 after(() => server.close());
 
 type Ref = { type: string; id: string };

@@ -4,10 +4,12 @@
  * database. The load generator then runs in the test's process, not the server's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { ROOT } from './project.ts';
 import { ADMIN, createTestDatabase } from './server.ts';
 import { passwordToken } from './http.ts';
+import { freePort, stopProcess } from './processes.ts';
+
+export { freePort };
 
 export interface ChildServer {
   url: string;
@@ -18,17 +20,6 @@ export interface ChildServer {
   stop(): Promise<void>;
 }
 
-/** A free loopback port found by the OS. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 /** Start `tilth serve --migrate` on `databaseEnv` (from createTestDatabase) and wait until it listens. */
 export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}): Promise<ChildServer> {
@@ -76,14 +67,7 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
       child.kill('SIGKILL');
       await exited;
     },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      // A server stuck (a test that proves it does not get stuck) is killed after a grace period.
-      const grace = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(grace);
-    },
+    stop: () => stopProcess(child, exited),
   };
 }
 
