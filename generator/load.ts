@@ -8,19 +8,22 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument, isMap, isPair, isScalar, type Document } from 'yaml';
 import metaSchema from './meta-schema.json' with { type: 'json' };
 import { DefinitionError, DefinitionErrors } from './errors.ts';
+import type { BundleFile, EntityTypeFile, ModuleFile } from '../generated/meta-schema.ts';
 
 export type FileKind = 'bundleFile' | 'entityTypeFile' | 'moduleFile';
 
-export interface SourceFile {
+interface SourceBase {
   /** Path relative to the project root, as shown in messages. */
   path: string;
-  kind: FileKind;
   /** The module folder this file belongs to, or null for core. */
   module: string | null;
-  data: Record<string, any>;
   /** Line of the node at a JSON path (keys and indexes), or of its nearest existing parent. */
   lineOf(path: Array<string | number>, key?: boolean): number | undefined;
 }
+
+/** A definition file that passed the meta-schema, its data typed by the types generated from it. */
+export type SourceFile = SourceBase &
+  ({ kind: 'bundleFile'; data: BundleFile } | { kind: 'entityTypeFile'; data: EntityTypeFile } | { kind: 'moduleFile'; data: ModuleFile });
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 ajv.addSchema(metaSchema);
@@ -162,7 +165,8 @@ export function loadDefinitions(definitionsDir: string, rootDir: string): Source
       }
       continue;
     }
-    files.push({ path, kind, module, data: data as Record<string, any>, lineOf });
+    // The meta-schema (checked just above) is what these types were generated from.
+    files.push({ path, kind, module, data, lineOf } as SourceFile);
   }
   if (errors.length) throw new DefinitionErrors(errors);
   return files;

@@ -1,12 +1,16 @@
 /**
  * Builds the one normalised data model from the checked definition files, and checks what no
  * single file can: that entity types and reference targets exist, that field names are unique
- * per bundle, and that a field shared by bundles has one storage, as Drupal's field storage does.
+ * per bundle, that a field shared by bundles has one storage, as Drupal's field storage does, and
+ * that computed fields have what they are computed from. A pipeline of steps over files whose data
+ * is typed by generated/meta-schema.ts (the meta-schema checked them in load.ts); every step
+ * reports into one list of problems, thrown together at the end.
  */
 import type { SourceFile } from './load.ts';
+import type { Field } from '../generated/meta-schema.ts';
 import { DefinitionError, DefinitionErrors } from './errors.ts';
 import { FIELD_TYPE_SPECS, type FieldType } from '../runtime/model/field-types.ts';
-import type { BundleDescriptor, ComputedKind, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
+import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
 import { assignStorage } from './storage.ts';
 import { COMPUTED_NEEDS } from '../runtime/model/computed-needs.ts';
 import { isConfigEntityType } from '../runtime/model/config-entities.ts';
@@ -14,36 +18,77 @@ import { isConfigEntityType } from '../runtime/model/config-entities.ts';
 const RESERVED = new Set(['id', 'type', 'uuid', 'bundle', 'links', 'meta', 'attributes', 'relationships', 'revision_id', 'entity_id', 'delta']);
 const REFERENCE_TYPES = new Set<FieldType>(['entity_reference', 'entity_reference_revisions', 'file', 'image']);
 
+type FileOf<K extends SourceFile['kind']> = Extract<SourceFile, { kind: K }>;
+type EntityTypes = Record<string, EntityTypeDescriptor>;
+
 interface PendingField {
   file: SourceFile;
   path: Array<string | number>;
   descriptor: FieldDescriptor;
 }
 
-export function buildModel(files: SourceFile[]): DataModel {
-  const errors: DefinitionError[] = [];
-  const fail = (file: SourceFile, path: Array<string | number>, sentence: string, key = false) =>
-    errors.push(new DefinitionError(file.path, file.lineOf(path, key), sentence));
+/** A bundle being built: one per bundle file, plus the single implicit bundle of types without bundles. */
+interface PendingBundle {
+  file?: FileOf<'bundleFile'>;
+  descriptor: Omit<BundleDescriptor, 'fields'>;
+  fields: PendingField[];
+  defaults: Record<string, unknown>;
+}
 
-  // Modules.
+/** Every problem found, each with its file and line. */
+class Problems {
+  readonly errors: DefinitionError[] = [];
+  fail(file: SourceFile, path: Array<string | number>, sentence: string, key = false): void {
+    this.errors.push(new DefinitionError(file.path, file.lineOf(path, key), sentence));
+  }
+}
+
+const filesOf = <K extends SourceFile['kind']>(files: SourceFile[], kind: K) => files.filter((f): f is FileOf<K> => f.kind === kind);
+
+export function buildModel(files: SourceFile[]): DataModel {
+  const problems = new Problems();
+  const modules = readModules(filesOf(files, 'moduleFile'), problems);
+  const entityFiles = filesOf(files, 'entityTypeFile');
+  const entityTypes = readEntityTypes(entityFiles, problems);
+  const bundles = readBundles(filesOf(files, 'bundleFile'), entityTypes, new Set(modules.map((m) => m.module)), problems);
+  const fields = new FieldNormaliser(entityTypes, bundles, problems);
+  const baseFields = readBaseFields(entityFiles, entityTypes, fields, problems);
+  for (const bundle of bundles) attachFields(bundle, baseFields.get(bundle.descriptor.entityType) ?? [], fields, problems);
+  checkSharedStorage(bundles, problems);
+  checkComputedNeeds(bundles, problems);
+  if (problems.errors.length) throw new DefinitionErrors(problems.errors);
+
+  const model: DataModel = {
+    entityTypes,
+    modules: modules.sort((a, b) => a.module.localeCompare(b.module)),
+    bundles: bundles
+      .map((b) => ({ ...b.descriptor, fields: b.fields.map((f) => f.descriptor) }))
+      .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
+  };
+  assignStorage(model);
+  return model;
+}
+
+/** Modules: one per module.yaml, named after its folder. */
+function readModules(files: Array<FileOf<'moduleFile'>>, problems: Problems): ModuleDescriptor[] {
   const modules: ModuleDescriptor[] = [];
-  for (const file of files.filter((f) => f.kind === 'moduleFile')) {
+  for (const file of files) {
     if (file.data.module !== file.module) {
-      fail(file, ['module'], `the module is named "${file.data.module}" but its folder is "${file.module}"; they must match.`);
+      problems.fail(file, ['module'], `the module is named "${file.data.module}" but its folder is "${file.module}"; they must match.`);
       continue;
     }
     modules.push({ module: file.data.module, label: file.data.label, description: file.data.description });
   }
-  const moduleNames = new Set(modules.map((m) => m.module));
+  return modules;
+}
 
-  // Entity types and their base fields.
+/** Entity types, one per file under definitions/entity-types/. */
+function readEntityTypes(files: Array<FileOf<'entityTypeFile'>>, problems: Problems): EntityTypes {
   const entityTypes: Record<string, EntityTypeDescriptor> = {};
-  const baseFields = new Map<string, PendingField[]>();
-  const entityFiles = files.filter((f) => f.kind === 'entityTypeFile');
-  for (const file of entityFiles) {
+  for (const file of files) {
     const d = file.data;
     if (entityTypes[d.entity_type]) {
-      fail(file, ['entity_type'], `entity type "${d.entity_type}" is defined twice.`);
+      problems.fail(file, ['entity_type'], `entity type "${d.entity_type}" is defined twice.`);
       continue;
     }
     entityTypes[d.entity_type] = {
@@ -61,13 +106,11 @@ export function buildModel(files: SourceFile[]): DataModel {
     };
   }
 
-  // Bundles: one per bundle file, plus the single implicit bundle of types without bundles.
-  interface PendingBundle {
-    file?: SourceFile;
-    descriptor: Omit<BundleDescriptor, 'fields'>;
-    fields: PendingField[];
-    defaults: Record<string, unknown>;
-  }
+  return entityTypes;
+}
+
+/** Bundles: the implicit one of each type without bundles, then one per bundle file, checked against its place. */
+function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityTypes, moduleNames: ReadonlySet<string>, problems: Problems): PendingBundle[] {
   const bundles: PendingBundle[] = [];
   for (const type of Object.values(entityTypes)) {
     if (!type.hasBundles) {
@@ -78,45 +121,44 @@ export function buildModel(files: SourceFile[]): DataModel {
       });
     }
   }
-  const bundleFiles = files.filter((f) => f.kind === 'bundleFile');
   const seenBundles = new Map<string, SourceFile>();
-  for (const file of bundleFiles) {
+  for (const file of files) {
     const d = file.data;
     const type = entityTypes[d.entity_type];
     if (!type) {
-      fail(file, ['entity_type'], `unknown entity type "${d.entity_type}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
+      problems.fail(file, ['entity_type'], `unknown entity type "${d.entity_type}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
       continue;
     }
     if (!type.hasBundles) {
-      fail(file, ['entity_type'], `entity type "${d.entity_type}" has no bundles; its fields belong in definitions/entity-types/${d.entity_type}.yaml.`);
+      problems.fail(file, ['entity_type'], `entity type "${d.entity_type}" has no bundles; its fields belong in definitions/entity-types/${d.entity_type}.yaml.`);
       continue;
     }
     const folder = file.path.split(/[\\/]/).slice(-2, -1)[0];
     if (folder !== d.entity_type) {
-      fail(file, ['entity_type'], `this file says entity_type "${d.entity_type}" but sits in the folder "${folder}"; put it in a folder named after its entity type.`);
+      problems.fail(file, ['entity_type'], `this file says entity_type "${d.entity_type}" but sits in the folder "${folder}"; put it in a folder named after its entity type.`);
       continue;
     }
     const fileName = file.path.split(/[\\/]/).pop()!.replace(/\.ya?ml$/, '');
     if (fileName !== d.bundle) {
-      fail(file, ['bundle'], `the bundle is named "${d.bundle}" but the file is "${fileName}.yaml"; name the file after the bundle.`);
+      problems.fail(file, ['bundle'], `the bundle is named "${d.bundle}" but the file is "${fileName}.yaml"; name the file after the bundle.`);
       continue;
     }
     if (file.module && !moduleNames.has(file.module)) {
-      fail(file, [], `the module folder "${file.module}" has no module.yaml; add one with module, label and description.`);
+      problems.fail(file, [], `the module folder "${file.module}" has no module.yaml; add one with module, label and description.`);
       continue;
     }
     if (d.births === true && (d.entity_type !== 'log' || d.fields?.mother?.target_type !== 'asset')) {
-      fail(file, ['births'], 'births needs a log bundle with a "mother" field pointing at assets (target_type: asset).');
+      problems.fail(file, ['births'], 'births needs a log bundle with a "mother" field pointing at assets (target_type: asset).');
       continue;
     }
     if (d.new_revision !== undefined && !type.revisionId) {
-      fail(file, ['new_revision'], `entity type "${d.entity_type}" keeps no revisions (its file has no revision_id), so new_revision means nothing here; remove it.`);
+      problems.fail(file, ['new_revision'], `entity type "${d.entity_type}" keeps no revisions (its file has no revision_id), so new_revision means nothing here; remove it.`);
       continue;
     }
     const id = `${d.entity_type}--${d.bundle}`;
     const previous = seenBundles.get(id);
     if (previous) {
-      fail(file, ['bundle'], `bundle "${id}" is already defined in ${previous.path}.`);
+      problems.fail(file, ['bundle'], `bundle "${id}" is already defined in ${previous.path}.`);
       continue;
     }
     seenBundles.set(id, file);
@@ -138,34 +180,46 @@ export function buildModel(files: SourceFile[]): DataModel {
     });
   }
 
-  const bundleNames = (entityType: string) => new Set(bundles.filter((b) => b.descriptor.entityType === entityType).map((b) => b.descriptor.bundle));
+  return bundles;
+}
 
-  // Normalise every field once its entity type and bundles are known.
-  const normalise = (file: SourceFile, name: string, raw: Record<string, any>, entityType: string, ownBundle: string | null): FieldDescriptor | null => {
+/** Turns one field definition into its descriptor, or reports why it cannot. */
+class FieldNormaliser {
+  constructor(
+    private readonly entityTypes: EntityTypes,
+    private readonly bundles: PendingBundle[],
+    private readonly problems: Problems,
+  ) {}
+
+  private bundleNames(entityType: string): Set<string> {
+    return new Set(this.bundles.filter((b) => b.descriptor.entityType === entityType).map((b) => b.descriptor.bundle));
+  }
+
+  normalise(file: SourceFile, name: string, raw: Field, entityType: string, ownBundle: string | null): FieldDescriptor | null {
     const path = ['fields', name];
     const type = raw.type as FieldType;
     const spec = FIELD_TYPE_SPECS[type];
     let ok = true;
     const bad = (sub: Array<string | number>, sentence: string) => {
       ok = false;
-      fail(file, [...path, ...sub], `field "${name}": ${sentence}`);
+      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`);
     };
     if (RESERVED.has(name)) bad([], `"${name}" is reserved by JSON:API or by storage; choose another name.`);
     const isReference = REFERENCE_TYPES.has(type);
     let target: FieldDescriptor['target'];
     if (isReference) {
       const targetType = type === 'file' || type === 'image' ? 'file' : raw.target_type;
-      if (!targetType) bad([], `a ${type} field needs "target_type" (one of ${Object.keys(entityTypes).sort().join(', ')}).`);
+      if (!targetType) bad([], `a ${type} field needs "target_type" (one of ${Object.keys(this.entityTypes).sort().join(', ')}).`);
       else if (isConfigEntityType(targetType)) {
         if (!raw.computed) bad(['target_type'], `"${targetType}" is not stored as records here, so a reference to it must be computed.`);
         target = { entityType: targetType, bundles: null };
-      } else if (!entityTypes[targetType]) bad(['target_type'], `unknown target_type "${targetType}". Entity types are: ${Object.keys(entityTypes).sort().join(', ')}.`);
+      } else if (!this.entityTypes[targetType]) bad(['target_type'], `unknown target_type "${targetType}". Entity types are: ${Object.keys(this.entityTypes).sort().join(', ')}.`);
       else {
         let targetBundles: string[] | null = null;
         if (raw.target_bundles) {
-          const known = bundleNames(targetType);
+          const known = this.bundleNames(targetType);
           targetBundles = [];
-          (raw.target_bundles as string[]).forEach((b, i) => {
+          raw.target_bundles.forEach((b, i) => {
             const resolved = b === 'self' && ownBundle && targetType === entityType ? ownBundle : b;
             if (b === 'self' && !ownBundle) {
               targetBundles!.push('self');
@@ -178,12 +232,12 @@ export function buildModel(files: SourceFile[]): DataModel {
         target = { entityType: targetType, bundles: targetBundles, ...(raw.target_filter ? { filter: raw.target_filter } : {}) };
       }
     } else {
-      for (const k of ['target_type', 'target_bundles', 'target_filter']) if (raw[k] !== undefined) bad([k], `"${k}" only applies to reference fields, not to ${type}.`);
+      for (const k of ['target_type', 'target_bundles', 'target_filter'] as const) if (raw[k] !== undefined) bad([k], `"${k}" only applies to reference fields, not to ${type}.`);
     }
     if (raw.allowed_values && type !== "list_string" && type !== "id_tag") bad(['allowed_values'], `"allowed_values" only applies to list_string fields, not to ${type}.`);
     if (raw.allowed_values) {
       const seen = new Set<string>();
-      (raw.allowed_values as Array<{ value: string }>).forEach((v, i) => {
+      raw.allowed_values.forEach((v, i) => {
         if (seen.has(v.value)) bad(['allowed_values', i], `allowed value "${v.value}" is listed twice.`);
         seen.add(v.value);
       });
@@ -196,7 +250,7 @@ export function buildModel(files: SourceFile[]): DataModel {
         else bad(['default'], `a timestamp default must be "now" or whole Unix seconds.`);
       } else if (type === 'boolean' && typeof raw.default !== 'boolean') bad(['default'], `a boolean default must be true or false.`);
       else if ((type === 'integer' || type === 'decimal') && typeof raw.default !== 'number') bad(['default'], `a ${type} default must be a number.`);
-      else if (raw.allowed_values && !(raw.allowed_values as Array<{ value: string }>).some((v) => v.value === raw.default)) bad(['default'], `default "${raw.default}" is not one of the allowed values.`);
+      else if (raw.allowed_values && !raw.allowed_values.some((v) => v.value === raw.default)) bad(['default'], `default "${raw.default}" is not one of the allowed values.`);
       else dflt = raw.default;
     }
     if (raw.default_callback !== undefined && type !== 'string') bad(['default_callback'], `"default_callback" only applies to string fields.`);
@@ -206,7 +260,7 @@ export function buildModel(files: SourceFile[]): DataModel {
     if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
     if (type === 'file_uri' && raw.computed !== 'file_uri') bad(['type'], `file_uri fields are computed; add "computed: file_uri".`);
     if (!ok) return null;
-    const computed = raw.computed as ComputedKind | undefined;
+    const computed = raw.computed;
     return {
       name,
       type,
@@ -232,37 +286,44 @@ export function buildModel(files: SourceFile[]): DataModel {
       visibility: raw.visibility ?? 'all',
       storage: { kind: 'none' },
     };
-  };
+  }
+}
 
-  for (const file of entityFiles) {
-    const type = file.data.entity_type as string;
+/** The base fields of each entity type, and its label field among them. */
+function readBaseFields(files: Array<FileOf<'entityTypeFile'>>, entityTypes: EntityTypes, fields: FieldNormaliser, problems: Problems): Map<string, PendingField[]> {
+  const baseFields = new Map<string, PendingField[]>();
+  for (const file of files) {
+    const type = file.data.entity_type;
     const list: PendingField[] = [];
-    for (const [name, raw] of Object.entries<Record<string, any>>(file.data.fields ?? {})) {
-      const descriptor = normalise(file, name, raw, type, null);
+    for (const [name, raw] of Object.entries(file.data.fields ?? {})) {
+      const descriptor = fields.normalise(file, name, raw, type, null);
       if (descriptor) list.push({ file, path: ['fields', name], descriptor });
     }
     baseFields.set(type, list);
     const et = entityTypes[type]!;
     for (const [key, field] of [['label_field', et.labelField]] as const) {
-      if (!list.some((f) => f.descriptor.name === field)) fail(file, [key], `${key} "${field}" is not one of this entity type's fields.`);
+      if (!list.some((f) => f.descriptor.name === field)) problems.fail(file, [key], `${key} "${field}" is not one of this entity type's fields.`);
     }
   }
 
-  for (const bundle of bundles) {
+  return baseFields;
+}
+
+/** A bundle's fields: its entity type's base fields (with its defaults, `self` targets and ID tag types), then its own. */
+function attachFields(bundle: PendingBundle, base: PendingField[], fields: FieldNormaliser, problems: Problems): void {
     const et = bundle.descriptor.entityType;
-    const base = baseFields.get(et) ?? [];
     // Base fields, with per-bundle defaults and `self` targets resolved.
     for (const pending of base) {
       const f: FieldDescriptor = structuredClone(pending.descriptor);
       if (f.target?.bundles) f.target.bundles = f.target.bundles.map((b) => (b === 'self' ? bundle.descriptor.bundle : b));
       bundle.fields.push({ ...pending, descriptor: f });
     }
-    if (!bundle.file) continue;
+    if (!bundle.file) return;
     const file = bundle.file;
-    const tagTypes = file.data.id_tag_types as Array<{ value: string; label: string }> | undefined;
+    const tagTypes = file.data.id_tag_types;
     if (tagTypes) {
       const tags = bundle.fields.filter((f) => f.descriptor.type === 'id_tag');
-      if (!tags.length) fail(file, ['id_tag_types'], `id_tag_types needs an id_tag field, and ${et} has none.`, true);
+      if (!tags.length) problems.fail(file, ['id_tag_types'], `id_tag_types needs an id_tag field, and ${et} has none.`, true);
       for (const { descriptor } of tags) {
         const known = descriptor.allowedValues ?? [];
         descriptor.allowedValues = [...known, ...tagTypes.filter((t) => !known.some((k) => k.value === t.value))];
@@ -270,15 +331,15 @@ export function buildModel(files: SourceFile[]): DataModel {
     }
     for (const [name, value] of Object.entries(bundle.defaults)) {
       const field = bundle.fields.find((f) => f.descriptor.name === name);
-      if (!field) fail(file, ['defaults', name], `defaults names "${name}", which is not a base field of ${et}.`, true);
+      if (!field) problems.fail(file, ['defaults', name], `defaults names "${name}", which is not a base field of ${et}.`, true);
       else field.descriptor.default = value as string | number | boolean;
     }
-    for (const [name, raw] of Object.entries<Record<string, any>>(file.data.fields ?? {})) {
+    for (const [name, raw] of Object.entries(file.data.fields ?? {})) {
       if (base.some((f) => f.descriptor.name === name)) {
-        fail(file, ['fields', name], `field "${name}" duplicates a base field that every ${et} already has (definitions/entity-types/${et}.yaml).`, true);
+        problems.fail(file, ['fields', name], `field "${name}" duplicates a base field that every ${et} already has (definitions/entity-types/${et}.yaml).`, true);
         continue;
       }
-      const descriptor = normalise(file, name, raw, et, bundle.descriptor.bundle);
+      const descriptor = fields.normalise(file, name, raw, et, bundle.descriptor.bundle);
       if (descriptor) bundle.fields.push({ file, path: ['fields', name], descriptor });
     }
     // Aliases must not shadow another field or alias of the same bundle.
@@ -286,13 +347,14 @@ export function buildModel(files: SourceFile[]): DataModel {
     for (const { descriptor: f } of bundle.fields) names.set(f.name, f.name);
     for (const { descriptor: f, path, file: ffile } of bundle.fields) {
       for (const alias of f.aliases) {
-        if (names.has(alias)) fail(ffile, [...path, 'aliases'], `field "${f.name}": alias "${alias}" is already the name of ${names.get(alias) === alias ? 'a field' : `an alias of "${names.get(alias)}"`} in ${bundle.descriptor.type}.`);
+        if (names.has(alias)) problems.fail(ffile, [...path, 'aliases'], `field "${f.name}": alias "${alias}" is already the name of ${names.get(alias) === alias ? 'a field' : `an alias of "${names.get(alias)}"`} in ${bundle.descriptor.type}.`);
         names.set(alias, f.name);
       }
     }
-  }
+}
 
-  // One storage per field name per entity type, as Drupal's shared field storage requires.
+/** One storage per field name per entity type, as Drupal's shared field storage requires. */
+function checkSharedStorage(bundles: PendingBundle[], problems: Problems): void {
   // The storage most bundles agree on is taken as intended; the files that differ are reported.
   const sharing = new Map<string, PendingField[]>();
   for (const bundle of bundles) {
@@ -312,7 +374,7 @@ export function buildModel(files: SourceFile[]): DataModel {
     for (const p of group) {
       if (signature(p.descriptor) === canonical || reported.has(p.file.path)) continue;
       reported.add(p.file.path);
-      fail(
+      problems.fail(
         p.file,
         p.path,
         `field "${p.descriptor.name}" is ${signature(p.descriptor)} here but ${canonical} in ${example.file.path}; a field name shared by bundles of one entity type must have the same type, cardinality and target.`,
@@ -321,7 +383,10 @@ export function buildModel(files: SourceFile[]): DataModel {
     }
   }
 
-  // A computed field needs the fields it is computed from, on its record and elsewhere.
+}
+
+/** A computed field needs the fields it is computed from (model/computed-needs.ts), on its record and elsewhere. */
+function checkComputedNeeds(bundles: PendingBundle[], problems: Problems): void {
   const fieldNames = (entityType: string) => new Set(bundles.filter((b) => b.descriptor.entityType === entityType).flatMap((b) => b.fields.map((f) => f.descriptor.name)));
   for (const bundle of bundles) {
     const own = new Set(bundle.fields.map((f) => f.descriptor.name));
@@ -329,26 +394,15 @@ export function buildModel(files: SourceFile[]): DataModel {
       if (!f.computed) continue;
       const needs = COMPUTED_NEEDS[f.computed];
       const missingOwn = needs.own.filter((n) => !own.has(n));
-      if (missingOwn.length) fail(ffile, [...path, 'computed'], `field "${f.name}" is computed (${f.computed}) from ${needs.own.join(', ')} of its own record, but ${bundle.descriptor.type} has no ${missingOwn.map((n) => `"${n}"`).join(', ')}.`);
+      if (missingOwn.length) problems.fail(ffile, [...path, 'computed'], `field "${f.name}" is computed (${f.computed}) from ${needs.own.join(', ')} of its own record, but ${bundle.descriptor.type} has no ${missingOwn.map((n) => `"${n}"`).join(', ')}.`);
       for (const [entityType, names] of Object.entries(needs.elsewhere)) {
         const present = fieldNames(entityType);
         const missing = names.filter((n) => !present.has(n));
-        if (missing.length) fail(ffile, [...path, 'computed'], `field "${f.name}" is computed (${f.computed}) from the ${entityType} fields ${names.join(', ')}, but no ${entityType} bundle has ${missing.map((n) => `"${n}"`).join(', ')} (renamed or removed?).`);
+        if (missing.length) problems.fail(ffile, [...path, 'computed'], `field "${f.name}" is computed (${f.computed}) from the ${entityType} fields ${names.join(', ')}, but no ${entityType} bundle has ${missing.map((n) => `"${n}"`).join(', ')} (renamed or removed?).`);
       }
     }
   }
 
-  if (errors.length) throw new DefinitionErrors(errors);
-
-  const model: DataModel = {
-    entityTypes,
-    modules: modules.sort((a, b) => a.module.localeCompare(b.module)),
-    bundles: bundles
-      .map((b) => ({ ...b.descriptor, fields: b.fields.map((f) => f.descriptor) }))
-      .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
-  };
-  assignStorage(model);
-  return model;
 }
 
 function describeStorage(f: FieldDescriptor): string {
