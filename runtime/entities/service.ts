@@ -132,7 +132,7 @@ export class EntityService {
     this.accounts.applySecrets(input, hashed, values);
     await this.accounts.checkChange(db, rt, null, input.values, principal);
     beforeCreate(rt, values, { db, principal, now });
-    await this.logGeometry.beforeSave(db, rt, values, null, principal);
+    await this.logGeometry.beforeSave(db, rt, values, null);
     this.requireFields(rt, values);
     await this.accounts.checkUnique(db, rt, values, null);
     await this.checkParents(db, rt, null, values);
@@ -189,7 +189,7 @@ export class EntityService {
     await this.accounts.checkChange(db, rt, record, changes, principal);
     this.accounts.applySecrets(input, hashed, changes);
     beforeUpdate(rt, changes, record, { db, principal, now });
-    await this.logGeometry.beforeSave(db, rt, changes, record, principal);
+    await this.logGeometry.beforeSave(db, rt, changes, record);
     this.requireFields(rt, changes, new Set(input.values.keys()));
     await this.accounts.checkUnique(db, rt, changes, record.id);
     const merged = new Map(record.values);

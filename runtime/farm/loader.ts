@@ -1,5 +1,4 @@
 /** Loads records with their computed fields, limited to a sparse fieldset when one is asked for. */
-import type { Principal } from '../access/principal.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
@@ -23,7 +22,7 @@ export class RecordLoader {
    * Load records by internal id with computed fields. `fieldsets` maps resource type → field
    * names (sparse fieldsets); a type not in it gets every field.
    */
-  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, _principal: Principal, at?: number): Promise<EntityRecord[]> {
+  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, at?: number): Promise<EntityRecord[]> {
     const records = await this.store.load(db, entityType, ids, (rt) => this.select(rt, fieldsets));
     await this.fillComputed(db, records, fieldsets, at);
     return records;

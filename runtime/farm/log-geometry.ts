@@ -8,7 +8,6 @@
 import type { ResourceType } from '../model/registry.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
 import type { RecordLoader } from './loader.ts';
-import type { Principal } from '../access/principal.ts';
 import { parseWkt } from '../values/geometry.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
@@ -20,7 +19,7 @@ export class LogGeometry {
   constructor(private readonly loader: RecordLoader) {}
 
   /** Combined current geometry of the candidate locations, or null. */
-  private async combined(db: Db, values: Values, isMovement: boolean, principal: Principal): Promise<string | null> {
+  private async combined(db: Db, values: Values, isMovement: boolean): Promise<string | null> {
     let candidates = refs(values.get('location')).map((r) => r.targetId);
     let onlyLocations = false;
     if (!candidates.length && !isMovement) {
@@ -28,7 +27,7 @@ export class LogGeometry {
       onlyLocations = true;
     }
     if (!candidates.length) return null;
-    const assets = await this.loader.load(db, 'asset', candidates, null, principal);
+    const assets = await this.loader.load(db, 'asset', candidates, null);
     const wkts = assets
       .filter((a) => !onlyLocations || a.values.get('is_location') === true)
       .map((a) => wktOf(a.values.get('geometry')))
@@ -44,7 +43,7 @@ export class LogGeometry {
    * the locations as saved. Clients that send the whole record back (farmOS.js, Field Kit) echo
    * the stored geometry unchanged, so an echoed automatic geometry still follows new locations.
    */
-  async beforeSave(db: Db, rt: ResourceType, values: Values, current: EntityRecord | null, principal: Principal): Promise<void> {
+  async beforeSave(db: Db, rt: ResourceType, values: Values, current: EntityRecord | null): Promise<void> {
     if (rt.entityType.entityType !== 'log' || !rt.fieldsByName.has('geometry') || !rt.fieldsByName.has('location')) return;
     const get = (name: string) => (values.has(name) ? values.get(name) : current?.values.get(name));
     const geometry = wktOf(get('geometry'));
@@ -52,10 +51,10 @@ export class LogGeometry {
     if (geometry && current) {
       const stored = wktOf(current.values.get('geometry'));
       if (stored !== geometry) return; // changed (or set) in this save
-      const storedCombination = await this.combined(db, current.values, current.values.get('is_movement') === true, principal);
+      const storedCombination = await this.combined(db, current.values, current.values.get('is_movement') === true);
       if (storedCombination !== stored) return; // drawn by a person
     }
-    const wkt = await this.combined(db, new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), get('is_movement') === true, principal);
+    const wkt = await this.combined(db, new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), get('is_movement') === true);
     if (wkt) values.set('geometry', parseWkt(wkt) as unknown as ItemValue);
   }
 }

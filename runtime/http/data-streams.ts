@@ -116,7 +116,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const key = String(req.params.public_key);
       const row = column ? await s.knex(rt.entityType.table).where({ bundle: rt.bundle.bundle, [column]: key }).first('id') : undefined;
       if (!row) throw notFound(`There is no sensor with the public key "${key.slice(0, 64)}".`, { parameter: 'public_key' });
-      return (await s.loader.load(s.knex, rt.entityType.entityType, [Number(row.id)], null, ANONYMOUS))[0]!;
+      return (await s.loader.load(s.knex, rt.entityType.entityType, [Number(row.id)], null))[0]!;
     }),
   );
   return router;
@@ -125,7 +125,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
 async function loadByUuid(s: JsonApiServices, rt: ResourceType, uuid: string): Promise<EntityRecord> {
   const hit = UUID.test(uuid) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, uuid.toLowerCase()) : null;
   if (!hit || hit.bundle !== rt.bundle.bundle) throw notFound(`There is no ${rt.type} with the id "${uuid.slice(0, 64)}".`, { parameter: 'uuid' });
-  const [record] = await s.loader.load(s.knex, rt.entityType.entityType, [hit.id], null, ANONYMOUS);
+  const [record] = await s.loader.load(s.knex, rt.entityType.entityType, [hit.id], null);
   if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'uuid' });
   return record;
 }
@@ -138,7 +138,7 @@ function streamRef(record: EntityRecord): StreamRef {
 async function basicStreamsOf(s: JsonApiServices, db: Db, sensor: EntityRecord): Promise<StreamRef[]> {
   const refs = ((sensor.values.get('data_stream') as Reference[] | undefined) ?? []).filter(Boolean);
   if (!refs.length) return [];
-  const records = await s.loader.load(db, 'data_stream', refs.map((r) => r.targetId), null, ANONYMOUS);
+  const records = await s.loader.load(db, 'data_stream', refs.map((r) => r.targetId), null);
   return records.filter((r) => r.bundle === 'basic').map(streamRef);
 }
 
@@ -147,7 +147,7 @@ async function basicStreamsOf(s: JsonApiServices, db: Db, sensor: EntityRecord):
  * farmOS's SensorDataController::createDataStream does. Runs in the post's transaction.
  */
 async function ensureStreams(s: JsonApiServices, trx: Db, sensorId: number, names: string[]): Promise<StreamRef[]> {
-  const [sensor] = await s.loader.load(trx, 'asset', [sensorId], null, ANONYMOUS);
+  const [sensor] = await s.loader.load(trx, 'asset', [sensorId], null);
   const existing = await basicStreamsOf(s, trx, sensor!);
   const have = new Set(existing.map((st) => st.name));
   const missing = names.filter((n) => !have.has(n));

@@ -81,7 +81,7 @@ export async function loadIncluded(
       for (const [entityType, ids] of wanted) {
         const et = loader.registry.model.entityTypes[entityType]!;
         if (!mayOnType(principal, et, 'view')) continue;
-        const records = await loader.load(db, entityType, [...ids], null, principal);
+        const records = await loader.load(db, entityType, [...ids], null);
         for (const r of records) {
           if (!mayOnRecord(principal, et, 'view', r)) continue;
           children.push(r);

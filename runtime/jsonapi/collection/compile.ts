@@ -3,7 +3,9 @@
  * `IN (sub-query)` semi-joins for multi-valued fields and relationship paths (and correlated
  * sub-queries for sorts through them), so no join multiplies rows
  * and every lookup can use an index (bundle-first indexes, side-table indexes on value and
- * target). Works the same on SQLite and PostgreSQL.
+ * target). Works the same on SQLite and PostgreSQL. An asset's computed `location` is read from
+ * its placement intervals (farm/placements.ts) as a side table with a time condition; its negative
+ * conditions are a correlated NOT EXISTS, one index lookup per listed asset.
  *
  * Semantics for several values (multi-valued fields, relationships): a positive condition holds
  * when some value matches; `<>`, `NOT IN`, `NOT BETWEEN` and `IS NULL` hold when no value matches

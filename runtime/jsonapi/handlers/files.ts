@@ -101,7 +101,7 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const received = await receive(req, route, filename);
       const doc = await inTransaction(received, async (trx, placed) => {
         const id = await attach(trx, received, route, filename, false, principal, placed);
-        const [record] = await s.loader.load(trx, 'file', [id], null, principal);
+        const [record] = await s.loader.load(trx, 'file', [id], null);
         return s.documents.document(trx, record!, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } });
       });
       s.documents.send(res, 201, doc);
@@ -128,9 +128,9 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
         const current = host.values.get(field.name);
         const next = field.multiple ? [...((current as ItemValue[] | undefined) ?? []), ref] : ref;
         await s.entities.update(trx, host, { values: new Map([[field.name, next]]), secrets: new Map() }, principal);
-        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [host.id], null, principal);
+        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [host.id], null);
         const refs = ((field.multiple ? updated!.values.get(field.name) : [updated!.values.get(field.name)]) as Reference[]).filter(Boolean);
-        const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null, principal);
+        const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null);
         const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${host.uuid}/${field.name}`;
         return s.documents.document(trx, field.multiple ? records : (records[0] ?? null), principal, { ...s.requests.query(req), include: [] }, { self: { href: base } });
       });

@@ -33,7 +33,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         }
         const input = await s.input.read(trx, rt, req.body);
         await s.entities.update(trx, record, input, principal, hashed);
-        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
+        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null);
         return s.documents.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
       });
       s.documents.send(res, 200, doc);

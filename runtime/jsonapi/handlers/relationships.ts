@@ -59,7 +59,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
         next = current.filter((r) => !remove.has(key(r)));
       }
       await s.entities.update(trx, record, { values: new Map([[f.name, next]]), secrets: new Map() }, principal);
-      const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, principal);
+      const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null);
       const data = s.serializer.relationshipData(updated!, f);
       const final = Array.isArray(data) ? data : data ? [data] : [];
       const sentIds = new Set(sent.map((i) => (i as { id?: string })?.id));
@@ -91,7 +91,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
       const et = s.ctx.registry.model.entityTypes[f.target!.entityType]!;
       let targets: EntityRecord[] = [];
       if (refs.length && mayOnType(principal, et, 'view')) {
-        targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), query.fields.size ? query.fields : null, principal)).filter((t) => mayOnRecord(principal, et, 'view', t));
+        targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), query.fields.size ? query.fields : null)).filter((t) => mayOnRecord(principal, et, 'view', t));
       }
       const data = f.multiple ? targets : (targets[0] ?? null);
       s.documents.send(res, 200, await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }));
