@@ -408,6 +408,18 @@ test('following links.next through 125 records visits each once, in order, for s
   // With a filter: exactly the matching records.
   const done = await api.all('/api/log/observation?filter[status]=done&sort=name&page[limit]=10');
   assert.deepEqual(done.map((r) => r.attributes.name), observations.filter((_, i) => i % 3 === 0).map((o) => o.name).sort());
+  // A range on the sorted column itself, as a sync for a season writes it: the cursor and the
+  // filter both bound the timestamp, and every record in the range comes once, in order.
+  const times = observations.map((o) => o.timestamp).sort((a, b) => a - b);
+  const [low, high] = [times[10]!, times[times.length - 10]!];
+  const ranged = `filter[t][condition][path]=timestamp&filter[t][condition][operator]=BETWEEN&filter[t][condition][value][]=${low}&filter[t][condition][value][]=${high}`;
+  for (const [sortParam, sign] of [['-timestamp', -1], ['timestamp', 1]] as const) {
+    const inRange = await api.all(`/api/log/observation?${ranged}&sort=${sortParam}&page[limit]=9`);
+    const expected = observations.filter((o) => o.timestamp >= low && o.timestamp <= high);
+    assert.equal(inRange.length, expected.length, `sort=${sortParam}`);
+    assert.deepEqual(new Set(inRange.map((r) => r.id)), new Set(expected.map((o) => o.id)));
+    for (let i = 1; i < inRange.length; i++) assert.ok(sign * (Date.parse(inRange[i].attributes.timestamp) - Date.parse(inRange[i - 1].attributes.timestamp)) >= 0);
+  }
 });
 
 test('offsets a client builds itself, and page[limit] given twice (the last wins)', async () => {

@@ -51,6 +51,8 @@ export interface SortKey {
   column: string | null;
   /** The column never holds NULL (ids, UUIDs, bundles, required fields): keyset paging may bound it as a range. */
   notNull?: boolean;
+  /** The column holds numbers (ids, timestamps, integers). */
+  numeric?: boolean;
 }
 
 export class QueryCompiler {
@@ -64,10 +66,25 @@ export class QueryCompiler {
    * Add the filter tree to a query on `rt`'s table aliased `e`. `at` (Unix seconds) is the moment
    * at which computed locations are read: now, or the time a request asked for.
    */
-  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at = nowSeconds()): void {
+  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at = nowSeconds(), options: { rangeColumn?: string } = {}): void {
     if (!group.members.length) return;
-    qb.where((w) => this.group(w, rt, group, principal, at));
+    // Building the query is synchronous, so the option can live on the compiler for the call.
+    this.rangeColumn = options.rangeColumn && this.dialect === 'sqlite' ? `e.${options.rangeColumn}` : null;
+    try {
+      qb.where((w) => this.group(w, rt, group, principal, at));
+    } finally {
+      this.rangeColumn = null;
+    }
   }
+
+  /**
+   * A numeric entity column that a keyset cursor bounds (collection/page.ts). SQLite ranges an
+   * index scan by one upper and one lower bound per column, and given a filter's bound and the
+   * cursor's on the same column it may pick the filter's, reading every row before the cursor;
+   * the filter's conditions on it are then written `+e.column`, which SQLite checks row by row
+   * instead of using for the range, so the cursor's bound is the one the index seeks to.
+   */
+  private rangeColumn: string | null = null;
 
   private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at: number): void {
     for (const member of group.members) {
@@ -103,7 +120,8 @@ export class QueryCompiler {
       else qb.whereIn(`e.${column}`, sub);
       return;
     }
-    this.compare(qb, `e.${this.terminalColumn(path.terminal!)}`, op, values);
+    const column = `e.${this.terminalColumn(path.terminal!)}`;
+    this.compare(qb, column, op, values, column === this.rangeColumn);
   }
 
   private terminalColumn(t: Terminal): string {
@@ -164,7 +182,14 @@ export class QueryCompiler {
     return { column, sub, nullable: !hop.side };
   }
 
-  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[]): void {
+  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed = false): void {
+    if (unindexed && op !== 'IS NULL' && op !== 'IS NOT NULL') {
+      // `+column`: the same test, not used to range the index scan (see rangeColumn).
+      const list = values.map(() => '?').join(', ');
+      const sql = { 'IN': `+?? IN (${list})`, 'NOT IN': `+?? NOT IN (${list})`, BETWEEN: '+?? BETWEEN ? AND ?', 'NOT BETWEEN': '+?? NOT BETWEEN ? AND ?' }[op as string] ?? `+?? ${op} ?`;
+      qb.whereRaw(sql, [column, ...(op === 'IN' || op === 'NOT IN' || op.endsWith('BETWEEN') ? values : [values[0]!])]);
+      return;
+    }
     const like = (pattern: string) => {
       if (this.dialect === 'postgres') qb.whereRaw(`${column} ILIKE ? ESCAPE '\\'`, [pattern]);
       else qb.whereRaw(`${column} LIKE ? ESCAPE '\\'`, [pattern]);
@@ -266,7 +291,8 @@ export class QueryCompiler {
         const column = this.terminalColumn(path.terminal);
         const t = path.terminal;
         const notNull = t.kind !== 'property' || t.field.required;
-        return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull };
+        const numeric = t.kind === 'internalId' || (t.kind === 'property' && ['integer', 'bigint', 'double', 'decimal'].includes(FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column));
+        return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull, numeric };
       }
       // Through relationships or multi-valued fields: the smallest (ASC) or largest (DESC) value.
       return this.subquerySortKey(path, s.direction, principal, at);

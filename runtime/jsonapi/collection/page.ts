@@ -59,7 +59,6 @@ export async function fetchPage(
   const qb = db(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
   const guard = viewCondition(principal, rt.entityType, 'e');
   if (guard) guard(qb);
-  compiler.applyFilter(qb, rt, filter, principal, at);
   const keys: SortKey[] = compiler.sortKeys(rt, sort, principal, at);
   const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
   if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true });
@@ -74,7 +73,11 @@ export async function fetchPage(
   let bound: [string, '>=' | '<=', string | number | boolean] | null = null;
   let nullsAfterBound = false;
   const cursor = decodeCursor(page.cursor);
-  if (keyset && cursor && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length) {
+  const following = keyset && cursor !== null && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length;
+  // The filter's own bounds on the cursor's column must not take the index range from it (compile.ts rangeColumn).
+  const ranged = following && cursor!.v[0] !== null && cursor!.v[0] !== undefined && keys[0]!.numeric ? keys[0]!.column! : undefined;
+  compiler.applyFilter(qb, rt, filter, principal, at, { rangeColumn: ranged });
+  if (following && cursor) {
     // The first key as a range too (`timestamp <= v` for a descending sort), so the index seeks to
     // the cursor instead of reading every row before it: a deep page then costs what the first
     // does. Only where no NULL can come after the cursor in this order.
