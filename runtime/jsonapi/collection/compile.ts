@@ -68,33 +68,28 @@ export class QueryCompiler {
    */
   applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at = nowSeconds(), options: { rangeColumn?: string } = {}): void {
     if (!group.members.length) return;
-    // Building the query is synchronous, so the option can live on the compiler for the call.
-    this.rangeColumn = options.rangeColumn && this.dialect === 'sqlite' ? `e.${options.rangeColumn}` : null;
-    try {
-      qb.where((w) => this.group(w, rt, group, principal, at));
-    } finally {
-      this.rangeColumn = null;
-    }
+    // Knex runs these callbacks when it compiles the query, so what they need travels with them.
+    const range = options.rangeColumn && this.dialect === 'sqlite' ? `e.${options.rangeColumn}` : null;
+    qb.where((w) => this.group(w, rt, group, principal, at, range));
   }
 
-  /**
-   * A numeric entity column that a keyset cursor bounds (collection/page.ts). SQLite ranges an
-   * index scan by one upper and one lower bound per column, and given a filter's bound and the
-   * cursor's on the same column it may pick the filter's, reading every row before the cursor;
-   * the filter's conditions on it are then written `+e.column`, which SQLite checks row by row
-   * instead of using for the range, so the cursor's bound is the one the index seeks to.
+  /*
+   * `range`: a numeric entity column that a keyset cursor bounds (collection/page.ts). SQLite
+   * ranges an index scan by one upper and one lower bound per column, and given a filter's bound
+   * and the cursor's on the same column it may pick the filter's, reading every row before the
+   * cursor; the filter's conditions on that column are then written `+e.column`, which SQLite
+   * checks row by row instead of using for the range, so the cursor's bound is the one the index
+   * seeks to.
    */
-  private rangeColumn: string | null = null;
-
-  private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at: number): void {
+  private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at: number, range: string | null): void {
     for (const member of group.members) {
-      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, rt, member, principal, at) : this.condition(w, rt, member, principal, at));
+      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, rt, member, principal, at, range) : this.condition(w, rt, member, principal, at, range));
       if (group.conjunction === 'OR') qb.orWhere(apply);
       else qb.andWhere(apply);
     }
   }
 
-  private condition(qb: Builder, rt: ResourceType, condition: FilterCondition, principal: Principal, at: number): void {
+  private condition(qb: Builder, rt: ResourceType, condition: FilterCondition, principal: Principal, at: number, range: string | null): void {
     const path = resolvePath(this.registry, rt, condition.path, principal, 'filter');
     const op = condition.operator;
     if (path.terminal === null && op !== 'IS NULL' && op !== 'IS NOT NULL') {
@@ -121,7 +116,7 @@ export class QueryCompiler {
       return;
     }
     const column = `e.${this.terminalColumn(path.terminal!)}`;
-    this.compare(qb, column, op, values, column === this.rangeColumn);
+    this.compare(qb, column, op, values, column === range);
   }
 
   private terminalColumn(t: Terminal): string {
@@ -184,7 +179,7 @@ export class QueryCompiler {
 
   private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed = false): void {
     if (unindexed && op !== 'IS NULL' && op !== 'IS NOT NULL') {
-      // `+column`: the same test, not used to range the index scan (see rangeColumn).
+      // `+column`: the same test, not used to range the index scan (see group's `range`).
       const list = values.map(() => '?').join(', ');
       const sql = { 'IN': `+?? IN (${list})`, 'NOT IN': `+?? NOT IN (${list})`, BETWEEN: '+?? BETWEEN ? AND ?', 'NOT BETWEEN': '+?? NOT BETWEEN ? AND ?' }[op as string] ?? `+?? ${op} ?`;
       qb.whereRaw(sql, [column, ...(op === 'IN' || op === 'NOT IN' || op.endsWith('BETWEEN') ? values : [values[0]!])]);

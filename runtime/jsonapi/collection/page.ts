@@ -74,7 +74,7 @@ export async function fetchPage(
   let nullsAfterBound = false;
   const cursor = decodeCursor(page.cursor);
   const following = keyset && cursor !== null && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length;
-  // The filter's own bounds on the cursor's column must not take the index range from it (compile.ts rangeColumn).
+  // The filter's own bounds on the cursor's column must not take the index range from it (compile.ts, `range`).
   const ranged = following && cursor!.v[0] !== null && cursor!.v[0] !== undefined && keys[0]!.numeric ? keys[0]!.column! : undefined;
   compiler.applyFilter(qb, rt, filter, principal, at, { rangeColumn: ranged });
   if (following && cursor) {
