@@ -19,6 +19,7 @@
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, type Db, type ItemValue, type Reference } from '../storage/records.ts';
+import { isPostgres } from '../storage/sql.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
 const PENDING_TABLE = 'tilth_pending_work';
@@ -64,7 +65,6 @@ function refs(values: Values | null, name: string): number[] {
   return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
 }
 
-const isPostgres = (db: Db) => (db.client.config as { client?: string }).client === 'pg';
 
 /** A sorted list of dated logs, read forward as time goes on. */
 class Cursor<T extends Dated> {

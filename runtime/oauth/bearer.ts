@@ -13,6 +13,7 @@ import type { Knex } from 'knex';
 import { ApiError, unauthorized } from '../errors.ts';
 import { effectivePermissions, isRole } from '../access/roles.ts';
 import { hashSecret } from './secrets.ts';
+import { isPostgres, selectRows } from '../storage/sql.ts';
 import { setPrincipal, type Principal } from '../access/principal.ts';
 
 const REALM = 'tilth';
@@ -55,9 +56,7 @@ const SQLITE_TOKEN_SQL = TOKEN_SQL("group_concat(r.role, ' ')");
 const POSTGRES_TOKEN_SQL = TOKEN_SQL("string_agg(r.role, ' ')");
 
 async function readToken(db: Knex, token: string): Promise<TokenRow | undefined> {
-  const postgres = (db.client.config as { client?: string }).client === 'pg';
-  const result = await db.raw(postgres ? POSTGRES_TOKEN_SQL : SQLITE_TOKEN_SQL, [hashSecret(token)]);
-  return (postgres ? (result as { rows: TokenRow[] }).rows : (result as TokenRow[]))[0];
+  return (await selectRows<TokenRow>(db, isPostgres(db) ? POSTGRES_TOKEN_SQL : SQLITE_TOKEN_SQL, [hashSecret(token)]))[0];
 }
 
 /** The principal an access token stands for, or why it is refused. */

@@ -9,6 +9,7 @@ import type { FieldDescriptor, EntityTypeDescriptor } from '../model/descriptor.
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
 import { RevisionStore } from './revisions.ts';
+import { SqlMemo, idListParameter, inIdList, isPostgres, selectRows } from './sql.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -45,6 +46,11 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
+}
+
+/** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
+function quote(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
 }
 
 function isReferenceField(field: FieldDescriptor): boolean {
@@ -114,7 +120,8 @@ export class RecordStore {
 
   /** Find the internal id and bundle of a record by UUID within an entity type. */
   async findByUuid(db: Db, entityType: string, uuid: string): Promise<{ id: number; bundle: string } | null> {
-    const row = await db(this.entityType(entityType).table).where('uuid', uuid).first('id', 'bundle');
+    const sql = this.sql.get(`uuid:${entityType}`, () => `SELECT id, bundle FROM ${quote(this.entityType(entityType).table)} WHERE uuid = ?`);
+    const [row] = await selectRows<{ id: number; bundle: string }>(db, sql, [uuid]);
     return row ? { id: Number(row.id), bundle: row.bundle } : null;
   }
 
@@ -128,15 +135,18 @@ export class RecordStore {
     // Single-valued references are joined to their targets here, so rendering them needs no
     // further query (the UUID and bundle of the target travel with the row).
     const joins = this.singleReferenceJoins(entityType);
-    const rows: any[] = [];
-    for (const part of chunks([...new Set(ids)])) {
-      const q = db(`${et.table} as e`).whereIn('e.id', part).select('e.*');
+    const postgres = isPostgres(db);
+    const sql = this.sql.get(`load:${entityType}:${postgres}`, () => {
+      const columns = ['e.*'];
+      const from = [`${quote(et.table)} AS e`];
       for (const j of joins) {
-        q.leftJoin(`${j.table} as ${j.alias}`, `${j.alias}.id`, `e.${j.column}`).select(`${j.alias}.uuid as ${j.alias}_uuid`, `${j.alias}.bundle as ${j.alias}_bundle`);
-        if (j.revisions) q.select(`${j.alias}.revision_id as ${j.alias}_rev`);
+        columns.push(`${j.alias}.uuid AS ${j.alias}_uuid`, `${j.alias}.bundle AS ${j.alias}_bundle`);
+        if (j.revisions) columns.push(`${j.alias}.revision_id AS ${j.alias}_rev`);
+        from.push(`LEFT JOIN ${quote(j.table)} AS ${j.alias} ON ${j.alias}.id = e.${quote(j.column)}`);
       }
-      rows.push(...(await q));
-    }
+      return `SELECT ${columns.join(', ')} FROM ${from.join(' ')} WHERE ${inIdList(postgres, 'e.id')}`;
+    });
+    const rows = await selectRows<any>(db, sql, [idListParameter(postgres, [...new Set(ids)])]);
     const byId = new Map<number, EntityRecord>();
     const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
     for (const row of rows) {
@@ -178,42 +188,45 @@ export class RecordStore {
    */
   private async loadSideTables(db: Db, sides: Array<{ field: FieldDescriptor; records: EntityRecord[] }>): Promise<void> {
     if (!sides.length) return;
-    const postgres = (db.client.config as { client?: string }).client === 'pg';
+    const postgres = isPostgres(db);
     const owners = new Map<number, EntityRecord>();
     for (const side of sides) for (const r of side.records) owners.set(r.id, r);
-    // Keep the statement's bound parameters well under SQLite's and PostgreSQL's limits.
-    const size = Math.max(1, Math.floor(20_000 / sides.length));
-    for (const part of chunks([...owners.keys()], size)) {
-      const branches = sides.map(({ field }, i) => {
-        const columns = (field.storage as { table: string; columns: Record<string, string> }).columns;
-        const table = (field.storage as { table: string }).table;
-        const target = isReferenceField(field) ? this.entityType(field.target!.entityType) : null;
-        const pairs = Object.entries(columns).flatMap(([prop, column]) => [`'${prop}'`, `s.${column}`]);
-        const props = `${postgres ? 'json_build_object' : 'json_object'}(${pairs.join(', ')})`;
-        const q = db(`${table} as s`)
-          .whereIn('s.entity_id', part)
-          .select(db.raw(`${i} as k`), 's.entity_id', 's.delta', db.raw(`${props} as p`));
-        if (target) {
-          q.leftJoin(`${target.table} as t`, 't.id', 's.target_id').select('t.uuid as t_uuid', 't.bundle as t_bundle');
-          q.select(target.revisionId ? db.raw('t.revision_id as t_rev') : db.raw('CAST(NULL AS integer) as t_rev'));
-        } else q.select(db.raw('CAST(NULL AS text) as t_uuid'), db.raw('CAST(NULL AS text) as t_bundle'), db.raw('CAST(NULL AS integer) as t_rev'));
-        return q;
-      });
-      const [first, ...rest] = branches;
-      const statement = rest.length ? first!.unionAll(rest) : first!;
-      const rows = (await db.select('*').from(statement.as('u')).orderBy([{ column: 'entity_id' }, { column: 'k' }, { column: 'delta' }])) as Array<{ k: number; entity_id: number; p: unknown; t_uuid: string | null; t_bundle: string | null; t_rev: number | null }>;
-      for (const row of rows) {
-        const owner = owners.get(Number(row.entity_id));
-        const side = sides[Number(row.k)];
-        if (!owner || !side) continue;
-        const props = (typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>;
-        const item = itemFromProps(side.field, props);
-        if (item === null) continue;
-        if (row.t_uuid) Object.assign(item as Reference, { uuid: row.t_uuid, bundle: row.t_bundle, revisionId: row.t_rev ?? null });
-        (owner.values.get(side.field.name) as ItemValue[] | undefined)?.push(item);
-      }
+    const sql = this.sql.get(`sides:${postgres}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(postgres, sides.map((s) => s.field)));
+    const list = idListParameter(postgres, [...owners.keys()]);
+    const rows = await selectRows<{ k: number; entity_id: number; p: unknown; t_uuid: string | null; t_bundle: string | null; t_rev: number | null }>(db, sql, sides.map(() => list));
+    for (const row of rows) {
+      const owner = owners.get(Number(row.entity_id));
+      const side = sides[Number(row.k)];
+      if (!owner || !side) continue;
+      const props = (typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>;
+      const item = itemFromProps(side.field, props);
+      if (item === null) continue;
+      if (row.t_uuid) Object.assign(item as Reference, { uuid: row.t_uuid, bundle: row.t_bundle, revisionId: row.t_rev ?? null });
+      (owner.values.get(side.field.name) as ItemValue[] | undefined)?.push(item);
     }
   }
+
+  /**
+   * Every side table of `fields` in one statement: each branch selects its field's properties as
+   * one JSON object, so branches of different shapes line up, and joins the reference's target.
+   */
+  private sideTablesSql(postgres: boolean, fields: FieldDescriptor[]): string {
+    const branches = fields.map((field, i) => {
+      const { table, columns } = field.storage as { table: string; columns: Record<string, string> };
+      const target = isReferenceField(field) ? this.entityType(field.target!.entityType) : null;
+      const pairs = Object.entries(columns).flatMap(([prop, column]) => [`'${prop}'`, `s.${quote(column)}`]);
+      const props = `${postgres ? 'json_build_object' : 'json_object'}(${pairs.join(', ')})`;
+      const targetColumns = target
+        ? `t.uuid AS t_uuid, t.bundle AS t_bundle, ${target.revisionId ? 't.revision_id' : 'CAST(NULL AS integer)'} AS t_rev`
+        : 'CAST(NULL AS text) AS t_uuid, CAST(NULL AS text) AS t_bundle, CAST(NULL AS integer) AS t_rev';
+      const join = target ? ` LEFT JOIN ${quote(target.table)} AS t ON t.id = s.target_id` : '';
+      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props} AS p, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id')}`;
+    });
+    return `SELECT * FROM (${branches.join(' UNION ALL ')}) AS u ORDER BY entity_id, k, delta`;
+  }
+
+  /** Built SQL text, by entity type and shape. */
+  private readonly sql = new SqlMemo();
 
   private joinCache = new Map<string, Array<{ column: string; table: string; alias: string; revisions: boolean }>>();
 
@@ -260,11 +273,10 @@ export class RecordStore {
     for (const [entityType, ids] of wanted) {
       const found = new Map<number, { uuid: string; bundle: string; revisionId: number | null }>();
       const et = this.entityType(entityType);
-      const columns = et.revisionId ? ['id', 'uuid', 'bundle', 'revision_id'] : ['id', 'uuid', 'bundle'];
-      for (const part of chunks([...ids])) {
-        for (const row of await db(et.table).whereIn('id', part).select(columns)) {
-          found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null });
-        }
+      const postgres = isPostgres(db);
+      const sql = this.sql.get(`targets:${entityType}:${postgres}`, () => `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${inIdList(postgres, 'id')}`);
+      for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(db, sql, [idListParameter(postgres, [...ids])])) {
+        found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null });
       }
       for (const { ref, entityType: et } of refs) {
         if (et !== entityType) continue;

@@ -1,0 +1,50 @@
+/**
+ * Raw SQL on the hot read paths. The statements that run on every request (a record by UUID, a
+ * page of records with their side tables, the targets of references) have a fixed shape per
+ * entity type, so their text is built once and kept, instead of a Knex query builder assembling
+ * and compiling it on each request. A list of ids is one bound parameter (SQLite's json_each,
+ * PostgreSQL's = ANY of an array), so the text does not change with the list's length and
+ * SQLite's statement cache (storage/database.ts) prepares it once.
+ */
+import type { Knex } from 'knex';
+import type { Db } from './records.ts';
+
+export function isPostgres(db: Db): boolean {
+  return (db.client.config as { client?: string }).client === 'pg';
+}
+
+/** Rows of a raw SELECT, on either database. */
+export async function selectRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
+  const result = await db.raw(sql, bindings);
+  return isPostgres(db) ? (result as { rows: T[] }).rows : (result as T[]);
+}
+
+/** `<column> IN <the ids bound as one parameter>`, by dialect. */
+export function inIdList(postgres: boolean, column: string): string {
+  return postgres ? `${column} = ANY(?::bigint[])` : `${column} IN (SELECT value FROM json_each(?))`;
+}
+
+/** The one parameter `inIdList` binds. */
+export function idListParameter(postgres: boolean, ids: readonly number[]): string {
+  return postgres ? `{${ids.join(',')}}` : `[${ids.join(',')}]`;
+}
+
+/**
+ * A memo of built SQL text with a bound on its size: the keys come from requests (sparse
+ * fieldsets pick side tables), so a client must not be able to grow it without end.
+ */
+export class SqlMemo {
+  private readonly texts = new Map<string, string>();
+
+  constructor(private readonly limit = 500) {}
+
+  get(key: string, build: () => string): string {
+    let text = this.texts.get(key);
+    if (text === undefined) {
+      text = build();
+      if (this.texts.size >= this.limit) this.texts.delete(this.texts.keys().next().value!);
+      this.texts.set(key, text);
+    }
+    return text;
+  }
+}
