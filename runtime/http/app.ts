@@ -4,7 +4,6 @@
  * subrequests and OAuth, and one error handler that renders every failure.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
-import helmet from 'helmet';
 import type { AppContext } from '../context.ts';
 import { requestLogger } from './logging.ts';
 import { entryPoint } from '../jsonapi/entry-point.ts';
@@ -22,6 +21,7 @@ import { frontDoor } from './front-door.ts';
 import { openApiRoutes } from '../jsonapi/openapi.ts';
 import { createMetrics } from './metrics.ts';
 import { dataStreamRoutes } from './data-streams.ts';
+import { securityHeaders } from './security-headers.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT = '4mb';
@@ -44,7 +44,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.get('/', front.page);
   app.get('/assets/front-door.js', front.script);
   app.use(openApiRoutes(ctx));
-  app.use(helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false }));
+  app.use(securityHeaders());
   app.use(oauth.cors);
   app.use(oauth.router);
 

@@ -30,16 +30,20 @@ export function loggableUrl(url: string): string {
 }
 
 export function requestLogger(logger: Logger) {
+  const logsRequests = logger.isLevelEnabled('info');
   return (req: Request, res: Response, next: NextFunction): void => {
     const id = (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID());
     res.locals.requestId = id;
-    const log = logger.child({ requestId: id });
-    res.locals.log = log;
     res.setHeader('X-Request-Id', id);
+    // The request's logger is made when a line is first written: most requests write only the
+    // one below, and none at all when requests are not logged.
+    let log: Logger | undefined;
+    Object.defineProperty(res.locals, 'log', { get: () => (log ??= logger.child({ requestId: id })), enumerable: true, configurable: true });
+    if (!logsRequests) return next();
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      res.locals.log!.info({ method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
     });
     next();
   };

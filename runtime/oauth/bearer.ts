@@ -1,5 +1,5 @@
 /**
- * Bearer authentication of the API (RFC 6750) with passport-http-bearer: the access token of the
+ * Bearer authentication of the API (RFC 6750): the access token of the
  * Authorization header becomes the request's Principal. A request without an Authorization
  * header stays anonymous, and the API decides where that is enough (GET /api, the schemas). Any
  * Authorization header that does not carry a live token is refused with 401, a JSON:API error
@@ -7,8 +7,6 @@
  * token of a blocked user, and farmOS.js's `Bearer undefined` before it has a token.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import passport from 'passport';
-import { Strategy as BearerStrategy } from 'passport-http-bearer';
 import type { Knex } from 'knex';
 import { ApiError, unauthorized } from '../errors.ts';
 import { effectivePermissions, isRole } from '../access/roles.ts';
@@ -81,39 +79,34 @@ export async function principalOfToken(db: Knex, token: string): Promise<Princip
   };
 }
 
+/**
+ * The bearer token of an Authorization header (RFC 6750 §2.1): the token, or why there is none.
+ * As passport-http-bearer reads it: exactly two space-separated parts, the scheme in any case.
+ */
+function bearerToken(header: string): { token: string } | 'malformed' | 'other-scheme' {
+  const parts = header.split(' ');
+  if (parts.length !== 2) return 'malformed';
+  return /^Bearer$/i.test(parts[0]!) && parts[1] ? { token: parts[1] } : 'other-scheme';
+}
+
 /** Middleware setting the request's principal from its bearer token, or failing with 401 (400 for a malformed header). */
 export function bearerAuthentication(db: Knex): RequestHandler {
-  // Why the strategy refused a request's token, for the callback to explain.
-  const refusals = new WeakMap<Request, keyof typeof REFUSED>();
-  // A private Passport instance: nothing global, no sessions.
-  const authenticator = new passport.Passport();
-  authenticator.use(
-    new BearerStrategy({ realm: REALM, passReqToCallback: true }, (req: Request, token: string, done: (error: unknown, user?: Principal | false) => void) => {
-      principalOfToken(db, token).then((result) => {
-        if (typeof result !== 'string') return done(null, result);
-        refusals.set(req, result);
-        done(null, false);
-      }, done);
-    }),
-  );
-
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.headers.authorization === undefined) return next();
-    authenticator.authenticate('bearer', { session: false }, (error: unknown, principal: Principal | false, _challenge: unknown, status: unknown) => {
-      if (error) return next(error);
-      if (principal) {
-        setPrincipal(res, principal);
+    const header = req.headers.authorization;
+    if (header === undefined) return next();
+    const read = bearerToken(header);
+    if (read === 'malformed') {
+      return next(new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', { headers: { 'WWW-Authenticate': challenge('invalid_request') } }));
+    }
+    // Another scheme (e.g. Basic): this API knows bearer tokens only.
+    if (read === 'other-scheme') return next(unauthorized('This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".', `Bearer realm="${REALM}"`));
+    principalOfToken(db, read.token).then((result) => {
+      if (typeof result !== 'string') {
+        setPrincipal(res, result);
         return next();
       }
-      const refusal = refusals.get(req);
-      if (refusal) res.locals.log?.warn({ reason: refusal }, 'refused access token');
-      if (refusal) return next(unauthorized(REFUSED[refusal], challenge('invalid_token', REFUSED[refusal])));
-      // passport-http-bearer fails with status 400 for a header that is not "<scheme> <credentials>".
-      if (status === 400) {
-        return next(new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', { headers: { 'WWW-Authenticate': challenge('invalid_request') } }));
-      }
-      // Another scheme (e.g. Basic): this API knows bearer tokens only.
-      return next(unauthorized('This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".', `Bearer realm="${REALM}"`));
-    })(req, res, next);
+      res.locals.log?.warn({ reason: result }, 'refused access token');
+      next(unauthorized(REFUSED[result], challenge('invalid_token', REFUSED[result])));
+    }, next);
   };
 }

@@ -6,6 +6,7 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
 
@@ -55,7 +56,63 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       },
     },
   });
-  return { knex, dialect: 'sqlite', close: () => knex.destroy() };
+  const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'));
+  READERS.set(knex, reader);
+  return {
+    knex,
+    dialect: 'sqlite',
+    close: async () => {
+      reader.close();
+      await knex.destroy();
+    },
+  };
+}
+
+/**
+ * SQLite's second connection, for reads outside transactions. In WAL mode a reader sees the last
+ * committed state while a writer works, so a read never waits in Knex's one-connection pool
+ * behind a write transaction, and never sees one's uncommitted rows. It is a plain synchronous
+ * better-sqlite3 handle: a statement runs whole within one turn of the event loop. Opened on
+ * first use (the file may not exist before the migrations run) and refuses writes (query_only).
+ */
+class ReadConnection {
+  private connection: BetterSqlite3.Database | null = null;
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+
+  constructor(private readonly file: string) {}
+
+  all(sql: string, bindings: readonly unknown[]): unknown[] {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.open().prepare(sql);
+      if (this.statements.size >= 1000) this.statements.delete(this.statements.keys().next().value!);
+      this.statements.set(sql, statement);
+    }
+    // As Knex's better-sqlite3 client binds them: booleans as 0/1, dates as milliseconds.
+    return statement.all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b)));
+  }
+
+  private open(): BetterSqlite3.Database {
+    if (!this.connection) {
+      this.connection = new BetterSqlite3(this.file, { fileMustExist: true });
+      this.connection.pragma('query_only = ON');
+      this.connection.pragma('busy_timeout = 5000');
+    }
+    return this.connection;
+  }
+
+  close(): void {
+    this.statements.clear();
+    this.connection?.close();
+    this.connection = null;
+  }
+}
+
+const READERS = new WeakMap<Knex, ReadConnection>();
+
+/** The read connection of an SQLite database's Knex instance; none for PostgreSQL or a transaction. */
+export function readConnectionOf(db: Knex | Knex.Transaction): ReadConnection | undefined {
+  return READERS.get(db as Knex);
 }
 
 /**

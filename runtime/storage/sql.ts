@@ -8,6 +8,7 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
+import { readConnectionOf } from './database.ts';
 
 export function isPostgres(db: Db): boolean {
   return (db.client.config as { client?: string }).client === 'pg';
@@ -15,6 +16,9 @@ export function isPostgres(db: Db): boolean {
 
 /** Rows of a raw SELECT, on either database. */
 export async function selectRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
+  // Outside a transaction on SQLite: the read connection, without a trip through the pool.
+  const reader = readConnectionOf(db);
+  if (reader) return reader.all(sql, bindings) as T[];
   const result = await db.raw(sql, bindings);
   return isPostgres(db) ? (result as { rows: T[] }).rows : (result as T[]);
 }

@@ -86,3 +86,15 @@ test('tokens are stored only as hashes', async () => {
   assert.ok(!access.includes(pair.access_token) && !refresh.includes(pair.refresh_token));
   assert.ok(access.includes(hashSecret(pair.access_token)));
 });
+
+test('every API answer carries the security headers (no sniffing, no framing, HSTS), errors and anonymous ones too', async () => {
+  const pair = await passwordGrant(server, ADMIN.name, ADMIN.password);
+  for (const res of [await api(`${server.url}/api`, pair.access_token), await api(`${server.url}/api/log/activity`, 'not-a-token'), await api(`${server.url}/api/schema`)]) {
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(res.headers.get('x-frame-options'), 'SAMEORIGIN');
+    assert.match(res.headers.get('strict-transport-security') ?? '', /^max-age=\d+/);
+    assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+    assert.equal(res.headers.get('cross-origin-opener-policy'), 'same-origin');
+    assert.equal(res.headers.get('x-powered-by'), null);
+  }
+});
