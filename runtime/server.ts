@@ -3,7 +3,8 @@
  * the first administrator and the default client, then listen. Tests start real servers through
  * this on an ephemeral port.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createAppServer } from './http/node-server.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from './config.ts';
@@ -73,7 +74,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     const oauth = createOAuth(ctx);
     await oauth.bootstrap();
     const app = createApp(ctx, oauth);
-    const server = createServer(app);
+    const server = createAppServer(app);
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

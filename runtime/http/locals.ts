@@ -2,7 +2,7 @@
  * What a request's `res.locals` holds, typed for every handler (Express leaves it `any`): set by
  * the middleware named beside each, read downstream. Type declarations only; nothing runs here.
  */
-import type { Logger } from 'pino';
+import type { RequestLog } from './logging.ts';
 import type { Principal } from '../access/principal.ts';
 import type { Client } from '../oauth/clients.ts';
 
@@ -13,7 +13,7 @@ declare global {
       /** http/logging.ts: the request's id, echoed as X-Request-Id. */
       requestId?: string;
       /** http/logging.ts: a logger that stamps the request id on every line. */
-      log?: Logger;
+      log?: RequestLog;
       /** access/principal.ts setPrincipal (bearer authentication): who is asking, with which scopes. */
       principal?: Principal;
       /** oauth/client-auth.ts: the OAuth client that authenticated at /oauth/token or /oauth/revoke. */

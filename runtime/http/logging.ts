@@ -29,16 +29,44 @@ export function loggableUrl(url: string): string {
   return url.replace(SECRET_PARAMS, '$1[redacted]');
 }
 
+/**
+ * A request's logger: lines stamped with its request id. pino's child logger is made when the
+ * first line is written: most requests write only the request line, and none at all when
+ * requests are not logged. (A getter on res.locals would do the same, but turns that object
+ * slow for every later reader: a quarter of a small request's time.)
+ */
+export class RequestLog {
+  private child: Logger | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    readonly requestId: string,
+  ) {}
+
+  private get lines(): Logger {
+    return (this.child ??= this.logger.child({ requestId: this.requestId }));
+  }
+
+  info(fields: object, message: string): void {
+    this.lines.info(fields, message);
+  }
+
+  warn(fields: object, message: string): void {
+    this.lines.warn(fields, message);
+  }
+
+  error(fields: object, message: string): void {
+    this.lines.error(fields, message);
+  }
+}
+
 export function requestLogger(logger: Logger) {
   const logsRequests = logger.isLevelEnabled('info');
   return (req: Request, res: Response, next: NextFunction): void => {
     const id = (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID());
     res.locals.requestId = id;
     res.setHeader('X-Request-Id', id);
-    // The request's logger is made when a line is first written: most requests write only the
-    // one below, and none at all when requests are not logged.
-    let log: Logger | undefined;
-    Object.defineProperty(res.locals, 'log', { get: () => (log ??= logger.child({ requestId: id })), enumerable: true, configurable: true });
+    res.locals.log = new RequestLog(logger, id);
     if (!logsRequests) return next();
     const started = process.hrtime.bigint();
     res.on('finish', () => {

@@ -69,14 +69,34 @@ export function createMetrics(ctx: AppContext): Metrics {
     },
   });
 
+  // The counter and histogram children of each label set, looked up once: prom-client hashes the
+  // labels on every call otherwise. Route labels are templates, so the map stays small.
+  const children = new Map<string, { observe(seconds: number): void }>();
+  const series = (method: string, route: string, status: number) => {
+    const key = `${method} ${status} ${route}`;
+    let child = children.get(key);
+    if (!child) {
+      const labels = { method, route, status: String(status) };
+      const count = requests.labels(labels);
+      const time = durations.labels(labels);
+      child = {
+        observe(seconds: number) {
+          count.inc();
+          time.observe(seconds);
+        },
+      };
+      children.set(key, child);
+    }
+    return child;
+  };
+
   return {
     observe(req, res, next) {
-      const stop = durations.startTimer();
+      const started = performance.now();
       res.on('finish', () => {
         // originalUrl: routers mounted at /api rewrite req.url while they handle the request.
-        const labels = { method: req.method, route: routeLabel(req.originalUrl.split('?')[0]!, res.statusCode), status: String(res.statusCode) };
-        requests.inc(labels);
-        stop(labels);
+        const route = routeLabel(req.originalUrl.split('?')[0]!, res.statusCode);
+        series(req.method, route, res.statusCode).observe((performance.now() - started) / 1000);
       });
       next();
     },

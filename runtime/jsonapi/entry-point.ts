@@ -1,7 +1,7 @@
 /** `GET /api`: farm info and one link per resource type (farmos-behaviour.md §3.1). */
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
-import { JSONAPI_VERSION, sendDocument } from './document.ts';
+import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION } from './document.ts';
 import { principalOf } from '../access/principal.ts';
 import { TILTH_API_VERSION } from '../version.ts';
 import { LANGUAGE_PATH, LANGUAGE_TYPE } from './languages.ts';
@@ -16,13 +16,14 @@ export function entryPoint(ctx: AppContext, configs: ConfigCatalogue) {
   links[LANGUAGE_TYPE] = { href: `${base}${LANGUAGE_PATH}` };
   for (const t of configs.types.values()) links[t.type] = { href: `${base}${t.path}` };
   const farm = { name: ctx.config.farmName, url: base, version: TILTH_API_VERSION, system_of_measurement: ctx.config.systemOfMeasurement };
+  // The document is the same for every request but for meta.links.me: its text is built once,
+  // around that one member (exactly as JSON.stringify would write the whole document).
+  const head = `{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[],"meta":{`;
+  const tail = `"farm":${JSON.stringify(farm)}},"links":${JSON.stringify(links)}}`;
+  const anonymous = head + tail;
   return (_req: Request, res: Response): void => {
-    const principal = principalOf(res);
-    const meta: Record<string, unknown> = {};
-    if (principal.userUuid) {
-      meta.links = { me: { meta: { id: principal.userUuid }, href: `${base}/api/user/user/${principal.userUuid}` } };
-    }
-    meta.farm = farm;
-    sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data: [], meta, links });
+    const uuid = principalOf(res).userUuid;
+    const me = uuid ? `"links":${JSON.stringify({ me: { meta: { id: uuid }, href: `${base}/api/user/user/${uuid}` } })},` : '';
+    res.status(200).type(JSONAPI_MEDIA_TYPE).send(me ? head + me + tail : anonymous);
   };
 }
