@@ -56,7 +56,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       },
     },
   });
-  const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'));
+  const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'), knex);
   READERS.set(knex, reader);
   return {
     knex,
@@ -79,9 +79,14 @@ class ReadConnection {
   private connection: BetterSqlite3.Database | null = null;
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    private readonly knex: Knex,
+  ) {}
 
   all(sql: string, bindings: readonly unknown[]): unknown[] {
+    // Knex's 'query' event, as for every other statement, for whoever watches the SQL run.
+    if (this.knex.listenerCount('query')) this.knex.emit('query', { method: 'raw', sql, bindings });
     let statement = this.statements.get(sql);
     if (statement === undefined) {
       statement = this.open().prepare(sql);

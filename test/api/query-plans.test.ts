@@ -51,7 +51,7 @@ const MODEL_TABLES = new Set<string>([
 /** alias → table, from the `table` as `alias` pairs and bare table names of a statement. */
 function aliases(sql: string): Map<string, string> {
   const map = new Map<string, string>();
-  for (const m of sql.matchAll(/[`"](\w+)[`"]\s+as\s+[`"](\w+)[`"]/gi)) map.set(m[2]!, m[1]!);
+  for (const m of sql.matchAll(/[`"](\w+)[`"]\s+as\s+[`"]?(\w+)[`"]?/gi)) map.set(m[2]!, m[1]!);
   for (const m of sql.matchAll(/\b(?:from|join)\s+[`"](\w+)[`"](?!\s+as)/gi)) map.set(m[1]!, m[1]!);
   return map;
 }

@@ -13,6 +13,7 @@ import type { SortField } from '../query/sort.ts';
 import type { PageRequest } from '../query/page.ts';
 import { QueryCompiler, type SortKey } from './compile.ts';
 import { viewCondition } from '../../access/policy.ts';
+import { selectRows } from '../../storage/sql.ts';
 
 export interface PageResult {
   ids: number[];
@@ -120,12 +121,13 @@ export async function fetchPage(
     const a = part(qb.clone().where(column, op, value), 0);
     const b = part(qb.clone().whereNull(column), 1);
     const order = keys.map((k, i) => `${k.column === 'id' ? 'id' : `k${i}`} ${k.direction}`).join(', ');
-    const result = await db.raw(`SELECT * FROM (SELECT * FROM (${a.sql}) AS a_ UNION ALL SELECT * FROM (${b.sql}) AS b_) AS p_ ORDER BY part_, ${order} LIMIT ?`, [...a.bindings, ...b.bindings, page.limit + 1]);
-    rows = (Array.isArray(result) ? result : (result as { rows: Array<Record<string, unknown>> }).rows) as Array<Record<string, unknown>>;
-  } else if (bound) {
-    const [column, op, value] = bound;
-    rows = (await qb.where(column, op, value)) as Array<Record<string, unknown>>;
-  } else rows = (await qb) as Array<Record<string, unknown>>;
+    rows = await selectRows(db, `SELECT * FROM (SELECT * FROM (${a.sql}) AS a_ UNION ALL SELECT * FROM (${b.sql}) AS b_) AS p_ ORDER BY part_, ${order} LIMIT ?`, [...a.bindings, ...b.bindings, page.limit + 1]);
+  } else {
+    // Compiled here and run as raw SQL: outside a transaction on SQLite that is the read connection.
+    if (bound) qb.where(...bound);
+    const { sql, bindings } = qb.toSQL();
+    rows = await selectRows(db, sql, bindings);
+  }
   const hasMore = rows.length > page.limit;
   const pageRows = rows.slice(0, page.limit);
   const result: PageResult = { ids: pageRows.map((r) => Number(r.id)), hasMore };
