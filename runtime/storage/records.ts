@@ -149,24 +149,17 @@ export class RecordStore {
     const rows = await selectRows<any>(db, sql, [idListParameter(postgres, [...new Set(ids)])]);
     const byId = new Map<number, EntityRecord>();
     const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
+    // The fields to read, once per bundle on the page rather than once per row.
+    const fieldsOf = new Map<ResourceType, FieldDescriptor[]>();
     for (const row of rows) {
       const rt = this.registry.get(`${entityType}--${row.bundle}`);
       if (!rt) continue;
       const record: EntityRecord = { id: Number(row.id), uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null, rt, values: new Map() };
-      for (const field of fields ? fields(rt) : rt.bundle.fields) {
-        if (field.storage.kind === 'columns') {
-          const props: Record<string, unknown> = {};
-          for (const [prop, column] of Object.entries(field.storage.columns)) props[prop] = row[column];
-          const item = itemFromProps(field, props);
-          const join = isReferenceField(field) ? joins.find((j) => j.column === (field.storage as { columns: Record<string, string> }).columns.target_id) : undefined;
-          if (item && join && row[`${join.alias}_uuid`]) {
-            const ref = item as Reference;
-            ref.uuid = row[`${join.alias}_uuid`];
-            ref.bundle = row[`${join.alias}_bundle`];
-            ref.revisionId = row[`${join.alias}_rev`] ?? null;
-          }
-          record.values.set(field.name, item);
-        } else if (field.storage.kind === 'table') {
+      let list = fieldsOf.get(rt);
+      if (!list) fieldsOf.set(rt, (list = fields ? fields(rt) : rt.bundle.fields));
+      for (const field of list) {
+        if (field.storage.kind === 'columns') record.values.set(field.name, this.columnReader(field, joins)(row));
+        else if (field.storage.kind === 'table') {
           record.values.set(field.name, []);
           let entry = sideFields.get(field.storage.table);
           if (!entry) sideFields.set(field.storage.table, (entry = { field, records: [] }));
@@ -223,6 +216,37 @@ export class RecordStore {
       return `SELECT ${i} AS k, s.entity_id, s.delta, ${props} AS p, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id')}`;
     });
     return `SELECT * FROM (${branches.join(' UNION ALL ')}) AS u ORDER BY entity_id, k, delta`;
+  }
+
+  /** By the entity type's joins (cached per entity type), then by field. */
+  private readonly columnReaders = new WeakMap<object, WeakMap<FieldDescriptor, (row: Record<string, unknown>) => ItemValue>>();
+
+  /**
+   * How a field stored in columns is read from a row of load()'s statement, worked out once per
+   * field: its columns, and for a reference the joined target's UUID, bundle and revision.
+   */
+  private columnReader(field: FieldDescriptor, joins: Array<{ column: string; alias: string }>): (row: Record<string, unknown>) => ItemValue {
+    let readers = this.columnReaders.get(joins);
+    if (!readers) this.columnReaders.set(joins, (readers = new WeakMap()));
+    let read = readers.get(field);
+    if (read) return read;
+    const columns = Object.entries((field.storage as { columns: Record<string, string> }).columns);
+    const join = isReferenceField(field) ? joins.find((j) => j.column === (field.storage as { columns: Record<string, string> }).columns.target_id) : undefined;
+    const [uuid, bundle, rev] = join ? [`${join.alias}_uuid`, `${join.alias}_bundle`, `${join.alias}_rev`] : [];
+    read = (row) => {
+      const props: Record<string, unknown> = {};
+      for (const [prop, column] of columns) props[prop] = row[column];
+      const item = itemFromProps(field, props);
+      if (item && uuid && row[uuid]) {
+        const ref = item as Reference;
+        ref.uuid = row[uuid] as string;
+        ref.bundle = row[bundle!] as string;
+        ref.revisionId = (row[rev!] as number | null | undefined) ?? null;
+      }
+      return item;
+    };
+    readers.set(field, read);
+    return read;
   }
 
   /** Built SQL text, by entity type and shape. */
