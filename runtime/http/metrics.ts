@@ -27,6 +27,9 @@ export function routeLabel(path: string, status: number): string {
   return 'other';
 }
 
+/** Distinct route labels kept; more than any farm's route templates, few enough to scrape. */
+const MAX_ROUTES = 1000;
+
 export interface Metrics {
   /** Middleware counting and timing every request. */
   observe(req: Request, res: Response, next: NextFunction): void;
@@ -70,9 +73,13 @@ export function createMetrics(ctx: AppContext): Metrics {
   });
 
   // The counter and histogram children of each label set, looked up once: prom-client hashes the
-  // labels on every call otherwise. Route labels are templates, so the map stays small.
+  // labels on every call otherwise. Route labels are templates, but a request answered before any
+  // route (an OPTIONS preflight, a refused token) is labelled by its path, which the client
+  // makes up: past MAX_ROUTES routes, new ones are counted as "other", so series stay bounded.
   const children = new Map<string, { observe(seconds: number): void }>();
-  const series = (method: string, route: string, status: number) => {
+  const routes = new Set<string>();
+  const series = (method: string, path: string, status: number) => {
+    const route = routes.has(path) || (routes.size < MAX_ROUTES && routes.add(path)) ? path : 'other';
     const key = `${method} ${status} ${route}`;
     let child = children.get(key);
     if (!child) {

@@ -66,3 +66,14 @@ test('TILTH_METRICS=public serves metrics to anyone; off turns them off', async 
   const res = await request(`${off.url}/metrics`, { token: await passwordToken(off.url, ADMIN.name, ADMIN.password) });
   assert.equal(res.status, 404);
 });
+
+test('/metrics series stay bounded whatever paths clients make up (OPTIONS and bad tokens answer before any route)', async () => {
+  for (let i = 0; i < 1100; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, j) => request(`${server.url}/api/made-up-${i + j}`, { method: i % 100 ? 'OPTIONS' : 'GET', token: 'not-a-token' })));
+  }
+  const res = await request(`${server.url}/metrics`, { token: adminToken, headers: { Accept: 'text/plain' } });
+  const routes = new Set([...res.text.matchAll(/tilth_http_requests_total\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
+  assert.ok(routes.size <= 1001, `${routes.size} route labels (at most 1,000 and "other")`);
+  assert.ok(routes.has('other'), 'routes past the bound are counted as "other"');
+  assert.match(res.text, /tilth_http_requests_total\{method="GET",route="\/api\/log\/activity\/\{id\}",status="200"\}/, 'routes seen before stay');
+});
