@@ -280,8 +280,13 @@ async function main(): Promise<void> {
       if (probe.status !== 200) {
         add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: `unsupported (${probe.status})`, target: 'p99 ≤ 20 ms', met: false });
       } else {
+        // The issue names no rate for this p99; every other p99 target is at a fixed rate (a closed
+        // loop's p99 is mostly the wait behind the other connections), so it is measured at P1's
+        // 100 req/s, and the closed loop is reported beside it.
         const f = await closed(`${T}${inX}`, { headers: s.auth });
-        add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: fmt(f), target: 'p99 ≤ 20 ms', met: clean(f) && f.p99 <= 20, detail: { tilth: f } });
+        add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: fmt(f), target: '', met: null, detail: { tilth: f } });
+        const r = await atRate(`${T}${inX}`, 100, { headers: s.auth });
+        add({ id: 'P6', what: 'animals in location X at 100 req/s', figure: fmt(r), target: 'p99 ≤ 20 ms', met: clean(r) && r.p99 <= 20, detail: { tilth: r } });
       }
     }
 
