@@ -65,7 +65,21 @@ export function permissionsOfRoles(roles: Iterable<string>): Set<Permission> {
  * What a token may do: every permission must be granted both by its scopes and by its user's
  * roles (simple_oauth's TokenAuthUser rule). `user_access` grants whatever the user's roles do.
  */
-export function effectivePermissions(userRoles: readonly string[], scopes: readonly string[]): Set<Permission> {
+export function effectivePermissions(userRoles: readonly string[], scopes: readonly string[]): ReadonlySet<Permission> {
+  // Worked out on every request: kept per combination of roles and scopes. Roles are of a fixed
+  // set and scopes of the registered ones, so there are few combinations.
+  const key = `${userRoles.join(' ')}|${scopes.join(' ')}`;
+  let known = EFFECTIVE.get(key);
+  if (!known) {
+    known = computeEffective(userRoles, scopes);
+    if (EFFECTIVE.size < 1000) EFFECTIVE.set(key, known);
+  }
+  return known;
+}
+
+const EFFECTIVE = new Map<string, ReadonlySet<Permission>>();
+
+function computeEffective(userRoles: readonly string[], scopes: readonly string[]): ReadonlySet<Permission> {
   const byRoles = permissionsOfRoles(userRoles);
   const scopeRoles = scopes.includes(USER_ACCESS_SCOPE) ? userRoles : scopes;
   const byScopes = permissionsOfRoles(scopeRoles);

@@ -1,7 +1,8 @@
 /**
  * The schema endpoints (farmos-behaviour.md §3.2): `/api/schema` and, per resource type,
  * `…/resource/schema`, `…/schema`, `…/collection/schema` and the related-resource schemas.
- * Served as plain JSON without authentication, as jsonapi_schema does. Built once per server.
+ * Served as plain JSON without authentication, as jsonapi_schema does. Built once per server,
+ * and the fixed ones kept as the bytes sent.
  */
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
@@ -10,14 +11,14 @@ import type { ResourceType } from '../model/registry.ts';
 const BASE_TOKEN = /\{base_url\}/g;
 
 export class SchemaStore {
-  private readonly resource = new Map<string, string>();
-  private readonly index: string;
+  private readonly resource = new Map<string, Buffer>();
+  private readonly index: Buffer;
 
   constructor(private readonly ctx: AppContext) {
     const base = ctx.config.baseUrl;
     for (const type of ctx.registry.resourceTypes.keys()) {
       const text = ctx.generated.schemas.get(type);
-      if (text) this.resource.set(type, text.replace(BASE_TOKEN, base));
+      if (text) this.resource.set(type, Buffer.from(text.replace(BASE_TOKEN, base)));
     }
     const links = [...ctx.registry.resourceTypes.values()]
       .sort((a, b) => a.type.localeCompare(b.type))
@@ -30,18 +31,20 @@ export class SchemaStore {
         templatePointers: { instanceHref: `/links/${rt.type}/href` },
         templateRequired: ['instanceHref'],
       }));
-    this.index = JSON.stringify({
-      $schema: 'https://json-schema.org/draft/2019-09/hyper-schema',
-      $id: `${base}/api/schema`,
-      allOf: [{ $ref: 'https://jsonapi.org/schema#/definitions/success' }, { type: 'object', links }],
-    });
+    this.index = Buffer.from(
+      JSON.stringify({
+        $schema: 'https://json-schema.org/draft/2019-09/hyper-schema',
+        $id: `${base}/api/schema`,
+        allOf: [{ $ref: 'https://jsonapi.org/schema#/definitions/success' }, { type: 'object', links }],
+      }),
+    );
   }
 
-  indexSchema(): string {
+  indexSchema(): Buffer {
     return this.index;
   }
 
-  resourceSchema(type: string): string | undefined {
+  resourceSchema(type: string): Buffer | undefined {
     return this.resource.get(type);
   }
 
@@ -77,8 +80,9 @@ function document(id: string, title: string, data: unknown): Record<string, unkn
   };
 }
 
-export function sendSchema(res: Response, text: string): void {
-  res.status(200).type('application/json').send(text);
+export function sendSchema(res: Response, text: string | Buffer): void {
+  // Spelled out: Express adds the charset to a string's type but not to a Buffer's.
+  res.status(200).set('Content-Type', 'application/json; charset=utf-8').send(text);
 }
 
 export function schemaIndexHandler(store: SchemaStore) {
