@@ -4,6 +4,7 @@
  * default: a write is on disk before it is acknowledged). One Knex instance per process.
  */
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
@@ -39,7 +40,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     throw new ConfigError(`TILTH_DATA_DIR must be a directory Tilth can write to; ${options.dataDir} is not (${(error as NodeJS.ErrnoException).code}).`);
   }
   const knex = knexFactory({
-    client: 'better-sqlite3',
+    client: SqliteClient as unknown as typeof Knex.Client,
     connection: { filename: join(options.dataDir, 'tilth.sqlite') },
     useNullAsDefault: true,
     // One connection: better-sqlite3 is synchronous, and SQLite serialises writers anyway.
@@ -58,6 +59,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   });
   const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'), knex);
   READERS.set(knex, reader);
+  (knex.client as SqliteClient).reader = reader;
   return {
     knex,
     dialect: 'sqlite',
@@ -73,43 +75,59 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
  * committed state while a writer works, so a read never waits in Knex's one-connection pool
  * behind a write transaction, and never sees one's uncommitted rows. It is a plain synchronous
  * better-sqlite3 handle: a statement runs whole within one turn of the event loop. Opened on
- * first use (the file may not exist before the migrations run) and refuses writes (query_only).
+ * first use, and refuses writes (query_only).
  */
 class ReadConnection {
   private connection: BetterSqlite3.Database | null = null;
-  private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
   constructor(
     private readonly file: string,
     private readonly knex: Knex,
   ) {}
 
+  /** Rows of a SELECT (storage/sql.ts selectRows). */
   all(sql: string, bindings: readonly unknown[]): unknown[] {
     // Knex's 'query' event, as for every other statement, for whoever watches the SQL run.
     if (this.knex.listenerCount('query')) this.knex.emit('query', { method: 'raw', sql, bindings });
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.open().prepare(sql);
-      if (this.statements.size >= 1000) this.statements.delete(this.statements.keys().next().value!);
-      this.statements.set(sql, statement);
-    }
     // As Knex's better-sqlite3 client binds them: booleans as 0/1, dates as milliseconds.
-    return statement.all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b)));
+    return (this.handle().prepare(sql) as BetterSqlite3.Statement).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b)));
   }
 
-  private open(): BetterSqlite3.Database {
+  /** The better-sqlite3 handle, opened on first use, its statements cached as the pool's are. */
+  handle(): BetterSqlite3.Database {
     if (!this.connection) {
-      this.connection = new BetterSqlite3(this.file, { fileMustExist: true });
-      this.connection.pragma('query_only = ON');
-      this.connection.pragma('busy_timeout = 5000');
+      const connection = new BetterSqlite3(this.file);
+      connection.pragma('query_only = ON');
+      connection.pragma('busy_timeout = 5000');
+      cachePreparedStatements(connection);
+      this.connection = connection;
     }
     return this.connection;
   }
 
   close(): void {
-    this.statements.clear();
     this.connection?.close();
     this.connection = null;
+  }
+}
+
+// Knex's better-sqlite3 dialect, extended below; Knex exports it only by path.
+const BetterSqliteClient = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as new (config: unknown) => object;
+const READ_METHODS = new Set(['select', 'first', 'pluck']);
+
+/**
+ * Knex's better-sqlite3 client, with the SELECTs of query builders outside a transaction run on
+ * the read connection: Knex's runner uses a connection set on it instead of taking one from the
+ * pool. A transaction's client (Knex makes one per transaction, `transacting`) and every write,
+ * raw statement and schema change keep the pool's one connection.
+ */
+class SqliteClient extends BetterSqliteClient {
+  reader?: ReadConnection;
+
+  runner(builder: { _method?: string }): { connection?: unknown } {
+    const runner = (BetterSqliteClient.prototype as unknown as { runner(b: unknown): { connection?: unknown } }).runner.call(this, builder);
+    if (this.reader && !(this as { transacting?: boolean }).transacting && READ_METHODS.has(builder._method ?? '')) runner.connection = this.reader.handle();
+    return runner;
   }
 }
 

@@ -40,3 +40,30 @@ test('concurrent creates of different records all land', async () => {
   }
   assert.equal(names.size, 40);
 });
+
+test('a read is answered while a write transaction is open, and sees only what was committed', async () => {
+  const created = await request(`${server.url}/api/asset/equipment`, { method: 'POST', token, json: { data: { type: 'asset--equipment', attributes: { name: 'Seed drill' } } } });
+  assert.equal(created.status, 201, created.text);
+  const id = created.body.data.id;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let changed!: () => void;
+  const inTransaction = new Promise<void>((resolve) => (changed = resolve));
+  // A long write (an import, say) holds its transaction open while requests keep coming.
+  const writer = server.ctx.db.knex.transaction(async (trx) => {
+    await trx('asset').where('uuid', id).update({ name: 'Seed drill (renamed)' });
+    changed();
+    await held;
+  });
+  try {
+    await inTransaction;
+    const during = await request(`${server.url}/api/asset/equipment/${id}`, { token, signal: AbortSignal.timeout(5000) });
+    assert.equal(during.status, 200, 'answered without waiting for the writer');
+    assert.equal(during.body.data.attributes.name, 'Seed drill', 'the uncommitted name is not seen');
+  } finally {
+    release();
+    await writer;
+  }
+  const after = await request(`${server.url}/api/asset/equipment/${id}`, { token });
+  assert.equal(after.body.data.attributes.name, 'Seed drill (renamed)', 'the committed name is');
+});
