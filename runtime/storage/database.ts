@@ -58,7 +58,6 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     },
   });
   const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'), knex);
-  READERS.set(knex, reader);
   (knex.client as SqliteClient).reader = reader;
   return {
     knex,
@@ -131,11 +130,11 @@ class SqliteClient extends BetterSqliteClient {
   }
 }
 
-const READERS = new WeakMap<Knex, ReadConnection>();
-
 /** The read connection of an SQLite database's Knex instance; none for PostgreSQL or a transaction. */
 export function readConnectionOf(db: Knex | Knex.Transaction): ReadConnection | undefined {
-  return READERS.get(db as Knex);
+  // A transaction's client is Knex's copy of the client, which carries no reader.
+  const client = db.client as { reader?: ReadConnection; transacting?: boolean };
+  return client.transacting ? undefined : client.reader;
 }
 
 /**
