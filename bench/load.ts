@@ -1,17 +1,25 @@
 /**
- * The load generator, in a process of its own (pinned to the core the server is not on): one
- * autocannon run described by a JSON spec on stdin, its summary as JSON on stdout. Requests that
- * change per request (a random log, a fresh refresh token) are made here by autocannon's
- * setupRequest from lists the spec names, so nothing but the request itself is timed.
+ * The load generator, in a process of its own (pinned to the core the server is not on): one run
+ * described by a JSON spec on stdin, its summary as JSON on stdout. Requests that change per
+ * request (a random log, a fresh refresh token) are made here from lists the spec names, so
+ * nothing but the request itself is timed.
+ *
+ * Closed loop is autocannon. A fixed rate is not: autocannon's `overallRate` lets each connection
+ * send its whole quota for the second back to back and then waits for the next second, so "100
+ * req/s" arrives as a burst of 16 concurrent requests every second, and its p99 measures that
+ * burst's queue. Here a fixed rate is an open loop: request i is due at start + i / rate, sent on
+ * one of `connections` keep-alive sockets, and its latency counts from when it was due (a request
+ * that waits for a free socket is late by that wait: no coordinated omission).
  */
 import { readFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import autocannon from 'autocannon';
 
 export interface LoadSpec {
   url: string;
   seconds: number;
   connections: number;
-  /** Requests per second over all connections (a fixed-rate run), or closed loop when absent. */
+  /** Requests per second, evenly spaced over `connections` sockets (an open loop), or closed loop when absent. */
   rate?: number;
   method?: string;
   headers?: Record<string, string>;
@@ -35,63 +43,76 @@ export interface LoadResult {
   non2xx: number;
 }
 
-async function main(): Promise<void> {
-  const spec = JSON.parse(readFileSync(0, 'utf8')) as LoadSpec;
+/** One request to send: what differs from the spec's own method, path and body. */
+interface Outgoing {
+  method?: string;
+  path?: string;
+  body?: string;
+}
+
+/** The spec's varying requests, in order, and what reads their answers (null: the spec's own request every time). */
+interface RequestMaker {
+  next(): Outgoing;
+  onResponse?(status: number, body: string): void;
+}
+
+function requestMaker(spec: LoadSpec): RequestMaker | null {
   const list = spec.list ? (JSON.parse(readFileSync(spec.list, 'utf8')) as string[]) : [];
   let n = 0;
   // A cheap seeded pick: the same sequence of "random" logs every run.
   let seed = 12345;
-  const next = () => {
+  const random = () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
     return seed / 4294967296;
   };
-  const pick = () => list[Math.floor(next() * list.length)]!;
-  type Req = { method?: string; path?: string; body?: string | Buffer; headers?: Record<string, string> };
-  let requests: autocannon.Request[] | undefined;
+  const pick = () => list[Math.floor(random() * list.length)]!;
   switch (spec.mode ?? 'plain') {
+    case 'plain':
+      return null;
     case 'randomPath':
-      requests = [{ setupRequest: (req: Req) => ({ ...req, path: pick() }) } as autocannon.Request];
-      break;
+      return { next: () => ({ path: pick() }) };
     case 'patchLog':
-      requests = [{
-        setupRequest: (req: Req) => {
+      return {
+        next: () => {
           const path = pick();
           const id = path.slice(path.lastIndexOf('/') + 1);
           const asset = spec.assets![n++ % spec.assets!.length]!;
           const body = { data: { type: 'log--activity', id, attributes: { name: `Renamed ${n}` }, relationships: { asset: { data: [asset] } } } };
-          return { ...req, method: 'PATCH', path, body: JSON.stringify(body) };
+          return { method: 'PATCH', path, body: JSON.stringify(body) };
         },
-      } as autocannon.Request];
-      break;
+      };
     case 'postLog':
-      requests = [{ setupRequest: (req: Req) => ({ ...req, method: 'POST', body: list[n++ % list.length] }) } as autocannon.Request];
-      break;
+      return { next: () => ({ method: 'POST', body: list[n++ % list.length] }) };
     case 'refresh': {
       // Each refresh token is good once (rotation; a replay revokes the chain), so each response's
       // new token goes back in the pool for the next request. (autocannon's per-connection
       // context is reset after every pass over the request list, so it cannot carry the chain.)
       const pool = [...list];
-      requests = [{
-        setupRequest: (req: Req) => ({ ...req, method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: pool.shift() ?? '', ...spec.form }).toString() }),
-        onResponse: (status: number, body: string) => {
+      return {
+        next: () => ({ method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: pool.shift() ?? '', ...spec.form }).toString() }),
+        onResponse: (status, body) => {
           if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
         },
-      } as unknown as autocannon.Request];
-      break;
+      };
     }
   }
-  const opts: autocannon.Options = {
+}
+
+async function closedLoop(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResult> {
+  type Req = { method?: string; path?: string; body?: string | Buffer; headers?: Record<string, string> };
+  const requests = maker
+    ? [{ setupRequest: (req: Req) => ({ ...req, ...maker.next() }), ...(maker.onResponse ? { onResponse: maker.onResponse } : {}) } as unknown as autocannon.Request]
+    : undefined;
+  const r = await autocannon({
     url: spec.url,
     connections: spec.connections,
     duration: spec.seconds,
     method: (spec.method ?? 'GET') as autocannon.Options['method'],
     headers: spec.headers ?? {},
     ...(spec.body !== undefined ? { body: spec.body } : {}),
-    ...(spec.rate ? { overallRate: spec.rate } : {}),
     ...(requests ? { requests } : {}),
-  };
-  const r = await autocannon(opts);
-  const result: LoadResult = {
+  });
+  return {
     rps: Math.round(r.requests.average),
     p50: r.latency.p50,
     p99: r.latency.p99,
@@ -99,6 +120,71 @@ async function main(): Promise<void> {
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
   };
+}
+
+/** A request that has not answered in this long counts as an error (and frees its socket). */
+const TIMEOUT_MS = 10_000;
+
+/** Open loop at `spec.rate` requests a second, evenly spaced; latency counted from each request's due time. */
+function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResult> {
+  const rate = spec.rate!;
+  const url = new URL(spec.url);
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.connections });
+  const total = Math.max(1, Math.round(rate * spec.seconds));
+  const interval = 1000 / rate;
+  const latencies: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  let sent = 0;
+  let done = 0;
+  const start = performance.now() + 20;
+  let last = start;
+  return new Promise((resolve) => {
+    const finish = () => {
+      agent.destroy();
+      latencies.sort((a, b) => a - b);
+      const at = (q: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!) : 0);
+      resolve({ rps: Math.round(latencies.length / Math.max(0.001, (last - start) / 1000)), p50: at(0.5), p99: at(0.99), requests: latencies.length, errors, non2xx });
+    };
+    const settled = () => {
+      if (++done === total) finish();
+    };
+    const send = (due: number) => {
+      const out = maker?.next() ?? {};
+      const body = out.body ?? spec.body;
+      const headers = { ...spec.headers, ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) };
+      const req = httpRequest({ agent, host: url.hostname, port: url.port, method: out.method ?? spec.method ?? 'GET', path: out.path ?? `${url.pathname}${url.search}`, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          last = performance.now();
+          latencies.push(last - due);
+          if (status < 200 || status > 299) non2xx++;
+          maker?.onResponse?.(status, Buffer.concat(chunks).toString());
+          settled();
+        });
+      });
+      req.setTimeout(TIMEOUT_MS, () => req.destroy(new Error('timeout')));
+      req.on('error', () => {
+        errors++;
+        settled();
+      });
+      req.end(body);
+    };
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && start + sent * interval <= now) send(start + sent++ * interval);
+      if (sent < total) setTimeout(tick, Math.max(0, start + sent * interval - performance.now()));
+    };
+    setTimeout(tick, 20);
+  });
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(readFileSync(0, 'utf8')) as LoadSpec;
+  const maker = requestMaker(spec);
+  const result = spec.rate ? await fixedRate(spec, maker) : await closedLoop(spec, maker);
   process.stdout.write(JSON.stringify(result));
 }
 

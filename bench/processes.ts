@@ -67,7 +67,10 @@ function capture(child: ChildProcess): () => string {
 export async function startTilth(dataDir: string, env: Record<string, string> = {}): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawnNode(SERVER_CORE, ['bin/tilth.js', 'serve', '--migrate'], {
+  // BENCH_SERVER_NODE_ARGS: Node flags for Tilth's process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/cpu"
+  // (Node refuses --cpu-prof in NODE_OPTIONS); the profile is written when the server stops.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawnNode(SERVER_CORE, [...nodeArgs, 'bin/tilth.js', 'serve', '--migrate'], {
     PORT: String(port),
     HOST: '127.0.0.1',
     TILTH_BASE_URL: url,
