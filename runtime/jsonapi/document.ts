@@ -13,28 +13,62 @@ export { JSONAPI_VERSION };
  */
 export function documentText(body: unknown, maxBytes = Infinity): string {
   if (!Number.isFinite(maxBytes) || body === null || typeof body !== 'object' || Array.isArray(body)) return JSON.stringify(body);
-  let size = 2;
-  const tooLarge = () =>
-    new ApiError(413, `The response would be larger than ${maxBytes} bytes (TILTH_RESPONSE_MAX_BYTES): ask for fewer resources (page[limit]), fewer fields (fields[TYPE]=…) or fewer includes.`);
+  const budget = new ByteBudget(maxBytes); // counts the braces
   const parts: string[] = [];
   for (const [key, value] of Object.entries(body)) {
     if (value === undefined) continue;
+    const name = JSON.stringify(key);
+    budget.add(name, parts.length ? 2 : 1); // the comma before it, the colon after it
     let text: string;
     if (Array.isArray(value)) {
       const items: string[] = [];
+      budget.add('', 2); // the brackets
       for (const item of value) {
         const t = JSON.stringify(item) ?? 'null';
-        size += Buffer.byteLength(t) + 1;
-        if (size > maxBytes) throw tooLarge();
+        budget.add(t, items.length ? 1 : 0);
         items.push(t);
       }
       text = `[${items.join(',')}]`;
-    } else text = JSON.stringify(value);
-    size += key.length + Buffer.byteLength(text) + 4;
-    if (size > maxBytes) throw tooLarge();
-    parts.push(`${JSON.stringify(key)}:${text}`);
+    } else {
+      text = JSON.stringify(value);
+      budget.add(text, 0);
+    }
+    parts.push(`${name}:${text}`);
   }
   return `{${parts.join(',')}}`;
+}
+
+/**
+ * The UTF-8 size of a document's parts, counted only when it could matter: a UTF-16 code unit is
+ * at most 3 bytes, so while three times the length of everything so far fits, the exact size is
+ * not needed (Buffer.byteLength is a full pass over a 200 KB page otherwise).
+ */
+class ByteBudget {
+  private bound = 2;
+  private exact: number | null = null;
+  private readonly seen: string[] = [];
+  private seenOverhead = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  add(text: string, overhead: number): void {
+    if (this.exact === null) {
+      this.bound += 3 * text.length + overhead;
+      if (this.bound <= this.maxBytes) {
+        this.seen.push(text);
+        this.seenOverhead += overhead;
+        return;
+      }
+      // Over the rough bound: count what came before exactly, once, and everything after.
+      this.exact = 2 + this.seenOverhead;
+      for (const t of this.seen) this.exact += Buffer.byteLength(t);
+      this.seen.length = 0;
+    }
+    this.exact += Buffer.byteLength(text) + overhead;
+    if (this.exact > this.maxBytes) {
+      throw new ApiError(413, `The response would be larger than ${this.maxBytes} bytes (TILTH_RESPONSE_MAX_BYTES): ask for fewer resources (page[limit]), fewer fields (fields[TYPE]=…) or fewer includes.`);
+    }
+  }
 }
 
 export function sendDocument(res: Response, status: number, body: unknown, maxBytes = Infinity): void {

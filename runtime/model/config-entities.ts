@@ -20,10 +20,22 @@ export function bundleConfigType(et: EntityTypeDescriptor): string | null {
   return et.bundleKey === 'vid' ? 'taxonomy_vocabulary--taxonomy_vocabulary' : `${et.bundleKey}--${et.bundleKey}`;
 }
 
-export function bundleIdentifier(et: EntityTypeDescriptor, bundle: string): { type: string; id: string; meta: { drupal_internal__target_id: string } } | null {
+export type BundleIdentifier = Readonly<{ type: string; id: string; meta: Readonly<{ drupal_internal__target_id: string }> }>;
+
+/** One identifier per bundle, made once: every resource of a page carries its bundle's (a SHA-1 each otherwise). */
+const bundleIdentifiers = new Map<string, BundleIdentifier>();
+
+export function bundleIdentifier(et: EntityTypeDescriptor, bundle: string): BundleIdentifier | null {
   const type = bundleConfigType(et);
   if (!type) return null;
-  return { type, id: nameUuid(`${type}:${bundle}`), meta: { drupal_internal__target_id: bundle } };
+  const key = `${type}:${bundle}`;
+  let identifier = bundleIdentifiers.get(key);
+  if (!identifier) {
+    identifier = Object.freeze({ type, id: nameUuid(key), meta: Object.freeze({ drupal_internal__target_id: bundle }) });
+    // Bundles are the model's, a few dozen; the bound only guards against a caller passing anything else.
+    if (bundleIdentifiers.size < 10_000) bundleIdentifiers.set(key, identifier);
+  }
+  return identifier;
 }
 
 /**
