@@ -20,10 +20,11 @@ export class RecordLoader {
 
   /**
    * Load records by internal id with computed fields. `fieldsets` maps resource type → field
-   * names (sparse fieldsets); a type not in it gets every field.
+   * names (sparse fieldsets); a type not in it gets every field. `bundles`: the bundles the records
+   * are known to be of, when the caller knows (RecordStore.load reads only their columns).
    */
-  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, at?: number): Promise<EntityRecord[]> {
-    const records = await this.store.load(db, entityType, ids, (rt) => this.select(rt, fieldsets));
+  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, at?: number, bundles?: readonly string[]): Promise<EntityRecord[]> {
+    const records = await this.store.load(db, entityType, ids, (rt) => this.select(rt, fieldsets), bundles);
     await this.fillComputed(db, records, fieldsets, at);
     return records;
   }

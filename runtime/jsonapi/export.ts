@@ -120,7 +120,7 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   const filename = `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`;
   res.status(200).type(MEDIA_TYPES[format]).set('Content-Disposition', `attachment; filename="${filename}"`).set('Cache-Control', 'private, no-store');
   for (;;) {
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, query.fields.size ? query.fields : null, at);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, query.fields.size ? query.fields : null, at, [rt.bundle.bundle]);
     const resources = records.map((r) => s.serializer.resourceObject(r, principal, query.fields.get(rt.type)));
     const labels = await relatedLabels(s, resources, principal);
     const name = (ref: { type: string; id: string }) => labels.get(ref.id) ?? '';

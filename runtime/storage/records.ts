@@ -86,6 +86,21 @@ function itemFromProps(field: FieldDescriptor, props: Record<string, unknown>): 
   }
 }
 
+/** A row of the side tables' statement (RecordStore.sideTablesSql). */
+type SideRow = { k: number; entity_id: number; p?: unknown; t_uuid: string | null; t_bundle: string | null; t_rev: number | null } & Record<string, unknown>;
+
+/** The property names of a side table's columns, in the order its branch selects them as v0, v1, … */
+const sidePropNames = new WeakMap<FieldDescriptor, string[]>();
+
+/** A SQLite side-table row's properties, from its positional columns. */
+function sidePropsOf(field: FieldDescriptor, row: SideRow): Record<string, unknown> {
+  let names = sidePropNames.get(field);
+  if (!names) sidePropNames.set(field, (names = Object.keys((field.storage as { columns: Record<string, string> }).columns)));
+  const props: Record<string, unknown> = {};
+  for (let j = 0; j < names.length; j++) props[names[j]!] = row[`v${j}`];
+  return props;
+}
+
 /** Stored property values of an item value. */
 function propsFromItem(field: FieldDescriptor, item: ItemValue): Record<string, unknown> {
   const spec = FIELD_TYPE_SPECS[field.type];
@@ -128,30 +143,41 @@ export class RecordStore {
   /**
    * Load records of one entity type by internal id, in the order given. Records of bundles that
    * are switched off are left out. `fields` limits which fields are read (side tables cost a query each).
+   * `bundles`, when the caller knows them (a bundle's collection, a record found by UUID), limits
+   * the columns read to those of the bundles' fields: the table of an entity type holds the
+   * columns of all its bundles (41 for logs, 26 of them an activity log's). A row of another
+   * bundle is still loaded, by a second statement that reads every column.
    */
-  async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[]): Promise<EntityRecord[]> {
+  async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[], bundles?: readonly string[]): Promise<EntityRecord[]> {
     if (!ids.length) return [];
     const et = this.entityType(entityType);
     // Single-valued references are joined to their targets here, so rendering them needs no
     // further query (the UUID and bundle of the target travel with the row).
     const joins = this.singleReferenceJoins(entityType);
     const postgres = isPostgres(db);
-    const sql = this.sql.get(`load:${entityType}:${postgres}`, () => {
-      const columns = ['e.*'];
+    const columns = bundles ? this.columnsOf(entityType, bundles, fields) : null;
+    const sql = this.sql.get(`load:${entityType}:${postgres}:${columns?.join(',') ?? '*'}`, () => {
+      const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
       const from = [`${quote(et.table)} AS e`];
       for (const j of joins) {
-        columns.push(`${j.alias}.uuid AS ${j.alias}_uuid`, `${j.alias}.bundle AS ${j.alias}_bundle`);
-        if (j.revisions) columns.push(`${j.alias}.revision_id AS ${j.alias}_rev`);
+        if (columns && !columns.includes(j.column)) continue;
+        selected.push(`${j.alias}.uuid AS ${j.alias}_uuid`, `${j.alias}.bundle AS ${j.alias}_bundle`);
+        if (j.revisions) selected.push(`${j.alias}.revision_id AS ${j.alias}_rev`);
         from.push(`LEFT JOIN ${quote(j.table)} AS ${j.alias} ON ${j.alias}.id = e.${quote(j.column)}`);
       }
-      return `SELECT ${columns.join(', ')} FROM ${from.join(' ')} WHERE ${inIdList(postgres, 'e.id')}`;
+      return `SELECT ${selected.join(', ')} FROM ${from.join(' ')} WHERE ${inIdList(postgres, 'e.id')}`;
     });
     const rows = await selectRows<any>(db, sql, [idListParameter(postgres, [...new Set(ids)])]);
     const byId = new Map<number, EntityRecord>();
     const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
     // The fields to read, once per bundle on the page rather than once per row.
     const fieldsOf = new Map<ResourceType, FieldDescriptor[]>();
+    const unexpected: number[] = [];
     for (const row of rows) {
+      if (bundles && !bundles.includes(row.bundle)) {
+        unexpected.push(Number(row.id));
+        continue;
+      }
       const rt = this.registry.get(`${entityType}--${row.bundle}`);
       if (!rt) continue;
       const record: EntityRecord = { id: Number(row.id), uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null, rt, values: new Map() };
@@ -170,7 +196,23 @@ export class RecordStore {
     }
     await this.loadSideTables(db, [...sideFields.values()]);
     await this.resolveReferences(db, [...byId.values()]);
+    if (unexpected.length) for (const record of await this.load(db, entityType, unexpected, fields)) byId.set(record.id, record);
     return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
+  }
+
+  /** The columns load() reads for records of these bundles: identity, then each field's, in a stable order. */
+  private columnsOf(entityType: string, bundles: readonly string[], fields?: (rt: ResourceType) => FieldDescriptor[]): string[] {
+    const et = this.entityType(entityType);
+    const columns = new Set(['id', 'uuid', 'bundle']);
+    if (et.revisionId) columns.add('revision_id');
+    for (const bundle of bundles) {
+      const rt = this.registry.get(`${entityType}--${bundle}`);
+      if (!rt) continue;
+      for (const field of fields ? fields(rt) : rt.bundle.fields) {
+        if (field.storage.kind === 'columns') for (const column of Object.values(field.storage.columns)) columns.add(column);
+      }
+    }
+    return [...columns];
   }
 
   /**
@@ -186,13 +228,12 @@ export class RecordStore {
     for (const side of sides) for (const r of side.records) owners.set(r.id, r);
     const sql = this.sql.get(`sides:${postgres}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(postgres, sides.map((s) => s.field)));
     const list = idListParameter(postgres, [...owners.keys()]);
-    const rows = await selectRows<{ k: number; entity_id: number; p: unknown; t_uuid: string | null; t_bundle: string | null; t_rev: number | null }>(db, sql, sides.map(() => list));
+    const rows = await selectRows<SideRow>(db, sql, sides.map(() => list));
     for (const row of rows) {
       const owner = owners.get(Number(row.entity_id));
       const side = sides[Number(row.k)];
       if (!owner || !side) continue;
-      const props = (typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>;
-      const item = itemFromProps(side.field, props);
+      const item = itemFromProps(side.field, postgres ? ((typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>) : sidePropsOf(side.field, row));
       if (item === null) continue;
       if (row.t_uuid) Object.assign(item as Reference, { uuid: row.t_uuid, bundle: row.t_bundle, revisionId: row.t_rev ?? null });
       (owner.values.get(side.field.name) as ItemValue[] | undefined)?.push(item);
@@ -200,20 +241,25 @@ export class RecordStore {
   }
 
   /**
-   * Every side table of `fields` in one statement: each branch selects its field's properties as
-   * one JSON object, so branches of different shapes line up, and joins the reference's target.
+   * Every side table of `fields` in one statement, the branches lined up column by column. On
+   * SQLite a branch selects its field's properties as columns v0, v1, … (NULL where it has fewer);
+   * PostgreSQL wants one type per column of a UNION, so there each branch selects its properties
+   * as one JSON object instead. Each branch joins the reference's target.
    */
   private sideTablesSql(postgres: boolean, fields: FieldDescriptor[]): string {
+    const width = Math.max(...fields.map((f) => Object.keys((f.storage as { columns: Record<string, string> }).columns).length));
     const branches = fields.map((field, i) => {
       const { table, columns } = field.storage as { table: string; columns: Record<string, string> };
       const target = isReferenceField(field) ? this.entityType(field.target!.entityType) : null;
-      const pairs = Object.entries(columns).flatMap(([prop, column]) => [`'${prop}'`, `s.${quote(column)}`]);
-      const props = `${postgres ? 'json_build_object' : 'json_object'}(${pairs.join(', ')})`;
+      const stored = Object.values(columns);
+      const props = postgres
+        ? `json_build_object(${Object.entries(columns).flatMap(([prop, column]) => [`'${prop}'`, `s.${quote(column)}`]).join(', ')}) AS p`
+        : Array.from({ length: width }, (_, j) => `${j < stored.length ? `s.${quote(stored[j]!)}` : 'NULL'} AS v${j}`).join(', ');
       const targetColumns = target
         ? `t.uuid AS t_uuid, t.bundle AS t_bundle, ${target.revisionId ? 't.revision_id' : 'CAST(NULL AS integer)'} AS t_rev`
         : 'CAST(NULL AS text) AS t_uuid, CAST(NULL AS text) AS t_bundle, CAST(NULL AS integer) AS t_rev';
       const join = target ? ` LEFT JOIN ${quote(target.table)} AS t ON t.id = s.target_id` : '';
-      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props} AS p, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id')}`;
+      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id')}`;
     });
     return `SELECT * FROM (${branches.join(' UNION ALL ')}) AS u ORDER BY entity_id, k, delta`;
   }

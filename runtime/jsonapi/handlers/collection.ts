@@ -35,7 +35,7 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const { page } = query;
     const at = query.asOf ?? undefined;
     const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, at);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, at, [rt.bundle.bundle]);
     const links: Record<string, { href: string }> = { self: s.requests.selfLink(req) };
     if (result.hasMore) {
       links.next = pageLink(s, req, query, {

@@ -22,7 +22,7 @@ export function createHandler(s: JsonApiServices): RouteHandler {
     const { doc, location } = await s.knex.transaction(async (trx) => {
       const input = await s.input.read(trx, rt, req.body);
       const { id, uuid } = await s.entities.create(trx, rt, input, principal, hashed);
-      const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null);
+      const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null, undefined, [rt.bundle.bundle]);
       const location = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
       return { doc: await s.documents.document(trx, record!, principal, query, { self: { href: location } }), location };
     });

@@ -27,7 +27,7 @@ export class RecordAccess {
     requireAuthenticated(principal);
     const hit = uuid && UUID.test(uuid) ? await this.loader.store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase()) : null;
     if (!hit || hit.bundle !== rt.bundle.bundle) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
-    const [record] = await this.loader.load(db, rt.entityType.entityType, [hit.id], fields);
+    const [record] = await this.loader.load(db, rt.entityType.entityType, [hit.id], fields, undefined, [hit.bundle]);
     if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
     return record;
   }
