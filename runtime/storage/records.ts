@@ -156,7 +156,9 @@ export class RecordStore {
     const joins = this.singleReferenceJoins(entityType);
     const postgres = isPostgres(db);
     const columns = bundles ? this.columnsOf(entityType, bundles, fields) : null;
-    const sql = this.sql.get(`load:${entityType}:${postgres}:${columns?.join(',') ?? '*'}`, () => {
+    const unique = [...new Set(ids)];
+    const single = unique.length === 1;
+    const sql = this.sql.get(`load:${entityType}:${postgres}:${single}:${columns?.join(',') ?? '*'}`, () => {
       const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
       const from = [`${quote(et.table)} AS e`];
       for (const j of joins) {
@@ -165,9 +167,9 @@ export class RecordStore {
         if (j.revisions) selected.push(`${j.alias}.revision_id AS ${j.alias}_rev`);
         from.push(`LEFT JOIN ${quote(j.table)} AS ${j.alias} ON ${j.alias}.id = e.${quote(j.column)}`);
       }
-      return `SELECT ${selected.join(', ')} FROM ${from.join(' ')} WHERE ${inIdList(postgres, 'e.id')}`;
+      return `SELECT ${selected.join(', ')} FROM ${from.join(' ')} WHERE ${inIdList(postgres, 'e.id', single)}`;
     });
-    const rows = await selectRows<any>(db, sql, [idListParameter(postgres, [...new Set(ids)])]);
+    const rows = await selectRows<any>(db, sql, [idListParameter(postgres, unique)]);
     const byId = new Map<number, EntityRecord>();
     const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
     // The fields to read, once per bundle on the page rather than once per row.
@@ -217,16 +219,16 @@ export class RecordStore {
 
   /**
    * Fill the multi-valued fields of loaded records from their side tables, every side table in one
-   * UNION ALL statement (a log has ten of them: one query instead of ten). Each branch selects its
-   * field's properties as one JSON object, so branches of different shapes line up, and joins the
-   * reference's target for its UUID, bundle and revision.
+   * UNION ALL statement (a log has ten of them: one query instead of ten), each branch joining
+   * the reference's target for its UUID, bundle and revision (sideTablesSql).
    */
   private async loadSideTables(db: Db, sides: Array<{ field: FieldDescriptor; records: EntityRecord[] }>): Promise<void> {
     if (!sides.length) return;
     const postgres = isPostgres(db);
     const owners = new Map<number, EntityRecord>();
     for (const side of sides) for (const r of side.records) owners.set(r.id, r);
-    const sql = this.sql.get(`sides:${postgres}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(postgres, sides.map((s) => s.field)));
+    const single = owners.size === 1;
+    const sql = this.sql.get(`sides:${postgres}:${single}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(postgres, sides.map((s) => s.field), single));
     const list = idListParameter(postgres, [...owners.keys()]);
     const rows = await selectRows<SideRow>(db, sql, sides.map(() => list));
     for (const row of rows) {
@@ -246,7 +248,7 @@ export class RecordStore {
    * PostgreSQL wants one type per column of a UNION, so there each branch selects its properties
    * as one JSON object instead. Each branch joins the reference's target.
    */
-  private sideTablesSql(postgres: boolean, fields: FieldDescriptor[]): string {
+  private sideTablesSql(postgres: boolean, fields: FieldDescriptor[], single: boolean): string {
     const width = Math.max(...fields.map((f) => Object.keys((f.storage as { columns: Record<string, string> }).columns).length));
     const branches = fields.map((field, i) => {
       const { table, columns } = field.storage as { table: string; columns: Record<string, string> };
@@ -259,7 +261,7 @@ export class RecordStore {
         ? `t.uuid AS t_uuid, t.bundle AS t_bundle, ${target.revisionId ? 't.revision_id' : 'CAST(NULL AS integer)'} AS t_rev`
         : 'CAST(NULL AS text) AS t_uuid, CAST(NULL AS text) AS t_bundle, CAST(NULL AS integer) AS t_rev';
       const join = target ? ` LEFT JOIN ${quote(target.table)} AS t ON t.id = s.target_id` : '';
-      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id')}`;
+      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id', single)}`;
     });
     return `SELECT * FROM (${branches.join(' UNION ALL ')}) AS u ORDER BY entity_id, k, delta`;
   }
@@ -344,7 +346,8 @@ export class RecordStore {
       const found = new Map<number, { uuid: string; bundle: string; revisionId: number | null }>();
       const et = this.entityType(entityType);
       const postgres = isPostgres(db);
-      const sql = this.sql.get(`targets:${entityType}:${postgres}`, () => `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${inIdList(postgres, 'id')}`);
+      const single = ids.size === 1;
+      const sql = this.sql.get(`targets:${entityType}:${postgres}:${single}`, () => `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${inIdList(postgres, 'id', single)}`);
       for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(db, sql, [idListParameter(postgres, [...ids])])) {
         found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null });
       }
