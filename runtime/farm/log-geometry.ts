@@ -16,18 +16,24 @@ const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] => ((Array.is
 const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null => ((g as { value?: string } | null | undefined)?.value ?? null) || null;
 
 export class LogGeometry {
-  constructor(private readonly loader: RecordLoader) {}
+  /** Of the candidate assets, only what the combination reads: their geometry and whether they are locations. */
+  private readonly fieldsets: Map<string, Set<string>>;
+
+  constructor(private readonly loader: RecordLoader) {
+    this.fieldsets = new Map(loader.registry.bundlesOf('asset').map((rt) => [rt.type, new Set(['geometry', 'is_location'])]));
+  }
+
+  /** The assets whose geometries a log's geometry combines, and whether only locations among them count. */
+  private candidates(values: Values, isMovement: boolean): { ids: number[]; onlyLocations: boolean } {
+    const locations = refs(values.get('location')).map((r) => r.targetId);
+    if (locations.length || isMovement) return { ids: locations, onlyLocations: false };
+    return { ids: refs(values.get('asset')).map((r) => r.targetId), onlyLocations: true };
+  }
 
   /** Combined current geometry of the candidate locations, or null. */
-  private async combined(db: Db, values: Values, isMovement: boolean): Promise<string | null> {
-    let candidates = refs(values.get('location')).map((r) => r.targetId);
-    let onlyLocations = false;
-    if (!candidates.length && !isMovement) {
-      candidates = refs(values.get('asset')).map((r) => r.targetId);
-      onlyLocations = true;
-    }
+  private async combined(db: Db, { ids: candidates, onlyLocations }: { ids: number[]; onlyLocations: boolean }): Promise<string | null> {
     if (!candidates.length) return null;
-    const assets = await this.loader.load(db, 'asset', candidates, null);
+    const assets = await this.loader.load(db, 'asset', candidates, this.fieldsets);
     const wkts = assets
       .filter((a) => !onlyLocations || a.values.get('is_location') === true)
       .map((a) => wktOf(a.values.get('geometry')))
@@ -48,13 +54,18 @@ export class LogGeometry {
     const get = (name: string) => (values.has(name) ? values.get(name) : current?.values.get(name));
     const geometry = wktOf(get('geometry'));
     if (geometry && !current) return;
+    const saved = this.candidates(new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), get('is_movement') === true);
+    let storedCombination: string | null | undefined;
     if (geometry && current) {
       const stored = wktOf(current.values.get('geometry'));
       if (stored !== geometry) return; // changed (or set) in this save
-      const storedCombination = await this.combined(db, current.values, current.values.get('is_movement') === true);
+      const before = this.candidates(current.values, current.values.get('is_movement') === true);
+      storedCombination = await this.combined(db, before);
       if (storedCombination !== stored) return; // drawn by a person
+      // The same candidates as before this save (a PATCH of other fields): the same combination.
+      if (before.onlyLocations !== saved.onlyLocations || before.ids.join() !== saved.ids.join()) storedCombination = undefined;
     }
-    const wkt = await this.combined(db, new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), get('is_movement') === true);
+    const wkt = storedCombination !== undefined ? storedCombination : await this.combined(db, saved);
     if (wkt) values.set('geometry', parseWkt(wkt) as unknown as ItemValue);
   }
 }

@@ -72,6 +72,11 @@ test("a log's automatic geometry follows its new location even when the client s
   assert.equal(automatic.attributes.geometry.value, FIELD);
   assert.equal((await echo(automatic)).attributes.geometry.value, BARN, "the computed geometry follows the log's new location");
   assert.equal((await get(`/api/asset/equipment/${tractor.id}`)).attributes.geometry.value, BARN, 'the asset shows where it is now');
+  // The whole record echoed back with only its name changed: the location is the same, so is its geometry.
+  const whole = await get(`/api/log/activity/${automatic.id}`);
+  const renamed = await send('PATCH', `/api/log/activity/${automatic.id}`, { type: whole.type, id: whole.id, attributes: { ...whole.attributes, name: 'Parked' } });
+  assert.equal(renamed.status, 200, renamed.text);
+  assert.equal(renamed.body.data.attributes.geometry.value, BARN);
 
   const drawn = await move(DRAWN);
   assert.equal(drawn.attributes.geometry.value, DRAWN);

@@ -19,8 +19,10 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const query = s.requests.query(req, rt);
       s.requests.requireJsonApiBody(req);
       // Passwords are checked and hashed before the transaction opens: argon2 takes its time.
-      const target = route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
-      const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, target?.id ?? null);
+      const secrets = readSecrets(rt, req.body);
+      // The account whose password changes (only a write with a password needs it looked up first).
+      const target = secrets.size && route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
+      const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null);
       const doc = await s.knex.transaction(async (trx) => {
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         const record = await s.records.find(trx, rt, route.id, principal);
@@ -33,7 +35,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         }
         const input = await s.input.read(trx, rt, req.body);
         await s.entities.update(trx, record, input, principal, hashed);
-        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null);
+        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, undefined, [rt.bundle.bundle]);
         return s.documents.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
       });
       s.documents.send(res, 200, doc);
