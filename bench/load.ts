@@ -7,9 +7,9 @@
  * Closed loop is autocannon. A fixed rate is not: autocannon's `overallRate` lets each connection
  * send its whole quota for the second back to back and then waits for the next second, so "100
  * req/s" arrives as a burst of 16 concurrent requests every second, and its p99 measures that
- * burst's queue. Here a fixed rate is an open loop: request i is due at start + i / rate, sent on
- * one of `connections` keep-alive sockets, and its latency counts from when it was due (a request
- * that waits for a free socket is late by that wait: no coordinated omission).
+ * burst's queue. Here a fixed rate is an open loop: request i is due at start + i / rate and is
+ * sent then, whatever the answers so far, on one of `connections` keep-alive sockets; a request
+ * that waits for a free socket is late by that wait (no coordinated omission).
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -41,6 +41,8 @@ export interface LoadResult {
   requests: number;
   errors: number;
   non2xx: number;
+  /** Fixed rate only: how late the load generator itself sent its requests (p99, ms); large means its figures are its own. */
+  lateP99?: number;
 }
 
 /** One request to send: what differs from the spec's own method, path and body. */
@@ -125,7 +127,11 @@ async function closedLoop(spec: LoadSpec, maker: RequestMaker | null): Promise<L
 /** A request that has not answered in this long counts as an error (and frees its socket). */
 const TIMEOUT_MS = 10_000;
 
-/** Open loop at `spec.rate` requests a second, evenly spaced; latency counted from each request's due time. */
+/**
+ * Open loop at `spec.rate` requests a second, evenly spaced. Latency counts from when a request
+ * was handed to the socket pool: a request waiting there for a socket (the server is behind) is
+ * counted, a late timer of this process is not (its lateness is reported as lateP99).
+ */
 function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResult> {
   const rate = spec.rate!;
   const url = new URL(spec.url);
@@ -133,6 +139,7 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
   const total = Math.max(1, Math.round(rate * spec.seconds));
   const interval = 1000 / rate;
   const latencies: number[] = [];
+  const lateness: number[] = [];
   let errors = 0;
   let non2xx = 0;
   let sent = 0;
@@ -144,12 +151,16 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
       agent.destroy();
       latencies.sort((a, b) => a - b);
       const at = (q: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!) : 0);
-      resolve({ rps: Math.round(latencies.length / Math.max(0.001, (last - start) / 1000)), p50: at(0.5), p99: at(0.99), requests: latencies.length, errors, non2xx });
+      lateness.sort((a, b) => a - b);
+      const lateP99 = Math.round(10 * (lateness[Math.floor(0.99 * lateness.length)] ?? 0)) / 10;
+      resolve({ rps: Math.round(latencies.length / Math.max(0.001, (last - start) / 1000)), p50: at(0.5), p99: at(0.99), requests: latencies.length, errors, non2xx, lateP99 });
     };
     const settled = () => {
       if (++done === total) finish();
     };
     const send = (due: number) => {
+      const sentAt = performance.now();
+      lateness.push(sentAt - due);
       const out = maker?.next() ?? {};
       const body = out.body ?? spec.body;
       const headers = { ...spec.headers, ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) };
@@ -159,7 +170,7 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
         res.on('end', () => {
           const status = res.statusCode ?? 0;
           last = performance.now();
-          latencies.push(last - due);
+          latencies.push(last - sentAt);
           if (status < 200 || status > 299) non2xx++;
           maker?.onResponse?.(status, Buffer.concat(chunks).toString());
           settled();
