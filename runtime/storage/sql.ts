@@ -3,8 +3,8 @@
  * page of records with their side tables, the targets of references) have a fixed shape per
  * entity type, so their text is built once and kept, instead of a Knex query builder assembling
  * and compiling it on each request. A list of ids is one bound parameter (SQLite's json_each,
- * PostgreSQL's = ANY of an array), so the text does not change with the list's length and
- * SQLite's statement cache (storage/database.ts) prepares it once.
+ * PostgreSQL's = ANY of an array), and a single id is `= ?`, so the text takes one of two forms
+ * whatever the list's length and SQLite's statement cache (storage/database.ts) prepares each once.
  */
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
