@@ -50,7 +50,7 @@ export class ComputedFields {
     if (need.get('roles')?.length) await this.fillRoles(db, need.get('roles')!);
     const assets = [...new Set([...(need.get('location') ?? []), ...(need.get('geometry') ?? [])])];
     if (assets.length) await fillLocation(db, this.registry, this.placements, assets, now, { location: need.has('location'), geometry: need.has('geometry') });
-    if (need.get('group')?.length) await fillGroups(db, this.registry, need.get('group')!, now);
+    if (need.get('group')?.length) await fillGroups(db, this.placements, need.get('group')!, now);
     if (need.get('inventory')?.length) await fillInventory(db, this.registry, need.get('inventory')!, now);
   }
 

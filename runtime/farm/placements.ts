@@ -1,17 +1,20 @@
 /**
- * Where each asset is, stored as time intervals (the `asset_location` table, made by core
- * migration 0005), so that "the assets in X", a filter or sort on `location`, and a page of assets
- * with their location cost an index lookup instead of a walk over every movement log.
+ * Where each asset is and which groups it is in, stored as time intervals (the `asset_location`
+ * and `asset_group` tables, made by core migrations 0005 and 0006), so that "the assets in X",
+ * "the members of herd H", a filter or sort on `location`, and a page of assets with their
+ * location and groups cost an index lookup instead of a walk over every movement and
+ * group-assignment log.
  *
- * The rule is farmOS's (farmos-behaviour.md §1.7–1.8), applied at every moment something could
- * change: an asset is where its latest done movement log at or before that moment put it (ties
- * broken by the higher log id); a group member moves with its group when the group's latest
- * movement has a higher log id and a timestamp at least as late as the member's own; fixed assets
- * have no location. Future-dated logs make intervals that start in the future, so a move takes
- * effect when its time comes with no write.
+ * The rules are farmOS's (farmos-behaviour.md §1.7–1.8), applied at every moment something could
+ * change: an asset is in the groups its latest done group-assignment log at or before that moment
+ * names, and where its latest done movement log put it (ties broken by the higher log id); a
+ * group member moves with its group when the group's latest movement has a higher log id and a
+ * timestamp at least as late as the member's own; fixed assets have no location (but can be in
+ * groups). Future-dated logs make intervals that start in the future, so a move or an assignment
+ * takes effect when its time comes with no write.
  *
  * Every write that can change an asset's timeline rebuilds that asset's intervals from its logs
- * (never patched incrementally, so the table cannot drift from the logs): a movement or
+ * (never patched incrementally, so the tables cannot drift from the logs): a movement or
  * group-assignment log saved or deleted (its assets, and the members of any group among them), an
  * asset's `is_fixed` changed, and a group deleted (its members). EntityService calls these inside
  * its write transaction.
@@ -22,6 +25,7 @@ import { chunks, type Db, type ItemValue, type Reference } from '../storage/reco
 import { isPostgres } from '../storage/sql.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
+export const GROUPS_TABLE = 'asset_group';
 const PENDING_TABLE = 'tilth_pending_work';
 
 /** A done log, ordered by (timestamp, id) as farmOS orders them. */
@@ -135,6 +139,23 @@ export class Placements {
     return out;
   }
 
+  /** The groups each asset is in at `time`, in the order its assignment log names them: one indexed query. */
+  async groupsAt(db: Db, assetIds: number[], time: number): Promise<Map<number, Reference[]>> {
+    const out = new Map<number, Reference[]>();
+    if (!this.layout || !assetIds.length) return out;
+    for (const part of chunks([...new Set(assetIds)])) {
+      const rows = (await db(`${GROUPS_TABLE} as m`)
+        .join(`${this.layout.asset} as t`, 't.id', 'm.target_id')
+        .whereIn('m.entity_id', part)
+        .where('m.start_ts', '<=', time)
+        .where((q) => q.whereNull('m.end_ts').orWhere('m.end_ts', '>', time))
+        .orderBy(['m.entity_id', 'm.delta'])
+        .select('m.entity_id', 'm.target_id', 't.uuid', 't.bundle')) as Array<{ entity_id: number; target_id: number; uuid: string; bundle: string }>;
+      for (const r of rows) push(out, Number(r.entity_id), { targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle, meta: {} });
+    }
+    return out;
+  }
+
   /** After a log is created (`before` null), updated or deleted (`after` null). */
   async logChanged(db: Db, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS): Promise<void> {
     if (!this.layout) return;
@@ -160,12 +181,13 @@ export class Placements {
 
   /**
    * After an asset is deleted: its intervals go; logs that moved assets into it no longer name it
-   * (as their references to it are gone), and its members no longer move with it.
+   * (as their references to it are gone), and its members no longer move with it or count as in it.
    */
   async assetDeleted(db: Db, assetId: number, members: number[]): Promise<void> {
     if (!this.layout) return;
     await db(PLACEMENTS_TABLE).where('entity_id', assetId).delete();
     await db(PLACEMENTS_TABLE).where('target_id', assetId).update({ target_id: null });
+    await db(GROUPS_TABLE).where('entity_id', assetId).orWhere('target_id', assetId).delete();
     await this.rebuild(db, members);
   }
 
@@ -202,13 +224,13 @@ export class Placements {
     // FOR UPDATE would wait on (a deadlock between two movers) and FOR NO KEY UPDATE does not.
     if (isPostgres(db)) await db(l.asset).whereIn('id', ids).orderBy('id').forNoKeyUpdate().select('id');
     await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
+    await db(GROUPS_TABLE).whereIn('entity_id', ids).delete();
     const movableQuery = db(l.asset).whereIn('id', ids);
     if (l.isFixed) movableQuery.where((q) => q.whereNull(l.isFixed!).orWhere(l.isFixed!, false));
     const movable = ((await movableQuery.select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
-    if (!movable.length) return;
 
     // The assets' own movement and group-assignment logs, done, at any time (future ones too).
-    const own = await this.datedLogs(db, movable);
+    const own = await this.datedLogs(db, ids);
     const assignments = new Map<number, Assignment[]>();
     const moves = new Map<number, Dated[]>();
     const assignmentLogs = new Set<number>();
@@ -225,12 +247,35 @@ export class Placements {
       }
     }
     for (const r of own) if (r.assignment) push(assignments, r.assetId, { logId: r.logId, timestamp: r.timestamp, groups: groupsOf.get(r.logId) ?? [] });
-    const groups = [...new Set([...groupsOf.values()].flat())];
+    for (const list of [...moves.values(), ...assignments.values()]) list.sort(byDate);
+
+    await this.storeMemberships(db, ids, assignments);
+    if (movable.length) await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())]);
+  }
+
+  /** Each asset's group membership: the groups of its latest assignment, from each assignment's moment. */
+  private async storeMemberships(db: Db, assets: number[], assignments: Map<number, Assignment[]>): Promise<void> {
+    const rows: Array<{ entity_id: number; target_id: number; delta: number; log_id: number; start_ts: number; end_ts: number | null }> = [];
+    for (const asset of assets) {
+      const list = assignments.get(asset) ?? [];
+      for (let i = 0; i < list.length; i++) {
+        const a = list[i]!;
+        const end = list[i + 1]?.timestamp ?? null;
+        // Of several assignments at one moment, the one with the higher log id holds.
+        if (end === a.timestamp) continue;
+        a.groups.forEach((group, delta) => rows.push({ entity_id: asset, target_id: group, delta, log_id: a.logId, start_ts: a.timestamp, end_ts: end }));
+      }
+    }
+    for (const part of chunks(rows, 500)) await db(GROUPS_TABLE).insert(part);
+  }
+
+  /** Each movable asset's location: which movement log holds from each moment something changed. */
+  private async storeLocations(db: Db, movable: number[], moves: Map<number, Dated[]>, assignments: Map<number, Assignment[]>, groups: number[]): Promise<void> {
+    const l = this.layout!;
     const groupMoves = new Map<number, Dated[]>();
     for (const r of groups.length ? await this.datedLogs(db, groups) : []) if (r.movement) push(groupMoves, r.assetId, r);
-    for (const list of [...moves.values(), ...assignments.values(), ...groupMoves.values()]) list.sort(byDate);
+    for (const list of groupMoves.values()) list.sort(byDate);
 
-    // Each asset's timeline: which movement log holds from each moment something changed.
     const intervals: Array<{ asset: number; logId: number; start: number; end: number | null }> = [];
     for (const asset of movable) {
       const mine = moves.get(asset) ?? [];

@@ -1,8 +1,8 @@
 // A property test of stored placements (farm records issue, item 7): random movement and group
 // logs — back-dated, future-dated, pending, edited, deleted, group moves, a group put in itself —
-// and after every step each asset's served location, the `location.id` filter, and a computation
-// from scratch over the logs (farmOS's rule, written out again here) all agree, now and at a
-// random earlier or later moment (`as_of`).
+// and after every step each asset's served location and groups, the `location.id` and `group.id`
+// filters, and a computation from scratch over the logs (farmOS's rules, written out again here)
+// all agree, now and at a random earlier or later moment (`as_of`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -43,6 +43,11 @@ function expectedLocation(logs: Log[], asset: string, at: number): string[] {
   return best?.locations ?? [];
 }
 
+/** farmOS's rule for groups: the groups of `asset`'s latest done assignment at or before `at`. */
+function expectedGroups(logs: Log[], asset: string, at: number): string[] {
+  return logs.filter((l) => l.status === 'done' && l.timestamp <= at && l.assignment && l.assets.includes(asset)).sort((a, b) => a.timestamp - b.timestamp || a.serial - b.serial).at(-1)?.groups ?? [];
+}
+
 /** Most logs are done; some pending. */
 const mostlyDone = fc.integer({ min: 0, max: 3 }).map((n) => n > 0);
 
@@ -55,7 +60,7 @@ const step = fc.oneof(
   fc.record({ kind: fc.constant('circular' as const), hours: fc.integer({ min: -48, max: 48 }) }),
 );
 
-test('served location, the location filter and a computation from scratch agree after every edit', async () => {
+test('served location and groups, their filters and a computation from scratch agree after every edit', async () => {
   let world = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 3, maxLength: 8 }), fc.integer({ min: -60, max: 60 }), async (steps, probeHours) => {
@@ -128,10 +133,15 @@ test('served location, the location filter and a computation from scratch agree 
           const asOf = at === now ? '' : `&as_of=${at}`;
           const served = await api('GET', `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=${prefix}&sort=name${asOf}`);
           const groupServed = await api('GET', `/api/asset/group/${group.id}`);
-          const rows = [...served.body.data, ...(at === now ? [groupServed.body.data] : [])] as Array<{ id: string; attributes: { name: string }; relationships: { location: { data: Ref[] } } }>;
+          const rows = [...served.body.data, ...(at === now ? [groupServed.body.data] : [])] as Array<{ id: string; attributes: { name: string }; relationships: { location: { data: Ref[] }; group: { data: Ref[] } } }>;
           for (const r of rows) {
             assert.deepEqual(r.relationships.location.data.map((l) => l.id), expectedLocation(logs, r.id, at), `${r.attributes.name} at ${at - now} s, after ${JSON.stringify(s)}`);
+            assert.deepEqual(r.relationships.group.data.map((g) => g.id), expectedGroups(logs, r.id, at), `${r.attributes.name}'s groups at ${at - now} s, after ${JSON.stringify(s)}`);
           }
+          const members = await api('GET', `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=${prefix}&filter[group.id]=${group.id}&sort=name${asOf}`);
+          assert.equal(members.status, 200, members.text);
+          const inGroup = assets.slice(0, 3).filter((a) => expectedGroups(logs, a.id, at).includes(group.id)).map((a) => a.id);
+          assert.deepEqual(members.body.data.map((r: Ref) => r.id).sort(), inGroup.sort(), `the group filter at ${at - now} s`);
           for (const place of places) {
             const inside = await api('GET', `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=${prefix}&filter[location.id]=${place.id}&sort=name${asOf}`);
             const expected = assets.slice(0, 3).filter((a) => expectedLocation(logs, a.id, at).includes(place.id)).map((a) => a.id);

@@ -44,8 +44,9 @@ async function queriesOf(run: () => Promise<void>): Promise<Logged[]> {
 const MODEL_TABLES = new Set<string>([
   ...Object.values(model.entityTypes).map((et) => et.table),
   ...model.bundles.flatMap((b) => b.fields.flatMap((f) => (f.storage.kind === 'table' ? [f.storage.table] : []))),
-  // Assets' placements as time intervals (farm/placements.ts).
+  // Assets' placements and group memberships as time intervals (farm/placements.ts).
   'asset_location',
+  'asset_group',
 ]);
 
 /** alias → table, from the `table` as `alias` pairs and bare table names of a statement. */
@@ -137,6 +138,8 @@ test('a page with include=asset,quantity.units costs the same number of queries 
 test('no query of the hot paths scans a whole table of the data model', { skip }, async () => {
   const yard = await api.create('asset--land', { name: 'Yard', land_type: 'other' });
   await api.create('log--activity', { timestamp: 1700000000, status: 'done', is_movement: true }, { asset: { data: [ref(firstAsset)] }, location: { data: [ref(yard)] } });
+  const crew = await api.create('asset--group', { name: 'Crew' });
+  await api.create('log--activity', { timestamp: 1700000000, status: 'done', is_group_assignment: true }, { asset: { data: [ref(firstAsset)] }, group: { data: [ref(crew)] } });
   const paths = [
     '/api/log/activity',
     '/api/log/activity?filter[status]=done&sort=-timestamp',
@@ -156,6 +159,10 @@ test('no query of the hot paths scans a whole table of the data model', { skip }
     '/api/asset/equipment?filter[location.id][operator]=IS%20NULL&sort=name',
     '/api/asset/equipment?sort=location.name&page[limit]=5',
     `/api/asset/equipment?filter[location.id]=${yard.id}&as_of=1700000000`,
+    // The members of a group, and the assets in none.
+    `/api/asset/equipment?filter[group.id]=${crew.id}&sort=name`,
+    '/api/asset/equipment?filter[group.id][operator]=IS%20NULL&page[limit]=5',
+    '/api/asset/equipment?filter[group.name]=Crew&sort=group.name',
   ];
   const failures: string[] = [];
   let mainQueries = 0;
@@ -198,4 +205,28 @@ test('a deep page with a range filter on the sorted column seeks to its cursor',
   const p = await plan(main);
   const seek = p.details.find((d) => /^SEARCH e USING (COVERING )?INDEX \w+ \(bundle=\? AND timestamp<\?\)/.test(d));
   assert.ok(seek, `the cursor query ranges by the cursor's bound alone: ${p.details.join(' | ')}\n${main.sql}`);
+});
+
+test("an asset's groups are read from stored membership, never from its logs", { skip }, async () => {
+  // Computed fields never walk an asset's logs: a page of animals would otherwise cost more with
+  // every group-assignment log a herd ever had.
+  const herd = await api.create('asset--group', { name: 'Herd' });
+  const flock = await api.create('asset--group', { name: 'Flock' });
+  const mower = await api.create('asset--equipment', { name: 'Grouped mower' });
+  for (const [i, group] of [herd, flock, herd].entries()) {
+    await api.create('log--activity', { timestamp: 1700000000 + i * 60, status: 'done', is_group_assignment: true }, { asset: { data: [ref(mower)] }, group: { data: [ref(group)] } });
+  }
+  const logTables = new Set([model.entityTypes.log!.table, ...model.bundles.filter((b) => b.entityType === 'log').flatMap((b) => b.fields.flatMap((f) => (f.storage.kind === 'table' ? [f.storage.table] : [])))]);
+  for (const path of [`/api/asset/equipment/${mower.id}?fields[asset--equipment]=name,group`, '/api/asset/equipment?fields[asset--equipment]=name,group&filter[name]=Grouped%20mower']) {
+    let body: any;
+    const log = await queriesOf(async () => {
+      const res = await api.get(path);
+      assert.equal(res.status, 200, res.text.slice(0, 300));
+      body = res.body;
+    });
+    const data = Array.isArray(body.data) ? body.data[0] : body.data;
+    assert.deepEqual(data.relationships.group.data.map((r: { id: string }) => r.id), [herd.id], 'the latest assignment holds');
+    const readsLogs = log.filter((q) => [...aliases(q.sql).values()].some((t) => logTables.has(t)));
+    assert.deepEqual(readsLogs.map((q) => q.sql), [], `${path} reads no log table`);
+  }
 });

@@ -3,9 +3,9 @@
  * `IN (sub-query)` semi-joins for multi-valued fields and relationship paths (and correlated
  * sub-queries for sorts through them), so no join multiplies rows
  * and every lookup can use an index (bundle-first indexes, side-table indexes on value and
- * target). Works the same on SQLite and PostgreSQL. An asset's computed `location` is read from
- * its placement intervals (farm/placements.ts) as a side table with a time condition; its negative
- * conditions are a correlated NOT EXISTS, one index lookup per listed asset.
+ * target). Works the same on SQLite and PostgreSQL. An asset's computed `location` and `group`
+ * are read from their stored intervals (farm/placements.ts) as side tables with a time condition;
+ * their negative conditions are a correlated NOT EXISTS, one index lookup per listed asset.
  *
  * Semantics for several values (multi-valued fields, relationships): a positive condition holds
  * when some value matches; `<>`, `NOT IN`, `NOT BETWEEN` and `IS NULL` hold when no value matches
@@ -27,7 +27,7 @@ type Builder = Knex.QueryBuilder;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** Placement rows (alias `alias`) whose interval [start_ts, end_ts) holds `at`. */
+/** Interval rows (alias `alias`: placements or group memberships) whose [start_ts, end_ts) holds `at`. */
 function during(qb: Builder, alias: string, at: number): void {
   qb.where(`${alias}.start_ts`, '<=', at).where((w) => w.whereNull(`${alias}.end_ts`).orWhere(`${alias}.end_ts`, '>', at));
 }

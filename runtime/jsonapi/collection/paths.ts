@@ -3,7 +3,7 @@
  * public field names and aliases, `id` for the UUID, properties of compound fields
  * (`notes.value`), and relationships followed to the fields of their targets
  * (`asset.name`, `quantity.units.name`, `asset.id`, `asset.meta.drupal_internal__target_id`),
- * including an asset's computed `location`, read from its stored placement intervals.
+ * including an asset's computed `location` and `group`, read from their stored intervals.
  * Access is checked on the way: a path through records the caller may not read is refused.
  */
 import type { FieldDescriptor, EntityTypeDescriptor } from '../../model/descriptor.ts';
@@ -12,7 +12,7 @@ import type { Principal } from '../../access/principal.ts';
 import { FIELD_TYPE_SPECS } from '../../model/field-types.ts';
 import { fieldFilterable, mayOnType } from '../../access/policy.ts';
 import { badParameter, forbidden } from '../../errors.ts';
-import { PLACEMENTS_TABLE } from '../../farm/placements.ts';
+import { GROUPS_TABLE, PLACEMENTS_TABLE } from '../../farm/placements.ts';
 
 /** Where a path ends: one value to compare. */
 export type Terminal =
@@ -30,7 +30,7 @@ export interface Hop {
   side: string | null;
   target: EntityTypeDescriptor;
   targetTypes: ResourceType[];
-  /** A placement interval (an asset's computed location): it holds only at the query's time. */
+  /** An interval (an asset's computed location or groups): it holds only at the query's time. */
   timed?: boolean;
 }
 
@@ -41,6 +41,9 @@ export interface ResolvedPath {
   /** The path as given, for messages. */
   text: string;
 }
+
+/** The computed relationships stored as time intervals (farm/placements.ts), by `computed` kind. */
+const INTERVAL_TABLES: Readonly<Record<string, string>> = { location: PLACEMENTS_TABLE, group: GROUPS_TABLE };
 
 function storageOf(field: FieldDescriptor, property: string): { column: string; side: string | null } | null {
   if (field.storage.kind === 'columns') {
@@ -79,15 +82,17 @@ export function resolvePath(registry: ModelRegistry, rt: ResourceType, path: str
       throw badParameter(parameter, `Invalid ${verb} path "${path}": "${segment}" is not a field of ${types.length === 1 ? types[0]!.type : `any of ${types.map((t) => t.type).join(', ')}`}. Fields: id, ${names.join(', ')}.`);
     }
     if (!fieldFilterable(field, principal, et)) throw forbidden(`The current user is not authorized to ${verb} by "${here}".`);
-    // An asset's location is computed, but stored as intervals (farm/placements.ts) that read as a side table.
-    const placed = field.computed === 'location' && field.kind === 'relationship';
+    // An asset's location and groups are computed, but stored as intervals (farm/placements.ts)
+    // that read as a side table.
+    const intervals = field.kind === 'relationship' && field.computed ? INTERVAL_TABLES[field.computed] : undefined;
+    const placed = intervals !== undefined;
     if (field.computed && !placed) {
       throw badParameter(parameter, `Invalid ${verb} path "${path}": "${segment}" is computed from other records and cannot be used to ${verb} (yet).`);
     }
     if (field.kind === 'relationship') {
       const targetEt = registry.model.entityTypes[field.target!.entityType]!;
       if (!mayOnType(principal, targetEt, 'view')) throw forbidden(`The current user is not authorized to ${verb} by "${here}": it may not view ${targetEt.labelPlural}.`);
-      const store = placed ? { column: 'target_id', side: PLACEMENTS_TABLE } : storageOf(field, 'target_id')!;
+      const store = intervals ? { column: 'target_id', side: intervals } : storageOf(field, 'target_id')!;
       hops.push({ field, column: store.column, side: store.side, target: targetEt, targetTypes: registry.targetsOf(field), ...(placed ? { timed: true } : {}) });
       const next = segments[i + 1];
       if (next === undefined) return { hops, terminal: null, text: path };

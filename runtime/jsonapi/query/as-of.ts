@@ -1,8 +1,8 @@
 /**
  * The `as_of` parameter (Tilth's, not farmOS's): the moment at which an asset collection's
- * computed location and geometry are shown and its `location` filters and sorts are evaluated.
- * `GET /api/asset/animal?filter[location.id]=<uuid>&as_of=2024-05-01T00:00:00Z` lists the animals
- * that were in that location then. Unix seconds or an ISO 8601 date-time; absent means now. (The
+ * computed location, geometry and groups are shown and its `location` and `group` filters and
+ * sorts are evaluated. `GET /api/asset/animal?filter[location.id]=<uuid>&as_of=2024-05-01T00:00:00Z`
+ * lists the animals that were in that location then. Unix seconds or an ISO 8601 date-time; absent means now. (The
  * name has an underscore because JSON:API leaves names made only of a-z to the spec.)
  */
 import { badParameter } from '../../errors.ts';
