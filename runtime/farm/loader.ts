@@ -29,6 +29,13 @@ export class RecordLoader {
     return records;
   }
 
+  /** The record of `bundle` with this UUID with computed fields, or null (RecordStore.loadByUuid). */
+  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord | null> {
+    const record = await this.store.loadByUuid(db, entityType, uuid, bundle, (rt) => this.select(rt, fieldsets));
+    if (record) await this.fillComputed(db, [record], fieldsets);
+    return record;
+  }
+
   /**
    * A record as one of its revisions left it (storage/revisions.ts asRecord), references resolved
    * and computed fields computed as of now: Tilth keeps no history of computed values.

@@ -150,26 +150,53 @@ export class RecordStore {
    */
   async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[], bundles?: readonly string[]): Promise<EntityRecord[]> {
     if (!ids.length) return [];
-    const et = this.entityType(entityType);
-    // Single-valued references are joined to their targets here, so rendering them needs no
-    // further query (the UUID and bundle of the target travel with the row).
-    const joins = this.singleReferenceJoins(entityType);
     const postgres = isPostgres(db);
-    const columns = bundles ? this.columnsOf(entityType, bundles, fields) : null;
+    const selected = bundles ? this.columnsOf(entityType, bundles, fields) : null;
     const unique = [...new Set(ids)];
     const single = unique.length === 1;
-    const sql = this.sql.get(`load:${entityType}:${postgres}:${single}:${columns?.join(',') ?? '*'}`, () => {
-      const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
-      const from = [`${quote(et.table)} AS e`];
-      for (const j of joins) {
-        if (columns && !columns.includes(j.column)) continue;
-        selected.push(`${j.alias}.uuid AS ${j.alias}_uuid`, `${j.alias}.bundle AS ${j.alias}_bundle`);
-        if (j.revisions) selected.push(`${j.alias}.revision_id AS ${j.alias}_rev`);
-        from.push(`LEFT JOIN ${quote(j.table)} AS ${j.alias} ON ${j.alias}.id = e.${quote(j.column)}`);
-      }
-      return `SELECT ${selected.join(', ')} FROM ${from.join(' ')} WHERE ${inIdList(postgres, 'e.id', single)}`;
-    });
+    const sql = this.sql.get(`load:${entityType}:${postgres}:${single}:${selected?.key ?? '*'}`, () => this.rowsSql(entityType, selected?.columns ?? null, inIdList(postgres, 'e.id', single)));
     const rows = await selectRows<any>(db, sql, [idListParameter(postgres, unique)]);
+    const { byId, unexpected } = await this.recordsOf(db, entityType, rows, fields, bundles);
+    if (unexpected.length) for (const record of await this.load(db, entityType, unexpected, fields)) byId.set(record.id, record);
+    return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
+  }
+
+  /**
+   * The record of `bundle` with this UUID, read as load() reads it but found by its UUID in the
+   * same statement (one statement fewer than findByUuid then load); null when there is none, or
+   * when the UUID is another bundle's.
+   */
+  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fields?: (rt: ResourceType) => FieldDescriptor[]): Promise<EntityRecord | null> {
+    const { columns, key } = this.columnsOf(entityType, [bundle], fields);
+    const sql = this.sql.get(`load-uuid:${entityType}:${key}`, () => this.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?'));
+    const rows = await selectRows<any>(db, sql, [uuid, bundle]);
+    const { byId } = await this.recordsOf(db, entityType, rows, fields, [bundle]);
+    return byId.values().next().value ?? null;
+  }
+
+  /** The statement reading rows of an entity type (`columns`, or all) with their single references' targets joined. */
+  private rowsSql(entityType: string, columns: string[] | null, where: string): string {
+    const et = this.entityType(entityType);
+    const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
+    const from = [`${quote(et.table)} AS e`];
+    for (const j of this.singleReferenceJoins(entityType)) {
+      if (columns && !columns.includes(j.column)) continue;
+      selected.push(`${j.alias}.uuid AS ${j.alias}_uuid`, `${j.alias}.bundle AS ${j.alias}_bundle`);
+      if (j.revisions) selected.push(`${j.alias}.revision_id AS ${j.alias}_rev`);
+      from.push(`LEFT JOIN ${quote(j.table)} AS ${j.alias} ON ${j.alias}.id = e.${quote(j.column)}`);
+    }
+    return `SELECT ${selected.join(', ')} FROM ${from.join(' ')} WHERE ${where}`;
+  }
+
+  /**
+   * Records from rows read by rowsSql, with their side tables and references filled. Rows of
+   * bundles other than `bundles` (when given) are not made into records: their ids come back as
+   * `unexpected`, for the caller to load with every column.
+   */
+  private async recordsOf(db: Db, entityType: string, rows: any[], fields?: (rt: ResourceType) => FieldDescriptor[], bundles?: readonly string[]): Promise<{ byId: Map<number, EntityRecord>; unexpected: number[] }> {
+    // Single-valued references are joined to their targets by rowsSql, so rendering them needs no
+    // further query (the UUID and bundle of the target travel with the row).
+    const joins = this.singleReferenceJoins(entityType);
     const byId = new Map<number, EntityRecord>();
     const sideFields = new Map<string, { field: FieldDescriptor; records: EntityRecord[] }>();
     // The fields to read, once per bundle on the page rather than once per row.
@@ -198,23 +225,34 @@ export class RecordStore {
     }
     await this.loadSideTables(db, [...sideFields.values()]);
     await this.resolveReferences(db, [...byId.values()]);
-    if (unexpected.length) for (const record of await this.load(db, entityType, unexpected, fields)) byId.set(record.id, record);
-    return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
+    return { byId, unexpected };
   }
 
-  /** The columns load() reads for records of these bundles: identity, then each field's, in a stable order. */
-  private columnsOf(entityType: string, bundles: readonly string[], fields?: (rt: ResourceType) => FieldDescriptor[]): string[] {
+  private readonly columnsCache = new WeakMap<readonly FieldDescriptor[], { columns: string[]; key: string }>();
+
+  /**
+   * The columns load() reads for records of these bundles: identity, then each field's, in a
+   * stable order; and the list joined, to key the statement by. Kept per field list when there
+   * is one bundle (a bundle's whole field list is the same array on every request).
+   */
+  private columnsOf(entityType: string, bundles: readonly string[], fields?: (rt: ResourceType) => FieldDescriptor[]): { columns: string[]; key: string } {
     const et = this.entityType(entityType);
+    const lists = bundles.flatMap((bundle) => {
+      const rt = this.registry.get(`${entityType}--${bundle}`);
+      return rt ? [fields ? fields(rt) : rt.bundle.fields] : [];
+    });
+    const known = lists.length === 1 ? this.columnsCache.get(lists[0]!) : undefined;
+    if (known) return known;
     const columns = new Set(['id', 'uuid', 'bundle']);
     if (et.revisionId) columns.add('revision_id');
-    for (const bundle of bundles) {
-      const rt = this.registry.get(`${entityType}--${bundle}`);
-      if (!rt) continue;
-      for (const field of fields ? fields(rt) : rt.bundle.fields) {
+    for (const list of lists) {
+      for (const field of list) {
         if (field.storage.kind === 'columns') for (const column of Object.values(field.storage.columns)) columns.add(column);
       }
     }
-    return [...columns];
+    const result = { columns: [...columns], key: [...columns].join(',') };
+    if (lists.length === 1) this.columnsCache.set(lists[0]!, result);
+    return result;
   }
 
   /**

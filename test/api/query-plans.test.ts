@@ -133,6 +133,11 @@ test('a page with include=asset,quantity.units costs the same number of queries 
     assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}?include=asset,quantity.units`)).status, 200);
   });
   assert.ok(one.length <= five.count, `individual: ${one.length} queries`);
+  // One log by UUID: the token, the log found by its UUID with its users, its side tables.
+  const plain = await queriesOf(async () => {
+    assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}`)).status, 200);
+  });
+  assert.equal(plain.length, 3, `one log: ${plain.map((q) => q.sql.slice(0, 80)).join('\n')}`);
 });
 
 test('no query of the hot paths scans a whole table of the data model', { skip }, async () => {

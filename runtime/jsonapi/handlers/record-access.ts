@@ -25,9 +25,7 @@ export class RecordAccess {
   /** The record with this UUID in this bundle, or 404 (another bundle's UUID is a 404 too). */
   async find(db: Db, rt: ResourceType, uuid: string | undefined, principal: Principal, fields: Map<string, Set<string>> | null = null): Promise<EntityRecord> {
     requireAuthenticated(principal);
-    const hit = uuid && UUID.test(uuid) ? await this.loader.store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase()) : null;
-    if (!hit || hit.bundle !== rt.bundle.bundle) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
-    const [record] = await this.loader.load(db, rt.entityType.entityType, [hit.id], fields, undefined, [hit.bundle]);
+    const record = uuid && UUID.test(uuid) ? await this.loader.loadByUuid(db, rt.entityType.entityType, uuid.toLowerCase(), rt.bundle.bundle, fields) : null;
     if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
     return record;
   }
