@@ -12,16 +12,17 @@ import { createDispatcher } from '../jsonapi/router.ts';
 import { createResourceHandlers } from '../jsonapi/handlers/index.ts';
 import { ApiError, badRequest, notFound, OAuthError, toJsonApiErrorDocument } from '../errors.ts';
 import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
-import type { OAuthComponents } from '../oauth/index.ts';
+import { OAUTH_PATHS, type OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
-import { languageRoutes } from '../jsonapi/languages.ts';
+import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
 import { healthHandler } from './health.ts';
 import { frontDoor } from './front-door.ts';
-import { openApiRoutes } from '../jsonapi/openapi.ts';
+import { OPENAPI_PATHS, openApiRoutes } from '../jsonapi/openapi.ts';
 import { createMetrics } from './metrics.ts';
-import { dataStreamRoutes } from './data-streams.ts';
+import { DATA_STREAM_PATHS, dataStreamRoutes } from './data-streams.ts';
 import { securityHeaders } from './security-headers.ts';
+import { scoped } from './scoped.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT = '4mb';
@@ -43,15 +44,16 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   const front = frontDoor(ctx);
   app.get('/', front.page);
   app.get('/assets/front-door.js', front.script);
-  app.use(openApiRoutes(ctx));
+  // Routers without a mount path see only the requests under their own paths (http/scoped.ts).
+  app.use(scoped(OPENAPI_PATHS, openApiRoutes(ctx)));
   app.use(securityHeaders());
   app.use(oauth.cors);
-  app.use(oauth.router);
+  app.use(scoped(OAUTH_PATHS, oauth.router));
 
   app.use(oauth.authenticate);
   app.get('/metrics', metrics.handler);
   // Sensor readings: bodies of any media type, read by their own parser (before express.json).
-  app.use(dataStreamRoutes(ctx));
+  app.use(scoped(DATA_STREAM_PATHS, dataStreamRoutes(ctx)));
   app.use(
     express.json({
       type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'],
@@ -64,8 +66,8 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   const { handlers, downloads, revisionHistory, configs } = createResourceHandlers(ctx, store);
   app.get(['/api', '/api/'], entryPoint(ctx, configs));
   app.get('/api/schema', schemaIndexHandler(store));
-  app.use(languageRoutes(ctx));
-  app.use(configs.routes(ctx));
+  app.use(scoped([LANGUAGE_PATH], languageRoutes(ctx)));
+  app.use(scoped(configs.paths(), configs.routes(ctx)));
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.use(downloads);
   app.use(revisionHistory);

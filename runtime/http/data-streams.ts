@@ -29,6 +29,9 @@ const MAX_NEW_STREAMS_PER_POST = 100;
 const NAME_MAX_LENGTH = 255;
 const ALLOWED = ['GET', 'POST'];
 
+/** Where dataStreamRoutes answers: every path of its routes starts with one of these (app.ts scopes it to them). */
+export const DATA_STREAM_PATHS = ['/api/data_stream/', '/asset/', '/farm/sensor/listener/'];
+
 export function dataStreamRoutes(ctx: AppContext): Router {
   const s = new JsonApiServices(ctx);
   const router = Router();

@@ -91,6 +91,11 @@ export class ConfigCatalogue {
     return this.byId.get(`${type}:${id}`) ?? null;
   }
 
+  /** Where routes() answers: the collection path of each configuration type. */
+  paths(): string[] {
+    return [...this.types.values()].map((t) => t.path);
+  }
+
   routes(ctx: AppContext): Router {
     const router = express.Router();
     for (const t of this.types.values()) {

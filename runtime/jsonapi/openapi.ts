@@ -43,6 +43,9 @@ const DOCS_PAGE = `<!DOCTYPE html>
 
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#docs', deepLinking: true, defaultModelsExpandDepth: 0, docExpansion: 'none' });\n`;
 
+/** Where openApiRoutes answers: every path of its routes starts with one of these (app.ts scopes it to them). */
+export const OPENAPI_PATHS = ['/api/openapi.json', '/api/docs', '/favicon.ico'];
+
 export function openApiRoutes(ctx: AppContext): Router {
   const router = express.Router();
   const document = servedOpenApi(ctx);

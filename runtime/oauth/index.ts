@@ -24,8 +24,11 @@ import { LoginSessions, loadCookieKey } from './session.ts';
 import { createLimiters } from './rate-limit.ts';
 import type { OAuthDeps } from './deps.ts';
 
+/** Where the OAuth router answers: every path of its routes starts with one of these (app.ts scopes it to them). */
+export const OAUTH_PATHS = ['/oauth/', '/.well-known/'];
+
 export interface OAuthComponents {
-  /** Routes under /oauth and /.well-known. */
+  /** Routes under /oauth and /.well-known (OAUTH_PATHS). */
   router: Router;
   /** Sets the request's principal from its bearer token; 401 for a bad token. */
   authenticate: RequestHandler;
