@@ -327,12 +327,14 @@ async function main(): Promise<void> {
       }
       const walkSeconds = (Date.now() - walk) / 1000;
       await check(`P9 page ${pageNo}, after the writes of P4 and P5`, path);
-      const t = await closed(`${T}${path}`, { headers: s.auth });
+      // Against P1's first page measured again now, alternately, as every other ratio is taken:
+      // the P1 figure from minutes earlier (before the writes of P4 and P5) moved with the machine.
+      const [t, first] = await pair(() => closed(`${T}${path}`, { headers: s.auth }), () => closed(`${T}${p1}`, { headers: s.auth }));
       // The same deep page from the rendered baseline (same keyset SQL): is the page itself slow, or Tilth?
       const r = await closed(`${rendered.url}${path}`, { headers: s.auth });
       // A farm too small for 2,000 pages ends on a short last page: cheaper, and not what P9 asks.
       const deepEnough = pageNo >= 2000;
-      add({ id: 'P9', what: `page ${pageNo} of P1 through links.next (walked in ${walkSeconds.toFixed(1)} s)${deepEnough ? '' : ', the last page: farm too small for page 2,000'}`, figure: `${fmt(t)}; ${ratio(t, p1Tilth)}× P1; rendered ${r.rps.toLocaleString('en')} req/s here`, target: '≥ 0.9× P1', met: !deepEnough ? 'n/a' : clean(t) ? ratio(t, p1Tilth) >= 0.9 : false, detail: { tilth: t, rendered: r, page: pageNo } });
+      add({ id: 'P9', what: `page ${pageNo} of P1 through links.next (walked in ${walkSeconds.toFixed(1)} s)${deepEnough ? '' : ', the last page: farm too small for page 2,000'}`, figure: `${fmt(t)}; page 1 ${first.rps.toLocaleString('en')} req/s alongside; ${ratio(t, first)}× P1; rendered ${r.rps.toLocaleString('en')} req/s here`, target: '≥ 0.9× P1', met: !deepEnough ? 'n/a' : clean(t) && clean(first) ? ratio(t, first) >= 0.9 : false, detail: { tilth: t, p1: first, p1Earlier: p1Tilth, rendered: r, page: pageNo } });
     }
 
     // G: the same reads on a small and a big farm. Both servers run at once (the idle one costs
