@@ -18,6 +18,8 @@ declare global {
       principal?: Principal;
       /** oauth/client-auth.ts: the OAuth client that authenticated at /oauth/token or /oauth/revoke. */
       client?: Client;
+      /** jsonapi/router.ts: the template of the resource route that matched (`/api/log/activity/{id}`), the metrics' label. */
+      route?: string;
       /** oauth/authorize.ts: the form-action sources of the consent page's Content-Security-Policy. */
       formActionSources?: string;
     }

@@ -101,8 +101,9 @@ export function createMetrics(ctx: AppContext): Metrics {
     observe(req, res, next) {
       const started = performance.now();
       res.on('finish', () => {
-        // originalUrl: routers mounted at /api rewrite req.url while they handle the request.
-        const route = routeLabel(req.originalUrl.split('?')[0]!, res.statusCode);
+        // The matched resource route's template when there is one (no pattern to run over the
+        // path); otherwise the path, templated. originalUrl: routers mounted at /api rewrite req.url.
+        const route = res.locals.route && res.statusCode !== 404 ? res.locals.route : routeLabel(req.originalUrl.split('?')[0]!, res.statusCode);
         series(req.method, route, res.statusCode).observe((performance.now() - started) / 1000);
       });
       next();

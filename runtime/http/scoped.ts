@@ -12,9 +12,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 export function scoped(prefixes: readonly string[], handler: RequestHandler): RequestHandler {
-  const lower = prefixes.map((p) => p.toLowerCase());
-  return (req: Request, res: Response, next: NextFunction) => {
-    const path = req.path.toLowerCase();
-    return lower.some((p) => path.startsWith(p)) ? handler(req, res, next) : next();
-  };
+  const under = new RegExp(`^(?:${prefixes.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'i');
+  return (req: Request, res: Response, next: NextFunction) => (under.test(req.path) ? handler(req, res, next) : next());
 }

@@ -58,6 +58,7 @@ export function createDispatcher(routes: readonly RouteEntry[], registry: ModelR
         throw notFound(`No resource of type ${match.resourceType.type} has the id "${id}".`);
       }
     }
+    res.locals.route = match.entry.path;
     await handlers[match.entry.handler](req, res, { ...match, ...(decodedId !== undefined ? { id: decodedId } : {}) });
   };
 }

@@ -2,7 +2,11 @@
  * The few cryptographic primitives of the authorization server: random credentials, the hashes
  * they are stored as, constant-time comparison, HMAC signatures and the PKCE S256 transform.
  */
+import * as crypto from 'node:crypto';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** crypto.hash, the one-shot form without a Hash object per call (Node 20.12+; engines allow 20.11). */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /** A new credential (token, code, secret, session id): 256 random bits, base64url. */
 export function newSecret(): string {
@@ -14,7 +18,8 @@ export function newSecret(): string {
  * fast unsalted hash is enough; nothing can be guessed from it.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // Every request hashes its bearer token: the one-shot form is about twice as quick.
+  return oneShotHash ? oneShotHash('sha256', secret, 'hex') : createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
 /** Compares two strings in time that depends only on their lengths. */
