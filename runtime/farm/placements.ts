@@ -47,6 +47,15 @@ export interface Placement {
 
 type Values = ReadonlyMap<string, ItemValue | ItemValue[]>;
 
+/** A row of `asset_location` or `asset_group` with its target's UUID and bundle (null when the target is gone). */
+interface IntervalRow {
+  entity_id: number;
+  log_id: number;
+  target_id: number | null;
+  uuid: string | null;
+  bundle: string | null;
+}
+
 /** The fields whose change can move an asset, on a log. */
 const LOG_FIELDS = ['asset', 'location', 'group', 'is_movement', 'is_group_assignment', 'status', 'timestamp'];
 
@@ -119,22 +128,12 @@ export class Placements {
   /** Where each asset is at `time`: one indexed query. Assets that are nowhere are absent. */
   async at(db: Db, assetIds: number[], time: number): Promise<Map<number, Placement>> {
     const out = new Map<number, Placement>();
-    if (!this.layout || !assetIds.length) return out;
-    for (const part of chunks([...new Set(assetIds)])) {
-      const rows = (await db(`${PLACEMENTS_TABLE} as p`)
-        .leftJoin(`${this.layout.asset} as t`, 't.id', 'p.target_id')
-        .whereIn('p.entity_id', part)
-        .where('p.start_ts', '<=', time)
-        .where((q) => q.whereNull('p.end_ts').orWhere('p.end_ts', '>', time))
-        .orderBy(['p.entity_id', 'p.delta'])
-        .select('p.entity_id', 'p.log_id', 'p.target_id', 't.uuid', 't.bundle')) as Array<{ entity_id: number; log_id: number; target_id: number | null; uuid: string | null; bundle: string | null }>;
-      for (const r of rows) {
-        const asset = Number(r.entity_id);
-        let placement = out.get(asset);
-        if (!placement) out.set(asset, (placement = { logId: Number(r.log_id), locations: [] }));
-        // A movement whose locations were all deleted still places the asset (its geometry counts).
-        if (r.target_id !== null && r.uuid) placement.locations.push({ targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
-      }
+    for (const r of await this.intervalsAt(db, PLACEMENTS_TABLE, assetIds, time)) {
+      const asset = Number(r.entity_id);
+      let placement = out.get(asset);
+      if (!placement) out.set(asset, (placement = { logId: Number(r.log_id), locations: [] }));
+      // A movement whose locations were all deleted still places the asset (its geometry counts).
+      if (r.target_id !== null && r.uuid) placement.locations.push({ targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
     }
     return out;
   }
@@ -142,16 +141,25 @@ export class Placements {
   /** The groups each asset is in at `time`, in the order its assignment log names them: one indexed query. */
   async groupsAt(db: Db, assetIds: number[], time: number): Promise<Map<number, Reference[]>> {
     const out = new Map<number, Reference[]>();
-    if (!this.layout || !assetIds.length) return out;
+    for (const r of await this.intervalsAt(db, GROUPS_TABLE, assetIds, time)) {
+      if (r.target_id !== null && r.uuid) push(out, Number(r.entity_id), { targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
+    }
+    return out;
+  }
+
+  /** The rows of an interval table (placements or memberships) that hold at `time`, with their targets' UUID and bundle. */
+  private async intervalsAt(db: Db, table: string, assetIds: number[], time: number): Promise<IntervalRow[]> {
+    if (!this.layout || !assetIds.length) return [];
+    const out: IntervalRow[] = [];
     for (const part of chunks([...new Set(assetIds)])) {
-      const rows = (await db(`${GROUPS_TABLE} as m`)
-        .join(`${this.layout.asset} as t`, 't.id', 'm.target_id')
-        .whereIn('m.entity_id', part)
-        .where('m.start_ts', '<=', time)
-        .where((q) => q.whereNull('m.end_ts').orWhere('m.end_ts', '>', time))
-        .orderBy(['m.entity_id', 'm.delta'])
-        .select('m.entity_id', 'm.target_id', 't.uuid', 't.bundle')) as Array<{ entity_id: number; target_id: number; uuid: string; bundle: string }>;
-      for (const r of rows) push(out, Number(r.entity_id), { targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle, meta: {} });
+      const rows = (await db(`${table} as p`)
+        .leftJoin(`${this.layout.asset} as t`, 't.id', 'p.target_id')
+        .whereIn('p.entity_id', part)
+        .where('p.start_ts', '<=', time)
+        .where((q) => q.whereNull('p.end_ts').orWhere('p.end_ts', '>', time))
+        .orderBy(['p.entity_id', 'p.delta'])
+        .select('p.entity_id', 'p.log_id', 'p.target_id', 't.uuid', 't.bundle')) as IntervalRow[];
+      out.push(...rows);
     }
     return out;
   }

@@ -142,6 +142,9 @@ test('served location and groups, their filters and a computation from scratch a
           assert.equal(members.status, 200, members.text);
           const inGroup = assets.slice(0, 3).filter((a) => expectedGroups(logs, a.id, at).includes(group.id)).map((a) => a.id);
           assert.deepEqual(members.body.data.map((r: Ref) => r.id).sort(), inGroup.sort(), `the group filter at ${at - now} s`);
+          const ungrouped = await api('GET', `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=${prefix}&filter[group.id][operator]=IS%20NULL&sort=name${asOf}`);
+          const inNone = assets.slice(0, 3).filter((a) => !expectedGroups(logs, a.id, at).length).map((a) => a.id);
+          assert.deepEqual(ungrouped.body.data.map((r: Ref) => r.id).sort(), inNone.sort(), `the assets in no group at ${at - now} s`);
           for (const place of places) {
             const inside = await api('GET', `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=${prefix}&filter[location.id]=${place.id}&sort=name${asOf}`);
             const expected = assets.slice(0, 3).filter((a) => expectedLocation(logs, a.id, at).includes(place.id)).map((a) => a.id);
