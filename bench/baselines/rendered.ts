@@ -1,7 +1,8 @@
 /**
  * The *rendered* baseline: bare node:http + better-sqlite3 on the same database file as Tilth,
- * answering the benchmark's log reads (P1's page of activity logs, P9's deeper pages through the
- * same cursor, P3's one log by UUID) with prepared SQL and a JSON:API document built by hand.
+ * answering the benchmark's log reads (P1's page of activity logs, P2's with include=asset,quantity
+ * (included.ts), P9's deeper pages through the same cursor, P3's one log by UUID) with prepared SQL
+ * and a JSON:API document built by hand.
  * The benchmark checks that its bytes are identical to Tilth's, so the ratio Tilth / rendered is
  * the price of everything Tilth does beyond reading the rows and writing the document.
  *
@@ -16,7 +17,9 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import Database from 'better-sqlite3';
+import { sqliteIncluder, type Includer } from './included.ts';
 import { checkBearer } from './token.ts';
+import { bool, geometry, iso, num, str, userRef } from './json-text.ts';
 import { COLUMNS, FROM, ORDER, SIDE_TABLES, WHERE, type Row, type SideRow, type Store } from './log-sql.ts';
 
 const BASE = process.env.BASE_URL!;
@@ -26,7 +29,9 @@ const LOG_TYPE = { activity: '281efc14-840a-575f-9ab5-135a31faa72f' } as Record<
 const JSONAPI = '{"jsonapi":{"version":"1.0","meta":{"links":{"self":{"href":"http://jsonapi.org/format/1.0/"}}}}';
 
 // On PostgreSQL (DATABASE_URL) the same SQL runs through `pg` (pg-store.ts); else better-sqlite3.
-const store: Store = process.env.DATABASE_URL ? await (await import('./pg-store.ts')).pgStore(process.env.DATABASE_URL) : sqliteStore(process.env.DB!);
+const sqlite = process.env.DATABASE_URL ? null : new Database(process.env.DB!, { readonly: true, fileMustExist: true });
+const store: Store = sqlite ? sqliteStore(sqlite) : await (await import('./pg-store.ts')).pgStore(process.env.DATABASE_URL!);
+const includer: Includer | null = sqlite ? sqliteIncluder(sqlite, BASE) : null;
 
 interface Ref { uuid: string; bundle: string | null; tid: number | null }
 
@@ -36,24 +41,6 @@ const TARGET_TYPE: Record<string, (bundle: string) => string> = {
 };
 // The order Tilth writes a log's relationships in (the entity type's fields, then the bundle's).
 const MANY = ['asset', 'category', 'file', 'image', 'owner', 'quantity', 'location', 'equipment', 'group'];
-
-/** Unix seconds as Drupal's RFC 3339 with an explicit +00:00 (the server's time zone is UTC). */
-function iso(t: unknown): string {
-  if (t === null || t === undefined) return 'null';
-  return `"${new Date(Number(t) * 1000).toISOString().slice(0, 19)}+00:00"`;
-}
-const str = (v: unknown) => (v === null || v === undefined ? 'null' : JSON.stringify(String(v)));
-const bool = (v: unknown) => (v === null || v === undefined ? 'null' : v ? 'true' : 'false');
-const num = (v: unknown) => (v === null || v === undefined ? 'null' : String(Number(v)));
-
-function geometry(r: Row): string {
-  if (r.geometry__value === null) return 'null';
-  return `{"value":${str(r.geometry__value)},"geo_type":${str(r.geometry__geo_type)},"lat":${num(r.geometry__lat)},"lon":${num(r.geometry__lon)},"left":${num(r.geometry__left)},"top":${num(r.geometry__top)},"right":${num(r.geometry__right)},"bottom":${num(r.geometry__bottom)},"geohash":${str(r.geometry__geohash)},"latlon":${str(r.geometry__latlon)}}`;
-}
-
-function userRef(id: unknown, uuid: unknown): string {
-  return id === null || uuid === null ? 'null' : `{"type":"user--user","id":"${uuid}","meta":{"drupal_internal__target_id":${id}}}`;
-}
 
 function render(r: Row, refs: Map<string, Ref[]>, flags: string[]): string {
   const self = `${BASE}/api/log/${r.bundle}/${r.uuid}`;
@@ -75,8 +62,8 @@ function render(r: Row, refs: Map<string, Ref[]>, flags: string[]): string {
   return `${out}}}`;
 }
 
-/** The page's logs with their side tables, rendered in order. */
-async function renderRows(rows: Row[]): Promise<string[]> {
+/** The page's logs with their side tables, rendered in order (and the references, for `included`). */
+async function renderRows(rows: Row[]): Promise<{ rendered: string[]; refs: Array<Map<string, Ref[]>> }> {
   const byLog = new Map<number, { refs: Map<string, Ref[]>; flags: string[] }>();
   for (const r of rows) byLog.set(r.id, { refs: new Map(), flags: [] });
   if (rows.length) {
@@ -91,7 +78,13 @@ async function renderRows(rows: Row[]): Promise<string[]> {
       }
     }
   }
-  return rows.map((r) => render(r, byLog.get(r.id)!.refs, byLog.get(r.id)!.flags));
+  return { rendered: rows.map((r) => render(r, byLog.get(r.id)!.refs, byLog.get(r.id)!.flags)), refs: rows.map((r) => byLog.get(r.id)!.refs) };
+}
+
+/** `included` for include=asset,quantity: each path's targets in the order the page names them, each once. */
+function included(refs: Array<Map<string, Ref[]>>): string {
+  const targets = (field: string) => [...new Set(refs.flatMap((m) => (m.get(field) ?? []).map((r) => r.tid!)))];
+  return `,"included":[${includer!.render(targets('asset'), targets('quantity')).join(',')}]`;
 }
 
 /** Tilth writes pager links with raw brackets and everything else percent-encoded. */
@@ -100,6 +93,9 @@ const encodeKey = (k: string) => k.split(/([[\]])/).map((p) => (p === '[' || p =
 async function page(url: URL, rawSearch: string): Promise<string | null> {
   const q = url.searchParams;
   if (q.get('sort') !== '-timestamp') return null;
+  const include = q.get('include');
+  // Includes are built on SQLite only (P2 is not part of the PostgreSQL leg).
+  if (include !== null && (include !== 'asset,quantity' || !includer)) return null;
   const status = q.get('filter[status]');
   const from = Number(q.get('filter[ts][condition][value][0]'));
   const to = Number(q.get('filter[ts][condition][value][1]'));
@@ -124,13 +120,14 @@ async function page(url: URL, rawSearch: string): Promise<string | null> {
     links += `,"next":${pageLink(offset + limit, Buffer.from(JSON.stringify({ o: offset + limit, h: FINGERPRINT, v: [last.timestamp, last.id] })).toString('base64url'))}`;
   }
   if (offset > 0) links += `,"first":${pageLink(0)},"prev":${pageLink(Math.max(0, offset - limit))}`;
-  return `${JSONAPI},"data":[${(await renderRows(rows)).join(',')}],${links}}}`;
+  const { rendered, refs } = await renderRows(rows);
+  return `${JSONAPI},"data":[${rendered.join(',')}]${include ? included(refs) : ''},${links}}}`;
 }
 
 async function one(uuid: string, url: URL): Promise<string | null> {
   const row = await store.byUuid(uuid);
   if (!row) return null;
-  return `${JSONAPI},"data":${(await renderRows([row]))[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
+  return `${JSONAPI},"data":${(await renderRows([row])).rendered[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
 }
 
 function send(res: ServerResponse, status: number, body: string): void {
@@ -158,8 +155,7 @@ async function answer(raw: string, authorization: string | undefined): Promise<[
 }
 
 /** The SQLite store: prepared better-sqlite3 statements, synchronous as the driver is. */
-function sqliteStore(file: string): Store {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+function sqliteStore(db: Database.Database): Store {
   const firstPage = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE} ${ORDER} OFFSET @offset`);
   // After the cursor's last row: timestamp DESC puts NULLs last in SQLite, so they come after any value.
   const afterCursor = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE}
