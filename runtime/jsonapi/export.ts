@@ -11,7 +11,7 @@ import wkx from 'wkx';
 import type { JsonApiServices } from './handlers/services.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
-import type { JsonApiQuery } from './query/index.ts';
+import { fieldsetsToRead, type JsonApiQuery } from './query/index.ts';
 import type { QueryCompiler } from './collection/compile.ts';
 import type { ResourceObject } from './serialize.ts';
 import { fetchPage } from './collection/page.ts';
@@ -120,7 +120,7 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   const filename = `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`;
   res.status(200).type(MEDIA_TYPES[format]).set('Content-Disposition', `attachment; filename="${filename}"`).set('Cache-Control', 'private, no-store');
   for (;;) {
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, query.fields.size ? query.fields : null, at, [rt.bundle.bundle]);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, fieldsetsToRead(query.fields, query.include), at, [rt.bundle.bundle]);
     const resources = records.map((r) => s.serializer.resourceObject(r, principal, query.fields.get(rt.type)));
     const labels = await relatedLabels(s, resources, principal);
     const name = (ref: { type: string; id: string }) => labels.get(ref.id) ?? '';

@@ -43,7 +43,9 @@ export function validateIncludes(registry: ModelRegistry, rt: ResourceType, path
 
 /**
  * The included records, and the records at the end of each path prefix (by the prefix joined
- * with dots, '' for the primary data), from which configuration includes are read.
+ * with dots, '' for the primary data), from which configuration includes are read. `fieldsets`:
+ * the fields to read per type (query/fields.ts fieldsetsToRead), null for all; `at`: the moment
+ * computed fields are computed for, as the primary data's were.
  */
 export async function loadIncluded(
   db: Db,
@@ -51,6 +53,8 @@ export async function loadIncluded(
   primary: EntityRecord[],
   paths: string[][],
   principal: Principal,
+  fieldsets: Map<string, Set<string>> | null = null,
+  at?: number,
 ): Promise<{ records: EntityRecord[]; levels: Map<string, EntityRecord[]> }> {
   const included = new Map<string, EntityRecord>();
   const primaryKeys = new Set(primary.map((r) => `${r.rt.entityType.entityType}:${r.id}`));
@@ -81,7 +85,7 @@ export async function loadIncluded(
       for (const [entityType, ids] of wanted) {
         const et = loader.registry.model.entityTypes[entityType]!;
         if (!mayOnType(principal, et, 'view')) continue;
-        const records = await loader.load(db, entityType, [...ids], null);
+        const records = await loader.load(db, entityType, [...ids], fieldsets, at);
         for (const r of records) {
           if (!mayOnRecord(principal, et, 'view', r)) continue;
           children.push(r);

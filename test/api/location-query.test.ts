@@ -72,6 +72,14 @@ test('filter and sort assets by where they are, now and at a past or future time
   assert.deepEqual(then.body.data.relationships.location.data.map((r: Ref) => r.id), [barn.id]);
   const past = await request(`${server.url}/api/asset/animal?filter[name]=Molly&as_of=${sixDaysAgo}`, { token });
   assert.deepEqual(past.body.data[0].relationships.location.data.map((r: Ref) => r.id), [north.id], 'the computed field follows as_of too');
+  // So do the included records' (Molly's moves, with Molly included: where she was then, and now).
+  const included = async (asOf: string) => {
+    const res = await request(`${server.url}/api/log/activity?filter[asset.id]=${molly.id}&include=asset${asOf}`, { token });
+    assert.equal(res.status, 200, res.text);
+    return res.body.included.find((r: Ref) => r.id === molly.id).relationships.location.data.map((r: Ref) => r.id);
+  };
+  assert.deepEqual(await included(`&as_of=${sixDaysAgo}`), [north.id], 'an included asset is where it was at as_of');
+  assert.deepEqual(await included(''), [barn.id]);
 
   const bad = await request(`${server.url}/api/asset/animal?as_of=yesterday`, { token });
   assert.equal(bad.status, 400);

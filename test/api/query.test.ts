@@ -454,6 +454,14 @@ test('sparse fieldsets', async () => {
   // A fieldset for an included type applies to the included resources.
   const inc = await api.get(`/api/log/harvest/${idOf.get('h1')}?include=asset&fields[asset--equipment]=name`);
   assert.deepEqual(Object.keys(inc.body.included[0].attributes), ['name']);
+  // A fieldset that leaves out the relationship an include follows still includes its targets, as
+  // Drupal resolves includes on the whole entity: the collection, the individual route, and deeper paths.
+  const hidden = await api.get(`/api/log/harvest?filter[id]=${idOf.get('h1')}&fields[log--harvest]=name&include=asset,quantity.units&fields[quantity--standard]=label`);
+  assert.deepEqual(Object.keys(hidden.body.data[0].relationships ?? {}), []);
+  assert.deepEqual(hidden.body.included.map((r: any) => r.type).sort(), ['asset--equipment', 'quantity--standard', 'taxonomy_term--unit']);
+  assert.deepEqual(hidden.body.included.find((r: any) => r.type === 'quantity--standard').relationships ?? {}, {});
+  const hiddenOne = await api.get(`/api/log/harvest/${idOf.get('h3')}?fields[log--harvest]=name&include=asset`);
+  assert.deepEqual(hiddenOne.body.included.map((r: any) => r.id).sort(), [idOf.get('tractor'), idOf.get('baler')].sort());
   // Unknown names are ignored.
   const unknown = await api.get(`/api/log/harvest/${idOf.get('h1')}?fields[log--harvest]=name,nonsense`);
   assert.equal(unknown.status, 200);

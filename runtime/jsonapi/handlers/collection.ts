@@ -7,7 +7,7 @@ import { assertMayOnType } from '../../access/policy.ts';
 import { QueryCompiler } from '../collection/compile.ts';
 import { fetchPage } from '../collection/page.ts';
 import { buildQueryString } from '../query/build-query-string.ts';
-import { RESOURCE_VERSION_PARAMETER, type JsonApiQuery } from '../query/index.ts';
+import { fieldsetsToRead, RESOURCE_VERSION_PARAMETER, type JsonApiQuery } from '../query/index.ts';
 import { badParameter } from '../../errors.ts';
 import { exportFormat, sendExport } from '../export.ts';
 
@@ -35,7 +35,7 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const { page } = query;
     const at = query.asOf ?? undefined;
     const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, query.fields.size ? query.fields : null, at, [rt.bundle.bundle]);
+    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, fieldsetsToRead(query.fields, query.include), at, [rt.bundle.bundle]);
     const links: Record<string, { href: string }> = { self: s.requests.selfLink(req) };
     if (result.hasMore) {
       links.next = pageLink(s, req, query, {
@@ -48,6 +48,6 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
       links.first = pageLink(s, req, query, { offset: '0', limit: String(page.limit) });
       links.prev = pageLink(s, req, query, { offset: String(Math.max(0, page.offset - page.limit)), limit: String(page.limit) });
     }
-    s.documents.send(res, 200, await s.documents.document(s.knex, records, principal, query, links));
+    s.documents.send(res, 200, await s.documents.document(s.knex, records, principal, query, links, { at }));
   };
 }

@@ -8,7 +8,7 @@ import { loadIncluded } from '../include.ts';
 import type { ConfigCatalogue, ConfigResource } from '../config-resources.ts';
 import { JSONAPI_VERSION, sendDocument } from '../document.ts';
 import type { Principal } from '../../access/principal.ts';
-import type { JsonApiQuery } from '../query/index.ts';
+import { fieldsetsToRead, type JsonApiQuery } from '../query/index.ts';
 
 export class DocumentWriter {
   constructor(
@@ -18,23 +18,26 @@ export class DocumentWriter {
     private readonly configs: ConfigCatalogue,
   ) {}
 
-  /** A top-level document with `data`, `included` (when asked for) and links. */
+  /**
+   * A top-level document with `data`, `included` (when asked for) and links. `at`: the moment the
+   * data's computed fields were computed for (`as_of`), so the included records' are too.
+   */
   async document(
     db: Db,
     data: EntityRecord | EntityRecord[] | null,
     principal: Principal,
     query: JsonApiQuery,
     links: Record<string, { href: string }>,
-    meta?: Record<string, unknown>,
+    options: { meta?: Record<string, unknown>; at?: number } = {},
   ): Promise<Record<string, unknown>> {
     const list = data === null ? [] : Array.isArray(data) ? data : [data];
     const render = (r: EntityRecord): ResourceObject => this.serializer.resourceObject(r, principal, query.fields.get(r.rt.type));
     const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: Array.isArray(data) ? list.map(render) : data ? render(data) : null };
     if (query.include.length) {
-      const { records, levels } = await loadIncluded(db, this.loader, list, query.include, principal);
+      const { records, levels } = await loadIncluded(db, this.loader, list, query.include, principal, fieldsetsToRead(query.fields, query.include), options.at);
       doc.included = [...records.map(render), ...this.configIncludes(levels, query.include, principal)];
     }
-    if (meta) doc.meta = meta;
+    if (options.meta) doc.meta = options.meta;
     doc.links = links;
     return doc;
   }

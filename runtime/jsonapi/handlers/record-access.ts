@@ -12,7 +12,7 @@ import { UUID } from '../input.ts';
 import { notFound, forbidden, badParameter } from '../../errors.ts';
 import { assertMayOnType, mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
 import { principalOf, type Principal } from '../../access/principal.ts';
-import { RESOURCE_VERSION_PARAMETER, type JsonApiQuery, type ResourceVersion } from '../query/index.ts';
+import { fieldsetsToRead, RESOURCE_VERSION_PARAMETER, type JsonApiQuery, type ResourceVersion } from '../query/index.ts';
 import type { RequestReader } from './requests.ts';
 
 export class RecordAccess {
@@ -35,7 +35,7 @@ export class RecordAccess {
     const principal = principalOf(res);
     const query = this.requests.query(req, options.validateIncludes === false ? undefined : rt);
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-    const fieldsets = options.fieldsets && query.fields.size ? query.fields : null;
+    const fieldsets = options.fieldsets ? fieldsetsToRead(query.fields, query.include) : null;
     const record = await this.find(this.knex, rt, id, principal, fieldsets);
     this.assertMayOnRecord(principal, record, 'view');
     if (!query.resourceVersion) return { principal, query, record };

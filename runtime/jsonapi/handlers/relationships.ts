@@ -11,6 +11,7 @@ import { assertMayOnType, mayOnRecord, mayOnType } from '../../access/policy.ts'
 import { badRequest, conflict } from '../../errors.ts';
 import type { EntityRecord, ItemValue, Reference } from '../../storage/records.ts';
 import { JSONAPI_VERSION } from '../document.ts';
+import { fieldsetsToRead } from '../query/index.ts';
 
 function links(s: JsonApiServices, record: EntityRecord, field: string) {
   const self = `${s.ctx.config.baseUrl}/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
@@ -91,7 +92,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
       const et = s.ctx.registry.model.entityTypes[f.target!.entityType]!;
       let targets: EntityRecord[] = [];
       if (refs.length && mayOnType(principal, et, 'view')) {
-        targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), query.fields.size ? query.fields : null)).filter((t) => mayOnRecord(principal, et, 'view', t));
+        targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), fieldsetsToRead(query.fields, query.include))).filter((t) => mayOnRecord(principal, et, 'view', t));
       }
       const data = f.multiple ? targets : (targets[0] ?? null);
       s.documents.send(res, 200, await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }));

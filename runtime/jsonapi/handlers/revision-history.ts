@@ -12,7 +12,7 @@
 import express, { type Router } from 'express';
 import type { JsonApiServices } from './services.ts';
 import { badParameter } from '../../errors.ts';
-import { buildQueryString, RESOURCE_VERSION_PARAMETER } from '../query/index.ts';
+import { buildQueryString, fieldsetsToRead, RESOURCE_VERSION_PARAMETER } from '../query/index.ts';
 
 export const REVISION_HISTORY_SEGMENT = 'revision-history';
 
@@ -24,7 +24,7 @@ export function revisionHistoryRoutes(s: JsonApiServices): Router {
     const probe = s.requests.query(req, rt);
     if (probe.resourceVersion) throw badParameter(RESOURCE_VERSION_PARAMETER, `The revision history lists every version; it takes no ${RESOURCE_VERSION_PARAMETER} parameter.`);
     const { principal, query, record } = await s.records.viewable(req, res, rt, req.params.id, { fieldsets: true });
-    const fieldsets = query.fields.size ? query.fields : null;
+    const fieldsets = fieldsetsToRead(query.fields, query.include);
     const { offset, limit } = query.page;
     // One more than a page tells whether another page follows.
     const rows = await s.loader.store.revisions.list(s.knex, rt.entityType.entityType, record.id, { offset, limit: limit + 1 });

@@ -14,7 +14,7 @@ import { parseResourceVersion, RESOURCE_VERSION_PARAMETER, type ResourceVersion 
 import { parseAsOf } from './as-of.ts';
 
 export { buildQueryString } from './build-query-string.ts';
-export { parseFields } from './fields.ts';
+export { fieldsetsToRead, parseFields } from './fields.ts';
 export { FILTER_OPERATORS, MAX_FILTER_DEPTH, ROOT_GROUP_KEY, parseFilter } from './filter.ts';
 export type { FilterCondition, FilterGroup, FilterOperator } from './filter.ts';
 export { MAX_INCLUDE_PATHS, parseInclude } from './include.ts';
