@@ -11,6 +11,7 @@ import { loadConfig, type Config } from './config.ts';
 import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
+import { sweepAbandonedUploads } from './files/storage.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
 import { createLogger } from './http/logging.ts';
@@ -68,6 +69,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // A farm upgraded to the release that stores placements gets them computed once, before serving.
     const placed = await new Placements(registry).rebuildIfPending(db.knex);
     if (placed) announce(`Computed the locations of ${placed} asset(s).`);
+    // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
+    const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
+    if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
     const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, internalUrl: '' };
     const admin = await ensureAdministrator(ctx);

@@ -4,9 +4,10 @@
  * says Content-Encoding) to a temporary file while counting it against the size limit and ending
  * it with 408 when it stalls; then, in a short transaction, `place` moves it under
  * `farm/<entity>/<YYYY>-<MM>/` (renamed when the name is taken, as Drupal does). Nothing of a
- * failed upload stays behind.
+ * failed upload stays behind, and what a process that died mid-upload left in `tmp/` is removed
+ * when the server next starts (sweepAbandonedUploads).
  */
-import { createWriteStream, mkdirSync, renameSync, rmSync, existsSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, renameSync, rmSync, statSync, existsSync } from 'node:fs';
 import { join, extname, basename, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -90,6 +91,32 @@ function decoder(encoding: string | undefined): Transform | null {
     default:
       throw unsupportedMediaType(`The Content-Encoding "${encoding}" is not supported: send the bytes as they are, or gzip, deflate or br.`);
   }
+}
+
+/**
+ * Remove the temporary files of uploads whose process died before placing or discarding them:
+ * those in `<dataDir>/files/tmp` unchanged for `idleMs`. A file still arriving, from another
+ * server sharing the directory, is written at least every TILTH_BODY_TIMEOUT, and a received one
+ * is placed within a short transaction, so an idle time well beyond both means abandoned.
+ * Returns how many were removed.
+ */
+export function sweepAbandonedUploads(dataDir: string, idleMs: number, now = Date.now()): number {
+  const tmpDir = join(resolve(dataDir, 'files'), 'tmp');
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(tmpDir);
+  } catch {
+    return 0; // no upload was ever received
+  }
+  for (const name of names) {
+    const file = join(tmpDir, name);
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat?.isFile() || now - stat.mtimeMs < idleMs) continue;
+    rmSync(file, { force: true });
+    removed++;
+  }
+  return removed;
 }
 
 export interface FileLimits {

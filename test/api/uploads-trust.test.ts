@@ -1,14 +1,15 @@
 // Uploads and request bodies an attacker controls (trust issue, part A 6, 8-11): a slow upload
-// holds up nobody and a stalled one ends with 408 leaving nothing behind; a corrupt compressed
+// holds up nobody and a stalled one ends with 408 leaving nothing behind (nor does one whose
+// process died: the next start removes it); a corrupt compressed
 // body is a 400; an image field takes only images; file names arrive intact; downloads are not
 // cached by anyone in between.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { readdirSync, existsSync } from 'node:fs';
+import { readdirSync, existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { createTestDatabase, startTestServer, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
 
 let server: TestServer;
@@ -148,4 +149,21 @@ test('private file downloads are not cacheable', async () => {
   const download = await fetch(res.body.data.attributes.uri.url, { headers: { Authorization: `Bearer ${token}` } });
   assert.equal(download.status, 200);
   assert.equal(download.headers.get('cache-control'), 'private, no-store');
+});
+
+test('an upload abandoned by a process that died is removed at the next start; one still arriving is kept', async () => {
+  const database = await createTestDatabase();
+  const tmp = join(database.env.TILTH_DATA_DIR!, 'files', 'tmp');
+  mkdirSync(tmp, { recursive: true });
+  const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+  writeFileSync(join(tmp, 'abandoned'), 'half a photo');
+  utimesSync(join(tmp, 'abandoned'), twoHoursAgo, twoHoursAgo);
+  writeFileSync(join(tmp, 'arriving'), 'the start of a photo');
+  const again = await startTestServer({ database });
+  try {
+    assert.deepEqual(readdirSync(tmp), ['arriving']);
+  } finally {
+    await again.close();
+    await database.drop();
+  }
 });
