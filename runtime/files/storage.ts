@@ -111,10 +111,14 @@ export function sweepAbandonedUploads(dataDir: string, idleMs: number, now = Dat
   }
   for (const name of names) {
     const file = join(tmpDir, name);
-    const stat = statSync(file, { throwIfNoEntry: false });
-    if (!stat?.isFile() || now - stat.mtimeMs < idleMs) continue;
-    rmSync(file, { force: true });
-    removed++;
+    try {
+      const stat = statSync(file, { throwIfNoEntry: false });
+      if (!stat?.isFile() || now - stat.mtimeMs < idleMs) continue;
+      rmSync(file, { force: true });
+      removed++;
+    } catch {
+      // A leftover that cannot be removed (permissions) must not stop the server from starting.
+    }
   }
   return removed;
 }
