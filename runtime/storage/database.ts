@@ -10,6 +10,7 @@ import knexFactory, { type Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
+import { GroupCommit } from './group-commit.ts';
 
 // Counts and bigints come back from PostgreSQL as strings by default; timestamps here are
 // Unix seconds and ids are far below 2^53, so read them as numbers.
@@ -58,7 +59,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     },
   });
   const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'), knex);
-  (knex.client as SqliteClient).reader = reader;
+  const client = knex.client as SqliteClient;
+  client.reader = reader;
+  const topLevel = (BetterSqliteClient.prototype as unknown as { transaction(...args: unknown[]): PromiseLike<unknown> }).transaction;
+  client.groupCommit = new GroupCommit((container) => topLevel.call(client, container, { userParams: {}, doNotRejectOnRollback: true }, null));
   return {
     knex,
     dialect: 'sqlite',
@@ -122,6 +126,21 @@ const READ_METHODS = new Set(['select', 'first', 'pluck']);
  */
 class SqliteClient extends BetterSqliteClient {
   reader?: ReadConnection;
+  /** Set on the pool's client only (not on the copies Knex makes for transactions). */
+  groupCommit?: GroupCommit;
+
+  /**
+   * A top-level transaction joins the writes waiting to share a COMMIT (storage/group-commit.ts).
+   * Nested ones (savepoints) and Knex's own schema changes, which set the foreign_keys pragma
+   * around a transaction of their own (`enforceForeignCheck`), are Knex's as before.
+   */
+  transaction(container: unknown, config?: { enforceForeignCheck?: unknown; connection?: unknown }, outerTx?: unknown): unknown {
+    const own = (BetterSqliteClient.prototype as unknown as { transaction(...args: unknown[]): unknown }).transaction;
+    if (!this.groupCommit || outerTx || typeof container !== 'function' || config?.enforceForeignCheck !== undefined || config?.connection) {
+      return own.call(this, container, config, outerTx);
+    }
+    return this.groupCommit.run(container as (trx: Knex.Transaction) => unknown, config);
+  }
 
   runner(builder: { _method?: string }): { connection?: unknown } {
     const runner = (BetterSqliteClient.prototype as unknown as { runner(b: unknown): { connection?: unknown } }).runner.call(this, builder);
