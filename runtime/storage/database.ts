@@ -181,6 +181,8 @@ export async function openExistingDatabase(options: { databaseUrl: string | null
  * same SQL text (with new bindings) reuses its statement: better-sqlite3 statements are reusable,
  * and the single connection runs one statement at a time.
  */
+const ONE_OFF = /^(?:SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) /;
+
 function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, unknown>();
@@ -188,6 +190,9 @@ function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void 
     let statement = cache.get(sql);
     if (statement === undefined) {
       statement = prepare(sql);
+      // Knex names each savepoint afresh (`SAVEPOINT trx123`): never run twice, so not kept,
+      // where they would push out the statements that are.
+      if (ONE_OFF.test(sql)) return statement;
       if (cache.size >= 1000) cache.delete(cache.keys().next().value!);
       cache.set(sql, statement);
     }
