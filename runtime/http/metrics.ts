@@ -14,6 +14,7 @@ import type { AppContext } from '../context.ts';
 import { principalOf } from '../access/principal.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { isAccountAdmin, requireAuthenticated } from '../access/policy.ts';
+import { queuedWrites } from '../storage/database.ts';
 
 const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi;
 const KNOWN_PREFIXES = ['/api', '/oauth', '/subrequests', '/.well-known', '/health', '/metrics'];
@@ -59,7 +60,8 @@ export function createMetrics(ctx: AppContext): Metrics {
       if (!pool) return;
       this.set({ state: 'used' }, pool.numUsed());
       this.set({ state: 'free' }, pool.numFree());
-      this.set({ state: 'pending' }, pool.numPendingAcquires());
+      // Writes queued for SQLite's group commit wait for the connection too.
+      this.set({ state: 'pending' }, pool.numPendingAcquires() + queuedWrites(ctx.db.knex));
     },
   });
   const started = Date.now();

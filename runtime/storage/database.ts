@@ -19,6 +19,9 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => v);
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/** How long an SQLite statement waits for another process's lock before SQLITE_BUSY (a 503). */
+const BUSY_TIMEOUT_MS = 5000;
+
 export interface Database {
   knex: Knex;
   dialect: Dialect;
@@ -52,7 +55,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         cachePreparedStatements(conn);
         conn.pragma('journal_mode = WAL');
         conn.pragma('foreign_keys = ON');
-        conn.pragma('busy_timeout = 5000');
+        conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
         conn.pragma(`synchronous = ${options.sqliteSynchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
         done(null, conn);
       },
@@ -61,12 +64,13 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'), knex);
   const client = knex.client as SqliteClient;
   client.reader = reader;
-  const topLevel = (BetterSqliteClient.prototype as unknown as { transaction(...args: unknown[]): PromiseLike<unknown> }).transaction;
-  client.groupCommit = new GroupCommit((container) => topLevel.call(client, container, { userParams: {}, doNotRejectOnRollback: true }, null));
+  const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null));
+  client.groupCommit = groupCommit;
   return {
     knex,
     dialect: 'sqlite',
     close: async () => {
+      groupCommit.close(new Error('The database was closed.'));
       reader.close();
       await knex.destroy();
     },
@@ -101,7 +105,7 @@ class ReadConnection {
     if (!this.connection) {
       const connection = new BetterSqlite3(this.file);
       connection.pragma('query_only = ON');
-      connection.pragma('busy_timeout = 5000');
+      connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       cachePreparedStatements(connection);
       this.connection = connection;
     }
@@ -117,6 +121,43 @@ class ReadConnection {
 // Knex's better-sqlite3 dialect, extended below; Knex exports it only by path.
 const BetterSqliteClient = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as new (config: unknown) => object;
 const READ_METHODS = new Set(['select', 'first', 'pluck']);
+const SqliteTransaction = createRequire(import.meta.url)('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as new (...args: unknown[]) => PromiseLike<unknown>;
+
+/**
+ * A transaction that is the database's writer from its BEGIN (group commit's batches): it reads
+ * the latest commit, and no other process can commit under it (group-commit.ts says why).
+ */
+class ImmediateTransaction extends SqliteTransaction {
+  /**
+   * BEGIN IMMEDIATE, waiting for another process's write lock without blocking the event loop:
+   * SQLite's busy timeout sleeps in the calling thread, so here it is off and the BEGIN is tried
+   * again on a timer, for as long as the busy timeout would have waited. Meanwhile reads go on,
+   * and the writes that arrive queue to join this batch. Failing, it rejects before the body runs.
+   */
+  async begin(this: { trxClient: { query(conn: unknown, sql: string): Promise<unknown> } }, conn: { pragma(sql: string): unknown }): Promise<unknown> {
+    const giveUp = Date.now() + BUSY_TIMEOUT_MS;
+    conn.pragma('busy_timeout = 0');
+    try {
+      for (let wait = 1; ; wait = Math.min(2 * wait, 50)) {
+        try {
+          return await this.trxClient.query(conn, 'BEGIN IMMEDIATE;');
+        } catch (error) {
+          if (!/^SQLITE_BUSY/.test(String((error as { code?: unknown }).code)) || Date.now() >= giveUp) throw error;
+          await new Promise((resolve) => setTimeout(resolve, wait));
+        }
+      }
+    } finally {
+      conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
+  }
+}
+
+const isNative = (f: Function): boolean => Function.prototype.toString.call(f).endsWith('{ [native code] }');
+
+/** Writes waiting to share a commit (SQLite's group commit); 0 on PostgreSQL. */
+export function queuedWrites(db: Knex): number {
+  return (db.client as { groupCommit?: GroupCommit }).groupCommit?.queued ?? 0;
+}
 
 /**
  * Knex's better-sqlite3 client, with the SELECTs of query builders outside a transaction run on
@@ -130,13 +171,16 @@ class SqliteClient extends BetterSqliteClient {
   groupCommit?: GroupCommit;
 
   /**
-   * A top-level transaction joins the writes waiting to share a COMMIT (storage/group-commit.ts).
-   * Nested ones (savepoints) and Knex's own schema changes, which set the foreign_keys pragma
-   * around a transaction of their own (`enforceForeignCheck`), are Knex's as before.
+   * A top-level transaction with a body joins the writes waiting to share a COMMIT
+   * (storage/group-commit.ts). Nested ones (savepoints), ones committed by hand, and Knex's own
+   * schema changes, which set the foreign_keys pragma around a transaction of their own
+   * (`enforceForeignCheck`), are Knex's as before.
    */
   transaction(container: unknown, config?: { enforceForeignCheck?: unknown; connection?: unknown }, outerTx?: unknown): unknown {
     const own = (BetterSqliteClient.prototype as unknown as { transaction(...args: unknown[]): unknown }).transaction;
-    if (!this.groupCommit || outerTx || typeof container !== 'function' || config?.enforceForeignCheck !== undefined || config?.connection) {
+    // Without a body (`await knex.transaction()`, committed by hand), Knex passes its promise's
+    // own resolve function: such a transaction is Knex's, so that its commit is a COMMIT.
+    if (!this.groupCommit || outerTx || typeof container !== 'function' || isNative(container) || config?.enforceForeignCheck !== undefined || config?.connection) {
       return own.call(this, container, config, outerTx);
     }
     return this.groupCommit.run(container as (trx: Knex.Transaction) => unknown, config);

@@ -4,6 +4,7 @@
  * the JSON:API errors a client can act on instead of a 500.
  */
 import { ApiError, conflict } from '../errors.ts';
+import { WriteQueueTimeout } from './group-commit.ts';
 
 interface DriverError {
   code?: string;
@@ -25,7 +26,8 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   if (code === '40001' || code === '40P01') {
     return conflict('Conflict: this write collided with another one. Retry the request.');
   }
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || /Knex: Timeout acquiring a connection/.test(e.message ?? '')) {
+  // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT…); a write that waited too long for the others.
+  if (/^SQLITE_(?:BUSY|LOCKED)/.test(code) || error instanceof WriteQueueTimeout || /Knex: Timeout acquiring a connection/.test(e.message ?? '')) {
     return new ApiError(503, 'The database is busy. Retry in a moment.', { headers: { 'Retry-After': '1' } });
   }
   return null;

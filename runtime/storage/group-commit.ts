@@ -14,9 +14,23 @@
  *
  * Nothing waits for writes to arrive: after each write the batch lets the event loop poll once,
  * so that requests that have already arrived are read up to their own transaction, and commits
- * when none has joined. So a transaction never stays open waiting on the network. A
- * batch stops taking writes after MAX_WRITES or MAX_BATCH_MS, so one write's answer waits for at
- * most that much of others' work.
+ * when none has joined. So a transaction never stays open waiting on the network. A batch takes
+ * no more writes after MAX_WRITES, or once MAX_BATCH_MS have passed since it began; a write's
+ * answer still waits for the writes taken before that, so one long write (a large import)
+ * delays the answers of the writes that shared its batch.
+ *
+ * The batch's transaction begins IMMEDIATE (the database's writer from the start: storage/
+ * database.ts): a deferred one would take its read snapshot at the first write's first read, and
+ * if a command run beside the server committed meanwhile, every later write of the batch would
+ * fail (SQLITE_BUSY_SNAPSHOT) where on its own it would have succeeded.
+ *
+ * A body that calls `trx.commit()` itself releases its savepoint: its write is on disk when
+ * `knex.transaction(…)` settles, not when that call does. (`await knex.transaction()` without a
+ * body, committed by hand, is left to Knex: database.ts.)
+ *
+ * A write waits in the queue for at most QUEUE_TIMEOUT_MS (Knex's own wait for its one
+ * connection), then fails with WriteQueueTimeout (a 503): a write that never ends holds up the
+ * others for that long, not for ever.
  */
 import type { Knex } from 'knex';
 
@@ -30,23 +44,65 @@ interface Write {
   config: object | undefined;
   resolve(value: unknown): void;
   reject(error: unknown): void;
+  timer: NodeJS.Timeout;
 }
 
 const MAX_WRITES = 16;
 const MAX_BATCH_MS = 10;
+const QUEUE_TIMEOUT_MS = 60_000;
+
+/** A write that waited too long for the writes before it (db-errors.ts answers 503, retry later). */
+export class WriteQueueTimeout extends Error {
+  constructor() {
+    super(`The write waited more than ${QUEUE_TIMEOUT_MS / 1000} s for the writes before it.`);
+  }
+}
 
 export class GroupCommit {
   private readonly waiting: Write[] = [];
   private running = false;
+  private closedWith: Error | null = null;
 
   constructor(private readonly begin: Begin) {}
 
+  /** Writes waiting for a batch (the metrics' pending connections). */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
   /** Run `container` in a transaction; settles after its commit (shared with the writes around it). */
   run(container: Container, config: object | undefined): Promise<unknown> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
     return new Promise((resolve, reject) => {
-      this.waiting.push({ container, config, resolve, reject });
+      const write: Write = { container, config, resolve, reject, timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref() };
+      this.waiting.push(write);
       if (!this.running) void this.drain();
     });
+  }
+
+  /** Refuse every waiting write and every later one (the database is closing). */
+  close(error: Error): void {
+    this.closedWith = error;
+    for (const write of this.waiting.splice(0)) this.settle(write, false, error);
+  }
+
+  private expire(write: Write): void {
+    const at = this.waiting.indexOf(write);
+    if (at < 0) return;
+    this.waiting.splice(at, 1);
+    write.reject(new WriteQueueTimeout());
+  }
+
+  /** The next waiting write, now out of the queue and its wait no longer timed. */
+  private take(): Write | undefined {
+    const write = this.waiting.shift();
+    if (write) clearTimeout(write.timer);
+    return write;
+  }
+
+  private settle(write: Write, ok: boolean, value: unknown): void {
+    clearTimeout(write.timer);
+    (ok ? write.resolve : write.reject)(value);
   }
 
   private async drain(): Promise<void> {
@@ -60,16 +116,22 @@ export class GroupCommit {
 
   private async batch(): Promise<void> {
     const done: Array<{ write: Write; ok: boolean; value: unknown }> = [];
+    // Set when the transaction has settled. Knex runs the body even when BEGIN failed (and
+    // rejects at once): such a body must take no write, or its caller would never hear back.
+    let settled = false;
     try {
       await this.begin(async (outer) => {
         const connection = (await outer.client.acquireConnection()) as { inTransaction: boolean };
+        const usable = () => !settled && !outer.isCompleted() && connection.inTransaction;
+        if (!usable()) throw new Error('The write transaction did not begin.');
         const started = performance.now();
         while (done.length < MAX_WRITES && (done.length === 0 || performance.now() - started < MAX_BATCH_MS)) {
           // A transaction's statements run synchronously, so a write runs whole without letting
           // the event loop read the requests that arrived meanwhile: one more poll for I/O lets
           // those that are already here reach their own transaction and join this one.
           if (this.waiting.length === 0) await pollOnce();
-          const write = this.waiting.shift();
+          if (!usable()) break;
+          const write = this.take();
           if (!write) break;
           try {
             // A nested Knex transaction: SAVEPOINT, then RELEASE, or ROLLBACK TO on failure.
@@ -83,14 +145,19 @@ export class GroupCommit {
         }
       });
     } catch (error) {
-      // The COMMIT failed, so no write of the batch was kept; or BEGIN did, before any write was
-      // taken: the first waiting one gets the error, so that a lasting failure cannot spin.
-      if (done.length === 0 && this.waiting.length > 0) done.push({ write: this.waiting.shift()!, ok: false, value: error });
+      // The COMMIT failed, so no write of the batch was kept; or BEGIN did (another process held
+      // the database past the busy timeout), before any write was taken: the writes waiting now
+      // would meet the same, so they all get the error (a 503 to retry), at once.
+      if (done.length === 0) {
+        for (const write of this.waiting.splice(0)) done.push({ write, ok: false, value: error });
+      }
       for (const d of done) {
         if (d.ok) Object.assign(d, { ok: false, value: error });
       }
+    } finally {
+      settled = true;
     }
-    for (const { write, ok, value } of done) (ok ? write.resolve : write.reject)(value);
+    for (const { write, ok, value } of done) this.settle(write, ok, value);
   }
 }
 

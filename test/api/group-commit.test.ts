@@ -4,6 +4,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import BetterSqlite3 from 'better-sqlite3';
 import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
 
@@ -91,4 +94,128 @@ test('a write that fails inside a shared commit leaves no trace and undoes no ot
   const winnerRead = await request(`${server.url}/api/log/activity/${contested}`, { token });
   assert.equal(winnerRead.body.data.attributes.name, winner);
   assert.equal(winnerRead.body.data.relationships.asset.data.length, 2);
+});
+
+/** Another process's connection to the server's database file (a `tilth` command run beside the server). */
+function otherProcess(): BetterSqlite3.Database {
+  const other = new BetterSqlite3(join(server.config.dataDir, 'tilth.sqlite'));
+  other.pragma('busy_timeout = 5000');
+  return other;
+}
+
+/**
+ * A command run beside the server, on its own thread: each `commit()` asks it to commit a change
+ * to the admin account and waits until it has, or 200 ms (it waits for the server's write lock).
+ */
+function commandBeside(): { commit(): void; committed(): number; stop(): Promise<number> } {
+  const signals = new Int32Array(new SharedArrayBuffer(12)); // asked, done, stop
+  const worker = new Worker(
+    `const { workerData: { file, signals } } = require('node:worker_threads');
+     const db = new (require('better-sqlite3'))(file);
+     db.pragma('busy_timeout = 5000');
+     for (let done = 0; ; ) {
+       const asked = Atomics.load(signals, 0);
+       if (asked === done) {
+         if (Atomics.load(signals, 2)) break;
+         Atomics.wait(signals, 0, done, 50);
+         continue;
+       }
+       for (; done < asked; done++) {
+         db.prepare("UPDATE users SET changed = changed + 1 WHERE name = 'admin'").run();
+         Atomics.add(signals, 1, 1);
+         Atomics.notify(signals, 1);
+       }
+     }`,
+    { eval: true, workerData: { file: join(server.config.dataDir, 'tilth.sqlite'), signals } },
+  );
+  return {
+    commit() {
+      const before = Atomics.load(signals, 1);
+      Atomics.add(signals, 0, 1);
+      Atomics.notify(signals, 0);
+      Atomics.wait(signals, 1, before, 200);
+    },
+    committed: () => Atomics.load(signals, 1),
+    async stop() {
+      Atomics.store(signals, 2, 1);
+      Atomics.notify(signals, 0);
+      await new Promise((resolve) => worker.once('exit', resolve));
+      return Atomics.load(signals, 1);
+    },
+  };
+}
+
+test('a write that only read, sharing a commit while a command commits beside the server, fails no other write', sqliteOnly, async () => {
+  const command = commandBeside();
+  // The command commits just as the first write (a PATCH of a record that does not exist: it
+  // reads, then fails) has rolled back to its savepoint, before the next write of the batch.
+  let armed = false;
+  const commitBeside = (q: { sql?: string }) => {
+    if (armed && /^ROLLBACK TO/i.test(q.sql ?? '')) {
+      armed = false;
+      command.commit();
+    }
+  };
+  server.ctx.db.knex.on('query', commitBeside);
+  try {
+    const outcomes: string[] = [];
+    for (let round = 0; round < 5; round++) {
+      armed = true;
+      const missing = randomUUID();
+      const [patch, post] = await Promise.all([
+        request(`${server.url}/api/log/activity/${missing}`, { method: 'PATCH', token, json: { data: { type: 'log--activity', id: missing, attributes: { name: 'Nobody' } } } }),
+        request(`${server.url}/api/log/activity`, { method: 'POST', token, json: log(`Beside ${round}`) }),
+      ]);
+      outcomes.push(`${patch.status}/${post.status}${post.status === 201 ? '' : ` ${post.text.slice(0, 200)}`}`);
+    }
+    assert.deepEqual(outcomes, ['404/201', '404/201', '404/201', '404/201', '404/201']);
+  } finally {
+    server.ctx.db.knex.off('query', commitBeside);
+    // The command's commits all landed too (after the server's, which held the lock).
+    assert.equal(await command.stop(), 5);
+  }
+});
+
+test('writes while a command holds the database longer than the busy timeout get 503 with Retry-After, reads go on meanwhile, and writing resumes', sqliteOnly, async () => {
+  const other = otherProcess();
+  other.exec('BEGIN IMMEDIATE');
+  let released = false;
+  try {
+    let settled = false;
+    const writes = Promise.all(
+      [1, 2].map((i) => request(`${server.url}/api/log/activity`, { method: 'POST', token, json: log(`Held ${i}`), signal: AbortSignal.timeout(30_000) })),
+    ).finally(() => (settled = true));
+    // The writes wait for the lock (five seconds) without stopping the server: a read is answered.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const read = await request(`${server.url}/api/log/activity?page[limit]=1`, { token, signal: AbortSignal.timeout(3000) });
+    assert.equal(read.status, 200);
+    assert.equal(settled, false, 'the writes were still waiting for the lock');
+    const results = await writes;
+    for (const r of results) {
+      assert.equal(r.status, 503, r.text);
+      assert.equal(r.body.errors[0].detail, 'The database is busy. Retry in a moment.');
+      assert.equal(r.headers.get('retry-after'), '1');
+    }
+    other.exec('ROLLBACK');
+    released = true;
+    const after = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: log('After the hold'), signal: AbortSignal.timeout(10_000) });
+    assert.equal(after.status, 201, after.text);
+  } finally {
+    if (!released) other.exec('ROLLBACK');
+    other.close();
+  }
+});
+
+test('a transaction committed by hand (knex.transaction() without a body) is on disk when its commit resolves', sqliteOnly, async () => {
+  const knex = server.ctx.db.knex;
+  const other = otherProcess();
+  try {
+    const name = `By hand ${randomUUID()}`;
+    const trx = await knex.transaction();
+    await trx('taxonomy_term').insert({ uuid: randomUUID(), bundle: 'unit', name });
+    await trx.commit();
+    assert.equal((other.prepare('SELECT count(*) AS n FROM taxonomy_term WHERE name = ?').get(name) as { n: number }).n, 1);
+  } finally {
+    other.close();
+  }
 });
