@@ -5,18 +5,21 @@
  * when one starts run in the same SQLite transaction, each in its own savepoint, and share its
  * COMMIT:
  *
- * - a write that fails is rolled back to its savepoint: it leaves no trace and undoes nobody
- *   else's work, and its caller gets its own error at once;
+ * - a write that fails is rolled back to its savepoint (the first of a batch, which runs without
+ *   one, with the whole transaction): it leaves no trace and undoes nobody else's work, and its
+ *   caller gets its own error;
  * - a write that succeeds is answered only after the shared COMMIT, so every acknowledged write
  *   is on disk as before; if that COMMIT fails, every write that shared it fails with it;
  * - writes run one after another, each seeing the ones before it, as they did queued for the
  *   connection (the batch is serial, so it is equivalent to running them in that order).
  *
- * Nothing waits for writes to arrive: after each write the batch lets the event loop poll once,
- * so that requests that have already arrived are read up to their own transaction, and commits
- * when none has joined. So a transaction never stays open waiting on the network. A batch takes
- * no more writes after MAX_WRITES, or once MAX_BATCH_MS have passed since it began; a write's
- * answer still waits for the writes taken before that, so one long write (a large import)
+ * Nothing waits for writes to arrive. While writes come together (several waiting, the last
+ * batch had several, or the first came within BACK_TO_BACK_MS of the last COMMIT), the batch lets
+ * the event loop poll once after each write, so that requests that have already arrived are read
+ * up to their own transaction, and commits when none has joined; a lone write commits at once. So
+ * a transaction never stays open waiting on the network. A batch takes no more writes after
+ * MAX_WRITES, or once MAX_BATCH_MS have passed since it began; a write's answer still waits for
+ * the writes taken before that, so one long write (a large import)
  * delays the answers of the writes that shared its batch.
  *
  * The batch's transaction begins IMMEDIATE (the database's writer from the start: storage/
@@ -45,11 +48,15 @@ interface Write {
   resolve(value: unknown): void;
   reject(error: unknown): void;
   timer: NodeJS.Timeout;
+  /** performance.now() when it was queued. */
+  arrived: number;
 }
 
 const MAX_WRITES = 16;
 const MAX_BATCH_MS = 10;
 const QUEUE_TIMEOUT_MS = 60_000;
+/** A write queued this soon after the last batch ended means writes are coming back to back. */
+const BACK_TO_BACK_MS = 10;
 
 /** A write that waited too long for the writes before it (db-errors.ts answers 503, retry later). */
 export class WriteQueueTimeout extends Error {
@@ -62,6 +69,8 @@ export class GroupCommit {
   private readonly waiting: Write[] = [];
   private running = false;
   private closedWith: Error | null = null;
+  private lastCommitted = -Infinity;
+  private lastBatchSize = 0;
 
   constructor(private readonly begin: Begin) {}
 
@@ -74,7 +83,7 @@ export class GroupCommit {
   run(container: Container, config: object | undefined): Promise<unknown> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     return new Promise((resolve, reject) => {
-      const write: Write = { container, config, resolve, reject, timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref() };
+      const write: Write = { container, config, resolve, reject, arrived: performance.now(), timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref() };
       this.waiting.push(write);
       if (!this.running) void this.drain();
     });
@@ -125,27 +134,37 @@ export class GroupCommit {
         const usable = () => !settled && !outer.isCompleted() && connection.inTransaction;
         if (!usable()) throw new Error('The write transaction did not begin.');
         const started = performance.now();
+        // Writes are coming together: several are waiting, or the last batch had several, or
+        // this one came straight after the last COMMIT.
+        const backToBack = this.waiting.length > 1 || this.lastBatchSize > 1 || (this.waiting[0]?.arrived ?? 0) - this.lastCommitted < BACK_TO_BACK_MS;
         while (done.length < MAX_WRITES && (done.length === 0 || performance.now() - started < MAX_BATCH_MS)) {
           // A transaction's statements run synchronously, so a write runs whole without letting
           // the event loop read the requests that arrived meanwhile: one more poll for I/O lets
-          // those that are already here reach their own transaction and join this one.
-          if (this.waiting.length === 0) await pollOnce();
+          // those that are already here reach their own transaction and join this one. Only
+          // while writes come back to back: a lone write (one person saving a log) need not wait.
+          if (this.waiting.length === 0 && backToBack) await pollOnce();
           if (!usable()) break;
           const write = this.take();
           if (!write) break;
+          // The first write runs in the transaction itself: alone in it, it needs no savepoint
+          // (most writes are alone), and if it fails the whole transaction is rolled back.
+          // Each later one runs in a nested Knex transaction: SAVEPOINT, then RELEASE, or
+          // ROLLBACK TO on failure.
+          const first = done.length === 0;
           try {
-            // A nested Knex transaction: SAVEPOINT, then RELEASE, or ROLLBACK TO on failure.
-            done.push({ write, ok: true, value: await outer.transaction(write.container as (trx: Knex.Transaction) => Promise<unknown>, write.config) });
+            const value = first ? await write.container(outer) : await outer.transaction(write.container as (trx: Knex.Transaction) => Promise<unknown>, write.config);
+            done.push({ write, ok: true, value });
           } catch (error) {
             done.push({ write, ok: false, value: error });
             // Some failures (a full disk, an I/O error) make SQLite roll back the whole
             // transaction, and the writes before this one with it: the batch has failed.
-            if (!connection.inTransaction) throw error;
+            if (first || !connection.inTransaction) throw error;
           }
         }
       });
     } catch (error) {
-      // The COMMIT failed, so no write of the batch was kept; or BEGIN did (another process held
+      // The first write failed and took the transaction with it (its own error is kept); or the
+      // COMMIT failed, so no write of the batch was kept; or BEGIN did (another process held
       // the database past the busy timeout), before any write was taken: the writes waiting now
       // would meet the same, so they all get the error (a 503 to retry), at once.
       if (done.length === 0) {
@@ -156,6 +175,8 @@ export class GroupCommit {
       }
     } finally {
       settled = true;
+      this.lastCommitted = performance.now();
+      this.lastBatchSize = done.length;
     }
     for (const { write, ok, value } of done) this.settle(write, ok, value);
   }
