@@ -26,7 +26,16 @@ const INT_MAX = 2147483647;
 const NUL_PROBLEM = 'may not contain the NUL character (U+0000)';
 const hasNul = (v: unknown): boolean => typeof v === 'string' && v.includes('\u0000');
 
-function describe(value: unknown): string {
+/**
+ * A request value as an error detail names it: a string quoted, anything else by its kind. Never
+ * `String(value)`: an object with a `toString` member that is not a function makes that throw.
+ */
+export function quoted(value: unknown): string {
+  return typeof value === 'string' ? `"${value}"` : describe(value);
+}
+
+/** What kind of value a request sent, for an error detail: `a list`, `an object`, `number 5`. */
+export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'an object';
@@ -112,7 +121,7 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
       if (typeof o.value !== 'string') return bad(`value must be a string, not ${describe(o.value)}`);
       if (hasNul(o.value)) return bad(`value ${NUL_PROBLEM}`);
       const format = o.format === undefined || o.format === null || o.format === '' ? 'default' : o.format;
-      if (typeof format !== 'string' || !(TEXT_FORMATS as readonly string[]).includes(format)) return bad(`format "${String(format)}" is not a text format; use one of: ${TEXT_FORMATS.join(', ')}`);
+      if (typeof format !== 'string' || !(TEXT_FORMATS as readonly string[]).includes(format)) return bad(`format ${quoted(format)} is not a text format; use one of: ${TEXT_FORMATS.join(', ')}`);
       return ok({ value: o.value, format });
     }
     case 'fraction': {

@@ -17,6 +17,7 @@ import type { ResourceObject } from './serialize.ts';
 import { fetchPage } from './collection/page.ts';
 import { viewCondition } from '../access/policy.ts';
 import { badParameter } from '../errors.ts';
+import { quoted } from './coerce.ts';
 
 export type ExportFormat = 'csv' | 'geojson' | 'kml';
 
@@ -35,7 +36,7 @@ export function exportFormat(req: Request, query: JsonApiQuery): ExportFormat | 
   if (format !== undefined) {
     if (format === 'csv' || format === 'geojson' || format === 'kml') return format;
     if (format === 'json' || format === 'api_json') return null;
-    throw badParameter('_format', `The _format "${String(format)}" is not known here: use csv, geojson or kml, or leave it out for JSON:API.`);
+    throw badParameter('_format', `The _format ${quoted(format)} is not known here: use csv, geojson or kml, or leave it out for JSON:API.`);
   }
   const accept = req.headers.accept ?? '';
   if (/\btext\/csv\b/.test(accept)) return 'csv';

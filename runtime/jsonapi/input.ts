@@ -8,7 +8,7 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
-import { coerceField } from './coerce.ts';
+import { coerceField, quoted } from './coerce.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
 import { ROLES } from '../access/roles.ts';
 import type { EntityInput, Secret } from '../entities/input.ts';
@@ -56,7 +56,7 @@ export class InputReader {
     let id: string | undefined;
     if (data.id !== undefined && data.id !== null) {
       if (typeof data.id !== 'string' || !UUID.test(data.id)) {
-        violations.push({ pointer: '/data/id', detail: `id: "${String(data.id)}" is not a UUID. IDs must be properly generated and formatted UUIDs as described in RFC 4122.` });
+        violations.push({ pointer: '/data/id', detail: `id: ${quoted(data.id)} is not a UUID. IDs must be properly generated and formatted UUIDs as described in RFC 4122.` });
       } else id = data.id.toLowerCase();
     }
     const values = new Map<string, ItemValue | ItemValue[]>();

@@ -360,6 +360,20 @@ test('a bare POST to /api/file/file does not create an empty file (files are cre
   assertError(res, res.status);
 });
 
+test('values that cannot be turned into text (objects with a "toString" member) are named in a 4xx, never a 5xx', async () => {
+  const trap = { toString: false };
+  await nothingWritten(
+    'log--activity',
+    async () => {
+      assertError(await api.patch(`/api/log/activity/${activity.id}`, { data: { type: 'log--activity', id: trap } }), 400, { pointer: '/data/id', detail: ['an object'] }, 'PATCH with an object id');
+      assertError(await api.post('/api/log/activity', { data: { type: 'log--activity', id: { toString: 1 }, attributes: { name: 'x' } } }), 422, { pointer: '/data/id', detail: ['an object'] }, 'POST with an object id');
+      assertError(await api.post('/api/log/activity', { data: { type: 'log--activity', attributes: { name: 'x', notes: { value: 'n', format: trap } } } }), 422, { pointer: '/data/attributes/notes', detail: ['an object'] }, 'a text format that is an object');
+    },
+    activity.id,
+  );
+  assertError(await api.get('/api/log/activity?_format[toString]=csv'), 400, { parameter: '_format', detail: ['an object'] }, '_format as an object');
+});
+
 test('attribute values no database column can hold are a 422, never a 5xx: NUL characters, huge integers, far timestamps', async () => {
   // Each a 422 on its field (PostgreSQL text cannot hold U+0000, its integer is 32-bit).
   const writes: Array<[string, Record<string, unknown>, string]> = [

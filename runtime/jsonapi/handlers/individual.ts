@@ -5,6 +5,7 @@ import { principalOf } from '../../access/principal.ts';
 import { assertMayOnType } from '../../access/policy.ts';
 import { badRequest } from '../../errors.ts';
 import { readDataMember, readSecrets, UUID } from '../input.ts';
+import { quoted } from '../coerce.ts';
 
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
@@ -31,7 +32,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         const data = readDataMember(req.body);
         if (data.id === undefined || data.id === null) throw badRequest('The resource object must include an "id" member matching the URL.', { pointer: '/data/id' });
         if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
-          throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${String(data.id)}).`, { pointer: '/data/id' });
+          throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${quoted(data.id)}).`, { pointer: '/data/id' });
         }
         const input = await s.input.read(trx, rt, req.body);
         await s.entities.update(trx, record, input, principal, hashed);
