@@ -100,6 +100,15 @@ class ReadConnection {
     return (this.handle().prepare(sql) as BetterSqlite3.Statement).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b)));
   }
 
+  /**
+   * SQLite's `data_version` on this connection: it changes whenever another connection has
+   * committed since it was last read (this process's writer, a `tilth` command, another server on
+   * the same file). It reads the write-ahead log's index, not a table.
+   */
+  dataVersion(): number {
+    return this.handle().prepare('PRAGMA data_version').pluck().get() as number;
+  }
+
   /** The better-sqlite3 handle, opened on first use, its statements cached as the pool's are. */
   handle(): BetterSqlite3.Database {
     if (!this.connection) {

@@ -14,6 +14,16 @@ export function isPostgres(db: Db): boolean {
   return (db.client.config as { client?: string }).client === 'pg';
 }
 
+/**
+ * A number that changes whenever any connection has committed a change to the database since it
+ * was last asked (SQLite's data_version, on the read connection), or undefined where there is no
+ * such cheap signal: on PostgreSQL, and inside a transaction. What is kept in memory because it
+ * was read from the database is still true while this number stays the same.
+ */
+export function changeCounter(db: Db): number | undefined {
+  return readConnectionOf(db)?.dataVersion();
+}
+
 /** Rows of a raw SELECT, on either database. */
 export async function selectRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
   // Outside a transaction on SQLite: the read connection, without a trip through the pool.

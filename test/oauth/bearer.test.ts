@@ -5,8 +5,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { hashSecret } from '../../runtime/oauth/secrets.ts';
-import { principalOfToken } from '../../runtime/oauth/bearer.ts';
+import { principalOfToken, TokenReader } from '../../runtime/oauth/bearer.ts';
 import { addUser, api, passwordGrant } from './helpers.ts';
+import BetterSqlite3 from 'better-sqlite3';
+import { join } from 'node:path';
 
 let server: TestServer;
 before(async () => {
@@ -77,6 +79,59 @@ test('the principal carries user, roles, scopes, client and the permissions both
   const me = await api(`${server.url}/api`, pair.access_token);
   assert.equal(me.body.meta.links.me.meta.id, viewer.uuid);
   assert.equal(me.body.meta.links.me.href, `${server.url}/api/user/user/${viewer.uuid}`);
+});
+
+/**
+ * Run a statement on a connection of its own, as a `tilth` command or a second server would (on
+ * PostgreSQL, the server's own pool is already more than one connection).
+ */
+async function fromAnotherConnection(sql: string, bindings: Array<string | number>): Promise<void> {
+  if (server.dialect === 'postgres') {
+    await server.ctx.db.knex.raw(sql, bindings);
+    return;
+  }
+  commitBeside(sql, bindings);
+}
+
+/** On SQLite: commit a statement on a connection of its own, synchronously. */
+function commitBeside(sql: string, bindings: Array<string | number>): void {
+  const other = new BetterSqlite3(join(server.config.dataDir, 'tilth.sqlite'));
+  try {
+    other.pragma('busy_timeout = 5000');
+    other.prepare(sql).run(...bindings);
+  } finally {
+    other.close();
+  }
+}
+
+test('a token in use loses a role, and then stops working, the moment another connection says so', async () => {
+  const manager = await addUser(server, ['farm_manager']);
+  const pair = await passwordGrant(server, manager.name, manager.password);
+  const log = (name: string) => api(`${server.url}/api/log/activity`, pair.access_token, { method: 'POST', headers: { 'Content-Type': 'application/vnd.api+json' }, body: JSON.stringify({ data: { type: 'log--activity', attributes: { name } } }) });
+  assert.equal((await log('before')).status, 201);
+  assert.equal((await log('before, again')).status, 201);
+
+  await fromAnotherConnection('DELETE FROM user_role WHERE user_id = ?', [manager.id]);
+  const refused = await log('after the role is gone');
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal((await api(`${server.url}/api`, pair.access_token)).status, 200);
+
+  await fromAnotherConnection('UPDATE oauth_access_tokens SET revoked = 1 WHERE token_hash = ?', [hashSecret(pair.access_token)]);
+  assertInvalidToken(await api(`${server.url}/api`, pair.access_token), /revoked/);
+});
+
+test('a principal read before the database changed is not kept after it', async (t) => {
+  if (server.dialect !== 'sqlite') return t.skip('only SQLite keeps principals (PostgreSQL reads every token)');
+  const pair = await passwordGrant(server, ADMIN.name, ADMIN.password);
+  const tokens = new TokenReader(server.ctx.db.knex);
+  // The first read of the row happens now (SQLite answers synchronously); what it read is kept
+  // only when its promise settles, after the revocation and a second read that saw it.
+  const first = tokens.principal(pair.access_token);
+  commitBeside('UPDATE oauth_access_tokens SET revoked = 1 WHERE token_hash = ?', [hashSecret(pair.access_token)]);
+  const second = tokens.principal(pair.access_token);
+  assert.equal(typeof (await first), 'object', 'read before the revocation');
+  assert.equal(await second, 'revoked');
+  assert.equal(await tokens.principal(pair.access_token), 'revoked', 'the earlier read is not kept under the later version');
 });
 
 test('tokens are stored only as hashes', async () => {

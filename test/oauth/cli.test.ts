@@ -75,6 +75,8 @@ test('client commands explain mistakes', async () => {
 test('user block and user password revoke the user’s tokens', async () => {
   const user = await addUser(server, ['farm_worker'], 'cli-user');
   const before = await passwordGrant(server, user.name, user.password);
+  // In use before the command runs: the server must not go on trusting what it read then.
+  assert.equal((await api(`${server.url}/api`, before.access_token)).status, 200);
   const blocked = await tilth('user', 'block', '--name', user.name);
   assert.equal(blocked.code, 0, blocked.stderr);
   assert.equal((await api(`${server.url}/api`, before.access_token)).status, 401);
@@ -82,6 +84,7 @@ test('user block and user password revoke the user’s tokens', async () => {
   assert.equal((await api(`${server.url}/api`, before.access_token)).status, 401, 'unblocking does not bring old tokens back');
 
   const again = await passwordGrant(server, user.name, user.password);
+  assert.equal((await api(`${server.url}/api`, again.access_token)).status, 200);
   const changed = await tilth('user', 'password', '--name', user.name, '--password', 'a new password');
   assert.equal(changed.code, 0, changed.stderr);
   assert.equal((await api(`${server.url}/api`, again.access_token)).status, 401);
