@@ -9,7 +9,7 @@
  * series stays bounded whatever clients request.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../access/principal.ts';
 import { forbidden, notFound } from '../errors.ts';
@@ -41,15 +41,8 @@ export interface Metrics {
 export function createMetrics(ctx: AppContext): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({ name: 'tilth_http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames, registers: [registry] });
-  const durations = new Histogram({
-    name: 'tilth_http_request_duration_seconds',
-    help: 'Time to answer HTTP requests, by method, route template and status.',
-    labelNames,
-    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
-  });
+  const requests = new RequestStats();
+  for (const metric of requests.metrics()) registry.registerMetric(metric);
   const pool = (ctx.db.knex.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;
   new Gauge({
     name: 'tilth_db_pool_connections',
@@ -74,29 +67,21 @@ export function createMetrics(ctx: AppContext): Metrics {
     },
   });
 
-  // The counter and histogram children of each label set, looked up once: prom-client hashes the
-  // labels on every call otherwise. Route labels are templates, but a request answered before any
-  // route (an OPTIONS preflight, a refused token) is labelled by its path, which the client
-  // makes up: past MAX_ROUTES routes, new ones are counted as "other", so series stay bounded.
-  const children = new Map<string, { observe(seconds: number): void }>();
+  // Route labels are templates, but a request answered before any route (an OPTIONS preflight,
+  // a refused token) is labelled by its path, which the client makes up: past MAX_ROUTES routes,
+  // new ones are counted as "other", so series stay bounded.
   const routes = new Set<string>();
-  const series = (method: string, path: string, status: number) => {
-    const route = routes.has(path) || (routes.size < MAX_ROUTES && routes.add(path)) ? path : 'other';
-    const key = `${method} ${status} ${route}`;
-    let child = children.get(key);
-    if (!child) {
-      const labels = { method, route, status: String(status) };
-      const count = requests.labels(labels);
-      const time = durations.labels(labels);
-      child = {
-        observe(seconds: number) {
-          count.inc();
-          time.observe(seconds);
-        },
-      };
-      children.set(key, child);
+  const bounded = (path: string) => (routes.has(path) || (routes.size < MAX_ROUTES && routes.add(path)) ? path : 'other');
+  // The labels of paths seen lately (the regular expressions of routeLabel, once per path).
+  const labels = new Map<string, string>();
+  const labelOf = (path: string, status: number) => {
+    if (status === 404) return 'unmatched';
+    let label = labels.get(path);
+    if (label === undefined) {
+      if (labels.size >= MAX_ROUTES) labels.clear();
+      labels.set(path, (label = routeLabel(path, status)));
     }
-    return child;
+    return label;
   };
 
   return {
@@ -105,8 +90,8 @@ export function createMetrics(ctx: AppContext): Metrics {
       res.on('finish', () => {
         // The matched resource route's template when there is one (no pattern to run over the
         // path); otherwise the path, templated. originalUrl: routers mounted at /api rewrite req.url.
-        const route = res.locals.route && res.statusCode !== 404 ? res.locals.route : routeLabel(req.originalUrl.split('?')[0]!, res.statusCode);
-        series(req.method, route, res.statusCode).observe((performance.now() - started) / 1000);
+        const route = res.locals.route && res.statusCode !== 404 ? res.locals.route : labelOf(req.originalUrl.split('?')[0]!, res.statusCode);
+        requests.record(req.method, bounded(route), res.statusCode, (performance.now() - started) / 1000);
       });
       next();
     },
@@ -121,4 +106,63 @@ export function createMetrics(ctx: AppContext): Metrics {
       res.set('Content-Type', registry.contentType).set('Cache-Control', 'no-store').send(await registry.metrics());
     },
   };
+}
+
+/** Upper bounds of the request duration histogram's buckets, in seconds. */
+const DURATION_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** The requests of one label set: how many, their total time, and how many fell in each bucket. */
+interface Series {
+  labels: { method: string; route: string; status: string };
+  count: number;
+  sum: number;
+  /** Per bucket of DURATION_BUCKETS (not cumulative), and one more for the slower ones. */
+  buckets: Float64Array;
+}
+
+/**
+ * Request counts and durations kept as plain numbers per label set, and served to prom-client's
+ * registry as a counter and a histogram when scraped. prom-client's own Counter and Histogram
+ * sort, check and hash the labels on every observation, even through a child: that was about a
+ * fifth of a small request's time (GET /api without a token: +23 % without them). The exposition
+ * is the same.
+ */
+class RequestStats {
+  private readonly series = new Map<string, Series>();
+
+  record(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (!s) this.series.set(key, (s = { labels: { method, route, status: String(status) }, count: 0, sum: 0, buckets: new Float64Array(DURATION_BUCKETS.length + 1) }));
+    s.count++;
+    s.sum += seconds;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+    s.buckets[i]!++;
+  }
+
+  /** `tilth_http_requests_total` and `tilth_http_request_duration_seconds`, read when scraped. */
+  metrics(): Metric[] {
+    const all = () => [...this.series.values()];
+    const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => object[]) => {
+      const get = async () => ({ name, help, type, aggregator: 'sum', values: values() });
+      return { name, help, type, aggregator: 'sum', get } as unknown as Metric;
+    };
+    const histogram = 'tilth_http_request_duration_seconds';
+    return [
+      metric('tilth_http_requests_total', 'HTTP requests answered, by method, route template and status.', 'counter', () => all().map((s) => ({ labels: { ...s.labels }, value: s.count }))),
+      metric(histogram, 'Time to answer HTTP requests, by method, route template and status.', 'histogram', () =>
+        all().flatMap((s) => {
+          let below = 0;
+          const buckets = DURATION_BUCKETS.map((le, i) => ({ metricName: `${histogram}_bucket`, labels: { le }, sharedLabels: s.labels, value: (below += s.buckets[i]!) }));
+          return [
+            ...buckets,
+            { metricName: `${histogram}_bucket`, labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count },
+            { metricName: `${histogram}_sum`, labels: {}, sharedLabels: s.labels, value: s.sum },
+            { metricName: `${histogram}_count`, labels: {}, sharedLabels: s.labels, value: s.count },
+          ];
+        }),
+      ),
+    ];
+  }
 }

@@ -44,14 +44,25 @@ test('/health is 503 when the database was migrated by a newer Tilth', async () 
 
 test('/metrics: request counts and latencies by route template, the database pool and uptime, for an administrator', async () => {
   const log = await request(`${server.url}/api/log/activity`, { method: 'POST', token: adminToken, json: { data: { type: 'log--activity', attributes: { name: 'Counted' } } } });
-  await request(`${server.url}/api/log/activity/${log.body.data.id}`, { token: adminToken });
+  for (let i = 0; i < 3; i++) await request(`${server.url}/api/log/activity/${log.body.data.id}`, { token: adminToken });
   assert.equal((await request(`${server.url}/metrics`)).status, 401);
   assert.equal((await request(`${server.url}/metrics`, { token: viewerToken })).status, 403);
   const res = await request(`${server.url}/metrics`, { token: adminToken, headers: { Accept: 'text/plain' } });
   assert.equal(res.status, 200, res.text);
   assert.match(res.headers.get('content-type')!, /text\/plain/);
   assert.match(res.text, /tilth_http_requests_total\{method="POST",route="\/api\/log\/activity",status="201"\} 1/);
-  assert.match(res.text, /tilth_http_request_duration_seconds_bucket\{le="[\d.]+",method="GET",route="\/api\/log\/activity\/\{id\}",status="200"\}/);
+  // The histogram of the three reads: cumulative buckets in order of their bounds, ending with
+  // +Inf, which like _count is the number of requests; _sum is their time.
+  const series = 'method="GET",route="/api/log/activity/{id}",status="200"';
+  const value = (line: string) => Number(line.slice(line.lastIndexOf(' ') + 1));
+  const buckets = res.text.split('\n').filter((l) => l.startsWith('tilth_http_request_duration_seconds_bucket{') && l.includes(series));
+  assert.deepEqual(buckets.map((l) => /le="([^"]+)"/.exec(l)![1]), ['0.002', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '+Inf']);
+  assert.ok(buckets.every((l, i) => i === 0 || value(l) >= value(buckets[i - 1]!)), buckets.join('\n'));
+  assert.equal(value(buckets.at(-1)!), 3);
+  assert.ok(res.text.includes(`tilth_http_request_duration_seconds_count{${series}} 3\n`));
+  assert.ok(res.text.includes(`tilth_http_requests_total{${series}} 3\n`));
+  const sum = res.text.split('\n').find((l) => l.startsWith(`tilth_http_request_duration_seconds_sum{${series}}`));
+  assert.ok(sum && value(sum) > 0 && value(sum) < 30, sum);
   assert.match(res.text, /tilth_db_pool_connections\{state="used"\}/);
   assert.match(res.text, /tilth_uptime_seconds \d/);
   assert.ok(!res.text.includes(log.body.data.id), 'no raw UUIDs: one series per route, not per record');
