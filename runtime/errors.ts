@@ -22,6 +22,7 @@ const REASON: Record<number, string> = {
   502: 'Bad Gateway',
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
+  507: 'Insufficient Storage',
 };
 
 export function reasonPhrase(status: number): string {
@@ -58,6 +59,7 @@ export const ERROR_CATALOGUE = {
   bad_gateway: { status: 502, meaning: 'A subrequest could not be sent.' },
   unavailable: { status: 503, meaning: 'The database is busy or the server is starting; retry after `Retry-After`.' },
   gateway_timeout: { status: 504, meaning: 'A subrequest took too long.' },
+  insufficient_storage: { status: 507, meaning: "The server's disk is full; nothing was saved. The farm's administrator must make room." },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -80,6 +82,7 @@ const DEFAULT_CODE: Record<number, ErrorCode> = {
   502: 'bad_gateway',
   503: 'unavailable',
   504: 'gateway_timeout',
+  507: 'insufficient_storage',
 };
 
 /** One JSON:API error object. */

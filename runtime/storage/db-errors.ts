@@ -1,7 +1,8 @@
 /**
  * Database errors that a correct request can still meet under concurrency (two writers racing for
  * one UUID, a record deleted while another request references it, a busy SQLite file), turned into
- * the JSON:API errors a client can act on instead of a 500.
+ * the JSON:API errors a client can act on instead of a 500; and a full disk, which is the
+ * operator's to fix (507, logged).
  */
 import { ApiError, conflict } from '../errors.ts';
 import { WriteQueueTimeout } from './group-commit.ts';
@@ -29,6 +30,11 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT…); a write that waited too long for the others.
   if (/^SQLITE_(?:BUSY|LOCKED)/.test(code) || error instanceof WriteQueueTimeout || /Knex: Timeout acquiring a connection/.test(e.message ?? '')) {
     return new ApiError(503, 'The database is busy. Retry in a moment.', { headers: { 'Retry-After': '1' } });
+  }
+  // A full disk (or a database at its size limit): the statement was undone, and so is the
+  // request's transaction. Not the client's fault and not a bug: the operator must make room.
+  if (code === 'SQLITE_FULL' || code === '53100') {
+    return new ApiError(507, "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.");
   }
   return null;
 }
