@@ -6,6 +6,7 @@
  * PostgreSQL's = ANY of an array), and a single id is `= ?`, so the text takes one of two forms
  * whatever the list's length and SQLite's statement cache (storage/database.ts) prepares each once.
  */
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { readConnectionOf } from './database.ts';
@@ -24,13 +25,35 @@ export function changeCounter(db: Db): number | undefined {
   return readConnectionOf(db)?.dataVersion();
 }
 
+/** Most distinct statements prepared on PostgreSQL; later ones are parsed and planned on each run. */
+const MAX_PREPARED = 300;
+const preparedNames = new Map<string, string>();
+
+/**
+ * On PostgreSQL, the statements of selectRows are prepared once per connection (pg's named
+ * statements, named by a hash of their text), as their text is built once per shape: a UNION ALL
+ * of ten side tables costs more to parse and plan than to run. Clients can make new texts
+ * (filters, sparse fieldsets) and each connection keeps what it prepared until it closes, so only
+ * the first MAX_PREPARED distinct texts are named.
+ */
+function preparedName(sql: string): string | undefined {
+  let name = preparedNames.get(sql);
+  if (name === undefined && preparedNames.size < MAX_PREPARED) {
+    name = `tilth_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+    preparedNames.set(sql, name);
+  }
+  return name;
+}
+
 /** Rows of a raw SELECT, on either database. */
 export async function selectRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
   // Outside a transaction on SQLite: the read connection, without a trip through the pool.
   const reader = readConnectionOf(db);
   if (reader) return reader.all(sql, bindings) as T[];
-  const result = await db.raw(sql, bindings);
-  return isPostgres(db) ? (result as { rows: T[] }).rows : (result as T[]);
+  if (!isPostgres(db)) return (await db.raw(sql, bindings)) as T[];
+  const name = preparedName(sql);
+  const result = await (name ? db.raw(sql, bindings).options({ name }) : db.raw(sql, bindings));
+  return (result as { rows: T[] }).rows;
 }
 
 /**
