@@ -111,7 +111,15 @@ async function countPage(url: string, records: number): Promise<{ count: number;
     body = res.body;
   });
   assert.equal(body.data.length, records);
-  return { count: log.length, body };
+  return { count: withoutTokenLookup(log).length, body };
+}
+
+/**
+ * The queries that build an answer: the bearer check's token lookup is left out, as on SQLite it
+ * runs only when the database changed since the token was last read (oauth/bearer.ts).
+ */
+function withoutTokenLookup(log: Logged[]): Logged[] {
+  return log.filter((q) => !/\bFROM oauth_access_tokens\b/.test(q.sql));
 }
 
 test('a page with include=asset,quantity.units costs the same number of queries for 5 and for 50 records', { skip }, async () => {
@@ -132,12 +140,15 @@ test('a page with include=asset,quantity.units costs the same number of queries 
   const one = await queriesOf(async () => {
     assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}?include=asset,quantity.units`)).status, 200);
   });
-  assert.ok(one.length <= five.count, `individual: ${one.length} queries`);
-  // One log by UUID: the token, the log found by its UUID with its users, its side tables.
-  const plain = await queriesOf(async () => {
-    assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}`)).status, 200);
-  });
-  assert.equal(plain.length, 3, `one log: ${plain.map((q) => q.sql.slice(0, 80)).join('\n')}`);
+  assert.ok(withoutTokenLookup(one).length <= five.count, `individual: ${one.length} queries`);
+  // One log by UUID: the log found by its UUID with its users, and its side tables (and the
+  // token, when it has to be read).
+  const plain = withoutTokenLookup(
+    await queriesOf(async () => {
+      assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}`)).status, 200);
+    }),
+  );
+  assert.equal(plain.length, 2, `one log: ${plain.map((q) => q.sql.slice(0, 80)).join('\n')}`);
 });
 
 test('no query of the hot paths scans a whole table of the data model', { skip }, async () => {
