@@ -100,13 +100,20 @@ class ReadConnection {
     return (this.handle().prepare(sql) as BetterSqlite3.Statement).all(bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b)));
   }
 
+  /** The connection and its `data_version` when last asked, and how many changes were seen. */
+  private seen: { connection: BetterSqlite3.Database | null; version: number; changes: number } = { connection: null, version: 0, changes: 0 };
+
   /**
-   * SQLite's `data_version` on this connection: it changes whenever another connection has
-   * committed since it was last read (this process's writer, a `tilth` command, another server on
-   * the same file). It reads the write-ahead log's index, not a table.
+   * A count that moves whenever another connection has committed since it was last asked (this
+   * process's writer, a `tilth` command, another server on the same file): SQLite's
+   * `data_version`, which reads the write-ahead log's index, not a table. A reopened connection
+   * counts its own data_version from the start, so a new connection counts as a change too.
    */
   dataVersion(): number {
-    return this.handle().prepare('PRAGMA data_version').pluck().get() as number;
+    const connection = this.handle();
+    const version = connection.prepare('PRAGMA data_version').pluck().get() as number;
+    if (connection !== this.seen.connection || version !== this.seen.version) this.seen = { connection, version, changes: this.seen.changes + 1 };
+    return this.seen.changes;
   }
 
   /** The better-sqlite3 handle, opened on first use, its statements cached as the pool's are. */

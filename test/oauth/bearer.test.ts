@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { hashSecret } from '../../runtime/oauth/secrets.ts';
 import { principalOfToken, TokenReader } from '../../runtime/oauth/bearer.ts';
+import { readConnectionOf } from '../../runtime/storage/database.ts';
 import { addUser, api, passwordGrant } from './helpers.ts';
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
@@ -132,6 +133,19 @@ test('a principal read before the database changed is not kept after it', async 
   assert.equal(typeof (await first), 'object', 'read before the revocation');
   assert.equal(await second, 'revoked');
   assert.equal(await tokens.principal(pair.access_token), 'revoked', 'the earlier read is not kept under the later version');
+});
+
+test('a principal kept before the read connection was reopened is not served after a change', async (t) => {
+  if (server.dialect !== 'sqlite') return t.skip('only SQLite keeps principals');
+  const pair = await passwordGrant(server, ADMIN.name, ADMIN.password);
+  const tokens = new TokenReader(server.ctx.db.knex);
+  const reader = readConnectionOf(server.ctx.db.knex)!;
+  // A fresh connection counts data_version from its start: two fresh ones may give one number.
+  reader.close();
+  assert.equal(typeof (await tokens.principal(pair.access_token)), 'object');
+  reader.close();
+  commitBeside('UPDATE oauth_access_tokens SET revoked = 1 WHERE token_hash = ?', [hashSecret(pair.access_token)]);
+  assert.equal(await tokens.principal(pair.access_token), 'revoked');
 });
 
 test('tokens are stored only as hashes', async () => {
