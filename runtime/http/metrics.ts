@@ -30,6 +30,8 @@ export function routeLabel(path: string, status: number): string {
 
 /** Distinct route labels kept; more than any farm's route templates, few enough to scrape. */
 const MAX_ROUTES = 1000;
+/** Longest path whose label is memoised (a route with a UUID and a relationship is under 120). */
+const MAX_MEMO_PATH = 200;
 
 export interface Metrics {
   /** Middleware counting and timing every request. */
@@ -72,10 +74,12 @@ export function createMetrics(ctx: AppContext): Metrics {
   // new ones are counted as "other", so series stay bounded.
   const routes = new Set<string>();
   const bounded = (path: string) => (routes.has(path) || (routes.size < MAX_ROUTES && routes.add(path)) ? path : 'other');
-  // The labels of paths seen lately (the regular expressions of routeLabel, once per path).
+  // The labels of paths seen lately (the regular expressions of routeLabel, once per path); long
+  // paths, which only clients making them up send, are labelled afresh and not kept.
   const labels = new Map<string, string>();
   const labelOf = (path: string, status: number) => {
     if (status === 404) return 'unmatched';
+    if (path.length > MAX_MEMO_PATH) return routeLabel(path, status);
     let label = labels.get(path);
     if (label === undefined) {
       if (labels.size >= MAX_ROUTES) labels.clear();
