@@ -6,6 +6,7 @@
  */
 import { ApiError, conflict } from '../errors.ts';
 import { WriteQueueTimeout } from './group-commit.ts';
+import { isStalePrepared } from './sql.ts';
 
 interface DriverError {
   code?: string;
@@ -30,6 +31,10 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT…); a write that waited too long for the others.
   if (/^SQLITE_(?:BUSY|LOCKED)/.test(code) || error instanceof WriteQueueTimeout || /Knex: Timeout acquiring a connection/.test(e.message ?? '')) {
     return new ApiError(503, 'The database is busy. Retry in a moment.', { headers: { 'Retry-After': '1' } });
+  }
+  // A statement prepared for a schema that changed under the server: its retry runs unprepared.
+  if (isStalePrepared(error)) {
+    return new ApiError(503, "The database's schema changed while this request ran. Retry it.", { headers: { 'Retry-After': '1' } });
   }
   // A full disk (or a database at its size limit): the statement was undone, and so is the
   // request's transaction. Not the client's fault and not a bug: the operator must make room.

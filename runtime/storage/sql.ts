@@ -34,15 +34,30 @@ const preparedNames = new Map<string, string>();
  * statements, named by a hash of their text), as their text is built once per shape: a UNION ALL
  * of ten side tables costs more to parse and plan than to run. Clients can make new texts
  * (filters, sparse fieldsets) and each connection keeps what it prepared until it closes, so only
- * the first MAX_PREPARED distinct texts are named.
+ * the first MAX_PREPARED distinct texts are named. If one turns out stale, preparing stops.
  */
 function preparedName(sql: string): string | undefined {
+  if (!preparing) return undefined;
   let name = preparedNames.get(sql);
   if (name === undefined && preparedNames.size < MAX_PREPARED) {
     name = `tilth_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
     preparedNames.set(sql, name);
   }
   return name;
+}
+
+/** False once a prepared statement turned out stale (isStalePrepared): then nothing is prepared. */
+let preparing = true;
+
+/**
+ * A prepared statement that no longer fits its session: gone from it (26000: a pooler such as
+ * PgBouncer in transaction mode hands each statement to another session), or planned for a schema
+ * that has since changed (a migration run beside the server: "cached plan must not change result
+ * type").
+ */
+export function isStalePrepared(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === '26000' || (e?.code === '0A000' && /cached plan must not change result type/.test(String(e.message)));
 }
 
 /** Rows of a raw SELECT, on either database. */
@@ -52,8 +67,18 @@ export async function selectRows<T = Record<string, unknown>>(db: Db, sql: strin
   if (reader) return reader.all(sql, bindings) as T[];
   if (!isPostgres(db)) return (await db.raw(sql, bindings)) as T[];
   const name = preparedName(sql);
-  const result = await (name ? db.raw(sql, bindings).options({ name }) : db.raw(sql, bindings));
-  return (result as { rows: T[] }).rows;
+  if (name) {
+    try {
+      return ((await db.raw(sql, bindings).options({ name })) as { rows: T[] }).rows;
+    } catch (error) {
+      if (!isStalePrepared(error)) throw error;
+      // From now on this process prepares nothing. A transaction is aborted by the error, so its
+      // request fails (a 503, storage/db-errors.ts) and its retry runs unprepared.
+      preparing = false;
+      if ((db as Knex.Transaction).isTransaction) throw error;
+    }
+  }
+  return ((await db.raw(sql, bindings)) as { rows: T[] }).rows;
 }
 
 /**
