@@ -1,8 +1,8 @@
 /**
  * Database errors that a correct request can still meet under concurrency (two writers racing for
- * one UUID, a record deleted while another request references it, a busy SQLite file), turned into
- * the JSON:API errors a client can act on instead of a 500; and a full disk, which is the
- * operator's to fix (507, logged).
+ * one UUID, a record deleted while another request references it, a busy SQLite file, a statement
+ * prepared for a schema that changed), turned into the JSON:API errors a client can act on instead
+ * of a 500; and a full disk, which is the operator's to fix (507, logged).
  */
 import { ApiError, conflict } from '../errors.ts';
 import { WriteQueueTimeout } from './group-commit.ts';

@@ -28,6 +28,8 @@ export function changeCounter(db: Db): number | undefined {
 /** Most distinct statements prepared on PostgreSQL; later ones are parsed and planned on each run. */
 const MAX_PREPARED = 300;
 const preparedNames = new Map<string, string>();
+/** False once a prepared statement turned out stale (isStalePrepared): then nothing is prepared. */
+let preparing = true;
 
 /**
  * On PostgreSQL, the statements of selectRows are prepared once per connection (pg's named
@@ -45,9 +47,6 @@ function preparedName(sql: string): string | undefined {
   }
   return name;
 }
-
-/** False once a prepared statement turned out stale (isStalePrepared): then nothing is prepared. */
-let preparing = true;
 
 /**
  * A prepared statement that no longer fits its session: gone from it (26000: a pooler such as
