@@ -35,7 +35,7 @@ export function quoted(value: unknown): string {
 }
 
 /** What kind of value a request sent, for an error detail: `a list`, `an object`, `number 5`. */
-export function describe(value: unknown): string {
+function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'an object';

@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import BetterSqlite3 from 'better-sqlite3';
-import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { connectionBeside, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
 
 const sqliteOnly = { skip: process.env.DATABASE_URL ? 'SQLite group commit (PostgreSQL commits each transaction)' : false };
@@ -25,13 +24,6 @@ before(async () => {
   }
 });
 after(() => server.close());
-
-/** Another process's connection to the server's database file (a `tilth` command run beside the server). */
-function otherProcess(): BetterSqlite3.Database {
-  const other = new BetterSqlite3(join(server.config.dataDir, 'tilth.sqlite'));
-  other.pragma('busy_timeout = 5000');
-  return other;
-}
 
 /**
  * The transactions the server opens while `work` runs (Knex reports every statement it sends):
@@ -61,7 +53,7 @@ const log = (name: string, id?: string) => ({
 
 test('transactions queued together share one commit; each failing one is rolled back alone; each settles after the commit', sqliteOnly, async () => {
   const knex = server.ctx.db.knex;
-  const other = otherProcess();
+  const other = connectionBeside(server);
   const tag = randomUUID();
   const stored = (name: string) => (other.prepare('SELECT count(*) AS n FROM taxonomy_term WHERE name = ?').get(name) as { n: number }).n;
   try {
@@ -206,7 +198,7 @@ test('a write that only read, first in a shared commit while a command commits b
 });
 
 test('writes while a command holds the database longer than the busy timeout get 503 with Retry-After, reads go on meanwhile, and writing resumes', sqliteOnly, async () => {
-  const other = otherProcess();
+  const other = connectionBeside(server);
   other.exec('BEGIN IMMEDIATE');
   let released = false;
   try {
@@ -237,7 +229,7 @@ test('writes while a command holds the database longer than the busy timeout get
 
 test('a transaction committed by hand (knex.transaction() without a body) is on disk when its commit resolves', sqliteOnly, async () => {
   const knex = server.ctx.db.knex;
-  const other = otherProcess();
+  const other = connectionBeside(server);
   try {
     const name = `By hand ${randomUUID()}`;
     const trx = await knex.transaction();

@@ -3,13 +3,11 @@
 // document. The principal a token sets is what /api's meta.links.me shows.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { connectionBeside, startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { hashSecret } from '../../runtime/oauth/secrets.ts';
 import { principalOfToken, TokenReader } from '../../runtime/oauth/bearer.ts';
 import { readConnectionOf } from '../../runtime/storage/database.ts';
 import { addUser, api, passwordGrant } from './helpers.ts';
-import BetterSqlite3 from 'better-sqlite3';
-import { join } from 'node:path';
 
 let server: TestServer;
 before(async () => {
@@ -96,9 +94,8 @@ async function fromAnotherConnection(sql: string, bindings: Array<string | numbe
 
 /** On SQLite: commit a statement on a connection of its own, synchronously. */
 function commitBeside(sql: string, bindings: Array<string | number>): void {
-  const other = new BetterSqlite3(join(server.config.dataDir, 'tilth.sqlite'));
+  const other = connectionBeside(server);
   try {
-    other.pragma('busy_timeout = 5000');
     other.prepare(sql).run(...bindings);
   } finally {
     other.close();

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import knexFactory from 'knex';
+import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig, type Config } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import { createLogger } from '../../runtime/http/logging.ts';
@@ -18,6 +19,16 @@ export const ADMIN = { name: 'admin', password: 'admin-password-for-tests' };
 export interface TestServer extends RunningServer {
   config: Config;
   dialect: 'sqlite' | 'postgres';
+}
+
+/**
+ * A connection of its own to a test server's SQLite file, as a `tilth` command run beside the
+ * server, or a second server, would open one (it waits up to 5 s for the server's write lock).
+ */
+export function connectionBeside(server: TestServer): BetterSqlite3.Database {
+  const other = new BetterSqlite3(join(server.config.dataDir, 'tilth.sqlite'));
+  other.pragma('busy_timeout = 5000');
+  return other;
 }
 
 /** A database for one test server: a temp dir for SQLite, a fresh PostgreSQL database otherwise. */
