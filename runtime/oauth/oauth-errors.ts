@@ -1,10 +1,15 @@
 /**
- * oauth2orize reports protocol errors as its own TokenError and AuthorizationError, with
- * statuses of an older draft (invalid_grant 403, unsupported_grant_type 501). They become the
- * error catalogue's OAuthError here, which carries RFC 6749's statuses.
+ * Every failure of the token and revocation endpoints in RFC 6749's form (`{error,
+ * error_description}`), whatever raised it: oauth2orize's own TokenError and AuthorizationError
+ * (statuses of an older draft: invalid_grant 403, unsupported_grant_type 501), the database (busy,
+ * full disk: storage/db-errors.ts) and bugs. A client library reads `error` on every answer of
+ * these endpoints, so none of them may answer with a JSON:API document.
  */
+import type { NextFunction, Request, Response } from 'express';
 import oauth2orize from 'oauth2orize';
 import { OAuthError, type OAuthErrorCode } from '../errors.ts';
+import { fromDatabaseError } from '../storage/db-errors.ts';
+import type { OAuthDeps } from './deps.ts';
 
 const CODES = new Set<string>([
   'invalid_request',
@@ -20,12 +25,31 @@ const CODES = new Set<string>([
   'temporarily_unavailable',
 ]);
 
-/** The OAuthError an error stands for, or null when it is not a protocol error (a bug, a database failure). */
+/**
+ * The OAuthError an error stands for, or null when it is a bug. A database that is busy is
+ * `temporarily_unavailable` (503, Retry-After); a full disk is `server_error` with its 507; a
+ * write that collided with another keeps its 409 as an `invalid_request` to retry.
+ */
 export function asOAuthError(error: unknown): OAuthError | null {
   if (error instanceof OAuthError) return error;
   if (error instanceof oauth2orize.OAuth2Error) {
     const code = CODES.has(error.code) ? (error.code as OAuthErrorCode) : 'invalid_request';
     return new OAuthError(code, error.message);
   }
+  const db = fromDatabaseError(error);
+  if (db) {
+    const code: OAuthErrorCode = db.status === 503 ? 'temporarily_unavailable' : db.status >= 500 ? 'server_error' : 'invalid_request';
+    return new OAuthError(code, db.message, { status: db.status, headers: db.headers });
+  }
   return null;
+}
+
+/** The last step of an OAuth endpoint: any failure as an OAuthError for the app's error handler; bugs are logged. */
+export function oauthErrors(deps: OAuthDeps) {
+  return (error: unknown, _req: Request, res: Response, next: NextFunction): void => {
+    const oauth = asOAuthError(error);
+    if (oauth) return next(oauth);
+    (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'OAuth request failed');
+    next(new OAuthError('server_error', 'The server could not complete the request. The error has been logged.'));
+  };
 }

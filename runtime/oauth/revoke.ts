@@ -4,17 +4,18 @@
  * included (§2.1); revoking an access token revokes that token. The answer is 200 whether or not
  * the token was known (§2.2), so the endpoint tells nothing about other tokens.
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { OAuthError } from '../errors.ts';
 import { clientAuthentication } from './client-auth.ts';
 import { formBody } from './form.ts';
 import { limitAddresses } from './rate-limit.ts';
 import { tokenStore } from './tokens.ts';
 import { noStore } from './token-endpoint.ts';
+import { oauthErrors } from './oauth-errors.ts';
 import type { OAuthDeps } from './deps.ts';
 
 /** The steps of POST /oauth/revoke. */
-export function revocationEndpoint(deps: OAuthDeps): RequestHandler[] {
+export function revocationEndpoint(deps: OAuthDeps): Array<RequestHandler | ErrorRequestHandler> {
   const db = deps.ctx.db.knex;
   const revoke = async (req: Request, res: Response, _next: NextFunction) => {
     const client = res.locals.client!;
@@ -40,5 +41,5 @@ export function revocationEndpoint(deps: OAuthDeps): RequestHandler[] {
     });
     res.status(200).end();
   };
-  return [noStore, limitAddresses(deps.limiters), formBody(), clientAuthentication(db), revoke];
+  return [noStore, limitAddresses(deps.limiters), formBody(), clientAuthentication(db), revoke, oauthErrors(deps)];
 }

@@ -11,7 +11,7 @@ import { allowsGrant, TOKEN_GRANT_TYPES } from './grants/index.ts';
 import { clientAuthentication } from './client-auth.ts';
 import { formBody } from './form.ts';
 import { limitAddresses } from './rate-limit.ts';
-import { asOAuthError } from './oauth-errors.ts';
+import { oauthErrors } from './oauth-errors.ts';
 import { tokenStore } from './tokens.ts';
 import type { OAuthDeps } from './deps.ts';
 
@@ -36,11 +36,6 @@ function checkClientMayUseGrant(req: Request, res: Response, next: NextFunction)
   const type = (req.body as Record<string, string>).grant_type!;
   if (!allowsGrant(client, type)) return next(new OAuthError('unauthorized_client', `The client ${client.clientId} may not use the ${type} grant.`));
   next();
-}
-
-/** oauth2orize's own errors (a missing parameter) in the catalogue's form; anything else is a real failure. */
-function translateErrors(error: unknown, _req: Request, _res: Response, next: NextFunction): void {
-  next(asOAuthError(error) ?? error);
 }
 
 /** Expired tokens, codes and sessions are deleted now and then, by whichever process is asked first. */
@@ -70,6 +65,6 @@ export function tokenEndpoint(deps: OAuthDeps, server: OAuth2Server): Array<Requ
     checkClientMayUseGrant,
     sweep,
     server.token() as unknown as RequestHandler,
-    translateErrors,
+    oauthErrors(deps),
   ];
 }

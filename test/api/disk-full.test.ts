@@ -1,17 +1,20 @@
 // A full disk is the operator's problem, not the client's and not a bug: writes that meet it are
 // answered 507 with a JSON:API error saying so, leave no trace and undo no other write; reads go
-// on; writing resumes once there is room. (SQLite's max_page_count stands in for the full disk.)
+// on; writing resumes once there is room. The token endpoint says the same in RFC 6749's form.
+// (SQLite's max_page_count stands in for the full disk.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
+import { ADMIN, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
+import { passwordGrant, token as tokenRequest } from '../oauth/helpers.ts';
 
 const sqliteOnly = { skip: process.env.DATABASE_URL ? 'a size limit stands in for the full disk on SQLite only' : false };
 
 let server: TestServer;
 let token: string;
 before(async () => {
-  ({ server, token } = await startTestServerAsAdmin());
+  // No grace for a replayed refresh token: a refresh that failed must have rotated nothing.
+  ({ server, token } = await startTestServerAsAdmin({ env: { TILTH_REFRESH_REUSE_GRACE: '0' } }));
 });
 after(() => server.close());
 
@@ -46,4 +49,27 @@ test('writes on a full disk are 507 and leave no trace; reads go on; writing res
 
   await server.ctx.db.knex.raw('PRAGMA max_page_count = 1073741823');
   assert.equal((await post('After room was made', 'x')).status, 201);
+});
+
+test('the token endpoint on a full disk answers 507 in RFC 6749 form; the refresh token that failed still works once there is room', sqliteOnly, async () => {
+  let pair = await passwordGrant(server, ADMIN.name, ADMIN.password);
+  await diskFullAfter(0);
+  // Each refresh stores a new pair of tokens; the table's last page fills after a few.
+  let failed: Awaited<ReturnType<typeof tokenRequest>> | undefined;
+  for (let i = 0; i < 500 && !failed; i++) {
+    const res = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: pair.refresh_token, client_id: 'farm' });
+    if (res.status === 200) pair = res.body;
+    else failed = res;
+  }
+  assert.ok(failed, 'the disk filled up');
+  assert.equal(failed.status, 507, failed.text);
+  assert.equal(failed.body.error, 'server_error', failed.text);
+  assert.match(failed.body.error_description, /disk is full/);
+  assert.equal(failed.headers.get('cache-control'), 'no-store');
+  assert.match(failed.headers.get('content-type') ?? '', /^application\/json/);
+
+  await server.ctx.db.knex.raw('PRAGMA max_page_count = 1073741823');
+  const retried = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: pair.refresh_token, client_id: 'farm' });
+  assert.equal(retried.status, 200, `the failed refresh rotated nothing: ${retried.text}`);
+  assert.equal((await request(`${server.url}/api`, { token: retried.body.access_token })).status, 200);
 });
