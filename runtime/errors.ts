@@ -155,6 +155,11 @@ export function conflict(detail: string, source?: ErrorSource): ApiError {
   return new ApiError(409, detail, { source });
 }
 
+/** 507: the disk (or the database's size limit) is full. Not the client's fault: the operator must make room. */
+export function insufficientStorage(): ApiError {
+  return new ApiError(507, "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.");
+}
+
 export function unsupportedMediaType(detail: string): ApiError {
   return new ApiError(415, detail);
 }

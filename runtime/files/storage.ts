@@ -13,7 +13,22 @@ import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { ApiError, unsupportedMediaType } from '../errors.ts';
+import { ApiError, insufficientStorage, unsupportedMediaType } from '../errors.ts';
+
+/** A full disk or quota, from the file system: the operator's to fix (507), not the client's. */
+function diskFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/** Run a file-system step, a full disk reported as 507. */
+function onDisk<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    throw diskFull(error) ? insufficientStorage() : error;
+  }
+}
 
 /** Extensions farmOS allows per field type (FarmFieldFactory::modifyFileField). */
 export const ALLOWED_EXTENSIONS: Record<'file' | 'image', string[]> = {
@@ -143,7 +158,7 @@ export class FileStore {
   async receive(body: Readable & { headers?: Record<string, string | string[] | undefined> }): Promise<{ tmp: string; size: number }> {
     const decode = decoder(body.headers?.['content-encoding'] as string | undefined);
     const tmpDir = join(this.root, 'tmp');
-    mkdirSync(tmpDir, { recursive: true });
+    onDisk(() => mkdirSync(tmpDir, { recursive: true }));
     const tmp = join(tmpDir, randomBytes(12).toString('hex'));
     const { maxBytes, stallMs } = this.limits;
     let size = 0;
@@ -172,6 +187,7 @@ export class FileStore {
       rmSync(tmp, { force: true });
       if (stalled) throw new ApiError(408, `The upload sent nothing for ${stallMs / 1000} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was stored.`, { headers: { Connection: 'close' } });
       if (error instanceof ApiError) throw error;
+      if (diskFull(error)) throw insufficientStorage();
       if (decode && typeof (error as { code?: string }).code === 'string' && /^Z_|ERR_BROTLI|ERR__ERROR/.test((error as { code: string }).code)) {
         throw new ApiError(400, `The body does not decompress as its Content-Encoding (${body.headers?.['content-encoding']}) says.`);
       }
@@ -187,12 +203,12 @@ export class FileStore {
   place(tmp: string, entityType: string, filename: string, now = new Date()): string {
     const month = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
     const dir = ['farm', entityType, month].join('/');
-    mkdirSync(join(this.root, dir), { recursive: true });
+    onDisk(() => mkdirSync(join(this.root, dir), { recursive: true }));
     const ext = extname(filename);
     const stem = filename.slice(0, filename.length - ext.length);
     let candidate = filename;
     for (let i = 0; existsSync(join(this.root, dir, candidate)); i++) candidate = `${stem}_${i}${ext}`;
-    renameSync(tmp, join(this.root, dir, candidate));
+    onDisk(() => renameSync(tmp, join(this.root, dir, candidate)));
     return `${dir}/${candidate}`;
   }
 

@@ -4,7 +4,7 @@
  * prepared for a schema that changed), turned into the JSON:API errors a client can act on instead
  * of a 500; and a full disk, which is the operator's to fix (507, logged).
  */
-import { ApiError, conflict } from '../errors.ts';
+import { ApiError, conflict, insufficientStorage } from '../errors.ts';
 import { WriteQueueTimeout } from './group-commit.ts';
 import { isStalePrepared } from './sql.ts';
 
@@ -39,7 +39,7 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   // A full disk (or a database at its size limit): the statement was undone, and so is the
   // request's transaction. Not the client's fault and not a bug: the operator must make room.
   if (code === 'SQLITE_FULL' || code === '53100') {
-    return new ApiError(507, "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.");
+    return insufficientStorage();
   }
   return null;
 }

@@ -4,6 +4,9 @@
 // (SQLite's max_page_count stands in for the full disk.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { ADMIN, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
 import { passwordGrant, token as tokenRequest } from '../oauth/helpers.ts';
@@ -72,4 +75,28 @@ test('the token endpoint on a full disk answers 507 in RFC 6749 form; the refres
   const retried = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: pair.refresh_token, client_id: 'farm' });
   assert.equal(retried.status, 200, `the failed refresh rotated nothing: ${retried.text}`);
   assert.equal((await request(`${server.url}/api`, { token: retried.body.access_token })).status, 200);
+});
+
+// A 256 KiB tmpfs mounted over the file store is its full disk; mounting needs root (as on CI).
+const asRoot = { skip: process.getuid?.() === 0 ? false : 'mounting a small filesystem needs root' };
+
+test('an upload that fills the disk is 507 and leaves no file behind; the next one that fits is stored', asRoot, async () => {
+  const files = join(server.config.dataDir, 'files');
+  mkdirSync(files, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', files]);
+  try {
+    const upload = (bytes: number, name: string) =>
+      request(`${server.url}/api/log/activity/file`, { method: 'POST', token, body: new Uint8Array(Buffer.alloc(bytes, 1)), headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': `file; filename="${name}"` } });
+    const big = await upload(1024 * 1024, 'too-big.txt');
+    assert.equal(big.status, 507, big.text);
+    assert.equal(big.body.errors[0].code, 'insufficient_storage');
+    assert.match(big.body.errors[0].detail, /disk is full/);
+    assert.deepEqual(readdirSync(join(files, 'tmp')), [], 'the partial file was removed');
+
+    const small = await upload(1000, 'fits.txt');
+    assert.equal(small.status, 201, small.text);
+    assert.equal(small.body.data.attributes.filesize, 1000);
+  } finally {
+    execFileSync('umount', [files]);
+  }
 });
