@@ -414,7 +414,10 @@ export class RecordStore {
         for (const [prop, column] of Object.entries(field.storage.columns)) row[column] = props[prop];
       } else if (field.storage.kind === 'table') side.push({ field, items: (value as ItemValue[]) ?? [] });
     }
-    const [inserted] = await db(rt.entityType.table).insert(row).returning('id');
+    // SQLite gives the new row's id without RETURNING, which would make it journal every page
+    // the row touches (a statement journal, as for a statement that may change many rows).
+    const insert = db(rt.entityType.table).insert(row);
+    const [inserted] = isPostgres(db) ? await insert.returning('id') : await insert;
     const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
     return id;
