@@ -138,6 +138,10 @@ export async function restore(config: Config, file: string, progress: Progress =
     progress('database', 0);
     if (config.databaseUrl) {
       await run('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
+      // pg_restore leaves the tables without planner statistics: until autovacuum gets to them
+      // (never, where it is off) a farm's pages are planned as for empty tables, with sequential
+      // scans and hash joins over every asset and log.
+      await analyze(config);
     } else {
       mkdirSync(config.dataDir, { recursive: true });
       cpSync(join(staging, SQLITE_FILE), join(config.dataDir, SQLITE_FILE));
@@ -148,6 +152,16 @@ export async function restore(config: Config, file: string, progress: Progress =
     return manifest;
   } finally {
     rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** Gather PostgreSQL's planner statistics for every table of the farm. */
+async function analyze(config: Config): Promise<void> {
+  const db = openDatabase(config);
+  try {
+    await db.knex.raw('ANALYZE');
+  } finally {
+    await db.close();
   }
 }
 
