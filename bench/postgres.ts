@@ -56,6 +56,10 @@ export async function copyFarm(sqliteFile: string, url: string): Promise<void> {
       if (WITH_ID.has(table)) await client.query(`SELECT setval(pg_get_serial_sequence('"${table}"', 'id'), (SELECT max(id) FROM "${table}"))`);
     }
     await client.query('COMMIT');
+    // Planner statistics for the loaded rows, as autovacuum would gather them on a production
+    // server. Without them every statement is planned as for empty tables (sequential scans, hash
+    // joins), and where autovacuum is off (this machine's PostgreSQL) they would never come.
+    await client.query('ANALYZE');
   } finally {
     await client.end();
     lite.close();
