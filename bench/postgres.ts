@@ -57,8 +57,9 @@ export async function copyFarm(sqliteFile: string, url: string): Promise<void> {
     }
     await client.query('COMMIT');
     // Planner statistics for the loaded rows, as autovacuum would gather them on a production
-    // server. Without them every statement is planned as for empty tables (sequential scans, hash
-    // joins), and where autovacuum is off (this machine's PostgreSQL) they would never come.
+    // server. Without them every statement is planned on default guesses (on farm-S, a hash join
+    // over the whole asset table), and where autovacuum is off (this machine's PostgreSQL) they
+    // would never come.
     await client.query('ANALYZE');
   } finally {
     await client.end();

@@ -139,8 +139,8 @@ export async function restore(config: Config, file: string, progress: Progress =
     if (config.databaseUrl) {
       await run('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
       // pg_restore leaves the tables without planner statistics: until autovacuum gets to them
-      // (never, where it is off) a farm's pages are planned as for empty tables, with sequential
-      // scans and hash joins over every asset and log.
+      // (never, where it is off) every statement is planned on default guesses of each table's
+      // rows and values, which can choose sequential scans and hash joins over whole tables.
       await analyze(config);
     } else {
       mkdirSync(config.dataDir, { recursive: true });

@@ -66,7 +66,7 @@ test('a backup taken under write load restores every acknowledged record and fil
     const restored = tilth(['restore', file], target.env);
     assert.equal(restored.status, 0, restored.stderr);
     if (target.env.DATABASE_URL) {
-      // Without statistics PostgreSQL plans a restored farm as empty tables until autovacuum
+      // Without statistics PostgreSQL plans a restored farm on default guesses until autovacuum
       // runs (never, where it is off, as on this machine's server).
       const client = new pg.Client({ connectionString: target.env.DATABASE_URL });
       await client.connect();
