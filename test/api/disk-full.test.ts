@@ -1,7 +1,8 @@
 // A full disk is the operator's problem, not the client's and not a bug: writes that meet it are
 // answered 507 with a JSON:API error saying so, leave no trace and undo no other write; reads go
 // on; writing resumes once there is room. The token endpoint says the same in RFC 6749's form.
-// (SQLite's max_page_count stands in for the full disk.)
+// (SQLite's max_page_count stands in for the database's full disk; a 256 KiB tmpfs over the file
+// store for the uploads'.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
