@@ -6,8 +6,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { ADMIN, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
 import { passwordGrant, token as tokenRequest } from '../oauth/helpers.ts';
@@ -16,9 +18,13 @@ const sqliteOnly = { skip: process.env.DATABASE_URL ? 'a size limit stands in fo
 
 let server: TestServer;
 let token: string;
+/** The server's log lines at warn and above, as an operator's log collector would read them. */
+const logged: Array<{ level: number; msg: string }> = [];
 before(async () => {
-  // No grace for a replayed refresh token: a refresh that failed must have rotated nothing.
-  ({ server, token } = await startTestServerAsAdmin({ env: { TILTH_REFRESH_REUSE_GRACE: '0' } }));
+  const logger = pino({ level: 'warn', base: undefined }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+  // No grace for a replayed refresh token: a refresh that failed must have rotated nothing. The
+  // refreshes until the disk fills must not meet the token endpoint's rate limit first.
+  ({ server, token } = await startTestServerAsAdmin({ env: { TILTH_REFRESH_REUSE_GRACE: '0', TILTH_RATE_LIMIT_PER_ADDRESS: '100000' }, logger }));
 });
 after(() => server.close());
 
@@ -71,6 +77,7 @@ test('the token endpoint on a full disk answers 507 in RFC 6749 form; the refres
   assert.match(failed.body.error_description, /disk is full/);
   assert.equal(failed.headers.get('cache-control'), 'no-store');
   assert.match(failed.headers.get('content-type') ?? '', /^application\/json/);
+  assert.ok(logged.some((l) => l.level >= 50 && l.msg === 'OAuth request failed'), 'the full disk is logged as an error for the operator');
 
   await server.ctx.db.knex.raw('PRAGMA max_page_count = 1073741823');
   const retried = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: pair.refresh_token, client_id: 'farm' });
@@ -78,8 +85,22 @@ test('the token endpoint on a full disk answers 507 in RFC 6749 form; the refres
   assert.equal((await request(`${server.url}/api`, { token: retried.body.access_token })).status, 200);
 });
 
-// A 256 KiB tmpfs mounted over the file store is its full disk; mounting needs root (as on CI).
-const asRoot = { skip: process.getuid?.() === 0 ? false : 'mounting a small filesystem needs root' };
+// A 256 KiB tmpfs mounted over the file store is its full disk. Mounting needs root with the right
+// to mount (as on CI; not root in an ordinary container): tried once on a scratch directory.
+function mountSkipReason(): string | false {
+  if (process.getuid?.() !== 0) return 'mounting a small filesystem needs root';
+  const scratch = mkdtempSync(join(tmpdir(), 'tilth-mount-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', scratch], { stdio: 'ignore' });
+    execFileSync('umount', [scratch]);
+    return false;
+  } catch {
+    return 'this machine does not let the test mount a tmpfs';
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+const asRoot = { skip: mountSkipReason() };
 
 test('an upload that fills the disk is 507 and leaves no file behind; the next one that fits is stored', asRoot, async () => {
   const files = join(server.config.dataDir, 'files');

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import knexFactory from 'knex';
+import type { Logger } from 'pino';
 import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig, type Config } from '../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
@@ -64,6 +65,8 @@ export interface TestServerOptions {
   /** Reuse a database (e.g. to restart a server); the caller drops it. */
   database?: { env: Record<string, string>; drop(): Promise<void> };
   migrate?: boolean;
+  /** Where the server's log lines go (default: a logger at TILTH_LOG_LEVEL, silent in tests). */
+  logger?: Logger;
 }
 
 /** Start a server on 127.0.0.1 with an ephemeral port. Always `await server.close()` (use t.after). */
@@ -101,7 +104,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       config,
       migrate: options.migrate ?? true,
       generatedDir: options.generatedDir,
-      logger: createLogger(process.env.TILTH_LOG_LEVEL ?? 'silent'),
+      logger: options.logger ?? createLogger(process.env.TILTH_LOG_LEVEL ?? 'silent'),
     });
   } catch (error) {
     if (!options.database) await database.drop();
