@@ -57,7 +57,8 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         conn.pragma('foreign_keys = ON');
         // Journals of statements and savepoints (group commit's) in memory, not in temporary
         // files: a write copies a page of every index it touches there first (25 for a log), and
-        // a file made each insert cost twice as much. Bounded by one transaction's pages.
+        // a file made each insert cost twice as much. In memory SQLite's sorter never spills, so
+        // migrations (a CREATE INDEX over every log) switch back to files while they run.
         conn.pragma('temp_store = MEMORY');
         conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
         conn.pragma(`synchronous = ${options.sqliteSynchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);

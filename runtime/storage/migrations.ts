@@ -14,6 +14,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
+import { isPostgres } from './sql.ts';
 
 /** One migration, generated or the runtime's own (core migrations carry no recorded checksum). */
 export interface GeneratedMigration {
@@ -109,7 +110,16 @@ export async function migrateLatest(knex: Knex, generated: GeneratedMigration[])
   if (status.unknown.length) throw new MigrationMismatchError(status);
   const migrations = allMigrations(generated);
   await assertChecksums(knex, migrations);
-  const [, log] = (await knex.migrate.latest({ migrationSource: source(migrations), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+  // The SQLite writer keeps temporary data in memory (storage/database.ts), where its sorter never
+  // spills: a migration's CREATE INDEX over a big farm's logs would be sorted wholly in RAM.
+  const sqlite = !isPostgres(knex);
+  if (sqlite && status.pending.length) await knex.raw('PRAGMA temp_store = FILE');
+  let log: string[];
+  try {
+    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+  } finally {
+    if (sqlite && status.pending.length) await knex.raw('PRAGMA temp_store = MEMORY');
+  }
   await recordChecksums(knex, migrations);
   return log;
 }

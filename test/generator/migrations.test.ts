@@ -4,12 +4,14 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { generate } from '../../generator/index.ts';
 import { scratchProject, type ScratchProject } from '../support/project.ts';
 import { startTestServer, createTestDatabase, ADMIN } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
-import { MigrationMismatchError } from '../../runtime/storage/migrations.ts';
+import { MigrationMismatchError, migrateLatest, type GeneratedMigration } from '../../runtime/storage/migrations.ts';
+import { openDatabase } from '../../runtime/storage/database.ts';
 
 const projects: ScratchProject[] = [];
 after(() => projects.forEach((p) => p.remove()));
@@ -100,5 +102,26 @@ test('a new field and a new bundle migrate an existing database forward, keeping
     await assert.rejects(startTestServer({ database, generatedDir: join(before.root, 'generated'), migrate: false }), /newer Tilth/);
   } finally {
     await database.drop();
+  }
+});
+
+test('on SQLite, migrations sort on disk (a CREATE INDEX over a big farm is not held in RAM) and writes keep their journals in memory afterwards', { skip: process.env.DATABASE_URL ? 'SQLite only' : false }, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-temp-store-'));
+  const db = openDatabase({ databaseUrl: null, dataDir });
+  try {
+    let during: unknown;
+    const probe: GeneratedMigration = {
+      name: '9999_probe',
+      up: async (knex) => {
+        during = (await knex.raw('PRAGMA temp_store'))[0].temp_store;
+      },
+      down: async () => {},
+    };
+    await migrateLatest(db.knex, [probe]);
+    assert.equal(during, 1, 'temp_store is FILE while migrations run');
+    assert.equal((await db.knex.raw('PRAGMA temp_store'))[0].temp_store, 2, 'temp_store is MEMORY again for writes');
+  } finally {
+    await db.close();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
