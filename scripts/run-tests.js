@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every test file with node's test runner and tsx. Node 20's runner takes file paths, not
 // globs, so the files are listed here. Pass paths or name fragments to run a subset.
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
@@ -21,6 +21,12 @@ if (filters.length) files = files.filter((f) => filters.some((x) => f.includes(x
 if (!files.length) {
   console.error('No test files match.');
   process.exit(1);
+}
+// The browser tests drive Debian's chromium (playwright-core downloads none). On a fresh machine
+// ensure-chromium.sh installs it when it may (root with apt-get), so `npm ci && npm test` passes
+// there; otherwise it says what to install, and those tests fail saying the browser is missing.
+if (!existsSync('/usr/bin/chromium') && files.some((f) => readFileSync(join(root, f), 'utf8').includes('playwright-core'))) {
+  spawnSync('bash', [join(root, 'scripts', 'ensure-chromium.sh')], { cwd: root, stdio: 'inherit' });
 }
 const result = spawnSync(
   process.execPath,

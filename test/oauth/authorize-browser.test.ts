@@ -35,7 +35,8 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
-  await new Promise((resolve) => callback?.close(resolve));
+  // When before() failed early (no browser) there is no callback server, and nothing to wait for.
+  if (callback) await new Promise((resolve) => callback.close(resolve));
   await server?.close();
 });
 
