@@ -422,6 +422,33 @@ test('following links.next through 125 records visits each once, in order, for s
   }
 });
 
+test('following links.next over a sort on a field some records leave empty: every record once, the empty ones together', async () => {
+  // Equipment with and without a manufacturer: where this database puts NULLs (SQLite before
+  // values in ascending order, PostgreSQL after them), pages must cross from values to NULLs.
+  const made: Array<{ id: string; manufacturer: string | null }> = [];
+  for (const [i, manufacturer] of ['Deere', null, 'Kubota', 'Deere', null, 'Claas', null, 'Kubota', 'Fendt', null, 'Deere'].entries()) {
+    const asset = await api.create('asset--equipment', { name: `Machine for paging ${i}`, ...(manufacturer ? { manufacturer } : {}) });
+    made.push({ id: asset.id, manufacturer });
+  }
+  const mine = (list: any[]) => list.filter((r) => made.some((m) => m.id === r.id));
+  const filter = 'filter[name][operator]=STARTS_WITH&filter[name][value]=Machine for paging';
+  for (const sort of ['manufacturer', '-manufacturer', 'manufacturer,-name', '-manufacturer,name']) {
+    const whole = mine((await api.get(`/api/asset/equipment?${filter}&sort=${sort}&page[limit]=50`)).body.data).map((r: any) => r.id);
+    assert.equal(whole.length, made.length, sort);
+    for (const limit of [1, 2, 3, 4]) {
+      const paged = mine(await api.all(`/api/asset/equipment?${filter}&sort=${sort}&page[limit]=${limit}`));
+      assert.deepEqual(paged.map((r) => r.id), whole, `sort=${sort}, pages of ${limit}: the order of one page, each record once`);
+    }
+    const values = whole.map((id: string) => made.find((m) => m.id === id)!.manufacturer);
+    const firstNull = values.indexOf(null);
+    const nulls = values.filter((v) => v === null).length;
+    assert.ok(values.slice(firstNull, firstNull + nulls).every((v) => v === null), `sort=${sort}: the empty ones are together (${values.join(', ')})`);
+    const named = values.filter((v): v is string => v !== null);
+    const ascending = !sort.startsWith('-');
+    for (let i = 1; i < named.length; i++) assert.ok(ascending ? named[i - 1]! <= named[i]! : named[i - 1]! >= named[i]!, `sort=${sort}: ${named.join(', ')}`);
+  }
+});
+
 test('offsets a client builds itself, and page[limit] given twice (the last wins)', async () => {
   const all = [...observations].sort((a, b) => (a.name < b.name ? -1 : 1));
   for (const [offset, limit] of [[0, 10], [73, 7], [120, 50], [49, 2]] as const) {
