@@ -429,6 +429,20 @@ test('filter values no database column can hold are a 400 or match nothing, neve
   assert.deepEqual(failures, []);
 });
 
+test('a cursor made by hand with lists or objects for its values is ignored, not a 500', async () => {
+  await api.create('log--activity', { name: 'Mowing again', timestamp: 1700000600, status: 'done' });
+  const first = await api.get('/api/log/activity?sort=name&page[limit]=1');
+  assert.equal(first.status, 200, first.text);
+  const next = new URL(first.body.links.next.href);
+  const cursor = JSON.parse(Buffer.from(next.searchParams.get('page[cursor]')!, 'base64url').toString('utf8'));
+  for (const v of [[{ toString: 1 }, 1], [['a'], [1]], cursor.v.map(() => ({}))]) {
+    next.searchParams.set('page[cursor]', Buffer.from(JSON.stringify({ ...cursor, v })).toString('base64url'));
+    const res = await api.get(next.href);
+    assert.equal(res.status, 200, `${JSON.stringify(v)}: ${res.text.slice(0, 300)}`);
+    assert.equal(res.body.data[0]?.id, (await api.get('/api/log/activity?sort=name&page[limit]=1&page[offset]=1')).body.data[0]?.id, 'the page its offset names');
+  }
+});
+
 // Random junk never yields a 5xx (the arbitraries: test/support/hostile.ts).
 test('property: random junk query strings never produce a 5xx', async () => {
   const junk = junkQuery;
