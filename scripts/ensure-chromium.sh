@@ -2,7 +2,8 @@
 # The authorization-code tests drive Debian's Chromium with playwright-core (no browser download).
 # Install it from Debian's packages when it is missing and we may (root with apt-get).
 set -euo pipefail
-if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then exit 0; fi
+# The tests launch /usr/bin/chromium itself (another chromium on the PATH, e.g. a snap, is not it).
+if [ -x /usr/bin/chromium ]; then exit 0; fi
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "Installing Debian's chromium for the browser tests…"
   apt-get update -qq >/dev/null
