@@ -11,7 +11,8 @@ import type { Knex } from 'knex';
 import { ApiError, unauthorized } from '../errors.ts';
 import { effectivePermissions, isRole } from '../access/roles.ts';
 import { hashSecret } from './secrets.ts';
-import { changeCounter, isPostgres, selectRows } from '../storage/sql.ts';
+import { isPostgres, selectRows } from '../storage/sql.ts';
+import { ChangeCache } from '../storage/change-cache.ts';
 import { setPrincipal, type Principal } from '../access/principal.ts';
 
 const REALM = 'tilth';
@@ -66,47 +67,12 @@ interface LiveToken {
 /** Most principals kept; the oldest go first. */
 const MAX_CACHED = 10_000;
 
-/**
- * The principals of the live tokens used since the database last changed. A token's statement
- * was the dearest part of a small request (a sixth of `GET /api`'s time); on SQLite this asks
- * instead whether any connection has committed since (`changeCounter`: one read of the
- * write-ahead log's index, about a third of the statement's cost). If one has, whatever it
- * changed (a token revoked, a user blocked, a role taken away, by this server, a `tilth` command
- * or a second server on the same file) empties the cache before the token is looked up, so a
- * change takes effect on the next request exactly as without a cache. Expiry is checked on every
- * use. Refused tokens are never kept. PostgreSQL has no such cheap signal, so there every request
- * reads its token.
+/*
+ * The principals of the live tokens used since the database last changed (storage/change-cache.ts).
+ * A token's statement was the dearest part of a small request (a sixth of `GET /api`'s time).
+ * A revoked token, a blocked user or a role taken away empties the cache through the commit that
+ * made the change. Expiry is checked on every use. Refused tokens are never kept.
  */
-class PrincipalCache {
-  private readonly live = new Map<string, LiveToken>();
-  private version: number | undefined;
-
-  /**
-   * The database's change counter now (emptying the cache if it moved), and the kept principal of
-   * a token hash; no version where the database gives no such signal.
-   */
-  get(db: Knex, tokenHash: string): { version?: number; kept?: LiveToken } {
-    const version = changeCounter(db);
-    if (version === undefined) return {};
-    if (version !== this.version) {
-      this.live.clear();
-      this.version = version;
-    }
-    return { version, kept: this.live.get(tokenHash) };
-  }
-
-  /**
-   * Keep what was read after `get` returned `version`: the read saw that version or a later one,
-   * and a later one empties the cache at the next `get`. If another request saw a later version
-   * meanwhile, this read may predate it and is not kept.
-   */
-  set(tokenHash: string, token: LiveToken, version: number | undefined): void {
-    if (version === undefined || version !== this.version) return;
-    if (this.live.size >= MAX_CACHED) this.live.delete(this.live.keys().next().value!);
-    this.live.set(tokenHash, token);
-  }
-}
-
 /** Whether a token that expires at `expires` (seconds) has expired. */
 function isExpired(expires: number): boolean {
   return expires <= Math.floor(Date.now() / 1000);
@@ -137,7 +103,7 @@ function principalOfRow(row: TokenRow | undefined): LiveToken | keyof typeof REF
 
 /** Reads tokens' principals, through a cache where the database can say it has not changed. */
 export class TokenReader {
-  private readonly cache = new PrincipalCache();
+  private readonly cache = new ChangeCache<LiveToken>(MAX_CACHED);
 
   constructor(private readonly db: Knex) {}
 

@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { isScope, SCOPES, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import { hashSecret, newSecret } from './secrets.ts';
+import { selectRows } from '../storage/sql.ts';
 
 import { GRANT_TYPES, isGrantType, type GrantType } from './grants/index.ts';
 
@@ -112,7 +113,8 @@ export async function listClients(db: Knex): Promise<Client[]> {
 
 /** Whether any client lists this exact origin (farmOS's rule: CORS follows every client's list, §8.1). */
 export async function isAllowedOrigin(db: Knex, origin: string): Promise<boolean> {
-  return Boolean(await db('oauth_client_origins').where('origin', origin).first('client_id'));
+  // Raw SQL of one shape (storage/sql.ts): a browser app sends an Origin on every request.
+  return (await selectRows(db, 'SELECT 1 AS listed FROM oauth_client_origins WHERE origin = ? LIMIT 1', [origin])).length > 0;
 }
 
 const LOOPBACK = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?(\/[^#]*)?$/;

@@ -7,18 +7,26 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Knex } from 'knex';
 import { isAllowedOrigin } from './clients.ts';
+import { ChangeCache } from '../storage/change-cache.ts';
 
 const ALLOW_HEADERS = 'Content-Type,Content-Disposition,Authorization,X-CSRF-Token';
 const ALLOW_METHODS = 'GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS';
 const EXPOSE_HEADERS = 'Location,Retry-After,WWW-Authenticate,X-Request-Id';
 
+/** Most origins whose answer is kept (any client can send any Origin). */
+const MAX_KEPT_ORIGINS = 1_000;
+
 /** CORS headers for listed origins on every response; OPTIONS answered here. */
 export function corsMiddleware(db: Knex): RequestHandler {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const origin = req.headers.origin?.trim();
+  // A browser app (Field Kit) sends its Origin on every request: the answer is kept until the
+  // database changes (storage/change-cache.ts), so listing or removing an origin, by the API or
+  // `tilth client`, takes effect on the next request. Looking it up each time cost a third of
+  // `GET /api`.
+  const listed = new ChangeCache<boolean>(MAX_KEPT_ORIGINS);
+  const answer = (req: Request, res: Response, next: NextFunction, origin: string | undefined, allowed: boolean) => {
     if (origin) {
       res.vary('Origin');
-      if (await isAllowedOrigin(db, origin)) {
+      if (allowed) {
         res.set({
           'Access-Control-Allow-Origin': origin,
           'Access-Control-Allow-Credentials': 'true',
@@ -34,5 +42,15 @@ export function corsMiddleware(db: Knex): RequestHandler {
       return;
     }
     next();
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    const origin = req.headers.origin?.trim();
+    if (!origin) return answer(req, res, next, origin, false);
+    const { version, kept } = listed.get(db, origin);
+    if (kept !== undefined) return answer(req, res, next, origin, kept);
+    isAllowedOrigin(db, origin).then((allowed) => {
+      listed.set(origin, allowed, version);
+      answer(req, res, next, origin, allowed);
+    }, next);
   };
 }

@@ -2,7 +2,7 @@
 // every response, allows PATCH, and answers OPTIONS preflights.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { connectionBeside, startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { addClient, token } from './helpers.ts';
 
 let server: TestServer;
@@ -32,6 +32,28 @@ test('an unlisted origin, or none, gets no CORS headers', async () => {
     assert.equal(res.headers.get('access-control-allow-origin'), null);
     assert.equal(res.headers.get('access-control-allow-credentials'), null);
   }
+});
+
+test('an origin listed or removed beside the server (another connection, as `tilth client` would) counts from the next request', async () => {
+  const origin = 'https://late.example.net';
+  const allowed = async () => (await fetch(`${server.url}/api`, { headers: { Origin: origin } })).headers.get('access-control-allow-origin');
+  // Run SQL as a command beside the server would: its own connection on SQLite, any on PostgreSQL.
+  const beside = async (sql: string, ...bindings: unknown[]) => {
+    if (server.dialect === 'postgres') return void (await server.ctx.db.knex.raw(sql, bindings as any[]));
+    const other = connectionBeside(server);
+    try {
+      other.prepare(sql).run(...bindings);
+    } finally {
+      other.close();
+    }
+  };
+  assert.equal(await allowed(), null, 'not listed yet');
+  assert.equal(await allowed(), null, 'asked twice: the answer may be kept');
+  await beside('INSERT INTO oauth_client_origins (client_id, origin) SELECT id, ? FROM oauth_clients WHERE client_id = ?', origin, 'farm');
+  assert.equal(await allowed(), origin, 'listed: echoed on the next request');
+  assert.equal(await allowed(), origin);
+  await beside('DELETE FROM oauth_client_origins WHERE origin = ?', origin);
+  assert.equal(await allowed(), null, 'removed: no CORS headers on the next request');
 });
 
 test('OPTIONS is answered 200 with or without an Origin, on the API and the token endpoint', async () => {
