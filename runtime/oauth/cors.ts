@@ -15,13 +15,15 @@ const EXPOSE_HEADERS = 'Location,Retry-After,WWW-Authenticate,X-Request-Id';
 
 /** Most origins whose answer is kept (any client can send any Origin). */
 const MAX_KEPT_ORIGINS = 1_000;
+/** Longest Origin header whose answer is kept. */
+const MAX_KEPT_ORIGIN_LENGTH = 300;
 
 /** CORS headers for listed origins on every response; OPTIONS answered here. */
 export function corsMiddleware(db: Knex): RequestHandler {
   // A browser app (Field Kit) sends its Origin on every request: the answer is kept until the
-  // database changes (storage/change-cache.ts), so listing or removing an origin, by the API or
-  // `tilth client`, takes effect on the next request. Looking it up each time cost a third of
-  // `GET /api`.
+  // database changes (storage/change-cache.ts), so listing or removing an origin (`tilth client`,
+  // the clients set up at start) takes effect on the next request. Looking it up each time cost a
+  // third of `GET /api`.
   const listed = new ChangeCache<boolean>(MAX_KEPT_ORIGINS);
   const answer = (req: Request, res: Response, next: NextFunction, origin: string | undefined, allowed: boolean) => {
     if (origin) {
@@ -48,9 +50,16 @@ export function corsMiddleware(db: Knex): RequestHandler {
     if (!origin) return answer(req, res, next, origin, false);
     const { version, kept } = listed.get(db, origin);
     if (kept !== undefined) return answer(req, res, next, origin, kept);
+    // An origin is at most a scheme, a host and a port: a longer header is not kept (clients send
+    // any text they like, and a thousand long ones would fill the cache's memory).
+    const keep = origin.length <= MAX_KEPT_ORIGIN_LENGTH;
     isAllowedOrigin(db, origin).then((allowed) => {
-      listed.set(origin, allowed, version);
-      answer(req, res, next, origin, allowed);
+      try {
+        if (keep) listed.set(origin, allowed, version);
+        answer(req, res, next, origin, allowed);
+      } catch (error) {
+        next(error);
+      }
     }, next);
   };
 }
