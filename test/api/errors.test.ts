@@ -443,6 +443,22 @@ test('a cursor made by hand with lists or objects for its values is ignored, not
   }
 });
 
+test('a cursor made by hand with values of the wrong type for its sort is ignored or matches nothing, not a 500', async () => {
+  const first = await api.get('/api/log/activity?sort=-timestamp&page[limit]=1');
+  assert.equal(first.status, 200, first.text);
+  const next = new URL(first.body.links.next.href);
+  const cursor = JSON.parse(Buffer.from(next.searchParams.get('page[cursor]')!, 'base64url').toString('utf8'));
+  // Text where the timestamp and the id are numbers; a number too large for any column (1e400 is
+  // Infinity once parsed); a fraction for the id.
+  const texts = [['"a week ago"', '"x"'], ['1e400', '1'], [String(cursor.v[0]), '1.5'], ['-1e400', '99999999999999999999999']];
+  for (const [a, b] of texts) {
+    const raw = `{"o":${cursor.o},"h":${JSON.stringify(cursor.h)},"v":[${a},${b}]}`;
+    next.searchParams.set('page[cursor]', Buffer.from(raw).toString('base64url'));
+    const res = await api.get(next.href);
+    assert.ok(res.status < 500, `${raw}: ${res.status} ${res.text.slice(0, 300)}`);
+  }
+});
+
 // Random junk never yields a 5xx (the arbitraries: test/support/hostile.ts).
 test('property: random junk query strings never produce a 5xx', async () => {
   const junk = junkQuery;

@@ -21,7 +21,7 @@ import { resolvePath, type Hop, type ResolvedPath, type Terminal } from './paths
 import { viewCondition } from '../../access/policy.ts';
 import { badParameter } from '../../errors.ts';
 import { parseTimestamp } from '../../values/timestamps.ts';
-import { FIELD_TYPE_SPECS } from '../../model/field-types.ts';
+import { FIELD_TYPE_SPECS, type ColumnType } from '../../model/field-types.ts';
 
 type Builder = Knex.QueryBuilder;
 
@@ -53,6 +53,8 @@ export interface SortKey {
   notNull?: boolean;
   /** The column holds numbers (ids, timestamps, integers). */
   numeric?: boolean;
+  /** The column's type, where `column` is set: a cursor's values must fit it (collection/page.ts). */
+  type?: ColumnType;
 }
 
 export class QueryCompiler {
@@ -286,8 +288,9 @@ export class QueryCompiler {
         const column = this.terminalColumn(path.terminal);
         const t = path.terminal;
         const notNull = t.kind !== 'property' || t.field.required;
-        const numeric = t.kind === 'internalId' || (t.kind === 'property' && ['integer', 'bigint', 'double', 'decimal'].includes(FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column));
-        return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull, numeric };
+        const type: ColumnType = t.kind === 'internalId' ? 'integer' : t.kind === 'property' ? FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column : 'text';
+        const numeric = ['integer', 'bigint', 'double', 'decimal'].includes(type);
+        return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull, numeric, type };
       }
       // Through relationships or multi-valued fields: the smallest (ASC) or largest (DESC) value.
       return this.subquerySortKey(path, s.direction, principal, at);

@@ -12,6 +12,7 @@ import type { FilterGroup } from '../query/filter.ts';
 import type { SortField } from '../query/sort.ts';
 import type { PageRequest } from '../query/page.ts';
 import { QueryCompiler, type SortKey } from './compile.ts';
+import type { ColumnType } from '../../model/field-types.ts';
 import { viewCondition } from '../../access/policy.ts';
 import { selectRows } from '../../storage/sql.ts';
 
@@ -51,6 +52,34 @@ function isSortValue(v: unknown): v is string | number | boolean | null {
   return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 }
 
+/** Largest value of an `integer` column on PostgreSQL (ids too), as filters check (compile.ts). */
+const INT32 = 2_147_483_647;
+
+/**
+ * Whether a cursor's value can be bound for a column of this type. Rows give numbers, or numeric
+ * text where PostgreSQL returns bigint and decimal columns as strings; SQLite gives booleans as 0/1.
+ */
+function fits(type: ColumnType | undefined, v: string | number | boolean | null): boolean {
+  if (v === null) return true;
+  const whole = (max: number) => {
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^-?\d{1,16}$/.test(v) ? Number(v) : NaN;
+    return Number.isSafeInteger(n) && Math.abs(n) <= max;
+  };
+  switch (type) {
+    case 'integer':
+      return whole(INT32);
+    case 'bigint':
+      return whole(Number.MAX_SAFE_INTEGER);
+    case 'double':
+    case 'decimal':
+      return typeof v === 'number' ? Number.isFinite(v) : typeof v === 'string' && /^-?\d{1,20}(\.\d{1,20})?$/.test(v);
+    case 'boolean':
+      return typeof v === 'boolean' || v === 0 || v === 1;
+    default:
+      return typeof v === 'string';
+  }
+}
+
 export async function fetchPage(
   db: Knex | Knex.Transaction,
   compiler: QueryCompiler,
@@ -67,7 +96,7 @@ export async function fetchPage(
   if (guard) guard(qb);
   const keys: SortKey[] = compiler.sortKeys(rt, sort, principal, at);
   const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
-  if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true });
+  if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
   qb.select('e.id as id');
   keys.forEach((k, i) => {
     if (k.column !== 'id') qb.select(db.raw(`${k.sql} as k${i}`, k.bindings));
@@ -79,7 +108,9 @@ export async function fetchPage(
   let bound: [string, '>=' | '<=', string | number | boolean] | null = null;
   let nullsAfterBound = false;
   const cursor = decodeCursor(page.cursor);
-  const following = keyset && cursor !== null && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length;
+  // A cursor whose values do not fit the sort's columns was not made by this server for this
+  // query (a database would refuse them as parameters): it is ignored like any damaged one.
+  const following = keyset && cursor !== null && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length && keys.every((k, i) => fits(k.type, cursor.v[i]!));
   // The filter's own bounds on the cursor's column must not take the index range from it (compile.ts, `range`).
   const ranged = following && cursor!.v[0] !== null && cursor!.v[0] !== undefined && keys[0]!.numeric ? keys[0]!.column! : undefined;
   compiler.applyFilter(qb, rt, filter, principal, at, { rangeColumn: ranged });
