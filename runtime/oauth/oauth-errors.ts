@@ -48,11 +48,9 @@ export function asOAuthError(error: unknown): OAuthError | null {
 export function oauthErrors(deps: OAuthDeps) {
   return (error: unknown, _req: Request, res: Response, next: NextFunction): void => {
     const oauth = asOAuthError(error);
-    // A busy database or a full disk is the operator's to hear of, as on the API's routes
-    // (http/app.ts): often a client's failed refresh is its first sign.
-    if (oauth && oauth.status >= 500) (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'OAuth request failed');
-    if (oauth) return next(oauth);
-    (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'OAuth request failed');
-    next(new OAuthError('server_error', 'The server could not complete the request. The error has been logged.'));
+    // Bugs, and a busy database or a full disk, are the operator's to hear of, as on the API's
+    // routes (http/app.ts): often a client's failed refresh is the first sign of a full disk.
+    if (!oauth || oauth.status >= 500) (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'OAuth request failed');
+    next(oauth ?? new OAuthError('server_error', 'The server could not complete the request. The error has been logged.'));
   };
 }
