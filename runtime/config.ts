@@ -36,9 +36,11 @@ export interface Config {
   /** Lifetime in seconds of the browser sign-in of the authorization (login and consent) pages. */
   loginSessionLifetime: number;
   /**
-   * SQLite's `synchronous` setting (TILTH_SQLITE_SYNCHRONOUS): FULL (default) syncs the write-ahead
-   * log on every commit, so an acknowledged write survives a power cut; NORMAL syncs only at
+   * How SQLite's writes reach the disk (TILTH_SQLITE_SYNCHRONOUS): FULL (default) syncs the
+   * write-ahead log after every commit and before the answer (off the event loop: storage/
+   * wal-sync.ts), so an acknowledged write survives a power cut; NORMAL syncs only at
    * checkpoints, faster, but a power cut (not a crash of the process) may lose the last commits.
+   * SQLite itself runs `synchronous=NORMAL` either way, which keeps the file safe from corruption.
    */
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /** Who may read /metrics (TILTH_METRICS): `token` (an account administrator's), `public`, or `off`. */

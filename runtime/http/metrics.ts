@@ -9,12 +9,12 @@
  * series stays bounded whatever clients request.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../access/principal.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { isAccountAdmin, requireAuthenticated } from '../access/policy.ts';
-import { queuedWrites } from '../storage/database.ts';
+import { queuedWrites, walSyncStats } from '../storage/database.ts';
 
 const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi;
 const KNOWN_PREFIXES = ['/api', '/oauth', '/subrequests', '/.well-known', '/health', '/metrics'];
@@ -59,6 +59,29 @@ export function createMetrics(ctx: AppContext): Metrics {
       this.set({ state: 'pending' }, pool.numPendingAcquires() + queuedWrites(ctx.db.knex));
     },
   });
+  // SQLite's log synced to disk before writes are acknowledged (storage/wal-sync.ts): how often,
+  // and the time the disk took. A slow or failing disk shows here first.
+  const wal = walSyncStats(ctx.db.knex);
+  if (wal) {
+    new Counter({
+      name: 'tilth_sqlite_log_syncs_total',
+      help: "Syncs of SQLite's write-ahead log to disk; each covers every commit before it.",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(wal.count);
+      },
+    });
+    new Counter({
+      name: 'tilth_sqlite_log_sync_seconds_total',
+      help: "Seconds spent syncing SQLite's write-ahead log to disk (off the event loop).",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(wal.seconds);
+      },
+    });
+  }
   const started = Date.now();
   new Gauge({
     name: 'tilth_uptime_seconds',

@@ -10,7 +10,8 @@ import knexFactory, { type Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
-import { GroupCommit } from './group-commit.ts';
+import { GroupCommit, type Durability } from './group-commit.ts';
+import { WalSync } from './wal-sync.ts';
 
 // Counts and bigints come back from PostgreSQL as strings by default; timestamps here are
 // Unix seconds and ids are far below 2^53, so read them as numbers.
@@ -43,9 +44,13 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   } catch (error) {
     throw new ConfigError(`TILTH_DATA_DIR must be a directory Tilth can write to; ${options.dataDir} is not (${(error as NodeJS.ErrnoException).code}).`);
   }
+  const file = join(options.dataDir, 'tilth.sqlite');
+  // FULL: a write is on disk before it is acknowledged, synced off the event loop (wal-sync.ts),
+  // so SQLite itself runs NORMAL. NORMAL: nothing syncs the log but SQLite's checkpoints.
+  const walSync = options.sqliteSynchronous === 'NORMAL' ? null : new WalSync(file, options.dataDir);
   const knex = knexFactory({
     client: SqliteClient as unknown as typeof Knex.Client,
-    connection: { filename: join(options.dataDir, 'tilth.sqlite') },
+    connection: { filename: file },
     useNullAsDefault: true,
     // One connection: better-sqlite3 is synchronous, and SQLite serialises writers anyway.
     pool: {
@@ -61,21 +66,33 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         // migrations (a CREATE INDEX over every log) switch back to files while they run.
         conn.pragma('temp_store = MEMORY');
         conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-        conn.pragma(`synchronous = ${options.sqliteSynchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
+        conn.pragma('synchronous = NORMAL');
+        if (walSync) (conn as unknown as Writer)[WAL_SYNC] = walSync;
         done(null, conn);
       },
     },
   });
-  const reader = new ReadConnection(join(options.dataDir, 'tilth.sqlite'), knex);
+  const reader = new ReadConnection(file, knex);
   const client = knex.client as SqliteClient;
   client.reader = reader;
-  const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null));
+  client.walSync = walSync ?? undefined;
+  const durability: Durability | undefined = walSync
+    ? {
+        defer: (connection) => {
+          (connection as Writer)[SYNC_DEFERRED] = true;
+          return () => ((connection as Writer)[SYNC_DEFERRED] = false);
+        },
+        sync: () => walSync.sync(),
+      }
+    : undefined;
+  const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null), durability);
   client.groupCommit = groupCommit;
   return {
     knex,
     dialect: 'sqlite',
     close: async () => {
       groupCommit.close(new Error('The database was closed.'));
+      walSync?.close();
       reader.close();
       await knex.destroy();
     },
@@ -175,6 +192,22 @@ class ImmediateTransaction extends SqliteTransaction {
 
 const isNative = (f: Function): boolean => Function.prototype.toString.call(f).endsWith('{ [native code] }');
 
+/** The writer connection's sync of the log (absent with TILTH_SQLITE_SYNCHRONOUS=NORMAL). */
+const WAL_SYNC = Symbol('WAL sync');
+/** Set while a group commit's batch runs: its COMMIT does not wait for the sync, the batch does. */
+const SYNC_DEFERRED = Symbol('sync deferred');
+interface Writer {
+  inTransaction: boolean;
+  prepare(sql: string): { readonly: boolean };
+  [WAL_SYNC]?: WalSync;
+  [SYNC_DEFERRED]?: boolean;
+}
+
+/** Syncs of SQLite's log so far and the seconds they took (the metrics); none on PostgreSQL or with NORMAL. */
+export function walSyncStats(db: Knex): { count: number; seconds: number } | undefined {
+  return (db.client as { walSync?: WalSync }).walSync;
+}
+
 /** Writes waiting to share a commit (SQLite's group commit); 0 on PostgreSQL. */
 export function queuedWrites(db: Knex): number {
   return (db.client as { groupCommit?: GroupCommit }).groupCommit?.queued ?? 0;
@@ -190,6 +223,24 @@ class SqliteClient extends BetterSqliteClient {
   reader?: ReadConnection;
   /** Set on the pool's client only (not on the copies Knex makes for transactions). */
   groupCommit?: GroupCommit;
+  walSync?: WalSync;
+
+  /**
+   * A statement that committed (a COMMIT, or a write outside a transaction) settles only once the
+   * log is on disk, so what is acknowledged survives a power cut (wal-sync.ts). Group commit's
+   * batches wait for it themselves, after their COMMIT, so that the next batch runs meanwhile.
+   */
+  async _query(connection: Writer, obj: { sql: string }): Promise<unknown> {
+    const own = (BetterSqliteClient.prototype as unknown as { _query(c: unknown, o: unknown): Promise<unknown> })._query;
+    const wal = connection[WAL_SYNC];
+    if (!wal) return own.call(this, connection, obj);
+    const inTransaction = connection.inTransaction;
+    const result = await own.call(this, connection, obj);
+    if (connection.inTransaction || connection[SYNC_DEFERRED]) return result;
+    const committed = inTransaction ? !/^\s*ROLLBACK/i.test(obj.sql) : !connection.prepare(obj.sql).readonly;
+    if (committed) await wal.sync();
+    return result;
+  }
 
   /**
    * A top-level transaction with a body joins the writes waiting to share a COMMIT

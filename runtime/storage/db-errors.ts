@@ -7,6 +7,7 @@
 import { ApiError, conflict, insufficientStorage } from '../errors.ts';
 import { WriteQueueTimeout } from './group-commit.ts';
 import { isStalePrepared } from './sql.ts';
+import { WalSyncFailed } from './wal-sync.ts';
 
 interface DriverError {
   code?: string;
@@ -40,6 +41,10 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   // request's transaction. Not the client's fault and not a bug: the operator must make room.
   if (code === 'SQLITE_FULL' || code === '53100') {
     return insufficientStorage();
+  }
+  // The disk did not take the log (wal-sync.ts): a 500, logged, and worded for the person asking.
+  if (error instanceof WalSyncFailed) {
+    return new ApiError(500, 'The server could not make this write safe on its disk, so it may not be kept; writes are refused until the operator checks the disk and restarts Tilth.');
   }
   return null;
 }

@@ -37,6 +37,17 @@
  */
 import type { Knex } from 'knex';
 
+/**
+ * How a batch makes its COMMIT durable when the database syncs off the event loop (wal-sync.ts):
+ * the COMMIT itself does not wait, the batch's answers do, and the next batch runs meanwhile.
+ */
+export interface Durability {
+  /** COMMITs on `connection` stop waiting for the disk themselves; the returned function undoes it. */
+  defer(connection: object): () => void;
+  /** Resolves once every COMMIT before the call is on disk. */
+  sync(): Promise<void>;
+}
+
 /** A transaction's body, as Knex's `transaction(container)` takes it. */
 type Container = (trx: Knex.Transaction) => unknown;
 /** Starts a top-level Knex transaction (BEGIN … COMMIT) around `container`. */
@@ -72,7 +83,10 @@ export class GroupCommit {
   private lastCommitted = -Infinity;
   private lastBatchSize = 0;
 
-  constructor(private readonly begin: Begin) {}
+  constructor(
+    private readonly begin: Begin,
+    private readonly durability?: Durability,
+  ) {}
 
   /** Writes waiting for a batch (the metrics' pending connections). */
   get queued(): number {
@@ -128,11 +142,14 @@ export class GroupCommit {
     // Set when the transaction has settled. Knex runs the body even when BEGIN failed (and
     // rejects at once): such a body must take no write, or its caller would never hear back.
     let settled = false;
+    let undefer: (() => void) | undefined;
+    let durable: Promise<void> | undefined;
     try {
       await this.begin(async (outer) => {
         const connection = (await outer.client.acquireConnection()) as { inTransaction: boolean };
         const usable = () => !settled && !outer.isCompleted() && connection.inTransaction;
         if (!usable()) throw new Error('The write transaction did not begin.');
+        undefer = this.durability?.defer(connection);
         const started = performance.now();
         // Writes are coming together: several are waiting, or the last batch had several, or
         // this one came straight after the last COMMIT.
@@ -162,6 +179,7 @@ export class GroupCommit {
           }
         }
       });
+      durable = this.durability?.sync();
     } catch (error) {
       // The first write failed and took the transaction with it (its own error is kept); or the
       // COMMIT failed, so no write of the batch was kept; or BEGIN did (another process held
@@ -175,10 +193,21 @@ export class GroupCommit {
       }
     } finally {
       settled = true;
+      undefer?.();
       this.lastCommitted = performance.now();
       this.lastBatchSize = done.length;
     }
-    for (const { write, ok, value } of done) this.settle(write, ok, value);
+    if (!durable) {
+      for (const { write, ok, value } of done) this.settle(write, ok, value);
+      return;
+    }
+    // Committed; the writes that failed are answered now, the others once the log is on disk
+    // (or, if the sync fails, with its error). The next batch does not wait for this sync.
+    for (const { write, ok, value } of done) if (!ok) this.settle(write, ok, value);
+    durable.then(
+      () => { for (const { write, ok, value } of done) if (ok) this.settle(write, true, value); },
+      (error: unknown) => { for (const { write, ok } of done) if (ok) this.settle(write, false, error); },
+    );
   }
 }
 
