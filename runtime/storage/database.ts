@@ -47,7 +47,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   const file = join(options.dataDir, 'tilth.sqlite');
   // FULL: a write is on disk before it is acknowledged, synced off the event loop (wal-sync.ts),
   // so SQLite itself runs NORMAL. NORMAL: nothing syncs the log but SQLite's checkpoints.
-  const walSync = options.sqliteSynchronous === 'NORMAL' ? null : new WalSync(file, options.dataDir);
+  const walSync = options.sqliteSynchronous === 'NORMAL' ? null : new WalSync(file);
   const knex = knexFactory({
     client: SqliteClient as unknown as typeof Knex.Client,
     connection: { filename: file },
@@ -56,9 +56,9 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     pool: {
       min: 1,
       max: 1,
-      afterCreate: (conn: { pragma(s: string): unknown; prepare(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
+      afterCreate: (conn: { pragma(s: string, options?: { simple?: boolean }): unknown; prepare(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
         cachePreparedStatements(conn);
-        conn.pragma('journal_mode = WAL');
+        const wal = String(conn.pragma('journal_mode = WAL', { simple: true })).toLowerCase() === 'wal';
         conn.pragma('foreign_keys = ON');
         // Journals of statements and savepoints (group commit's) in memory, not in temporary
         // files: a write copies a page of every index it touches there first (25 for a log), and
@@ -66,8 +66,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         // migrations (a CREATE INDEX over every log) switch back to files while they run.
         conn.pragma('temp_store = MEMORY');
         conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-        conn.pragma('synchronous = NORMAL');
-        if (walSync) (conn as unknown as Writer)[WAL_SYNC] = walSync;
+        // Syncing the log from beside needs a log: a file that cannot be in WAL mode (it never
+        // is on the file systems Tilth runs on) keeps SQLite's own FULL.
+        if (walSync && wal) (conn as unknown as Writer)[WAL_SYNC] = walSync;
+        conn.pragma(`synchronous = ${walSync && !wal ? 'FULL' : 'NORMAL'}`);
         done(null, conn);
       },
     },
@@ -78,11 +80,9 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   client.walSync = walSync ?? undefined;
   const durability: Durability | undefined = walSync
     ? {
-        defer: (connection) => {
-          (connection as Writer)[SYNC_DEFERRED] = true;
-          return () => ((connection as Writer)[SYNC_DEFERRED] = false);
-        },
+        defer: (transaction) => ((transaction.client as Deferrable)[SYNC_DEFERRED] = true),
         sync: () => walSync.sync(),
+        failure: () => walSync.failure(),
       }
     : undefined;
   const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null), durability);
@@ -194,13 +194,19 @@ const isNative = (f: Function): boolean => Function.prototype.toString.call(f).e
 
 /** The writer connection's sync of the log (absent with TILTH_SQLITE_SYNCHRONOUS=NORMAL). */
 const WAL_SYNC = Symbol('WAL sync');
-/** Set while a group commit's batch runs: its COMMIT does not wait for the sync, the batch does. */
+/**
+ * Set on the client Knex makes for a group commit's batch transaction (its statements run with
+ * it as `this`): that COMMIT does not wait for the sync, the batch does. Other transactions and
+ * writes outside one use other clients, so they always wait.
+ */
 const SYNC_DEFERRED = Symbol('sync deferred');
+interface Deferrable {
+  [SYNC_DEFERRED]?: boolean;
+}
 interface Writer {
   inTransaction: boolean;
   prepare(sql: string): { readonly: boolean };
   [WAL_SYNC]?: WalSync;
-  [SYNC_DEFERRED]?: boolean;
 }
 
 /** Syncs of SQLite's log so far and the seconds they took (the metrics); none on PostgreSQL or with NORMAL. */
@@ -234,10 +240,14 @@ class SqliteClient extends BetterSqliteClient {
     const own = (BetterSqliteClient.prototype as unknown as { _query(c: unknown, o: unknown): Promise<unknown> })._query;
     const wal = connection[WAL_SYNC];
     if (!wal) return own.call(this, connection, obj);
+    const writes = !connection.prepare(obj.sql).readonly;
+    // After a failed sync the disk is not trusted: no more writes (wal-sync.ts).
+    const failure = writes && wal.failure();
+    if (failure) throw failure;
     const inTransaction = connection.inTransaction;
     const result = await own.call(this, connection, obj);
-    if (connection.inTransaction || connection[SYNC_DEFERRED]) return result;
-    const committed = inTransaction ? !/^\s*ROLLBACK/i.test(obj.sql) : !connection.prepare(obj.sql).readonly;
+    if (connection.inTransaction || (this as Deferrable)[SYNC_DEFERRED]) return result;
+    const committed = inTransaction ? !/^\s*ROLLBACK/i.test(obj.sql) : writes;
     if (committed) await wal.sync();
     return result;
   }

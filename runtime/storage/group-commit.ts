@@ -27,9 +27,10 @@
  * if a command run beside the server committed meanwhile, every later write of the batch would
  * fail (SQLITE_BUSY_SNAPSHOT) where on its own it would have succeeded.
  *
- * A body that calls `trx.commit()` itself releases its savepoint: its write is on disk when
- * `knex.transaction(…)` settles, not when that call does. (`await knex.transaction()` without a
- * body, committed by hand, is left to Knex: database.ts.)
+ * A body must not call `trx.commit()` or `trx.rollback()` itself (none does): the first write
+ * of a batch runs in the batch's own transaction, so that call would end the batch under the
+ * writes after it. Return, or throw, instead. (`await knex.transaction()` without a body,
+ * committed by hand, is left to Knex: database.ts.)
  *
  * A write waits in the queue for at most QUEUE_TIMEOUT_MS (Knex's own wait for its one
  * connection), then fails with WriteQueueTimeout (a 503): a write that never ends holds up the
@@ -42,10 +43,12 @@ import type { Knex } from 'knex';
  * the COMMIT itself does not wait, the batch's answers do, and the next batch runs meanwhile.
  */
 export interface Durability {
-  /** COMMITs on `connection` stop waiting for the disk themselves; the returned function undoes it. */
-  defer(connection: object): () => void;
+  /** This batch's COMMIT does not wait for the disk itself (the batch waits after it). */
+  defer(transaction: Knex.Transaction): void;
   /** Resolves once every COMMIT before the call is on disk. */
   sync(): Promise<void>;
+  /** Set when the disk failed: writes are refused before they begin. */
+  failure(): Error | null;
 }
 
 /** A transaction's body, as Knex's `transaction(container)` takes it. */
@@ -142,14 +145,18 @@ export class GroupCommit {
     // Set when the transaction has settled. Knex runs the body even when BEGIN failed (and
     // rejects at once): such a body must take no write, or its caller would never hear back.
     let settled = false;
-    let undefer: (() => void) | undefined;
     let durable: Promise<void> | undefined;
+    const failure = this.durability?.failure();
+    if (failure) {
+      for (const write of this.waiting.splice(0)) this.settle(write, false, failure);
+      return;
+    }
     try {
       await this.begin(async (outer) => {
         const connection = (await outer.client.acquireConnection()) as { inTransaction: boolean };
         const usable = () => !settled && !outer.isCompleted() && connection.inTransaction;
         if (!usable()) throw new Error('The write transaction did not begin.');
-        undefer = this.durability?.defer(connection);
+        this.durability?.defer(outer);
         const started = performance.now();
         // Writes are coming together: several are waiting, or the last batch had several, or
         // this one came straight after the last COMMIT.
@@ -193,7 +200,6 @@ export class GroupCommit {
       }
     } finally {
       settled = true;
-      undefer?.();
       this.lastCommitted = performance.now();
       this.lastBatchSize = done.length;
     }

@@ -4,12 +4,13 @@
 // disk works. NORMAL is a documented opt-in that leaves syncing to SQLite's checkpoints.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServerAsAdmin, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { loadConfig } from '../../runtime/config.ts';
+import { openDatabase, walSyncStats } from '../../runtime/storage/database.ts';
 import { WalSync, WalSyncFailed } from '../../runtime/storage/wal-sync.ts';
 
 const sqliteOnly = { skip: process.env.DATABASE_URL ? 'SQLite setting' : false };
@@ -24,7 +25,20 @@ async function syncs(server: TestServer): Promise<number | undefined> {
 
 const newLog = (name: string) => ({ data: { type: 'log--activity', attributes: { name } } });
 
-test('every acknowledged write waits for a sync of the log that began after it committed; reads do not sync', sqliteOnly, async () => {
+/** Make the log's path name a device that cannot be synced (fdatasync fails with EINVAL), as a failing disk fails it with EIO. */
+function breakLog(wal: string): void {
+  unlinkSync(wal);
+  symlinkSync('/dev/null', wal);
+}
+
+/** The names of the activity logs a read finds. */
+async function logNames(server: TestServer, token: string): Promise<string[]> {
+  const res = await request(`${server.url}/api/log/activity?page[limit]=50`, { token });
+  assert.equal(res.status, 200, res.text);
+  return res.body.data.map((d: { attributes: { name: string } }) => d.attributes.name);
+}
+
+test('every acknowledged write waits for a sync of the log; reads do not sync', sqliteOnly, async () => {
   const { server, token } = await startTestServerAsAdmin({ env: { TILTH_METRICS: 'public' } });
   try {
     let before = (await syncs(server))!;
@@ -36,7 +50,7 @@ test('every acknowledged write waits for a sync of the log that began after it c
       assert.ok(after >= before + 1, `a POST answered with ${after - before} syncs since the last one`);
       before = after;
     }
-    // A token grant writes outside a group-commit batch (its own transaction): synced too.
+    // A token grant's write is synced too.
     await passwordToken(server.url, ADMIN.name, ADMIN.password);
     const afterGrant = (await syncs(server))!;
     assert.ok(afterGrant >= before + 1, 'the grant waited for a sync');
@@ -47,25 +61,67 @@ test('every acknowledged write waits for a sync of the log that began after it c
   }
 });
 
-test('when the disk refuses the log, the write is answered 500 with a reason, later writes too, and reads go on', sqliteOnly, async () => {
+test('when the disk refuses the log, the write is answered 500 with a reason, later writes are refused before they begin, and reads go on', sqliteOnly, async () => {
   const { server, token } = await startTestServerAsAdmin({ env: { TILTH_METRICS: 'public' } });
   try {
     const ok = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: newLog('Before the fault') });
     assert.equal(ok.status, 201, ok.text);
-    // The log's path now names a device that cannot be synced (fdatasync fails with EINVAL), as
-    // a failing disk fails it with EIO.
-    const wal = join(server.config.dataDir, 'tilth.sqlite-wal');
-    unlinkSync(wal);
-    symlinkSync('/dev/null', wal);
+    breakLog(join(server.config.dataDir, 'tilth.sqlite-wal'));
     for (const name of ['During the fault', 'After the fault']) {
       const refused = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: newLog(name) });
       assert.equal(refused.status, 500, refused.text);
       assert.match(refused.body.errors[0].detail, /could not make this write safe on its disk.*restarts Tilth/);
     }
-    const read = await request(`${server.url}/api/log/activity/${ok.body.data.id}`, { token });
-    assert.equal(read.status, 200, read.text);
+    const names = await logNames(server, token);
+    assert.ok(names.includes('Before the fault'), 'reads go on');
+    // The first was committed before its sync failed; the second never ran.
+    assert.ok(!names.includes('After the fault'), 'a write after the fault left no trace');
   } finally {
     await server.close();
+  }
+});
+
+test('a database file that is a symlink has its real log synced (beside the real file)', sqliteOnly, async () => {
+  const root = mkdtempSync(join(tmpdir(), 'tilth-linked-'));
+  const [dataDir, disk] = [join(root, 'data'), join(root, 'disk')];
+  mkdirSync(dataDir);
+  mkdirSync(disk);
+  symlinkSync(join(disk, 'tilth.sqlite'), join(dataDir, 'tilth.sqlite'));
+  const { server, token } = await startTestServerAsAdmin({ database: { env: { TILTH_DATA_DIR: dataDir }, drop: async () => rmSync(root, { recursive: true, force: true }) } });
+  try {
+    assert.equal((await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: newLog('Linked') })).status, 201);
+    // The log SQLite writes is the one beside the real file; a sync of anything else would not
+    // notice that it cannot be synced.
+    breakLog(join(disk, 'tilth.sqlite-wal'));
+    const refused = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: newLog('Unsynced') });
+    assert.equal(refused.status, 500, refused.text);
+  } finally {
+    await server.close();
+  }
+});
+
+test('writes outside a group-commit batch (a statement on its own, a transaction of Knex\'s own) wait for the sync and are refused after a failed one', sqliteOnly, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-autocommit-'));
+  const db = openDatabase({ databaseUrl: null, dataDir: dir });
+  const { knex } = db;
+  try {
+    await knex.raw('CREATE TABLE t (x INTEGER)');
+    const before = walSyncStats(knex)!.count;
+    await knex('t').insert({ x: 1 });
+    assert.equal(walSyncStats(knex)!.count, before + 1, 'a statement on its own waited for a sync');
+    // A transaction with its own connection setting is Knex's, not a batch's (database.ts).
+    await knex.transaction(async (trx) => trx('t').insert({ x: 2 }), { enforceForeignCheck: true } as object);
+    assert.equal(walSyncStats(knex)!.count, before + 2, 'a transaction of its own waited for a sync');
+    assert.equal((await knex('t').select('x')).length, 2); // the read connection, open before the fault
+    breakLog(join(dir, 'tilth.sqlite-wal'));
+    await assert.rejects(knex('t').insert({ x: 3 }), WalSyncFailed);
+    await assert.rejects(knex('t').insert({ x: 4 }), WalSyncFailed);
+    await assert.rejects(knex.transaction(async (trx) => trx('t').insert({ x: 5 })), WalSyncFailed);
+    const xs = (await knex('t').select('x').orderBy('x')).map((r: { x: number }) => r.x);
+    assert.deepEqual(xs, [1, 2, 3], 'the write whose sync failed was committed; none after it ran');
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -83,15 +139,15 @@ test('TILTH_SQLITE_SYNCHRONOUS=NORMAL makes no syncs of its own, and a bad value
 test('syncs asked for while one runs share the next one; after a failed sync every later one fails', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tilth-wal-sync-'));
   const file = join(dir, 'db.sqlite');
+  writeFileSync(file, 'pages');
   writeFileSync(`${file}-wal`, 'frames');
-  const wal = new WalSync(file, dir);
+  const wal = new WalSync(file);
   try {
     await Promise.all(Array.from({ length: 10 }, () => wal.sync()));
     assert.equal(wal.count, 2, 'the first call syncs; the nine asked while it ran share one more');
     await wal.sync();
     assert.equal(wal.count, 3, 'a call after the others settled waits for a sync of its own');
-    unlinkSync(`${file}-wal`);
-    symlinkSync('/dev/null', `${file}-wal`);
+    breakLog(`${file}-wal`);
     await assert.rejects(wal.sync(), WalSyncFailed);
     unlinkSync(`${file}-wal`);
     writeFileSync(`${file}-wal`, 'frames');
