@@ -73,6 +73,15 @@ export function createMetrics(ctx: AppContext): Metrics {
       },
     });
     new Counter({
+      name: 'tilth_sqlite_checkpoints_total',
+      help: "Checkpoints (the log's pages copied into the database file) made beside the server.",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(wal.checkpoints);
+      },
+    });
+    new Counter({
       name: 'tilth_sqlite_log_sync_seconds_total',
       help: "Seconds spent syncing SQLite's write-ahead log to disk (off the event loop).",
       registers: [registry],

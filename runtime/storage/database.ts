@@ -11,7 +11,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
 import { GroupCommit, type Durability } from './group-commit.ts';
-import { WalSync } from './wal-sync.ts';
+import { WalSync, WRITER_CHECKPOINT_PAGES } from './wal-sync.ts';
 
 // Counts and bigints come back from PostgreSQL as strings by default; timestamps here are
 // Unix seconds and ids are far below 2^53, so read them as numbers.
@@ -68,7 +68,11 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
         // Syncing the log from beside needs a log: a file that cannot be in WAL mode (it never
         // is on the file systems Tilth runs on) keeps SQLite's own FULL.
-        if (walSync && wal) (conn as unknown as Writer)[WAL_SYNC] = walSync;
+        if (walSync && wal) {
+          (conn as unknown as Writer)[WAL_SYNC] = walSync;
+          // Checkpoints are the sync thread's (wal-sync.ts); the writer's own only past this.
+          conn.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
+        }
         conn.pragma(`synchronous = ${walSync && !wal ? 'FULL' : 'NORMAL'}`);
         done(null, conn);
       },
@@ -92,7 +96,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     dialect: 'sqlite',
     close: async () => {
       groupCommit.close(new Error('The database was closed.'));
-      walSync?.close();
+      await walSync?.close();
       reader.close();
       await knex.destroy();
     },
@@ -209,8 +213,8 @@ interface Writer {
   [WAL_SYNC]?: WalSync;
 }
 
-/** Syncs of SQLite's log so far and the seconds they took (the metrics); none on PostgreSQL or with NORMAL. */
-export function walSyncStats(db: Knex): { count: number; seconds: number } | undefined {
+/** Syncs of SQLite's log so far, the seconds they took and the checkpoints made (the metrics); none on PostgreSQL or with NORMAL. */
+export function walSyncStats(db: Knex): { count: number; seconds: number; checkpoints: number } | undefined {
   return (db.client as { walSync?: WalSync }).walSync;
 }
 

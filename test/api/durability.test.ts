@@ -4,7 +4,8 @@
 // disk works. NORMAL is a documented opt-in that leaves syncing to SQLite's checkpoints.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServerAsAdmin, ADMIN, type TestServer } from '../support/server.ts';
@@ -125,6 +126,31 @@ test('writes outside a group-commit batch (a statement on its own, a transaction
   }
 });
 
+test('checkpoints run beside the server, and a stopped server leaves its data in the database file alone', sqliteOnly, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-checkpoints-'));
+  const file = join(dataDir, 'tilth.sqlite');
+  const { server, token } = await startTestServerAsAdmin({ env: { TILTH_METRICS: 'public' }, database: { env: { TILTH_DATA_DIR: dataDir }, drop: async () => {} } });
+  try {
+    for (let i = 0; i < 5; i++) assert.equal((await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: newLog(`Checkpointed ${i}`) })).status, 201);
+    const metrics = (await request(`${server.url}/metrics`, { headers: { Accept: 'text/plain' } })).text;
+    assert.ok(Number(/^tilth_sqlite_checkpoints_total (\d+)$/m.exec(metrics)?.[1]) >= 1, 'the sync thread checkpointed');
+    const writer = (await server.ctx.db.knex.raw('PRAGMA wal_autocheckpoint')) as Array<{ wal_autocheckpoint: number }>;
+    assert.ok(writer[0]!.wal_autocheckpoint > 1000, "the writer's own checkpoints are only a safety net");
+  } finally {
+    await server.close();
+  }
+  // The sync thread's connection closed before the server's last one, which then moved the whole
+  // log into the database file: a copy of that one file (a plain backup) holds every record.
+  assert.ok(!existsSync(`${file}-wal`), 'no log left beside the database');
+  const copy = new Database(file, { readonly: true });
+  try {
+    assert.equal(copy.prepare(`SELECT count(*) FROM log WHERE name LIKE 'Checkpointed %'`).pluck().get(), 5);
+  } finally {
+    copy.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('TILTH_SQLITE_SYNCHRONOUS=NORMAL makes no syncs of its own, and a bad value names the setting', sqliteOnly, async () => {
   const { server, token } = await startTestServerAsAdmin({ env: { TILTH_METRICS: 'public', TILTH_SQLITE_SYNCHRONOUS: 'normal' } });
   try {
@@ -139,8 +165,10 @@ test('TILTH_SQLITE_SYNCHRONOUS=NORMAL makes no syncs of its own, and a bad value
 test('syncs asked for while one runs share the next one; after a failed sync every later one fails', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tilth-wal-sync-'));
   const file = join(dir, 'db.sqlite');
-  writeFileSync(file, 'pages');
-  writeFileSync(`${file}-wal`, 'frames');
+  // A database in WAL mode, kept open as the server keeps it, so that its log stays.
+  const owner = new Database(file);
+  owner.pragma('journal_mode = WAL');
+  owner.exec('CREATE TABLE t (x)');
   const wal = new WalSync(file);
   try {
     await Promise.all(Array.from({ length: 10 }, () => wal.sync()));
@@ -153,7 +181,8 @@ test('syncs asked for while one runs share the next one; after a failed sync eve
     writeFileSync(`${file}-wal`, 'frames');
     await assert.rejects(wal.sync(), WalSyncFailed, 'a disk that failed once is not trusted again');
   } finally {
-    wal.close();
+    await wal.close();
+    owner.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
