@@ -87,6 +87,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         defer: (transaction) => ((transaction.client as Deferrable)[SYNC_DEFERRED] = true),
         sync: () => walSync.sync(),
         failure: () => walSync.failure(),
+        checkpoint: () => walSync.checkpoint(),
       }
     : undefined;
   const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null), durability);

@@ -49,6 +49,8 @@ export interface Durability {
   sync(): Promise<void>;
   /** Set when the disk failed: writes are refused before they begin. */
   failure(): Error | null;
+  /** A checkpoint to let finish before the next batch begins, when one is due (wal-sync.ts). */
+  checkpoint(): Promise<void> | undefined;
 }
 
 /** A transaction's body, as Knex's `transaction(container)` takes it. */
@@ -134,7 +136,12 @@ export class GroupCommit {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.waiting.length > 0) await this.batch();
+      while (this.waiting.length > 0) {
+        // Reads go on meanwhile, and the writes that arrive join the next batch.
+        const checkpoint = this.durability?.checkpoint();
+        if (checkpoint) await checkpoint;
+        await this.batch();
+      }
     } finally {
       this.running = false;
     }

@@ -16,8 +16,11 @@
  * - Checkpoints (copying the log's pages into the database file, and syncing both) run in the
  *   same thread, at most every CHECKPOINT_EVERY_MS while writes come. SQLite would otherwise run
  *   one inside a COMMIT every thousand pages, on the event loop: 2–30 ms each under a stream of
- *   writes here, 45 % of all COMMIT time. The writer's own checkpoints stay as a safety net for
- *   a log that grows past WRITER_CHECKPOINT_PAGES (this thread stuck or gone: database.ts).
+ *   writes here, 45 % of all COMMIT time. Group commit starts no batch while one runs (reads go
+ *   on): the log must be wholly copied when the writer next begins, or SQLite never starts it
+ *   afresh and it grows (to 80 MB in ten seconds of POSTs, when batches ran alongside). The
+ *   writer's own checkpoints stay as a safety net for a log that grows past
+ *   WRITER_CHECKPOINT_PAGES (this thread stuck or gone: database.ts).
  * - When a sync fails (EIO: the disk is failing), what was written is not known to be on disk,
  *   and Linux reports such an error once. Every later write is refused before it begins, until
  *   the server restarts and SQLite recovers from what the log really holds (as PostgreSQL stops
@@ -39,7 +42,6 @@ const fs = require('node:fs');
 const path = require('node:path');
 let wal = null;
 let db = null;
-let lastCheckpoint = 0;
 /**
  * The log's descriptor. SQLite keeps the log beside the real database file, so a symlinked
  * database's log is found through its real path. Opened again when the file at that path is
@@ -66,17 +68,16 @@ function walDescriptor() {
  * is left to the next one, or to the writer's own checkpoints.
  */
 function checkpoint() {
-  if (Date.now() - lastCheckpoint < ${CHECKPOINT_EVERY_MS}) return;
-  lastCheckpoint = Date.now();
   try {
     if (!db) {
       const Database = require(workerData.driver);
       db = new Database(workerData.db, { fileMustExist: true });
     }
     db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ checkpointed: true });
+    return true;
   } catch (e) {
     if (db) { try { db.close(); } catch {} db = null; }
+    return false;
   }
 }
 parentPort.on('message', (message) => {
@@ -85,14 +86,16 @@ parentPort.on('message', (message) => {
     parentPort.close();
     return;
   }
+  if (message === 'checkpoint') {
+    parentPort.postMessage({ checkpointed: checkpoint() });
+    return;
+  }
   try {
     fs.fdatasyncSync(walDescriptor());
     parentPort.postMessage({ error: null });
   } catch (e) {
     parentPort.postMessage({ error: { message: String(e && e.message), code: e && e.code } });
-    return;
   }
-  checkpoint();
 });
 `;
 
@@ -130,6 +133,11 @@ export class WalSync {
   private cause: Cause | null = null;
   private startedAt = 0;
   private closed = false;
+  /** When the last checkpoint was asked for; syncs asked for since (so, commits since). */
+  private lastCheckpoint = 0;
+  private syncsSince = 0;
+  /** The checkpoint running now, settled when the worker answers. */
+  private checkpointing: { promise: Promise<void>; resolve(): void } | null = null;
   /** Syncs finished, the seconds they took, and the checkpoints made (the metrics). */
   count = 0;
   seconds = 0;
@@ -143,10 +151,29 @@ export class WalSync {
     return this.cause ? new WalSyncFailed(this.cause) : null;
   }
 
+  /**
+   * A checkpoint, when one is due (CHECKPOINT_EVERY_MS since the last, and commits since):
+   * resolves when it is done, after any sync asked for before it. Never rejects: a failed one is
+   * left to the next, or to the writer's own. Undefined when none is due.
+   */
+  checkpoint(): Promise<void> | undefined {
+    if (this.checkpointing) return this.checkpointing.promise;
+    if (this.cause || this.closed || !this.worker || this.syncsSince === 0 || performance.now() - this.lastCheckpoint < CHECKPOINT_EVERY_MS) return undefined;
+    this.lastCheckpoint = performance.now();
+    this.syncsSince = 0;
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.checkpointing = { promise, resolve };
+    this.worker.ref();
+    this.worker.postMessage('checkpoint');
+    return promise;
+  }
+
   /** Resolves once everything committed before the call is on disk. */
   sync(): Promise<void> {
     if (this.cause) return Promise.reject(new WalSyncFailed(this.cause));
     if (this.closed) return Promise.reject(new Error('The database was closed.'));
+    this.syncsSince++;
     // A sync already running may have begun before the caller's COMMIT: the caller needs the next.
     if (this.running) return (this.next ??= waiter()).promise;
     this.running = waiter();
@@ -161,6 +188,8 @@ export class WalSync {
     const error = new Error('The database was closed.');
     for (const w of [this.running, this.next]) w?.reject(error);
     this.running = this.next = null;
+    this.checkpointing?.resolve();
+    this.checkpointing = null;
     const worker = this.worker;
     this.worker = null;
     if (!worker) return Promise.resolve();
@@ -179,7 +208,7 @@ export class WalSync {
     try {
       const worker = this.spawn();
       worker.ref();
-      worker.postMessage(null);
+      worker.postMessage('sync');
     } catch (error) {
       // The worker could not start (no threads or descriptors left): not known to be on disk.
       this.finished({ message: (error as Error).message, code: (error as { code?: string }).code ?? 'worker' });
@@ -193,12 +222,13 @@ export class WalSync {
     const current = () => this.worker === worker;
     worker.on('message', (message: { error?: Cause | null; checkpointed?: boolean }) => {
       if (!current()) return;
-      if (message.checkpointed) this.checkpoints++;
+      if ('checkpointed' in message) this.checkpointed(message.checkpointed === true);
       else this.finished(message.error ?? null);
     });
     const lost = (message: string) => {
       if (!current()) return;
       this.worker = null;
+      if (this.checkpointing) this.checkpointed(false);
       if (this.running) this.finished({ message, code: 'worker' });
     };
     worker.on('error', (error) => lost(error.message));
@@ -208,8 +238,16 @@ export class WalSync {
     return worker;
   }
 
+  private checkpointed(done: boolean): void {
+    if (done) this.checkpoints++;
+    const waiting = this.checkpointing;
+    this.checkpointing = null;
+    if (!this.running) this.worker?.unref();
+    waiting?.resolve();
+  }
+
   private finished(error: Cause | null): void {
-    this.worker?.unref();
+    if (!this.checkpointing) this.worker?.unref();
     this.count++;
     this.seconds += (performance.now() - this.startedAt) / 1000;
     const done = this.running;
