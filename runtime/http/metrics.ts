@@ -74,11 +74,20 @@ export function createMetrics(ctx: AppContext): Metrics {
     });
     new Counter({
       name: 'tilth_sqlite_checkpoints_total',
-      help: "Checkpoints (the log's pages copied into the database file) made beside the server.",
+      help: "Checkpoints made beside the server that copied the whole log into the database file.",
       registers: [registry],
       collect() {
         this.reset();
         this.inc(wal.checkpoints);
+      },
+    });
+    new Counter({
+      name: 'tilth_sqlite_checkpoint_failures_total',
+      help: "Checkpoints beside the server that failed (the log is then left to SQLite's own, in a COMMIT).",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(wal.checkpointFailures);
       },
     });
     new Counter({

@@ -72,6 +72,9 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
           (conn as unknown as Writer)[WAL_SYNC] = walSync;
           // Checkpoints are the sync thread's (wal-sync.ts); the writer's own only past this.
           conn.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
+          // A log that grew (the safety net above, a reader in another process holding it) is
+          // cut back to this when it is next started afresh, instead of keeping its size.
+          conn.pragma(`journal_size_limit = ${32 * 1024 * 1024}`);
         }
         conn.pragma(`synchronous = ${walSync && !wal ? 'FULL' : 'NORMAL'}`);
         done(null, conn);
@@ -87,7 +90,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         defer: (transaction) => ((transaction.client as Deferrable)[SYNC_DEFERRED] = true),
         sync: () => walSync.sync(),
         failure: () => walSync.failure(),
-        checkpoint: () => walSync.checkpoint(),
+        checkpoint: () => {
+          void walSync.checkpoint();
+          return walSync.checkpointRunning();
+        },
       }
     : undefined;
   const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null), durability);
@@ -215,7 +221,7 @@ interface Writer {
 }
 
 /** Syncs of SQLite's log so far, the seconds they took and the checkpoints made (the metrics); none on PostgreSQL or with NORMAL. */
-export function walSyncStats(db: Knex): { count: number; seconds: number; checkpoints: number } | undefined {
+export function walSyncStats(db: Knex): { count: number; seconds: number; checkpoints: number; checkpointFailures: number } | undefined {
   return (db.client as { walSync?: WalSync }).walSync;
 }
 
@@ -250,10 +256,20 @@ class SqliteClient extends BetterSqliteClient {
     const failure = writes && wal.failure();
     if (failure) throw failure;
     const inTransaction = connection.inTransaction;
+    // A write outside a batch (a statement on its own, or a transaction of Knex's own) begins
+    // after a running checkpoint, as batches do, so that the log it copied is started afresh.
+    if (!inTransaction && (writes || /^\s*BEGIN/i.test(obj.sql))) {
+      const checkpoint = wal.checkpointRunning();
+      if (checkpoint) await checkpoint;
+    }
     const result = await own.call(this, connection, obj);
     if (connection.inTransaction || (this as Deferrable)[SYNC_DEFERRED]) return result;
     const committed = inTransaction ? !/^\s*ROLLBACK/i.test(obj.sql) : writes;
-    if (committed) await wal.sync();
+    if (committed) {
+      await wal.sync();
+      // And asks for one when due: batches are not the only writes (tokens, sign-in requests).
+      void wal.checkpoint();
+    }
     return result;
   }
 

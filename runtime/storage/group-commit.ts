@@ -49,7 +49,10 @@ export interface Durability {
   sync(): Promise<void>;
   /** Set when the disk failed: writes are refused before they begin. */
   failure(): Error | null;
-  /** A checkpoint to let finish before the next batch begins, when one is due (wal-sync.ts). */
+  /**
+   * Start a checkpoint if one is due; the one running, if any, for the next batch to let finish
+   * (bounded: it is only an optimisation). wal-sync.ts.
+   */
   checkpoint(): Promise<void> | undefined;
 }
 
@@ -137,11 +140,17 @@ export class GroupCommit {
     this.running = true;
     try {
       while (this.waiting.length > 0) {
-        // Reads go on meanwhile, and the writes that arrive join the next batch.
+        // A checkpoint due or running is let finish first (reads go on meanwhile, and the writes
+        // that arrive join the next batch): wal-sync.ts says why.
         const checkpoint = this.durability?.checkpoint();
-        if (checkpoint) await checkpoint;
+        if (checkpoint) {
+          await checkpoint;
+          if (this.closedWith || this.waiting.length === 0) break;
+        }
         await this.batch();
       }
+      // Idle: a checkpoint due now runs before the next write comes rather than when it does.
+      void this.durability?.checkpoint();
     } finally {
       this.running = false;
     }

@@ -32,6 +32,10 @@ import { Worker } from 'node:worker_threads';
 
 /** The least time between two checkpoints of the worker. */
 const CHECKPOINT_EVERY_MS = 100;
+/** The longest a write waits for a checkpoint (only an optimisation) before it goes on without. */
+const CHECKPOINT_WAIT_MS = 500;
+/** The longest closing waits for the worker to close its connection before ending it. */
+const CLOSE_WAIT_MS = 2000;
 /** The writer checkpoints itself only when the log has grown this long (SQLite's default: 1,000). */
 export const WRITER_CHECKPOINT_PAGES = 20_000;
 
@@ -71,13 +75,16 @@ function checkpoint() {
   try {
     if (!db) {
       const Database = require(workerData.driver);
-      db = new Database(workerData.db, { fileMustExist: true });
+      // Never wait for another process's lock (PASSIVE copies what it can and leaves the rest),
+      // and sync the database file before a checkpoint counts as done, whatever the build's default.
+      db = new Database(workerData.db, { fileMustExist: true, timeout: 0 });
+      db.pragma('synchronous = NORMAL');
     }
-    db.pragma('wal_checkpoint(PASSIVE)');
-    return true;
+    const [row] = db.pragma('wal_checkpoint(PASSIVE)');
+    return { complete: row.busy === 0 && row.checkpointed === row.log };
   } catch (e) {
     if (db) { try { db.close(); } catch {} db = null; }
-    return false;
+    return { failed: String(e && e.message) };
   }
 }
 parentPort.on('message', (message) => {
@@ -138,10 +145,14 @@ export class WalSync {
   private syncsSince = 0;
   /** The checkpoint running now, settled when the worker answers. */
   private checkpointing: { promise: Promise<void>; resolve(): void } | null = null;
-  /** Syncs finished, the seconds they took, and the checkpoints made (the metrics). */
+  /**
+   * Syncs finished and the seconds they took; checkpoints that copied the whole log, and ones
+   * that failed (the metrics). A failure leaves the log to the writer's own checkpoints.
+   */
   count = 0;
   seconds = 0;
   checkpoints = 0;
+  checkpointFailures = 0;
 
   /** @param file the SQLite database file; its log is `file-wal` beside its real path. */
   constructor(private readonly file: string) {}
@@ -167,6 +178,18 @@ export class WalSync {
     this.worker.ref();
     this.worker.postMessage('checkpoint');
     return promise;
+  }
+
+  /**
+   * The checkpoint running now, if any, bounded by CHECKPOINT_WAIT_MS: a write begins after it,
+   * so that the log it copied wholly is started afresh (and a stuck one holds nothing up long).
+   */
+  checkpointRunning(): Promise<void> | undefined {
+    const running = this.checkpointing?.promise;
+    if (!running) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, CHECKPOINT_WAIT_MS)));
+    return Promise.race([running, limit]).finally(() => clearTimeout(timer));
   }
 
   /** Resolves once everything committed before the call is on disk. */
@@ -197,7 +220,12 @@ export class WalSync {
     // connection must be closed before the server's last one is, which then checkpoints the
     // whole log into the database file and removes it, as a stopped server always has.
     return new Promise((resolve) => {
-      worker.once('exit', () => resolve());
+      // A worker stuck in a sync (a hung disk) is ended after CLOSE_WAIT_MS.
+      const timer = setTimeout(() => void worker.terminate(), CLOSE_WAIT_MS);
+      worker.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
       worker.ref();
       worker.postMessage('close');
     });
@@ -220,15 +248,15 @@ export class WalSync {
     const worker = new Worker(WORKER, { eval: true, workerData: { db: this.file, driver: DRIVER } });
     // Only the current worker's events count: one terminated by close() may still report.
     const current = () => this.worker === worker;
-    worker.on('message', (message: { error?: Cause | null; checkpointed?: boolean }) => {
+    worker.on('message', (message: { error?: Cause | null; checkpointed?: { complete?: boolean; failed?: string } }) => {
       if (!current()) return;
-      if ('checkpointed' in message) this.checkpointed(message.checkpointed === true);
+      if (message.checkpointed) this.checkpointed(message.checkpointed);
       else this.finished(message.error ?? null);
     });
     const lost = (message: string) => {
       if (!current()) return;
       this.worker = null;
-      if (this.checkpointing) this.checkpointed(false);
+      if (this.checkpointing) this.checkpointed({ failed: message });
       if (this.running) this.finished({ message, code: 'worker' });
     };
     worker.on('error', (error) => lost(error.message));
@@ -238,8 +266,9 @@ export class WalSync {
     return worker;
   }
 
-  private checkpointed(done: boolean): void {
-    if (done) this.checkpoints++;
+  private checkpointed(outcome: { complete?: boolean; failed?: string }): void {
+    if (outcome.complete) this.checkpoints++;
+    if (outcome.failed !== undefined) this.checkpointFailures++;
     const waiting = this.checkpointing;
     this.checkpointing = null;
     if (!this.running) this.worker?.unref();
