@@ -59,46 +59,28 @@ export function createMetrics(ctx: AppContext): Metrics {
       this.set({ state: 'pending' }, pool.numPendingAcquires() + queuedWrites(ctx.db.knex));
     },
   });
-  // SQLite's log synced to disk before writes are acknowledged (storage/wal-sync.ts): how often,
-  // and the time the disk took. A slow or failing disk shows here first.
+  // SQLite's log synced to disk before writes are acknowledged, and checkpointed, beside the
+  // server (storage/wal-sync.ts): how often, and the time the disk took. A slow or failing disk
+  // shows here first.
   const wal = walSyncStats(ctx.db.knex);
   if (wal) {
-    new Counter({
-      name: 'tilth_sqlite_log_syncs_total',
-      help: "Syncs of SQLite's write-ahead log to disk; each covers every commit before it.",
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(wal.count);
-      },
-    });
-    new Counter({
-      name: 'tilth_sqlite_checkpoints_total',
-      help: "Checkpoints made beside the server that copied the whole log into the database file.",
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(wal.checkpoints);
-      },
-    });
-    new Counter({
-      name: 'tilth_sqlite_checkpoint_failures_total',
-      help: "Checkpoints beside the server that failed (the log is then left to SQLite's own, in a COMMIT).",
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(wal.checkpointFailures);
-      },
-    });
-    new Counter({
-      name: 'tilth_sqlite_log_sync_seconds_total',
-      help: "Seconds spent syncing SQLite's write-ahead log to disk (off the event loop).",
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(wal.seconds);
-      },
-    });
+    const counters: Array<[name: string, help: string, read: () => number]> = [
+      ['tilth_sqlite_log_syncs_total', "Syncs of SQLite's write-ahead log to disk; each covers every commit before it.", () => wal.count],
+      ['tilth_sqlite_log_sync_seconds_total', "Seconds spent syncing SQLite's write-ahead log to disk (off the event loop).", () => wal.seconds],
+      ['tilth_sqlite_checkpoints_total', 'Checkpoints made beside the server that copied the whole log into the database file.', () => wal.checkpoints],
+      ['tilth_sqlite_checkpoint_failures_total', "Checkpoints beside the server that failed (the log is then left to SQLite's own, in a COMMIT).", () => wal.checkpointFailures],
+    ];
+    for (const [name, help, read] of counters) {
+      new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    }
   }
   const started = Date.now();
   new Gauge({

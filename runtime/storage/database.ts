@@ -20,6 +20,13 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => v);
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/**
+ * A failed statement's error names its SQL with placeholders, not its values: Knex's default
+ * writes the values in, and failures are logged (a full disk, a bug), so every request's data
+ * (names, notes, a data stream's key) would reach the operator's log.
+ */
+const KNEX_ERRORS = { compileSqlOnError: false } as const;
+
 /** How long an SQLite statement waits for another process's lock before SQLITE_BUSY (a 503). */
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -33,6 +40,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   if (options.databaseUrl) {
     const knex = knexFactory({
       client: 'pg',
+      ...KNEX_ERRORS,
       connection: options.databaseUrl,
       pool: { min: 0, max: 10 },
     });
@@ -50,6 +58,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   const walSync = options.sqliteSynchronous === 'NORMAL' ? null : new WalSync(file);
   const knex = knexFactory({
     client: SqliteClient as unknown as typeof Knex.Client,
+    ...KNEX_ERRORS,
     connection: { filename: file },
     useNullAsDefault: true,
     // One connection: better-sqlite3 is synchronous, and SQLite serialises writers anyway.
@@ -251,11 +260,13 @@ class SqliteClient extends BetterSqliteClient {
     const own = (BetterSqliteClient.prototype as unknown as { _query(c: unknown, o: unknown): Promise<unknown> })._query;
     const wal = connection[WAL_SYNC];
     if (!wal) return own.call(this, connection, obj);
-    const writes = !connection.prepare(obj.sql).readonly;
     // After a failed sync the disk is not trusted: no more writes (wal-sync.ts).
-    const failure = writes && wal.failure();
-    if (failure) throw failure;
+    const failure = wal.failure();
     const inTransaction = connection.inTransaction;
+    // Whether the statement writes matters outside a transaction (it commits) or after a failure;
+    // a batch's own statements are not asked (a savepoint's text, never cached, is not prepared twice).
+    const writes = (failure !== null || !inTransaction) && !connection.prepare(obj.sql).readonly;
+    if (failure && writes) throw failure;
     // A write outside a batch (a statement on its own, or a transaction of Knex's own) begins
     // after a running checkpoint, as batches do, so that the log it copied is started afresh.
     if (!inTransaction && (writes || /^\s*BEGIN/i.test(obj.sql))) {
