@@ -93,7 +93,7 @@ export class EntityService {
       return current.revisionId;
     }
     const revisionId = await revisions.add(db, entityType, id, { userId: principal.userId, created: now, message: text, values: stored });
-    await db(rt.entityType.table).where('id', id).update({ revision_id: revisionId });
+    await this.store.update(db, rt, id, new Map(), { revision_id: revisionId });
     return revisionId;
   }
 

@@ -7,6 +7,7 @@
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
+import { SqlMemo, inTextList, isPostgres, selectRows, textListParameter } from '../storage/sql.ts';
 import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
@@ -43,6 +44,9 @@ export function readDataMember(body: unknown): Record<string, unknown> {
 }
 
 export class InputReader {
+  /** The statements finding referenced records by UUID, by entity type and the columns they read. */
+  private readonly sql = new SqlMemo();
+
   constructor(private readonly registry: ModelRegistry) {}
 
   /** Read a resource object for `rt`. Throws 400/404/409 for malformed documents and 422 for invalid values. */
@@ -150,7 +154,10 @@ export class InputReader {
       const filterColumns = new Set<string>();
       for (const p of items) for (const k of Object.keys(p.field.target?.filter ?? {})) filterColumns.add(k);
       const uuids = [...new Set(items.map((p) => p.id.toLowerCase()).filter((u) => UUID.test(u)))];
-      const rows = uuids.length ? await db(et.table).whereIn('uuid', uuids).select(['id', 'uuid', 'bundle', et.labelField, ...filterColumns]) : [];
+      const columns = ['id', 'uuid', 'bundle', et.labelField, ...filterColumns];
+      const postgres = isPostgres(db);
+      const sql = this.sql.get(`${et.table}:${postgres}:${columns.join(',')}`, () => `SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${et.table}" WHERE ${inTextList(postgres, 'uuid')}`);
+      const rows = uuids.length ? await selectRows<Record<string, unknown>>(db, sql, [textListParameter(postgres, uuids)]) : [];
       const byUuid = new Map(rows.map((r: Record<string, unknown>) => [String(r.uuid), r]));
       for (const p of items) {
         const row = byUuid.get(p.id.toLowerCase());

@@ -27,9 +27,9 @@
  * if a command run beside the server committed meanwhile, every later write of the batch would
  * fail (SQLITE_BUSY_SNAPSHOT) where on its own it would have succeeded.
  *
- * A body must not call `trx.commit()` or `trx.rollback()` itself (none does): the first write
- * of a batch runs in the batch's own transaction, so that call would end the batch under the
- * writes after it. Return, or throw, instead. (`await knex.transaction()` without a body,
+ * A body must not call `trx.commit()` or `trx.rollback()` itself (none does): every write of a
+ * batch is given the batch's own transaction (the later ones inside a savepoint), so that call
+ * would end the batch under the writes after it. Return, or throw, instead. (`await knex.transaction()` without a body,
  * committed by hand, is left to Knex: database.ts.)
  *
  * A write waits in the queue for at most QUEUE_TIMEOUT_MS (Knex's own wait for its one
@@ -61,9 +61,22 @@ type Container = (trx: Knex.Transaction) => unknown;
 /** Starts a top-level Knex transaction (BEGIN … COMMIT) around `container`. */
 type Begin = (container: (outer: Knex.Transaction) => Promise<void>) => PromiseLike<unknown>;
 
+/**
+ * A savepoint on the batch's connection: begun, released, or rolled back to (and released).
+ * Statements run on the connection directly (database.ts), under one fixed name: the batch's
+ * writes run one after another, so only one of these is open at a time, and its three
+ * statements are prepared once for the life of the connection. A Knex nested transaction for
+ * each write instead built a new Knex instance and a new savepoint name (a statement prepared
+ * afresh) per write.
+ */
+export interface Savepoints {
+  begin(outer: Knex.Transaction): void;
+  release(outer: Knex.Transaction): void;
+  rollback(outer: Knex.Transaction): void;
+}
+
 interface Write {
   container: Container;
-  config: object | undefined;
   resolve(value: unknown): void;
   reject(error: unknown): void;
   timer: NodeJS.Timeout;
@@ -93,6 +106,7 @@ export class GroupCommit {
 
   constructor(
     private readonly begin: Begin,
+    private readonly savepoints: Savepoints,
     private readonly durability?: Durability,
   ) {}
 
@@ -102,10 +116,10 @@ export class GroupCommit {
   }
 
   /** Run `container` in a transaction; settles after its commit (shared with the writes around it). */
-  run(container: Container, config: object | undefined): Promise<unknown> {
+  run(container: Container): Promise<unknown> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     return new Promise((resolve, reject) => {
-      const write: Write = { container, config, resolve, reject, arrived: performance.now(), timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref() };
+      const write: Write = { container, resolve, reject, arrived: performance.now(), timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref() };
       this.waiting.push(write);
       if (!this.running) void this.drain();
     });
@@ -156,6 +170,21 @@ export class GroupCommit {
     }
   }
 
+  /** A later write of a batch, in a savepoint of its own: what it did is undone when it fails. */
+  private async inSavepoint(outer: Knex.Transaction, container: Container, connection: { inTransaction: boolean }): Promise<unknown> {
+    this.savepoints.begin(outer);
+    let value: unknown;
+    try {
+      value = await container(outer);
+    } catch (error) {
+      // Unless SQLite has rolled back the whole transaction (the batch then fails: below).
+      if (connection.inTransaction) this.savepoints.rollback(outer);
+      throw error;
+    }
+    this.savepoints.release(outer);
+    return value;
+  }
+
   private async batch(): Promise<void> {
     const done: Array<{ write: Write; ok: boolean; value: unknown }> = [];
     // Set when the transaction has settled. Knex runs the body even when BEGIN failed (and
@@ -188,11 +217,11 @@ export class GroupCommit {
           if (!write) break;
           // The first write runs in the transaction itself: alone in it, it needs no savepoint
           // (most writes are alone), and if it fails the whole transaction is rolled back.
-          // Each later one runs in a nested Knex transaction: SAVEPOINT, then RELEASE, or
-          // ROLLBACK TO on failure.
+          // Each later one runs in a savepoint: SAVEPOINT, then RELEASE, or ROLLBACK TO on
+          // failure. Every body is given the batch's transaction (its statements run there).
           const first = done.length === 0;
           try {
-            const value = first ? await write.container(outer) : await outer.transaction(write.container as (trx: Knex.Transaction) => Promise<unknown>, write.config);
+            const value = first ? await write.container(outer) : await this.inSavepoint(outer, write.container, connection);
             done.push({ write, ok: true, value });
           } catch (error) {
             done.push({ write, ok: false, value: error });

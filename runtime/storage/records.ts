@@ -9,7 +9,8 @@ import type { FieldDescriptor, EntityTypeDescriptor } from '../model/descriptor.
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
 import { RevisionStore } from './revisions.ts';
-import { SqlMemo, idListParameter, inIdList, isPostgres, selectRows } from './sql.ts';
+import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, selectRows } from './sql.ts';
+import { directConnectionOf } from './database.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -51,6 +52,12 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
 /** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
 function quote(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** `INSERT INTO table (columns) VALUES (?, …)`, with `rows` rows of placeholders. */
+function insertSql(table: string, columns: readonly string[], rows = 1): string {
+  const row = `(${columns.map(() => '?').join(', ')})`;
+  return `INSERT INTO ${quote(table)} (${columns.map(quote).join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`;
 }
 
 function isReferenceField(field: FieldDescriptor): boolean {
@@ -404,51 +411,75 @@ export class RecordStore {
 
   /** Insert a new record. `values` holds every stored field to write. Returns the internal id. */
   async insert(db: Db, rt: ResourceType, uuid: string, values: Map<string, ItemValue | ItemValue[]>): Promise<number> {
-    const row: Record<string, unknown> = { uuid, bundle: rt.bundle.bundle };
+    const columns = ['uuid', 'bundle'];
+    const bindings: unknown[] = [uuid, rt.bundle.bundle];
     const side: Array<{ field: FieldDescriptor; items: ItemValue[] }> = [];
     for (const field of rt.bundle.fields) {
       if (!values.has(field.name)) continue;
       const value = values.get(field.name)!;
-      if (field.storage.kind === 'columns') {
-        const props = propsFromItem(field, value as ItemValue);
-        for (const [prop, column] of Object.entries(field.storage.columns)) row[column] = props[prop];
-      } else if (field.storage.kind === 'table') side.push({ field, items: (value as ItemValue[]) ?? [] });
+      if (field.storage.kind === 'columns') this.columnValues(field, value as ItemValue, columns, bindings);
+      else if (field.storage.kind === 'table') side.push({ field, items: (value as ItemValue[]) ?? [] });
     }
-    // SQLite gives the new row's id without RETURNING, which would make it journal every page
-    // the row touches (a statement journal, as for a statement that may change many rows).
-    const insert = db(rt.entityType.table).insert(row);
-    const [inserted] = isPostgres(db) ? await insert.returning('id') : await insert;
-    const id = Number(typeof inserted === 'object' ? (inserted as { id: number }).id : inserted);
+    const table = rt.entityType.table;
+    const sql = this.sql.get(`insert:${table}:${columns.join(',')}`, () => insertSql(table, columns));
+    const id = await insertReturningId(db, sql, bindings as Knex.RawBinding[]);
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
     return id;
   }
 
   /** Update the given fields of a record; fields not in `changes` stay as they are. */
   async update(db: Db, rt: ResourceType, id: number, changes: Map<string, ItemValue | ItemValue[]>, extra: Record<string, unknown> = {}): Promise<void> {
-    const row: Record<string, unknown> = { ...extra };
+    const columns = Object.keys(extra);
+    const bindings: unknown[] = Object.values(extra);
     for (const [name, value] of changes) {
       const field = rt.fieldsByName.get(name)!;
-      if (field.storage.kind === 'columns') {
-        const props = propsFromItem(field, value as ItemValue);
-        for (const [prop, column] of Object.entries(field.storage.columns)) row[column] = props[prop];
-      } else if (field.storage.kind === 'table') {
-        await db(field.storage.table).where('entity_id', id).delete();
+      if (field.storage.kind === 'columns') this.columnValues(field, value as ItemValue, columns, bindings);
+      else if (field.storage.kind === 'table') {
+        const { table } = field.storage;
+        await execute(db, this.sql.get(`clear:${table}`, () => `DELETE FROM ${quote(table)} WHERE entity_id = ?`), [id]);
         await this.writeSide(db, field, id, (value as ItemValue[]) ?? []);
       }
     }
-    if (Object.keys(row).length) await db(rt.entityType.table).where('id', id).update(row);
+    if (!columns.length) return;
+    const table = rt.entityType.table;
+    const sql = this.sql.get(`update:${table}:${columns.join(',')}`, () => `UPDATE ${quote(table)} SET ${columns.map((c) => `${quote(c)} = ?`).join(', ')} WHERE id = ?`);
+    await execute(db, sql, [...bindings, id] as Knex.RawBinding[]);
   }
 
+  /** The columns of a field stored in columns, and their values for `item`, appended. */
+  private columnValues(field: FieldDescriptor, item: ItemValue, columns: string[], bindings: unknown[]): void {
+    const props = propsFromItem(field, item);
+    for (const [prop, column] of Object.entries((field.storage as { columns: Record<string, string> }).columns)) {
+      columns.push(column);
+      bindings.push(props[prop]);
+    }
+  }
+
+  /**
+   * A multi-valued field's items as rows of its side table. On SQLite in a transaction, one
+   * prepared single-row statement run per item; elsewhere (PostgreSQL: a round trip per
+   * statement) rows go 500 to a statement.
+   */
   private async writeSide(db: Db, field: FieldDescriptor, id: number, items: ItemValue[]): Promise<void> {
     if (field.storage.kind !== 'table' || !items.length) return;
-    const columns = field.storage.columns;
-    const rows = items.map((item, delta) => {
-      const props = propsFromItem(field, item);
-      const r: Record<string, unknown> = { entity_id: id, delta };
-      for (const [prop, column] of Object.entries(columns)) r[column] = props[prop];
-      return r;
-    });
-    for (const part of chunks(rows, 500)) await db(field.storage.table).insert(part);
+    const { table, columns } = field.storage;
+    const names = ['entity_id', 'delta', ...Object.values(columns)];
+    const props = Object.keys(columns);
+    const rowOf = (item: ItemValue, delta: number) => {
+      const values = propsFromItem(field, item);
+      return [id, delta, ...props.map((p) => values[p])];
+    };
+    const direct = directConnectionOf(db);
+    if (direct) {
+      const sql = this.sql.get(`insert:${table}:1`, () => insertSql(table, names));
+      items.forEach((item, delta) => direct.run(sql, rowOf(item, delta)));
+      return;
+    }
+    // Rows are numbered (delta) before they are split into statements.
+    for (const part of chunks(items.map(rowOf), 500)) {
+      const sql = this.sql.get(`insert:${table}:${part.length}`, () => insertSql(table, names, part.length));
+      await execute(db, sql, part.flat() as Knex.RawBinding[]);
+    }
   }
 
   /**

@@ -11,6 +11,7 @@
 import type { ResourceType } from '../model/registry.ts';
 import type { EntityTypeDescriptor, FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from './records.ts';
+import { SqlMemo, execute, idListParameter, inIdList, isPostgres, returningRows, selectRows } from './sql.ts';
 
 export interface RevisionRow {
   revisionId: number;
@@ -64,7 +65,16 @@ function rowOf(row: any): RevisionRow {
   };
 }
 
+/** A revision's row, as `add` writes it. */
+const INSERT = `INSERT INTO ${TABLE} (entity_type, entity_id, revision_id, user_id, created, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+/** The next number of a type: the counter's row made, or moved on and locked until commit. */
+const NEXT_NUMBER = `INSERT INTO ${COUNTER} (entity_type, last_id) VALUES (?, 1) ON CONFLICT (entity_type) DO UPDATE SET last_id = ${COUNTER}.last_id + 1 RETURNING last_id`;
+const REPLACE = `UPDATE ${TABLE} SET message = ?, data = ? WHERE entity_type = ? AND entity_id = ? AND revision_id = ?`;
+
 export class RevisionStore {
+  /** The statements reading targets' current revisions, by table. */
+  private readonly sql = new SqlMemo();
+
   constructor(private readonly entityType: (name: string) => EntityTypeDescriptor) {}
 
   /**
@@ -78,7 +88,11 @@ export class RevisionStore {
       const refs = ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter((r) => r && r.revisionId === undefined);
       if (!refs.length) continue;
       const table = this.entityType(field.target!.entityType).table;
-      const rows = await db(table).whereIn('id', [...new Set(refs.map((r) => r.targetId))]).select('id', 'revision_id');
+      const ids = [...new Set(refs.map((r) => r.targetId))];
+      const postgres = isPostgres(db);
+      const single = ids.length === 1;
+      const sql = this.sql.get(`${table}:${postgres}:${single}`, () => `SELECT id, revision_id FROM "${table}" WHERE ${inIdList(postgres, 'id', single)}`);
+      const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [idListParameter(postgres, ids)]);
       const current = new Map(rows.map((r: { id: number; revision_id: number | null }) => [Number(r.id), r.revision_id ?? null]));
       for (const ref of refs) ref.revisionId = current.get(ref.targetId) ?? null;
     }
@@ -86,27 +100,14 @@ export class RevisionStore {
 
   /** The next revision number of an entity type; the counter row stays locked until commit. */
   private async nextNumber(db: Db, entityType: string): Promise<number> {
-    const rows = await db(COUNTER)
-      .insert({ entity_type: entityType, last_id: 1 })
-      .onConflict('entity_type')
-      .merge({ last_id: db.raw('?? + 1', [`${COUNTER}.last_id`]) })
-      .returning('last_id');
-    const row = rows[0] as { last_id: number } | number;
-    return Number(typeof row === 'object' ? row.last_id : row);
+    const [row] = await returningRows<{ last_id: number }>(db, NEXT_NUMBER, [entityType]);
+    return Number(row!.last_id);
   }
 
   /** Record a new revision of a record; returns its number. */
   async add(db: Db, entityType: string, entityId: number, input: RevisionInput): Promise<number> {
     const revisionId = await this.nextNumber(db, entityType);
-    await db(TABLE).insert({
-      entity_type: entityType,
-      entity_id: entityId,
-      revision_id: revisionId,
-      user_id: input.userId,
-      created: input.created,
-      message: input.message || null,
-      data: snapshotOf(input.values),
-    });
+    await execute(db, INSERT, [entityType, entityId, revisionId, input.userId, input.created, input.message || null, snapshotOf(input.values)]);
     return revisionId;
   }
 
@@ -116,10 +117,7 @@ export class RevisionStore {
    * there is no such row (a record saved before it kept revisions), so the caller adds one.
    */
   async replace(db: Db, entityType: string, entityId: number, revisionId: number, input: Pick<RevisionInput, 'message' | 'values'>): Promise<boolean> {
-    const updated = await db(TABLE)
-      .where({ entity_type: entityType, entity_id: entityId, revision_id: revisionId })
-      .update({ message: input.message || null, data: snapshotOf(input.values) });
-    return Number(updated) > 0;
+    return (await execute(db, REPLACE, [input.message || null, snapshotOf(input.values), entityType, entityId, revisionId])) > 0;
   }
 
   /** One revision of one record, or null when the record has no revision of that number. */

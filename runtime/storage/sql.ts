@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
-import { readConnectionOf } from './database.ts';
+import { directConnectionOf, readConnectionOf } from './database.ts';
 
 export function isPostgres(db: Db): boolean {
   return (db.client.config as { client?: string }).client === 'pg';
@@ -64,6 +64,9 @@ export async function selectRows<T = Record<string, unknown>>(db: Db, sql: strin
   // Outside a transaction on SQLite: the read connection, without a trip through the pool.
   const reader = readConnectionOf(db);
   if (reader) return reader.all(sql, bindings) as T[];
+  // In a transaction on SQLite: its connection, without Knex's runner.
+  const direct = directConnectionOf(db);
+  if (direct) return direct.all(sql, bindings) as T[];
   if (!isPostgres(db)) return (await db.raw(sql, bindings)) as T[];
   const name = preparedName(sql);
   if (name) {
@@ -81,6 +84,40 @@ export async function selectRows<T = Record<string, unknown>>(db: Db, sql: strin
 }
 
 /**
+ * Run a raw INSERT, UPDATE or DELETE, on either database; how many rows it changed. Its text, like
+ * selectRows', is built once per shape by the caller (SqlMemo), not by a query builder per call.
+ */
+export async function execute(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<number> {
+  const direct = directConnectionOf(db);
+  if (direct) return direct.run(sql, bindings).changes;
+  // pg answers with its result's rowCount; Knex's better-sqlite3 client with the run's changes.
+  const result = (await db.raw(sql, bindings)) as { rowCount?: number | null; changes?: number };
+  return Number(result.rowCount ?? result.changes ?? 0);
+}
+
+/** The rows a raw write's RETURNING clause gives, on either database (never on the read connection). */
+export async function returningRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
+  const direct = directConnectionOf(db);
+  if (direct) return direct.all(sql, bindings) as T[];
+  const result = (await db.raw(sql, bindings)) as T[] | { rows: T[] };
+  return Array.isArray(result) ? result : result.rows;
+}
+
+/**
+ * Insert one row (`INSERT INTO table (columns) VALUES (?, …)`, the text built once per shape by
+ * the caller) and return its id. SQLite gives the new row's id without RETURNING, which would make
+ * it journal every page the row touches (a statement journal, as for a statement that may change
+ * many rows); PostgreSQL is asked with `RETURNING id`.
+ */
+export async function insertReturningId(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<number> {
+  const direct = directConnectionOf(db);
+  if (direct) return Number(direct.run(sql, bindings).lastInsertRowid);
+  if (isPostgres(db)) return Number(((await db.raw(`${sql} RETURNING id`, bindings)) as { rows: Array<{ id: number }> }).rows[0]!.id);
+  // Outside a transaction on SQLite, through Knex (which waits for the sync): the run's info.
+  return Number(((await db.raw(sql, bindings)) as unknown as { lastInsertRowid: number | bigint }).lastInsertRowid);
+}
+
+/**
  * `<column> IN <the ids bound as one parameter>`, by dialect; `<column> = ?` for a single id. Two
  * texts, not one: SQLite answers `= ?` for one record (a log's ten side tables) in a fifteenth of
  * the time it takes to walk a one-element json_each ten times.
@@ -94,6 +131,17 @@ export function inIdList(postgres: boolean, column: string, single = false): str
 export function idListParameter(postgres: boolean, ids: readonly number[]): string | number {
   if (ids.length === 1) return ids[0]!;
   return postgres ? `{${ids.join(',')}}` : `[${ids.join(',')}]`;
+}
+
+/** `<column> IN <the strings bound as one parameter>`, by dialect (as inIdList, for text such as UUIDs). */
+export function inTextList(postgres: boolean, column: string): string {
+  return postgres ? `${column} = ANY(?::text[])` : `${column} IN (SELECT value FROM json_each(?))`;
+}
+
+/** The one parameter `inTextList` binds: a JSON array, or a PostgreSQL array literal with every element quoted. */
+export function textListParameter(postgres: boolean, values: readonly string[]): string {
+  if (!postgres) return JSON.stringify(values);
+  return `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
 }
 
 /**
