@@ -23,17 +23,22 @@ export class LogGeometry {
     this.fieldsets = new Map(loader.registry.bundlesOf('asset').map((rt) => [rt.type, new Set(['geometry', 'is_location'])]));
   }
 
-  /** The assets whose geometries a log's geometry combines, and whether only locations among them count. */
-  private candidates(values: Values, isMovement: boolean): { ids: number[]; onlyLocations: boolean } {
-    const locations = refs(values.get('location')).map((r) => r.targetId);
-    if (locations.length || isMovement) return { ids: locations, onlyLocations: false };
-    return { ids: refs(values.get('asset')).map((r) => r.targetId), onlyLocations: true };
+  /**
+   * The assets whose geometries a log's geometry combines, and whether only locations among them
+   * count; their bundles when every reference names its own (RecordStore.load then reads only
+   * those bundles' columns).
+   */
+  private candidates(values: Values, isMovement: boolean): { ids: number[]; onlyLocations: boolean; bundles?: string[] } {
+    const locations = refs(values.get('location'));
+    const chosen = locations.length || isMovement ? locations : refs(values.get('asset'));
+    const bundles = chosen.every((r) => r.bundle) ? [...new Set(chosen.map((r) => r.bundle!))] : undefined;
+    return { ids: chosen.map((r) => r.targetId), onlyLocations: chosen !== locations, ...(bundles ? { bundles } : {}) };
   }
 
   /** Combined current geometry of the candidate locations, or null. */
-  private async combined(db: Db, { ids: candidates, onlyLocations }: { ids: number[]; onlyLocations: boolean }): Promise<string | null> {
+  private async combined(db: Db, { ids: candidates, onlyLocations, bundles }: { ids: number[]; onlyLocations: boolean; bundles?: string[] }): Promise<string | null> {
     if (!candidates.length) return null;
-    const assets = await this.loader.load(db, 'asset', candidates, this.fieldsets);
+    const assets = await this.loader.load(db, 'asset', candidates, this.fieldsets, undefined, bundles);
     const wkts = assets
       .filter((a) => !onlyLocations || a.values.get('is_location') === true)
       .map((a) => wktOf(a.values.get('geometry')))
