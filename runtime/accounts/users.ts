@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
+import { selectRows } from '../storage/sql.ts';
 
 export interface UserAccount {
   id: number;
@@ -36,15 +37,22 @@ function toAccount(row: { id: number; uuid: string; name: string; mail: string |
   return { id: row.id, uuid: row.uuid, name: row.name, mail: row.mail, status: Boolean(row.status), roles };
 }
 
+/** findUser's statements, by what the account is found by; and its roles'. */
+const FIND_USER = {
+  id: 'SELECT id, uuid, name, mail, status FROM users WHERE id = ? LIMIT 1',
+  uuid: 'SELECT id, uuid, name, mail, status FROM users WHERE uuid = ? LIMIT 1',
+  name: "SELECT id, uuid, name, mail, status FROM users WHERE bundle = 'user' AND name = ? LIMIT 1",
+  roles: 'SELECT role FROM user_role WHERE user_id = ? ORDER BY role',
+};
+
+/** An account by id, UUID or name, with its roles: every token grant asks (two statements, written once). */
 export async function findUser(knex: Knex, by: { id?: number; uuid?: string; name?: string }): Promise<UserAccount | null> {
-  const q = knex('users').select('id', 'uuid', 'name', 'mail', 'status');
-  if (by.id !== undefined) q.where('id', by.id);
-  else if (by.uuid !== undefined) q.where('uuid', by.uuid);
-  else if (by.name !== undefined) q.where('bundle', 'user').where('name', by.name);
-  else return null;
-  const row = await q.first();
+  const [sql, value] = by.id !== undefined ? [FIND_USER.id, by.id] : by.uuid !== undefined ? [FIND_USER.uuid, by.uuid] : by.name !== undefined ? [FIND_USER.name, by.name] : [];
+  if (!sql) return null;
+  const [row] = await selectRows<{ id: number; uuid: string; name: string; mail: string | null; status: unknown }>(knex, sql, [value!]);
   if (!row) return null;
-  return toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []);
+  const roles = await selectRows<{ role: string }>(knex, FIND_USER.roles, [row.id]);
+  return toAccount(row, roles.map((r) => r.role).filter(isRole));
 }
 
 export async function listUsers(knex: Knex): Promise<UserAccount[]> {

@@ -91,11 +91,12 @@ async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>
   return out;
 }
 
-/** The client with this client_id, or null. */
+/** The client with this client_id, or null: asked on every token request (statements written once). */
 export async function findClient(db: Knex, clientId: string): Promise<Client | null> {
-  const row: ClientRow | undefined = await db('oauth_clients').where('client_id', clientId).first();
+  const [row] = await selectRows<ClientRow>(db, 'SELECT * FROM oauth_clients WHERE client_id = ? LIMIT 1', [clientId]);
   if (!row) return null;
-  return toClient(row, (await originsOf(db, [row.id])).get(row.id) ?? []);
+  const origins = await selectRows<{ origin: string }>(db, 'SELECT origin FROM oauth_client_origins WHERE client_id = ? ORDER BY origin', [row.id]);
+  return toClient(row, origins.map((o) => o.origin));
 }
 
 /** The client with this row id, or null. */

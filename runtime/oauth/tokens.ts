@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashSecret, newSecret } from './secrets.ts';
 import { formatScope } from './scopes.ts';
+import { execute, selectRows } from '../storage/sql.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -88,35 +89,46 @@ export function newChainId(): string {
 
 const splitScopes = (s: string) => s.split(' ').filter(Boolean);
 
+/**
+ * The store's statements, written once: a refresh or a sign-in runs four or five of them, and
+ * in a transaction on SQLite they run on its connection directly (storage/sql.ts).
+ */
+const insertTokenSql = (table: string) => `INSERT INTO ${table} (token_hash, chain_id, client_id, user_id, scopes, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const revokeSql = (table: string, column: string) => `UPDATE ${table} SET revoked = ? WHERE ${column} = ? AND revoked IS NULL`;
+const SQL = {
+  insertAccessToken: insertTokenSql('oauth_access_tokens'),
+  insertRefreshToken: insertTokenSql('oauth_refresh_tokens'),
+  revokeAccessTokensOfChain: revokeSql('oauth_access_tokens', 'chain_id'),
+  revokeRefreshTokensOfChain: revokeSql('oauth_refresh_tokens', 'chain_id'),
+  revokeAccessToken: revokeSql('oauth_access_tokens', 'id'),
+  findAccessToken: `SELECT t.id, t.chain_id, t.client_id, c.client_id AS public_client_id, t.user_id, t.scopes, t.expires, t.revoked
+    FROM oauth_access_tokens AS t JOIN oauth_clients AS c ON c.id = t.client_id WHERE t.token_hash = ? LIMIT 1`,
+  findRefreshToken: `SELECT * FROM oauth_refresh_tokens WHERE token_hash = ? LIMIT 1`,
+  markRotated: `UPDATE oauth_refresh_tokens SET rotated = ? WHERE id = ? AND rotated IS NULL AND revoked IS NULL`,
+  insertCode: `INSERT INTO oauth_authorization_codes (code_hash, chain_id, client_id, user_id, redirect_uri, redirect_uri_given, scopes, code_challenge, code_challenge_method, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  findCode: `SELECT * FROM oauth_authorization_codes WHERE code_hash = ? LIMIT 1`,
+  markCodeUsed: `UPDATE oauth_authorization_codes SET used = ? WHERE id = ? AND used IS NULL`,
+  sweep: ['oauth_access_tokens', 'oauth_refresh_tokens', 'oauth_authorization_codes', 'oauth_authorize_requests', 'oauth_sessions'].map((table) => `DELETE FROM ${table} WHERE expires < ?`),
+};
+
 /** The token store over a Knex handle or transaction. */
 export function tokenStore(db: Knex): TokenStore {
-  async function insertToken(table: string, grant: Grant, lifetime: number): Promise<string> {
+  async function insertToken(sql: string, grant: Grant, lifetime: number): Promise<string> {
     const token = newSecret();
     const t = now();
-    await db(table).insert({
-      token_hash: hashSecret(token),
-      chain_id: grant.chainId,
-      client_id: grant.clientRowId,
-      user_id: grant.userId,
-      scopes: formatScope(grant.scopes),
-      created: t,
-      expires: t + lifetime,
-    });
+    await execute(db, sql, [hashSecret(token), grant.chainId, grant.clientRowId, grant.userId, formatScope(grant.scopes), t, t + lifetime]);
     return token;
   }
-  const revokeWhere = async (table: string, column: string, value: string | number) => {
-    await db(table).where(column, value).whereNull('revoked').update({ revoked: now() });
+  const revoke = async (sql: string, value: string | number) => {
+    await execute(db, sql, [now(), value]);
   };
 
   return {
-    issueAccessToken: (grant, lifetime) => insertToken('oauth_access_tokens', grant, lifetime),
-    issueRefreshToken: (grant, lifetime) => insertToken('oauth_refresh_tokens', grant, lifetime),
+    issueAccessToken: (grant, lifetime) => insertToken(SQL.insertAccessToken, grant, lifetime),
+    issueRefreshToken: (grant, lifetime) => insertToken(SQL.insertRefreshToken, grant, lifetime),
 
     async findAccessToken(raw) {
-      const row = await db('oauth_access_tokens as t')
-        .join('oauth_clients as c', 'c.id', 't.client_id')
-        .where('t.token_hash', hashSecret(raw))
-        .first('t.id', 't.chain_id', 't.client_id', 'c.client_id as public_client_id', 't.user_id', 't.scopes', 't.expires', 't.revoked');
+      const [row] = await selectRows<any>(db, SQL.findAccessToken, [hashSecret(raw)]);
       if (!row) return null;
       return {
         id: row.id,
@@ -131,7 +143,7 @@ export function tokenStore(db: Knex): TokenStore {
     },
 
     async findRefreshToken(raw) {
-      const row = await db('oauth_refresh_tokens').where('token_hash', hashSecret(raw)).first();
+      const [row] = await selectRows<any>(db, SQL.findRefreshToken, [hashSecret(raw)]);
       if (!row) return null;
       return {
         id: row.id,
@@ -146,40 +158,39 @@ export function tokenStore(db: Knex): TokenStore {
     },
 
     async markRotated(id) {
-      const changed = await db('oauth_refresh_tokens').where('id', id).whereNull('rotated').whereNull('revoked').update({ rotated: now() });
-      return changed === 1;
+      return (await execute(db, SQL.markRotated, [now(), id])) === 1;
     },
 
-    revokeAccessTokensOfChain: (chainId) => revokeWhere('oauth_access_tokens', 'chain_id', chainId),
+    revokeAccessTokensOfChain: (chainId) => revoke(SQL.revokeAccessTokensOfChain, chainId),
 
     async revokeChain(chainId) {
-      await revokeWhere('oauth_access_tokens', 'chain_id', chainId);
-      await revokeWhere('oauth_refresh_tokens', 'chain_id', chainId);
+      await revoke(SQL.revokeAccessTokensOfChain, chainId);
+      await revoke(SQL.revokeRefreshTokensOfChain, chainId);
     },
 
-    revokeAccessToken: (id) => revokeWhere('oauth_access_tokens', 'id', id),
+    revokeAccessToken: (id) => revoke(SQL.revokeAccessToken, id),
 
     async issueCode(code, lifetime) {
       const raw = newSecret();
       const t = now();
-      await db('oauth_authorization_codes').insert({
-        code_hash: hashSecret(raw),
-        chain_id: code.chainId,
-        client_id: code.clientRowId,
-        user_id: code.userId,
-        redirect_uri: code.redirectUri,
-        redirect_uri_given: code.redirectUriGiven,
-        scopes: formatScope(code.scopes),
-        code_challenge: code.codeChallenge,
-        code_challenge_method: code.codeChallengeMethod,
-        created: t,
-        expires: t + lifetime,
-      });
+      await execute(db, SQL.insertCode, [
+        hashSecret(raw),
+        code.chainId,
+        code.clientRowId,
+        code.userId,
+        code.redirectUri,
+        code.redirectUriGiven,
+        formatScope(code.scopes),
+        code.codeChallenge,
+        code.codeChallengeMethod,
+        t,
+        t + lifetime,
+      ]);
       return raw;
     },
 
     async findCode(raw) {
-      const row = await db('oauth_authorization_codes').where('code_hash', hashSecret(raw)).first();
+      const [row] = await selectRows<any>(db, SQL.findCode, [hashSecret(raw)]);
       if (!row) return null;
       return {
         id: row.id,
@@ -197,18 +208,13 @@ export function tokenStore(db: Knex): TokenStore {
     },
 
     async markCodeUsed(id) {
-      const changed = await db('oauth_authorization_codes').where('id', id).whereNull('used').update({ used: now() });
-      return changed === 1;
+      return (await execute(db, SQL.markCodeUsed, [now(), id])) === 1;
     },
 
     async sweep(graceSeconds) {
       const before = now() - graceSeconds;
       // Rotated refresh tokens are kept until they expire so that a replay is still recognised.
-      await db('oauth_access_tokens').where('expires', '<', before).delete();
-      await db('oauth_refresh_tokens').where('expires', '<', before).delete();
-      await db('oauth_authorization_codes').where('expires', '<', before).delete();
-      await db('oauth_authorize_requests').where('expires', '<', before).delete();
-      await db('oauth_sessions').where('expires', '<', before).delete();
+      for (const sql of SQL.sweep) await execute(db, sql, [before]);
     },
   };
 }
