@@ -6,7 +6,7 @@
  * drawn geometry takes the geometry of the place it was moved to.
  */
 import type { ResourceType } from '../model/registry.ts';
-import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
+import { knownBundles, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import type { RecordLoader } from './loader.ts';
 import { parseWkt } from '../values/geometry.ts';
 
@@ -31,7 +31,7 @@ export class LogGeometry {
   private candidates(values: Values, isMovement: boolean): { ids: number[]; onlyLocations: boolean; bundles?: string[] } {
     const locations = refs(values.get('location'));
     const chosen = locations.length || isMovement ? locations : refs(values.get('asset'));
-    const bundles = chosen.every((r) => r.bundle) ? [...new Set(chosen.map((r) => r.bundle!))] : undefined;
+    const bundles = knownBundles(chosen);
     return { ids: chosen.map((r) => r.targetId), onlyLocations: chosen !== locations, ...(bundles ? { bundles } : {}) };
   }
 

@@ -14,7 +14,7 @@
  */
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
-import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
+import { RecordStore, knownBundles, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { ValidationError, type Violation } from '../errors.ts';
 import { ComputedFields } from './computed.ts';
 
@@ -51,9 +51,9 @@ export class FarmValidation {
   }
 
   /** Labels and bundles of some assets. */
-  private async assets(db: Db, ids: number[]): Promise<Map<number, EntityRecord>> {
+  private async assets(db: Db, assets: Reference[]): Promise<Map<number, EntityRecord>> {
     const label = this.store.entityType('asset').labelField;
-    const records = await this.store.load(db, 'asset', ids, (rt) => [rt.fieldsByName.get(label)!]);
+    const records = await this.store.load(db, 'asset', assets.map((r) => r.targetId), (rt) => [rt.fieldsByName.get(label)!], knownBundles(assets));
     return new Map(records.map((r) => [r.id, r]));
   }
 
@@ -61,18 +61,18 @@ export class FarmValidation {
    * Every asset the given ones sit in, at `timestamp`, following the computed `field` (location
    * or group) upward until nothing new turns up.
    */
-  private async above(db: Db, start: number[], field: 'location' | 'group', timestamp: number): Promise<Set<number>> {
+  private async above(db: Db, start: Reference[], field: 'location' | 'group', timestamp: number): Promise<Set<number>> {
     const seen = new Set<number>();
-    let frontier = [...new Set(start)];
+    let frontier = [...new Map(start.map((r) => [r.targetId, r])).values()];
     while (frontier.length) {
-      const records = await this.store.load(db, 'asset', frontier, (rt) => rt.bundle.fields.filter((f) => f.name === 'is_fixed' || f.name === field));
+      const records = await this.store.load(db, 'asset', frontier.map((r) => r.targetId), (rt) => rt.bundle.fields.filter((f) => f.name === 'is_fixed' || f.name === field), knownBundles(frontier));
       await this.computed.fill(db, records, (_r, f) => f.name === field, timestamp);
-      const next: number[] = [];
+      const next: Reference[] = [];
       for (const r of records) {
         for (const ref of refs(r.values.get(field))) {
           if (!seen.has(ref.targetId)) {
             seen.add(ref.targetId);
-            next.push(ref.targetId);
+            next.push(ref);
           }
         }
       }
@@ -87,11 +87,12 @@ export class FarmValidation {
    */
   private async circular(db: Db, rt: ResourceType, get: (n: string) => ItemValue | ItemValue[] | undefined, field: 'location' | 'group', timestamp: number, bundles: string[] | null, message: string): Promise<Violation[]> {
     const assetField = rt.fieldsByName.get('asset');
-    const targets = refs(get(field)).map((r) => r.targetId);
+    const targetRefs = refs(get(field));
+    const targets = targetRefs.map((r) => r.targetId);
     const moved = refs(get('asset'));
     if (!assetField || !targets.length || !moved.length) return [];
-    const above = await this.above(db, targets, field, timestamp);
-    const assets = await this.assets(db, moved.map((r) => r.targetId));
+    const above = await this.above(db, targetRefs, field, timestamp);
+    const assets = await this.assets(db, moved);
     const violations: Violation[] = [];
     moved.forEach((r, delta) => {
       const asset = assets.get(r.targetId);

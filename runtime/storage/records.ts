@@ -40,6 +40,15 @@ export interface EntityRecord {
   revisionView?: boolean;
 }
 
+/**
+ * The bundles of the records these references point at, when every one names its own (a
+ * reference read from storage or resolved from input does): RecordStore.load then reads only
+ * those bundles' columns. Undefined when one does not.
+ */
+export function knownBundles(refs: readonly Reference[]): string[] | undefined {
+  return refs.every((r) => r.bundle) ? [...new Set(refs.map((r) => r.bundle!))] : undefined;
+}
+
 /** SQL chunk size for IN lists; SQLite allows 32766 variables, PostgreSQL 65535. */
 const CHUNK = 5000;
 
