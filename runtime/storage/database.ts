@@ -200,12 +200,24 @@ class WriterConnection implements DirectConnection {
 
   all(sql: string, bindings: readonly unknown[]): unknown[] {
     announce(this.knex, sql, bindings);
-    return this.handle.prepare(sql).all(sqliteBindings(bindings));
+    return this.statement(sql).all(sqliteBindings(bindings));
   }
 
   run(sql: string, bindings: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint } {
     announce(this.knex, sql, bindings);
-    return this.handle.prepare(sql).run(sqliteBindings(bindings));
+    return this.statement(sql).run(sqliteBindings(bindings));
+  }
+
+  /**
+   * The prepared statement; refused, when it writes, once a sync of the log has failed, as
+   * `_query` refuses Knex's (wal-sync.ts): a transaction's BEGIN writes nothing, so a transaction
+   * begun after the failure (one of Knex's own) or before it (the next batch) is not stopped there.
+   */
+  private statement(sql: string): BetterSqlite3.Statement {
+    const statement = this.handle.prepare(sql);
+    const failure = (this.handle as unknown as Writer)[WAL_SYNC]?.failure();
+    if (failure && !statement.readonly) throw failure;
+    return statement;
   }
 }
 
@@ -410,7 +422,7 @@ export async function openExistingDatabase(options: { databaseUrl: string | null
  * same SQL text (with new bindings) reuses its statement: better-sqlite3 statements are reusable,
  * and the single connection runs one statement at a time.
  */
-const ONE_OFF = /^(?:SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) /;
+const ONE_OFF = /^(?:SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) trx\d/;
 
 function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void {
   const prepare = conn.prepare.bind(conn);

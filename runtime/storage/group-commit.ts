@@ -29,7 +29,10 @@
  *
  * A body must not call `trx.commit()` or `trx.rollback()` itself (none does): every write of a
  * batch is given the batch's own transaction (the later ones inside a savepoint), so that call
- * would end the batch under the writes after it. Return, or throw, instead. (`await knex.transaction()` without a body,
+ * would end the batch under the writes after it. Return, or throw, instead. And a body awaits
+ * every statement it starts before it settles: its savepoint ends the moment it does, so a
+ * statement still pending then would run in the batch outside it (kept though the write
+ * failed, or inside the next write's savepoint). (`await knex.transaction()` without a body,
  * committed by hand, is left to Knex: database.ts.)
  *
  * A write waits in the queue for at most QUEUE_TIMEOUT_MS (Knex's own wait for its one
@@ -94,6 +97,13 @@ const BACK_TO_BACK_MS = 10;
 export class WriteQueueTimeout extends Error {
   constructor() {
     super(`The write waited more than ${QUEUE_TIMEOUT_MS / 1000} s for the writes before it.`);
+  }
+}
+
+/** A failed write of a batch whose work could not be undone: the batch fails with it. */
+class BatchBroken extends Error {
+  constructor(cause: unknown) {
+    super(`A failed write could not be undone: ${(cause as Error)?.message ?? String(cause)}`, { cause });
   }
 }
 
@@ -170,19 +180,28 @@ export class GroupCommit {
     }
   }
 
-  /** A later write of a batch, in a savepoint of its own: what it did is undone when it fails. */
+  /**
+   * A later write of a batch, in a savepoint of its own: what it did is undone when it fails.
+   * If it cannot be undone (the rollback itself failed), neither can the batch be trusted: the
+   * error then fails the whole batch, which rolls everything back.
+   */
   private async inSavepoint(outer: Knex.Transaction, container: Container, connection: { inTransaction: boolean }): Promise<unknown> {
     this.savepoints.begin(outer);
-    let value: unknown;
     try {
-      value = await container(outer);
+      const value = await container(outer);
+      this.savepoints.release(outer);
+      return value;
     } catch (error) {
       // Unless SQLite has rolled back the whole transaction (the batch then fails: below).
-      if (connection.inTransaction) this.savepoints.rollback(outer);
+      if (connection.inTransaction) {
+        try {
+          this.savepoints.rollback(outer);
+        } catch (rollbackFailed) {
+          throw new BatchBroken(rollbackFailed);
+        }
+      }
       throw error;
     }
-    this.savepoints.release(outer);
-    return value;
   }
 
   private async batch(): Promise<void> {
@@ -226,8 +245,9 @@ export class GroupCommit {
           } catch (error) {
             done.push({ write, ok: false, value: error });
             // Some failures (a full disk, an I/O error) make SQLite roll back the whole
-            // transaction, and the writes before this one with it: the batch has failed.
-            if (first || !connection.inTransaction) throw error;
+            // transaction, and the writes before this one with it: the batch has failed. So has
+            // it when a failed write's savepoint could not be rolled back.
+            if (first || !connection.inTransaction || error instanceof BatchBroken) throw error;
           }
         }
       });

@@ -117,11 +117,14 @@ function sidePropsOf(field: FieldDescriptor, row: SideRow): Record<string, unkno
   return props;
 }
 
+/** The stored properties of each field type (not the computed output ones), worked out once. */
+const STORED_PROPERTIES = new Map(Object.entries(FIELD_TYPE_SPECS).map(([type, spec]) => [type, Object.entries(spec.properties).filter(([, p]) => !p.output).map(([name]) => name)]));
+
 /** Stored property values of an item value. */
 function propsFromItem(field: FieldDescriptor, item: ItemValue): Record<string, unknown> {
-  const spec = FIELD_TYPE_SPECS[field.type];
-  const stored = Object.entries(spec.properties).filter(([, p]) => !p.output).map(([name]) => name);
-  const out: Record<string, unknown> = Object.fromEntries(stored.map((p) => [p, null]));
+  const stored = STORED_PROPERTIES.get(field.type)!;
+  const out: Record<string, unknown> = {};
+  for (const p of stored) out[p] = null;
   if (item === null || item === undefined) return out;
   if (isReferenceField(field)) {
     const ref = item as Reference;
@@ -351,8 +354,9 @@ export class RecordStore {
     return read;
   }
 
-  /** Built SQL text, by entity type and shape. */
+  /** Built SQL text, by entity type and shape: reads, and writes apart (a PATCH's columns vary with what it sends). */
   private readonly sql = new SqlMemo();
+  private readonly writeSql = new SqlMemo();
 
   private joinCache = new Map<string, Array<{ column: string; table: string; alias: string; revisions: boolean }>>();
 
@@ -430,7 +434,7 @@ export class RecordStore {
       else if (field.storage.kind === 'table') side.push({ field, items: (value as ItemValue[]) ?? [] });
     }
     const table = rt.entityType.table;
-    const sql = this.sql.get(`insert:${table}:${columns.join(',')}`, () => insertSql(table, columns));
+    const sql = this.writeSql.get(`insert:${table}:${columns.join(',')}`, () => insertSql(table, columns));
     const id = await insertReturningId(db, sql, bindings as Knex.RawBinding[]);
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
     return id;
@@ -445,13 +449,13 @@ export class RecordStore {
       if (field.storage.kind === 'columns') this.columnValues(field, value as ItemValue, columns, bindings);
       else if (field.storage.kind === 'table') {
         const { table } = field.storage;
-        await execute(db, this.sql.get(`clear:${table}`, () => `DELETE FROM ${quote(table)} WHERE entity_id = ?`), [id]);
+        await execute(db, this.writeSql.get(`clear:${table}`, () => `DELETE FROM ${quote(table)} WHERE entity_id = ?`), [id]);
         await this.writeSide(db, field, id, (value as ItemValue[]) ?? []);
       }
     }
     if (!columns.length) return;
     const table = rt.entityType.table;
-    const sql = this.sql.get(`update:${table}:${columns.join(',')}`, () => `UPDATE ${quote(table)} SET ${columns.map((c) => `${quote(c)} = ?`).join(', ')} WHERE id = ?`);
+    const sql = this.writeSql.get(`update:${table}:${columns.join(',')}`, () => `UPDATE ${quote(table)} SET ${columns.map((c) => `${quote(c)} = ?`).join(', ')} WHERE id = ?`);
     await execute(db, sql, [...bindings, id] as Knex.RawBinding[]);
   }
 
@@ -480,13 +484,13 @@ export class RecordStore {
     };
     const direct = directConnectionOf(db);
     if (direct) {
-      const sql = this.sql.get(`insert:${table}:1`, () => insertSql(table, names));
+      const sql = this.writeSql.get(`insert:${table}:1`, () => insertSql(table, names));
       items.forEach((item, delta) => direct.run(sql, rowOf(item, delta)));
       return;
     }
     // Rows are numbered (delta) before they are split into statements.
     for (const part of chunks(items.map(rowOf), 500)) {
-      const sql = this.sql.get(`insert:${table}:${part.length}`, () => insertSql(table, names, part.length));
+      const sql = this.writeSql.get(`insert:${table}:${part.length}`, () => insertSql(table, names, part.length));
       await execute(db, sql, part.flat() as Knex.RawBinding[]);
     }
   }

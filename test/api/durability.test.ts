@@ -13,6 +13,7 @@ import { passwordToken, request } from '../support/http.ts';
 import { loadConfig } from '../../runtime/config.ts';
 import { openDatabase, walSyncStats } from '../../runtime/storage/database.ts';
 import { WalSync, WalSyncFailed } from '../../runtime/storage/wal-sync.ts';
+import { execute, returningRows } from '../../runtime/storage/sql.ts';
 
 const sqliteOnly = { skip: process.env.DATABASE_URL ? 'SQLite setting' : false };
 
@@ -118,6 +119,10 @@ test('writes outside a group-commit batch (a statement on its own, a transaction
     await assert.rejects(knex('t').insert({ x: 3 }), WalSyncFailed);
     await assert.rejects(knex('t').insert({ x: 4 }), WalSyncFailed);
     await assert.rejects(knex.transaction(async (trx) => trx('t').insert({ x: 5 })), WalSyncFailed);
+    // Statements that a transaction runs on its connection directly (storage/sql.ts), in a
+    // transaction of Knex's own: its BEGIN reads nothing and writes nothing, so it is not refused.
+    await assert.rejects(knex.transaction(async (trx) => execute(trx, 'INSERT INTO t (x) VALUES (?)', [6]), { enforceForeignCheck: true } as object), WalSyncFailed);
+    await assert.rejects(knex.transaction(async (trx) => returningRows(trx, 'INSERT INTO t (x) VALUES (?) RETURNING x', [7]), { enforceForeignCheck: true } as object), WalSyncFailed);
     const xs = (await knex('t').select('x').orderBy('x')).map((r: { x: number }) => r.x);
     assert.deepEqual(xs, [1, 2, 3], 'the write whose sync failed was committed; none after it ran');
   } finally {
