@@ -53,14 +53,27 @@ export class RecordLoader {
     return records;
   }
 
+  /**
+   * The fields to read of each resource type, by fieldset: the same array for the same set, so
+   * that what RecordStore works out per field list (the columns to read) is worked out once for
+   * the fieldsets that never change (LogGeometry's), and once per request for a client's.
+   */
+  private readonly selected = new WeakMap<Set<string>, Map<ResourceType, FieldDescriptor[]>>();
+
   /** The fields to read of a resource type: all, or a sparse fieldset and what its computed fields need. */
   private select(rt: ResourceType, fieldsets: Map<string, Set<string>> | null): FieldDescriptor[] {
     const set = fieldsets?.get(rt.type);
     if (!set) return rt.bundle.fields;
+    let byType = this.selected.get(set);
+    if (!byType) this.selected.set(set, (byType = new Map()));
+    let fields = byType.get(rt);
+    if (fields) return fields;
     const names = new Set(set);
     for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of COMPUTED_NEEDS[f.computed].own) names.add(n);
     names.add('status');
-    return rt.bundle.fields.filter((f) => names.has(f.name));
+    fields = rt.bundle.fields.filter((f) => names.has(f.name));
+    byType.set(rt, fields);
+    return fields;
   }
 
   private async fillComputed(db: Db, records: EntityRecord[], fieldsets: Map<string, Set<string>> | null, at?: number): Promise<void> {

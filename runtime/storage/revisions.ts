@@ -47,11 +47,21 @@ export const REVISION_LOG_MESSAGE = 'revision_log_message';
 const TABLE = 'entity_revision';
 const COUNTER = 'entity_revision_counter';
 
-/** The stored form of a snapshot: references keep their target id, item meta and target revision. */
+/** A reference as a snapshot keeps it: without the target's UUID and bundle (looked up again when read). */
+function storedItem(item: ItemValue): ItemValue {
+  if (item === null || typeof item !== 'object' || !('targetId' in item)) return item;
+  const { uuid: _uuid, bundle: _bundle, ...kept } = item as Reference;
+  return kept as Reference;
+}
+
+/**
+ * The stored form of a snapshot: references keep their target id, item meta and target revision.
+ * (Written without a JSON.stringify replacer, which is called for every key of every value.)
+ */
 function snapshotOf(values: Map<string, ItemValue | ItemValue[]>): string {
   const out: Record<string, unknown> = {};
-  for (const [name, value] of values) out[name] = value;
-  return JSON.stringify(out, (key, v) => (key === 'uuid' || key === 'bundle' ? undefined : v));
+  for (const [name, value] of values) out[name] = Array.isArray(value) ? value.map(storedItem) : storedItem(value);
+  return JSON.stringify(out);
 }
 
 function rowOf(row: any): RevisionRow {
