@@ -12,11 +12,15 @@
  *
  * A restore goes only into an empty data directory or an empty database; it never overwrites a
  * live farm.
+ *
+ * Both are on disk before they report success (a backup is often taken to a disk that is then
+ * unplugged): the backup is written beside its name, synced, then renamed into place and its
+ * directory synced, so the name holds a whole backup or nothing; a restore syncs what it wrote.
  */
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as tar from 'tar';
 import type { Config } from '../config.ts';
@@ -111,11 +115,35 @@ export async function backup(config: Config, file: string, progress: Progress = 
     progress('files', 1);
     writeFileSync(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     const entries = ['manifest.json', config.databaseUrl ? PG_DUMP : SQLITE_FILE, ...(existsSync(join(staging, 'files')) ? ['files'] : [])];
-    await tar.create({ gzip: true, file, cwd: staging, portable: true }, entries);
+    const partial = join(dirname(file), `.${basename(file)}.partial-${process.pid}`);
+    try {
+      await tar.create({ gzip: true, file: partial, cwd: staging, portable: true }, entries);
+      syncToDisk(partial);
+      renameSync(partial, file);
+    } finally {
+      rmSync(partial, { force: true });
+    }
+    syncToDisk(dirname(file));
     return { file, bytes: statSync(file).size, files: count };
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
+}
+
+/** fsync a file or a directory (a directory: the names in it, such as a file just renamed into it). */
+function syncToDisk(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** fsync a tree that was just written: every file, then every directory (their entries). */
+function syncTree(path: string): void {
+  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) syncTree(join(path, name));
+  syncToDisk(path);
 }
 
 /** Bring a backup back into the configured data directory or database, which must be empty. */
@@ -145,9 +173,14 @@ export async function restore(config: Config, file: string, progress: Progress =
     } else {
       mkdirSync(config.dataDir, { recursive: true });
       cpSync(join(staging, SQLITE_FILE), join(config.dataDir, SQLITE_FILE));
+      syncToDisk(join(config.dataDir, SQLITE_FILE));
     }
     progress('database', 1);
-    if (existsSync(join(staging, 'files'))) cpSync(join(staging, 'files'), join(config.dataDir, 'files'), { recursive: true });
+    if (existsSync(join(staging, 'files'))) {
+      cpSync(join(staging, 'files'), join(config.dataDir, 'files'), { recursive: true });
+      syncTree(join(config.dataDir, 'files'));
+    }
+    if (existsSync(config.dataDir)) syncToDisk(config.dataDir);
     progress('files', 1);
     return manifest;
   } finally {

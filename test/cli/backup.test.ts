@@ -4,8 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+import Database from 'better-sqlite3';
 import pg from 'pg';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/project.ts';
@@ -128,6 +130,48 @@ test('restore refuses what is not a backup, and a backup of the other kind of da
     const usage = tilth(['backup'], { TILTH_DATA_DIR: join(dir, 'data') });
     assert.equal(usage.status, 2);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a backup and a restore are on disk before they report success, and a backup file is whole or absent', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
+  const { backup, restore } = await import('../../runtime/storage/backup.ts');
+  const { loadConfig } = await import('../../runtime/config.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-durable-backup-'));
+  // Which inodes were fsynced, read from the descriptors given to node:fs's fsyncSync (the
+  // module's named exports follow the CommonJS object once syncBuiltinESMExports is called).
+  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const original = fs.fsyncSync;
+  const synced = new Set<number>();
+  fs.fsyncSync = (fd: number) => {
+    synced.add(fstatSync(fd).ino);
+    original(fd);
+  };
+  syncBuiltinESMExports();
+  try {
+    const source = join(dir, 'source');
+    mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
+    const db = new Database(join(source, 'tilth.sqlite'));
+    db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (42)');
+    db.close();
+    writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
+    const out = join(dir, 'out');
+    mkdirSync(out);
+    const file = join(out, 'farm.tar.gz');
+    await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
+    assert.deepEqual(readdirSync(out), ['farm.tar.gz'], 'no partial file is left beside the backup');
+    assert.ok(synced.has(statSync(file).ino), 'the backup file was synced');
+    assert.ok(synced.has(statSync(out).ino), 'its directory was synced (the name it was renamed to)');
+
+    synced.clear();
+    const target = join(dir, 'target');
+    await restore(loadConfig({ TILTH_DATA_DIR: target }), file);
+    for (const path of [join(target, 'tilth.sqlite'), join(target, 'files', 'public', '2026-11', 'yield.csv'), join(target, 'files'), target]) {
+      assert.ok(existsSync(path) && synced.has(statSync(path).ino), `${path} was synced`);
+    }
+  } finally {
+    fs.fsyncSync = original;
+    syncBuiltinESMExports();
     rmSync(dir, { recursive: true, force: true });
   }
 });
