@@ -78,7 +78,7 @@ export class EntityService {
    * Record a save as a revision of the record: who, when, its message and the stored values. A
    * bundle that keeps no new revisions (farmOS's vocabularies) rewrites its current one instead.
    */
-  private async writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null): Promise<number | null> {
+  private async writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, reserved?: number): Promise<number | null> {
     if (!rt.entityType.revisionId) return null;
     const revisions = this.store.revisions;
     const stored = new Map([...values].filter(([name]) => {
@@ -92,8 +92,9 @@ export class EntityService {
     if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: text, values: stored }))) {
       return current.revisionId;
     }
-    const revisionId = await revisions.add(db, entityType, id, { userId: principal.userId, created: now, message: text, values: stored });
-    await this.store.update(db, rt, id, new Map(), { revision_id: revisionId });
+    const revisionId = await revisions.add(db, entityType, id, { userId: principal.userId, created: now, message: text, values: stored }, reserved);
+    // A new record was inserted with its revision's number (create); a save of one moves it on.
+    if (reserved === undefined) await this.store.update(db, rt, id, new Map(), { revision_id: revisionId });
     return revisionId;
   }
 
@@ -138,7 +139,9 @@ export class EntityService {
     await this.checkParents(db, rt, null, values);
     await this.farmRules.check(db, rt, values, null);
     const children = await this.checkBirths(db, rt, values, null);
-    const id = await this.store.insert(db, rt, uuid, values);
+    // The first revision's number is taken now, so that the record is inserted with it.
+    const revisionId = rt.entityType.revisionId ? await this.store.revisions.nextNumber(db, rt.entityType.entityType) : undefined;
+    const id = await this.store.insert(db, rt, uuid, values, revisionId === undefined ? {} : { revision_id: revisionId });
     await this.accounts.afterSave(db, rt, id, values, null, input, principal);
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && isEmpty(values.get(label))) {
@@ -147,7 +150,7 @@ export class EntityService {
       await this.store.update(db, rt, id, new Map([[label, name]]));
     }
     await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
-    await this.writeRevision(db, rt, id, principal, now, values, null);
+    await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, null, values);
     await this.applyBirths(db, values, children, principal, now);
     return { id, uuid };

@@ -154,7 +154,10 @@ export class InputReader {
       const filterColumns = new Set<string>();
       for (const p of items) for (const k of Object.keys(p.field.target?.filter ?? {})) filterColumns.add(k);
       const uuids = [...new Set(items.map((p) => p.id.toLowerCase()).filter((u) => UUID.test(u)))];
-      const columns = ['id', 'uuid', 'bundle', et.labelField, ...filterColumns];
+      // A revision-pinning reference (a log's quantities) names its target's current revision:
+      // read here with the target, so that saving needs no second look (revisions.ts pinTargetRevisions).
+      const pins = Boolean(et.revisionId) && items.some((p) => p.field.type === 'entity_reference_revisions');
+      const columns = ['id', 'uuid', 'bundle', et.labelField, ...filterColumns, ...(pins ? ['revision_id'] : [])];
       const postgres = isPostgres(db);
       const sql = this.sql.get(`${et.table}:${postgres}:${columns.join(',')}`, () => `SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${et.table}" WHERE ${inTextList(postgres, 'uuid')}`);
       const rows = uuids.length ? await selectRows<Record<string, unknown>>(db, sql, [textListParameter(postgres, uuids)]) : [];
@@ -179,6 +182,7 @@ export class InputReader {
           continue;
         }
         p.ref = { targetId: Number(row.id), uuid: String(row.uuid), bundle: String(row.bundle), meta: p.meta };
+        if (pins && p.field.type === 'entity_reference_revisions') p.ref.revisionId = row.revision_id === null || row.revision_id === undefined ? null : Number(row.revision_id);
       }
     }
   }

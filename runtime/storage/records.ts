@@ -422,10 +422,10 @@ export class RecordStore {
     }
   }
 
-  /** Insert a new record. `values` holds every stored field to write. Returns the internal id. */
-  async insert(db: Db, rt: ResourceType, uuid: string, values: Map<string, ItemValue | ItemValue[]>): Promise<number> {
-    const columns = ['uuid', 'bundle'];
-    const bindings: unknown[] = [uuid, rt.bundle.bundle];
+  /** Insert a new record. `values` holds every stored field to write; `extra`, columns of its own (its revision). Returns the internal id. */
+  async insert(db: Db, rt: ResourceType, uuid: string, values: Map<string, ItemValue | ItemValue[]>, extra: Record<string, unknown> = {}): Promise<number> {
+    const columns = ['uuid', 'bundle', ...Object.keys(extra)];
+    const bindings: unknown[] = [uuid, rt.bundle.bundle, ...Object.values(extra)];
     const side: Array<{ field: FieldDescriptor; items: ItemValue[] }> = [];
     for (const field of rt.bundle.fields) {
       if (!values.has(field.name)) continue;

@@ -109,14 +109,17 @@ export class RevisionStore {
   }
 
   /** The next revision number of an entity type; the counter row stays locked until commit. */
-  private async nextNumber(db: Db, entityType: string): Promise<number> {
+  async nextNumber(db: Db, entityType: string): Promise<number> {
     const [row] = await returningRows<{ last_id: number }>(db, NEXT_NUMBER, [entityType]);
     return Number(row!.last_id);
   }
 
-  /** Record a new revision of a record; returns its number. */
-  async add(db: Db, entityType: string, entityId: number, input: RevisionInput): Promise<number> {
-    const revisionId = await this.nextNumber(db, entityType);
+  /**
+   * Record a new revision of a record; returns its number: `reserved`, when the caller took it
+   * with nextNumber beforehand (a new record is inserted with its revision's number already).
+   */
+  async add(db: Db, entityType: string, entityId: number, input: RevisionInput, reserved?: number): Promise<number> {
+    const revisionId = reserved ?? (await this.nextNumber(db, entityType));
     await execute(db, INSERT, [entityType, entityId, revisionId, input.userId, input.created, input.message || null, snapshotOf(input.values)]);
     return revisionId;
   }
