@@ -18,7 +18,7 @@
  * directory synced, so the name holds a whole backup or nothing; a restore syncs what it wrote.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, cpSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, cpSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -115,19 +115,42 @@ export async function backup(config: Config, file: string, progress: Progress = 
     progress('files', 1);
     writeFileSync(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     const entries = ['manifest.json', config.databaseUrl ? PG_DUMP : SQLITE_FILE, ...(existsSync(join(staging, 'files')) ? ['files'] : [])];
-    const partial = join(dirname(file), `.${basename(file)}.partial-${process.pid}`);
-    try {
-      await tar.create({ gzip: true, file: partial, cwd: staging, portable: true }, entries);
-      syncToDisk(partial);
-      renameSync(partial, file);
-    } finally {
-      rmSync(partial, { force: true });
-    }
-    syncToDisk(dirname(file));
+    await writeArchive(file, (target) => tar.create({ gzip: true, file: target, cwd: staging, portable: true }, entries));
     return { file, bytes: statSync(file).size, files: count };
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
+}
+
+/**
+ * Write the backup to `file` so that it is on disk when this resolves. A regular file (or none
+ * yet) is written beside its real path (a symlink is followed, to the disk it points at), synced,
+ * given the mode of the file it replaces (0600 for a new one: a backup holds the farm's password
+ * hashes and keys), renamed into place, and its directory synced: the name never holds half a
+ * backup. Anything else (a pipe, /dev/stdout) is written to as it is, as a stream.
+ */
+async function writeArchive(file: string, write: (target: string) => Promise<void>): Promise<void> {
+  let real: string;
+  try {
+    real = realpathSync(file);
+  } catch {
+    real = join(realpathSync(dirname(file)), basename(file));
+  }
+  const existing = existsSync(real) ? statSync(real) : null;
+  if (existing && !existing.isFile()) {
+    await write(real);
+    return;
+  }
+  const partial = join(dirname(real), `.${basename(real)}.partial-${process.pid}`);
+  try {
+    await write(partial);
+    chmodSync(partial, existing ? existing.mode & 0o7777 : 0o600);
+    syncToDisk(partial);
+    renameSync(partial, real);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  syncToDisk(dirname(real));
 }
 
 /** fsync a file or a directory (a directory: the names in it, such as a file just renamed into it). */
@@ -180,7 +203,8 @@ export async function restore(config: Config, file: string, progress: Progress =
       cpSync(join(staging, 'files'), join(config.dataDir, 'files'), { recursive: true });
       syncTree(join(config.dataDir, 'files'));
     }
-    if (existsSync(config.dataDir)) syncToDisk(config.dataDir);
+    // The data directory's entries, and its own entry in its parent (restore may have made it).
+    if (existsSync(config.dataDir)) for (const dir of [config.dataDir, dirname(config.dataDir)]) syncToDisk(dir);
     progress('files', 1);
     return manifest;
   } finally {

@@ -7,7 +7,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { existsSync, fstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/project.ts';
@@ -162,6 +162,17 @@ test('a backup and a restore are on disk before they report success, and a backu
     assert.deepEqual(readdirSync(out), ['farm.tar.gz'], 'no partial file is left beside the backup');
     assert.ok(synced.has(statSync(file).ino), 'the backup file was synced');
     assert.ok(synced.has(statSync(out).ino), 'its directory was synced (the name it was renamed to)');
+    assert.equal(statSync(file).mode & 0o777, 0o600, 'a new backup is readable by its owner only (it holds password hashes and keys)');
+    // A backup written through a symlink (to another disk, say) lands where the link points.
+    const usb = join(dir, 'usb');
+    mkdirSync(usb);
+    writeFileSync(join(usb, 'farm.tar.gz'), 'an older backup');
+    const link = join(out, 'usb.tar.gz');
+    symlinkSync(join(usb, 'farm.tar.gz'), link);
+    await backup(loadConfig({ TILTH_DATA_DIR: source }), link);
+    assert.ok(lstatSync(link).isSymbolicLink(), 'the link is still a link');
+    assert.deepEqual(readdirSync(usb), ['farm.tar.gz']);
+    assert.ok(statSync(join(usb, 'farm.tar.gz')).size > 100 && synced.has(statSync(join(usb, 'farm.tar.gz')).ino), 'the backup replaced the file the link points at, synced');
 
     synced.clear();
     const target = join(dir, 'target');
