@@ -139,6 +139,9 @@ export class EntityService {
     await this.checkParents(db, rt, null, values);
     await this.farmRules.check(db, rt, values, null);
     const children = await this.checkBirths(db, rt, values, null);
+    // The files it names stop being temporary first: on PostgreSQL that locks their rows, and a
+    // save of another record (update) locks files before the revision counter, so the same order here.
+    await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
     // The first revision's number is taken now, so that the record is inserted with it.
     const revisionId = rt.entityType.revisionId ? await this.store.revisions.nextNumber(db, rt.entityType.entityType) : undefined;
     const id = await this.store.insert(db, rt, uuid, values, revisionId === undefined ? {} : { revision_id: revisionId });
@@ -149,7 +152,6 @@ export class EntityService {
       values.set(label, name);
       await this.store.update(db, rt, id, new Map([[label, name]]));
     }
-    await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
     await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, null, values);
     await this.applyBirths(db, values, children, principal, now);

@@ -93,7 +93,7 @@ async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>
 
 /** The client with this client_id, or null: asked on every token request (statements written once). */
 export async function findClient(db: Knex, clientId: string): Promise<Client | null> {
-  const [row] = await selectRows<ClientRow>(db, 'SELECT * FROM oauth_clients WHERE client_id = ? LIMIT 1', [clientId]);
+  const [row] = await selectRows<ClientRow>(db, 'SELECT id, client_id, label, secret_hash, confidential, grant_types, redirect_uris, default_scopes, user_id, created FROM oauth_clients WHERE client_id = ? LIMIT 1', [clientId]);
   if (!row) return null;
   const origins = await selectRows<{ origin: string }>(db, 'SELECT origin FROM oauth_client_origins WHERE client_id = ? ORDER BY origin', [row.id]);
   return toClient(row, origins.map((o) => o.origin));

@@ -90,7 +90,8 @@ export function newChainId(): string {
 const splitScopes = (s: string) => s.split(' ').filter(Boolean);
 
 /**
- * The store's statements, written once: a refresh or a sign-in runs four or five of them, and
+ * The store's statements, written once (their columns named: on PostgreSQL they are prepared,
+ * and a `SELECT *` prepared before a column was added would fail after it): a refresh or a sign-in runs four or five of them, and
  * in a transaction on SQLite they run on its connection directly (storage/sql.ts).
  */
 const insertTokenSql = (table: string) => `INSERT INTO ${table} (token_hash, chain_id, client_id, user_id, scopes, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`;
@@ -103,10 +104,11 @@ const SQL = {
   revokeAccessToken: revokeSql('oauth_access_tokens', 'id'),
   findAccessToken: `SELECT t.id, t.chain_id, t.client_id, c.client_id AS public_client_id, t.user_id, t.scopes, t.expires, t.revoked
     FROM oauth_access_tokens AS t JOIN oauth_clients AS c ON c.id = t.client_id WHERE t.token_hash = ? LIMIT 1`,
-  findRefreshToken: `SELECT * FROM oauth_refresh_tokens WHERE token_hash = ? LIMIT 1`,
+  findRefreshToken: `SELECT id, chain_id, client_id, user_id, scopes, expires, rotated, revoked FROM oauth_refresh_tokens WHERE token_hash = ? LIMIT 1`,
   markRotated: `UPDATE oauth_refresh_tokens SET rotated = ? WHERE id = ? AND rotated IS NULL AND revoked IS NULL`,
   insertCode: `INSERT INTO oauth_authorization_codes (code_hash, chain_id, client_id, user_id, redirect_uri, redirect_uri_given, scopes, code_challenge, code_challenge_method, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  findCode: `SELECT * FROM oauth_authorization_codes WHERE code_hash = ? LIMIT 1`,
+  findCode: `SELECT id, chain_id, client_id, user_id, scopes, redirect_uri, redirect_uri_given, code_challenge, code_challenge_method, expires, used
+    FROM oauth_authorization_codes WHERE code_hash = ? LIMIT 1`,
   markCodeUsed: `UPDATE oauth_authorization_codes SET used = ? WHERE id = ? AND used IS NULL`,
   sweep: ['oauth_access_tokens', 'oauth_refresh_tokens', 'oauth_authorization_codes', 'oauth_authorize_requests', 'oauth_sessions'].map((table) => `DELETE FROM ${table} WHERE expires < ?`),
 };
