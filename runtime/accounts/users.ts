@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
-import { selectRows } from '../storage/sql.ts';
+import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
 
 export interface UserAccount {
   id: number;
@@ -26,8 +26,12 @@ export class AccountError extends Error {
 
 const now = () => Math.floor(Date.now() / 1000);
 
+/** The roles of some users, each list in name order: one statement (its two texts written once). */
 async function rolesOf(knex: Knex, ids: number[]): Promise<Map<number, Role[]>> {
-  const rows: Array<{ user_id: number; role: string }> = ids.length ? await knex('user_role').whereIn('user_id', ids).select('user_id', 'role').orderBy('role') : [];
+  const postgres = isPostgres(knex);
+  const single = ids.length === 1;
+  const sql = `SELECT user_id, role FROM user_role WHERE ${inIdList(postgres, 'user_id', single)} ORDER BY role`;
+  const rows = ids.length ? await selectRows<{ user_id: number; role: string }>(knex, sql, [idListParameter(postgres, ids)]) : [];
   const out = new Map<number, Role[]>();
   for (const r of rows) if (isRole(r.role)) out.set(r.user_id, [...(out.get(r.user_id) ?? []), r.role]);
   return out;
@@ -37,12 +41,11 @@ function toAccount(row: { id: number; uuid: string; name: string; mail: string |
   return { id: row.id, uuid: row.uuid, name: row.name, mail: row.mail, status: Boolean(row.status), roles };
 }
 
-/** findUser's statements, by what the account is found by; and its roles'. */
+/** findUser's statements, by what the account is found by. */
 const FIND_USER = {
   id: 'SELECT id, uuid, name, mail, status FROM users WHERE id = ? LIMIT 1',
   uuid: 'SELECT id, uuid, name, mail, status FROM users WHERE uuid = ? LIMIT 1',
   name: "SELECT id, uuid, name, mail, status FROM users WHERE bundle = 'user' AND name = ? LIMIT 1",
-  roles: 'SELECT role FROM user_role WHERE user_id = ? ORDER BY role',
 };
 
 /** An account by id, UUID or name, with its roles: every token grant asks (two statements, written once). */
@@ -51,8 +54,7 @@ export async function findUser(knex: Knex, by: { id?: number; uuid?: string; nam
   if (!sql) return null;
   const [row] = await selectRows<{ id: number; uuid: string; name: string; mail: string | null; status: unknown }>(knex, sql, [value!]);
   if (!row) return null;
-  const roles = await selectRows<{ role: string }>(knex, FIND_USER.roles, [row.id]);
-  return toAccount(row, roles.map((r) => r.role).filter(isRole));
+  return toAccount(row, await rolesOfUser(knex, row.id));
 }
 
 export async function listUsers(knex: Knex): Promise<UserAccount[]> {

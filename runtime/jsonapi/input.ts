@@ -7,7 +7,7 @@
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
-import { SqlMemo, inTextList, isPostgres, selectRows, textListParameter } from '../storage/sql.ts';
+import { SqlMemo, inTextList, isPostgres, quoteName, selectRows, textListParameter } from '../storage/sql.ts';
 import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
@@ -159,7 +159,7 @@ export class InputReader {
       const pins = Boolean(et.revisionId) && items.some((p) => p.field.type === 'entity_reference_revisions');
       const columns = ['id', 'uuid', 'bundle', et.labelField, ...filterColumns, ...(pins ? ['revision_id'] : [])];
       const postgres = isPostgres(db);
-      const sql = this.sql.get(`${et.table}:${postgres}:${columns.join(',')}`, () => `SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM "${et.table}" WHERE ${inTextList(postgres, 'uuid')}`);
+      const sql = this.sql.get(`${et.table}:${postgres}:${columns.join(',')}`, () => `SELECT ${columns.map(quoteName).join(', ')} FROM ${quoteName(et.table)} WHERE ${inTextList(postgres, 'uuid')}`);
       const rows = uuids.length ? await selectRows<Record<string, unknown>>(db, sql, [textListParameter(postgres, uuids)]) : [];
       const byUuid = new Map(rows.map((r: Record<string, unknown>) => [String(r.uuid), r]));
       for (const p of items) {

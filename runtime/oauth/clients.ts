@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import { isScope, SCOPES, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import { hashSecret, newSecret } from './secrets.ts';
-import { selectRows } from '../storage/sql.ts';
+import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
 
 import { GRANT_TYPES, isGrantType, type GrantType } from './grants/index.ts';
 
@@ -83,10 +83,13 @@ function toClient(row: ClientRow, origins: string[]): Client {
   };
 }
 
+/** The allowed origins of some clients, each list in order: one statement. */
 async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>> {
   const out = new Map<number, string[]>();
   if (!ids.length) return out;
-  const rows: Array<{ client_id: number; origin: string }> = await db('oauth_client_origins').whereIn('client_id', ids).orderBy('origin');
+  const postgres = isPostgres(db);
+  const sql = `SELECT client_id, origin FROM oauth_client_origins WHERE ${inIdList(postgres, 'client_id', ids.length === 1)} ORDER BY origin`;
+  const rows = await selectRows<{ client_id: number; origin: string }>(db, sql, [idListParameter(postgres, ids)]);
   for (const r of rows) out.set(r.client_id, [...(out.get(r.client_id) ?? []), r.origin]);
   return out;
 }
@@ -95,8 +98,7 @@ async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>
 export async function findClient(db: Knex, clientId: string): Promise<Client | null> {
   const [row] = await selectRows<ClientRow>(db, 'SELECT id, client_id, label, secret_hash, confidential, grant_types, redirect_uris, default_scopes, user_id, created FROM oauth_clients WHERE client_id = ? LIMIT 1', [clientId]);
   if (!row) return null;
-  const origins = await selectRows<{ origin: string }>(db, 'SELECT origin FROM oauth_client_origins WHERE client_id = ? ORDER BY origin', [row.id]);
-  return toClient(row, origins.map((o) => o.origin));
+  return toClient(row, (await originsOf(db, [row.id])).get(row.id) ?? []);
 }
 
 /** The client with this row id, or null. */

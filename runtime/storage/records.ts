@@ -9,7 +9,7 @@ import type { FieldDescriptor, EntityTypeDescriptor } from '../model/descriptor.
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
 import { RevisionStore } from './revisions.ts';
-import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, selectRows } from './sql.ts';
+import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, selectRows } from './sql.ts';
 import { directConnectionOf } from './database.ts';
 
 export type Db = Knex | Knex.Transaction;
@@ -58,10 +58,6 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
   return out;
 }
 
-/** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
-function quote(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 /** `INSERT INTO table (columns) VALUES (?, …)`, with `rows` rows of placeholders. */
 function insertSql(table: string, columns: readonly string[], rows = 1): string {

@@ -11,7 +11,7 @@
 import type { ResourceType } from '../model/registry.ts';
 import type { EntityTypeDescriptor, FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from './records.ts';
-import { SqlMemo, execute, idListParameter, inIdList, isPostgres, returningRows, selectRows } from './sql.ts';
+import { SqlMemo, execute, idListParameter, inIdList, isPostgres, quoteName, returningRows, selectRows } from './sql.ts';
 
 export interface RevisionRow {
   revisionId: number;
@@ -101,7 +101,7 @@ export class RevisionStore {
       const ids = [...new Set(refs.map((r) => r.targetId))];
       const postgres = isPostgres(db);
       const single = ids.length === 1;
-      const sql = this.sql.get(`${table}:${postgres}:${single}`, () => `SELECT id, revision_id FROM "${table}" WHERE ${inIdList(postgres, 'id', single)}`);
+      const sql = this.sql.get(`${table}:${postgres}:${single}`, () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${inIdList(postgres, 'id', single)}`);
       const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [idListParameter(postgres, ids)]);
       const current = new Map(rows.map((r: { id: number; revision_id: number | null }) => [Number(r.id), r.revision_id ?? null]));
       for (const ref of refs) ref.revisionId = current.get(ref.targetId) ?? null;

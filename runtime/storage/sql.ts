@@ -11,6 +11,11 @@ import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { directConnectionOf, readConnectionOf } from './database.ts';
 
+/** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
+export function quoteName(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
 export function isPostgres(db: Db): boolean {
   return (db.client.config as { client?: string }).client === 'pg';
 }
