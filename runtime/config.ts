@@ -43,11 +43,6 @@ export interface Config {
    * SQLite itself runs `synchronous=NORMAL` either way, which keeps the file safe from corruption.
    */
   sqliteSynchronous: 'FULL' | 'NORMAL';
-  /**
-   * SQLite's page cache per connection, in MB (TILTH_SQLITE_CACHE_MB, default 64; the server has
-   * two). It fills only as far as the farm's pages are read.
-   */
-  sqliteCacheMegabytes: number;
   /** Who may read /metrics (TILTH_METRICS): `token` (an account administrator's), `public`, or `off`. */
   metrics: 'token' | 'public' | 'off';
   /**
@@ -105,9 +100,6 @@ export function describeDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>
   const url = new URL(config.databaseUrl);
   return `PostgreSQL database ${decodeURIComponent(url.pathname.slice(1)) || '(default)'} on ${url.hostname}:${url.port || 5432}`;
 }
-
-/** SQLite's page cache per connection, in MB, unless TILTH_SQLITE_CACHE_MB says otherwise. */
-export const DEFAULT_SQLITE_CACHE_MB = 64;
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -175,7 +167,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     trustProxy: integer(env, 'TILTH_TRUST_PROXY', 0, 0, 10),
     loginSessionLifetime: integer(env, 'TILTH_LOGIN_SESSION_LIFETIME', 3600, 60, 86_400),
     sqliteSynchronous: synchronous,
-    sqliteCacheMegabytes: integer(env, 'TILTH_SQLITE_CACHE_MB', DEFAULT_SQLITE_CACHE_MB, 1, 65_536),
     metrics,
     logFormat,
     refreshReuseGraceSeconds: integer(env, 'TILTH_REFRESH_REUSE_GRACE', 10, 0, 300),

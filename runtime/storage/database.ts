@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { ConfigError, DEFAULT_SQLITE_CACHE_MB } from '../config.ts';
+import { ConfigError } from '../config.ts';
 import { GroupCommit, type Durability, type Savepoints } from './group-commit.ts';
 import { WalSync, WRITER_CHECKPOINT_PAGES } from './wal-sync.ts';
 
@@ -30,24 +30,13 @@ const KNEX_ERRORS = { compileSqlOnError: false } as const;
 /** How long an SQLite statement waits for another process's lock before SQLITE_BUSY (a 503). */
 const BUSY_TIMEOUT_MS = 5000;
 
-/**
- * The page cache of each of the server's connections (the writer and the reader), in SQLite's
- * terms: a negative cache_size is KiB. SQLite's own default, 2 MB, holds a few levels of a big
- * farm's indexes: on a farm of a million logs (1 GB), one log by UUID read 5.7 pages a request
- * from the file (a system call and a copy each), and none once they were kept here. SQLite takes
- * the memory only as pages are read, so a small farm's cache stays as small as its file.
- */
-function cacheSizePragma(megabytes = DEFAULT_SQLITE_CACHE_MB): string {
-  return `cache_size = ${-Math.round(megabytes * 1024)}`;
-}
-
 export interface Database {
   knex: Knex;
   dialect: Dialect;
   close(): Promise<void>;
 }
 
-export function openDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL'; sqliteCacheMegabytes?: number }): Database {
+export function openDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL' }): Database {
   if (options.databaseUrl) {
     const knex = knexFactory({
       client: 'pg',
@@ -86,7 +75,6 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         // migrations (a CREATE INDEX over every log) switch back to files while they run.
         conn.pragma('temp_store = MEMORY');
         conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-        conn.pragma(cacheSizePragma(options.sqliteCacheMegabytes));
         // Syncing the log from beside needs a log: a file that cannot be in WAL mode (it never
         // is on the file systems Tilth runs on) keeps SQLite's own FULL.
         if (walSync && wal) {
@@ -103,7 +91,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       },
     },
   });
-  const reader = new ReadConnection(file, knex, cacheSizePragma(options.sqliteCacheMegabytes));
+  const reader = new ReadConnection(file, knex);
   const client = knex.client as SqliteClient;
   client.reader = reader;
   client.walSync = walSync ?? undefined;
@@ -145,7 +133,6 @@ class ReadConnection {
   constructor(
     private readonly file: string,
     private readonly knex: Knex,
-    private readonly cacheSize: string,
   ) {}
 
   /** Rows of a SELECT (storage/sql.ts selectRows). */
@@ -176,7 +163,6 @@ class ReadConnection {
       const connection = new BetterSqlite3(this.file);
       connection.pragma('query_only = ON');
       connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      connection.pragma(this.cacheSize);
       cachePreparedStatements(connection);
       this.connection = connection;
     }
@@ -416,7 +402,7 @@ export function readConnectionOf(db: Knex | Knex.Transaction): ReadConnection | 
  * may create one. Refuses (naming the setting that points there) a missing or empty one, so that
  * a command run with the wrong settings does not quietly make a second, empty farm.
  */
-export async function openExistingDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL'; sqliteCacheMegabytes?: number }): Promise<Database> {
+export async function openExistingDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL' }): Promise<Database> {
   const file = join(options.dataDir, 'tilth.sqlite');
   const where = options.databaseUrl ? 'the database DATABASE_URL names' : `${file} (TILTH_DATA_DIR=${options.dataDir})`;
   const fix = 'Start the server once (npm start) or run `npx tilth migrate` to create it, or point the setting at the database the server uses.';

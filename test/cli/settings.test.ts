@@ -38,7 +38,6 @@ test('a bad setting stops any command with one line naming it, exit code 2', () 
     assertOneLineRefusal(tilth(['serve', '--migrate'], { TILTH_MODULES: 'ledgr', TILTH_DATA_DIR: dir }), 'TILTH_MODULES');
     assertOneLineRefusal(tilth(['migrate'], { TILTH_DATA_DIR: file }), 'TILTH_DATA_DIR');
     assertOneLineRefusal(tilth(['user', 'list'], { PORT: 'eighty' }), 'PORT');
-    assertOneLineRefusal(tilth(['serve'], { TILTH_SQLITE_CACHE_MB: 'lots', TILTH_DATA_DIR: dir }), 'TILTH_SQLITE_CACHE_MB');
     const missing = new URL(PG);
     missing.pathname = `/tilth_missing_${process.pid}`;
     assertOneLineRefusal(tilth(['migrate'], { DATABASE_URL: missing.toString() }), 'DATABASE_URL');
