@@ -123,8 +123,8 @@ async function close(s: Session): Promise<void> {
 const closed = (url: string, extra: Partial<LoadSpec> = {}) => load({ url, seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...extra });
 /**
  * Seconds of warm-up (bench/load.ts) before a figure measured once, the first of its kind on its
- * server: the writes, P6 and P7's client credentials. Figures measured in pairs keep the better
- * of two runs instead. Not P7's refresh grant: each chain's token is good once, and a request
+ * server: the writes, P6, P7's client credentials and PostgreSQL's POST. Figures measured in
+ * pairs keep the better of two runs instead. Not P7's refresh grant: each chain's token is good once, and a request
  * still out when the warm-up stops would take its chain with it.
  */
 const WARMUP = QUICK ? 1 : 3;
