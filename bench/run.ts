@@ -125,9 +125,11 @@ const closed = (url: string, extra: Partial<LoadSpec> = {}) => load({ url, secon
  * Seconds of warm-up (bench/load.ts) before a figure measured once, the first of its kind on its
  * server: the writes, P6, P7's client credentials and PostgreSQL's POST. Figures measured in
  * pairs keep the better of two runs instead. Not P7's refresh grant: each chain's token is good once, and a request
- * still out when the warm-up stops would take its chain with it.
+ * still out when the warm-up stops would take its chain with it. Ten seconds: PATCHes on a fresh
+ * farm-L server ran at 624, 951 and 1,093 req/s in three 5 s runs in a row, so three were not
+ * enough.
  */
-const WARMUP = QUICK ? 1 : 3;
+const WARMUP = QUICK ? 1 : 10;
 const warm = { warmup: WARMUP };
 /**
  * Tilth and its baseline measured twice each, alternating (A B A B), the better run of each kept:
