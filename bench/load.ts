@@ -50,6 +50,8 @@ export interface LoadResult {
   non2xx: number;
   /** Fixed rate only: how late the load generator itself sent its requests (p99, ms); large means its figures are its own. */
   lateP99?: number;
+  /** The warm-up's own figures, when there was one: far below the run's, it was too short. */
+  warmup?: { rps: number; p50: number; p99: number; requests: number };
 }
 
 /** One request to send: what differs from the spec's own method, path and body. */
@@ -205,8 +207,9 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
 async function main(): Promise<void> {
   const spec = JSON.parse(readFileSync(0, 'utf8')) as LoadSpec;
   const maker = requestMaker(spec);
-  if (spec.warmup) await closedLoop({ ...spec, seconds: spec.warmup }, maker);
-  const result = spec.rate ? await fixedRate(spec, maker) : await closedLoop(spec, maker);
+  const warm = spec.warmup ? await closedLoop({ ...spec, seconds: spec.warmup }, maker) : undefined;
+  const result: LoadResult = spec.rate ? await fixedRate(spec, maker) : await closedLoop(spec, maker);
+  if (warm) result.warmup = { rps: warm.rps, p50: warm.p50, p99: warm.p99, requests: warm.requests };
   process.stdout.write(JSON.stringify(result));
 }
 
