@@ -26,7 +26,7 @@ export class AccountError extends Error {
 
 const now = () => Math.floor(Date.now() / 1000);
 
-/** The roles of some users, each list in name order: one statement (its two texts written once). */
+/** The roles of some users, each list in name order: one statement, whatever the number of users. */
 async function rolesOf(knex: Knex, ids: number[]): Promise<Map<number, Role[]>> {
   const postgres = isPostgres(knex);
   const single = ids.length === 1;

@@ -22,7 +22,7 @@
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, type Db, type ItemValue, type Reference } from '../storage/records.ts';
-import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
+import { SqlMemo, idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
 export const GROUPS_TABLE = 'asset_group';
@@ -95,7 +95,7 @@ const byDate = (a: Dated, b: Dated) => a.timestamp - b.timestamp || a.logId - b.
 export class Placements {
   private readonly layout: Layout | null;
   /** intervalsAt's statements, by table, dialect and whether they name one asset. */
-  private readonly intervalSql = new Map<string, string>();
+  private readonly intervalSql = new SqlMemo();
 
   constructor(registry: ModelRegistry) {
     this.layout = Placements.layoutOf(registry);
@@ -157,13 +157,12 @@ export class Placements {
     for (const part of chunks([...new Set(assetIds)])) {
       // Two texts per table and dialect (one asset, or a list bound as one parameter): built once.
       const single = part.length === 1;
-      const key = `${table}:${postgres}:${single}`;
-      let sql = this.intervalSql.get(key);
-      if (!sql) {
-        sql = `SELECT p.entity_id, p.log_id, p.target_id, t.uuid, t.bundle FROM ${table} AS p LEFT JOIN ${this.layout.asset} AS t ON t.id = p.target_id
-          WHERE ${inIdList(postgres, 'p.entity_id', single)} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`;
-        this.intervalSql.set(key, sql);
-      }
+      const asset = this.layout.asset;
+      const sql = this.intervalSql.get(
+        `${table}:${postgres}:${single}`,
+        () => `SELECT p.entity_id, p.log_id, p.target_id, t.uuid, t.bundle FROM ${table} AS p LEFT JOIN ${asset} AS t ON t.id = p.target_id
+          WHERE ${inIdList(postgres, 'p.entity_id', single)} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`,
+      );
       out.push(...(await selectRows<IntervalRow>(db, sql, [idListParameter(postgres, part), time, time])));
     }
     return out;

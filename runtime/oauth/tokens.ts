@@ -90,9 +90,10 @@ export function newChainId(): string {
 const splitScopes = (s: string) => s.split(' ').filter(Boolean);
 
 /**
- * The store's statements, written once (their columns named: on PostgreSQL they are prepared,
- * and a `SELECT *` prepared before a column was added would fail after it): a refresh or a sign-in runs four or five of them, and
- * in a transaction on SQLite they run on its connection directly (storage/sql.ts).
+ * The store's statements, written once: a refresh or a sign-in runs four or five of them, and in
+ * a transaction on SQLite they run on its connection directly (storage/sql.ts). Their columns are
+ * named: on PostgreSQL they are prepared, and a `SELECT *` prepared before a column was added
+ * would fail after it.
  */
 const insertTokenSql = (table: string) => `INSERT INTO ${table} (token_hash, chain_id, client_id, user_id, scopes, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`;
 const revokeSql = (table: string, column: string) => `UPDATE ${table} SET revoked = ? WHERE ${column} = ? AND revoked IS NULL`;

@@ -58,7 +58,6 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
   return out;
 }
 
-
 /** `INSERT INTO table (columns) VALUES (?, …)`, with `rows` rows of placeholders. */
 function insertSql(table: string, columns: readonly string[], rows = 1): string {
   const row = `(${columns.map(() => '?').join(', ')})`;
