@@ -12,11 +12,16 @@
  * It knows only what the benchmark asks: log--activity, sort=-timestamp, filter[status] and a
  * BETWEEN range on timestamp. Anything else is a 404, so a mismatch shows up as a failed check.
  *
+ * It answers with Tilth's headers (headers.ts), recorded from Tilth's answer to P1.
+ *
  * Env: PORT, DB (the SQLite file) or DATABASE_URL (PostgreSQL), BASE_URL (Tilth's, for the links), FINGERPRINT (the `h` Tilth
- * puts in its cursors: a constant of the query, sha1 of its parsed filter and sort).
+ * puts in its cursors: a constant of the query, sha1 of its parsed filter and sort), HEADERS (a JSON
+ * file: the headers as [name, value] pairs).
  */
 import { createServer, type ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { answerWith, type HeaderList } from './headers.ts';
 import { sqliteIncluder, type Includer } from './included.ts';
 import { checkBearer } from './token.ts';
 import { bool, geometry, iso, num, str, userRef } from './json-text.ts';
@@ -130,7 +135,10 @@ async function one(uuid: string, url: URL): Promise<string | null> {
   return `${JSONAPI},"data":${(await renderRows([row])).rendered[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
 }
 
+const answer200 = answerWith(JSON.parse(readFileSync(process.env.HEADERS!, 'utf8')) as HeaderList);
+
 function send(res: ServerResponse, status: number, body: string): void {
+  if (status === 200) return answer200(res, status, body);
   res.writeHead(status, { 'Content-Type': 'application/vnd.api+json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }

@@ -1,19 +1,24 @@
 /**
- * The *static* baseline, the ceiling: bare node:http sending bytes it holds in memory, the same
- * bytes Tilth answered. With TOKEN_CHECK=1 it first does the same bearer check as Tilth (a SHA-256
- * lookup in oauth_access_tokens, on the same database file): that is P0's baseline, a bare server
- * answering GET /api with the same bytes and the same token check.
+ * The *static* baseline, the ceiling: bare node:http sending a response it holds in memory, the
+ * same body and headers Tilth answered (headers.ts). With TOKEN_CHECK=1 it first does the same
+ * bearer check as Tilth (a SHA-256 lookup in oauth_access_tokens, on the same database file): that
+ * is P0's baseline, a bare server answering GET /api with the same bytes and the same token check.
  *
- * Env: PORT, BODIES (a JSON file: {"<path and query>": "<file with the bytes>"}), DB, TOKEN_CHECK.
+ * Env: PORT, BODIES (a JSON file: {"<path and query>": {"file": "<file with the body>", "headers":
+ * [[name, value], …]}}), DB, TOKEN_CHECK.
  */
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { checkBearer } from './token.ts';
+import { answerWith, type HeaderList } from './headers.ts';
 
-const bodies = new Map<string, Buffer>();
-for (const [path, file] of Object.entries(JSON.parse(readFileSync(process.env.BODIES!, 'utf8')) as Record<string, string>)) {
-  bodies.set(path, readFileSync(file));
+type Answer = (res: import('node:http').ServerResponse) => void;
+const answers = new Map<string, Answer>();
+for (const [path, kept] of Object.entries(JSON.parse(readFileSync(process.env.BODIES!, 'utf8')) as Record<string, { file: string; headers: HeaderList }>)) {
+  const body = readFileSync(kept.file);
+  const answer = answerWith(kept.headers);
+  answers.set(path, (res) => answer(res, 200, body));
 }
 const db = process.env.TOKEN_CHECK === '1' ? new Database(process.env.DB!, { readonly: true, fileMustExist: true }) : null;
 
@@ -23,11 +28,10 @@ createServer((req, res) => {
     res.writeHead(401);
     return res.end();
   }
-  const body = bodies.get(req.url ?? '');
-  if (!body) {
+  const answer = answers.get(req.url ?? '');
+  if (!answer) {
     res.writeHead(404);
     return res.end();
   }
-  res.writeHead(200, { 'Content-Type': 'application/vnd.api+json; charset=utf-8', 'Content-Length': body.length });
-  res.end(body);
+  answer(res);
 }).listen(Number(process.env.PORT), '127.0.0.1');
