@@ -3,6 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
+import { addUser } from '../oauth/helpers.ts';
 
 let server: TestServer;
 before(async () => {
@@ -35,6 +36,25 @@ test('GET /api links the authenticated user as meta.links.me', async () => {
   const me = res.body.meta.links.me;
   assert.match(me.meta.id, /^[0-9a-f-]{36}$/);
   assert.equal(me.href, `${server.url}/api/user/user/${me.meta.id}`);
+});
+
+test('GET /api answers each user with their own meta.links.me, asked in turn', async () => {
+  const other = await addUser(server, ['farm_viewer']);
+  const tokens = [await passwordToken(server.url, ADMIN.name, ADMIN.password), await passwordToken(server.url, other.name, other.password)];
+  const admin = (await server.ctx.db.knex('users').where('id', 1).first('uuid')).uuid;
+  const expected = [admin, other.uuid];
+  assert.notEqual(expected[0], expected[1]);
+  // Each user's document is kept once made: ask in turn, so a second ask of each is served from it.
+  for (const i of [0, 1, 0, 1]) {
+    const res = await request(`${server.url}/api`, { token: tokens[i] });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/vnd.api+json; charset=utf-8');
+    assert.equal(res.body.meta.links.me.meta.id, expected[i]);
+    assert.equal(res.body.meta.links.me.href, `${server.url}/api/user/user/${expected[i]}`);
+  }
+  const anonymous = await request(`${server.url}/api`);
+  assert.equal(anonymous.body.meta.links, undefined);
+  assert.equal(anonymous.headers.get('content-type'), 'application/vnd.api+json; charset=utf-8');
 });
 
 test('schemas are served without a token in the shape farmOS.js reads', async () => {
