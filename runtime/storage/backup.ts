@@ -188,11 +188,10 @@ export async function restore(config: Config, file: string, progress: Progress =
     await assertEmpty(config);
     progress('database', 0);
     if (config.databaseUrl) {
-      await run('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
-      // pg_restore leaves the tables without planner statistics: until autovacuum gets to them
-      // (never, where it is off) every statement is planned on default guesses of each table's
-      // rows and values, which can choose sequential scans and hash joins over whole tables.
-      await analyze(config);
+      // In one transaction: a dump that fails part way (cut short, damaged) leaves the database
+      // as empty as it was, so the restore can be run again; without it the tables made before
+      // the failure stay, and a second restore is refused as overwriting a farm.
+      await run('pg_restore', ['--no-owner', '--no-privileges', '--single-transaction', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
     } else {
       mkdirSync(config.dataDir, { recursive: true });
       cpSync(join(staging, SQLITE_FILE), join(config.dataDir, SQLITE_FILE));
@@ -206,6 +205,15 @@ export async function restore(config: Config, file: string, progress: Progress =
     // The data directory's entries, and its own entry in its parent (restore may have made it).
     if (existsSync(config.dataDir)) for (const dir of [config.dataDir, dirname(config.dataDir)]) syncToDisk(dir);
     progress('files', 1);
+    // pg_restore leaves the tables without planner statistics: until autovacuum gets to them
+    // (never, where it is off) every statement is planned on default guesses of each table's
+    // rows and values, which can choose sequential scans and hash joins over whole tables.
+    // Last, when the farm is whole: if this fails, only the statistics are missing.
+    if (config.databaseUrl) {
+      await analyze(config).catch((error: Error) => {
+        throw new BackupError(`The farm is restored, but PostgreSQL's planner statistics could not be gathered (${error.message}). Run ANALYZE on the database before serving it.`);
+      });
+    }
     return manifest;
   } finally {
     rmSync(staging, { recursive: true, force: true });

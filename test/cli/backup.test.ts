@@ -7,7 +7,8 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import * as tar from 'tar';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/project.ts';
@@ -183,6 +184,59 @@ test('a backup and a restore are on disk before they report success, and a backu
   } finally {
     fs.fsyncSync = original;
     syncBuiltinESMExports();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a restore that fails part way leaves the database empty, so that it can be run again', { skip: !process.env.DATABASE_URL && 'pg_restore: runs on PostgreSQL only' }, async () => {
+  const source = await createTestDatabase();
+  const target = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-broken-'));
+  try {
+    const server = await startChildServer(source.env);
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const created = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: 'Kept', status: 'done' } } } });
+    assert.equal(created.status, 201, created.text);
+    await server.stop();
+    const file = join(dir, 'farm.tar.gz');
+    const backedUp = tilth(['backup', file], source.env);
+    assert.equal(backedUp.status, 0, backedUp.stderr);
+
+    // The same backup with its dump's last 100 bytes cut off (a damaged download, a disk that
+    // filled while copying it): pg_restore creates every table, then fails reading the last data.
+    const unpacked = join(dir, 'unpacked');
+    mkdirSync(unpacked);
+    await tar.extract({ file, cwd: unpacked });
+    const dump = join(unpacked, 'tilth.pgdump');
+    truncateSync(dump, statSync(dump).size - 100);
+    const broken = join(dir, 'broken.tar.gz');
+    await tar.create({ file: broken, cwd: unpacked, gzip: true }, readdirSync(unpacked));
+
+    const failed = tilth(['restore', broken], target.env);
+    assert.equal(failed.status, 1, failed.stdout);
+    assert.match(failed.stderr, /pg_restore failed/);
+    const client = new pg.Client({ connectionString: target.env.DATABASE_URL });
+    await client.connect();
+    try {
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`);
+      assert.equal(rows[0].n, 0, 'nothing of the failed restore is left');
+    } finally {
+      await client.end();
+    }
+
+    const retried = tilth(['restore', file], target.env);
+    assert.equal(retried.status, 0, `the whole backup restores into the same database afterwards: ${retried.stderr}`);
+    const copy = await startChildServer(target.env);
+    try {
+      const res = await request(`${copy.url}/api/log/activity/${created.body.data.id}`, { token: await passwordToken(copy.url, ADMIN.name, ADMIN.password) });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.attributes.name, 'Kept');
+    } finally {
+      await copy.stop();
+    }
+  } finally {
+    await source.drop();
+    await target.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
