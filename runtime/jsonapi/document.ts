@@ -75,3 +75,11 @@ export function sendDocument(res: Response, status: number, body: unknown, maxBy
   const text = documentText(body, maxBytes);
   res.status(status).type(JSONAPI_MEDIA_TYPE).send(text);
 }
+
+/**
+ * A 200 answer of text or bytes kept ready, with its full Content-Type. Spelled out because
+ * Express adds the charset to a string's type but not to a Buffer's.
+ */
+export function sendBytes(res: Response, contentType: string, body: string | Buffer): void {
+  res.status(200).set('Content-Type', contentType).send(body);
+}

@@ -1,11 +1,12 @@
 /** `GET /api`: farm info and one link per resource type (farmos-behaviour.md §3.1). */
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
-import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION } from './document.ts';
+import { JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendBytes } from './document.ts';
 import { principalOf } from '../access/principal.ts';
 import { TILTH_API_VERSION } from '../version.ts';
 import { LANGUAGE_PATH, LANGUAGE_TYPE } from './languages.ts';
 import type { ConfigCatalogue } from './config-resources.ts';
+import { BoundedMemo } from '../bounded-memo.ts';
 
 const CONTENT_TYPE = `${JSONAPI_MEDIA_TYPE}; charset=utf-8`;
 /** Most users whose entry point document is kept. */
@@ -28,19 +29,11 @@ export function entryPoint(ctx: AppContext, configs: ConfigCatalogue) {
   // Each user's document as bytes, kept: clients ask for /api at every start and sync, and
   // writing it out afresh was a tenth of the request's time. Bounded, as user ids come from tokens
   // that may belong to any number of users.
-  const mine = new Map<string, Buffer>();
-  const documentOf = (uuid: string): Buffer => {
-    let bytes = mine.get(uuid);
-    if (!bytes) {
-      if (mine.size >= MAX_KEPT_USERS) mine.delete(mine.keys().next().value!);
-      const me = `"links":${JSON.stringify({ me: { meta: { id: uuid }, href: `${base}/api/user/user/${uuid}` } })},`;
-      mine.set(uuid, (bytes = Buffer.from(head + me + tail)));
-    }
-    return bytes;
-  };
+  const mine = new BoundedMemo<Buffer>(MAX_KEPT_USERS);
+  const documentOf = (uuid: string): Buffer =>
+    mine.get(uuid, () => Buffer.from(`${head}"links":${JSON.stringify({ me: { meta: { id: uuid }, href: `${base}/api/user/user/${uuid}` } })},${tail}`));
   return (_req: Request, res: Response): void => {
     const uuid = principalOf(res).userUuid;
-    // Spelled out: Express adds the charset to a string's type but not to a Buffer's.
-    res.status(200).set('Content-Type', CONTENT_TYPE).send(uuid ? documentOf(uuid) : anonymous);
+    sendBytes(res, CONTENT_TYPE, uuid ? documentOf(uuid) : anonymous);
   };
 }

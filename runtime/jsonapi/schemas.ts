@@ -7,6 +7,7 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
+import { sendBytes } from './document.ts';
 
 const BASE_TOKEN = /\{base_url\}/g;
 
@@ -81,8 +82,7 @@ function document(id: string, title: string, data: unknown): Record<string, unkn
 }
 
 export function sendSchema(res: Response, text: string | Buffer): void {
-  // Spelled out: Express adds the charset to a string's type but not to a Buffer's.
-  res.status(200).set('Content-Type', 'application/json; charset=utf-8').send(text);
+  sendBytes(res, 'application/json; charset=utf-8', text);
 }
 
 export function schemaIndexHandler(store: SchemaStore) {

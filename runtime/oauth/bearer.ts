@@ -158,14 +158,14 @@ export function bearerAuthentication(db: Knex): RequestHandler {
     } catch (error) {
       return next(error);
     }
-    if (result instanceof Promise) result.then((read) => settle(res, next, read), next);
+    if (result instanceof Promise) result.then((outcome) => settle(res, next, outcome), next);
     else settle(res, next, result);
   };
 }
 
 /**
- * The request goes on as the token's principal, or fails with the refusal. Not a closure made per
- * request: under tsx every named function made at run time is also given its name
+ * The request goes on as the token's principal, or fails with the refusal. Not a named closure
+ * made per request: under tsx every named function made at run time is also given its name
  * (Object.defineProperty), which cost more than the rest of this function.
  */
 function settle(res: Response, next: NextFunction, result: Principal | keyof typeof REFUSED): void {

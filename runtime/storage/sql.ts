@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { directConnectionOf, readConnectionOf } from './database.ts';
+import { BoundedMemo } from '../bounded-memo.ts';
 
 /** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
 export function quoteName(name: string): string {
@@ -153,18 +154,8 @@ export function textListParameter(postgres: boolean, values: readonly string[]):
  * A memo of built SQL text with a bound on its size: the keys come from requests (sparse
  * fieldsets pick side tables), so a client must not be able to grow it without end.
  */
-export class SqlMemo {
-  private readonly texts = new Map<string, string>();
-
-  constructor(private readonly limit = 500) {}
-
-  get(key: string, build: () => string): string {
-    let text = this.texts.get(key);
-    if (text === undefined) {
-      text = build();
-      if (this.texts.size >= this.limit) this.texts.delete(this.texts.keys().next().value!);
-      this.texts.set(key, text);
-    }
-    return text;
+export class SqlMemo extends BoundedMemo<string> {
+  constructor(limit = 500) {
+    super(limit);
   }
 }
