@@ -11,7 +11,9 @@
  * copied record names was written before that record was committed, so it is in the backup too.
  *
  * A restore goes only into an empty data directory or an empty database; it never overwrites a
- * live farm.
+ * live farm. One that fails part way leaves the target as empty as it found it, so it can be run
+ * again: files and the SQLite file are copied under temporary names and renamed into place when
+ * whole, and pg_restore runs in one transaction.
  *
  * Both are on disk before they report success (a backup is often taken to a disk that is then
  * unplugged): the backup is written beside its name, synced, then renamed into place and its
@@ -53,6 +55,8 @@ export type Progress = (stage: string, fraction: number) => void;
 
 const SQLITE_FILE = 'tilth.sqlite';
 const PG_DUMP = 'tilth.pgdump';
+/** The suffix of what a restore copies into the data directory until it is whole. */
+const RESTORING = '.restoring';
 
 /** Run a PostgreSQL client program; a missing program is explained, not a stack trace. */
 function run(program: string, args: string[]): Promise<void> {
@@ -186,24 +190,41 @@ export async function restore(config: Config, file: string, progress: Progress =
       throw new BackupError(`${file} is a backup of a ${manifest.dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} farm; the settings point at the ${describeDatabase(config)}. Restore it with the same kind of database.`);
     }
     await assertEmpty(config);
-    progress('database', 0);
-    if (config.databaseUrl) {
-      // In one transaction: a dump that fails part way (cut short, damaged) leaves the database
-      // as empty as it was, so the restore can be run again; without it the tables made before
-      // the failure stay, and a second restore is refused as overwriting a farm.
-      await run('pg_restore', ['--no-owner', '--no-privileges', '--single-transaction', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
-    } else {
-      mkdirSync(config.dataDir, { recursive: true });
-      cpSync(join(staging, SQLITE_FILE), join(config.dataDir, SQLITE_FILE));
-      syncToDisk(join(config.dataDir, SQLITE_FILE));
+    // Everything is copied under a temporary name and renamed into place once whole and synced,
+    // the database file last: a restore that fails part way (a full disk) leaves no farm that a
+    // server would open, and nothing that a second restore would refuse as one.
+    const restoring = (name: string) => join(config.dataDir, `${name}${RESTORING}`);
+    const removeRestoring = () => {
+      for (const name of [SQLITE_FILE, 'files']) rmSync(restoring(name), { recursive: true, force: true });
+    };
+    mkdirSync(config.dataDir, { recursive: true });
+    removeRestoring();
+    const hasFiles = existsSync(join(staging, 'files'));
+    try {
+      if (hasFiles) {
+        cpSync(join(staging, 'files'), restoring('files'), { recursive: true });
+        syncTree(restoring('files'));
+      }
+      progress('database', 0);
+      if (config.databaseUrl) {
+        // In one transaction: a dump that fails part way (cut short, damaged) leaves the database
+        // as empty as it was, so the restore can be run again; without it the tables made before
+        // the failure stay, and a second restore is refused as overwriting a farm.
+        await run('pg_restore', ['--no-owner', '--no-privileges', '--single-transaction', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
+      } else {
+        cpSync(join(staging, SQLITE_FILE), restoring(SQLITE_FILE));
+        syncToDisk(restoring(SQLITE_FILE));
+      }
+    } catch (error) {
+      removeRestoring();
+      throw error;
     }
     progress('database', 1);
-    if (existsSync(join(staging, 'files'))) {
-      cpSync(join(staging, 'files'), join(config.dataDir, 'files'), { recursive: true });
-      syncTree(join(config.dataDir, 'files'));
-    }
+    // (An empty files directory, which assertEmpty lets through, is replaced by the rename.)
+    if (hasFiles) renameSync(restoring('files'), join(config.dataDir, 'files'));
+    if (!config.databaseUrl) renameSync(restoring(SQLITE_FILE), join(config.dataDir, SQLITE_FILE));
     // The data directory's entries, and its own entry in its parent (restore may have made it).
-    if (existsSync(config.dataDir)) for (const dir of [config.dataDir, dirname(config.dataDir)]) syncToDisk(dir);
+    for (const dir of [config.dataDir, dirname(config.dataDir)]) syncToDisk(dir);
     progress('files', 1);
     // pg_restore leaves the tables without planner statistics: until autovacuum gets to them
     // (never, where it is off) every statement is planned on default guesses of each table's
@@ -240,6 +261,9 @@ async function assertEmpty(config: Config): Promise<void> {
     if (existsSync(join(config.dataDir, 'files'))) throw refuse();
     return;
   }
+  // A farm's uploads are part of it, on PostgreSQL too.
+  const files = join(config.dataDir, 'files');
+  if (existsSync(files) && readdirSync(files).length > 0) throw refuse();
   const db = openDatabase(config);
   try {
     const tables = await db.knex.raw("SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'public'");

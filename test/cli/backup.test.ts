@@ -7,7 +7,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import * as tar from 'tar';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -183,6 +183,48 @@ test('a backup and a restore are on disk before they report success, and a backu
     }
   } finally {
     fs.fsyncSync = original;
+    syncBuiltinESMExports();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a restore into a data directory that fails part way leaves no farm there, so that it can be run again', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
+  const { backup, restore } = await import('../../runtime/storage/backup.ts');
+  const { loadConfig } = await import('../../runtime/config.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-full-disk-'));
+  // The disk fills while the uploaded files are copied (node:fs's cpSync, as the restore calls it).
+  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const original = fs.cpSync;
+  try {
+    const source = join(dir, 'source');
+    mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
+    const db = new Database(join(source, 'tilth.sqlite'));
+    db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (42)');
+    db.close();
+    writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
+    const file = join(dir, 'farm.tar.gz');
+    await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
+
+    fs.cpSync = ((from: string, to: string, options?: object) => {
+      if (String(from).endsWith('files')) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      return original(from, to, options);
+    }) as typeof fs.cpSync;
+    syncBuiltinESMExports();
+    const target = join(dir, 'target');
+    await assert.rejects(restore(loadConfig({ TILTH_DATA_DIR: target }), file), /ENOSPC/);
+    // Nothing a server would open as a farm, nor anything a second restore would refuse.
+    assert.deepEqual(readdirSync(target), [], 'no database file, no files directory, nothing half copied is left behind');
+
+    fs.cpSync = original;
+    syncBuiltinESMExports();
+    await restore(loadConfig({ TILTH_DATA_DIR: target }), file);
+    const restored = new Database(join(target, 'tilth.sqlite'), { readonly: true });
+    assert.equal(restored.prepare('SELECT x FROM t').pluck().get(), 42);
+    restored.close();
+    assert.equal(readFileSync(join(target, 'files', 'public', '2026-11', 'yield.csv'), 'utf8'), 'date,yield\n');
+    assert.deepEqual(readdirSync(target).sort(), ['files', 'tilth.sqlite'], 'nothing of the failed restore is left beside the farm');
+  } finally {
+    fs.cpSync = original;
     syncBuiltinESMExports();
     rmSync(dir, { recursive: true, force: true });
   }
