@@ -6,7 +6,7 @@ import { principalOf } from '../access/principal.ts';
 import { TILTH_API_VERSION } from '../version.ts';
 import { LANGUAGE_PATH, LANGUAGE_TYPE } from './languages.ts';
 import type { ConfigCatalogue } from './config-resources.ts';
-import { BoundedMemo } from '../bounded-memo.ts';
+import { BoundedMemo } from '../values/bounded-memo.ts';
 
 const CONTENT_TYPE = `${JSONAPI_MEDIA_TYPE}; charset=utf-8`;
 /** Most users whose entry point document is kept. */

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { directConnectionOf, readConnectionOf } from './database.ts';
-import { BoundedMemo } from '../bounded-memo.ts';
+import { BoundedMemo } from '../values/bounded-memo.ts';
 
 /** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
 export function quoteName(name: string): string {
