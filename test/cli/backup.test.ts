@@ -33,6 +33,17 @@ function tilthWhileRunning(args: string[], env: Record<string, string>): Promise
   });
 }
 
+/** A data directory with a one-row SQLite database and one uploaded file (`files/public/2026-11/yield.csv`). */
+function smallDataDirectory(dir: string): string {
+  const source = join(dir, 'source');
+  mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
+  const db = new Database(join(source, 'tilth.sqlite'));
+  db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (42)');
+  db.close();
+  writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
+  return source;
+}
+
 /** What a record is, whatever server serves it: attributes and related identifiers (links name the host). */
 const essence = (r: any) => JSON.stringify({ id: r.id, attributes: r.attributes, relationships: Object.fromEntries(Object.entries(r.relationships ?? {}).map(([k, v]: [string, any]) => [k, v.data])) });
 
@@ -150,12 +161,7 @@ test('a backup and a restore are on disk before they report success, and a backu
   };
   syncBuiltinESMExports();
   try {
-    const source = join(dir, 'source');
-    mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
-    const db = new Database(join(source, 'tilth.sqlite'));
-    db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (42)');
-    db.close();
-    writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
+    const source = smallDataDirectory(dir);
     const out = join(dir, 'out');
     mkdirSync(out);
     const file = join(out, 'farm.tar.gz');
@@ -196,12 +202,7 @@ test('a restore into a data directory that fails part way leaves no farm there, 
   const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
   const original = fs.cpSync;
   try {
-    const source = join(dir, 'source');
-    mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
-    const db = new Database(join(source, 'tilth.sqlite'));
-    db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (42)');
-    db.close();
-    writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
+    const source = smallDataDirectory(dir);
     const file = join(dir, 'farm.tar.gz');
     await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
 
