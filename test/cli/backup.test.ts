@@ -198,23 +198,26 @@ test('a restore into a data directory that fails part way leaves no farm there, 
   const { backup, restore } = await import('../../runtime/storage/backup.ts');
   const { loadConfig } = await import('../../runtime/config.ts');
   const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-full-disk-'));
-  // The disk fills while the uploaded files are copied (node:fs's cpSync, as the restore calls it).
+  // The disk fills while the uploaded files, then while the database, are copied: node:fs's
+  // cpSync (as the restore calls it) writes what it was given, then fails, leaving that behind.
   const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
   const original = fs.cpSync;
   try {
     const source = smallDataDirectory(dir);
     const file = join(dir, 'farm.tar.gz');
     await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
-
-    fs.cpSync = ((from: string, to: string, options?: object) => {
-      if (String(from).endsWith('files')) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-      return original(from, to, options);
-    }) as typeof fs.cpSync;
-    syncBuiltinESMExports();
     const target = join(dir, 'target');
-    await assert.rejects(restore(loadConfig({ TILTH_DATA_DIR: target }), file), /ENOSPC/);
-    // Nothing a server would open as a farm, nor anything a second restore would refuse.
-    assert.deepEqual(readdirSync(target), [], 'no database file, no files directory, nothing half copied is left behind');
+
+    for (const failing of ['files', 'tilth.sqlite']) {
+      fs.cpSync = ((from: string, to: string, options?: object) => {
+        original(from, to, options);
+        if (String(from).endsWith(failing)) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      }) as typeof fs.cpSync;
+      syncBuiltinESMExports();
+      await assert.rejects(restore(loadConfig({ TILTH_DATA_DIR: target }), file), /ENOSPC/, failing);
+      // Nothing a server would open as a farm, nor anything a second restore would refuse.
+      assert.deepEqual(readdirSync(target), [], `copying ${failing} failed: no database file, no files directory, nothing half copied is left behind`);
+    }
 
     fs.cpSync = original;
     syncBuiltinESMExports();
