@@ -1,10 +1,15 @@
 /**
  * Every place that checks a password goes through here: the password grant, the sign-in form of
- * the authorization pages, and `pass.existing` when users change their own password. Failed
- * checks count per account, whatever identifier was typed (its name or its e-mail address), so
- * a guesser cannot double their tries by alternating; a success clears the count, so the owner,
+ * the authorization pages, and `pass.existing` when users change their own password. Checks
+ * count per account, whatever identifier was typed (its name or its e-mail address), so a
+ * guesser cannot double their tries by alternating; a success clears the count, so the owner,
  * who types it right, is not held back. Over the limit every check answers "wait" without
  * looking at the password at all, even a right one.
+ *
+ * Each check reserves its attempt before the password is hashed (counting it synchronously,
+ * so no other request of this process can slip in between), and only a success gives it back.
+ * Counting after the hash let every guess that arrived while the first ones were hashing through:
+ * 60 wrong passwords at once were 60 checks, not 20.
  *
  * Logins that name no account are counted under the typed text, so probing unknown names stalls
  * the same way and timing does not tell which names exist.
@@ -32,14 +37,13 @@ export class PasswordGuard {
   async login(knex: Knex, login: string, password: string): Promise<LoginCheck> {
     const account = login ? await findLogin(knex, login) : null;
     const key = account ? accountKey(account.id) : unknownLoginKey(login);
-    const wait = this.failures.retryAfter(key);
+    const wait = this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
     const ok = await verifyPassword(account?.pass ?? null, password);
-    if (!account || !ok) {
-      this.failures.hit(key);
-      return { outcome: 'wrong', userId: account?.id ?? null };
-    }
-    if (!account.status) return { outcome: 'blocked' };
+    // A blocked account answers the same whether the password was right, as Drupal names a
+    // blocked account before it looks at the password: the answer tells a guesser nothing.
+    if (account && !account.status) return { outcome: 'blocked' };
+    if (!account || !ok) return { outcome: 'wrong', userId: account?.id ?? null };
     this.failures.reset(key);
     const { pass: _hash, ...rest } = account;
     return { outcome: 'ok', account: rest };
@@ -48,12 +52,9 @@ export class PasswordGuard {
   /** Check the current password of an account someone is signed in to (e.g. before changing it). */
   async confirm(knex: Knex, userId: number, password: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
     const key = accountKey(userId);
-    const wait = this.failures.retryAfter(key);
+    const wait = this.failures.hit(key);
     if (wait) return { waitSeconds: wait };
-    if (!(await verifyPassword(await passwordHashOf(knex, userId), password))) {
-      this.failures.hit(key);
-      return 'wrong';
-    }
+    if (!(await verifyPassword(await passwordHashOf(knex, userId), password))) return 'wrong';
     this.failures.reset(key);
     return 'ok';
   }

@@ -14,7 +14,6 @@ import { hashPassword } from '../accounts/passwords.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import { isRole, type Role } from '../access/roles.ts';
 import { replaceRoles, rolesOfUser } from '../accounts/users.ts';
-import { isAccountAdmin } from '../access/policy.ts';
 import { assertMayChangeAccount } from '../access/accounts.ts';
 import { revokeUserCredentials } from '../accounts/credentials.ts';
 
@@ -44,9 +43,11 @@ export class AccountSaves {
       const field = rt.fieldsByName.get(name)!;
       if (secret.value.length < 8) throw new ValidationError([{ pointer: fieldPointer(field), detail: `${name}: a password must be at least 8 characters long.` }]);
       if (secret.value.length > 1024) throw new ValidationError([{ pointer: fieldPointer(field), detail: `${name}: a password may be at most 1024 characters long.` }]);
-      // Only one's own account asks for the current password; other callers are refused later
-      // unless they administer accounts, and must not spend the owner's failed-password count.
-      if (targetId !== null && principal.userId === targetId && !isAccountAdmin(principal)) {
+      // One's own account asks for the current password, whatever one's role: else a stolen
+      // access token of an administrator would set a new password and lock the owner out.
+      // Other callers are refused later unless they administer accounts, and must not spend
+      // the owner's failed-password count.
+      if (targetId !== null && principal.userId === targetId) {
         if (!secret.existing) throw forbidden(`${name}: to change your password, send the current one as ${name}.existing.`, { pointer: fieldPointer(field) });
         const check = await this.passwords.confirm(db, targetId, secret.existing);
         if (check === 'wrong') throw forbidden(`${name}: the current password (${name}.existing) is wrong.`, { pointer: fieldPointer(field) });

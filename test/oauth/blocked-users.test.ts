@@ -46,3 +46,21 @@ test('a user blocked while signed in to the consent page is asked to sign in aga
   await setBlocked(server.ctx.db.knex, user.name, true);
   assert.match((await agent.get(`/oauth/authorize?${query}`)).text, /action="\/oauth\/login"/);
 });
+
+test('a blocked account answers a wrong password as it answers the right one, so a guesser learns nothing of the password', async () => {
+  const user = await addUser(server, ['farm_worker']);
+  await setBlocked(server.ctx.db.knex, user.name, true);
+  const attempt = async (password: string) => {
+    const res = await token(server, { grant_type: 'password', username: user.name, password, client_id: 'farm' });
+    return { status: res.status, body: res.body };
+  };
+  assert.deepEqual(await attempt('not the password'), await attempt(user.password));
+
+  const agent = new FormAgent(server.url);
+  const form = async (password: string) => {
+    const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:9/callback' })}`);
+    const res = await agent.login(page.text, user.name, password);
+    return { status: res.status, message: /<p class="error"[^>]*>([^<]*)</.exec(res.text)?.[1] ?? res.text };
+  };
+  assert.deepEqual(await form('not the password'), await form(user.password));
+});
