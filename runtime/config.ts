@@ -63,6 +63,10 @@ export interface Config {
   uploadMaxBytes: number;
   /** Seconds a request body may stall (send nothing) before it ends with 408 (TILTH_BODY_TIMEOUT). */
   bodyTimeoutSeconds: number;
+  /** Bytes the request bodies being read into memory may reserve at once (TILTH_BODY_BUDGET_MB). */
+  bodyBudgetBytes: number;
+  /** Connections the server keeps open at once; more are closed on arrival (TILTH_MAX_CONNECTIONS). */
+  maxConnections: number;
   /** TILTH_LOG_FORMAT: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. */
   logFormat: 'auto' | 'json' | 'pretty';
 }
@@ -179,5 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     },
     uploadMaxBytes: integer(env, 'TILTH_UPLOAD_MAX_BYTES', 64 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     bodyTimeoutSeconds: integer(env, 'TILTH_BODY_TIMEOUT', 30, 1, 3600),
+    bodyBudgetBytes: integer(env, 'TILTH_BODY_BUDGET_MB', 32, 4, 4096) * 1024 * 1024,
+    maxConnections: integer(env, 'TILTH_MAX_CONNECTIONS', 1000, 10, 1_000_000),
   };
 }

@@ -5,6 +5,7 @@ import type { Database } from './storage/database.ts';
 import type { ModelRegistry } from './model/registry.ts';
 import type { GeneratedArtifacts } from './generated.ts';
 import type { PasswordGuard } from './accounts/password-guard.ts';
+import type { BodyLimits } from './access/body-limits.ts';
 
 export interface AppContext {
   config: Config;
@@ -14,6 +15,8 @@ export interface AppContext {
   logger: Logger;
   /** Checks passwords and counts failures per account (one count for the whole process). */
   passwords: PasswordGuard;
+  /** What request bodies read into memory may cost: stall time and bytes held at once (one budget for the whole process). */
+  bodies: BodyLimits;
   /** Where this process itself can be reached over loopback (set once listening); subrequests use it. */
   internalUrl: string;
 }

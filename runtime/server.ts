@@ -19,6 +19,7 @@ import { createApp } from './http/app.ts';
 import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
+import { BodyLimits } from './access/body-limits.ts';
 import { generatePassword } from './accounts/passwords.ts';
 import { RateLimiter } from './access/rate-limiter.ts';
 import type { AppContext } from './context.ts';
@@ -73,13 +74,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
     if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
     const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
-    const ctx: AppContext = { config, db, registry, generated, logger, passwords, internalUrl: '' };
+    const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
+    const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
     const admin = await ensureAdministrator(ctx);
     const oauth = createOAuth(ctx);
     await oauth.bootstrap();
     const app = createApp(ctx, oauth);
     const server = createAppServer(app);
     server.keepAliveTimeout = 65_000;
+    server.maxConnections = config.maxConnections;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());

@@ -9,6 +9,7 @@ import type { AppContext } from '../context.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { createLogger } from '../http/logging.ts';
 import { PasswordGuard } from '../accounts/password-guard.ts';
+import { BodyLimits } from '../access/body-limits.ts';
 import { RateLimiter } from '../access/rate-limiter.ts';
 import { openExistingDatabase, type Database } from '../storage/database.ts';
 import { assertMigrated } from '../storage/migrations.ts';
@@ -45,6 +46,7 @@ export function withAppContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<
       generated,
       logger: createLogger('silent'),
       passwords: new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds)),
+      bodies: new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes }),
       internalUrl: '',
     }),
   );

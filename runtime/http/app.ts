@@ -25,7 +25,8 @@ import { securityHeaders } from './security-headers.ts';
 import { scoped } from './scoped.ts';
 
 /** Largest JSON:API request body accepted. */
-const JSON_LIMIT = '4mb';
+const JSON_LIMIT_BYTES = 4 * 1024 * 1024;
+const JSON_LIMIT = '4 MiB';
 
 export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Express {
   const app = express();
@@ -54,13 +55,9 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.get('/metrics', metrics.handler);
   // Sensor readings: bodies of any media type, read by their own parser (before express.json).
   app.use(scoped(DATA_STREAM_PATHS, dataStreamRoutes(ctx)));
-  app.use(
-    express.json({
-      type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'],
-      limit: JSON_LIMIT,
-      strict: false,
-    }),
-  );
+  // Every route from here on needs a token for a body: one sent without is refused unread.
+  const readJson = express.json({ type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'], limit: JSON_LIMIT_BYTES, strict: false });
+  app.use(ctx.bodies.read(readJson, { limitBytes: JSON_LIMIT_BYTES, tokenFirst: true }));
 
   const store = new SchemaStore(ctx);
   const { handlers, downloads, revisionHistory, configs } = createResourceHandlers(ctx, store);

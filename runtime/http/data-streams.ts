@@ -9,7 +9,9 @@
  * stream or sensor is public, to a request carrying its `private_key`, or to a bearer token that
  * may view it. POST stores readings and needs the `private_key` query parameter: devices hold no
  * OAuth token. A sensor's POST creates a basic data stream for each new value name and links it to
- * the sensor. Bodies are read whole before any transaction starts; a refused post writes nothing.
+ * the sensor. A POST's key is checked before its body is read (a stranger's body is never read),
+ * and bodies are read whole, within the body limits, before any transaction starts; a refused
+ * post writes nothing.
  */
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { AppContext } from '../context.ts';
@@ -35,7 +37,19 @@ export const DATA_STREAM_PATHS = ['/api/data_stream/', '/asset/', '/farm/sensor/
 export function dataStreamRoutes(ctx: AppContext): Router {
   const s = new JsonApiServices(ctx);
   const router = Router();
-  const readBody = express.raw({ type: () => true, limit: BODY_LIMIT_BYTES });
+  const readRaw = ctx.bodies.read(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }), { limitBytes: BODY_LIMIT_BYTES });
+  /** The posted readings, once the caller has shown the key: read, then parsed as JSON. */
+  const readPayload = (req: Request, res: Response): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      readRaw(req, res, (error?: unknown) => {
+        if (error) return reject(bodyError(error));
+        try {
+          resolve(parseBody(req));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
 
   const streamType = (): ResourceType => {
     const rt = ctx.registry.get('data_stream--basic');
@@ -48,15 +62,10 @@ export function dataStreamRoutes(ctx: AppContext): Router {
     return rt;
   };
 
-  /** GET or POST, else 405 with Allow; POST bodies read (413 past the limit) before the handler runs. */
+  /** GET or POST, else 405 with Allow; a POST's handler reads its body with readPayload once the key matches. */
   const endpoint = (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
     if (!ALLOWED.includes(req.method)) return next(methodNotAllowed(req.method, ALLOWED));
-    const run = () => handler(req, res).catch(next);
-    if (req.method !== 'POST') return void run();
-    readBody(req, res, (error?: unknown) => {
-      if (error) return next(bodyError(error));
-      run();
-    });
+    handler(req, res).catch(next);
   };
 
   router.all(
@@ -72,7 +81,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
         return;
       }
       assertKey(stream, params);
-      const payload = parseBody(req);
+      const payload = await readPayload(req, res);
       const name = streamRef(stream).name;
       const readings = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
       await s.knex.transaction((trx) => insertReadings(trx, readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value }))));
@@ -92,7 +101,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
         return;
       }
       assertKey(sensor, params);
-      const payload = parseBody(req);
+      const payload = await readPayload(req, res);
       const readings = readingsFromPayload(payload, nowSeconds(), () => true);
       const names = [...new Set(readings.map((r) => r.name))];
       const tooLong = names.find((n) => n.length > NAME_MAX_LENGTH);

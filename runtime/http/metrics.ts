@@ -59,6 +59,14 @@ export function createMetrics(ctx: AppContext): Metrics {
       this.set({ state: 'pending' }, pool.numPendingAcquires() + queuedWrites(ctx.db.knex));
     },
   });
+  new Gauge({
+    name: 'tilth_request_body_reserved_bytes',
+    help: 'Bytes reserved by the request bodies being read into memory now (TILTH_BODY_BUDGET_MB caps it).',
+    registers: [registry],
+    collect() {
+      this.set(ctx.bodies.reservedBytes);
+    },
+  });
   // SQLite's log synced to disk before writes are acknowledged, and checkpointed, beside the
   // server (storage/wal-sync.ts): how often, and the time the disk took. A slow or failing disk
   // shows here first.

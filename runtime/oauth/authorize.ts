@@ -180,7 +180,7 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
 
   router.get('/oauth/authorize', noStore, readQuery, attachSession, authorization, showConsent, authorizeErrors);
 
-  router.post('/oauth/login', noStore, formBody(), async (req: Request, res: Response) => {
+  router.post('/oauth/login', noStore, formBody(deps.ctx.bodies), async (req: Request, res: Response) => {
     const body = req.body as Record<string, string | undefined>;
     const returnTo = safeReturnTo(body.return_to);
     if (!returnTo) return sendPage(req, res, 400, errorPage('Sign-in failed', 'The sign-in form does not say which authorization request it belongs to.'));
@@ -202,7 +202,7 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
     res.redirect(303, returnTo);
   }, authorizeErrors);
 
-  router.post('/oauth/logout', noStore, formBody(), attachSession, requireSession, checkSessionCsrf, async (req: Request, res: Response) => {
+  router.post('/oauth/logout', noStore, formBody(deps.ctx.bodies), attachSession, requireSession, checkSessionCsrf, async (req: Request, res: Response) => {
     const returnTo = safeReturnTo((req.body as Record<string, string>).return_to) ?? null;
     await sessions.end(req, res);
     if (returnTo) return res.redirect(303, returnTo);
@@ -212,7 +212,7 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
   router.post(
     '/oauth/authorize/decision',
     noStore,
-    formBody(),
+    formBody(deps.ctx.bodies),
     attachSession,
     requireSession,
     checkSessionCsrf,

@@ -7,11 +7,13 @@
  * `allow_redirects=True`); a parameter the server reads may appear only once (RFC 6749 §3.1).
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { OAuthError } from '../errors.ts';
+import { ApiError, OAuthError } from '../errors.ts';
+import type { BodyLimits } from '../access/body-limits.ts';
 import { GRANT_PARAMETERS } from './grants/index.ts';
 
 /** Largest OAuth form body accepted; real ones are a few hundred bytes. */
-const FORM_LIMIT = '16kb';
+const FORM_LIMIT_BYTES = 16 * 1024;
+const FORM_LIMIT = '16 KiB';
 
 /** Every parameter an OAuth endpoint of this server reads: the common ones, and each grant's. */
 const KNOWN: ReadonlySet<string> = new Set([
@@ -42,22 +44,29 @@ export function parseForm(raw: string): Record<string, string> {
   return out;
 }
 
-const readText = express.text({ type: 'application/x-www-form-urlencoded', limit: FORM_LIMIT });
+const readText = express.text({ type: 'application/x-www-form-urlencoded', limit: FORM_LIMIT_BYTES });
+
+/** A refusal of the body limits (access/body-limits.ts) in RFC 6749's form, with its status and headers. */
+function limitError(error: ApiError): OAuthError {
+  return new OAuthError(error.status === 503 ? 'temporarily_unavailable' : 'invalid_request', error.message, { status: error.status, headers: error.headers });
+}
 
 /**
- * Middleware: sets req.body to the parsed form. A body of another type, or none, is
- * invalid_request: the OAuth endpoints take forms only.
+ * Middleware: sets req.body to the parsed form, read within the body limits. A body of another
+ * type, or none, is invalid_request: the OAuth endpoints take forms only.
  */
-export function formBody(): RequestHandler {
+export function formBody(bodies: BodyLimits): RequestHandler {
+  const read = bodies.read(readText, { limitBytes: FORM_LIMIT_BYTES });
   return (req: Request, res: Response, next: NextFunction) => {
     if (!req.is('application/x-www-form-urlencoded')) {
       next(new OAuthError('invalid_request', 'The request body must be application/x-www-form-urlencoded.'));
       return;
     }
-    readText(req, res, (error?: unknown) => {
+    read(req, res, (error?: unknown) => {
       if (error) {
         const e = error as { type?: string };
-        next(new OAuthError('invalid_request', e.type === 'entity.too.large' ? `The request body is larger than ${FORM_LIMIT}.` : 'The request body could not be read.'));
+        if (error instanceof ApiError) next(limitError(error));
+        else next(new OAuthError('invalid_request', e.type === 'entity.too.large' ? `The request body is larger than ${FORM_LIMIT}.` : 'The request body could not be read.'));
         return;
       }
       try {

@@ -59,7 +59,7 @@ export function tokenEndpoint(deps: OAuthDeps, server: OAuth2Server): Array<Requ
   return [
     noStore,
     limitAddresses(deps.limiters),
-    formBody(),
+    formBody(deps.ctx.bodies),
     checkGrantType,
     clientAuthentication(db),
     checkClientMayUseGrant,

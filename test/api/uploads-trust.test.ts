@@ -71,13 +71,13 @@ test('an upload that stalls longer than TILTH_BODY_TIMEOUT ends with 408 and lea
   assert.deepEqual(tmpFiles(), [], 'no temporary file');
 });
 
-test('a corrupt compressed body is a 400 naming Content-Encoding, with or without a token', async () => {
+test('a corrupt compressed body is a 400 naming Content-Encoding; without a token it is not read at all (401)', async () => {
   for (const encoding of ['gzip', 'deflate', 'br']) {
-    for (const withToken of [true, false]) {
-      const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token: withToken ? token : undefined, body: 'not compressed', headers: { 'Content-Type': 'application/vnd.api+json', 'Content-Encoding': encoding } });
-      assert.equal(res.status, 400, `${encoding}: ${res.text}`);
-      assert.match(res.body.errors[0].detail, /Content-Encoding/);
-    }
+    const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, body: 'not compressed', headers: { 'Content-Type': 'application/vnd.api+json', 'Content-Encoding': encoding } });
+    assert.equal(res.status, 400, `${encoding}: ${res.text}`);
+    assert.match(res.body.errors[0].detail, /Content-Encoding/);
+    const anonymous = await request(`${server.url}/api/log/activity`, { method: 'POST', body: 'not compressed', headers: { 'Content-Type': 'application/vnd.api+json', 'Content-Encoding': encoding } });
+    assert.equal(anonymous.status, 401, `${encoding}: ${anonymous.text}`);
   }
   const batch = await request(`${server.url}/subrequests?_format=json`, { method: 'POST', token, body: 'junk', headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } });
   assert.equal(batch.status, 400);
