@@ -77,13 +77,13 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     res.status(404).json({ error: 'not_found', error_description: `No route matches ${req.method} ${req.path}.` });
   });
 
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     if (error instanceof OAuthError) {
       res.status(error.status).set(error.headers).set('Cache-Control', 'no-store').json(error.toBody());
       return;
     }
-    const e = fromDatabaseError(error) ?? normaliseBodyError(error);
+    const e = fromDatabaseError(error) ?? normaliseBodyError(error, req);
     const rendered = toJsonApiErrorDocument(e);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
@@ -91,9 +91,12 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   return app;
 }
 
-/** body-parser's own errors (bad JSON, too large, bad charset) as JSON:API errors. */
-function normaliseBodyError(error: unknown): unknown {
+/** Express's and body-parser's own errors (a path that does not decode, bad JSON, too large, bad charset) as JSON:API errors. */
+function normaliseBodyError(error: unknown, req: Request): unknown {
   if (error instanceof ApiError) return error;
+  // Express's router decodes path parameters (":uuid") and throws a URIError when one is not
+  // valid percent-encoding: the client's mistake, whatever the route.
+  if (error instanceof URIError) return badRequest(`The URL path ${JSON.stringify(req.path.slice(0, 200))} is not valid percent-encoding (RFC 3986): each % must start a %XX escape of UTF-8 bytes.`);
   const e = error as { type?: string; status?: number; message?: string };
   if (e && typeof e === 'object' && typeof e.type === 'string') {
     if (e.type === 'entity.parse.failed') return badRequest(`The request body is not valid JSON: ${e.message}`, { pointer: '' });

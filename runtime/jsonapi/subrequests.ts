@@ -110,7 +110,8 @@ class Runner {
   }
 
   render(): Record<string, { headers: SubresponseHeaders; body: string }> {
-    const out: Record<string, { headers: SubresponseHeaders; body: string }> = {};
+    // No prototype: a requestId such as "__proto__" is a key like any other.
+    const out: Record<string, { headers: SubresponseHeaders; body: string }> = Object.create(null);
     for (const r of this.order) out[r.contentId] = { headers: r.headers, body: bodyString(r) };
     return out;
   }

@@ -51,3 +51,29 @@ test('the data stream and sensor listener routes answer for themselves', async (
     assert.ok(!unrouted(res.text), `${path} reaches its handler: ${res.text.slice(0, 200)}`);
   }
 });
+
+test('a path that is not valid percent-encoding is a 400 naming it, on every route, never a 500', async () => {
+  for (const path of ['/api/data_stream/%E0/data', '/farm/sensor/listener/%E0%A4%A', '/asset/%/data/basic', '/system/files/%E0%A4%A']) {
+    for (const method of ['GET', 'POST']) {
+      const res = await request(`${server.url}${path}`, { method, token, ...(method === 'POST' ? { json: [] } : {}) });
+      assert.equal(res.status, 400, `${method} ${path}: ${res.text.slice(0, 200)}`);
+      assert.equal(res.body.errors[0].code, 'bad_request');
+      assert.match(res.body.errors[0].detail, /percent-encod/);
+    }
+  }
+});
+
+test('a subrequest whose requestId is __proto__ gets its answer like any other', async () => {
+  const res = await request(`${server.url}/subrequests?_format=json`, {
+    method: 'POST',
+    token,
+    json: [
+      { requestId: '__proto__', uri: '/api', action: 'view' },
+      { requestId: 'constructor', uri: '/api/log/activity', action: 'view' },
+    ],
+  });
+  assert.equal(res.status, 200, res.text.slice(0, 300));
+  const parsed = JSON.parse(res.text);
+  assert.deepEqual(Object.keys(parsed).sort(), ['__proto__', 'constructor']);
+  assert.equal(JSON.parse(parsed['__proto__'].body).meta.links.me !== undefined, true);
+});
