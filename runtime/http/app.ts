@@ -42,12 +42,13 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(metrics.observe);
   // Before authentication: a health check needs no token, and a stale one must not fail it.
   app.get('/health', healthHandler(ctx));
+  // Every page and document from here on carries helmet's headers (X-Frame-Options, nosniff…).
+  app.use(securityHeaders());
   const front = frontDoor(ctx);
   app.get('/', front.page);
   app.get('/assets/front-door.js', front.script);
   // Routers without a mount path see only the requests under their own paths (http/scoped.ts).
   app.use(scoped(OPENAPI_PATHS, openApiRoutes(ctx)));
-  app.use(securityHeaders());
   app.use(oauth.cors);
   app.use(scoped(OAUTH_PATHS, oauth.router));
 

@@ -44,6 +44,12 @@ const DOCS_PAGE = `<!DOCTYPE html>
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#docs', deepLinking: true, defaultModelsExpandDepth: 0, docExpansion: 'none' });\n`;
 
 /** Where openApiRoutes answers: every path of its routes starts with one of these (app.ts scopes it to them). */
+/**
+ * The docs page runs only this server's scripts. Swagger UI sets style attributes and draws some
+ * icons as data: images, so those are allowed; nothing may frame the page.
+ */
+const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 export const OPENAPI_PATHS = ['/api/openapi.json', '/api/docs', '/favicon.ico'];
 
 export function openApiRoutes(ctx: AppContext): Router {
@@ -55,7 +61,7 @@ export function openApiRoutes(ctx: AppContext): Router {
     res.type('application/vnd.oai.openapi+json').set('Cache-Control', 'no-cache').send(document);
   });
   router.get(['/api/docs', '/api/docs/'], (_req: Request, res: Response) => {
-    res.type('html').set('Cache-Control', 'no-cache').send(DOCS_PAGE);
+    res.type('html').set('Cache-Control', 'no-cache').set('Content-Security-Policy', DOCS_CSP).send(DOCS_PAGE);
   });
   router.get('/api/docs/init.js', (_req: Request, res: Response) => {
     res.type('application/javascript').send(DOCS_INIT);

@@ -58,7 +58,11 @@ test('the API documentation renders the OpenAPI document, with nothing from a CD
   const foreign: string[] = [];
   page.on('request', (r) => !r.url().startsWith(server.url) && foreign.push(r.url()));
   try {
-    await page.goto(`${server.url}/api/docs`);
+    const docs = await page.goto(`${server.url}/api/docs`);
+    const headers = docs!.headers();
+    assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/, 'the docs page has its own Content-Security-Policy');
+    assert.equal(headers['x-frame-options'], 'SAMEORIGIN', "and helmet's headers");
+    assert.equal(headers['x-content-type-options'], 'nosniff');
     await page.waitForSelector('.swagger-ui .info .title', { timeout: 30_000 });
     assert.match((await page.textContent('.swagger-ui .info .title'))!, /Tilth/);
     await page.waitForFunction(() => [...document.querySelectorAll('.opblock-tag')].some((t) => /logs/i.test(t.textContent ?? '')));

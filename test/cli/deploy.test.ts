@@ -48,3 +48,59 @@ test('the example env file is a valid configuration', () => {
   assert.equal(config.trustProxy, 1);
   assert.equal(config.dataDir, '/var/lib/tilth');
 });
+
+test('compose runs Tilth as a role that owns only its database, not as PostgreSQL’s superuser', () => {
+  const compose = read('deploy/compose.yaml');
+  const tilthUrl = /DATABASE_URL: postgres:\/\/(\w+):([^@]+)@/.exec(compose)!;
+  const superuser = /POSTGRES_USER: (\w+)/.exec(compose)![1];
+  assert.notEqual(tilthUrl[1], superuser, "Tilth's role is not the image's superuser");
+  assert.match(compose, new RegExp(`POSTGRES_TILTH_PASSWORD: ${tilthUrl[2]}\\n`), 'the init script sets the password DATABASE_URL uses');
+  assert.match(compose, /\.\/postgres-init\.sh:\/docker-entrypoint-initdb\.d\//);
+  const init = read('deploy/postgres-init.sh');
+  assert.match(init, new RegExp(`CREATE ROLE ${tilthUrl[1]} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE`));
+  assert.match(init, new RegExp(`CREATE DATABASE tilth OWNER ${tilthUrl[1]}`));
+});
+
+test('on PostgreSQL, Tilth migrates and serves as the role postgres-init.sh creates', { skip: !process.env.DATABASE_URL && 'PostgreSQL only' }, async () => {
+  const { default: knexFactory } = await import('knex');
+  const { startChildServer } = await import('../support/child-server.ts');
+  const { passwordToken, request } = await import('../support/http.ts');
+  const { ADMIN } = await import('../support/server.ts');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { randomBytes } = await import('node:crypto');
+  // The script's own statements, with a role and database named for this test.
+  const suffix = randomBytes(4).toString('hex');
+  const role = `tilth_role_${suffix}`;
+  const dbName = `tilth_owned_${suffix}`;
+  const sql = /<<'SQL'\n([\s\S]*?)\nSQL/.exec(read('deploy/postgres-init.sh'))![1]!
+    .replace(/\btilth\b/g, (_m, offset: number, all: string) => (all.slice(offset - 9, offset) === 'DATABASE ' ? dbName : role))
+    .replace(":'password'", "'role-password'");
+  const admin = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, pool: { min: 0, max: 1 } });
+  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-role-'));
+  let server: Awaited<ReturnType<typeof startChildServer>> | undefined;
+  try {
+    for (const statement of sql.split(';').map((s) => s.trim()).filter(Boolean)) await admin.raw(statement);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.username = role;
+    url.password = 'role-password';
+    url.pathname = `/${dbName}`;
+    server = await startChildServer({ DATABASE_URL: url.toString(), TILTH_DATA_DIR: dataDir });
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const created = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: 'As its own role' } } } });
+    assert.equal(created.status, 201, created.text);
+    const owned = knexFactory({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
+    try {
+      const { rows } = await owned.raw('SELECT rolsuper, rolcreatedb FROM pg_roles WHERE rolname = current_user');
+      assert.deepEqual(rows, [{ rolsuper: false, rolcreatedb: false }]);
+    } finally {
+      await owned.destroy();
+    }
+  } finally {
+    await server?.stop();
+    await admin.raw(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.raw(`DROP ROLE IF EXISTS ${role}`);
+    await admin.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
