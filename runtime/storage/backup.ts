@@ -147,6 +147,10 @@ async function writeArchive(file: string, write: (target: string) => Promise<voi
   }
   const partial = join(dirname(real), `.${basename(real)}.partial-${process.pid}`);
   try {
+    // Made 0600 before a byte is written: another local user could otherwise open the archive
+    // (password hashes, the cookie key) while it is written, and keep reading it after the chmod.
+    rmSync(partial, { force: true });
+    closeSync(openSync(partial, 'wx', 0o600));
     await write(partial);
     chmodSync(partial, existing ? existing.mode & 0o7777 : 0o600);
     syncToDisk(partial);

@@ -194,6 +194,36 @@ test('a backup and a restore are on disk before they report success, and a backu
   }
 });
 
+test('a backup is readable by its owner only while it is written, not only once it is whole', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
+  const { backup } = await import('../../runtime/storage/backup.ts');
+  const { loadConfig } = await import('../../runtime/config.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-private-backup-'));
+  // The mode the partial file had while the archive was written into it, read just before the
+  // backup gives the finished file its final mode (node:fs's chmodSync, as in the test above).
+  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const original = fs.chmodSync;
+  const seen: Array<{ path: string; mode: number }> = [];
+  fs.chmodSync = (path: import('node:fs').PathLike, mode: import('node:fs').Mode) => {
+    seen.push({ path: String(path), mode: statSync(path).mode & 0o777 });
+    original(path, mode);
+  };
+  syncBuiltinESMExports();
+  // A umask that hides nothing: whatever mode the file is created with is the mode it has.
+  const umask = process.umask(0);
+  try {
+    const source = smallDataDirectory(dir);
+    await backup(loadConfig({ TILTH_DATA_DIR: source }), join(dir, 'farm.tar.gz'));
+    const partial = seen.find((s) => s.path.includes('.partial-'));
+    assert.ok(partial, 'the archive was written under a partial name');
+    assert.equal(partial.mode.toString(8), '600', 'another local user could not open it while it was written');
+  } finally {
+    process.umask(umask);
+    fs.chmodSync = original;
+    syncBuiltinESMExports();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a restore into a data directory that fails part way leaves no farm there, so that it can be run again', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
   const { backup, restore } = await import('../../runtime/storage/backup.ts');
   const { loadConfig } = await import('../../runtime/config.ts');
