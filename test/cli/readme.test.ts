@@ -2,10 +2,11 @@
 // --data-urlencode takes a password with + & = in it, and a wrong password is reported, not
 // passed on as a token; the tour's term and upload calls then work with that token.
 // The whole curl tour runs as written on a fresh farm (issue 29 Part B, item 2): every variable it
-// uses is made first, and any block that fails fails the test, so the tour cannot rot.
+// uses is made first, and any block that fails fails the test, so the tour cannot rot. The
+// start-up lines it shows are a fresh farm's (issue 29 Part B, item 6).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { ROOT } from '../support/project.ts';
 import { createTestDatabase } from '../support/server.ts';
 import { startChildServer } from '../support/child-server.ts';
 import { request } from '../support/http.ts';
+import { freePort, stopProcess } from '../support/processes.ts';
 
 /** The shell block that follows `marker` in the README. */
 function block(marker: string): string {
@@ -97,4 +99,55 @@ test("the README's curl tour runs as written, block by block, on a fresh farm", 
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the start-up lines the README shows are what a fresh farm prints, migration count and all', async () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const at = readme.indexOf('then serves the API:');
+  assert.ok(at >= 0);
+  const shown = /```\n([\s\S]*?)```/.exec(readme.slice(at))![1]!;
+  // The README's example is the embedded SQLite database, whatever DATABASE_URL the suite runs with.
+  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-startup-'));
+  const port = await freePort();
+  const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
+    cwd: ROOT,
+    // As `npm start` on a terminal: readable log lines, a generated password.
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', TILTH_BASE_URL: '', TILTH_ADMIN_PASSWORD: '', TILTH_LOG_LEVEL: 'info', TILTH_LOG_FORMAT: 'pretty', DATABASE_URL: '', TILTH_DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let printed = '';
+  let startup = '';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no start-up lines within 60 s:\n${printed}`)), 60_000);
+      child.stdout!.on('data', (chunk: Buffer) => {
+        printed += chunk.toString();
+        if (!startup && printed.includes('Tilth is serving') && printed.includes('It is shown once')) {
+          clearTimeout(timer);
+          startup = printed; // before the lines of shutting down
+          resolve();
+        }
+      });
+    });
+  } finally {
+    await stopProcess(child, exited);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  // The same lines, whatever the time, the password, the port and the folder. (pino-pretty writes
+  // its lines from a thread of its own, so their order beside the password's may vary.)
+  const normal = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .map((line) =>
+        line
+          .replace(/^\[\d\d:\d\d:\d\d\]/, '[time]')
+          .replace(/the password: \S+/, 'the password: …')
+          .replace(/:\d+\//g, ':PORT/')
+          .replace(/127\.0\.0\.1:\d+/, '127.0.0.1:PORT')
+          .replace(/SQLite in [^)]+\)/, 'SQLite in DIR)'),
+      )
+      .sort();
+  assert.deepEqual(normal(shown), normal(startup), `the README shows:\n${shown}\na fresh farm prints:\n${startup}`);
 });
