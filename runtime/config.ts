@@ -4,6 +4,7 @@
  * the variable; the command line prints it as one line and exits with code 2.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 
@@ -12,6 +13,8 @@ export interface Config {
   host: string;
   /** Public base URL used in every link, without a trailing slash. */
   baseUrl: string;
+  /** True when TILTH_BASE_URL is unset and `baseUrl` is the default, http://localhost:$PORT. */
+  baseUrlDefaulted?: boolean;
   /** postgres://… selects PostgreSQL; null means the embedded SQLite file. */
   databaseUrl: string | null;
   dataDir: string;
@@ -98,6 +101,34 @@ export function readEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.Pr
   return { ...parseEnv(text), ...env };
 }
 
+/** Whether a listening address is this machine alone (127.0.0.0/8, ::1, localhost). */
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '::ffff:127.0.0.1';
+}
+
+/**
+ * What to say at start when the server listens beyond this machine (HOST not loopback) but its
+ * links, with TILTH_BASE_URL unset, say http://localhost:…: a phone or another computer on the
+ * farm's network cannot follow them. Null when the links are right.
+ */
+export function networkLinksWarning(config: Pick<Config, 'host' | 'port' | 'baseUrl' | 'baseUrlDefaulted'>): string | null {
+  if (!config.baseUrlDefaulted || isLoopback(config.host)) return null;
+  const wildcard = config.host === '0.0.0.0' || config.host === '::' || config.host === '[::]';
+  let address = wildcard ? null : config.host;
+  if (!address) {
+    for (const entries of Object.values(networkInterfaces())) {
+      const found = entries?.find((e) => e.family === 'IPv4' && !e.internal);
+      if (found) {
+        address = found.address;
+        break;
+      }
+    }
+  }
+  const example = `http://${address && address.includes(':') ? `[${address}]` : (address ?? 'this-machine')}:${config.port}`;
+  return `HOST=${config.host} serves the network, but TILTH_BASE_URL is unset, so links say ${config.baseUrl}, which a phone or another computer cannot follow. Set TILTH_BASE_URL to the address they reach this server at, e.g. TILTH_BASE_URL=${example}${address && wildcard ? " (this machine's address on the network)" : ''}, or the https:// address of a reverse proxy in front.`;
+}
+
 /** Where the configured database is, for people: the SQLite file, or the PostgreSQL database without its password. */
 export function describeDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): string {
   if (!config.databaseUrl) return `SQLite database ${join(config.dataDir, 'tilth.sqlite')}`;
@@ -152,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     port,
     host,
     baseUrl,
+    baseUrlDefaulted: !env.TILTH_BASE_URL,
     databaseUrl,
     dataDir,
     farmName: env.TILTH_FARM_NAME || 'My farm',

@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { createAppServer } from './http/node-server.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { loadConfig, type Config } from './config.ts';
+import { loadConfig, networkLinksWarning, type Config } from './config.ts';
 import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
@@ -35,6 +35,8 @@ export interface StartOptions {
    * and, marked secret, a generated administrator password (for the terminal only, never a log).
    */
   announce?: (line: string, secret?: boolean) => void;
+  /** Called, besides the log's warning, with what a person starting the server must fix (a setting). */
+  warn?: (line: string) => void;
 }
 
 export interface RunningServer {
@@ -92,6 +94,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     ctx.internalUrl = `http://${loopback}:${address.port}`;
     const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
     announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
+    const linksWarning = networkLinksWarning({ ...config, port: address.port });
+    if (linksWarning) {
+      logger.warn(linksWarning);
+      options.warn?.(linksWarning);
+    }
     if (admin) {
       if (admin.password) {
         announce(`Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`, true);

@@ -28,6 +28,19 @@ function fileArgument(positionals: string[] | undefined, usage: string): string 
   return file;
 }
 
+/** A file's size for people: bytes below 1 KB, then KB, MB, GB or TB with one decimal (1 KB = 1024 bytes). */
+export function sizeText(bytes: number): string {
+  if (bytes < 1024) return `${bytes} byte${bytes === 1 ? '' : 's'}`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (unit < units.length - 1 && Number(value.toFixed(1)) >= 1024) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
 export const backupCommands: Command[] = [
   {
     name: ['backup'],
@@ -41,7 +54,7 @@ export const backupCommands: Command[] = [
       process.stderr.write(`Backing up the ${describeDatabase(config)} and ${config.dataDir}/files.\n`);
       const bar = progressBar();
       const report = await backup(config, file, bar).finally(() => bar.done());
-      process.stdout.write(`Wrote ${report.file}: ${(report.bytes / 1024 / 1024).toFixed(1)} MB, ${report.files} uploaded file(s).\n`);
+      process.stdout.write(`Wrote ${report.file}: ${sizeText(report.bytes)}, ${report.files} uploaded file(s).\n`);
       return 0;
     },
   },

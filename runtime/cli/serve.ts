@@ -19,7 +19,9 @@ export const serveCommand: Command = {
     const logger = createLogger(config.logLevel, config.logFormat);
     // Start-up lines go to the log like everything else; a generated password only to the terminal.
     const announce = (line: string, secret?: boolean) => (secret ? process.stdout.write(`${line}\n`) : logger.info(line));
-    const running = await startServer({ config, logger, migrate: Boolean(values.migrate), announce });
+    // A setting to fix is said on stderr too, where a person at the terminal sees it whatever the log.
+    const warn = (line: string) => process.stderr.write(`Warning: ${line}\n`);
+    const running = await startServer({ config, logger, migrate: Boolean(values.migrate), announce, warn });
     const stop = async (signal: string) => {
       logger.info(`Received ${signal}; shutting down.`);
       await running.close();

@@ -72,6 +72,8 @@ export async function recordsFromCsv(text: string, registry: ModelRegistry, db: 
       const targets = registry.targetsOf(field);
       const et = targets[0]?.entityType;
       if (!et) continue;
+      // The export writes quantities as text ("picked (Weight) 12.5 kg"), which names no record.
+      if (!ids.length && et.entityType === 'quantity') throw new CsvFileError(`row ${row}: ${field.name} "${names.join(', ')}" is the quantities' text; give their UUIDs in ${field.name}.id.`);
       const found = ids.length
         ? await db(et.table).whereIn('uuid', ids.map((id) => id.toLowerCase())).select('uuid', 'bundle')
         : await db(et.table).whereIn(et.labelField, names).select('uuid', 'bundle', `${et.labelField} as label`);

@@ -8,7 +8,7 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ItemValue } from '../storage/records.ts';
 import { parseTimestamp, TIMESTAMP_FORMATS } from '../values/timestamps.ts';
 import { decimalToFraction } from '../values/fraction.ts';
-import { parseWkt } from '../values/geometry.ts';
+import { checkWkt } from '../values/geometry.ts';
 import { TEXT_FORMATS } from '../values/text.ts';
 
 export type Coerced = { ok: true; value: ItemValue } | { ok: false; problem: string };
@@ -161,8 +161,8 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
       if (typeof wkt !== 'string') return bad(`must be WKT text or an object {value: WKT}, not ${describe(wkt)}`);
       if (hasNul(wkt)) return bad(NUL_PROBLEM);
       if (wkt.length > 1_000_000) return bad('is longer than 1,000,000 characters');
-      const parsed = parseWkt(wkt);
-      return parsed ? ok(parsed as unknown as ItemValue) : bad(`"${wkt.length > 60 ? `${wkt.slice(0, 60)}…` : wkt}" is not valid WKT (e.g. POINT (-72.5 42.3))`);
+      const checked = checkWkt(wkt);
+      return checked.ok ? ok(checked.value as unknown as ItemValue) : bad(`"${wkt.length > 60 ? `${wkt.slice(0, 60)}…` : wkt}" ${checked.problem}`);
     }
     case 'id_tag': {
       if (raw === null || raw === undefined) return ok(null);

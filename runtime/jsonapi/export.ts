@@ -5,6 +5,12 @@
  * filters, sorts and access checks apply as to the JSON:API collection, but the 50-record page
  * limit does not: the export is streamed in batches that follow the keyset cursor, written as
  * the client reads, so memory stays flat whatever the size.
+ *
+ * What a farmer reads: a log's quantities as farmOS 2.x's log CSV wrote them ("picked (Weight)
+ * 12.5 kg": label, measure, value, units; farmOS 3.x's log CSV leaves quantities out), loaded for
+ * a whole batch at once; none of Drupal's internal columns (language and revision flags, which
+ * farmOS's CSV export leaves out too); CSV with a UTF-8 byte order mark, so that spreadsheet
+ * programs read accented names right; GeoJSON properties as typed JSON values.
  */
 import type { Request, Response } from 'express';
 import wkx from 'wkx';
@@ -29,6 +35,16 @@ const MEDIA_TYPES: Record<ExportFormat, string> = {
 
 /** Records read and written per batch. */
 const BATCH = 200;
+
+/**
+ * Drupal's bookkeeping, not the farm's: language and revision flags, the revision's id, author and
+ * time (farmOS's CSV export removes `default_langcode`, `revision_translation_affected`,
+ * `revision_created` and `revision_user`, and has no column for the rest). Left out of every export.
+ */
+const INTERNAL = new Set(['langcode', 'default_langcode', 'revision_translation_affected', 'revision_default', 'revision_created', 'revision_user', 'drupal_internal__revision_id']);
+
+/** So that spreadsheet programs (Excel above all) read the CSV as UTF-8, accents and all. */
+const BYTE_ORDER_MARK = '\uFEFF';
 
 /** The export format a request asks for, or null for a JSON:API document. */
 export function exportFormat(req: Request, query: JsonApiQuery): ExportFormat | null {
@@ -57,6 +73,23 @@ function flatten(value: unknown): string {
     return JSON.stringify(v);
   }
   return String(value);
+}
+
+/**
+ * An attribute as a typed JSON value for GeoJSON properties: numbers (decimals and fractions too)
+ * and booleans as such, an empty value as null, anything else as its flat text.
+ */
+function typed(type: string | undefined, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'boolean' || typeof value === 'number') return value;
+  if (type === 'decimal' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  if (type === 'fraction' && typeof value === 'object' && !Array.isArray(value)) {
+    const decimal = (value as { decimal?: unknown }).decimal;
+    return decimal === null || decimal === undefined || decimal === '' ? null : Number(decimal);
+  }
+  if (Array.isArray(value) && !value.length) return null;
+  const text = flatten(value);
+  return text === '' ? null : text;
 }
 
 function csvCell(text: string): string {
@@ -119,23 +152,25 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   let headed = false;
   let features = 0;
   const filename = `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`;
+  const fieldTypes = new Map(rt.bundle.fields.map((f) => [f.name, f.type as string]));
   res.status(200).type(MEDIA_TYPES[format]).set('Content-Disposition', `attachment; filename="${filename}"`).set('Cache-Control', 'private, no-store');
   for (;;) {
     const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, fieldsetsToRead(query.fields, query.include), at, [rt.bundle.bundle]);
     const resources = records.map((r) => s.serializer.resourceObject(r, principal, query.fields.get(rt.type)));
-    const labels = await relatedLabels(s, resources, principal);
+    const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
+    for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);
     const name = (ref: { type: string; id: string }) => labels.get(ref.id) ?? '';
     let out = '';
     if (!headed) {
       // The columns: what the first batch shows (the fields the caller may see), in field order.
       for (const r of resources) {
-        for (const k of Object.keys(r.attributes)) columns.set(k, 'attribute');
-        for (const k of Object.keys(r.relationships)) columns.set(k, 'relationship');
+        for (const k of Object.keys(r.attributes)) if (!INTERNAL.has(k)) columns.set(k, 'attribute');
+        for (const k of Object.keys(r.relationships)) if (!INTERNAL.has(k)) columns.set(k, 'relationship');
       }
-      if (!columns.size) for (const f of rt.bundle.fields) if (!f.internal) columns.set(f.name, f.kind);
+      if (!columns.size) for (const f of rt.bundle.fields) if (!f.internal && !INTERNAL.has(f.name)) columns.set(f.name, f.kind);
       out +=
         format === 'csv'
-          ? `${['id', 'type', ...[...columns].flatMap(([k, kind]) => (kind === 'relationship' ? [k, `${k}.id`] : [k]))].map(csvCell).join(',')}\r\n`
+          ? `${BYTE_ORDER_MARK}${['id', 'type', ...[...columns].flatMap(([k, kind]) => (kind === 'relationship' ? [k, `${k}.id`] : [k]))].map(csvCell).join(',')}\r\n`
           : format === 'geojson'
             ? '{"type":"FeatureCollection","features":['
             : `<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>${xml(`${s.ctx.config.farmName}: ${rt.bundle.label}`)}</name>\n`;
@@ -154,13 +189,13 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
       }
       const geometry = geometryOf(r);
       if (!geometry) continue;
-      const properties: Record<string, string> = { type: r.type };
-      for (const [k, v] of Object.entries(r.attributes)) if (k !== 'geometry' && k !== 'intrinsic_geometry') properties[k] = flatten(v);
-      for (const k of Object.keys(r.relationships)) if (related(k).length) properties[k] = related(k).map(name).join(', ');
+      const properties: Record<string, unknown> = { type: r.type };
+      for (const [k, v] of Object.entries(r.attributes)) if (k !== 'geometry' && k !== 'intrinsic_geometry' && !INTERNAL.has(k)) properties[k] = typed(fieldTypes.get(k), v);
+      for (const k of Object.keys(r.relationships)) if (related(k).length && !INTERNAL.has(k)) properties[k] = related(k).map(name).join(', ');
       if (format === 'geojson') out += `${features ? ',' : ''}${JSON.stringify({ type: 'Feature', id: r.id, geometry, properties })}`;
       else
-        out += `<Placemark id="${xml(r.id)}"><name>${xml(properties.name ?? properties.label ?? r.id)}</name><ExtendedData>${Object.entries(properties)
-          .map(([k, v]) => `<Data name="${xml(k)}"><value>${xml(v)}</value></Data>`)
+        out += `<Placemark id="${xml(r.id)}"><name>${xml(String(properties.name ?? properties.label ?? r.id))}</name><ExtendedData>${Object.entries(properties)
+          .map(([k, v]) => `<Data name="${xml(k)}"><value>${xml(v === null ? '' : String(v))}</value></Data>`)
           .join('')}</ExtendedData>${kmlGeometry(geometry)}</Placemark>\n`;
       features++;
     }
@@ -172,12 +207,22 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   res.end(format === 'csv' ? '' : format === 'geojson' ? ']}\n' : '</Document></kml>\n');
 }
 
-/** The labels of the records a batch refers to, one query per entity type, hiding what the caller may not see. */
-async function relatedLabels(s: JsonApiServices, resources: ResourceObject[], principal: Principal): Promise<Map<string, string>> {
+type Ref = { type: string; id: string };
+
+const refsOf = (rel: unknown): Ref[] => [(rel as { data?: unknown } | undefined)?.data ?? []].flat().filter(Boolean) as Ref[];
+
+const isQuantity = (ref: Ref) => ref.type.startsWith('quantity--');
+
+/**
+ * The labels of the records a batch refers to (those `wanted` picks), one query per entity type,
+ * hiding what the caller may not see.
+ */
+async function relatedLabels(s: JsonApiServices, resources: ResourceObject[], principal: Principal, wanted: (ref: Ref) => boolean = () => true): Promise<Map<string, string>> {
   const byType = new Map<string, Set<string>>();
   for (const r of resources) {
     for (const rel of Object.values(r.relationships)) {
-      for (const ref of [(rel as { data?: unknown }).data ?? []].flat() as Array<{ type: string; id: string }>) {
+      for (const ref of refsOf(rel)) {
+        if (!wanted(ref)) continue;
         const entityType = ref.type.split('--')[0]!;
         if (!s.ctx.registry.model.entityTypes[entityType] || ref.id === 'missing') continue;
         byType.set(entityType, (byType.get(entityType) ?? new Set()).add(ref.id));
@@ -192,4 +237,37 @@ async function relatedLabels(s: JsonApiServices, resources: ResourceObject[], pr
     for (const row of (await qb) as Array<{ uuid: string; label: string | null }>) labels.set(row.uuid, row.label ?? '');
   }
   return labels;
+}
+
+/**
+ * The quantities a batch refers to, each as farmOS 2.x's log CSV wrote one: its label, its
+ * measure in brackets, its value and its units ("picked (Weight) 12.5 kg"), leaving out what is
+ * empty. Loaded for the whole batch at once (the quantities, then their units' names), hiding
+ * what the caller may not see.
+ */
+async function quantityTexts(s: JsonApiServices, resources: ResourceObject[], principal: Principal, at: number | undefined): Promise<Map<string, string>> {
+  const texts = new Map<string, string>();
+  const et = s.ctx.registry.model.entityTypes.quantity;
+  if (!et) return texts;
+  const uuids = new Set<string>();
+  for (const r of resources) for (const rel of Object.values(r.relationships)) for (const ref of refsOf(rel)) if (isQuantity(ref) && ref.id !== 'missing') uuids.add(ref.id);
+  if (!uuids.size) return texts;
+  const qb = s.knex(`${et.table} as e`).whereIn('e.uuid', [...uuids]).select('e.id');
+  viewCondition(principal, et, 'e')?.(qb);
+  const ids = ((await qb) as Array<{ id: number }>).map((row) => row.id);
+  if (!ids.length) return texts;
+  const quantities = (await s.loader.load(s.knex, 'quantity', ids, null, at)).map((q) => s.serializer.resourceObject(q, principal));
+  const units = await relatedLabels(s, quantities, principal, (ref) => ref.type === 'taxonomy_term--unit');
+  for (const q of quantities) {
+    const measure = q.attributes.measure;
+    const measureField = s.ctx.registry.get(q.type)?.bundle.fields.find((f) => f.name === 'measure');
+    const measureLabel = typeof measure === 'string' && measure ? (measureField?.allowedValues?.find((a) => a.value === measure)?.label ?? measure) : '';
+    const unitNames = Object.values(q.relationships)
+      .flatMap(refsOf)
+      .filter((ref) => ref.type === 'taxonomy_term--unit')
+      .map((ref) => units.get(ref.id) ?? '');
+    const parts = [flatten(q.attributes.label), measureLabel ? `(${measureLabel})` : '', flatten(q.attributes.value), ...unitNames];
+    texts.set(q.id, parts.filter(Boolean).join(' '));
+  }
+  return texts;
 }

@@ -88,14 +88,43 @@ export function geohash(lat: number, lon: number, precision = 12): string {
   return hash;
 }
 
-/** Parse WKT into a geofield value with its derived properties; null if it is not valid WKT. */
-export function parseWkt(text: string): GeofieldValue | null {
-  let g: any;
-  try {
-    g = wkx.Geometry.parse(text.trim());
-  } catch {
+/**
+ * What makes a parsed geometry no shape a map can draw, or one off the Earth, in a sentence; null
+ * when it is fine. Coordinates are longitude then latitude (EPSG:4326, as farmOS stores them).
+ */
+function shapeProblem(g: any): string | null {
+  const name = g.constructor.name;
+  if (name === 'GeometryCollection') {
+    for (const member of g.geometries) {
+      const problem = shapeProblem(member);
+      if (problem) return problem;
+    }
     return null;
   }
+  if (name === 'MultiPoint' || name === 'MultiLineString' || name === 'MultiPolygon') {
+    for (const member of g.points ?? g.lineStrings ?? g.polygons) {
+      const problem = shapeProblem(member);
+      if (problem) return problem;
+    }
+    return null;
+  }
+  if (name === 'LineString' && g.points.length < 2) return 'a line needs at least 2 points';
+  if (name === 'Polygon') {
+    for (const ring of [g.exteriorRing, ...g.interiorRings] as Array<Array<{ x: number; y: number }>>) {
+      const first = ring[0];
+      const last = ring[ring.length - 1];
+      if (!first || !last || first.x !== last.x || first.y !== last.y) return "a polygon's ring must be closed: its last point the same as its first";
+      if (ring.length < 4) return "a polygon's ring needs at least 4 points (3 corners and the first again)";
+    }
+  }
+  for (const [lon, lat] of rings(g).flat()) {
+    if (lat < -90 || lat > 90) return `latitude ${lat} is out of range (-90 to 90); WKT puts longitude first, then latitude`;
+    if (lon < -180 || lon > 180) return `longitude ${lon} is out of range (-180 to 180); WKT puts longitude first, then latitude`;
+  }
+  return null;
+}
+
+function derive(g: any, text: string): GeofieldValue | null {
   const pts = rings(g).flat();
   if (!pts.length || pts.some((p) => !Number.isFinite(p[0]) || !Number.isFinite(p[1]))) return null;
   const xs = pts.map((p) => p[0]);
@@ -115,4 +144,34 @@ export function parseWkt(text: string): GeofieldValue | null {
     geohash: Math.abs(lat) <= 90 && Math.abs(lon) <= 180 ? geohash(lat, lon) : '',
     latlon: `${lat},${lon}`,
   };
+}
+
+function parse(text: string): any {
+  try {
+    return wkx.Geometry.parse(text.trim());
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Parse WKT into a geofield value with its derived properties; null if it is not valid WKT. Takes
+ * what parses, as stored values are read back; new values go through `checkWkt`.
+ */
+export function parseWkt(text: string): GeofieldValue | null {
+  const g = parse(text);
+  return g ? derive(g, text) : null;
+}
+
+/**
+ * A value sent to be stored: WKT that parses, and a shape a map can draw on the Earth (closed
+ * polygon rings of at least 4 points, lines of at least 2, latitudes within ±90°, longitudes
+ * within ±180°), with its derived properties; or why not, in a sentence.
+ */
+export function checkWkt(text: string): { ok: true; value: GeofieldValue } | { ok: false; problem: string } {
+  const g = parse(text);
+  const value = g ? derive(g, text) : null;
+  if (!value) return { ok: false, problem: 'is not valid WKT (e.g. POINT (-72.5 42.3))' };
+  const problem = shapeProblem(g);
+  return problem ? { ok: false, problem: `is not a shape on the map: ${problem}` } : { ok: true, value };
 }

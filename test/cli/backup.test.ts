@@ -82,7 +82,7 @@ test('a backup taken under write load restores every acknowledged record and fil
     writing = false;
     await writers;
     assert.equal(backedUp.status, 0, backedUp.stderr);
-    assert.match(backedUp.stdout, /Wrote .*farm\.tar\.gz: [\d.]+ MB, 1 uploaded file/);
+    assert.match(backedUp.stdout, /Wrote .*farm\.tar\.gz: [\d.]+ (bytes|KB|MB), 1 uploaded file/);
     const before = new Map<string, string>();
     for (const id of acknowledged) {
       const path = id === harvest.body.data.id ? 'log/harvest' : 'log/activity';
@@ -127,6 +127,28 @@ test('a backup taken under write load restores every acknowledged record and fil
   } finally {
     await source.drop();
     await target.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('tilth backup says what a small farm’s backup weighs, in KB, as the file does (not "0.0 MB")', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
+  const { sizeText } = await import('../../runtime/cli/backup.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-backup-size-'));
+  try {
+    const source = smallDataDirectory(dir);
+    const file = join(dir, 'farm.tar.gz');
+    const done = tilth(['backup', file], { TILTH_DATA_DIR: source });
+    assert.equal(done.status, 0, done.stderr);
+    const size = statSync(file).size;
+    assert.ok(size < 1024 * 1024, `a small backup (${size} bytes)`);
+    const expected = size < 1024 ? `${size} bytes` : `${(size / 1024).toFixed(1)} KB`;
+    assert.ok(done.stdout.includes(`: ${expected}, 1 uploaded file`), `${expected}: ${done.stdout}`);
+    assert.doesNotMatch(done.stdout, /0\.0 MB/);
+    assert.deepEqual(
+      [0, 1, 1023, 1024, 1536, 1024 * 1024 - 1, 1024 * 1024, 5.25 * 1024 * 1024, 3 * 1024 ** 3].map(sizeText),
+      ['0 bytes', '1 byte', '1023 bytes', '1.0 KB', '1.5 KB', '1.0 MB', '1.0 MB', '5.3 MB', '3.0 GB'],
+    );
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,5 +1,8 @@
 // The deployment files (operations issue, item 6) use only settings the server knows and the
 // same start command as the README and npm start, and the example env file is a valid configuration.
+// Small truths of a first hour (issue 29 Part B, item 6): the Node the README asks for is the one
+// package.json's engines takes, the README and the systemd unit say how to get it on Debian 12 and
+// Ubuntu 24.04 (whose own Node is 18), and the image is built without node_modules/ and data/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -103,4 +106,30 @@ test('on PostgreSQL, Tilth migrates and serves as the role postgres-init.sh crea
     await admin.destroy();
     rmSync(dataDir, { recursive: true, force: true });
   }
+
+test('the README asks for the Node that package.json engines takes, and says how to get it where the packaged Node is 18', () => {
+  const engines = JSON.parse(read('package.json')).engines.node as string;
+  assert.equal(engines, '>=20.11 <21 || >=22');
+  const readme = read('README.md');
+  assert.ok(readme.includes(`\`${engines}\``), `the README quotes engines (${engines})`);
+  assert.match(readme, /Node 20\.11 or a later 20, or Node 22 or later/);
+  assert.doesNotMatch(readme, /Node 20 is required/, 'not only Node 20');
+  const service = read('deploy/tilth.service');
+  for (const [name, text] of [['README.md', readme], ['deploy/tilth.service', service]] as const) {
+    assert.match(text, /Debian 12/, `${name} names Debian 12`);
+    assert.match(text, /Ubuntu 24\.04/, `${name} names Ubuntu 24.04`);
+    assert.match(text, /https:\/\/deb\.nodesource\.com\/setup_22\.x/, `${name} gives a real route to Node 22 (NodeSource)`);
+  }
+  assert.match(read('deploy/Dockerfile'), /^FROM node:(20|22)\b/m);
+});
+
+test('.dockerignore, at the root the image is built from, keeps node_modules/ and data/ out of it', () => {
+  assert.match(read('deploy/compose.yaml'), /context: \.\.\n/, 'compose builds from the repository root');
+  assert.match(read('deploy/Dockerfile'), /docker build -f deploy\/Dockerfile -t tilth \./, 'and so does the documented docker build');
+  const patterns = read('.dockerignore')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => line.replace(/^\/|^\*\*\//, '').replace(/\/$/, ''));
+  for (const dir of ['node_modules', 'data', '.git']) assert.ok(patterns.includes(dir), `.dockerignore leaves out ${dir}/ (it has: ${patterns.join(', ')})`);
 });

@@ -91,6 +91,11 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
     writeFileSync(join(dir, 'names.csv'), 'type,name,asset\r\nlog--activity,Weed,Nowhere field\r\n');
     const unknown = tilth(['import', 'csv', join(dir, 'names.csv')], database.env);
     assert.match(unknown.stderr, /row 2: asset "Nowhere field" names no record/);
+    // A log's quantities as the export writes them are text: without their UUIDs, the row says so.
+    writeFileSync(join(dir, 'quantities.csv'), 'type,name,quantity,quantity.id\r\nlog--harvest,Beans,"picked (Weight) 12.5 kg",\r\n');
+    const quantities = tilth(['import', 'csv', join(dir, 'quantities.csv')], database.env);
+    assert.equal(quantities.status, 1, quantities.stdout);
+    assert.match(quantities.stderr, /row 2: quantity "picked \(Weight\) 12\.5 kg" is the quantities' text; give their UUIDs in quantity\.id/);
   } finally {
     await server.stop();
     await database.drop();

@@ -90,7 +90,7 @@ test('tilth --version, migrate --status listing each migration, and user delete'
     const env = { TILTH_DATA_DIR: dir };
     const version = tilth(['--version']);
     assert.equal(version.status, 0);
-    assert.match(version.stdout, /^tilth \d+\.\d+\.\d+ \(farmOS API 2\.x\)/);
+    assert.match(version.stdout, /^tilth \d+\.\d+\.\d+(\+[0-9a-f]{12})? \(farmOS API 2\.x\)/);
     const before = tilth(['migrate', '--status'], env);
     assert.equal(before.status, 0, before.stderr);
     assert.match(before.stdout, /^pending {2}model\/0001_\S+$/m, 'each migration on its own line');
