@@ -106,6 +106,7 @@ test('on PostgreSQL, Tilth migrates and serves as the role postgres-init.sh crea
     await admin.destroy();
     rmSync(dataDir, { recursive: true, force: true });
   }
+});
 
 test('the README asks for the Node that package.json engines takes, and says how to get it where the packaged Node is 18', () => {
   const engines = JSON.parse(read('package.json')).engines.node as string;
