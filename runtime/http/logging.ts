@@ -22,11 +22,50 @@ export function createLogger(level: string, format: 'auto' | 'json' | 'pretty' =
   return pino(options, pino.transport({ target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' } }));
 }
 
-const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|client_secret|password|token|private_key)=)[^&]*/gi;
+/** Names of secrets, as a whole query parameter name or one bracketed part of it (`filter[private_key]`). */
+const SECRET_NAME = /(?:^|\[)(?:access_token|refresh_token|code|client_secret|password|token|private_key)(?:\]|$)/i;
+/** A filter condition's path (`filter[k][condition][path]`), whose value member then holds the secret. */
+const CONDITION_PATH = /^filter\[([^\]]*)\]\[condition\]\[path\]$/;
+/** Worth a closer look: a URL without any of these has no secret in its query. */
+const MAYBE_SECRET = /token|code|secret|password|key|%/i;
 
-/** The URL as it may be logged: token-bearing query parameters replaced. */
+/** A query string's name or value as the server reads it (PHP's rules: + is a space), or as sent when it does not decode. */
+function decodeComponent(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The URL as it may be logged: the values of secret query parameters replaced. Names are read
+ * as the server reads them (`private%5Fkey` is `private_key`), and a filter on a secret field
+ * (`filter[private_key]=…`, or a condition whose path is one) has its value replaced too.
+ */
 export function loggableUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, '$1[redacted]');
+  const q = url.indexOf('?');
+  if (q < 0 || !MAYBE_SECRET.test(url)) return url;
+  const parts = url.slice(q + 1).split('&');
+  const names = parts.map((part) => decodeComponent(part.split('=', 1)[0]!));
+  // Filter conditions on a secret field: their values are secrets, whatever their names say.
+  const secretConditions = new Set<string>();
+  names.forEach((name, i) => {
+    const m = CONDITION_PATH.exec(name);
+    const path = m && decodeComponent(parts[i]!.slice(parts[i]!.indexOf('=') + 1));
+    if (m && path && SECRET_NAME.test(path.split('.').pop()!)) secretConditions.add(m[1]!);
+  });
+  let changed = false;
+  const out = parts.map((part, i) => {
+    const name = names[i]!;
+    const condition = /^filter\[([^\]]*)\]\[condition\]\[value\]/.exec(name);
+    if (!SECRET_NAME.test(name) && !(condition && secretConditions.has(condition[1]!))) return part;
+    const eq = part.indexOf('=');
+    if (eq < 0) return part;
+    changed = true;
+    return `${part.slice(0, eq)}=[redacted]`;
+  });
+  return changed ? `${url.slice(0, q)}?${out.join('&')}` : url;
 }
 
 /**
