@@ -1,6 +1,7 @@
 /**
- * Ending everything a user holds: their access and refresh tokens are revoked and their
- * sign-ins to the authorization pages end. Called when a user is blocked or gets a new password.
+ * Ending everything a user holds: their access and refresh tokens are revoked, the authorization
+ * codes not yet exchanged are deleted (else a code issued before a new password would still buy
+ * tokens after it), and their sign-ins to the authorization pages end. Called when a user is blocked or gets a new password.
  * (Blocked users are refused on every request anyway; revoking makes unblocking start afresh.)
  * `keepChainId` spares one sign-in: the one with which users changed their own password.
  * An account rule, so it lives below the faces: saving a user (entities/) and `tilth user` call it.
@@ -15,6 +16,7 @@ export async function revokeUserCredentials(db: Knex, userId: number, keepChainI
       if (keepChainId) q.whereNot('chain_id', keepChainId);
       await q.update({ revoked });
     }
+    await trx('oauth_authorization_codes').where('user_id', userId).whereNull('used').delete();
     await trx('oauth_sessions').where('user_id', userId).delete();
   });
 }

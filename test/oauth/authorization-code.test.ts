@@ -274,3 +274,19 @@ test('signing out from the consent page leads back to the login page', async () 
   const back = await agent.get(out.location!);
   assert.match(back.text, /action="\/oauth\/login"/);
 });
+
+test('a code not yet exchanged when the password changes can no longer be exchanged', async () => {
+  const user = await addUser(server, ['farm_worker']);
+  const agent = new FormAgent(server.url);
+  const code = (await agent.authorize({ response_type: 'code', client_id: 'farm', redirect_uri: LOOPBACK }, user)).searchParams.get('code')!;
+  const adminToken = (await token(server, { grant_type: 'password', client_id: 'farm', username: ADMIN.name, password: ADMIN.password })).body.access_token;
+  const set = await api(`${server.url}/api/user/user/${user.uuid}`, adminToken, {
+    method: 'PATCH',
+    headers: { 'Content-Type': 'application/vnd.api+json' },
+    body: JSON.stringify({ data: { type: 'user--user', id: user.uuid, attributes: { pass: { value: 'a-new-password-9' } } } }),
+  });
+  assert.equal(set.status, 200, set.text);
+  const res = await exchange(code, LOOPBACK);
+  assert.equal(res.status, 400, `the code from before the change: ${res.text}`);
+  assert.equal(res.body.error, 'invalid_grant');
+});
