@@ -39,6 +39,12 @@ export class RateLimiter {
     return w.count > this.limit ? Math.ceil((w.resetAt - at) / 1000) : 0;
   }
 
+  /** Give back one attempt counted by `hit` that did not happen after all (e.g. the server was too busy to make it). */
+  release(key: string): void {
+    const w = this.windows.get(key);
+    if (w && w.count > 0) w.count -= 1;
+  }
+
   /** Forget `key`'s count (after a successful login). */
   reset(key: string): void {
     this.windows.delete(key);

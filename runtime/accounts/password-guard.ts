@@ -16,7 +16,7 @@
  */
 import type { Knex } from 'knex';
 import type { RateLimiter } from '../access/rate-limiter.ts';
-import { verifyPassword } from './passwords.ts';
+import { HashingBusy, hashingOpen, verifyPassword } from './passwords.ts';
 import { findLogin, passwordHashOf, type UserAccount } from './users.ts';
 
 export type LoginCheck =
@@ -25,9 +25,12 @@ export type LoginCheck =
   | { outcome: 'wrong'; userId: number | null }
   | { outcome: 'blocked' }
   /** Too many failures of this account: try again in `seconds`. */
-  | { outcome: 'wait'; seconds: number };
+  | { outcome: 'wait'; seconds: number }
+  /** Too many passwords being checked in this process (accounts/passwords.ts): try again in `seconds`; nothing was counted. */
+  | { outcome: 'busy'; seconds: number };
 
 const accountKey = (userId: number) => `account:${userId}`;
+const BUSY: LoginCheck = Object.freeze({ outcome: 'busy', seconds: 1 });
 const unknownLoginKey = (login: string) => `login:${login.trim().toLowerCase()}`;
 
 export class PasswordGuard {
@@ -37,9 +40,18 @@ export class PasswordGuard {
   async login(knex: Knex, login: string, password: string): Promise<LoginCheck> {
     const account = login ? await findLogin(knex, login) : null;
     const key = account ? accountKey(account.id) : unknownLoginKey(login);
+    if (!hashingOpen()) return BUSY;
     const wait = this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
-    const ok = await verifyPassword(account?.pass ?? null, password);
+    let ok: boolean;
+    try {
+      ok = await verifyPassword(account?.pass ?? null, password);
+    } catch (error) {
+      // Not checked, so not counted: a flood of other sign-ins must not spend this account's tries.
+      this.failures.release(key);
+      if (error instanceof HashingBusy) return BUSY;
+      throw error;
+    }
     // A blocked account answers the same whether the password was right, as Drupal names a
     // blocked account before it looks at the password: the answer tells a guesser nothing.
     if (account && !account.status) return { outcome: 'blocked' };
@@ -52,9 +64,18 @@ export class PasswordGuard {
   /** Check the current password of an account someone is signed in to (e.g. before changing it). */
   async confirm(knex: Knex, userId: number, password: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
     const key = accountKey(userId);
+    const hash = await passwordHashOf(knex, userId);
+    if (!hashingOpen()) throw new HashingBusy();
     const wait = this.failures.hit(key);
     if (wait) return { waitSeconds: wait };
-    if (!(await verifyPassword(await passwordHashOf(knex, userId), password))) return 'wrong';
+    let ok: boolean;
+    try {
+      ok = await verifyPassword(hash, password);
+    } catch (error) {
+      this.failures.release(key);
+      throw error;
+    }
+    if (!ok) return 'wrong';
     this.failures.reset(key);
     return 'ok';
   }

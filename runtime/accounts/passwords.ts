@@ -1,25 +1,80 @@
-/** Password hashing with argon2id. Only hashes are stored; verification is constant-time in argon2. */
+/**
+ * Password hashing with argon2id. Only hashes are stored; verification is constant-time in argon2.
+ *
+ * Hashing is the dearest thing a request can ask for (tens of milliseconds of a core, 64 MB), and
+ * anyone may ask for it by signing in. So this process hashes at most MAX_HASHING passwords at a
+ * time, lets MAX_WAITING more wait their turn, and answers the rest at once with 503 and
+ * Retry-After: without a ceiling, 150 sign-ins for unknown names took a real sign-in 20 s and
+ * `GET /api` 1.1 s. (The queue is bounded by count, not time, so that a slow machine answers the
+ * same requests the same way, only later.)
+ */
+import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import argon2 from 'argon2';
+import { ApiError } from '../errors.ts';
 
+/** Hashes at once: all cores but one, which stays for answering everything else. */
+const MAX_HASHING = Math.max(1, availableParallelism() - 1);
+/** Hashes that may wait for a turn: a second or two's worth on an idle core. */
+const MAX_WAITING = 8 * MAX_HASHING;
+
+/** Too many passwords are being checked at once: try again in a second. */
+export class HashingBusy extends ApiError {
+  constructor() {
+    super(503, 'The server is checking as many passwords as it can at once; try again in a moment.', { headers: { 'Retry-After': '1' } });
+  }
+}
+
+/** A first-come queue of turns at hashing. */
+class HashTurns {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  /** Whether a turn can be had now or after waiting (false: the queue is full). */
+  get open(): boolean {
+    return this.running < MAX_HASHING || this.waiting.length < MAX_WAITING;
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= MAX_HASHING) {
+      if (this.waiting.length >= MAX_WAITING) throw new HashingBusy();
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else this.running += 1;
+    try {
+      return await work();
+    } finally {
+      // The turn passes straight to the next in line, or is given back.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running -= 1;
+    }
+  }
+}
+
+const turns = new HashTurns();
+
+/** Whether a password check would be taken now (or queued), rather than refused as busy. */
+export function hashingOpen(): boolean {
+  return turns.open;
+}
+
+/** Hash a password; throws HashingBusy when too many are being hashed. */
 export function hashPassword(password: string): Promise<string> {
-  return argon2.hash(password, { type: argon2.argon2id });
+  return turns.run(() => argon2.hash(password, { type: argon2.argon2id }));
 }
 
 /** A hash to verify against when the user does not exist, so that timing does not reveal which names exist. */
 let decoy: Promise<string> | null = null;
 
+/** Whether `password` matches `hash` (a decoy check when there is none); throws HashingBusy when too many are being checked. */
 export async function verifyPassword(hash: string | null, password: string): Promise<boolean> {
   if (!hash) {
-    decoy ??= hashPassword('decoy password that never matches');
-    await argon2.verify(await decoy, password).catch(() => false);
+    decoy ??= argon2.hash('decoy password that never matches', { type: argon2.argon2id });
+    const against = await decoy;
+    await turns.run(() => argon2.verify(against, password).catch(() => false));
     return false;
   }
-  try {
-    return await argon2.verify(hash, password);
-  } catch {
-    return false;
-  }
+  return turns.run(() => argon2.verify(hash, password).catch(() => false));
 }
 
 /** A password made for someone who gave none (the first administrator, `tilth user`): 96 random bits, shown once. */

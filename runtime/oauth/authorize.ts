@@ -197,6 +197,10 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
       return renderLogin(req, res, returnTo, 200, 'The user name or password is wrong.', username);
     }
     if (check.outcome === 'blocked') return renderLogin(req, res, returnTo, 200, 'This account is blocked.', username);
+    if (check.outcome === 'busy') {
+      res.set('Retry-After', String(check.seconds));
+      return renderLogin(req, res, returnTo, 503, 'The server is busy checking other sign-ins. Please try again in a moment.', username);
+    }
     await recordLogin(db, check.account.id);
     await sessions.start(req, res, check.account.id);
     res.redirect(303, returnTo);

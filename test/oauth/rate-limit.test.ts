@@ -74,3 +74,26 @@ test('the defaults are generous: a script refreshing forty times in a row is nev
     pair = res.body;
   }
 });
+
+test('a flood of sign-ins is answered 503 with Retry-After past the hashing queue, and costs a real account nothing', async (t) => {
+  const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_ADDRESS: '100000' } });
+  t.after(() => server.close());
+  const user = await addUser(server, ['farm_worker']);
+  const flood = Array.from({ length: 150 }, (_, i) => token(server, { grant_type: 'password', username: `nobody-${i}`, password: 'p', client_id: 'farm' }));
+  const answers = await Promise.all(flood);
+  const busy = answers.filter((a) => a.status === 503);
+  assert.ok(busy.length > 0, 'past the queue, answers come at once instead of waiting');
+  assert.deepEqual([...new Set(answers.map((a) => a.status))].sort(), [400, 503]);
+  for (const a of busy) {
+    assert.equal(a.body.error, 'temporarily_unavailable');
+    assert.equal(a.headers.get('retry-after'), '1');
+  }
+  // A refused check is not counted: the account's tries are untouched by being turned away.
+  const during = await Promise.all([
+    ...Array.from({ length: 60 }, (_, i) => token(server, { grant_type: 'password', username: `other-${i}`, password: 'p', client_id: 'farm' })),
+    ...Array.from({ length: 25 }, () => token(server, { grant_type: 'password', username: user.name, password: 'wrong', client_id: 'farm' })),
+  ]);
+  const checkedWrong = during.slice(60).filter((a) => a.status === 400).length;
+  assert.ok(checkedWrong <= 20, `${checkedWrong} wrong passwords were checked`);
+  if (checkedWrong < 20) assert.equal((await token(server, { grant_type: 'password', username: user.name, password: user.password, client_id: 'farm' })).status, 200, 'turned-away tries were not counted');
+});

@@ -32,6 +32,9 @@ export function passwordExchange({ ctx }: OAuthDeps) {
         throw new OAuthError('invalid_grant', 'The user credentials were incorrect.');
       }
       if (check.outcome === 'blocked') throw new OAuthError('invalid_grant', 'The user account is blocked.');
+      if (check.outcome === 'busy') {
+        throw new OAuthError('temporarily_unavailable', 'The server is checking as many passwords as it can at once; try again in a moment.', { status: 503, headers: { 'Retry-After': String(check.seconds) } });
+      }
       const account = check.account;
 
       return knex.transaction(async (trx) => {
