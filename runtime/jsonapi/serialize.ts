@@ -39,7 +39,7 @@ function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
       return formatTimestamp(item as number);
     case 'text_long': {
       const t = item as { value: string; format: string | null };
-      return { value: t.value, format: t.format ?? 'default', processed: processText(String(t.value ?? '')) };
+      return { value: t.value, format: t.format ?? 'default', processed: processText(String(t.value ?? ''), t.format ?? 'default') };
     }
     case 'fraction': {
       const f = item as { numerator: number; denominator: number };

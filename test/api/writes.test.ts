@@ -297,6 +297,26 @@ test('quantity--quantity takes `unit` and the alias `units`, in writes and in fi
   assert.deepEqual(inc.body.included.map((r: any) => r.id).sort(), [a.id, kg.id].sort());
 });
 
+test('`processed` as farmOS\'s `default` format gives it: allowed tags kept, others escaped, URLs linked, paragraphs; `plain_text` escapes every tag', async () => {
+  const cases: Array<[string, string, string]> = [
+    ['Seed from "https://seeds.example.com/tomato"', 'default', '<p>Seed from &quot;<a href="https://seeds.example.com/tomato">https://seeds.example.com/tomato</a>&quot;</p>'],
+    ['<strong>Bold</strong> and <em>leaning</em>', 'default', '<p><strong>Bold</strong> and <em>leaning</em></p>'],
+    ['<a href="https://farmos.org" onclick="steal()" target="_blank">farmOS</a>', 'default', '<p><a href="https://farmos.org">farmOS</a></p>'],
+    ['<a href="javascript:alert(1)">click</a> <a href="java&#x09;script:alert(1)">me</a>', 'default', '<p><a>click</a> <a>me</a></p>'],
+    ['<script>alert(1)</script><img src=x onerror=alert(1)>', 'default', '<p>&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</p>'],
+    ['Rows:\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\nDone.', 'default', '<p>Rows:</p>\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\n<p>Done.</p>'],
+    ['Line one\nLine two\n\nSee www.farmos.org.', 'default', '<p>Line one<br />\nLine two</p>\n<p>See <a href="http://www.farmos.org">www.farmos.org</a>.</p>'],
+    ['<strong>unclosed', 'default', '<p><strong>unclosed</strong></p>'],
+    ['<strong>x</strong> & https://a.example/?q=1', 'plain_text', '<p>&lt;strong&gt;x&lt;/strong&gt; &amp; <a href="https://a.example/?q=1">https://a.example/?q=1</a></p>'],
+  ];
+  for (const [value, format, processed] of cases) {
+    const log = await api.create('log--observation', { name: 'Processed', notes: { value, format } });
+    assert.equal(log.attributes.notes.processed, processed, value);
+    const read = await api.get(`/api/log/observation/${log.id}`);
+    assert.equal(read.body.data.attributes.notes.processed, processed, `${value} (read back)`);
+  }
+});
+
 test('long text: {value, format, processed}; format defaults to `default`; processed is safe HTML', async () => {
   const log = await api.create('log--observation', { name: 'Notes', notes: { value: 'Line one\n\nSee https://farmos.org <script>alert(1)</script>', format: 'default' } });
   const notes = log.attributes.notes;
