@@ -376,6 +376,37 @@ test('a log without a name is named "<Bundle> log <id>"', async () => {
   assert.deepEqual(found.body.data.map((r: any) => r.id), [h.id]);
 });
 
+test('PATCH: status and archived as farmOS 3.x\'s AssetStorage::doPreSave keeps them in step (updates only)', async () => {
+  const T = '2024-01-01T00:00:00+00:00';
+  const T2 = '2025-06-01T12:00:00+00:00';
+  const patch = async (asset: any, attributes: Record<string, unknown>) => {
+    const res = await api.patch(`/api/asset/equipment/${asset.id}`, { data: { type: 'asset--equipment', id: asset.id, attributes } });
+    assert.equal(res.status, 200, res.text);
+    return [res.body.data.attributes.status, res.body.data.attributes.archived];
+  };
+  const active = () => api.create('asset--equipment', { name: 'Active' });
+  const archived = () => api.create('asset--equipment', { name: 'Archived', status: 'archived', archived: T });
+  // Status unchanged, an archived time set on an active asset: archived at that time.
+  assert.deepEqual(await patch(await active(), { status: 'active', archived: T }), ['archived', T]);
+  assert.deepEqual(await patch(await active(), { archived: T }), ['archived', T]);
+  // Status unchanged, the time cleared on an archived asset: active again.
+  assert.deepEqual(await patch(await archived(), { status: 'archived', archived: null }), ['active', null]);
+  assert.deepEqual(await patch(await archived(), { archived: null }), ['active', null]);
+  // Status unchanged, archived, a new time: kept.
+  assert.deepEqual(await patch(await archived(), { archived: T2 }), ['archived', T2]);
+  // Status changed to archived: the time sent, else now.
+  assert.deepEqual(await patch(await active(), { status: 'archived', archived: T2 }), ['archived', T2]);
+  const [status, at] = await patch(await active(), { status: 'archived' });
+  assert.equal(status, 'archived');
+  assert.ok(Math.abs(Date.parse(at) / 1000 - nowSeconds()) < 60, `archived ≈ now, got ${at}`);
+  // Status changed from archived: the time is cleared, even when one is sent.
+  assert.deepEqual(await patch(await archived(), { status: 'active' }), ['active', null]);
+  assert.deepEqual(await patch(await archived(), { status: 'active', archived: T2 }), ['active', null]);
+  // Nothing about either: unchanged.
+  assert.deepEqual(await patch(await archived(), { name: 'Renamed' }), ['archived', T]);
+  assert.deepEqual(await patch(await active(), { name: 'Renamed' }), ['active', null]);
+});
+
 test('asset status and archived stay consistent (spec: active has no archived time, archived has one)', async () => {
   const t0 = nowSeconds();
   const asset = await api.create('asset--equipment', { name: 'Old tractor' });
