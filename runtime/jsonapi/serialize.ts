@@ -13,6 +13,7 @@ import { fractionToDecimal } from '../values/fraction.ts';
 import { processText } from '../values/text.ts';
 import { bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
 import { fieldVisible } from '../access/policy.ts';
+import { hasVirtualRoot, virtualIdentifier } from './virtual.ts';
 
 export interface ResourceIdentifier {
   type: string;
@@ -74,7 +75,11 @@ export class Serializer {
   /** The `data` member of a relationship. */
   relationshipData(record: EntityRecord, field: FieldDescriptor): ResourceIdentifier | ResourceIdentifier[] | null {
     const value = record.values.get(field.name);
-    if (field.multiple) return ((value as ItemValue[] | undefined) ?? []).map((ref) => this.identifier(field, ref as Reference));
+    if (field.multiple) {
+      const refs = (value as ItemValue[] | undefined) ?? [];
+      if (!refs.length && hasVirtualRoot(record.rt.entityType.entityType, field)) return [virtualIdentifier(record.rt.type)];
+      return refs.map((ref) => this.identifier(field, ref as Reference));
+    }
     return value ? this.identifier(field, value as Reference) : null;
   }
 
@@ -111,3 +116,4 @@ export class Serializer {
     return { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } }, attributes, relationships };
   }
 }
+
