@@ -12,6 +12,7 @@ import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference
 import { conflict, fieldPointer, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
+import { copyMaterialType } from '../farm/material.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
@@ -133,6 +134,7 @@ export class EntityService {
     this.accounts.applySecrets(input, hashed, values);
     await this.accounts.checkChange(db, rt, null, input.values, principal);
     beforeCreate(rt, values, { db, principal, now });
+    await copyMaterialType(db, this.store, rt, values, null);
     await this.logGeometry.beforeSave(db, rt, values, null);
     this.requireFields(rt, values);
     await this.accounts.checkUnique(db, rt, values, null);
@@ -194,6 +196,7 @@ export class EntityService {
     await this.accounts.checkChange(db, rt, record, changes, principal);
     this.accounts.applySecrets(input, hashed, changes);
     beforeUpdate(rt, changes, record, { db, principal, now });
+    await copyMaterialType(db, this.store, rt, changes, record);
     await this.logGeometry.beforeSave(db, rt, changes, record);
     this.requireFields(rt, changes, new Set(input.values.keys()));
     await this.accounts.checkUnique(db, rt, changes, record.id);
