@@ -166,10 +166,13 @@ export class EntityService {
     if (violations.length) throw new ValidationError(violations);
   }
 
-  /** A birth log's children, refused (422) when one already has another birth log (farm/births.ts). */
+  /**
+   * A birth log's children; a new log is refused (422) when one already has another birth log, an
+   * existing one is not checked, as in farmOS (farm/births.ts).
+   */
   private async checkBirths(db: Db, rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>, logId: number | null): Promise<number[]> {
     const children = childrenOf(rt, values);
-    const violations = await secondBirths(db, this.store.registry, rt, logId, children);
+    const violations = logId === null ? await secondBirths(db, this.store.registry, rt, logId, children) : [];
     if (violations.length) throw new ValidationError(violations);
     return children;
   }
@@ -178,7 +181,10 @@ export class EntityService {
   private async applyBirths(db: Db, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
     if (!children.length) return;
     const records = await this.store.load(db, 'asset', children);
-    for (const { child, changes } of childChanges(log, records)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
+    const mother = ((Array.isArray(log.get('mother')) ? (log.get('mother') as ItemValue[])[0] : log.get('mother')) ?? null) as Reference | null;
+    const [motherRecord] = mother?.targetId ? await this.store.load(db, 'asset', [mother.targetId]) : [];
+    const motherName = motherRecord ? String(motherRecord.values.get(motherRecord.rt.entityType.labelField) ?? '') : null;
+    for (const { child, changes } of childChanges(log, records, motherName)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
   }
 
   async update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
