@@ -22,19 +22,17 @@
 
 export const TEXT_FORMATS = ['default', 'plain_text'] as const;
 
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#039;' };
+const escapeChar = (c: string) => ESCAPES[c]!;
+
 /** Escape for text and attribute values. */
 function escapeAll(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#039;');
+  return /[&<>"']/.test(s) ? s.replace(/[&<>"']/g, escapeChar) : s;
 }
 
 /** Escape text in the `default` format, where well-formed entities typed by the author are kept. */
 function escapeKeepingEntities(s: string): string {
-  return s
-    .replace(/&(?![A-Za-z][A-Za-z0-9]{0,31};|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#039;');
+  return /[&<>"']/.test(s) ? s.replace(/&(?![A-Za-z][A-Za-z0-9]{0,31};|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)|[<>"']/g, escapeChar) : s;
 }
 
 const NAMED: Record<string, string> = { amp: '&', quot: '"', apos: "'", lt: '<', gt: '>', colon: ':', sol: '/', tab: '\t', newline: '\n', nbsp: '\u00a0' };
@@ -134,10 +132,6 @@ function linkify(text: string, escape: Escape, plain: boolean): string {
   return out + escape(text.slice(at));
 }
 
-interface Open {
-  name: string;
-}
-
 /** A tag found in the text: its name, whether it closes, and its attribute text. */
 interface Tag {
   name: string;
@@ -184,97 +178,144 @@ function hrefOf(attributes: string): string | null {
 export function processText(value: string, format: string | null = 'default'): string {
   const plain = format === 'plain_text';
   const escape: Escape = plain ? escapeAll : escapeKeepingEntities;
-  const text = value.replace(/\r\n?/g, '\n');
-  const stack: Open[] = [];
-  let out = '';
-
-  const inside = (name: string) => stack.some((o) => o.name === name);
-  /** The innermost block element, or '' at the top. */
-  const context = () => {
-    for (let k = stack.length - 1; k >= 0; k--) if (BLOCK.has(stack[k]!.name)) return stack[k]!.name;
-    return '';
-  };
-  const close = (name: string) => {
-    while (stack.length) {
-      const top = stack.pop()!;
-      out += `</${top.name}>`;
-      if (top.name === name) break;
+  const text = value.includes('\r') ? value.replace(/\r\n?/g, '\n') : value;
+  // No tag to keep (plain text, or no "<" at all): paragraphs of escaped, linked lines, as the
+  // general walk below renders them, without its bookkeeping.
+  if (plain || !text.includes('<')) {
+    let out = '';
+    for (const part of text.split(/\n{2,}/)) {
+      const trimmed = part.replace(/^\n+|\n+$/g, '');
+      if (!trimmed.trim()) continue;
+      out += `${out ? '\n' : ''}<p>${trimmed
+        .split('\n')
+        .map((line) => linkify(line, escape, plain))
+        .join('<br />\n')}</p>`;
     }
-  };
-  const openParagraph = () => {
-    const where = context();
-    if (where === '' || FLOW.has(where)) {
-      out += '<p>';
-      stack.push({ name: 'p' });
-    }
-  };
-  const closeParagraph = () => {
-    if (inside('p')) {
-      close('p');
-      out += '\n';
-    }
-  };
-
-  const addText = (chunk: string) => {
-    if (!chunk) return;
-    const where = context();
-    const render = (s: string) => (inside('a') ? escape(s) : linkify(s, escape, plain));
-    if (where === '' || FLOW.has(where) || where === 'p') {
-      const parts = chunk.split(/\n{2,}/);
-      parts.forEach((part, n) => {
-        if (n > 0) closeParagraph();
-        const trimmed = context() === 'p' ? part : part.replace(/^\n+|\n+$/g, '');
-        if (!trimmed.trim()) {
-          if (context() === 'p') out += render(trimmed);
-          return;
-        }
-        if (context() !== 'p') openParagraph();
-        out += trimmed.split('\n').map(render).join('<br />\n');
-      });
-      return;
-    }
-    out += render(chunk);
-  };
-
+    return out;
+  }
+  const walk = new Walk(escape, plain);
   let textStart = 0;
   let i = text.indexOf('<');
   while (i >= 0) {
-    const tag = plain ? null : tagAt(text, i);
+    const tag = tagAt(text, i);
     const allowed =
       tag &&
       (INLINE.has(tag.name) || BLOCK.has(tag.name) || tag.name === 'br') &&
-      !(tag.name === 'a' && !tag.closing && inside('a')) &&
-      (tag.closing || tag.name === 'br' || stack.length < MAX_DEPTH - 1);
+      !(tag.name === 'a' && !tag.closing && walk.inside('a')) &&
+      (tag.closing || tag.name === 'br' || walk.stack.length < MAX_DEPTH - 1);
     if (!tag || !allowed) {
       i = text.indexOf('<', i + 1);
       continue;
     }
-    addText(text.slice(textStart, i));
+    walk.addText(text.slice(textStart, i));
     textStart = tag.end;
-    if (tag.name === 'br') {
-      if (!tag.closing) {
-        if (context() === '' || FLOW.has(context())) openParagraph();
-        out += '<br />';
-      }
-    } else if (tag.closing) {
-      if (inside(tag.name)) {
-        close(tag.name);
-        if (BLOCK.has(tag.name) && context() === '') out += '\n';
-      }
-    } else if (BLOCK.has(tag.name)) {
-      if (inside('p')) closeParagraph();
-      if (tag.name === 'li' && context() === 'li') close('li');
-      out += `<${tag.name}>`;
-      stack.push({ name: tag.name });
-    } else {
-      if (context() === '' || FLOW.has(context())) openParagraph();
-      const href = tag.name === 'a' ? hrefOf(tag.attributes) : null;
-      out += href ? `<a href="${escapeAll(href)}">` : `<${tag.name}>`;
-      stack.push({ name: tag.name });
-    }
+    walk.addTag(tag);
     i = text.indexOf('<', textStart);
   }
-  addText(text.slice(textStart));
-  while (stack.length) close(stack[0]!.name);
-  return out.replace(/\n+$/, '').replace(/^\n+/, '');
+  walk.addText(text.slice(textStart));
+  return walk.finish();
+}
+
+/** The walk over a text with tags to keep: what is written, and the elements still open. */
+class Walk {
+  out = '';
+  readonly stack: string[] = [];
+
+  constructor(
+    private readonly escape: Escape,
+    private readonly plain: boolean,
+  ) {}
+
+  inside(name: string): boolean {
+    return this.stack.includes(name);
+  }
+
+  /** The innermost block element, or '' at the top. */
+  context(): string {
+    for (let k = this.stack.length - 1; k >= 0; k--) if (BLOCK.has(this.stack[k]!)) return this.stack[k]!;
+    return '';
+  }
+
+  /** Close open elements up to and including the innermost `name`. */
+  close(name: string): void {
+    while (this.stack.length) {
+      const top = this.stack.pop()!;
+      this.out += `</${top}>`;
+      if (top === name) break;
+    }
+  }
+
+  /** Where text is made into paragraphs (the top, a blockquote) and none is open: open one. */
+  openParagraph(): void {
+    const where = this.context();
+    if (where === '' || FLOW.has(where)) {
+      this.out += '<p>';
+      this.stack.push('p');
+    }
+  }
+
+  closeParagraph(): void {
+    if (this.inside('p')) {
+      this.close('p');
+      this.out += '\n';
+    }
+  }
+
+  render(s: string): string {
+    return this.inside('a') ? this.escape(s) : linkify(s, this.escape, this.plain);
+  }
+
+  addText(chunk: string): void {
+    if (!chunk) return;
+    const where = this.context();
+    if (where !== '' && !FLOW.has(where) && where !== 'p') {
+      this.out += this.render(chunk);
+      return;
+    }
+    const parts = chunk.split(/\n{2,}/);
+    for (let n = 0; n < parts.length; n++) {
+      if (n > 0) this.closeParagraph();
+      const inParagraph = this.context() === 'p';
+      const part = inParagraph ? parts[n]! : parts[n]!.replace(/^\n+|\n+$/g, '');
+      if (!part.trim()) {
+        if (inParagraph) this.out += this.render(part);
+        continue;
+      }
+      if (!inParagraph) this.openParagraph();
+      const lines = part.split('\n');
+      for (let k = 0; k < lines.length; k++) this.out += (k ? '<br />\n' : '') + this.render(lines[k]!);
+    }
+  }
+
+  addTag(tag: Tag): void {
+    if (tag.name === 'br') {
+      if (!tag.closing) {
+        const where = this.context();
+        if (where === '' || FLOW.has(where)) this.openParagraph();
+        this.out += '<br />';
+      }
+    } else if (tag.closing) {
+      if (this.inside(tag.name)) {
+        this.close(tag.name);
+        if (BLOCK.has(tag.name) && this.context() === '') this.out += '\n';
+      }
+    } else if (BLOCK.has(tag.name)) {
+      if (this.inside('p')) this.closeParagraph();
+      if (tag.name === 'li' && this.context() === 'li') this.close('li');
+      this.out += `<${tag.name}>`;
+      this.stack.push(tag.name);
+    } else {
+      const where = this.context();
+      if (where === '' || FLOW.has(where)) this.openParagraph();
+      const href = tag.name === 'a' ? hrefOf(tag.attributes) : null;
+      this.out += href ? `<a href="${escapeAll(href)}">` : `<${tag.name}>`;
+      this.stack.push(tag.name);
+    }
+  }
+
+  /** Close what is still open; the rendering without leading or trailing line breaks. */
+  finish(): string {
+    while (this.stack.length) this.close(this.stack[0]!);
+    return this.out.replace(/\n+$/, '').replace(/^\n+/, '');
+  }
 }
