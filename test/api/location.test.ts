@@ -138,4 +138,12 @@ test("a log's geometry from several or multi-part locations: farmOS's WktTrait::
   assert.equal(await geometryOf(mixed), 'GEOMETRYCOLLECTION (POINT (9 9),MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0))))');
   // Coordinates written again: no trailing zeros.
   assert.equal(await geometryOf(precise), 'POINT (-75.1234567 40.1)');
+
+  // A log whose automatic geometry was combined the way Tilth did before (the stored WKTs, joined
+  // by ", ") still follows its locations when they change.
+  const log = await post('/api/log/activity', { type: 'log--activity', attributes: { name: 'Older', timestamp: NOW, status: 'done' }, relationships: { location: { data: [{ type: 'asset--land', id: well }, { type: 'asset--land', id: hedges }] } } });
+  await server.ctx.db.knex('log').where('uuid', log.id).update({ geometry__value: 'GEOMETRYCOLLECTION (POINT(5 6), MULTILINESTRING((0 0,1 1),(2 2,3 3)))' });
+  const moved = await request(`${server.url}/api/log/activity/${log.id}`, { method: 'PATCH', token, json: { data: { type: 'log--activity', id: log.id, relationships: { location: { data: [{ type: 'asset--land', id: tight }] } } } } });
+  assert.equal(moved.status, 200, moved.text);
+  assert.equal(moved.body.data.attributes.geometry.value, P1);
 });
