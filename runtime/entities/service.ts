@@ -12,6 +12,7 @@ import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference
 import { conflict, fieldPointer, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
+import { copyMaterialType } from '../farm/material.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
@@ -133,6 +134,7 @@ export class EntityService {
     this.accounts.applySecrets(input, hashed, values);
     await this.accounts.checkChange(db, rt, null, input.values, principal);
     beforeCreate(rt, values, { db, principal, now });
+    await copyMaterialType(db, this.store, rt, values, null);
     await this.logGeometry.beforeSave(db, rt, values, null);
     this.requireFields(rt, values);
     await this.accounts.checkUnique(db, rt, values, null);
@@ -164,10 +166,13 @@ export class EntityService {
     if (violations.length) throw new ValidationError(violations);
   }
 
-  /** A birth log's children, refused (422) when one already has another birth log (farm/births.ts). */
+  /**
+   * A birth log's children; a new log is refused (422) when one already has another birth log, an
+   * existing one is not checked, as in farmOS (farm/births.ts).
+   */
   private async checkBirths(db: Db, rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>, logId: number | null): Promise<number[]> {
     const children = childrenOf(rt, values);
-    const violations = await secondBirths(db, this.store.registry, rt, logId, children);
+    const violations = logId === null ? await secondBirths(db, this.store.registry, rt, logId, children) : [];
     if (violations.length) throw new ValidationError(violations);
     return children;
   }
@@ -176,7 +181,10 @@ export class EntityService {
   private async applyBirths(db: Db, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
     if (!children.length) return;
     const records = await this.store.load(db, 'asset', children);
-    for (const { child, changes } of childChanges(log, records)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
+    const mother = ((Array.isArray(log.get('mother')) ? (log.get('mother') as ItemValue[])[0] : log.get('mother')) ?? null) as Reference | null;
+    const [motherRecord] = mother?.targetId ? await this.store.load(db, 'asset', [mother.targetId]) : [];
+    const motherName = motherRecord ? String(motherRecord.values.get(motherRecord.rt.entityType.labelField) ?? '') : null;
+    for (const { child, changes } of childChanges(log, records, motherName)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
   }
 
   async update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
@@ -194,6 +202,7 @@ export class EntityService {
     await this.accounts.checkChange(db, rt, record, changes, principal);
     this.accounts.applySecrets(input, hashed, changes);
     beforeUpdate(rt, changes, record, { db, principal, now });
+    await copyMaterialType(db, this.store, rt, changes, record);
     await this.logGeometry.beforeSave(db, rt, changes, record);
     this.requireFields(rt, changes, new Set(input.values.keys()));
     await this.accounts.checkUnique(db, rt, changes, record.id);

@@ -16,11 +16,15 @@ import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.
 export class ComputedFields {
   private readonly placements: Placements;
 
+  /** The base URL's path ('' at the root): file URLs are root-relative, as Drupal's ComputedFileUrl gives them. */
+  private readonly basePath: string;
+
   constructor(
     private readonly registry: ModelRegistry,
-    private readonly baseUrl: string,
+    baseUrl: string,
   ) {
     this.placements = new Placements(registry);
+    this.basePath = baseUrl ? new URL(baseUrl).pathname.replace(/\/+$/, '') : '';
   }
 
   /** Fill every computed field in `wanted` (or all) on the records. */
@@ -37,9 +41,10 @@ export class ComputedFields {
             record.values.set(field.name, (record.values.get('name') as string | undefined) ?? null);
             break;
           case 'file_uri': {
-            // Shown as Drupal shows a private file: the stream URI, and where to download it.
+            // Shown as Drupal shows a private file: the stream URI, and where to download it,
+            // root-relative as farmOS gives it (ComputedFileUrl), not absolute.
             const path = record.values.get('path') as string | null | undefined;
-            record.values.set(field.name, path ? ({ value: `private://${path}`, url: `${this.baseUrl}/system/files/${path.split('/').map(encodeURIComponent).join('/')}` } as ItemValue) : null);
+            record.values.set(field.name, path ? ({ value: `private://${path}`, url: `${this.basePath}/system/files/${path.split('/').map(encodeURIComponent).join('/')}` } as ItemValue) : null);
             break;
           }
           default:

@@ -4,14 +4,15 @@
  * reading them back newest first over a time range. Sources: farmOS modules/core/data_stream and
  * modules/asset/sensor; farmos-behaviour.md §8.4.
  *
- * Where farmOS silently drops what it cannot store (non-numeric values, unreadable timestamps),
- * Tilth refuses the whole post with a 400 naming the point and the key, so a device learns that
- * its data is not being kept; nothing of a refused post is written.
+ * As farmOS's Basic::storageSave does, a value that is not numeric is skipped (the numeric ones of
+ * the same post are stored) and an empty or unreadable timestamp is taken as the time of the post;
+ * the post is still a 201. Only a body that is not a JSON object or an array of them is refused
+ * (400, nothing written), where farmOS would fail with a 500.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/records.ts';
 import { ApiError, badParameter, badRequest } from '../errors.ts';
-import { parseTimestamp, TIMESTAMP_FORMATS } from '../values/timestamps.ts';
+import { parseTimestamp } from '../values/timestamps.ts';
 
 export const READINGS_TABLE = 'data_stream_basic';
 
@@ -63,46 +64,52 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/** What a posted payload holds: its numeric readings, and every value name it mentions. */
+export interface PostedReadings {
+  readings: Reading[];
+  /**
+   * Every accepted key but `timestamp`, whether its values were numeric or not: farmOS's
+   * SensorDataController::getUniqueNamedValues creates a sensor's data streams from these.
+   */
+  names: string[];
+}
+
 /**
  * The readings in a posted payload: one point `{"timestamp": …, "<name>": <number>, …}` or an
- * array of them. A point without a timestamp is taken at `now`. `accept(name)` says which keys are
- * stream values: for a data stream only its own name (other keys are ignored, as farmOS does);
- * for a sensor every key but `timestamp`.
+ * array of them. `accept(name)` says which keys are stream values: for a data stream only its own
+ * name (other keys are ignored, as farmOS does); for a sensor every key but `timestamp`.
+ *
+ * As farmOS's Basic::storageSave: a value that is not numeric (PHP's is_numeric) is skipped; a
+ * timestamp that is empty (PHP's empty: missing, null, 0, "0", "", false) or unreadable is the
+ * time of the post, `now`. A point that is not a JSON object is a 400.
  */
-export function readingsFromPayload(payload: unknown, now: number, accept: (name: string) => boolean): Reading[] {
+export function readingsFromPayload(payload: unknown, now: number, accept: (name: string) => boolean): PostedReadings {
   const points = Array.isArray(payload) ? payload : [payload];
   const where = (i: number) => (Array.isArray(payload) ? `point ${i} of the posted array` : 'the posted point');
   const readings: Reading[] = [];
+  const names = new Set<string>();
   points.forEach((point, i) => {
     if (!isObject(point)) {
       throw badRequest(`${capitalise(where(i))} is not a JSON object: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.`, { pointer: Array.isArray(payload) ? `/${i}` : '' });
     }
-    let timestamp = now;
-    const raw = point.timestamp;
-    if (raw !== undefined && raw !== null && raw !== '') {
-      const parsed = parseTimestamp(typeof raw === 'number' && Number.isFinite(raw) ? Math.floor(raw) : raw);
-      if (parsed === null) {
-        throw badRequest(`timestamp of ${where(i)} is ${JSON.stringify(raw)}, which is not a timestamp: send ${TIMESTAMP_FORMATS}.`, { pointer: pointerOf(payload, i, 'timestamp') });
-      }
-      timestamp = parsed;
-    }
+    const timestamp = timestampOf(point.timestamp) ?? now;
     for (const [name, value] of Object.entries(point)) {
       if (name === 'timestamp' || !accept(name)) continue;
+      names.add(name);
       const number = numericValue(value);
-      if (number === null) {
-        throw badRequest(`"${truncate(name)}" of ${where(i)} is ${truncate(JSON.stringify(value) ?? String(value))}, which is not a number: readings must be numeric (e.g. 76.5 or "76.5").`, {
-          pointer: pointerOf(payload, i, name),
-        });
-      }
-      readings.push({ name, timestamp, value: number });
+      if (number !== null) readings.push({ name, timestamp, value: number });
     }
   });
-  return readings;
+  return { readings, names: [...names] };
 }
 
-function pointerOf(payload: unknown, i: number, key: string): string {
-  const escaped = key.replace(/~/g, '~0').replace(/\//g, '~1');
-  return Array.isArray(payload) ? `/${i}/${escaped}` : `/${escaped}`;
+/** A posted timestamp as Unix seconds, or null when farmOS would fall back to the request time. */
+function timestampOf(raw: unknown): number | null {
+  if (raw === undefined || raw === null || raw === '' || raw === 0 || raw === '0' || raw === false) return null;
+  // A number, or a numeric string (PHP's is_numeric), is taken as Unix seconds; else a date string.
+  const number = numericValue(raw);
+  const parsed = parseTimestamp(number !== null ? Math.floor(number) : raw);
+  return parsed === 0 ? null : parsed;
 }
 
 function truncate(s: string): string {

@@ -20,12 +20,12 @@ export function beforeCreate(rt: ResourceType, values: Map<string, ItemValue | I
     const owners = (values.get('owner') as ItemValue[] | undefined) ?? [];
     if (!owners.length && ctx.principal.userId !== null) values.set('owner', [{ targetId: ctx.principal.userId, meta: {} } as Reference]);
   }
-  if (et === 'asset' && rt.fieldsByName.has('archived')) syncArchived(values, null, ctx.now);
+  if (et === 'asset' && rt.fieldsByName.has('archived')) syncArchivedOnCreate(values, ctx.now);
 }
 
 /** Adjust an update: `changes` holds the submitted fields, `current` the stored record. */
 export function beforeUpdate(rt: ResourceType, changes: Map<string, ItemValue | ItemValue[]>, current: EntityRecord, ctx: SaveContext): void {
-  if (rt.entityType.entityType === 'asset' && rt.fieldsByName.has('archived')) syncArchived(changes, current, ctx.now);
+  if (rt.entityType.entityType === 'asset' && rt.fieldsByName.has('archived')) syncArchivedOnUpdate(changes, current, ctx.now);
   // farmOS's Log::preSave: a log left without an owner gets the current user, on every save.
   if (rt.entityType.entityType === 'log' && rt.fieldsByName.has('owner')) {
     const owners = ((changes.has('owner') ? changes.get('owner') : current.values.get('owner')) as ItemValue[] | undefined) ?? [];
@@ -34,24 +34,45 @@ export function beforeUpdate(rt: ResourceType, changes: Map<string, ItemValue | 
 }
 
 /**
- * Keep status and archived consistent (spec: active ⇔ no archived time; archived ⇔ a time).
- * Sending only `archived` archives or restores, as farmOS does; sending `status` wins.
+ * A new asset's status and archived time, made consistent as the contract's states require
+ * (active ⇔ no archived time; archived ⇔ a time). farmOS does nothing on create (its
+ * AssetStorage::doPreSave acts on updates only) and would store an archived asset without a time,
+ * or an active one with a time (farmOS.js sends `archived` = now with status active); Tilth does
+ * not (README, "Where Tilth differs from farmOS"). Sending `status` wins; sending only `archived`
+ * archives at that time.
  */
-function syncArchived(values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, now: number): void {
-  const statusSent = values.has('status');
+function syncArchivedOnCreate(values: Map<string, ItemValue | ItemValue[]>, now: number): void {
   const archivedSent = values.has('archived');
-  const currentStatus = (current?.values.get('status') as string | undefined) ?? 'active';
-  const currentArchived = (current?.values.get('archived') as number | null | undefined) ?? null;
-  let status = statusSent ? (values.get('status') as string | null) ?? 'active' : currentStatus;
-  if (!statusSent && archivedSent) status = values.get('archived') === null ? 'active' : 'archived';
-  if (status === 'active') {
-    values.set('status', 'active');
-    values.set('archived', null);
-  } else {
-    values.set('status', 'archived');
-    const sent = archivedSent ? (values.get('archived') as number | null) : null;
-    values.set('archived', sent ?? (currentStatus === 'archived' ? currentArchived : null) ?? now);
+  let status = values.has('status') ? ((values.get('status') as string | null) ?? 'active') : 'active';
+  if (!values.has('status') && archivedSent && values.get('archived') !== null) status = 'archived';
+  values.set('status', status === 'archived' ? 'archived' : 'active');
+  values.set('archived', status === 'archived' ? ((archivedSent ? (values.get('archived') as number | null) : null) ?? now) : null);
+}
+
+/**
+ * An update, as farmOS 3.x's AssetStorage::doPreSave keeps status and archived in step, on the
+ * values after the update (what was sent over what is stored):
+ * - status unchanged, not archived, an archived time → archived;
+ * - status unchanged, archived, no archived time → active;
+ * - status changed to archived without a time → archived now;
+ * - status changed from archived → the time cleared.
+ */
+function syncArchivedOnUpdate(changes: Map<string, ItemValue | ItemValue[]>, current: EntityRecord, now: number): void {
+  const oldState = (current.values.get('status') as string | undefined) ?? 'active';
+  const newState = changes.has('status') ? ((changes.get('status') as string | null) ?? 'active') : oldState;
+  let archived = (changes.has('archived') ? changes.get('archived') : current.values.get('archived')) as number | null | undefined;
+  archived ??= null;
+  let status = newState;
+  if (newState === oldState) {
+    if (oldState !== 'archived' && archived !== null) status = 'archived';
+    if (oldState === 'archived' && archived === null) status = 'active';
+  } else if (newState === 'archived' && archived === null) {
+    archived = now;
+  } else if (oldState === 'archived') {
+    archived = null;
   }
+  if (changes.has('status') || status !== oldState) changes.set('status', status);
+  if (changes.has('archived') || archived !== ((current.values.get('archived') as number | null | undefined) ?? null)) changes.set('archived', archived);
 }
 
 /** The name a record gets when saved with a blank name, from the entity type's pattern. */

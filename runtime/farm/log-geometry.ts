@@ -1,14 +1,15 @@
 /**
  * A log saved without a geometry takes the geometry of where it happened (farmos-behaviour.md §1.7):
  * its location assets, or, for a log that is not a movement, the location assets among its assets.
- * Several geometries are combined into one GEOMETRYCOLLECTION. A geometry the client set is kept;
+ * They are combined as farmOS's WktTrait::combineWkt does (values/geometry.ts): several, or a
+ * multi-geometry, make one flat GEOMETRYCOLLECTION. A geometry the client set is kept;
  * an automatic one follows when the locations change. So an asset moved by a log without a
  * drawn geometry takes the geometry of the place it was moved to.
  */
 import type { ResourceType } from '../model/registry.ts';
 import { knownBundles, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import type { RecordLoader } from './loader.ts';
-import { parseWkt } from '../values/geometry.ts';
+import { combineWkt, parseWkt } from '../values/geometry.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
 
@@ -35,16 +36,25 @@ export class LogGeometry {
     return { ids: chosen.map((r) => r.targetId), onlyLocations: chosen !== locations, ...(bundles ? { bundles } : {}) };
   }
 
-  /** Combined current geometry of the candidate locations, or null. */
-  private async combined(db: Db, { ids: candidates, onlyLocations, bundles }: { ids: number[]; onlyLocations: boolean; bundles?: string[] }): Promise<string | null> {
-    if (!candidates.length) return null;
-    const assets = await this.loader.load(db, 'asset', candidates, this.fieldsets, undefined, bundles);
-    const wkts = assets
-      .filter((a) => !onlyLocations || a.values.get('is_location') === true)
+  /**
+   * Combined current geometry of the candidate locations, or null. With `legacy`, also the
+   * combination as Tilth wrote it before it followed combineWkt (the WKTs as stored, several in a
+   * GEOMETRYCOLLECTION joined by ", "), so that a log saved then is still recognised as automatic.
+   */
+  private async combined(db: Db, selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] }): Promise<string | null>;
+  private async combined(db: Db, selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] }, legacy: true): Promise<{ wkt: string | null; legacy: string | null }>;
+  private async combined(db: Db, { ids: candidates, onlyLocations, bundles }: { ids: number[]; onlyLocations: boolean; bundles?: string[] }, legacy?: true): Promise<string | null | { wkt: string | null; legacy: string | null }> {
+    if (!candidates.length) return legacy ? { wkt: null, legacy: null } : null;
+    const loaded = new Map((await this.loader.load(db, 'asset', candidates, this.fieldsets, undefined, bundles)).map((a) => [a.id, a]));
+    // In the order the log references them, as farmOS iterates the field.
+    const wkts = candidates
+      .map((id) => loaded.get(id))
+      .filter((a): a is EntityRecord => Boolean(a) && (!onlyLocations || a!.values.get('is_location') === true))
       .map((a) => wktOf(a.values.get('geometry')))
       .filter((w): w is string => Boolean(w));
-    if (!wkts.length) return null;
-    return wkts.length === 1 ? wkts[0]! : `GEOMETRYCOLLECTION (${wkts.join(', ')})`;
+    const wkt = combineWkt(wkts) || null;
+    if (!legacy) return wkt;
+    return { wkt, legacy: wkts.length ? (wkts.length === 1 ? wkts[0]! : `GEOMETRYCOLLECTION (${wkts.join(', ')})`) : null };
   }
 
   /**
@@ -65,8 +75,9 @@ export class LogGeometry {
       const stored = wktOf(current.values.get('geometry'));
       if (stored !== geometry) return; // changed (or set) in this save
       const before = this.candidates(current.values, current.values.get('is_movement') === true);
-      storedCombination = await this.combined(db, before);
-      if (storedCombination !== stored) return; // drawn by a person
+      const combinations = await this.combined(db, before, true);
+      if (combinations.wkt !== stored && combinations.legacy !== stored) return; // drawn by a person
+      storedCombination = combinations.wkt;
       // The same candidates as before this save (a PATCH of other fields): the same combination.
       if (before.onlyLocations !== saved.onlyLocations || before.ids.join() !== saved.ids.join()) storedCombination = undefined;
     }

@@ -9,7 +9,8 @@
  * stream or sensor is public, to a request carrying its `private_key`, or to a bearer token that
  * may view it. POST stores readings and needs the `private_key` query parameter: devices hold no
  * OAuth token. A sensor's POST creates a basic data stream for each new value name and links it to
- * the sensor. A POST's key is checked before its body is read (a stranger's body is never read),
+ * the sensor. Non-numeric values are skipped and unreadable timestamps are the time of the post, as
+ * in farmOS. A POST's key is checked before its body is read (a stranger's body is never read),
  * and bodies are read whole, within the body limits, before any transaction starts; a refused
  * post writes nothing.
  */
@@ -83,7 +84,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       assertKey(stream, params);
       const payload = await readPayload(req, res);
       const name = streamRef(stream).name;
-      const readings = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
+      const { readings } = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
       await s.knex.transaction((trx) => insertReadings(trx, readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value }))));
       res.status(201).end();
     }),
@@ -102,8 +103,8 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       }
       assertKey(sensor, params);
       const payload = await readPayload(req, res);
-      const readings = readingsFromPayload(payload, nowSeconds(), () => true);
-      const names = [...new Set(readings.map((r) => r.name))];
+      // As farmOS: a stream for every value name posted, numeric or not; only numeric values are stored.
+      const { readings, names } = readingsFromPayload(payload, nowSeconds(), () => true);
       const tooLong = names.find((n) => n.length > NAME_MAX_LENGTH);
       if (tooLong) throw badRequest(`The value name "${tooLong.slice(0, 40)}…" is longer than ${NAME_MAX_LENGTH} characters; it names a data stream.`, { pointer: '' });
       await s.knex.transaction(async (trx) => {

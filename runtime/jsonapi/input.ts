@@ -10,6 +10,7 @@ import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { SqlMemo, inTextList, isPostgres, quoteName, selectRows, textListParameter } from '../storage/sql.ts';
 import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
+import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
 import { ROLES } from '../access/roles.ts';
 import type { EntityInput, Secret } from '../entities/input.ts';
@@ -118,7 +119,17 @@ export class InputReader {
           continue;
         }
         values.set(field.name, field.multiple ? [] : null);
-        for (const item of items) pending.push({ field, ...item });
+        for (const item of items) {
+          // Drupal's "virtual" identifier of a root term's parent, sent back as read: the root,
+          // which is stored as no parent at all. Its type must still be one the field allows.
+          if (item.id === VIRTUAL_ID && hasVirtualRoot(rt.entityType.entityType, field)) {
+            if (!this.registry.targetsOf(field).some((t) => t.type === item.type)) {
+              violations.push({ pointer: item.pointer, detail: `${field.name}: the type "${item.type}" is not allowed here; use ${this.registry.targetsOf(field).map((t) => t.type).join(', ')}.` });
+            }
+            continue;
+          }
+          pending.push({ field, ...item });
+        }
       }
     }
 

@@ -13,6 +13,7 @@ import { fractionToDecimal } from '../values/fraction.ts';
 import { processText } from '../values/text.ts';
 import { bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
 import { fieldVisible } from '../access/policy.ts';
+import { hasVirtualRoot, virtualIdentifier } from './virtual.ts';
 
 export interface ResourceIdentifier {
   type: string;
@@ -39,7 +40,7 @@ function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
       return formatTimestamp(item as number);
     case 'text_long': {
       const t = item as { value: string; format: string | null };
-      return { value: t.value, format: t.format ?? 'default', processed: processText(String(t.value ?? '')) };
+      return { value: t.value, format: t.format ?? 'default', processed: processText(String(t.value ?? ''), t.format ?? 'default') };
     }
     case 'fraction': {
       const f = item as { numerator: number; denominator: number };
@@ -74,7 +75,11 @@ export class Serializer {
   /** The `data` member of a relationship. */
   relationshipData(record: EntityRecord, field: FieldDescriptor): ResourceIdentifier | ResourceIdentifier[] | null {
     const value = record.values.get(field.name);
-    if (field.multiple) return ((value as ItemValue[] | undefined) ?? []).map((ref) => this.identifier(field, ref as Reference));
+    if (field.multiple) {
+      const refs = (value as ItemValue[] | undefined) ?? [];
+      if (!refs.length && hasVirtualRoot(record.rt.entityType.entityType, field)) return [virtualIdentifier(record.rt.type)];
+      return refs.map((ref) => this.identifier(field, ref as Reference));
+    }
     return value ? this.identifier(field, value as Reference) : null;
   }
 
@@ -111,3 +116,4 @@ export class Serializer {
     return { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } }, attributes, relationships };
   }
 }
+

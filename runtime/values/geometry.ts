@@ -175,3 +175,86 @@ export function checkWkt(text: string): { ok: true; value: GeofieldValue } | { o
   const problem = shapeProblem(g);
   return problem ? { ok: false, problem: `is not a shape on the map: ${problem}` } : { ok: true, value };
 }
+
+/**
+ * A coordinate in WKT: the shortest decimal that reads back as the same number, never in exponent
+ * form (`5.5`, `6`, `-75.1234567`). farmOS writes WKT through geoPHP, by GEOS where its PHP
+ * extension is installed (farmOS's Docker image) and by PHP's float conversion otherwise (14
+ * significant digits); both agree with this for coordinates of up to 14 significant digits, and
+ * Tilth loses nothing past them.
+ */
+export function wktNumber(v: number): string {
+  if (Object.is(v, -0)) return '-0';
+  const s = String(v);
+  if (!/e/i.test(s)) return s;
+  const [mantissa, exponent] = s.split(/e/i) as [string, string];
+  const negative = mantissa.startsWith('-');
+  const digits = mantissa.replace(/^-/, '').replace('.', '');
+  const point = (mantissa.replace(/^-/, '').indexOf('.') < 0 ? digits.length : mantissa.replace(/^-/, '').indexOf('.')) + Number(exponent);
+  const body = point <= 0 ? `0.${'0'.repeat(-point)}${digits}` : point >= digits.length ? `${digits}${'0'.repeat(point - digits.length)}` : `${digits.slice(0, point)}.${digits.slice(point)}`;
+  return `${negative ? '-' : ''}${body}`;
+}
+
+/** The name geoPHP gives a geometry's type. */
+function geoPhpType(g: any): string {
+  return g.constructor.name as string;
+}
+
+/** geoPHP's WKT::extractData: the inside of a geometry's WKT, or '' when it is empty. */
+function extractData(g: any): string {
+  switch (geoPhpType(g)) {
+    case 'Point':
+      return g.x === undefined || g.y === undefined ? '' : `${wktNumber(g.x)} ${wktNumber(g.y)}`;
+    case 'LineString':
+      return g.points.map(extractData).join(', ');
+    case 'Polygon':
+      return [g.exteriorRing, ...g.interiorRings].filter((r: any[]) => r.length).map((r: any[]) => `(${r.map(extractData).join(', ')})`).join(', ');
+    case 'MultiPoint':
+      return g.points.map((p: any) => `(${extractData(p)})`).join(', ');
+    case 'MultiLineString':
+      return g.lineStrings.map((l: any) => `(${extractData(l)})`).join(', ');
+    case 'MultiPolygon':
+      return g.polygons.map((p: any) => `(${extractData(p)})`).join(', ');
+    case 'GeometryCollection':
+      return g.geometries.map((c: any) => `${geoPhpType(c).toUpperCase()} (${extractData(c)})`).join(', ');
+    default:
+      return '';
+  }
+}
+
+/** geoPHP's WKT writer (without GEOS): `TYPE (data)`, or `TYPE EMPTY`; two dimensions only. */
+function writeWkt(g: any): string {
+  const data = extractData(g);
+  return data ? `${geoPhpType(g).toUpperCase()} (${data})` : `${geoPhpType(g).toUpperCase()} EMPTY`;
+}
+
+/**
+ * farmOS's WktTrait::combineWkt, which gives a log the geometry of its locations: each geometry
+ * read and written again by geoPHP; the parts of a GEOMETRYCOLLECTION, MULTIPOINT or
+ * MULTIPOLYGON taken out one level; and the lot wrapped in one GEOMETRYCOLLECTION when there
+ * were several geometries or any such multi-geometry. (farmOS's list spells MultiLineString
+ * "MultiLineSting", so a MULTILINESTRING is kept whole, as there.) '' when there is nothing.
+ */
+export function combineWkt(wkts: string[]): string {
+  let collection = wkts.length > 1;
+  const parts: string[] = [];
+  for (const wkt of wkts) {
+    if (!wkt) continue;
+    let g: any;
+    try {
+      g = wkx.Geometry.parse(wkt.trim());
+    } catch {
+      continue;
+    }
+    const type = geoPhpType(g);
+    if (type === 'GeometryCollection' || type === 'MultiPoint' || type === 'MultiPolygon') {
+      for (const part of g.geometries ?? g.points ?? g.polygons) parts.push(writeWkt(part));
+      collection = true;
+    } else {
+      parts.push(writeWkt(g));
+    }
+  }
+  const joined = parts.join(',');
+  if (!joined) return '';
+  return collection ? `GEOMETRYCOLLECTION (${joined})` : joined;
+}

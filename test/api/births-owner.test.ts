@@ -65,6 +65,47 @@ test('a birth log gives each child its birthdate and its mother as parent', asyn
   assert.equal((await get(calf)).attributes.birthdate, '2024-03-02T06:00:00+00:00');
 });
 
+test("as farmOS's UniqueBirthLogConstraintValidator: only a new birth log is checked; an existing one may be changed to name a child born elsewhere", async () => {
+  const mother = await animal('Bess');
+  const kid = await animal('Kid 1');
+  const twin = await animal('Kid 2');
+  const first = await birth([kid], mother, '2024-05-01T06:00:00+00:00');
+  assert.equal(first.status, 201, first.text);
+  const second = await birth([twin], mother, '2024-05-02T06:00:00+00:00');
+  assert.equal(second.status, 201, second.text);
+  const id = second.body.data.id;
+  const patched = await request(`${server.url}/api/log/birth/${id}`, {
+    method: 'PATCH',
+    token,
+    json: { data: { type: 'log--birth', id, relationships: { asset: { data: [{ type: 'asset--animal', id: twin }, { type: 'asset--animal', id: kid }] } } } },
+  });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal((await get(kid)).attributes.birthdate, '2024-05-02T06:00:00+00:00', 'the saved birth log syncs every child it names');
+  // A new log naming either child is still refused.
+  assert.equal((await birth([kid], mother, '2024-06-01T06:00:00+00:00')).status, 422);
+});
+
+test("each child saved by a birth log gets farmOS's revision message saying what changed", async () => {
+  const mother = await animal('Clover');
+  const calf = await animal('Bramble');
+  const fostered = await animal('Thistle', await animal('Foster mum'));
+  const res = await birth([calf, fostered], mother, '2024-07-01T06:00:00+00:00');
+  assert.equal(res.status, 201, res.text);
+  const log = res.body.data.attributes.name;
+  assert.equal(
+    (await get(calf)).attributes.revision_log_message,
+    `Bramble date of birth was updated to match their birth log. Clover added as a parent of Bramble. Birth log saved: ${log}`,
+  );
+  assert.equal((await get(fostered)).attributes.revision_log_message, `Thistle date of birth was updated to match their birth log. Birth log saved: ${log}`);
+  // Nothing to change, nothing saved: the message stays.
+  const id = res.body.data.id;
+  await request(`${server.url}/api/log/birth/${id}`, { method: 'PATCH', token, json: { data: { type: 'log--birth', id, attributes: { name: 'Renamed birth' } } } });
+  assert.match((await get(calf)).attributes.revision_log_message, /Birth log saved: /);
+  const moved = await request(`${server.url}/api/log/birth/${id}`, { method: 'PATCH', token, json: { data: { type: 'log--birth', id, attributes: { timestamp: '2024-07-02T06:00:00+00:00' } } } });
+  assert.equal(moved.status, 200, moved.text);
+  assert.equal((await get(calf)).attributes.revision_log_message, 'Bramble date of birth was updated to match their birth log. Birth log saved: Renamed birth');
+});
+
 test('a log saved without an owner gets the current user, on update too', async () => {
   await createUser(server.ctx.db.knex, { name: 'owen', password: 'owen-password', roles: ['farm_worker'] });
   const worker = await passwordToken(server.url, 'owen', 'owen-password');

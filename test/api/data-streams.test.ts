@@ -191,6 +191,42 @@ describe('/api/data_stream/{uuid}/data (farmOS DataStreamTest)', () => {
     assert.deepEqual(got.body[1], { timestamp: 1714550400, [name]: '76.5' });
   });
 
+  test('as farmOS (Basic::storageSave): non-numeric values are skipped and the numeric ones stored, 201', async () => {
+    const s = await newStream();
+    const name = s.attributes.name;
+    const k = s.attributes.private_key;
+    const post = [
+      { timestamp: START, [name]: 1 },
+      { timestamp: START + 1, [name]: 'warm' },
+      { timestamp: START + 2, [name]: true },
+      { timestamp: START + 3, [name]: null },
+      { timestamp: START + 4, [name]: { value: 5 } },
+      { timestamp: START + 5, [name]: '6.5' },
+    ];
+    const res = await device('POST', dataPath(s), post, { private_key: k });
+    assert.equal(res.status, 201, res.text);
+    const got = await device('GET', dataPath(s), undefined, { private_key: k });
+    assert.deepEqual(got.body, [{ timestamp: START + 5, [name]: '6.5' }, { timestamp: START, [name]: '1' }]);
+    const none = await device('POST', dataPath(s), { timestamp: START + 9, [name]: 'n/a' }, { private_key: k });
+    assert.equal(none.status, 201, 'a post with nothing numeric is still a 201, as in farmOS');
+    assert.equal(await readingCount(s.id), 2);
+  });
+
+  test('as farmOS: an empty or unreadable timestamp falls back to the time of the post, 201', async () => {
+    const s = await newStream();
+    const name = s.attributes.name;
+    const k = s.attributes.private_key;
+    const before = Math.floor(Date.now() / 1000);
+    for (const timestamp of ['yesterday-ish nonsense', 1e15, 0, '0', '', null, false, { at: 1 }]) {
+      const res = await device('POST', dataPath(s), { timestamp, [name]: 7 }, { private_key: k });
+      assert.equal(res.status, 201, `${JSON.stringify(timestamp)}: ${res.text}`);
+    }
+    const after = Math.floor(Date.now() / 1000);
+    const got = await device('GET', dataPath(s), undefined, { private_key: k });
+    assert.equal(got.body.length, 8);
+    for (const point of got.body) assert.ok(point.timestamp >= before && point.timestamp <= after + 1, JSON.stringify(point));
+  });
+
   test('PUT, PATCH and DELETE are 405', async () => {
     for (const method of ['PUT', 'PATCH', 'DELETE']) {
       const res = await device(method, dataPath(stream), undefined, { private_key: key });
@@ -221,11 +257,6 @@ describe('bad input: a clear error, never a 500, and nothing written', () => {
   });
 
   const cases: Array<[string, () => unknown, number, RegExp, string | undefined]> = [
-    ['a non-numeric value', () => ({ timestamp: START, [name]: 'warm' }), 400, /not a number/, `/${'NAME'}`],
-    ['a bad value in the last point of an array', () => [{ timestamp: START, [name]: 1 }, { timestamp: START + 1, [name]: 2 }, { timestamp: START + 2, [name]: true }], 400, /point 2 .*not a number/, '/2/NAME'],
-    ['a null value', () => ({ [name]: null }), 400, /not a number/, undefined],
-    ['a bad timestamp', () => ({ timestamp: 'yesterday', [name]: 1 }), 400, /timestamp .*not a timestamp/, '/timestamp'],
-    ['a timestamp out of range', () => ({ timestamp: 1e15, [name]: 1 }), 400, /not a timestamp/, undefined],
     ['a point that is not an object', () => [{ timestamp: START, [name]: 1 }, 42], 400, /point 1 .*not a JSON object/i, '/1'],
     ['a JSON string', () => '"hello"', 400, /not a JSON object/, undefined],
     ['broken JSON', () => '{"timestamp": 1,', 400, /not valid JSON/, undefined],
@@ -322,15 +353,19 @@ for (const [label, pathOf] of [
       assert.equal((await streams()).length, 3);
     });
 
-    test('a bad post creates no stream and stores no reading', async () => {
+    test('as farmOS: non-numeric values are skipped, numeric ones stored; a stream for every value name, numeric or not', async () => {
       const sensor = await admin.create('asset--sensor', { name: 'Flaky probe' });
       const path = pathOf(sensor);
-      const res = await device('POST', path, [{ timestamp: START, soil: 20 }, { timestamp: START + 1, soil: 'wet' }], { private_key: sensor.attributes.private_key });
-      assert.equal(res.status, 400);
-      assert.equal(res.body.errors[0].source.pointer, '/1/soil');
-      const after = await admin.get(`/api/asset/sensor/${sensor.id}`);
-      assert.deepEqual(after.body.data.relationships.data_stream.data, []);
-      assert.equal((await admin.get('/api/data_stream/basic?filter[name]=soil')).body.data.length, 0);
+      const privateKey = sensor.attributes.private_key;
+      const res = await device('POST', path, [{ timestamp: START, soil: 20, state: 'ok' }, { timestamp: START + 1, soil: 'wet' }, { timestamp: 'garbled', soil: 21 }], { private_key: privateKey });
+      assert.equal(res.status, 201, res.text);
+      const after = await admin.get(`/api/asset/sensor/${sensor.id}?include=data_stream`);
+      assert.deepEqual((after.body.included ?? []).map((st: any) => st.attributes.name).sort(), ['soil', 'state'], 'as farmOS (getUniqueNamedValues): every name gets a stream');
+      const got = await device('GET', path, undefined, { private_key: privateKey });
+      assert.equal(got.body.length, 2);
+      assert.deepEqual(got.body[1], { timestamp: START, soil: '20' });
+      assert.equal(got.body[0].soil, '21');
+      assert.ok(got.body[0].timestamp > START + DAY, 'the garbled timestamp became the time of the post');
       assert.equal((await device('POST', path, { soil: 1 }, { private_key: 'wrong' })).status, 403);
     });
   });

@@ -317,6 +317,11 @@ test('422: one error per violation, each naming its field', async () => {
   const required = await nothingWritten('asset--land', async () => assertError(await api.post('/api/asset/land', { data: { type: 'asset--land', attributes: { notes: { value: 'no name, no type' } } } }), 422));
   assert.deepEqual(required.map((e) => e.source?.pointer).sort(), ['/data/attributes/land_type', '/data/attributes/name']);
   for (const e of required) assert.match(e.detail, /^(name|land_type)\b/);
+  // A missing required relationship points at the relationship: Tilth's choice, where farmOS
+  // points at /data/attributes/animal_type (README, "Where Tilth differs from farmOS").
+  const noType = await nothingWritten('asset--animal', async () => assertError(await api.post('/api/asset/animal', { data: { type: 'asset--animal', attributes: { name: 'Nameless breed' } } }), 422));
+  assert.deepEqual(noType.map((e) => e.source?.pointer), ['/data/relationships/animal_type']);
+  assert.match(noType[0]!.detail, /^animal_type\b/);
 
   // Single violations, each on its own.
   const single: Array<[string, unknown, string, RegExp]> = [

@@ -23,6 +23,8 @@ test('a file uploaded on its own can be referenced by a log and downloaded', asy
   assert.equal(file.attributes.filesize, bytes.length);
   assert.equal(file.attributes.status, false, 'temporary until a record references it');
   assert.match(file.attributes.uri.value, /^private:\/\/farm\/log\/\d{4}-\d{2}\/yield\.csv$/);
+  // Root-relative, as Drupal's ComputedFileUrl gives it (farmOS), not absolute.
+  assert.equal(file.attributes.uri.url, `/system/files/${file.attributes.uri.value.slice('private://'.length)}`);
 
   const log = await request(`${server.url}/api/log/harvest`, {
     method: 'POST',
@@ -34,10 +36,10 @@ test('a file uploaded on its own can be referenced by a log and downloaded', asy
   const again = await request(`${server.url}/api/file/file/${file.id}`, { token });
   assert.equal(again.body.data.attributes.status, true, 'permanent once referenced');
 
-  const download = await fetch(file.attributes.uri.url, { headers: { Authorization: `Bearer ${token}` } });
+  const download = await fetch(`${server.url}${file.attributes.uri.url}`, { headers: { Authorization: `Bearer ${token}` } });
   assert.equal(download.status, 200);
   assert.equal(await download.text(), bytes.toString());
-  const anonymous = await fetch(file.attributes.uri.url);
+  const anonymous = await fetch(`${server.url}${file.attributes.uri.url}`);
   assert.equal(anonymous.status, 401);
 });
 

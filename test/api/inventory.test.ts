@@ -58,3 +58,34 @@ test('inventory follows increments, decrements and resets of done logs up to now
   assert.equal((await request(`${server.url}/api/log/activity/${reset.id}`, { method: 'DELETE', token })).status, 204);
   assert.deepEqual((await inventory())[0], { measure: 'volume', value: '5.2', units: 'liters' }, 'deleting the reset log undoes it');
 });
+
+test("a material quantity takes the material type of the material asset whose inventory it adjusts (farmOS's QuantityEventSubscriber)", async () => {
+  const term = (name: string) => post('/api/taxonomy_term/material_type', { type: 'taxonomy_term--material_type', attributes: { name } });
+  const compost = await term('Compost');
+  const lime = await term('Lime');
+  const straw = await term('Straw');
+  const pile = await post('/api/asset/material', { type: 'asset--material', attributes: { name: 'Compost pile' }, relationships: { material_type: { data: { type: 'taxonomy_term--material_type', id: compost.id } } } });
+  const tractor = await post('/api/asset/equipment', { type: 'asset--equipment', attributes: { name: 'Spreader' } });
+  const types = (q: any) => q.relationships.material_type.data.map((t: any) => t.id);
+  const quantity = (relationships: Record<string, unknown>) =>
+    post('/api/quantity/material', { type: 'quantity--material', attributes: { measure: 'weight', value: { decimal: '2' }, inventory_adjustment: 'decrement' }, relationships });
+  const asTypes = (...terms: any[]) => ({ data: terms.map((t) => ({ type: 'taxonomy_term--material_type', id: t.id })) });
+
+  // What was sent is overwritten by the asset's type...
+  const q = await quantity({ inventory_asset: { data: { type: 'asset--material', id: pile.id } }, material_type: asTypes(lime, straw) });
+  assert.deepEqual(types(q), [compost.id]);
+  // ...and filled in when nothing was sent.
+  const unsent = await quantity({ inventory_asset: { data: { type: 'asset--material', id: pile.id } } });
+  assert.deepEqual(types(unsent), [compost.id]);
+  // Not a material asset, or no inventory asset: what was sent is kept.
+  assert.deepEqual(types(await quantity({ inventory_asset: { data: { type: 'asset--equipment', id: tractor.id } }, material_type: asTypes(lime) })), [lime.id]);
+  assert.deepEqual(types(await quantity({ material_type: asTypes(lime, straw) })), [lime.id, straw.id]);
+  // On every save: a PATCH of the types alone is overwritten again; pointing the quantity at the
+  // asset later copies its type.
+  const patched = await request(`${server.url}/api/quantity/material/${q.id}`, { method: 'PATCH', token, json: { data: { type: 'quantity--material', id: q.id, relationships: { material_type: asTypes(straw) } } } });
+  assert.equal(patched.status, 200, patched.text);
+  assert.deepEqual(types(patched.body.data), [compost.id]);
+  const later = await quantity({ material_type: asTypes(straw) });
+  const pointed = await request(`${server.url}/api/quantity/material/${later.id}`, { method: 'PATCH', token, json: { data: { type: 'quantity--material', id: later.id, relationships: { inventory_asset: { data: { type: 'asset--material', id: pile.id } } } } } });
+  assert.deepEqual(types(pointed.body.data), [compost.id]);
+});

@@ -106,3 +106,44 @@ test('group members take the group\'s location when the group moved after them, 
   assert.deepEqual((await get(`/api/asset/equipment/${mower.id}`)).relationships.group.data, [], 'an assignment without groups unassigns');
   assert.deepEqual(await locationOf(), [field.id], 'out of the group, back to its own latest movement');
 });
+
+test("a log's geometry from several or multi-part locations: farmOS's WktTrait::combineWkt, flattened into one GEOMETRYCOLLECTION", async () => {
+  const place = async (name: string, wkt: string) => (await post('/api/asset/land', { type: 'asset--land', attributes: { name, land_type: 'field', intrinsic_geometry: wkt } })).id as string;
+  const twoFields = await place('Two fields', 'MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((2 2,3 2,3 3,2 2)))');
+  const well = await place('Well', 'POINT(5 6)');
+  const tight = await place('Tight', 'POLYGON((0 0,1 0,1 1,0 0))');
+  const hedges = await place('Hedges', 'MULTILINESTRING((0 0,1 1),(2 2,3 3))');
+  const trees = await place('Trees', 'MULTIPOINT((7 7),(8 8))');
+  const mixed = await place('Mixed', 'GEOMETRYCOLLECTION(POINT(9 9),MULTIPOLYGON(((0 0,1 0,1 1,0 0))))');
+  const precise = await place('Precise', 'POINT(-75.1234567 40.10)');
+  const geometryOf = async (...locations: string[]) => {
+    const log = await post('/api/log/activity', { type: 'log--activity', attributes: { name: 'Where', timestamp: NOW, status: 'done' }, relationships: { location: { data: locations.map((id) => ({ type: 'asset--land', id })) } } });
+    return log.attributes.geometry?.value;
+  };
+  const P1 = 'POLYGON ((0 0, 1 0, 1 1, 0 0))';
+  const P2 = 'POLYGON ((2 2, 3 2, 3 3, 2 2))';
+  // One multi-geometry: its parts, in a collection.
+  assert.equal(await geometryOf(twoFields), `GEOMETRYCOLLECTION (${P1},${P2})`);
+  assert.equal(await geometryOf(trees), 'GEOMETRYCOLLECTION (POINT (7 7),POINT (8 8))');
+  // One simple geometry: itself, written as geoPHP writes WKT.
+  assert.equal(await geometryOf(tight), P1);
+  // Several: one collection (parts joined by a bare comma, as farmOS joins them), multi-geometries
+  // flattened, in the order of the locations.
+  assert.equal(await geometryOf(twoFields, well), `GEOMETRYCOLLECTION (${P1},${P2},POINT (5 6))`);
+  assert.equal(await geometryOf(well, twoFields), `GEOMETRYCOLLECTION (POINT (5 6),${P1},${P2})`);
+  // farmOS's list spells MultiLineString "MultiLineSting": a MULTILINESTRING is kept whole.
+  assert.equal(await geometryOf(hedges), 'MULTILINESTRING ((0 0, 1 1), (2 2, 3 3))');
+  assert.equal(await geometryOf(well, hedges), 'GEOMETRYCOLLECTION (POINT (5 6),MULTILINESTRING ((0 0, 1 1), (2 2, 3 3)))');
+  // A collection is flattened one level: its parts as they are.
+  assert.equal(await geometryOf(mixed), 'GEOMETRYCOLLECTION (POINT (9 9),MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0))))');
+  // Coordinates written again: no trailing zeros.
+  assert.equal(await geometryOf(precise), 'POINT (-75.1234567 40.1)');
+
+  // A log whose automatic geometry was combined the way Tilth did before (the stored WKTs, joined
+  // by ", ") still follows its locations when they change.
+  const log = await post('/api/log/activity', { type: 'log--activity', attributes: { name: 'Older', timestamp: NOW, status: 'done' }, relationships: { location: { data: [{ type: 'asset--land', id: well }, { type: 'asset--land', id: hedges }] } } });
+  await server.ctx.db.knex('log').where('uuid', log.id).update({ geometry__value: 'GEOMETRYCOLLECTION (POINT(5 6), MULTILINESTRING((0 0,1 1),(2 2,3 3)))' });
+  const moved = await request(`${server.url}/api/log/activity/${log.id}`, { method: 'PATCH', token, json: { data: { type: 'log--activity', id: log.id, relationships: { location: { data: [{ type: 'asset--land', id: tight }] } } } } });
+  assert.equal(moved.status, 200, moved.text);
+  assert.equal(moved.body.data.attributes.geometry.value, P1);
+});

@@ -136,7 +136,7 @@ test('file names: filename* and UTF-8 bytes decoded, control characters stripped
 test('a file with a non-ASCII name downloads under that name (RFC 6266)', async () => {
   const res = await upload('/api/log/activity/file', 'moo', `file; filename*=UTF-8''k%C3%BChe.txt`);
   assert.equal(res.status, 201, res.text);
-  const download = await fetch(res.body.data.attributes.uri.url, { headers: { Authorization: `Bearer ${token}` } });
+  const download = await fetch(`${server.url}${res.body.data.attributes.uri.url}`, { headers: { Authorization: `Bearer ${token}` } });
   assert.equal(download.status, 200);
   assert.match(download.headers.get('content-disposition')!, /filename\*=UTF-8''k%C3%BChe\.txt/);
   assert.equal(await download.text(), 'moo');
@@ -146,7 +146,7 @@ test('a file with a non-ASCII name downloads under that name (RFC 6266)', async 
 
 test('private file downloads are not cacheable', async () => {
   const res = await upload('/api/log/activity/file', 'secret yields', 'file; filename="yields.txt"');
-  const download = await fetch(res.body.data.attributes.uri.url, { headers: { Authorization: `Bearer ${token}` } });
+  const download = await fetch(`${server.url}${res.body.data.attributes.uri.url}`, { headers: { Authorization: `Bearer ${token}` } });
   assert.equal(download.status, 200);
   assert.equal(download.headers.get('cache-control'), 'private, no-store');
 });

@@ -297,6 +297,26 @@ test('quantity--quantity takes `unit` and the alias `units`, in writes and in fi
   assert.deepEqual(inc.body.included.map((r: any) => r.id).sort(), [a.id, kg.id].sort());
 });
 
+test('`processed` as farmOS\'s `default` format gives it: allowed tags kept, others escaped, URLs linked, paragraphs; `plain_text` escapes every tag', async () => {
+  const cases: Array<[string, string, string]> = [
+    ['Seed from "https://seeds.example.com/tomato"', 'default', '<p>Seed from &quot;<a href="https://seeds.example.com/tomato">https://seeds.example.com/tomato</a>&quot;</p>'],
+    ['<strong>Bold</strong> and <em>leaning</em>', 'default', '<p><strong>Bold</strong> and <em>leaning</em></p>'],
+    ['<a href="https://farmos.org" onclick="steal()" target="_blank">farmOS</a>', 'default', '<p><a href="https://farmos.org">farmOS</a></p>'],
+    ['<a href="javascript:alert(1)">click</a> <a href="java&#x09;script:alert(1)">me</a>', 'default', '<p><a>click</a> <a>me</a></p>'],
+    ['<script>alert(1)</script><img src=x onerror=alert(1)>', 'default', '<p>&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</p>'],
+    ['Rows:\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\nDone.', 'default', '<p>Rows:</p>\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\n<p>Done.</p>'],
+    ['Line one\nLine two\n\nSee www.farmos.org.', 'default', '<p>Line one<br />\nLine two</p>\n<p>See <a href="http://www.farmos.org">www.farmos.org</a>.</p>'],
+    ['<strong>unclosed', 'default', '<p><strong>unclosed</strong></p>'],
+    ['<strong>x</strong> & https://a.example/?q=1', 'plain_text', '<p>&lt;strong&gt;x&lt;/strong&gt; &amp; <a href="https://a.example/?q=1">https://a.example/?q=1</a></p>'],
+  ];
+  for (const [value, format, processed] of cases) {
+    const log = await api.create('log--observation', { name: 'Processed', notes: { value, format } });
+    assert.equal(log.attributes.notes.processed, processed, value);
+    const read = await api.get(`/api/log/observation/${log.id}`);
+    assert.equal(read.body.data.attributes.notes.processed, processed, `${value} (read back)`);
+  }
+});
+
 test('long text: {value, format, processed}; format defaults to `default`; processed is safe HTML', async () => {
   const log = await api.create('log--observation', { name: 'Notes', notes: { value: 'Line one\n\nSee https://farmos.org <script>alert(1)</script>', format: 'default' } });
   const notes = log.attributes.notes;
@@ -354,6 +374,37 @@ test('a log without a name is named "<Bundle> log <id>"', async () => {
   // The generated name is stored: filters find it.
   const found = await api.get(`/api/log/harvest?filter[name]=${encodeURIComponent(h.attributes.name)}`);
   assert.deepEqual(found.body.data.map((r: any) => r.id), [h.id]);
+});
+
+test('PATCH: status and archived as farmOS 3.x\'s AssetStorage::doPreSave keeps them in step (updates only)', async () => {
+  const T = '2024-01-01T00:00:00+00:00';
+  const T2 = '2025-06-01T12:00:00+00:00';
+  const patch = async (asset: any, attributes: Record<string, unknown>) => {
+    const res = await api.patch(`/api/asset/equipment/${asset.id}`, { data: { type: 'asset--equipment', id: asset.id, attributes } });
+    assert.equal(res.status, 200, res.text);
+    return [res.body.data.attributes.status, res.body.data.attributes.archived];
+  };
+  const active = () => api.create('asset--equipment', { name: 'Active' });
+  const archived = () => api.create('asset--equipment', { name: 'Archived', status: 'archived', archived: T });
+  // Status unchanged, an archived time set on an active asset: archived at that time.
+  assert.deepEqual(await patch(await active(), { status: 'active', archived: T }), ['archived', T]);
+  assert.deepEqual(await patch(await active(), { archived: T }), ['archived', T]);
+  // Status unchanged, the time cleared on an archived asset: active again.
+  assert.deepEqual(await patch(await archived(), { status: 'archived', archived: null }), ['active', null]);
+  assert.deepEqual(await patch(await archived(), { archived: null }), ['active', null]);
+  // Status unchanged, archived, a new time: kept.
+  assert.deepEqual(await patch(await archived(), { archived: T2 }), ['archived', T2]);
+  // Status changed to archived: the time sent, else now.
+  assert.deepEqual(await patch(await active(), { status: 'archived', archived: T2 }), ['archived', T2]);
+  const [status, at] = await patch(await active(), { status: 'archived' });
+  assert.equal(status, 'archived');
+  assert.ok(Math.abs(Date.parse(at) / 1000 - nowSeconds()) < 60, `archived ≈ now, got ${at}`);
+  // Status changed from archived: the time is cleared, even when one is sent.
+  assert.deepEqual(await patch(await archived(), { status: 'active' }), ['active', null]);
+  assert.deepEqual(await patch(await archived(), { status: 'active', archived: T2 }), ['active', null]);
+  // Nothing about either: unchanged.
+  assert.deepEqual(await patch(await archived(), { name: 'Renamed' }), ['archived', T]);
+  assert.deepEqual(await patch(await active(), { name: 'Renamed' }), ['active', null]);
 });
 
 test('asset status and archived stay consistent (spec: active has no archived time, archived has one)', async () => {

@@ -118,7 +118,7 @@ test('a backup taken under write load restores every acknowledged record and fil
         assert.equal(essence(res.body.data), was, `${id} is served the same`);
       }
       const fileRecord = await request(`${copy.url}/api/file/file/${upload.body.data.id}`, { token: copyToken });
-      const download = await fetch(fileRecord.body.data.attributes.uri.url, { headers: { Authorization: `Bearer ${copyToken}` } });
+      const download = await fetch(`${copy.url}${fileRecord.body.data.attributes.uri.url}`, { headers: { Authorization: `Bearer ${copyToken}` } });
       assert.equal(download.status, 200);
       assert.deepEqual(Buffer.from(await download.arrayBuffer()), bytes, 'the uploaded file came back');
     } finally {
