@@ -92,10 +92,24 @@ function typed(type: string | undefined, value: unknown): unknown {
   return text === '' ? null : text;
 }
 
+/** A number as JSON writes it: left bare, so that spreadsheets read it as a number (it is no formula). */
+const PLAIN_NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+/**
+ * A formula after a separator a spreadsheet may split on (`,` `;` tab `|`), for a spreadsheet
+ * that ignores the quotes: `=` and `@` always, `+` and `-` unless a number or a space follows.
+ */
+const FORMULA_AFTER_SEPARATOR = /([,;\t|]\s*)(=|@|[+-](?=[^\d.\s]))/g;
+
+/**
+ * One CSV cell that no spreadsheet runs as a formula (OWASP's CSV injection guidance): a leading
+ * = + - @ tab or CR is neutralised with a quote mark, and so is a formula after a separator (in a
+ * locale that splits on `;`, `x;=1+1` would otherwise be two cells, the second a formula); every
+ * text cell is quoted. Numbers stay bare.
+ */
 function csvCell(text: string): string {
-  // A leading = + - @ would make a spreadsheet run a formula: neutralise it (OWASP CSV injection).
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
-  return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  if (text === '' || PLAIN_NUMBER.test(text)) return text;
+  const safe = (/^[=+\-@\t\r]/.test(text) ? `'${text}` : text).replace(FORMULA_AFTER_SEPARATOR, "$1'$2");
+  return `"${safe.replace(/"/g, '""')}"`;
 }
 
 const xml = (s: string) => s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);

@@ -104,7 +104,15 @@ test('CSV: every matching record past the page limit, in order, related records 
 
 test('CSV cells cannot smuggle spreadsheet formulas', async () => {
   const res = await request(`${server.url}/api/asset/land?_format=csv&filter[land_type]=field`, { token });
-  assert.ok(res.text.includes("'=cmd|calc"), 'a leading = is neutralised');
+  assert.ok(res.text.includes('"\'=cmd|calc"'), 'a leading = is neutralised, and the text cell quoted');
+  // After a separator a spreadsheet in another locale may split on, too.
+  const notes = 'x;=1+1, @SUM(A1) |-cmd|calc; -5 kg, +3';
+  const log = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: 'Formula notes', notes: { value: notes, format: 'plain_text' } } } } });
+  assert.equal(log.status, 201, log.text);
+  const csv = await request(`${server.url}/api/log/activity?_format=csv&filter[name]=Formula%20notes`, { token });
+  assert.ok(csv.text.includes(`"x;'=1+1, '@SUM(A1) |'-cmd|calc; -5 kg, +3"`), csv.text.slice(0, 600));
+  // Numbers stay numbers.
+  assert.match(csv.text, /"log--activity",\d+,/, "ids are bare numbers");
 });
 
 test('GeoJSON and KML: the records with a geometry, properties from their attributes', async () => {

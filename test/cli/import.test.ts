@@ -69,7 +69,7 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
       assert.equal(res.status, 201, res.text);
     }
     const csv = (await request(`${server.url}/api/log/activity?_format=csv&sort=timestamp`, { token })).text;
-    const withoutIds = csv.replace(/^[0-9a-f-]{36},/gm, ','); // new records, not copies with the same UUID
+    const withoutIds = csv.replace(/^"?[0-9a-f-]{36}"?,/gm, ","); // new records, not copies with the same UUID
     writeFileSync(join(dir, 'logs.csv'), withoutIds);
     const logs = tilth(['import', 'csv', join(dir, 'logs.csv')], database.env);
     assert.equal(logs.status, 0, logs.stderr);
@@ -83,7 +83,7 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
     assert.deepEqual(copies[1].relationships.asset.data.map((a: any) => a.id), [land[0].id], 'relationships come back by UUID');
 
     // A bad row names itself and nothing is kept.
-    writeFileSync(join(dir, 'bad.csv'), `${withoutIds.split('\r\n')[0]}\r\n${withoutIds.split('\r\n')[1]}\r\n${withoutIds.split('\r\n')[2]!.replace(',done,', ',finished,')}\r\n`);
+    writeFileSync(join(dir, 'bad.csv'), `${withoutIds.split('\r\n')[0]}\r\n${withoutIds.split('\r\n')[1]}\r\n${withoutIds.split('\r\n')[2]!.replace(',"done",', ',"finished",')}\r\n`);
     const refused = tilth(['import', 'csv', join(dir, 'bad.csv')], database.env);
     assert.equal(refused.status, 1, refused.stdout);
     assert.match(refused.stderr, /^row 3: status/m);
