@@ -13,6 +13,13 @@
  *
  * Logins that name no account are counted under the typed text, so probing unknown names stalls
  * the same way and timing does not tell which names exist.
+ *
+ * Strangers cannot spend the owner's tries. An address from which the account signed in
+ * successfully (in the last KNOWN_DAYS days) has an allowance of its own for that account, so a
+ * guesser elsewhere who uses up the account's shared allowance locks out only other new places,
+ * not the owner's own browser, phone or script (OWASP's "device cookie" idea, keyed by address,
+ * since the token endpoint's clients keep no cookies). A guesser on the owner's own address shares
+ * the owner's allowance, as before.
  */
 import type { Knex } from 'knex';
 import type { RateLimiter } from '../access/rate-limiter.ts';
@@ -30,16 +37,28 @@ export type LoginCheck =
   | { outcome: 'busy'; seconds: number };
 
 const accountKey = (userId: number) => `account:${userId}`;
+const knownAddressKey = (userId: number, address: string) => `account:${userId}@${address}`;
+/** How long an address a user signed in from keeps its own allowance. */
+const KNOWN_DAYS = 30;
+/** Addresses remembered per account (the most recent), and accounts remembered at most. */
+const KNOWN_PER_ACCOUNT = 20;
+const KNOWN_ACCOUNTS = 100_000;
 const BUSY: LoginCheck = Object.freeze({ outcome: 'busy', seconds: 1 });
 const unknownLoginKey = (login: string) => `login:${login.trim().toLowerCase()}`;
 
 export class PasswordGuard {
+  /** Per account, the addresses it signed in from and until when they count as its own (Unix ms), oldest first. */
+  private readonly known = new Map<number, Map<string, number>>();
+
   constructor(private readonly failures: RateLimiter) {}
 
-  /** Check a login (user name or e-mail address) and password. */
-  async login(knex: Knex, login: string, password: string): Promise<LoginCheck> {
+  /**
+   * Check a login (user name or e-mail address) and password, sent from `address` (the client's,
+   * as the rate limits see it; omitted where there is none, e.g. the command line).
+   */
+  async login(knex: Knex, login: string, password: string, address?: string): Promise<LoginCheck> {
     const account = login ? await findLogin(knex, login) : null;
-    const key = account ? accountKey(account.id) : unknownLoginKey(login);
+    const key = !account ? unknownLoginKey(login) : address && this.isKnown(account.id, address) ? knownAddressKey(account.id, address) : accountKey(account.id);
     if (!hashingOpen()) return BUSY;
     const wait = this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
@@ -57,6 +76,7 @@ export class PasswordGuard {
     if (account && !account.status) return { outcome: 'blocked' };
     if (!account || !ok) return { outcome: 'wrong', userId: account?.id ?? null };
     this.failures.reset(key);
+    if (address) this.remember(account.id, address);
     const { pass: _hash, ...rest } = account;
     return { outcome: 'ok', account: rest };
   }
@@ -78,5 +98,20 @@ export class PasswordGuard {
     if (!ok) return 'wrong';
     this.failures.reset(key);
     return 'ok';
+  }
+
+  private isKnown(userId: number, address: string, at = Date.now()): boolean {
+    return (this.known.get(userId)?.get(address) ?? 0) > at;
+  }
+
+  private remember(userId: number, address: string, at = Date.now()): void {
+    let addresses = this.known.get(userId);
+    if (!addresses) {
+      if (this.known.size >= KNOWN_ACCOUNTS) this.known.delete(this.known.keys().next().value!);
+      this.known.set(userId, (addresses = new Map()));
+    }
+    addresses.delete(address); // re-inserted last: the most recent
+    addresses.set(address, at + KNOWN_DAYS * 86_400_000);
+    if (addresses.size > KNOWN_PER_ACCOUNT) addresses.delete(addresses.keys().next().value!);
   }
 }

@@ -184,13 +184,14 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
     const body = req.body as Record<string, string | undefined>;
     const returnTo = safeReturnTo(body.return_to);
     if (!returnTo) return sendPage(req, res, 400, errorPage('Sign-in failed', 'The sign-in form does not say which authorization request it belongs to.'));
-    const addressWait = limiters.addresses.hit(clientAddress(req, limiters.trustProxy));
+    const address = clientAddress(req, limiters.trustProxy);
+    const addressWait = limiters.addresses.hit(address);
     if (addressWait) return tooMany(req, res, addressWait);
     if (!sessions.checkLoginCsrfToken(req, body.csrf_token)) {
       return renderLogin(req, res, returnTo, 403, 'The sign-in form expired or was not sent from this server’s own page. Please sign in again.');
     }
     const username = body.username ?? '';
-    const check = username && body.password ? await deps.ctx.passwords.login(db, username, body.password) : { outcome: 'wrong' as const, userId: null };
+    const check = username && body.password ? await deps.ctx.passwords.login(db, username, body.password, address) : { outcome: 'wrong' as const, userId: null };
     if (check.outcome === 'wait') return tooMany(req, res, check.seconds);
     if (check.outcome === 'wrong') {
       (res.locals.log ?? deps.ctx.logger).warn({ userId: check.userId }, 'failed sign-in on the login form');

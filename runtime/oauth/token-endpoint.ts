@@ -10,7 +10,7 @@ import { OAuthError } from '../errors.ts';
 import { allowsGrant, TOKEN_GRANT_TYPES } from './grants/index.ts';
 import { clientAuthentication } from './client-auth.ts';
 import { formBody } from './form.ts';
-import { limitAddresses } from './rate-limit.ts';
+import { clientAddress, limitAddresses, type Limiters } from './rate-limit.ts';
 import { oauthErrors } from './oauth-errors.ts';
 import { tokenStore } from './tokens.ts';
 import type { OAuthDeps } from './deps.ts';
@@ -38,6 +38,22 @@ function checkClientMayUseGrant(req: Request, res: Response, next: NextFunction)
   next();
 }
 
+/**
+ * The client's address, where oauth2orize hands it to a grant (`req.authInfo`, its seventh
+ * argument): the password grant gives an address the account signed in from its own allowance.
+ */
+function addressInfo(limiters: Limiters): RequestHandler {
+  return (req, _res, next) => {
+    (req as Request & { authInfo?: TokenRequestInfo }).authInfo = { address: clientAddress(req, limiters.trustProxy) };
+    next();
+  };
+}
+
+/** What a grant learns of the request besides its form (see addressInfo). */
+export interface TokenRequestInfo {
+  address: string;
+}
+
 /** Expired tokens, codes and sessions are deleted now and then, by whichever process is asked first. */
 const SWEEP_EVERY_MS = 3_600_000;
 /** Expired rows are kept a day: long enough to tell "expired" from "invalid" in a late request. */
@@ -59,6 +75,7 @@ export function tokenEndpoint(deps: OAuthDeps, server: OAuth2Server): Array<Requ
   return [
     noStore,
     limitAddresses(deps.limiters),
+    addressInfo(deps.limiters),
     formBody(deps.ctx.bodies),
     checkGrantType,
     clientAuthentication(db),

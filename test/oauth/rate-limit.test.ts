@@ -97,3 +97,24 @@ test('a flood of sign-ins is answered 503 with Retry-After past the hashing queu
   assert.ok(checkedWrong <= 20, `${checkedWrong} wrong passwords were checked`);
   if (checkedWrong < 20) assert.equal((await token(server, { grant_type: 'password', username: user.name, password: user.password, client_id: 'farm' })).status, 200, 'turned-away tries were not counted');
 });
+
+test('a stranger who spends an account’s tries locks out only new places, not where the owner signed in before', async (t) => {
+  const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_USERNAME: '3', TILTH_TRUST_PROXY: '1' } });
+  t.after(() => server.close());
+  const user = await addUser(server, ['farm_worker']);
+  const from = (address: string, password: string) => token(server, { grant_type: 'password', username: user.name, password, client_id: 'farm' }, { 'X-Forwarded-For': address });
+  const home = '198.51.100.7';
+  assert.equal((await from(home, user.password)).status, 200, 'the owner signs in from home');
+  for (let i = 0; i < 5; i++) await from('203.0.113.66', `guess-${i}`);
+  assert.equal((await from('203.0.113.66', user.password)).status, 429, 'the stranger is held back');
+  assert.equal((await from('192.0.2.10', user.password)).status, 429, 'and so is any other new place');
+  assert.equal((await from(home, user.password)).status, 200, 'the owner at home is not locked out');
+  // Home has its own allowance, which its own wrong passwords spend.
+  for (let i = 0; i < 3; i++) assert.equal((await from(home, `typo-${i}`)).status, 400);
+  assert.equal((await from(home, user.password)).status, 429);
+  // The sign-in form keeps the same allowances.
+  const agent = new FormAgent(server.url);
+  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  const form = await agent.login(page.text, user.name, user.password);
+  assert.equal(form.status, 429, 'the form from a new place (the test’s own address) is held back too');
+});

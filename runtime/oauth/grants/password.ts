@@ -12,17 +12,19 @@ import { parseScope, resolveScopes } from '../scopes.ts';
 import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith } from '../issue.ts';
 import type { OAuthDeps } from '../deps.ts';
+import type { TokenRequestInfo } from '../token-endpoint.ts';
 
 /** oauth2orize exchange for grant_type=password. */
 export function passwordExchange({ ctx }: OAuthDeps) {
   const knex = ctx.db.knex;
-  // oauth2orize picks the callback form by its arity: six arguments receive the form body, where
-  // the scope is read again (it splits a double space into an empty scope). The `{}` options
+  // oauth2orize picks the callback form by its arity: seven arguments receive the form body, where
+  // the scope is read again (it splits a double space into an empty scope), and req.authInfo, which
+  // token-endpoint.ts fills with the client's address. The `{}` options
   // argument is what the typings of that form ask for.
-  return oauth2orize.exchange.password({}, (client: Client, username: string, password: string, _scope: string[], body: Record<string, string>, done: ExchangeDoneFunction) =>
+  return oauth2orize.exchange.password({}, (client: Client, username: string, password: string, _scope: string[], body: Record<string, string>, info: TokenRequestInfo | undefined, done: ExchangeDoneFunction) =>
     respondWith(done, async () => {
       const scopes = resolveScopes(parseScope(body.scope), client);
-      const check = await ctx.passwords.login(knex, username, password);
+      const check = await ctx.passwords.login(knex, username, password, info?.address);
       if (check.outcome === 'wait') {
         throw new OAuthError('slow_down', `Too many failed logins for this account; try again in ${check.seconds} seconds.`, { headers: { 'Retry-After': String(check.seconds) } });
       }
