@@ -10,7 +10,7 @@ import { ROOT } from '../support/project.ts';
 /** Where the project's code lives (generated/ and the definitions are code too). */
 const FOLDERS = ['.ci', 'bench', 'bin', 'deploy', 'generated', 'generator', 'runtime', 'scripts', 'test'];
 const CODE = /\.(ts|js|mjs|cjs|sh|json|ya?ml)$|^run$/;
-/** A path to the folder beside the root: `../shared`, or `'..', 'shared'` as path.join's arguments. */
+/** A path to the folder beside the root, written out with its slash or as path.join's arguments ('..', 'shared'). */
 const OUTSIDE = /\.\.\/shared\b|['"]\.\.['"]\s*,\s*['"]shared['"]/;
 
 function files(dir: string): string[] {
