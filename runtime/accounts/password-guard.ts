@@ -58,7 +58,7 @@ export class PasswordGuard {
    */
   async login(knex: Knex, login: string, password: string, address?: string): Promise<LoginCheck> {
     const account = login ? await findLogin(knex, login) : null;
-    const key = !account ? unknownLoginKey(login) : address && this.isKnown(account.id, address) ? knownAddressKey(account.id, address) : accountKey(account.id);
+    const key = account ? this.keyOf(account.id, address) : unknownLoginKey(login);
     if (!hashingOpen()) return BUSY;
     const wait = this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
@@ -81,9 +81,12 @@ export class PasswordGuard {
     return { outcome: 'ok', account: rest };
   }
 
-  /** Check the current password of an account someone is signed in to (e.g. before changing it). */
-  async confirm(knex: Knex, userId: number, password: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
-    const key = accountKey(userId);
+  /**
+   * Check the current password of an account someone is signed in to (e.g. before changing it),
+   * sent from `address`: it spends the same allowance as a sign-in from there.
+   */
+  async confirm(knex: Knex, userId: number, password: string, address?: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
+    const key = this.keyOf(userId, address);
     const hash = await passwordHashOf(knex, userId);
     if (!hashingOpen()) throw new HashingBusy();
     const wait = this.failures.hit(key);
@@ -100,8 +103,9 @@ export class PasswordGuard {
     return 'ok';
   }
 
-  private isKnown(userId: number, address: string, at = Date.now()): boolean {
-    return (this.known.get(userId)?.get(address) ?? 0) > at;
+  /** The allowance an attempt on this account from `address` spends: the address's own once the account signed in from it, else the account's shared one. */
+  private keyOf(userId: number, address: string | undefined, at = Date.now()): string {
+    return address && (this.known.get(userId)?.get(address) ?? 0) > at ? knownAddressKey(userId, address) : accountKey(userId);
   }
 
   private remember(userId: number, address: string, at = Date.now()): void {

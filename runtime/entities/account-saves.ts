@@ -34,9 +34,9 @@ export class AccountSaves {
    * it), before its transaction opens (hashing takes a while, and nothing may hold the database
    * meanwhile). Users changing their own password confirm the current one, as Drupal asks; wrong
    * ones count as failed passwords of the account. `targetId` is the account being changed, or
-   * null when one is created.
+   * null when one is created. `address` is the client's, for the account's password allowances.
    */
-  async hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
+  async hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null, address?: string): Promise<HashedSecrets> {
     if (!secrets.size) return NO_SECRETS;
     const hashed = new Map<string, string>();
     for (const [name, secret] of secrets) {
@@ -49,7 +49,7 @@ export class AccountSaves {
       // the owner's failed-password count.
       if (targetId !== null && principal.userId === targetId) {
         if (!secret.existing) throw forbidden(`${name}: to change your password, send the current one as ${name}.existing.`, { pointer: fieldPointer(field) });
-        const check = await this.passwords.confirm(db, targetId, secret.existing);
+        const check = await this.passwords.confirm(db, targetId, secret.existing, address);
         if (check === 'wrong') throw forbidden(`${name}: the current password (${name}.existing) is wrong.`, { pointer: fieldPointer(field) });
         if (check !== 'ok') throw tooManyRequests(`${name}: too many wrong passwords for this account; try again in ${check.waitSeconds} seconds.`, check.waitSeconds);
       }

@@ -48,8 +48,8 @@ export class EntityService {
   }
 
   /** Check and hash a write's passwords before its transaction opens (AccountSaves.hashSecrets). */
-  hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null): Promise<HashedSecrets> {
-    return this.accounts.hashSecrets(db, rt, secrets, principal, targetId);
+  hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null, address?: string): Promise<HashedSecrets> {
+    return this.accounts.hashSecrets(db, rt, secrets, principal, targetId, address);
   }
 
   private autoValue(field: FieldDescriptor, principal: Principal, now: number): ItemValue | ItemValue[] | undefined {

@@ -19,7 +19,7 @@ import { findClient, type Client } from './clients.ts';
 import { AuthorizeRequestError, validateAuthorizeRequest, type AuthorizeRequest } from './authorize-request.ts';
 import { formBody, parseQuery } from './form.ts';
 import { asOAuthError } from './oauth-errors.ts';
-import { clientAddress } from './rate-limit.ts';
+import { clientAddress } from '../access/client-address.ts';
 import { consentPage, errorPage, loginPage, STYLE_HASH, type ConsentScope } from './pages.ts';
 import { sessionOf, type LoginSessions } from './session.ts';
 import { noStore } from './token-endpoint.ts';

@@ -12,6 +12,7 @@
 import type { Request } from 'express';
 import { OAuthError } from '../errors.ts';
 import { RateLimiter } from '../access/rate-limiter.ts';
+import { clientAddress } from '../access/client-address.ts';
 
 /** The address limiter of the authorization server. */
 export interface Limiters {
@@ -25,22 +26,6 @@ export function createLimiters(config: { rateLimit: { windowSeconds: number; per
     addresses: new RateLimiter(config.rateLimit.perAddress, config.rateLimit.windowSeconds),
     trustProxy: config.trustProxy,
   };
-}
-
-/**
- * The client's address: the socket's peer, or with `trustProxy` = N > 0 the N-th address from the
- * right of X-Forwarded-For (each trusted proxy appends the address it received from). Entries a
- * client put there itself lie further left and are never used.
- */
-export function clientAddress(req: Request, trustProxy: number): string {
-  const peer = req.socket.remoteAddress ?? 'unknown';
-  if (trustProxy <= 0) return peer;
-  const header = req.headers['x-forwarded-for'];
-  const hops = (Array.isArray(header) ? header.join(',') : (header ?? ''))
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return hops[hops.length - trustProxy] ?? hops[0] ?? peer;
 }
 
 /** Middleware: counts the request against its client address; over the limit, a 429 OAuth error with Retry-After. */

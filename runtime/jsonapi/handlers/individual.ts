@@ -1,4 +1,5 @@
 /** GET, PATCH and DELETE of one resource: `/api/<entity>/<bundle>/<uuid>`. */
+import { clientAddress } from '../../access/client-address.ts';
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../access/principal.ts';
@@ -23,7 +24,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const secrets = readSecrets(rt, req.body);
       // The account whose password changes (only a write with a password needs it looked up first).
       const target = secrets.size && route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
-      const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null);
+      const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null, clientAddress(req, s.ctx.config.trustProxy));
       const doc = await s.knex.transaction(async (trx) => {
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         const record = await s.records.find(trx, rt, route.id, principal);
