@@ -10,7 +10,8 @@
  *
  * Options: --quick, --scale=S|M|L (the main farm; full default L), --big=M|L (G's large farm;
  * full default L), --seconds=N, --seed=N, --pg[=postgres://user@host:port] (P1, P3, P4 on
- * PostgreSQL too, on a database made and dropped for the run), --pg-scale=S|M (default S quick, M full).
+ * PostgreSQL too, on a database made and dropped for the run), --pg-scale=S|M (default S quick, M full),
+ * --only=P0,P3 (only those workloads, after the checks; an A/B of one change in a minute or two).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -35,6 +36,9 @@ const JSONAPI = 'application/vnd.api+json';
 // PostgreSQL leg (P1, P3, P4 against the pg baseline): --pg, or --pg=postgres://user@host:port.
 const PG = args.has('pg') ? (args.get('pg') === '1' ? 'postgres://postgres@127.0.0.1:5432' : args.get('pg')!) : null;
 const PG_SCALE = (args.get('pg-scale') ?? (QUICK ? 'S' : 'M')) as Scale;
+// --only=P0,P3: only those workloads (ids as in the table; G and PG too), after the checks.
+const ONLY = args.has('only') ? new Set(args.get('only')!.split(',').map((id) => id.trim().toUpperCase())) : null;
+const runs = (id: string) => !ONLY || ONLY.has(id);
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
 const rows: Row[] = [];
@@ -243,14 +247,14 @@ async function main(): Promise<void> {
     for (const path of [schemaPath, resourceSchemaPath]) ceilingSame &&= await sameAnswer(`GET ${path}`, T, { name: 'static', url: ceiling.url }, path);
 
     // P0: per-request overhead, against a bare server with the same bytes and the same token check.
-    {
+    if (runs('P0')) {
       const [t, b] = await pair(() => closed(`${T}/api`, { headers: s.auth }), () => closed(`${bare.url}/api`, { headers: s.auth }));
       add({ id: 'P0', what: 'GET /api with a token', figure: `${fmt(t)}; bare ${b.rps.toLocaleString('en')} req/s; ${ratio(t, b)}×`, target: '≥ 0.5× bare', met: bareSame ? clean(t) && clean(b) && ratio(t, b) >= 0.5 : 'n/a', detail: { tilth: t, bare: b } });
     }
 
     // P1: the page of logs.
-    let p1Tilth: LoadResult;
-    {
+    let p1Tilth: LoadResult | undefined;
+    if (runs('P1')) {
       const [t, r] = await pair(() => closed(`${T}${p1}`, { headers: s.auth }), () => closed(`${rendered.url}${p1}`, { headers: s.auth }));
       p1Tilth = t;
       const st = await closed(`${ceiling.url}${p1}`);
@@ -260,16 +264,16 @@ async function main(): Promise<void> {
     }
 
     // P2: P1 with its assets and quantities included.
-    {
+    if (runs('P2')) {
       const size = (await body(`${T}${p2}`, { headers: s.auth })).length;
       const [t, r] = await pair(() => closed(`${T}${p2}`, { headers: s.auth }), () => closed(`${rendered.url}${p2}`, { headers: s.auth }));
-      add({ id: 'P2', what: `P1 + include=asset,quantity (${(size / 1024).toFixed(0)} KB)`, figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered, ${ratio(t, p1Tilth)}× P1`, target: '≥ 0.5× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.5 : 'n/a', detail: { tilth: t, rendered: r } });
+      add({ id: 'P2', what: `P1 + include=asset,quantity (${(size / 1024).toFixed(0)} KB)`, figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered${p1Tilth ? `, ${ratio(t, p1Tilth)}× P1` : ''}`, target: '≥ 0.5× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.5 : 'n/a', detail: { tilth: t, rendered: r } });
       const f = await atRate(`${T}${p2}`, 50, { headers: s.auth });
       add({ id: 'P2', what: 'P2 at 50 req/s', figure: fmt(f), target: 'p99 ≤ 40 ms', met: clean(f) && f.p99 <= 40, detail: { tilth: f } });
     }
 
     // P3: one log by UUID, a different one each request.
-    {
+    if (runs('P3')) {
       const list = writeJson(s.work, 'p3.json', uuids.map((u) => `/api/log/activity/${u}`));
       const [t, r] = await pair(() => closed(T, { headers: s.auth, mode: 'randomPath', list }), () => closed(rendered.url, { headers: s.auth, mode: 'randomPath', list }));
       add({ id: 'P3', what: 'one log by UUID, random', figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}×`, target: '≥ 0.6× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.6 : 'n/a', detail: { tilth: t, rendered: r } });
@@ -278,7 +282,7 @@ async function main(): Promise<void> {
     }
 
     // P4, P5: writes. References come from the farm: animals, a field, existing quantities.
-    {
+    if (runs('P4') || runs('P5')) {
       const sdb = new Database(db, { readonly: true });
       const animals = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[];
       sdb.close();
@@ -302,7 +306,7 @@ async function main(): Promise<void> {
     }
 
     // P6: animals with their computed location and geometry, and the same page without them.
-    {
+    if (runs('P6')) {
       const page = JSON.parse((await body(`${T}/api/asset/animal`, { headers: s.auth })).toString()) as { data: Array<{ attributes: object; relationships: object }> };
       const fields = page.data.length ? [...Object.keys(page.data[0]!.attributes), ...Object.keys(page.data[0]!.relationships)].filter((f) => f !== 'location' && f !== 'geometry') : [];
       const without = `/api/asset/animal?fields%5Basset--animal%5D=${fields.join(',')}`;
@@ -330,7 +334,7 @@ async function main(): Promise<void> {
     }
 
     // P7: token endpoint. Refresh tokens rotate, so each response's new token is used next.
-    {
+    if (runs('P7')) {
       const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
       const refreshTokens: string[] = [];
       // One chain per connection: each is a password grant, and argon2id is slow on purpose.
@@ -351,13 +355,13 @@ async function main(): Promise<void> {
     }
 
     // P8: schemas, against the same bytes from memory.
-    for (const path of [schemaPath, resourceSchemaPath]) {
+    for (const path of runs('P8') ? [schemaPath, resourceSchemaPath] : []) {
       const [t, st] = await pair(() => closed(`${T}${path}`), () => closed(`${ceiling.url}${path}`));
       add({ id: 'P8', what: `GET ${path}`, figure: `${fmt(t)}; static ${st.rps.toLocaleString('en')} req/s; ${ratio(t, st)}×`, target: '≥ 0.8× static', met: ceilingSame ? clean(t) && clean(st) && ratio(t, st) >= 0.8 : 'n/a', detail: { tilth: t, static: st } });
     }
 
     // P9: page 2,000 of P1 (or the last page, on a smaller farm) reached through links.next.
-    {
+    if (runs('P9')) {
       let href = nextHref;
       let path = p1;
       let pageNo = 1;
@@ -385,19 +389,21 @@ async function main(): Promise<void> {
     for (const b of baselines) await b.stop();
     baselines.length = 0;
     const sessions = new Map<Scale, Session>([[MAIN, s]]);
-    try {
-      for (const scale of [SMALL, BIG]) if (!sessions.has(scale)) { say(`G: farm-${scale}…`); sessions.set(scale, await open(scale)); }
-      const lists = new Map([...sessions].map(([scale, x]) => [scale, writeJson(x.work, 'g-uuids.json', sampleLogs(join(x.dir, 'tilth.sqlite'), 2000).map((u) => `/api/log/activity/${u}`))]));
-      for (const k of ['P1', 'P3', 'P6'] as const) {
-        const [big, small] = await pair(() => growthFigure(sessions.get(BIG)!, k, lists.get(BIG)!), () => growthFigure(sessions.get(SMALL)!, k, lists.get(SMALL)!));
-        const r = ratio(big, small);
-        add({ id: 'G', what: `${k} on farm-${BIG} against farm-${SMALL}`, figure: `${big.rps.toLocaleString('en')} against ${small.rps.toLocaleString('en')} req/s; ${r}×`, target: '≥ 0.8×', met: clean(big) && clean(small) && r >= 0.8, detail: { big, small } });
+    if (runs('G')) {
+      try {
+        for (const scale of [SMALL, BIG]) if (!sessions.has(scale)) { say(`G: farm-${scale}…`); sessions.set(scale, await open(scale)); }
+        const lists = new Map([...sessions].map(([scale, x]) => [scale, writeJson(x.work, 'g-uuids.json', sampleLogs(join(x.dir, 'tilth.sqlite'), 2000).map((u) => `/api/log/activity/${u}`))]));
+        for (const k of ['P1', 'P3', 'P6'] as const) {
+          const [big, small] = await pair(() => growthFigure(sessions.get(BIG)!, k, lists.get(BIG)!), () => growthFigure(sessions.get(SMALL)!, k, lists.get(SMALL)!));
+          const r = ratio(big, small);
+          add({ id: 'G', what: `${k} on farm-${BIG} against farm-${SMALL}`, figure: `${big.rps.toLocaleString('en')} against ${small.rps.toLocaleString('en')} req/s; ${r}×`, target: '≥ 0.8×', met: clean(big) && clean(small) && r >= 0.8, detail: { big, small } });
+        }
+      } finally {
+        for (const [scale, x] of sessions) if (scale !== MAIN) await close(x);
       }
-    } finally {
-      for (const [scale, x] of sessions) if (scale !== MAIN) await close(x);
     }
 
-    if (PG) await postgresLeg(PG);
+    if (PG && runs('PG')) await postgresLeg(PG);
     report();
   } finally {
     for (const b of baselines) await b.stop();

@@ -1,12 +1,15 @@
 /**
- * Bearer authentication of the API (RFC 6750): the access token of the
- * Authorization header becomes the request's Principal. A request without an Authorization
- * header stays anonymous, and the API decides where that is enough (GET /api, the schemas). Any
- * Authorization header that does not carry a live token is refused with 401, a JSON:API error
- * document and a `WWW-Authenticate: Bearer` challenge: an unknown, expired or revoked token, a
- * token of a blocked user, and farmOS.js's `Bearer undefined` before it has a token.
+ * Bearer authentication of the API (RFC 6750) with passport and passport-http-bearer: the access
+ * token of the Authorization header becomes the request's Principal. A request without an
+ * Authorization header stays anonymous, and the API decides where that is enough (GET /api, the
+ * schemas). Any Authorization header that does not carry a live token is refused with 401, a
+ * JSON:API error document and a `WWW-Authenticate: Bearer` challenge: an unknown, expired or
+ * revoked token, a token of a blocked user, and farmOS.js's `Bearer undefined` before it has a
+ * token.
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import passport from 'passport';
+import { Strategy as BearerStrategy } from 'passport-http-bearer';
 import type { Knex } from 'knex';
 import { ApiError, unauthorized } from '../errors.ts';
 import { effectivePermissions, isRole } from '../access/roles.ts';
@@ -131,48 +134,120 @@ export async function principalOfToken(db: Knex, token: string): Promise<Princip
 }
 
 /**
- * The bearer token of an Authorization header (RFC 6750 §2.1): the token, or why there is none.
- * As passport-http-bearer reads it: exactly two space-separated parts, the scheme in any case.
+ * passport's options. No session (every request carries its token), no authInfo (nothing reads
+ * it, and passport would run its info transformers per request), and failures handed to next() as
+ * an AuthenticationError, which `refused` below answers as a JSON:API error: without it passport
+ * would end the response itself, with a plain-text body.
  */
-function bearerToken(header: string): { token: string } | 'malformed' | 'other-scheme' {
-  const parts = header.split(' ');
-  if (parts.length !== 2) return 'malformed';
-  return /^Bearer$/i.test(parts[0]!) && parts[1] ? { token: parts[1] } : 'other-scheme';
-}
+const AUTHENTICATE_OPTIONS = { session: false, authInfo: false, failWithError: true } as const;
 
-/** Middleware setting the request's principal from its bearer token, or failing with 401 (400 for a malformed header). */
-export function bearerAuthentication(db: Knex): RequestHandler {
-  const tokens = new TokenReader(db);
-  return (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    if (header === undefined) return next();
-    const read = bearerToken(header);
-    if (read === 'malformed') {
-      return next(new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', { headers: { 'WWW-Authenticate': challenge('invalid_request') } }));
-    }
-    // Another scheme (e.g. Basic): this API knows bearer tokens only.
-    if (read === 'other-scheme') return next(unauthorized('This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".', `Bearer realm="${REALM}"`));
-    let result;
-    try {
-      result = tokens.principal(read.token);
-    } catch (error) {
-      return next(error);
-    }
-    if (result instanceof Promise) result.then((outcome) => settle(res, next, outcome), next);
-    else settle(res, next, result);
-  };
+/** The 400 for an Authorization header that is not "<scheme> <credentials>". */
+function malformed(): ApiError {
+  return new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', { headers: { 'WWW-Authenticate': challenge('invalid_request') } });
 }
 
 /**
- * The request goes on as the token's principal, or fails with the refusal. Not a named closure
- * made per request: under tsx every named function made at run time is also given its name
- * (Object.defineProperty), which cost more than the rest of this function.
+ * Bearer authentication of the API, through passport with passport-http-bearer's strategy: the
+ * request's principal is set from its bearer token, or the request fails with 401 (400 for a
+ * malformed header). Two middlewares, for `app.use`: passport's, behind the check that keeps a
+ * request without an Authorization header anonymous, and the error handler that answers
+ * passport's failures.
+ *
+ * Everything here is made once, when the application is built: one Passport (private, nothing
+ * global), one strategy, one authenticate middleware, and no function of Tilth's made per
+ * request (tsx names every named function it makes at run time, which costs more than the rest of
+ * the check). passport.initialize() is not used: since passport 0.5.1 authenticate() adds to the
+ * request what it needs (its CHANGELOG); initialize() would add the same per request, and
+ * `req._passport` for strategies written for passport 0.4, which passport-http-bearer 1.0.1 never
+ * reads.
+ *
+ * passport-http-bearer also takes a token from `access_token` in the body or the query string
+ * (RFC 6750 §2.2, §2.3); Tilth takes it from the header only. It runs before any body parser
+ * (`req.body` is still undefined) and the app's query parser gives `{}` (http/app.ts: queries are
+ * parsed where they are used), so the strategy sees the header alone.
  */
-function settle(res: Response, next: NextFunction, result: Principal | keyof typeof REFUSED): void {
-  if (typeof result !== 'string') {
-    setPrincipal(res, result);
-    return next();
+export function bearerAuthentication(db: Knex): [RequestHandler, ErrorRequestHandler] {
+  const tokens = new TokenReader(db);
+  // Why the verify callback refused a request's token, for `refused` to say.
+  const refusals = new WeakMap<Request, Refusal>();
+
+  /**
+   * The strategy's verify callback: the token's principal, at once when it is kept (SQLite, the
+   * database unchanged since it was read), else once its row is read.
+   */
+  function verify(req: Request, token: string, done: Done): void {
+    let result;
+    try {
+      result = tokens.principal(token);
+    } catch (error) {
+      return done(error);
+    }
+    if (result instanceof Promise) void settleLater(req, result, done, refusals);
+    else settle(req, result, done, refusals);
   }
-  res.locals.log?.warn({ reason: result }, 'refused access token');
-  next(unauthorized(REFUSED[result], challenge('invalid_token', REFUSED[result])));
+
+  const authenticator = new passport.Passport();
+  authenticator.use(new BearerStrategy({ realm: REALM, passReqToCallback: true }, verify));
+  // By name: passport then gives each request an object of its own made from the strategy
+  // (Object.create) to hang its callbacks on. Given the strategy object itself, it would hang every
+  // request's callbacks on that one object, and a check still in flight would answer through the
+  // next request's.
+  const authenticate = authenticator.authenticate('bearer', AUTHENTICATE_OPTIONS) as RequestHandler;
+
+  function bearer(req: Request, res: Response, next: NextFunction): void {
+    const header = req.headers.authorization;
+    if (header === undefined) return next();
+    // passport-http-bearer reads an empty header as none (and would answer 401): it is malformed.
+    if (header === '') return next(malformed());
+    authenticate(req, res, next);
+  }
+
+  function refused(error: unknown, req: Request, res: Response, next: NextFunction): void {
+    if (!isAuthenticationError(error)) return next(error);
+    // passport-http-bearer fails with status 400 for a header that is not "<scheme> <credentials>".
+    if (error.status === 400) return next(malformed());
+    const refusal = refusals.get(req);
+    if (refusal === undefined) {
+      // Another scheme (e.g. Basic), or "Bearer" without a token: this API knows bearer tokens only.
+      return next(unauthorized('This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".', `Bearer realm="${REALM}"`));
+    }
+    res.locals.log?.warn({ reason: refusal }, 'refused access token');
+    next(unauthorized(REFUSED[refusal], challenge('invalid_token', REFUSED[refusal])));
+  }
+
+  return [bearer, refused];
+}
+
+type Refusal = keyof typeof REFUSED;
+type Done = (error: unknown, user?: Principal | false, info?: string) => void;
+
+/** passport's AuthenticationError (failWithError), which passport does not export. */
+function isAuthenticationError(error: unknown): error is Error & { status: number } {
+  return error instanceof Error && error.name === 'AuthenticationError' && typeof (error as { status?: unknown }).status === 'number';
+}
+
+/**
+ * The verify callback's answer: the request goes on as the token's principal, or the strategy
+ * fails it (the refusal kept for `refused`). Not a named closure made per request: under tsx every
+ * named function made at run time is also given its name (Object.defineProperty), which cost more
+ * than the rest of this function.
+ */
+function settle(req: Request, result: Principal | Refusal, done: Done, refusals: WeakMap<Request, Refusal>): void {
+  if (typeof result !== 'string') {
+    setPrincipal(req.res!, result);
+    return done(null, result);
+  }
+  refusals.set(req, result);
+  done(null, false, REFUSED[result]);
+}
+
+/** settle() once the token's row is read: an async function, not a closure made per request. */
+async function settleLater(req: Request, pending: Promise<Principal | Refusal>, done: Done, refusals: WeakMap<Request, Refusal>): Promise<void> {
+  let result;
+  try {
+    result = await pending;
+  } catch (error) {
+    return done(error);
+  }
+  settle(req, result, done, refusals);
 }

@@ -10,7 +10,7 @@
  * All state is in the database (tokens.ts, clients.ts, session.ts, transactions.ts), so several
  * server processes can share one PostgreSQL; only the rate-limit counters are per process.
  */
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { bearerAuthentication } from './bearer.ts';
 import { corsMiddleware } from './cors.ts';
@@ -30,8 +30,11 @@ export const OAUTH_PATHS = ['/oauth/', '/.well-known/'];
 export interface OAuthComponents {
   /** Routes under /oauth and /.well-known (OAUTH_PATHS). */
   router: Router;
-  /** Sets the request's principal from its bearer token; 401 for a bad token. */
-  authenticate: RequestHandler;
+  /**
+   * Sets the request's principal from its bearer token (passport, passport-http-bearer); 401 for a
+   * bad token. A middleware and the error handler that answers its failures, for `app.use`.
+   */
+  authenticate: [RequestHandler, ErrorRequestHandler];
   /** CORS headers for the origins clients registered. */
   cors: RequestHandler;
   /** Runs at start after migrations: creates the default `farm` client and loads the cookie key. */
