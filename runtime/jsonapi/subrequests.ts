@@ -23,7 +23,7 @@ import { ApiError, badParameter, toJsonApiErrorDocument, type ErrorSource } from
 import { requireAuthenticated } from '../access/policy.ts';
 import { principalOf } from '../access/principal.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
-import { readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
+import { exportParameter, NO_EXPORTS, readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';
 
 /** Largest body one sub-request may carry once its tokens are replaced (the JSON:API limit). */
@@ -239,6 +239,9 @@ class Runner {
   private async send(sub: Subrequest, contentId: string, uri: string, body: string | undefined): Promise<Subresponse> {
     const target = apiPath(uri);
     if (target instanceof ApiError) return errorResponse(contentId, new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }));
+    // The blueprint was checked for exports; a token's value may still have spelled `_format`.
+    const format = exportParameter(target);
+    if (format !== null) return errorResponse(contentId, new ApiError(400, `The subrequest "${contentId}" asks for an export (_format=${format}). ${NO_EXPORTS}`, { source: { pointer: `/${sub.index}/uri` } }));
     const sendsBody = body !== undefined && sub.method !== 'GET' && sub.method !== 'HEAD';
     if (sendsBody && Buffer.byteLength(body) > MAX_SUBREQUEST_BODY_BYTES) {
       return errorResponse(contentId, new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, { source: { pointer: `/${sub.index}/body` } }));
