@@ -60,8 +60,11 @@ export interface Config {
   farmClientRequiresPkce: boolean;
   /** The largest JSON:API response, in bytes (TILTH_RESPONSE_MAX_BYTES); above it, 413. */
   responseMaxBytes: number;
-  /** What one subrequests call may hold: the bytes of all its responses, and how many it sends. */
-  subrequests: { maxBytes: number; maxRequests: number };
+  /**
+   * What one subrequests call may hold: the bytes of all its responses, and how many it sends;
+   * and how many calls run at once in this process (TILTH_SUBREQUEST_MAX_CALLS; the next is a 503).
+   */
+  subrequests: { maxBytes: number; maxRequests: number; maxCalls: number };
   /** The largest file upload accepted, in bytes (TILTH_UPLOAD_MAX_BYTES). */
   uploadMaxBytes: number;
   /** Seconds a request body may stall (send nothing) before it ends with 408 (TILTH_BODY_TIMEOUT). */
@@ -212,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     subrequests: {
       maxBytes: integer(env, 'TILTH_SUBREQUEST_MAX_BYTES', 64 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
       maxRequests: integer(env, 'TILTH_SUBREQUEST_MAX_REQUESTS', 250, 1, 10_000),
+      maxCalls: integer(env, 'TILTH_SUBREQUEST_MAX_CALLS', 4, 1, 1000),
     },
     uploadMaxBytes: integer(env, 'TILTH_UPLOAD_MAX_BYTES', 64 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     bodyTimeoutSeconds: integer(env, 'TILTH_BODY_TIMEOUT', 30, 1, 3600),

@@ -57,7 +57,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: { status: 429, meaning: 'Too many attempts; retry after the `Retry-After` header.' },
   internal_error: { status: 500, meaning: 'A fault in the server; it is logged with the request id.' },
   bad_gateway: { status: 502, meaning: 'A subrequest could not be sent.' },
-  unavailable: { status: 503, meaning: 'The database is busy, the server is starting, or it is reading as many request bodies as it holds at once; retry after `Retry-After`.' },
+  unavailable: { status: 503, meaning: 'The database is busy, the server is starting, or it is reading as many request bodies, or running as many subrequests calls, as it holds at once; retry after `Retry-After`.' },
   gateway_timeout: { status: 504, meaning: 'A subrequest took too long.' },
   insufficient_storage: { status: 507, meaning: "The server's disk is full; nothing was saved. The farm's administrator must make room." },
 } as const satisfies Record<string, { status: number; meaning: string }>;

@@ -54,7 +54,11 @@ export function exportFormat(req: Request, query: JsonApiQuery): ExportFormat | 
     if (format === 'json' || format === 'api_json') return null;
     throw badParameter('_format', `The _format ${quoted(format)} is not known here: use csv, geojson or kml, or leave it out for JSON:API.`);
   }
-  const accept = req.headers.accept ?? '';
+  return exportFormatOfAccept(req.headers.accept ?? '');
+}
+
+/** The export format an Accept header asks for, or null. */
+export function exportFormatOfAccept(accept: string): ExportFormat | null {
   if (/\btext\/csv\b/.test(accept)) return 'csv';
   if (/\bapplication\/geo\+json\b/.test(accept)) return 'geojson';
   if (/\bapplication\/vnd\.google-earth\.kml\+xml\b/.test(accept)) return 'kml';

@@ -23,7 +23,7 @@ import { ApiError, badParameter, toJsonApiErrorDocument, type ErrorSource } from
 import { requireAuthenticated } from '../access/policy.ts';
 import { principalOf } from '../access/principal.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
-import { readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
+import { exportParameter, NO_EXPORTS, readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';
 
 /** Largest body one sub-request may carry once its tokens are replaced (the JSON:API limit). */
@@ -60,6 +60,12 @@ interface Outcome {
 }
 
 export function createSubrequestHandler(ctx: AppContext) {
+  /**
+   * Calls running now, in this process. Each may hold up to TILTH_SUBREQUEST_MAX_BYTES, so at most
+   * TILTH_SUBREQUEST_MAX_CALLS run at once and the next is a 503 at once: what all of them hold
+   * together is bounded, however many a client sends in parallel.
+   */
+  let running = 0;
   return async (req: Request, res: Response) => {
     requireAuthenticated(principalOf(res));
     const format = new URL(req.originalUrl, 'http://tilth.invalid').searchParams.getAll('_format');
@@ -68,20 +74,31 @@ export function createSubrequestHandler(ctx: AppContext) {
     }
     const blueprint = readBlueprint(req.body);
     if (!ctx.internalUrl) throw new ApiError(503, 'The server is not listening yet; try again in a moment.');
-
-    let clientGone = false;
-    res.on('close', () => {
-      if (!res.writableFinished) clientGone = true;
-    });
-
-    const run = new Runner(ctx, req, res, ctx.config.subrequests);
-    for (const sub of blueprint) {
-      // Nobody will read the answer: stop sending further writes on the caller's behalf.
-      if (clientGone) return;
-      await run.execute(sub);
+    const { maxCalls } = ctx.config.subrequests;
+    if (running >= maxCalls) {
+      throw new ApiError(503, `The server is running as many subrequests calls as it runs at once (${maxCalls}, TILTH_SUBREQUEST_MAX_CALLS); try again in a moment.`, {
+        headers: { 'Retry-After': '1' },
+      });
     }
-    if (clientGone) return;
-    res.status(200).set('Cache-Control', 'no-store').json(run.render());
+
+    running += 1;
+    try {
+      let clientGone = false;
+      res.on('close', () => {
+        if (!res.writableFinished) clientGone = true;
+      });
+
+      const run = new Runner(ctx, req, res, ctx.config.subrequests);
+      for (const sub of blueprint) {
+        // Nobody will read the answer: stop sending further writes on the caller's behalf.
+        if (clientGone) return;
+        await run.execute(sub);
+      }
+      if (clientGone) return;
+      await run.write();
+    } finally {
+      running -= 1;
+    }
   };
 }
 
@@ -109,11 +126,36 @@ class Runner {
     this.parentRequestId = res.locals.requestId;
   }
 
-  render(): Record<string, { headers: SubresponseHeaders; body: string }> {
-    // No prototype: a requestId such as "__proto__" is a key like any other.
-    const out: Record<string, { headers: SubresponseHeaders; body: string }> = Object.create(null);
-    for (const r of this.order) out[r.contentId] = { headers: r.headers, body: bodyString(r) };
-    return out;
+  /**
+   * Write the answer, one sub-response at a time as the client reads it, letting go of each once
+   * written: the answer is never held whole beside the responses it is made of. (Content-Ids are
+   * unique: a requestId may not contain `#`, which starts the suffix of every copy.)
+   */
+  async write(): Promise<void> {
+    const res = this.res;
+    res.status(200).set('Cache-Control', 'no-store').type('application/json');
+    let closed = false;
+    res.once('close', () => (closed = true));
+    let separator = '{';
+    for (const r of this.order) {
+      const piece = `${separator}${JSON.stringify(r.contentId)}:{"headers":${JSON.stringify(r.headers)},"body":${JSON.stringify(bodyString(r))}}`;
+      separator = ',';
+      r.text = '';
+      r.parsed = null;
+      if (closed) return;
+      if (!res.write(piece)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+      }
+    }
+    if (!closed) res.end(separator === '{' ? '{}' : '}');
   }
 
   async execute(sub: Subrequest): Promise<void> {
@@ -181,12 +223,44 @@ class Runner {
   /** Count bytes against the call's budget; over it, the whole call ends with a 413 (nothing more is sent). */
   private spend(bytes: number): void {
     this.bytes += bytes;
-    if (this.bytes > this.limits.maxBytes) {
-      throw new BudgetExceeded(
-        413,
-        `This subrequests call would hold more than ${this.limits.maxBytes} bytes of requests and responses (TILTH_SUBREQUEST_MAX_BYTES); ${this.sent} sub-request(s) had been sent. Split it, or ask for fewer resources (page[limit]) or fields (fields[TYPE]=…).`,
-      );
+    if (this.bytes > this.limits.maxBytes) throw this.overBudget();
+  }
+
+  private overBudget(): BudgetExceeded {
+    return new BudgetExceeded(
+      413,
+      `This subrequests call would hold more than ${this.limits.maxBytes} bytes of requests and responses (TILTH_SUBREQUEST_MAX_BYTES); ${this.sent} sub-request(s) had been sent. Split it, or ask for fewer resources (page[limit]) or fields (fields[TYPE]=…).`,
+    );
+  }
+
+  /**
+   * A sub-response's body, counted as it arrives: as soon as it goes past what the call has left
+   * of TILTH_SUBREQUEST_MAX_BYTES (or says it will, in Content-Length), the sub-request is cut off
+   * and the call ends with the 413. A response is never held whole before it is counted.
+   */
+  private async readWithin(response: globalThis.Response, cutOff: AbortController): Promise<string> {
+    const room = this.limits.maxBytes - this.bytes;
+    const over = () => {
+      cutOff.abort();
+      return this.overBudget();
+    };
+    const declared = Number(response.headers.get('content-length') ?? NaN);
+    if (declared > room) throw over();
+    if (!response.body) return '';
+    // Decoded as it arrives: each chunk is let go at once, and only the text is kept.
+    const decoder = new TextDecoder();
+    const pieces: string[] = [];
+    let size = 0;
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > room) throw over();
+      pieces.push(decoder.decode(value, { stream: true }));
     }
+    pieces.push(decoder.decode());
+    return pieces.join('');
   }
 
   /** The versions of `subject` with every token replaced, each with its Content-Id suffix. */
@@ -239,6 +313,9 @@ class Runner {
   private async send(sub: Subrequest, contentId: string, uri: string, body: string | undefined): Promise<Subresponse> {
     const target = apiPath(uri);
     if (target instanceof ApiError) return errorResponse(contentId, new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }));
+    // The blueprint was checked for exports; a token's value may still have spelled `_format`.
+    const format = exportParameter(target);
+    if (format !== null) return errorResponse(contentId, new ApiError(400, `The subrequest "${contentId}" asks for an export (_format=${format}). ${NO_EXPORTS}`, { source: { pointer: `/${sub.index}/uri` } }));
     const sendsBody = body !== undefined && sub.method !== 'GET' && sub.method !== 'HEAD';
     if (sendsBody && Buffer.byteLength(body) > MAX_SUBREQUEST_BODY_BYTES) {
       return errorResponse(contentId, new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, { source: { pointer: `/${sub.index}/body` } }));
@@ -257,16 +334,20 @@ class Runner {
 
     let response: globalThis.Response;
     let text: string;
+    // Aborting destroys the loopback connection: the sub-request's handler stops writing, and
+    // nothing more of its response is read.
+    const cutOff = new AbortController();
     try {
       response = await fetch(`${this.ctx.internalUrl}${target}`, {
         method: sub.method,
         headers,
         body: sendsBody ? body : undefined,
         redirect: 'manual',
-        signal: AbortSignal.timeout(SUBREQUEST_TIMEOUT_MS),
+        signal: AbortSignal.any([cutOff.signal, AbortSignal.timeout(SUBREQUEST_TIMEOUT_MS)]),
       });
-      text = sub.method === 'HEAD' ? '' : await response.text();
+      text = sub.method === 'HEAD' ? '' : await this.readWithin(response, cutOff);
     } catch (error) {
+      if (error instanceof BudgetExceeded) throw error;
       const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
       (this.res.locals.log ?? this.ctx.logger).warn({ err: error, contentId }, 'subrequest failed');
       return errorResponse(

@@ -529,6 +529,53 @@ test('relative and absolute uris address this server; anything outside /api is r
   assert.match(bodyOf(res, 'oauth').errors[0].detail, /under \/api/);
 });
 
+test('an export (_format=csv, geojson, kml, or an Accept asking for one) inside a subrequest is refused before anything is sent', async () => {
+  // An export is the whole filtered collection, unpaged: inside a call that holds every response
+  // in memory it had no bound (trust issue, item 3). Exports are for GET /api/…?_format=csv.
+  const name = `Never ${randomUUID().slice(0, 8)}`;
+  const write = { requestId: 'write', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }) };
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['csv', { uri: '/api/log/activity?_format=csv' }, '/1/uri'],
+    ['geojson, absolute uri', { uri: 'http://farm.example.invalid/api/asset/land?filter[status]=active&_format=geojson' }, '/1/uri'],
+    ['kml, the name percent-encoded', { uri: '/api/asset/land?%5Fformat=kml' }, '/1/uri'],
+    ['a list', { uri: '/api/log/activity?_format[]=csv' }, '/1/uri'],
+    ['the last of two', { uri: '/api/log/activity?_format=json&_format=csv' }, '/1/uri'],
+    ['a token', { uri: '/api/log/activity?_format={{write.body@$.data.type}}', waitFor: ['write'] }, '/1/uri'],
+    ['Accept: text/csv', { uri: '/api/log/activity', headers: { Accept: 'text/csv' } }, '/1/headers/Accept'],
+    ['accept: GeoJSON', { uri: '/api/asset/land', headers: { accept: 'application/geo+json' } }, '/1/headers/accept'],
+  ];
+  for (const [what, entry, pointer] of cases) {
+    const res = await send([write, { requestId: 'export', action: 'view', ...entry }]);
+    assert.equal(res.status, 400, `${what}: ${res.text.slice(0, 300)}`);
+    const error = (res.body as any).errors[0];
+    assert.equal(error.status, '400', what);
+    assert.equal(error.source.pointer, pointer, what);
+    assert.match(error.detail, /"export".*export/, what);
+    assert.match(error.detail, pointer.endsWith('/uri') ? /_format/ : /Accept/i, what);
+  }
+  assert.deepEqual((await get(`/api/asset/equipment?filter[name]=${encodeURIComponent(name)}`)).body.data, [], 'no sub-request ran');
+
+  // JSON:API itself may be asked for by name.
+  const json = await send([
+    { requestId: 'json', action: 'view', uri: '/api/log/activity?_format=json&page[limit]=1' },
+    { requestId: 'api_json', action: 'view', uri: '/api/log/activity?_format=api_json&page[limit]=1' },
+  ]);
+  assert.equal(json.status, 200, json.text);
+  assert.equal(statusOf(json, 'json'), 200);
+  assert.equal(statusOf(json, 'api_json'), 200);
+
+  // A token cannot smuggle the parameter in either: checked again once the uri is expanded.
+  const smuggled = await send([
+    { requestId: 'named', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name: '_format' } } }) },
+    { requestId: 'export', action: 'view', uri: '/api/asset/equipment?{{named.body@$.data.attributes.name}}=csv', waitFor: ['named'] },
+  ]);
+  assert.equal(smuggled.status, 200, smuggled.text);
+  assert.equal(statusOf(smuggled, 'export#uri{0}'), 400);
+  const error = bodyOf(smuggled, 'export#uri{0}').errors[0];
+  assert.equal(error.source.pointer, '/1/uri');
+  assert.match(error.detail, /_format/);
+});
+
 test('the caller\'s token is used for every sub-request, and a blueprint may not set its own', async () => {
   const res = await send([{ requestId: 'me', action: 'view', uri: '/api', headers: { Authorization: `Bearer ${adminToken}` } }], { token: viewerToken });
   assert.equal(res.status, 400);

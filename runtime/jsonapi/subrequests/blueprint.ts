@@ -4,11 +4,14 @@
  * before any sub-request is sent is checked here, and a mistake fails the whole request with a
  * 400 naming the blueprint entry (`source.pointer` `/<index>/<member>`): the shape of each
  * entry, duplicate or unknown request ids, replacement tokens that name an unknown request or use
- * JSONPath beyond what is supported, and `waitFor` cycles. Then the entries are put in the order
- * they run in.
+ * JSONPath beyond what is supported, `waitFor` cycles, and exports (`_format=csv`, or an Accept
+ * asking for one), which are unpaged and so have no place in a call held in memory. Then the
+ * entries are put in the order they run in.
  */
 import { ApiError, badRequest } from '../../errors.ts';
 import { JsonPathSyntaxError, parseJsonPath, type Segment } from './jsonpath.ts';
+import { parseQueryString } from '../query/query-string.ts';
+import { exportFormatOfAccept } from '../export.ts';
 
 /** Most entries one blueprint may hold. */
 export const MAX_BLUEPRINT_ENTRIES = 50;
@@ -89,6 +92,30 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Why an export is refused inside a subrequest (after the entry's name and what asked for it). */
+export const NO_EXPORTS =
+  'An export is the whole collection, unpaged, and a subrequests call holds every response in memory, so exports are not sent inside subrequests: ask for it on its own (GET /api/…?_format=csv), or page through the JSON:API collection.';
+
+/**
+ * The `_format` a uri's query string asks for when it is anything but JSON:API (`json`,
+ * `api_json`): csv, geojson, kml, a list, or a replacement token, all refused. Read as the server
+ * reads it (PHP's rules: `%5Fformat`, the last duplicate wins), so no spelling slips past; null
+ * when there is none, or when the query string is one the server refuses anyway.
+ */
+export function exportParameter(uri: string): string | null {
+  const start = uri.indexOf('?');
+  if (start < 0) return null;
+  const end = uri.indexOf('#', start);
+  let format: unknown;
+  try {
+    format = parseQueryString(uri.slice(start + 1, end < 0 ? undefined : end))._format;
+  } catch {
+    return null;
+  }
+  if (format === undefined || format === 'json' || format === 'api_json') return null;
+  return typeof format === 'string' ? format : JSON.stringify(format);
+}
+
 /** Parse and check a blueprint; returns its entries in the order they are to run. */
 export function readBlueprint(input: unknown): Subrequest[] {
   if (input === undefined) {
@@ -167,6 +194,9 @@ function readEntry(raw: unknown, index: number): Subrequest {
   else if (isPlainObject(body) || Array.isArray(body)) bodyText = JSON.stringify(body);
   else if (body !== undefined && body !== null) throw badRequest(`${name} has a body that is not a string: send the JSON document as a string.`, at('body'));
 
+  const format = exportParameter(uri);
+  if (format !== null) throw badRequest(`${name} asks for an export (_format=${format}). ${NO_EXPORTS}`, at('uri'));
+
   const headerList: Array<[string, string]> = [];
   if (headers !== undefined && headers !== null) {
     if (!isPlainObject(headers)) throw badRequest(`${name} has headers that are not an object of header names to values.`, at('headers'));
@@ -182,6 +212,9 @@ function readEntry(raw: unknown, index: number): Subrequest {
       }
       const joined = values.map(String).join(', ');
       if (!HEADER_VALUE.test(joined)) throw badRequest(`${name} has a value of the header ${key} with characters a header may not hold.`, pointer);
+      if (key.toLowerCase() === 'accept' && exportFormatOfAccept(joined) !== null) {
+        throw badRequest(`${name} sends Accept: ${joined}, which asks for an export. ${NO_EXPORTS}`, pointer);
+      }
       headerList.push([key, joined]);
     }
   }
