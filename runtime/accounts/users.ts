@@ -1,10 +1,12 @@
 /**
- * User accounts: creation, passwords, blocking, roles, and login by name or e-mail.
+ * User accounts: creation, passwords, blocking, roles, and login by name or e-mail. What a name may
+ * be, and that names and e-mail addresses name one account each, is names.ts's (the API's too).
  * Users are records of the `user` entity type (table `users`); roles live in `user_role`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
+import { accountClashes, normalizeUserName, userNameProblem } from './names.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
 import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
 
@@ -70,10 +72,12 @@ export function validateRoles(roles: string[]): Role[] {
   return [...new Set(roles)] as Role[];
 }
 
-export function validateUserName(name: string): void {
-  if (!name || name.length > 60) throw new AccountError('A user name must be 1 to 60 characters long.');
-  if (/^\s|\s$/.test(name)) throw new AccountError('A user name may not begin or end with a space.');
-  if (name.includes('@') && !/^[^@\s]+@[^@\s]+$/.test(name)) throw new AccountError('A user name may contain @ only as an e-mail address.');
+/** Check a user name by the rules of names.ts; returns it as stored (trimmed). */
+export function validateUserName(name: string): string {
+  const normalized = normalizeUserName(name);
+  const problem = userNameProblem(normalized);
+  if (problem) throw new AccountError(problem);
+  return normalized;
 }
 
 export function validatePassword(password: string): void {
@@ -85,28 +89,22 @@ export async function createUser(
   knex: Knex,
   input: { name: string; password: string; mail?: string | null; roles?: string[]; uuid?: string },
 ): Promise<UserAccount> {
-  validateUserName(input.name);
+  const name = validateUserName(input.name);
   validatePassword(input.password);
   const roles = validateRoles(input.roles ?? []);
   if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail)) throw new AccountError(`"${input.mail}" is not an e-mail address.`);
   const pass = await hashPassword(input.password);
   return knex.transaction(async (trx) => {
-    const clash = await trx('users')
-      .where('name', input.name)
-      .orWhere((q) => {
-        if (input.mail) q.where('mail', input.mail);
-        else q.whereRaw('1 = 0');
-      })
-      .first('name', 'mail');
-    if (clash) throw new AccountError(clash.name === input.name ? `A user named "${input.name}" already exists.` : `The e-mail address ${input.mail} is already taken.`);
+    const [clash] = await accountClashes(trx, { name, mail: input.mail }, null);
+    if (clash) throw new AccountError(`The ${clash.field === 'name' ? 'name' : 'e-mail address'} ${clash.message}`);
     const t = now();
     const uuid = input.uuid ?? randomUUID();
     const [row] = await trx('users')
-      .insert({ uuid, bundle: 'user', name: input.name, pass, mail: input.mail ?? null, init: input.mail ?? null, status: true, timezone: 'UTC', preferred_langcode: 'en', created: t, changed: t })
+      .insert({ uuid, bundle: 'user', name, pass, mail: input.mail ?? null, init: input.mail ?? null, status: true, timezone: 'UTC', preferred_langcode: 'en', created: t, changed: t })
       .returning('id');
     const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
     if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
-    return { id, uuid, name: input.name, mail: input.mail ?? null, status: true, roles };
+    return { id, uuid, name, mail: input.mail ?? null, status: true, roles };
   });
 }
 

@@ -1,6 +1,7 @@
 /**
  * What saving a user account adds to saving any record: passwords checked and hashed before the
- * transaction, the account rules (access/accounts.ts), unique names and e-mail addresses, roles
+ * transaction, the account rules (access/accounts.ts), names by the rules of accounts/names.ts and
+ * unique without regard to case across names and e-mail addresses, roles
  * kept in their own table, and credentials ended when an account is blocked or its password
  * changes. EntityService calls these at fixed points of every save; for other entity types they
  * do nothing.
@@ -14,6 +15,7 @@ import { hashPassword } from '../accounts/passwords.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import { isRole, type Role } from '../access/roles.ts';
 import { replaceRoles, rolesOfUser } from '../accounts/users.ts';
+import { accountClashes, normalizeUserName, userNameProblem } from '../accounts/names.ts';
 import { assertMayChangeAccount } from '../access/accounts.ts';
 import { revokeUserCredentials } from '../accounts/credentials.ts';
 
@@ -84,15 +86,31 @@ export class AccountSaves {
     assertMayChangeAccount(principal, record ? { id: record.id, roles: current } : null, record ? 'update' : 'create', { roles, adminFields });
   }
 
-  /** Users have unique names and e-mail addresses. */
-  async checkUnique(db: Db, rt: ResourceType, values: Values, id: number | null): Promise<void> {
+  /**
+   * A new name, trimmed, must follow the rules for names, and neither it nor a new e-mail address
+   * may be another account's name or address without regard to case (accounts/names.ts, shared
+   * with `tilth user create`). `record` is the account before the change, null on create: values
+   * it already has are not checked again, so an account named before these rules keeps working.
+   */
+  async checkUnique(db: Db, rt: ResourceType, values: Values, record: EntityRecord | null): Promise<void> {
     if (!isAccount(rt)) return;
+    const changed = (field: 'name' | 'mail'): string | undefined => {
+      const value = values.get(field);
+      return typeof value === 'string' && value !== '' && (!record || value !== record.values.get(field)) ? value : undefined;
+    };
     const violations: Violation[] = [];
-    for (const column of ['name', 'mail']) {
-      const value = values.get(column);
-      if (typeof value !== 'string' || !value) continue;
-      const clash = await db(rt.entityType.table).where(column, value).whereNot('id', id ?? -1).first('id');
-      if (clash) violations.push({ pointer: `/data/attributes/${column}`, detail: `${column}: "${value}" is already taken.` });
+    let name = changed('name');
+    if (name !== undefined) {
+      name = normalizeUserName(name);
+      values.set('name', name);
+      const problem = record && name === record.values.get('name') ? null : userNameProblem(name);
+      if (problem) {
+        violations.push({ pointer: '/data/attributes/name', detail: `name: ${problem}` });
+        name = undefined;
+      }
+    }
+    for (const clash of await accountClashes(db, { name, mail: changed('mail') }, record?.id ?? null)) {
+      violations.push({ pointer: `/data/attributes/${clash.field}`, detail: `${clash.field}: ${clash.message}` });
     }
     if (violations.length) throw new ValidationError(violations);
   }

@@ -205,7 +205,7 @@ export class EntityService {
     await copyMaterialType(db, this.store, rt, changes, record);
     await this.logGeometry.beforeSave(db, rt, changes, record);
     this.requireFields(rt, changes, new Set(input.values.keys()));
-    await this.accounts.checkUnique(db, rt, changes, record.id);
+    await this.accounts.checkUnique(db, rt, changes, record);
     const merged = new Map(record.values);
     for (const [k, v] of changes) merged.set(k, v);
     await this.checkParents(db, rt, record.id, changes);

@@ -40,6 +40,23 @@ export class AuthorizeRequestError extends Error {
   }
 }
 
+/**
+ * The longest value each parameter may have, in characters. Real ones are far shorter; the limits
+ * keep a request waiting on the consent page (transactions.ts) to a few kilobytes. client_id and
+ * redirect_uri are checked before anything is redirected, so theirs are shown to the user; the
+ * others are invalid_request sent to the client.
+ */
+export const PARAMETER_LIMITS = {
+  client_id: 255,
+  redirect_uri: 2048,
+  state: 2048,
+  scope: 1024,
+  code_challenge: 128,
+  code_challenge_method: 32,
+} as const;
+
+const tooLong = (name: keyof typeof PARAMETER_LIMITS) => `The ${name} parameter is longer than ${PARAMETER_LIMITS[name]} characters.`;
+
 /** An S256 code challenge: a base64url SHA-256 digest, 43 characters. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
@@ -60,11 +77,14 @@ export function parseAuthorizeRequest(req: Request): Partial<AuthorizeRequest> {
 
 /** Check a parsed request; returns the client and the redirect URI, or throws AuthorizeRequestError. */
 export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest, options: { farmClientRequiresPkce: boolean }): Promise<{ client: Client; redirectUri: string }> {
+  if (areq.clientID.length > PARAMETER_LIMITS.client_id) throw new AuthorizeRequestError(new OAuthError('invalid_request', tooLong('client_id')));
   const client = await findClient(db, areq.clientID);
   if (!client) throw new AuthorizeRequestError(new OAuthError('invalid_request', `There is no client "${areq.clientID}".`));
 
   let redirectUri: string | null;
-  if (areq.redirectURI !== undefined) {
+  if (areq.redirectURI !== undefined && areq.redirectURI.length > PARAMETER_LIMITS.redirect_uri) {
+    throw new AuthorizeRequestError(new OAuthError('invalid_request', tooLong('redirect_uri')));
+  } else if (areq.redirectURI !== undefined) {
     redirectUri = matchRedirectUri(client, areq.redirectURI);
     if (!redirectUri) throw new AuthorizeRequestError(new OAuthError('invalid_request', `The redirect_uri "${areq.redirectURI}" is not registered for the client ${client.label}.`));
   } else if (client.redirectUris.length === 1) {
@@ -74,6 +94,15 @@ export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest,
   }
   areq.redirectURI = redirectUri;
   const fail = (code: ConstructorParameters<typeof OAuthError>[0], description: string) => new AuthorizeRequestError(new OAuthError(code, description), client, redirectUri);
+
+  if (areq.state !== undefined && areq.state.length > PARAMETER_LIMITS.state) {
+    // Not sent back: the error would carry it to the client, as long as it came.
+    delete areq.state;
+    throw fail('invalid_request', tooLong('state'));
+  }
+  for (const [name, value] of [['scope', areq.scope], ['code_challenge', areq.codeChallenge], ['code_challenge_method', areq.codeChallengeMethod]] as const) {
+    if (value !== undefined && value.length > PARAMETER_LIMITS[name]) throw fail('invalid_request', tooLong(name));
+  }
 
   if (areq.type !== 'code' && areq.type !== 'token') throw fail('unsupported_response_type', `The response_type "${areq.type}" is not supported: use code (or token for the implicit grant).`);
   const grant = areq.type === 'code' ? 'authorization_code' : 'implicit';

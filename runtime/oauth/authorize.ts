@@ -20,6 +20,7 @@ import { AuthorizeRequestError, validateAuthorizeRequest, type AuthorizeRequest 
 import { formBody, parseQuery } from './form.ts';
 import { asOAuthError } from './oauth-errors.ts';
 import { clientAddress } from '../access/client-address.ts';
+import { limitAddresses } from './rate-limit.ts';
 import { consentPage, errorPage, loginPage, STYLE_HASH, type ConsentScope } from './pages.ts';
 import { sessionOf, type LoginSessions } from './session.ts';
 import { noStore } from './token-endpoint.ts';
@@ -175,10 +176,12 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
     const failure = oauth ?? new OAuthError('server_error', 'The server could not complete the authorization.');
     const txn = (req as OAuthRequest).oauth2;
     if (txn?.client && txn.redirectURI) return redirectWithError(res, txn.redirectURI, txn.req?.type, failure, txn.req?.state);
+    res.set(failure.headers);
     sendPage(req, res, failure.status === 401 ? 400 : failure.status, errorPage('This authorization request cannot be completed', failure.message));
   };
 
-  router.get('/oauth/authorize', noStore, readQuery, attachSession, authorization, showConsent, authorizeErrors);
+  // Each signed-in request stores one waiting for its decision: counted per address like sign-ins.
+  router.get('/oauth/authorize', noStore, limitAddresses(limiters), readQuery, attachSession, authorization, showConsent, authorizeErrors);
 
   router.post('/oauth/login', noStore, formBody(deps.ctx.bodies), async (req: Request, res: Response) => {
     const body = req.body as Record<string, string | undefined>;

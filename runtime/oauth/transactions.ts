@@ -3,6 +3,11 @@
  * user's decision on the consent page. A transaction belongs to the session that saw the page,
  * lives ten minutes, and is claimed (deleted) by the decision that loads it, so that it can be
  * answered once only, whichever server process receives the answer.
+ *
+ * A sign-in keeps at most MAX_PENDING requests waiting: opening another drops its oldest, as a
+ * browser with many tabs open on the consent page would expect (the oldest tab's answer is then
+ * refused as expired). Every new request deletes the expired ones of every sign-in, so the table
+ * holds no more than what the route's rate limit lets in during one lifetime.
  */
 import type { Request } from 'express';
 import type { Knex } from 'knex';
@@ -10,10 +15,14 @@ import { OAuthError } from '../errors.ts';
 import { findClientByRowId, type Client } from './clients.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 import { sessionOf } from './session.ts';
+import { isPostgres } from '../storage/sql.ts';
 import type { AuthorizeRequest } from './authorize-request.ts';
 
 /** How long the consent page may stay open before its answer is refused. */
 const TRANSACTION_LIFETIME = 600;
+
+/** Most requests one sign-in keeps waiting for a decision. */
+export const MAX_PENDING = 20;
 
 interface Transaction {
   transactionID?: string;
@@ -36,18 +45,39 @@ export class DatabaseTransactionStore {
     const session = sessionOf(req);
     if (!session) return cb(new Error('An authorization transaction needs a signed-in session.'));
     const tid = newSecret();
+    this.insert(tid, session.hash, txn).then(() => cb(null, tid), cb);
+  }
+
+  private async insert(tid: string, sessionHash: string, txn: Transaction): Promise<void> {
     const t = Math.floor(Date.now() / 1000);
-    this.db('oauth_authorize_requests')
-      .insert({
+    // Expired requests of every sign-in go first, on their own: a failure there (two sweeps
+    // deadlocking on PostgreSQL) must not fail this request, and the next one sweeps again.
+    await this.db('oauth_authorize_requests')
+      .where('expires', '<=', t)
+      .delete()
+      .catch(() => undefined);
+    await this.db.transaction(async (trx) => {
+      // On PostgreSQL two requests of one sign-in at once would each count the other out: the
+      // session's row is locked until the end (SQLite runs one write transaction at a time).
+      if (isPostgres(trx)) await trx('oauth_sessions').where('session_hash', sessionHash).forUpdate().first('session_hash');
+      // Make room for this one: the newest MAX_PENDING - 1 stay.
+      const older = await trx('oauth_authorize_requests')
+        .where('session_hash', sessionHash)
+        .orderBy([{ column: 'created', order: 'desc' }, { column: 'expires', order: 'desc' }])
+        .offset(MAX_PENDING - 1)
+        .limit(1_000_000)
+        .pluck('transaction_hash');
+      if (older.length) await trx('oauth_authorize_requests').whereIn('transaction_hash', older).delete();
+      await trx('oauth_authorize_requests').insert({
         transaction_hash: hashSecret(tid),
-        session_hash: session.hash,
+        session_hash: sessionHash,
         client_id: txn.client.id,
         redirect_uri: txn.redirectURI,
         request: JSON.stringify(txn.req),
         created: t,
         expires: t + TRANSACTION_LIFETIME,
-      })
-      .then(() => cb(null, tid), cb);
+      });
+    });
   }
 
   load(req: Request, cb: Callback<Transaction>): void {

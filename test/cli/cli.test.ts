@@ -45,7 +45,13 @@ test('migrate, then create a user; serve refuses an unmigrated database and name
     assert.match(created.stdout, /Created user "maria" .* farm_manager/);
     const duplicate = tilth(['user', 'create', '--name', 'maria', '--password', 'another password'], env);
     assert.equal(duplicate.status, 1);
-    assert.match(duplicate.stderr, /already exists/);
+    assert.match(duplicate.stderr, /already taken/);
+    // The API's rules for names (test/api/user-names.test.ts): case, e-mail addresses, invisible characters.
+    for (const name of [' MARIA ', 'Maria@Example.org', 'maria\u200b2']) {
+      const refused = tilth(['user', 'create', '--name', name, '--password', 'another password'], env);
+      assert.equal(refused.status, 1, name);
+      assert.match(refused.stderr, /already taken|invisible/, name);
+    }
     const badRole = tilth(['user', 'create', '--name', 'x', '--password', 'long enough', '--role', 'farmer'], env);
     assert.match(badRole.stderr, /Unknown role "farmer"/);
   } finally {

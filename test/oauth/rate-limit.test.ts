@@ -1,4 +1,4 @@
-// Rate limits of the token endpoint and the login form: failed password checks per user name,
+// Rate limits of the token endpoint, the authorization pages and the login form: failed password checks per user name,
 // and requests per client address; 429 with Retry-After (an OAuth error body at /oauth/token).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,17 +39,21 @@ test('a success clears the count of failures', async (t) => {
   }
 });
 
-test('per client address: every request to the token endpoint and the login form counts', async (t) => {
+test('per client address: every request to the token endpoint, the authorization pages and the login form counts', async (t) => {
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_ADDRESS: '5' } });
   t.after(() => server.close());
-  for (let i = 0; i < 5; i++) assert.notEqual((await token(server, { grant_type: 'password', username: `u${i}`, password: 'p', client_id: 'farm' })).status, 429);
+  const agent = new FormAgent(server.url);
+  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  assert.equal(page.status, 200);
+  for (let i = 0; i < 4; i++) assert.notEqual((await token(server, { grant_type: 'password', username: `u${i}`, password: 'p', client_id: 'farm' })).status, 429);
   const limited = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' });
   assert.equal(limited.status, 429);
   assert.equal(limited.body.error, 'slow_down');
   assert.ok(Number(limited.headers.get('retry-after')) >= 1);
-  const agent = new FormAgent(server.url);
-  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
   assert.equal((await agent.login(page.text, ADMIN.name, ADMIN.password)).status, 429);
+  const again = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  assert.equal(again.status, 429);
+  assert.ok(Number(again.headers.get('retry-after')) >= 1);
 });
 
 test('behind a trusted proxy the address is taken from X-Forwarded-For', async (t) => {
