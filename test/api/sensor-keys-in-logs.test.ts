@@ -4,36 +4,17 @@
 // at the most verbose level while they are sent, and its whole output is searched for the keys.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { freePort } from '../support/child-server.ts';
+import { startChildServer } from '../support/child-server.ts';
 import { createTestDatabase, ADMIN } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
-
-const BIN = fileURLToPath(new URL('../../bin/tilth.js', import.meta.url));
 
 test('sensor private keys are redacted from the request log however they are spelled', async (t) => {
   const database = await createTestDatabase();
   t.after(() => database.drop());
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [BIN, 'serve', '--migrate'], {
-    env: { ...process.env, ...database.env, PORT: String(port), HOST: '127.0.0.1', TILTH_BASE_URL: url, TILTH_ADMIN_USER: ADMIN.name, TILTH_ADMIN_PASSWORD: ADMIN.password, TILTH_LOG_LEVEL: 'trace', TILTH_LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d) => (output += d));
-  child.stderr.on('data', (d) => (output += d));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  t.after(async () => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  for (let i = 0; !output.includes('Tilth is serving'); i++) {
-    if (i > 300 || child.exitCode !== null) throw new Error(`the server did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const server = await startChildServer(database.env, { TILTH_LOG_LEVEL: 'trace', TILTH_LOG_FORMAT: 'json' }, { keepOutput: true });
+  t.after(() => server.stop());
+  const url = server.url;
   const token = await passwordToken(url, ADMIN.name, ADMIN.password);
   const key = () => `key${randomBytes(12).toString('hex')}`;
   const keys = [key(), key(), key(), key(), key(), key(), key()];
@@ -49,6 +30,7 @@ test('sensor private keys are redacted from the request log however they are spe
   await request(`${url}/api/data_stream/basic?filter[k][condition][value][]=${keys[6]}&filter[k][condition][path]=private%5Fkey&filter[k][condition][operator]=IN`, { token });
   // The lines were written (the request log is on), and none holds a key.
   await new Promise((r) => setTimeout(r, 300));
+  const output = server.output();
   assert.ok(output.split('\n').filter((l) => l.includes('"request"')).length >= 8, 'request lines were logged');
   for (const [i, k] of keys.entries()) assert.ok(!output.includes(k), `key ${i} reached the log: ${output.split('\n').find((l) => l.includes(k))}`);
 });

@@ -3,11 +3,11 @@
 // TILTH_BODY_TIMEOUT; the bodies being read at once reserve at most TILTH_BODY_BUDGET_MB; the
 // connections at once are capped (TILTH_MAX_CONNECTIONS). Hundreds of connections each sending
 // 4 MB − 1 byte and holding the last byte leave the server's memory within 100 MB of idle.
+import { rssMb } from '../support/processes.ts';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { readFileSync } from 'node:fs';
 import { createTestDatabase } from '../support/server.ts';
 import { startChildServer, type ChildServer } from '../support/child-server.ts';
 import { passwordToken, request } from '../support/http.ts';
@@ -39,11 +39,8 @@ after(async () => {
   await database?.drop();
 });
 
-/** The server process's resident memory in MB (Linux). */
-function rssMb(): number {
-  const status = readFileSync(`/proc/${server.process.pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
+/** The server process's resident memory in MB. */
+const serverRss = () => rssMb(server.process.pid);
 
 interface OpenBody {
   socket: Socket;
@@ -173,7 +170,7 @@ test(`hundreds of connections holding 4 MB − 1 byte leave memory within 100 MB
   const payload = logBody(ALMOST_4MB + 1).subarray(0, ALMOST_4MB - 1);
   const gzipped = gzipSync(logBody(ALMOST_4MB));
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const idle = rssMb();
+  const idle = serverRss();
   const figures: Record<string, number> = { connections, idleMb: Math.round(idle) };
   for (const [name, headers, body] of [
     ['anonymous', { ...JSONAPI_HEADERS, 'Content-Length': String(ALMOST_4MB) }, payload],
@@ -184,7 +181,7 @@ test(`hundreds of connections holding 4 MB − 1 byte leave memory within 100 MB
     for (let i = 0; i < connections; i++) held.push(openBody('/api/log/activity', headers, body));
     // Give the server time to read all it will read.
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    const peak = rssMb();
+    const peak = serverRss();
     figures[`${name.replace(' ', '')}PeakMb`] = Math.round(peak);
     const answers = await Promise.all(held.map((h) => within(STALL_SECONDS * 1000 + 8000, name, h.head).then((a) => a.status, () => 0)));
     const tally: Record<number, number> = {};

@@ -1,8 +1,8 @@
 // Every limit answers clearly above it, and repeated oversize requests leave memory flat (trust
 // issue, part B 4). The limits and their settings are listed in the README ("Limits").
+import { rssMb } from '../support/processes.ts';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { createTestDatabase } from '../support/server.ts';
 import { startChildServerAsAdmin, type ChildServer } from '../support/child-server.ts';
 import { request, JSONAPI, type ApiResponse } from '../support/http.ts';
@@ -27,11 +27,8 @@ after(async () => {
   await database?.drop();
 });
 
-/** The server process's resident memory in MB (Linux). */
-function rssMb(): number {
-  const status = readFileSync(`/proc/${server.process.pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
+/** The server process's resident memory in MB. */
+const serverRss = () => rssMb(server.process.pid);
 
 function assertRefused(res: ApiResponse, status: number, what: string, detail: RegExp): void {
   assert.equal(res.status, status, `${what}: ${res.text.slice(0, 300)}`);
@@ -70,9 +67,9 @@ test(`a body over the JSON limit is a 413, and ${REPEATS} of them leave memory f
   const send = () => request(`${server.url}/api/log/activity`, { method: 'POST', token, body: oversize, headers: { 'Content-Type': JSONAPI } });
   assertRefused(await send(), 413, 'oversize body', /larger than/);
   for (let i = 0; i < 20; i++) await send(); // warm up allocators before measuring
-  const before = rssMb();
+  const before = serverRss();
   for (let i = 0; i < REPEATS; i++) assert.equal((await send()).status, 413);
-  const growth = Math.round(rssMb() - before);
+  const growth = Math.round(serverRss() - before);
   report('oversize bodies', { requests: REPEATS, bodyMb: 5, rssBeforeMb: Math.round(before), rssGrowthMb: growth });
   assert.ok(growth < 64, `RSS grew by ${growth} MB over ${REPEATS} oversize requests`);
 });

@@ -5,9 +5,9 @@
 // is sent, a sub-response is read as a stream and cut off where the call's byte budget ends, and
 // at most TILTH_SUBREQUEST_MAX_CALLS calls run at once (the next a 503). The server runs in its
 // own process; its resident memory is sampled while the calls run.
+import { rssMb } from '../support/processes.ts';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { createTestDatabase, ADMIN } from '../support/server.ts';
 import { startChildServer, type ChildServer } from '../support/child-server.ts';
 import { request, passwordToken, JSONAPI } from '../support/http.ts';
@@ -49,20 +49,11 @@ after(async () => {
   await database?.drop();
 });
 
-/** The server process's resident memory in MB (Linux); NaN once it has died. */
-function rssMb(): number {
-  let status = '';
-  try {
-    status = readFileSync(`/proc/${server.process.pid}/status`, 'utf8');
-  } catch {
-    return NaN;
-  }
-  const kb = /VmRSS:\s+(\d+)/.exec(status)?.[1];
-  return kb === undefined ? NaN : Number(kb) / 1024;
-}
+/** The server process's resident memory in MB. */
+const serverRss = () => rssMb(server.process.pid);
 
 function assertAlive(what: string): void {
-  assert.ok(server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(rssMb()), `${what}: the server died (out of its ${HEAP_MB} MB heap?)`);
+  assert.ok(server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(serverRss()), `${what}: the server died (out of its ${HEAP_MB} MB heap?)`);
 }
 
 const call = (blueprint: unknown) =>
@@ -70,9 +61,9 @@ const call = (blueprint: unknown) =>
 
 /** PARALLEL calls of `blueprint` at once, ROUNDS times, with the server's RSS sampled throughout. */
 async function attack(blueprint: unknown): Promise<{ peak: number; statuses: Record<number, number> }> {
-  let peak = rssMb();
+  let peak = serverRss();
   const sampler = setInterval(() => {
-    const now = rssMb();
+    const now = serverRss();
     if (!Number.isNaN(now)) peak = Math.max(peak, now);
   }, 20);
   const statuses: Record<number, number> = {};
@@ -121,7 +112,7 @@ test(`a viewer's subrequest calls over ${LOGS} logs with 1 MB notes, ${PARALLEL}
   // Warm up (allocators, prepared statements) with one call of each, alone, before measuring.
   for (const [, blueprint] of attacks) await call(blueprint);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const idle = rssMb();
+  const idle = serverRss();
   const figures: Record<string, unknown> = { logs: LOGS, noteMb: 1, parallel: PARALLEL, rounds: ROUNDS, budgetMb: BUDGET / 1024 / 1024, idleMb: Math.round(idle) };
   let worst = 0;
   for (const [name, blueprint, expected] of attacks) {

@@ -18,11 +18,16 @@ export interface ChildServer {
   kill(): Promise<void>;
   /** SIGTERM and wait for the process to end. */
   stop(): Promise<void>;
+  /** What it wrote to stdout and stderr: all of it with `keepOutput`, else the first 20,000 characters. */
+  output(): string;
 }
 
 
-/** Start `tilth serve --migrate` on `databaseEnv` (from createTestDatabase) and wait until it listens. */
-export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}): Promise<ChildServer> {
+/**
+ * Start `tilth serve --migrate` on `databaseEnv` (from createTestDatabase) and wait until it
+ * listens. `keepOutput` keeps all it writes (for the tests that search its log), not only its start.
+ */
+export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}, options: { keepOutput?: boolean } = {}): Promise<ChildServer> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
@@ -46,7 +51,7 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
   let output = '';
   // Kept for the error message if it fails to start; bounded, since a long run logs a lot.
   const keep = (chunk: Buffer) => {
-    if (output.length < 20_000) output += chunk.toString();
+    if (options.keepOutput || output.length < 20_000) output += chunk.toString();
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
@@ -68,6 +73,7 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
       await exited;
     },
     stop: () => stopProcess(child, exited),
+    output: () => output,
   };
 }
 

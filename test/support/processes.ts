@@ -3,7 +3,20 @@
  * them: a free loopback port, and stopping one that may be stuck.
  */
 import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
+
+/** A process's resident memory in MB (Linux's /proc); NaN once it has died. */
+export function rssMb(pid: number | undefined): number {
+  let status = '';
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return NaN;
+  }
+  const kb = /VmRSS:\s+(\d+)/.exec(status)?.[1];
+  return kb === undefined ? NaN : Number(kb) / 1024;
+}
 
 /** A free loopback port found by the OS. */
 export function freePort(): Promise<number> {
