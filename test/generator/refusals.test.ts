@@ -77,3 +77,16 @@ test('a module bundle that shadows a core bundle is refused at the module\'s fil
     spawnSync('mv', [join(p.root, `definitions/modules/orchard/${dir}/${core}.yaml`), join(p.root, `definitions/modules/orchard/${dir}/${core}_extra.yaml`)]);
   }
 });
+
+test('a generated/ that cannot be loaded (index.ts imports a file that is gone) is named, with the command that says why', async () => {
+  const { p } = project();
+  p.write('generated/migrations/index.ts', p.read('generated/migrations/index.ts').replace("from './0002_create_data_stream_and_more.ts'", "from './0002_create_log__grazed_animals.ts'"));
+  const { loadGenerated, GeneratedLoadError } = await import('../../runtime/generated.ts');
+  await assert.rejects(loadGenerated(join(p.root, 'generated')), (error: Error) => {
+    assert.ok(error instanceof GeneratedLoadError, String(error));
+    assert.match(error.message, /0002_create_log__grazed_animals/);
+    assert.match(error.message, /npm run generate -- --check/);
+    assert.equal(error.message.includes('\n    at '), false);
+    return true;
+  });
+});
