@@ -32,7 +32,11 @@ async function main(): Promise<number> {
   try {
     const result = await generate({ root, check: Boolean(args.check) });
     if (args.check) {
-      const stale = [...result.changed.map((f) => `  stale:     ${f}`), ...result.removed.map((f) => `  extra:     ${f}`)];
+      const stale = [
+        ...result.changed.map((f) => `  stale:     ${f}`),
+        ...result.removed.map((f) => `  extra:     ${f}`),
+        ...result.indexDiffers.map((d) => `  index:     ${d}`),
+      ];
       if (stale.length) {
         process.stderr.write(`generated/ is out of date with definitions/. Run \`npm run generate\` and commit the result.\n${stale.join('\n')}\n`);
         return 1;
@@ -40,6 +44,7 @@ async function main(): Promise<number> {
       process.stdout.write('generated/ is up to date.\n');
       return 0;
     }
+    for (const d of result.indexDiffers) process.stdout.write(`Rewrote generated/migrations/index.ts, which did not match the files: ${d}.\n`);
     if (result.migrationAdded) process.stdout.write(`Added migration generated/migrations/${result.migrationAdded}.ts\n`);
     process.stdout.write(result.changed.length || result.removed.length ? `Wrote ${result.changed.length} file(s), removed ${result.removed.length}.\n` : 'generated/ was already up to date.\n');
     return 0;

@@ -1,11 +1,12 @@
-/** A mistake in a definition file, reported as `file:line: sentence` and never as a stack trace. */
+/** A mistake in a definition file, reported as `file:line: sentence` (`file:line:column:` for YAML syntax) and never as a stack trace. */
 export class DefinitionError extends Error {
   constructor(
     readonly file: string,
     readonly line: number | undefined,
     readonly sentence: string,
+    readonly column?: number,
   ) {
-    super(`${file}${line ? `:${line}` : ''}: ${sentence}`);
+    super(`${file}${line ? `:${line}${column ? `:${column}` : ''}` : ''}: ${sentence}`);
     this.name = 'DefinitionError';
   }
 }

@@ -13,7 +13,7 @@ import { emitOpenApi } from './emit/openapi.ts';
 import { emitTypes } from './emit/types.ts';
 import { emitMetaTypes } from './emit/meta-types.ts';
 import { emitRoutes } from './emit/routes.ts';
-import { emitMigrations, readExistingMigrations } from './emit/migrations.ts';
+import { emitMigrations, indexDifferences, readExistingMigrations } from './emit/migrations.ts';
 
 export { DefinitionError, DefinitionErrors } from './errors.ts';
 
@@ -30,6 +30,8 @@ export interface GenerateResult {
   removed: string[];
   /** Name of the migration added, if the model needed one. */
   migrationAdded: string | null;
+  /** How generated/migrations/index.ts differed from the migration files present (fixed unless checking). */
+  indexDiffers: string[];
 }
 
 function listFiles(dir: string): string[] {
@@ -49,6 +51,7 @@ export async function generate({ root, check = false }: GenerateOptions): Promis
   const model = buildModel(files);
   const migrationsDir = join(outDir, 'migrations');
   const existing = await readExistingMigrations(migrationsDir);
+  const indexDiffers = indexDifferences(migrationsDir, existing.map((m) => m.file));
   const migrations = emitMigrations(existing, tablesFor(model), (file) => readFileSync(join(migrationsDir, file), 'utf8'));
 
   const desired: FileMap = new Map([
@@ -79,5 +82,5 @@ export async function generate({ root, check = false }: GenerateOptions): Promis
     removed.push(relative(root, full));
     if (!check) rmSync(full);
   }
-  return { changed, removed, migrationAdded: migrations.added };
+  return { changed, removed, migrationAdded: migrations.added, indexDiffers };
 }

@@ -126,6 +126,19 @@ function describePath(path: Array<string | number>): string {
   return path.length ? `${path.join('.')}: ` : '';
 }
 
+/** A YAML parse error as a sentence: the yaml package's message, and for layout errors what usually causes them. */
+function yamlSentence(code: string, message: string): string {
+  if (code === 'DUPLICATE_KEY') return 'a key is defined twice in the same mapping (a duplicate field?). Each field name may appear once.';
+  const text = message.split('\n')[0]!;
+  const hint =
+    code === 'TAB_AS_INDENT'
+      ? ' Indent with spaces.'
+      : ['BAD_INDENT', 'BLOCK_AS_IMPLICIT_KEY', 'MULTILINE_IMPLICIT_KEY', 'MISSING_CHAR', 'UNEXPECTED_TOKEN'].includes(code)
+        ? ' Check the indentation of this line and the next: the keys of one mapping start in the same column, indented with spaces.'
+        : '';
+  return `this is not valid YAML: ${text}.${hint}`;
+}
+
 /** Read and check every definition file under `definitionsDir`. Throws DefinitionErrors listing every problem found. */
 export function loadDefinitions(definitionsDir: string, rootDir: string): SourceFile[] {
   const files: SourceFile[] = [];
@@ -135,14 +148,14 @@ export function loadDefinitions(definitionsDir: string, rootDir: string): Source
     const counter = new LineCounter();
     const doc = parseDocument(readFileSync(full, 'utf8'), { lineCounter: counter, uniqueKeys: true, prettyErrors: false });
     if (doc.errors.length) {
-      for (const e of doc.errors) {
-        const line = e.linePos?.[0]?.line ?? counter.linePos(e.pos[0]).line;
-        const sentence =
-          e.code === 'DUPLICATE_KEY'
-            ? `a key is defined twice in the same mapping (a duplicate field?). Each field name may appear once.`
-            : `this is not valid YAML: ${e.message.split('\n')[0]}`;
-        errors.push(new DefinitionError(path, line, sentence));
-      }
+      // One mistake in YAML's layout (a tab, a key indented differently from its neighbours)
+      // makes the parser report several follow-on errors, some lines away and one often a false
+      // "duplicate key". Report only the first syntax error, where it is; a real duplicate key
+      // is reported when the file has no syntax error.
+      const syntax = doc.errors.filter((e) => e.code !== 'DUPLICATE_KEY');
+      const first = (syntax.length ? syntax : doc.errors).reduce((a, b) => (b.pos[0] < a.pos[0] ? b : a));
+      const { line, col } = counter.linePos(first.pos[0]);
+      errors.push(new DefinitionError(path, line, yamlSentence(first.code, first.message), col));
       continue;
     }
     const data = doc.toJS() as unknown;

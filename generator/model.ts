@@ -122,7 +122,10 @@ function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityType
     }
   }
   const seenBundles = new Map<string, SourceFile>();
-  for (const file of files) {
+  // Core files first, whatever their folder's place in the alphabet (modules/ sorts before
+  // quantity/ and taxonomy_term/), so that a module's bundle that shadows a core one is the one
+  // reported.
+  for (const file of [...files].sort((a, b) => Number(a.module !== null) - Number(b.module !== null))) {
     const d = file.data;
     const type = entityTypes[d.entity_type];
     if (!type) {
@@ -158,7 +161,13 @@ function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityType
     const id = `${d.entity_type}--${d.bundle}`;
     const previous = seenBundles.get(id);
     if (previous) {
-      problems.fail(file, ['bundle'], `bundle "${id}" is already defined in ${previous.path}.`);
+      problems.fail(
+        file,
+        ['bundle'],
+        file.module && !previous.module
+          ? `bundle "${id}" is a core bundle, defined in ${previous.path}; a module cannot redefine or replace it. Give the module's bundle a name of its own (e.g. ${file.module}_${d.bundle}).`
+          : `bundle "${id}" is already defined in ${previous.path}.`,
+      );
       continue;
     }
     seenBundles.set(id, file);

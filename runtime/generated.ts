@@ -20,6 +20,17 @@ export interface GeneratedArtifacts {
 
 export const DEFAULT_GENERATED_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'generated');
 
+/** generated/ could not be loaded: a file it imports is missing or broken. */
+export class GeneratedLoadError extends Error {
+  constructor(dir: string, cause: unknown) {
+    super(
+      `${dir} cannot be loaded: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}. ` +
+        `Run \`npm run generate -- --check\`, which names what differs, then \`npm run generate\`.`,
+    );
+    this.name = 'GeneratedLoadError';
+  }
+}
+
 const cache = new Map<string, Promise<GeneratedArtifacts>>();
 
 export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR): Promise<GeneratedArtifacts> {
@@ -31,7 +42,10 @@ export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR): Promise<Gene
         import(url('descriptors/index.ts')) as Promise<{ model: DataModel }>,
         import(url('routes.ts')) as Promise<{ routes: readonly RouteEntry[] }>,
         import(url('migrations/index.ts')) as Promise<{ migrations: GeneratedMigration[] }>,
-      ]);
+      ]).catch((error: unknown) => {
+        // A file missing or broken in generated/ (a merge that kept one side's index): name it, no stack trace.
+        throw new GeneratedLoadError(dir, error);
+      });
       const schemas = new Map<string, string>();
       for (const file of readdirSync(join(dir, 'schemas'))) {
         if (file.endsWith('.json')) schemas.set(file.slice(0, -5), readFileSync(join(dir, 'schemas', file), 'utf8'));

@@ -32,6 +32,48 @@ function recordedChecksums(dir: string): Map<string, string> {
   return new Map([...readFileSync(index, 'utf8').matchAll(/name: '([^']+)',[^\n]*checksum: '([0-9a-f]{64})'/g)].map((m) => [m[1]!, m[2]!]));
 }
 
+/** Migration files that cannot stand together (two with one number). */
+export class MigrationFilesError extends Error {}
+
+/**
+ * Two files with one number (a branch's own 0002 beside the 0002 it merged) would be imported
+ * by index.ts under one identifier, and applied in an order no database agrees on.
+ */
+function refuseSharedNumbers(files: string[]): void {
+  const byNumber = new Map<string, string[]>();
+  for (const file of files) byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `generated/migrations/${file}`]);
+  const shared = [...byNumber].filter(([, same]) => same.length > 1);
+  if (!shared.length) return;
+  const [number, same] = shared[0]!;
+  throw new MigrationFilesError(
+    `${same.join(' and ')} have the same number ${number} (index.ts would import both as m${number}); each migration needs a number of its own. ` +
+      `Keep the one the farms you care about have applied (usually the one you merged), remove the other (git rm) and run \`npm run generate\`, ` +
+      `which writes its change again as the next number; a database that applied the removed one is refused until restored from a backup or made again.`,
+  );
+}
+
+/**
+ * How index.ts differs from the migration files present, one sentence per difference: a file it
+ * does not list (a merge that kept one side's index), a name it lists whose file is gone.
+ */
+export function indexDifferences(dir: string, files: string[]): string[] {
+  const index = join(dir, 'index.ts');
+  if (!existsSync(index)) return [];
+  const text = readFileSync(index, 'utf8');
+  const listed = new Set([...text.matchAll(/\{ name: '([^']+)'/g)].map((m) => m[1]!));
+  const imported = new Set([...text.matchAll(/from '\.\/([^']+)\.ts'/g)].map((m) => m[1]!));
+  const present = new Set(files.map((f) => f.replace(/\.ts$/, '')));
+  const out: string[] = [];
+  for (const name of present) {
+    if (!listed.has(name)) out.push(`generated/migrations/index.ts does not list generated/migrations/${name}.ts`);
+    else if (!imported.has(name)) out.push(`generated/migrations/index.ts lists ${name} but does not import generated/migrations/${name}.ts`);
+  }
+  for (const name of new Set([...listed, ...imported])) {
+    if (!present.has(name)) out.push(`generated/migrations/index.ts lists ${name}, but generated/migrations/${name}.ts does not exist`);
+  }
+  return out;
+}
+
 /** A migration file changed since the generator wrote it. */
 export class EditedMigrationError extends Error {}
 
@@ -45,6 +87,7 @@ export async function readExistingMigrations(dir: string): Promise<ExistingMigra
   const names = readdirSync(dir)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f))
     .sort();
+  refuseSharedNumbers(names);
   const recorded = recordedChecksums(dir);
   const out: ExistingMigration[] = [];
   const edited: string[] = [];

@@ -78,11 +78,17 @@ async function recordChecksums(knex: Knex, migrations: GeneratedMigration[]): Pr
   if (rows.length) await knex(CHECKSUMS_TABLE).insert(rows);
 }
 
-function source(migrations: GeneratedMigration[]): Knex.MigrationSource<GeneratedMigration> {
+function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigration) => void): Knex.MigrationSource<GeneratedMigration> {
   return {
     getMigrations: async () => migrations,
     getMigrationName: (m) => m.name,
-    getMigration: async (m) => ({ up: m.up, down: m.down }),
+    getMigration: async (m) => ({
+      up: async (knex: Knex) => {
+        running?.(m);
+        await m.up(knex);
+      },
+      down: m.down,
+    }),
   };
 }
 
@@ -115,13 +121,51 @@ export async function migrateLatest(knex: Knex, generated: GeneratedMigration[])
   const sqlite = !isPostgres(knex);
   if (sqlite && status.pending.length) await knex.raw('PRAGMA temp_store = FILE');
   let log: string[];
+  // The statement of each failed query, by its error (Knex prefixes the statement to the message).
+  const statements = new WeakMap<object, string>();
+  const onQueryError = (error: unknown, query: { sql?: string }) => {
+    if (error && typeof error === 'object' && query?.sql) statements.set(error, query.sql);
+  };
+  knex.on('query-error', onQueryError);
+  let running: GeneratedMigration | null = null;
   try {
-    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations, (m) => (running = m)), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+  } catch (error) {
+    // Knex runs every pending migration in one transaction; the one that threw is the last begun.
+    // Say which, what the database said, and what to do, never a stack trace.
+    if (!running) throw error;
+    const statement = error && typeof error === 'object' ? statements.get(error) : undefined;
+    throw new MigrationFailedError(running, error, statement ?? null);
   } finally {
+    knex.off('query-error', onQueryError);
     if (sqlite && status.pending.length) await knex.raw('PRAGMA temp_store = MEMORY');
   }
   await recordChecksums(knex, migrations);
   return log;
+}
+
+/** A migration failed: nothing of the run was applied. Names the file, the statement, the database's words and what to do. */
+export class MigrationFailedError extends Error {
+  constructor(migration: GeneratedMigration, cause: unknown, statement: string | null) {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    // Knex puts the statement in front of the driver's message: "<statement> - <message>".
+    const said = statement && message.startsWith(`${statement} - `) ? message.slice(statement.length + 3) : message;
+    const file = migration.file ? relative(PROJECT_ROOT, migration.file) : migration.name;
+    const exists = /already exists/i.test(said);
+    super(
+      `Migration ${migration.name} (${file}) failed, so nothing of this run was applied (the pending migrations run in one transaction).\n` +
+        (statement && said !== message ? `  statement: ${statement.length > 300 ? `${statement.slice(0, 300)}…` : statement}\n` : '') +
+        `  the database said: ${said.split('\n')[0]}\n` +
+        (exists
+          ? `What to do: the database already has something this migration creates, so it does not match the migrations it records as applied ` +
+            `(its record of this migration was lost, or the table was made by hand or by another program). Restore a backup made before ` +
+            `(\`npx tilth restore FILE.tar.gz\`, into an empty data directory or database), or remove what is in the way by hand after a \`npx tilth backup\`, then run \`npx tilth migrate\` again; ` +
+            `\`npx tilth migrate --status\` lists what is applied.`
+          : `What to do: take a \`npx tilth backup\`, fix what the database said (or restore a backup with \`npx tilth restore FILE.tar.gz\` into an empty data directory or database), ` +
+            `then run \`npx tilth migrate\` again; \`npx tilth migrate --status\` lists what is applied.`),
+    );
+    this.name = 'MigrationFailedError';
+  }
 }
 
 export class MigrationMismatchError extends Error {

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../support/child-server.ts';
 import { ROOT } from '../support/project.ts';
+import { createTestDatabase } from '../support/server.ts';
+import { openDatabase } from '../../runtime/storage/database.ts';
 
 const BIN = join(ROOT, 'bin', 'tilth.js');
 
@@ -56,6 +58,32 @@ test('migrate, then create a user; serve refuses an unmigrated database and name
     assert.match(badRole.stderr, /Unknown role "farmer"/);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+// A migration that fails names its file, what the database said and what to do, and never shows a
+// stack trace (issue 29 Part A). Here a table already exists because its migration's record was lost.
+test('a failed migration names its file, the error and what to do, without a stack trace', async () => {
+  const database = await createTestDatabase();
+  try {
+    const env: Record<string, string> = { DATABASE_URL: '', ...database.env };
+    assert.equal(tilth(['migrate'], env).status, 0);
+    const db = openDatabase({ databaseUrl: env.DATABASE_URL || null, dataDir: env.TILTH_DATA_DIR! });
+    try {
+      await db.knex('knex_migrations').where({ name: 'model/0002_create_data_stream_and_more' }).delete();
+    } finally {
+      await db.close();
+    }
+    const failed = tilth(['migrate'], env);
+    assert.equal(failed.status, 1, failed.stderr);
+    assert.doesNotMatch(failed.stderr, /\n\s+at /, `no stack trace:\n${failed.stderr}`);
+    assert.match(failed.stderr, /generated\/migrations\/0002_create_data_stream_and_more\.ts/);
+    assert.match(failed.stderr, /statement: create table .data_stream. \(/);
+    assert.match(failed.stderr, /the database said: .*data_stream.* already exists/);
+    assert.match(failed.stderr, /nothing of this run was applied/);
+    assert.match(failed.stderr, /What to do: .*tilth restore .*tilth migrate/);
+  } finally {
+    await database.drop();
   }
 });
 

@@ -132,3 +132,32 @@ test('the CLI prints file:line: sentence and exits 1, without a stack trace', ()
     project.remove();
   }
 });
+
+// A YAML mistake is one error where it is, with its column: not a cascade of follow-on errors
+// (some far away, one a false "duplicate field"), and the document is not validated further
+// (issue 29 Part A, item B).
+const REAL_HARVEST = readFileSync(join(ROOT, 'definitions/log/harvest.yaml'), 'utf8');
+const yamlMistakes: Array<[string, string, { line: number; column: number; sentence: RegExp }]> = [
+  ['a tab as indentation', REAL_HARVEST.replace('    label: Lot number', '\tlabel: Lot number'), { line: 9, column: 1, sentence: /Tabs are not allowed as indentation/ }],
+  ['a field key one space short', REAL_HARVEST.replace('    max_length: 255', '   max_length: 255'), { line: 11, column: 1, sentence: /All mapping items must start at the same column/ }],
+  ['a field key indented too far', REAL_HARVEST.replace('    label: Lot number', '      label: Lot number'), { line: 8, column: 11, sentence: /Nested mappings are not allowed in compact mappings.*indent/ }],
+];
+for (const [name, text, want] of yamlMistakes) {
+  test(`a YAML mistake is one error at its line and column: ${name}`, async () => {
+    assert.notEqual(text, REAL_HARVEST, 'the mistake was made');
+    const project = scratchProject();
+    try {
+      project.write('definitions/log/harvest.yaml', text);
+      const run = spawnSync(process.execPath, [join(ROOT, 'bin/tilth.js'), 'generate', '--check', '--root', project.root], { encoding: 'utf8' });
+      assert.equal(run.status, 1);
+      const lines = run.stderr.trim().split('\n');
+      assert.equal(lines.length, 2, `a heading and one error; got:\n${run.stderr}`);
+      assert.match(lines[0]!, /1 problem/);
+      assert.equal(lines[1]!.startsWith(`definitions/log/harvest.yaml:${want.line}:${want.column}: `), true, lines[1]);
+      assert.match(lines[1]!, want.sentence);
+      assert.doesNotMatch(run.stderr, /defined twice|duplicate/);
+    } finally {
+      project.remove();
+    }
+  });
+}
