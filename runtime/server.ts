@@ -93,12 +93,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     const loopback = address.family === 'IPv6' ? (address.address === '::' ? '[::1]' : `[${address.address}]`) : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
     ctx.internalUrl = `http://${loopback}:${address.port}`;
     const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
-    announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
+    // Before the line that says it serves, which is what people (and scripts) wait for.
     const linksWarning = networkLinksWarning({ ...config, port: address.port });
     if (linksWarning) {
       logger.warn(linksWarning);
       options.warn?.(linksWarning);
     }
+    announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
     if (admin) {
       if (admin.password) {
         announce(`Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`, true);

@@ -18,7 +18,7 @@ async function serveOnce(env: Record<string, string>): Promise<{ stdout: string;
     env: { ...process.env, PORT: String(port), TILTH_ADMIN_PASSWORD: 'network-links-test', TILTH_LOG_LEVEL: 'info', TILTH_LOG_FORMAT: 'json', TILTH_BASE_URL: '', ...database.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
