@@ -58,6 +58,8 @@ export interface Config {
   fieldKitClient: boolean;
   /** Whether the default `farm` client must use PKCE too (TILTH_FARM_CLIENT_REQUIRE_PKCE=1). */
   farmClientRequiresPkce: boolean;
+  /** How costly a new password hash is (TILTH_PASSWORD_HASH); see `passwordHashCost`. */
+  passwordHash: PasswordHashCost;
   /** The largest JSON:API response, in bytes (TILTH_RESPONSE_MAX_BYTES); above it, 413. */
   responseMaxBytes: number;
   /**
@@ -149,6 +151,22 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
+/**
+ * How costly a new password hash is to compute (TILTH_PASSWORD_HASH):
+ * - `strong` (the default): argon2's own defaults, 64 MiB, 3 passes, 4 lanes.
+ * - `owasp-minimum`: the OWASP Password Storage Cheat Sheet's floor for argon2id, 19 MiB, 2
+ *   passes, 1 lane: about an eighth of the time and a third of the memory, for a small box that
+ *   signs many people in at once (the test suite runs with it too).
+ * A hash records its own parameters, so hashes made under either setting are checked alike.
+ */
+export type PasswordHashCost = 'strong' | 'owasp-minimum';
+
+export function passwordHashCost(env: NodeJS.ProcessEnv): PasswordHashCost {
+  const cost = env.TILTH_PASSWORD_HASH || 'strong';
+  if (cost !== 'strong' && cost !== 'owasp-minimum') throw new ConfigError(`TILTH_PASSWORD_HASH must be "strong" or "owasp-minimum"; it is "${cost}".`);
+  return cost;
+}
+
 /** Read the configuration from an environment (process.env by default). Throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -211,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     refreshReuseGraceSeconds: integer(env, 'TILTH_REFRESH_REUSE_GRACE', 10, 0, 300),
     fieldKitClient: integer(env, 'TILTH_FIELDKIT_CLIENT', 1, 0, 1) === 1,
     farmClientRequiresPkce: integer(env, 'TILTH_FARM_CLIENT_REQUIRE_PKCE', 0, 0, 1) === 1,
+    passwordHash: passwordHashCost(env),
     responseMaxBytes: integer(env, 'TILTH_RESPONSE_MAX_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     subrequests: {
       maxBytes: integer(env, 'TILTH_SUBREQUEST_MAX_BYTES', 64 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),

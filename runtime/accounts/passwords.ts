@@ -10,8 +10,9 @@
  */
 import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import argon2 from 'argon2';
+import argon2, { type HashOptions } from 'argon2';
 import { ApiError } from '../errors.ts';
+import { passwordHashCost, readEnvironment, type PasswordHashCost } from '../config.ts';
 
 /** Hashes at once: all cores but one, which stays for answering everything else. */
 const MAX_HASHING = Math.max(1, availableParallelism() - 1);
@@ -53,6 +54,22 @@ class HashTurns {
 
 const turns = new HashTurns();
 
+/** argon2id's parameters for each TILTH_PASSWORD_HASH setting (config.ts says why each). */
+const PARAMETERS: Record<PasswordHashCost, { memoryCost: number; timeCost: number; parallelism: number }> = {
+  strong: { memoryCost: 65_536, timeCost: 3, parallelism: 4 },
+  'owasp-minimum': { memoryCost: 19_456, timeCost: 2, parallelism: 1 },
+};
+
+/**
+ * The parameters new hashes are made with, read once from the environment (the server's start has
+ * already refused a bad value; every command shares this module, so it is read here, not passed).
+ */
+let parameters: (typeof PARAMETERS)[PasswordHashCost] | null = null;
+function hashOptions(): HashOptions {
+  parameters ??= PARAMETERS[passwordHashCost(readEnvironment())];
+  return { type: argon2.argon2id, ...parameters };
+}
+
 /** Whether a password check would be taken now (or queued), rather than refused as busy. */
 export function hashingOpen(): boolean {
   return turns.open;
@@ -60,7 +77,7 @@ export function hashingOpen(): boolean {
 
 /** Hash a password; throws HashingBusy when too many are being hashed. */
 export function hashPassword(password: string): Promise<string> {
-  return turns.run(() => argon2.hash(password, { type: argon2.argon2id }));
+  return turns.run(() => argon2.hash(password, hashOptions()));
 }
 
 /** A hash to verify against when the user does not exist, so that timing does not reveal which names exist. */
@@ -69,7 +86,7 @@ let decoy: Promise<string> | null = null;
 /** Whether `password` matches `hash` (a decoy check when there is none); throws HashingBusy when too many are being checked. */
 export async function verifyPassword(hash: string | null, password: string): Promise<boolean> {
   if (!hash) {
-    decoy ??= argon2.hash('decoy password that never matches', { type: argon2.argon2id });
+    decoy ??= argon2.hash('decoy password that never matches', hashOptions());
     const against = await decoy;
     await turns.run(() => argon2.verify(against, password).catch(() => false));
     return false;
