@@ -77,7 +77,7 @@ function describe(d: Difference): string {
 export const importFarmosCommand: Command = {
   name: ['import', 'farmos'],
   summary: 'Move a whole farm in from a farmOS 2.x/3.x server (or another Tilth): resumable, idempotent, verified.',
-  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret SECRET | --token TOKEN) [--prune] [--verify-only] [--json]',
+  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret SECRET | --token TOKEN) [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
   options: {
     url: { type: 'string', description: "the source farm's address, e.g. https://farm.example.org" },
     username: { type: 'string', description: 'sign in with the password grant as this user (the password is prompted for, or read from --password-file)' },
@@ -87,6 +87,7 @@ export const importFarmosCommand: Command = {
     token: { type: 'string', description: 'an access token for the source' },
     scope: { type: 'string', description: 'the scope to ask for when signing in' },
     prune: { type: 'boolean', description: 'delete records an earlier run copied and the source no longer has' },
+    retries: { type: 'string', description: 'attempts per request before a page or file counts as failed (default 5; waits 0.5 s, 1 s, 2 s… between)' },
     'verify-only': { type: 'boolean', description: 'copy nothing: compare the source with this farm and name what differs' },
     'no-verify': { type: 'boolean', description: 'skip the comparison at the end' },
     json: { type: 'boolean', description: 'progress and the summary as JSON lines on stdout' },
@@ -95,7 +96,9 @@ export const importFarmosCommand: Command = {
     const url = requireOption(values, 'url');
     const json = Boolean(values.json);
     const auth = await authFrom(values);
-    const source = new FarmSource(url, auth);
+    const retries = values.retries === undefined ? 5 : Number(values.retries);
+    if (!Number.isInteger(retries) || retries < 1 || retries > 20) throw new UsageError('--retries must be a whole number from 1 to 20.');
+    const source = new FarmSource(url, auth, { attempts: retries });
     const progress = progressFor(json ? process.stdout : process.stderr, json);
     const say = (line: string, fields: Record<string, unknown>) => process.stdout.write(json ? `${JSON.stringify(fields)}\n` : `${line}\n`);
     try {
@@ -114,6 +117,7 @@ export const importFarmosCommand: Command = {
           failed = report.failures.length;
           say(`\n${summaryTable(report.counts)}\n`, { event: 'summary', counts: report.counts });
           if (report.unsupported.length) say(`Skipped (this farm has no such record type): ${report.unsupported.join(', ')}.`, { event: 'skipped', types: report.unsupported });
+          for (const [type, names] of report.notCarried) say(`Not carried (this farm's ${type} has no such field): ${[...names].sort().join(', ')}.`, { event: 'not_carried', type, fields: [...names].sort() });
           for (const f of report.failures) say(`Failed: ${f.type} ${f.uuid}: ${f.reason}`, { event: 'failed', ...f });
           if (report.needPassword.length) say(`These accounts came without a password (farmOS does not give them out): ${report.needPassword.join(', ')}. Set each with: tilth user password --name NAME`, { event: 'need_password', users: report.needPassword });
           if (report.matchedUsers.length) say(`Already here under the same name (kept as they are): ${report.matchedUsers.join(', ')}.`, { event: 'matched_users', users: report.matchedUsers });

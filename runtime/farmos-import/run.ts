@@ -29,6 +29,9 @@ import { digestOf, ImportMap } from './mapping.ts';
 import { writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
 
+/** Members every Drupal entity serves that are bookkeeping, not data to carry. */
+const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
+
 /** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
 export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
 
@@ -120,12 +123,21 @@ export class FarmImport {
       for (const rt of bundles) {
         const counts: BundleCounts = { type: rt.type, source: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
         this.report.counts.push(counts);
-        for await (const page of this.source.pages(rt.type, rt.entityType.internalId)) {
-          counts.source += page.length;
-          for (const r of page) this.seenSet(entityType).add(r.id);
-          const later = await this.storePage(rt, page, counts);
-          deferred.push(...later.map((resource) => ({ rt, resource, counts })));
-          this.progress.advance(page.length);
+        let last = '';
+        try {
+          for await (const page of this.source.pages(rt.type, rt.entityType.internalId)) {
+            counts.source += page.length;
+            for (const r of page) this.seenSet(entityType).add(r.id);
+            const later = await this.storePage(rt, page, counts);
+            deferred.push(...later.map((resource) => ({ rt, resource, counts })));
+            last = page[page.length - 1]!.id;
+            this.progress.advance(page.length);
+          }
+        } catch (error) {
+          // A page the source would not give (after its retries): the rest of this bundle is
+          // unknown, so named as such; the other bundles go on, and --prune does not run.
+          if (!(error instanceof SourceError)) throw error;
+          this.fail(rt, { type: rt.type, id: last ? `(the page after ${last})` : '(its first page)' }, error, counts);
         }
       }
       await this.retryDeferred(deferred);
@@ -161,6 +173,7 @@ export class FarmImport {
     const known = await this.map.rows(this.ctx.db.knex, entityType, page.map((r) => r.id));
     const todo: Array<{ resource: SourceResource; digest: string; bytes?: { tmp: string; size: number; sha256: string } }> = [];
     for (const resource of page) {
+      this.noteNotCarried(rt, resource);
       const digest = digestOf(resource);
       if (known.get(resource.id)?.digest === digest) counts.unchanged++;
       else todo.push({ resource, digest });
@@ -310,6 +323,17 @@ export class FarmImport {
         return;
       }
       left = next;
+    }
+  }
+
+  /** Fields the source's record has and this farm's record type has not (a contributed module's): named in the report. */
+  private noteNotCarried(rt: ResourceType, resource: SourceResource): void {
+    const names = [...Object.keys(resource.attributes ?? {}), ...Object.keys(resource.relationships ?? {})];
+    for (const name of names) {
+      if (rt.fieldsByName.has(name) || name.startsWith('drupal_internal__') || name === rt.entityType.bundleKey || OWN_MEMBERS.has(name)) continue;
+      let set = this.report.notCarried.get(rt.type);
+      if (!set) this.report.notCarried.set(rt.type, (set = new Set()));
+      set.add(name);
     }
   }
 

@@ -79,7 +79,14 @@ export class FarmSource {
     );
     if (this.auth.scope) form.set('scope', this.auth.scope);
     const res = await this.send(`${this.base}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, false);
-    const body = await readJson(res, `${this.base}/oauth/token`).catch(() => ({}) as Record<string, unknown>);
+    // An OAuth error is a JSON body with a 400 or 401: read it whatever the status.
+    const text = await res.text();
+    let body: Record<string, unknown> = {};
+    try {
+      body = JSON.parse(text) ?? {};
+    } catch {
+      /* not JSON: named by its status below */
+    }
     if (res.ok && typeof body.access_token === 'string') {
       this.token = body.access_token;
       return;

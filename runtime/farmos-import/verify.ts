@@ -13,7 +13,7 @@ import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { FileStore } from '../files/storage.ts';
 import { READINGS_TABLE } from '../farm/data-streams.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
-import type { FarmSource, SourceResource } from './source.ts';
+import { SourceError, type FarmSource, type SourceResource } from './source.ts';
 import { ImportMap } from './mapping.ts';
 import { FarmImport, storedSha256, systemPrincipal } from './run.ts';
 import type { Progress } from './progress.ts';
@@ -33,65 +33,102 @@ const OWN_RELATIONSHIPS = new Set(['revision_user']);
 const ITEM_META = ['description', 'display', 'alt', 'title', 'width', 'height'];
 
 export async function verifyFarm(ctx: AppContext, source: FarmSource, supported: ResourceType[], progress: Progress, userRemap: ReadonlyMap<string, string> = new Map()): Promise<Difference[]> {
-  const services = new JsonApiServices(ctx);
-  const map = new ImportMap(source.base);
-  const files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
-  const principal = systemPrincipal();
-  const out: Difference[] = [];
-  const db = ctx.db.knex;
-  const store = services.loader.store;
+  const verifier = new FarmVerifier(ctx, source, userRemap);
   progress.phase('verifying');
   for (const rt of supported) {
+    let seen: Set<string>;
+    try {
+      seen = await verifier.verifyType(rt, (n) => progress.advance(n));
+    } catch (error) {
+      // A collection the source will not give: none of it is verified, and the report says so.
+      if (!(error instanceof SourceError)) throw error;
+      verifier.out.push({ type: rt.type, uuid: '(unread)', field: '(records)', source: error.message, here: 'not compared' });
+      continue;
+    }
+    await verifier.notAtSource(rt, seen);
+  }
+  const streams = supported.find((rt) => rt.entityType.entityType === 'data_stream');
+  if (streams) await verifier.verifyReadings(streams, new FarmImport(ctx, source, progress));
+  progress.done();
+  return verifier.out;
+}
+
+class FarmVerifier {
+  readonly out: Difference[] = [];
+  private readonly services: JsonApiServices;
+  private readonly map: ImportMap;
+  private readonly files: FileStore;
+  private readonly principal = systemPrincipal();
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly source: FarmSource,
+    private readonly userRemap: ReadonlyMap<string, string>,
+  ) {
+    this.services = new JsonApiServices(ctx);
+    this.map = new ImportMap(source.base);
+    this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
+  }
+
+  /** Compare every record of a resource type, a source page at a time; returns the UUIDs the source listed. */
+  async verifyType(rt: ResourceType, advance: (n: number) => void): Promise<Set<string>> {
+    const db = this.ctx.db.knex;
     const entityType = rt.entityType.entityType;
     const seen = new Set<string>();
-    for await (const page of source.pages(rt.type, rt.entityType.internalId)) {
+    for await (const page of this.source.pages(rt.type, rt.entityType.internalId)) {
+      // The anonymous user (no name) is every farm's own.
       const wanted = page.filter((r) => entityType !== 'user' || (typeof r.attributes?.name === 'string' && r.attributes.name !== ''));
-      const uuids = wanted.map((r) => userRemap.get(r.id) ?? r.id);
+      const uuids = wanted.map((r) => this.userRemap.get(r.id) ?? r.id);
       for (const u of uuids) seen.add(u);
       const rows = (await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
-      const records = await services.loader.load(db, entityType, rows.map((r) => Number(r.id)), null, undefined, [rt.bundle.bundle]);
+      const records = await this.services.loader.load(db, entityType, rows.map((r) => Number(r.id)), null, undefined, [rt.bundle.bundle]);
       const byUuid = new Map(records.map((r) => [r.uuid, r]));
       for (const resource of wanted) {
-        const uuid = userRemap.get(resource.id) ?? resource.id;
-        const record = byUuid.get(uuid);
+        const record = byUuid.get(this.userRemap.get(resource.id) ?? resource.id);
         if (!record) {
-          out.push({ type: rt.type, uuid: resource.id, field: '(record)', source: 'present', here: 'missing' });
+          this.out.push({ type: rt.type, uuid: resource.id, field: '(record)', source: 'present', here: 'missing' });
           continue;
         }
-        if (entityType === 'user' && userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
-        const here = services.serializer.resourceObject(record, principal);
-        out.push(...compare(rt, resource, here as SourceResource, userRemap));
-        if (entityType === 'file') {
-          const url = (resource.attributes?.uri as { url?: string } | undefined)?.url;
-          const path = record.values.get('path');
-          const [a, b] = await Promise.all([url ? sourceSha256(source, url).catch((e: Error) => `unreadable (${e.message})`) : 'no url', typeof path === 'string' ? storedSha256(files, path) : null]);
-          if (a !== b) out.push({ type: rt.type, uuid: resource.id, field: 'sha256', source: a, here: b });
-        }
+        if (entityType === 'user' && this.userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
+        const here = this.services.serializer.resourceObject(record, this.principal);
+        this.out.push(...compare(rt, resource, here as SourceResource, this.userRemap));
+        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'));
       }
-      progress.advance(page.length);
+      advance(page.length);
     }
-    // What an earlier run copied from this source and the source no longer lists.
-    if (entityType !== 'user') {
-      for (const uuid of await map.uuids(db, entityType, rt.bundle.bundle)) {
-        if (!seen.has(uuid) && (await store.findByUuid(db, entityType, uuid))) out.push({ type: rt.type, uuid, field: '(record)', source: 'missing', here: 'present (run with --prune)' });
+    return seen;
+  }
+
+  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown): Promise<void> {
+    const url = (resource.attributes?.uri as { url?: string } | undefined)?.url;
+    const [a, b] = await Promise.all([url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : 'no url', typeof path === 'string' ? storedSha256(this.files, path) : null]);
+    if (a !== b) this.out.push({ type: rt.type, uuid: resource.id, field: 'sha256', source: a, here: b });
+  }
+
+  /** What an earlier run copied from this source and the source no longer lists (--prune deletes it). */
+  async notAtSource(rt: ResourceType, seen: Set<string>): Promise<void> {
+    const entityType = rt.entityType.entityType;
+    if (entityType === 'user') return;
+    for (const uuid of await this.map.uuids(this.ctx.db.knex, entityType, rt.bundle.bundle)) {
+      if (!seen.has(uuid) && (await this.services.loader.store.findByUuid(this.ctx.db.knex, entityType, uuid))) {
+        this.out.push({ type: rt.type, uuid, field: '(record)', source: 'missing', here: 'present (run with --prune)' });
       }
     }
   }
-  const streams = supported.find((rt) => rt.entityType.entityType === 'data_stream');
-  if (streams) {
-    const importer = new FarmImport(ctx, source, progress);
-    const rows = (await db(streams.entityType.table).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
-    const mapped = new Set(await map.uuids(db, 'data_stream'));
+
+  /** Each copied data stream's readings, compared whole. */
+  async verifyReadings(rt: ResourceType, importer: FarmImport): Promise<void> {
+    const db = this.ctx.db.knex;
+    const rows = (await db(rt.entityType.table).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+    const mapped = new Set(await this.map.uuids(db, 'data_stream'));
     for (const row of rows.filter((r) => mapped.has(r.uuid))) {
       const there = await importer.readingsOf(row.uuid).catch(() => null);
       const here = ((await db(READINGS_TABLE).where('stream_id', row.id).select('timestamp', 'value')) as Array<{ timestamp: number; value: number }>)
         .map((r) => [Number(r.timestamp), Number(r.value)] as [number, number])
         .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-      if (!there || JSON.stringify(there) !== JSON.stringify(here)) out.push({ type: 'data_stream readings', uuid: row.uuid, field: 'readings', source: there ? `${there.length} readings` : 'unreadable', here: `${here.length} readings` });
+      if (!there || JSON.stringify(there) !== JSON.stringify(here)) this.out.push({ type: 'data_stream readings', uuid: row.uuid, field: 'readings', source: there ? `${there.length} readings` : 'unreadable', here: `${here.length} readings` });
     }
   }
-  progress.done();
-  return out;
 }
 
 /** The differences between a source record and the same record here, field by field. */

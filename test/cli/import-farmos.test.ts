@@ -4,29 +4,15 @@
 // a change at the source is carried, a deletion pruned with --prune; a SIGKILLed run resumes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../support/project.ts';
+import { tilthAsync } from '../support/tilth-command.ts';
 import { createTestDatabase, startTestServer, startTestServerAsAdmin, ADMIN, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
 import { buildSampleFarm, type SampleFarm } from '../support/sample-farm.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
-
-export function tilthAsync(args: string[], env: Record<string, string>, onStdout?: (text: string) => void): { done: Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }>; kill: () => void } {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
-    onStdout?.(String(d));
-  });
-  child.stderr.on('data', (d) => (stderr += d));
-  const done = new Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr })));
-  return { done, kill: () => child.kill('SIGKILL') };
-}
 
 let source: TestServer;
 let sourceToken: string;
@@ -52,7 +38,7 @@ after(async () => {
   rmSync(sourceDir, { recursive: true, force: true });
 });
 
-const importArgs = (...extra: string[]) => ['import', 'farmos', '--url', source.url, '--token', sourceToken, ...extra];
+const importArgs = (...extra: string[]) => ['import', 'farmos', '--url', source.url, `--token=${sourceToken}`, ...extra];
 
 const OWN = new Set(['drupal_internal__id', 'drupal_internal__revision_id', 'drupal_internal__tid', 'drupal_internal__fid', 'revision_log_message', 'revision_created', 'uri']);
 
@@ -128,4 +114,56 @@ test('a farm on SQLite imported into another database: the same documents, file 
   assert.deepEqual([done.created, done.updated, done.failed], [0, 0, 0], second.stdout);
   const revisionsAfter = await target.ctx.db.knex('entity_revision').count({ n: '*' }).first();
   assert.deepEqual(revisionsAfter, revisionsBefore, 'no revision added');
+});
+
+test('a change at the source is carried, a record created there is added, one deleted there is pruned with --prune', async () => {
+  const sensor = (await all(source.url, sourceToken, '/api/asset/sensor'))[0];
+  assert.equal((await request(`${source.url}/api/asset/sensor/${sensor.id}`, { method: 'DELETE', token: sourceToken })).status, 204);
+  const renamed = await request(`${source.url}/api/asset/animal/${farm.cow}`, { method: 'PATCH', token: sourceToken, json: { data: { type: 'asset--animal', id: farm.cow, attributes: { name: 'Daisy II' } } } });
+  assert.equal(renamed.status, 200);
+  const added = await request(`${source.url}/api/taxonomy_term/season`, { method: 'POST', token: sourceToken, json: { data: { type: 'taxonomy_term--season', attributes: { name: '2025' } } } });
+  assert.equal(added.status, 201);
+
+  const run = await tilthAsync(importArgs('--prune', '--json'), targetDb.env).done;
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const events = run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const done = events.find((e) => e.event === 'done');
+  assert.deepEqual([done.created, done.updated, done.pruned, done.failed], [1, 1, 1, 0], run.stdout);
+  assert.equal(events.find((e) => e.event === 'verified').differences, 0);
+  assert.equal((await request(`${target.url}/api/asset/sensor/${sensor.id}`, { token: targetToken })).status, 404);
+  assert.equal((await request(`${target.url}/api/asset/animal/${farm.cow}`, { token: targetToken })).body.data.attributes.name, 'Daisy II');
+  assert.equal((await request(`${target.url}/api/taxonomy_term/season/${added.body.data.id}`, { token: targetToken })).status, 200);
+});
+
+test('SIGKILLed at random moments, the same command run again ends where an uninterrupted run ends, with no duplicate', async () => {
+  const database = await createTestDatabase();
+  const fresh = await startTestServer({ database });
+  try {
+    // A full run's progress events, to choose where to kill.
+    for (let kill = 0; kill < 2; kill++) {
+      const at = 1 + Math.floor(Math.random() * 12);
+      let seen = 0;
+      const running = tilthAsync(importArgs('--json', '--no-verify'), database.env, (text) => {
+        seen += (text.match(/"event":"progress"/g) ?? []).length;
+        if (seen >= at) running.kill();
+      });
+      const ended = await running.done;
+      assert.ok(ended.signal === 'SIGKILL' || ended.status === 0, ended.stderr);
+    }
+    const last = await tilthAsync(importArgs('--json'), database.env).done;
+    assert.equal(last.status, 0, last.stdout + last.stderr);
+    assert.equal(last.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.event === 'verified').differences, 0);
+    const knex = fresh.ctx.db.knex;
+    const freshToken = await passwordToken(fresh.url, ADMIN.name, ADMIN.password);
+    for (const [table, path, sort] of [['asset', '/api/asset/animal', 'drupal_internal__id'], ['log', '/api/log/observation', 'drupal_internal__id'], ['taxonomy_term', '/api/taxonomy_term/plant_type', 'drupal_internal__tid']] as const) {
+      const here = (await all(fresh.url, freshToken, path, sort)).map((r) => r.id).sort();
+      const there = (await all(source.url, sourceToken, path, sort)).map((r) => r.id).sort();
+      assert.deepEqual(here, there, path);
+      const uuids = (await knex(table).select('uuid')).map((r: { uuid: string }) => r.uuid);
+      assert.equal(new Set(uuids).size, uuids.length, `${table}: no duplicate`);
+    }
+  } finally {
+    await fresh.close();
+    await database.drop();
+  }
 });
