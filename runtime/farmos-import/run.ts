@@ -195,13 +195,14 @@ export class FarmImport {
     const placed: string[] = [];
     try {
       await this.ctx.db.knex.transaction(async (trx) => {
+        const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
         for (const t of todo) {
           if (users?.has(t.resource.id)) {
             counts.unchanged++;
             continue;
           }
           try {
-            const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, t.digest, t.bytes, placed));
+            const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.digest, t.bytes, placed));
             if (created) counts.created++;
             else counts.updated++;
             this.changedAnything = true;
@@ -220,13 +221,22 @@ export class FarmImport {
     return deferred;
   }
 
-  /** Store one record and note it in the map; true when it was created. */
-  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, digest: string, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[]): Promise<boolean> {
-    const store = this.services.loader.store;
+  /** The records of a page already here, by UUID, in two statements (a record of another bundle by its bundle's name). */
+  private async recordsHere(db: Db, rt: ResourceType, uuids: string[]): Promise<Map<string, EntityRecord | string>> {
     const entityType = rt.entityType.entityType;
-    const found = await store.findByUuid(db, entityType, resource.id);
-    if (found && found.bundle !== rt.bundle.bundle) throw new ApiError(409, `${resource.id} is a ${entityType}--${found.bundle} here, not a ${rt.type}.`);
-    const [current] = found ? await store.load(db, entityType, [found.id], undefined, [rt.bundle.bundle]) : [];
+    const rows = uuids.length ? ((await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid', 'bundle')) as Array<{ id: number; uuid: string; bundle: string }>) : [];
+    const out = new Map<string, EntityRecord | string>();
+    for (const r of rows) if (r.bundle !== rt.bundle.bundle) out.set(r.uuid, r.bundle);
+    const ids = rows.filter((r) => r.bundle === rt.bundle.bundle).map((r) => Number(r.id));
+    for (const record of ids.length ? await this.services.loader.store.load(db, entityType, ids, undefined, [rt.bundle.bundle]) : []) out.set(record.uuid, record);
+    return out;
+  }
+
+  /** Store one record and note it in the map; true when it was created. */
+  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, digest: string, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[]): Promise<boolean> {
+    const entityType = rt.entityType.entityType;
+    if (typeof found === 'string') throw new ApiError(409, `${resource.id} is a ${entityType}--${found} here, not a ${rt.type}.`);
+    const current = found;
     const extra = new Map<string, ItemValue | ItemValue[]>();
     if (bytes) {
       const filename = String(resource.attributes?.filename ?? 'file');
@@ -239,7 +249,7 @@ export class FarmImport {
       extra.set('status', resource.attributes?.status !== false);
     }
     try {
-      await writeRecord(db, rt, resource, (current as EntityRecord | undefined) ?? null, this.w, extra);
+      await writeRecord(db, rt, resource, current, this.w, extra);
       await this.map.record(db, entityType, resource, parseTimestamp(resource.attributes?.changed), digest, rt.bundle.bundle);
     } catch (error) {
       // Its savepoint is rolled back and the page goes on: the bytes it placed go too.

@@ -70,6 +70,8 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   assert.equal(walk.attributes.name, 'Walked the field');
   assert.deepEqual(walk.relationships.owner.data.map((r: any) => r.id), [FIXTURE.farmer]);
   assert.equal(walk.relationships.file.data[0].meta.description, 'Map');
+  const ownerless = await get(`log/activity/${FIXTURE.ownerless}`);
+  assert.deepEqual([ownerless.attributes.name, ownerless.relationships.owner.data, ownerless.relationships.uid.data], ['', [], null], 'no name, owner or author made up');
   const farmer = await get(`user/user/${FIXTURE.farmer}`);
   assert.equal(farmer.attributes.mail, 'farmer@example.org');
   assert.equal(farmer.attributes.created, '2021-05-01T12:00:00+00:00');

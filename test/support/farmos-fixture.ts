@@ -25,6 +25,7 @@ export const FIXTURE = {
   badFile: U(401),
   walk: U(500),
   dangling: U(501),
+  ownerless: U(502),
   missingAsset: U(999),
   plan: U(600),
 };
@@ -87,6 +88,13 @@ function records(base: string): Record<string, Array<{ type: string; id: string;
           asset: { data: [rel('asset--land', FIXTURE.field)] }, category: { data: [] }, file: { data: [rel('file--file', FIXTURE.mapFile, { description: 'Map', display: true })] }, image: { data: [] },
           owner: { data: [rel('user--user', FIXTURE.farmer)] }, quantity: { data: [] }, location: { data: [] }, equipment: { data: [] }, group: { data: [] },
         },
+      },
+      {
+        // Stored as it is: no owner and no author filled in, its blank name kept.
+        type: 'log--activity',
+        id: FIXTURE.ownerless,
+        attributes: { drupal_internal__id: 3, drupal_internal__revision_id: 3, langcode: 'en', name: '', timestamp: t('2021-06-04T10:00:00'), status: 'pending', created: t('2021-06-04T10:00:00'), changed: t('2021-06-04T10:00:00') },
+        relationships: { uid: { data: null }, owner: { data: [] }, asset: { data: [] } },
       },
       {
         type: 'log--activity',

@@ -1,8 +1,8 @@
 /**
  * A small farm of every kind of record, built through the API of a test server: users, terms
  * with a parent stored after its child, assets with parents, a group and a movement, a fixed
- * location, quantities that adjust inventory, logs with files, notes, a back-dated author, and a
- * data stream with readings. `tilth import farmos` tests copy it and compare.
+ * location, quantities that adjust inventory, a birth, logs with files, notes, a back-dated
+ * author, and a data stream with readings. `tilth import farmos` tests copy it and compare.
  */
 import assert from 'node:assert/strict';
 import { request } from './http.ts';
@@ -58,6 +58,9 @@ export async function buildSampleFarm(url: string, token: string, createUser: (n
     const q = await post('/api/quantity/standard', { type: 'quantity--standard', attributes: { measure: 'volume', value: { decimal }, inventory_adjustment: kind, label: kind }, relationships: { inventory_asset: { data: ref(tank) }, units: { data: ref(liters) } } });
     await post('/api/log/harvest', { type: 'log--harvest', attributes: { name: `Water ${kind}`, timestamp: t0 + 6000, status: 'done' }, relationships: { quantity: { data: [ref(q)] }, asset: { data: [ref(tank)] } } });
   }
+  // A birth: the source gave the child its birthdate and mother; the import must not do it again.
+  const clover = await post('/api/asset/animal', { type: 'asset--animal', attributes: { name: 'Clover' }, relationships: { animal_type: { data: ref(breed) } } });
+  await post('/api/log/birth', { type: 'log--birth', attributes: { timestamp: t0 + 6500, status: 'done' }, relationships: { asset: { data: [ref(clover)] }, mother: { data: ref(cow) } } });
   const upload = await request(`${url}/api/log/observation/file`, { method: 'POST', token, headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="soil report.txt"', Accept: 'application/vnd.api+json' }, body: 'pH 6.5, organic matter 4%\n'.repeat(50) });
   assert.equal(upload.status, 201, upload.text);
   const fileLog = await post('/api/log/observation', { type: 'log--observation', attributes: { name: 'Soil test', timestamp: t0 + 7000, status: 'pending' }, relationships: { file: { data: [{ ...ref(upload.body.data), meta: { description: 'Lab report', display: true } }] } } });
