@@ -38,7 +38,7 @@ export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'as
 /** Resource types of /api that are configuration (bundles, roles, flags…), not records to copy. */
 function isConfigType(type: string): boolean {
   const [entityType, bundle] = type.split('--');
-  return entityType === bundle && !['user', 'file'].includes(entityType!) || /_type$/.test(entityType!) || entityType === 'taxonomy_vocabulary';
+  return (entityType === bundle && !['user', 'file'].includes(entityType!)) || /_type$/.test(entityType!) || entityType === 'taxonomy_vocabulary';
 }
 
 export interface Failure {
@@ -170,6 +170,8 @@ export class FarmImport {
    */
   private async storePage(rt: ResourceType, page: SourceResource[], counts: BundleCounts): Promise<SourceResource[]> {
     const entityType = rt.entityType.entityType;
+    // Users are matched by name on every run (a matched user is not in the map): their records' references follow them.
+    const users = entityType === 'user' ? await this.matchPageUsers(page) : null;
     const known = await this.map.rows(this.ctx.db.knex, entityType, page.map((r) => r.id));
     const todo: Array<{ resource: SourceResource; digest: string; bytes?: { tmp: string; size: number; sha256: string } }> = [];
     for (const resource of page) {
@@ -179,7 +181,6 @@ export class FarmImport {
       else todo.push({ resource, digest });
     }
     if (!todo.length) return [];
-    const users = entityType === 'user' ? await this.matchPageUsers(todo.map((t) => t.resource)) : null;
     // File bytes come before the transaction: no transaction waits on the network.
     if (entityType === 'file') {
       for (const t of [...todo]) {
@@ -277,6 +278,7 @@ export class FarmImport {
       },
     });
     const received = await this.files.receive(Object.assign(body.pipe(hashing), { headers: {} }));
+    this.progress.advance(0, received.size);
     const stated = Number(resource.attributes?.filesize);
     if (Number.isFinite(stated) && stated !== received.size) {
       this.files.discard(received.tmp);
