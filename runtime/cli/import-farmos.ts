@@ -77,7 +77,7 @@ function describe(d: Difference): string {
 export const importFarmosCommand: Command = {
   name: ['import', 'farmos'],
   summary: 'Move a whole farm in from a farmOS 2.x/3.x server (or another Tilth): resumable, idempotent, verified.',
-  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret SECRET | --token TOKEN) [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
+  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret SECRET | --token TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
   options: {
     url: { type: 'string', description: "the source farm's address, e.g. https://farm.example.org" },
     username: { type: 'string', description: 'sign in with the password grant as this user (the password is prompted for, or read from --password-file)' },
@@ -86,6 +86,7 @@ export const importFarmosCommand: Command = {
     'client-secret': { type: 'string', description: "the client's secret: sign in with the client_credentials grant" },
     token: { type: 'string', description: 'an access token for the source' },
     scope: { type: 'string', description: 'the scope to ask for when signing in' },
+    revisions: { type: 'boolean', description: "carry each record's past revisions too (a Tilth source serves them; farmOS does not): one more request per record" },
     prune: { type: 'boolean', description: 'delete records an earlier run copied and the source no longer has' },
     retries: { type: 'string', description: 'attempts per request before a page or file counts as failed (default 5; waits 0.5 s, 1 s, 2 s… between)' },
     'verify-only': { type: 'boolean', description: 'copy nothing: compare the source with this farm and name what differs' },
@@ -109,7 +110,7 @@ export const importFarmosCommand: Command = {
         let userRemap = new Map<string, string>();
         if (!values['verify-only']) {
           const started = Date.now();
-          const importer = new FarmImport(ctx, source, progress, { prune: Boolean(values.prune) });
+          const importer = new FarmImport(ctx, source, progress, { prune: Boolean(values.prune), revisions: Boolean(values.revisions) });
           const report = await importer.run();
           userRemap = importer.userRemap;
           const created = report.counts.filter((c) => c.type !== 'readings').reduce((n, c) => n + c.created, 0);

@@ -11,7 +11,7 @@
 import type { ResourceType } from '../model/registry.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
-import { REVISION_LOG_MESSAGE, savesNewRevision } from '../storage/revisions.ts';
+import { REVISION_LOG_MESSAGE, savesNewRevision, type RevisionInput } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { configIdentifier } from '../model/config-entities.ts';
 import { isRole } from '../access/roles.ts';
@@ -132,7 +132,7 @@ function fillDefaults(rt: ResourceType, values: Values, now: number): void {
  * the caller's transaction (a savepoint of the page's); throws what InputReader throws for a bad
  * value or a relationship to a record that is not here.
  */
-export async function writeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values = new Map()): Promise<number> {
+export async function writeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values = new Map(), history: SourceResource[] = []): Promise<number> {
   const s = w.services;
   const { document } = cleanDocument(rt, resource, w);
   const input = await s.input.read(db, rt, document);
@@ -153,11 +153,43 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
     await store.update(db, rt, id, values);
   } else {
     fillDefaults(rt, values, now);
+    // Older revisions (from a Tilth source, --revisions) are numbered before the current one.
+    const older = rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
+    const numbers: number[] = [];
+    for (let i = 0; i < older.length; i++) numbers.push(await store.revisions.nextNumber(db, entityType));
     reserved = rt.entityType.revisionId ? await store.revisions.nextNumber(db, entityType) : undefined;
     id = await store.insert(db, rt, resource.id, values, reserved === undefined ? {} : { revision_id: reserved });
+    for (const [i, revision] of older.entries()) await store.revisions.add(db, entityType, id, revision, numbers[i]);
   }
   if (rt.entityType.revisionId) await writeRevision(db, rt, id, current, values, { userId: revisionUser, created: revisionCreated, message: w.message }, reserved, w);
   return id;
+}
+
+/**
+ * A record's past revisions as its source served them (oldest first), each read like the record
+ * itself, with its own author, time and message. A revision that no longer reads (it names a
+ * record the source has since deleted) is left out: the current one is what must be whole.
+ */
+async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[], w: WriteContext, now: number): Promise<RevisionInput[]> {
+  const out: RevisionInput[] = [];
+  for (const revision of history) {
+    try {
+      const input = await w.services.input.read(db, rt, cleanDocument(rt, revision, w).document);
+      const values: Values = new Map(input.values);
+      const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
+      const message = typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string' ? (revision.attributes[REVISION_LOG_MESSAGE] as string) : '';
+      fillDefaults(rt, values, now);
+      const stored: Values = new Map([...values].filter(([name]) => {
+        const field = rt.fieldsByName.get(name);
+        return field && !field.computed && field.storage.kind !== 'none';
+      }));
+      await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
+      out.push({ userId: revisionUser, created: revisionCreated, message, values: stored });
+    } catch {
+      continue;
+    }
+  }
+  return out;
 }
 
 async function writeRevision(db: Db, rt: ResourceType, id: number, current: EntityRecord | null, values: Values, meta: { userId: number | null; created: number; message: string }, reserved: number | undefined, w: WriteContext): Promise<void> {

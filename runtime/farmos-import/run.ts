@@ -23,6 +23,7 @@ import type { Principal } from '../access/principal.ts';
 import { FileStore, mimeOf } from '../files/storage.ts';
 import { Placements } from '../farm/placements.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
+import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { FarmSource, SourceError, type SourceResource } from './source.ts';
 import { digestOf, ImportMap } from './mapping.ts';
@@ -64,6 +65,8 @@ export interface ImportReport {
 
 export interface ImportOptions {
   prune?: boolean;
+  /** Carry each new record's past revisions too (a Tilth source serves them; one request per record). */
+  revisions?: boolean;
 }
 
 /** Who stores users: an administrator with no account here, so nothing is owned by the import itself. */
@@ -173,7 +176,7 @@ export class FarmImport {
     // Users are matched by name on every run (a matched user is not in the map): their records' references follow them.
     const users = entityType === 'user' ? await this.matchPageUsers(page) : null;
     const known = await this.map.rows(this.ctx.db.knex, entityType, page.map((r) => r.id));
-    const todo: Array<{ resource: SourceResource; digest: string; bytes?: { tmp: string; size: number; sha256: string } }> = [];
+    const todo: Array<{ resource: SourceResource; digest: string; bytes?: { tmp: string; size: number; sha256: string }; history?: SourceResource[] }> = [];
     for (const resource of page) {
       this.noteNotCarried(rt, resource);
       const digest = digestOf(resource);
@@ -181,7 +184,11 @@ export class FarmImport {
       else todo.push({ resource, digest });
     }
     if (!todo.length) return [];
-    // File bytes come before the transaction: no transaction waits on the network.
+    // Past revisions of records new to the map, and file bytes, come before the transaction: no
+    // transaction waits on the network.
+    if (this.options.revisions && rt.entityType.revisionId && savesNewRevision(rt)) {
+      for (const t of todo) if (!known.has(t.resource.id)) t.history = await this.source.history(rt.type, t.resource.id, t.resource.attributes?.[rt.entityType.revisionId]);
+    }
     if (entityType === 'file') {
       for (const t of [...todo]) {
         try {
@@ -203,7 +210,7 @@ export class FarmImport {
             continue;
           }
           try {
-            const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.digest, t.bytes, placed));
+            const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.digest, t.bytes, placed, t.history));
             if (created) counts.created++;
             else counts.updated++;
             this.changedAnything = true;
@@ -234,7 +241,7 @@ export class FarmImport {
   }
 
   /** Store one record and note it in the map; true when it was created. */
-  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, digest: string, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[]): Promise<boolean> {
+  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, digest: string, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[], history: SourceResource[] = []): Promise<boolean> {
     const entityType = rt.entityType.entityType;
     if (typeof found === 'string') throw new ApiError(409, `${resource.id} is a ${entityType}--${found} here, not a ${rt.type}.`);
     const current = found;
@@ -250,7 +257,7 @@ export class FarmImport {
       extra.set('status', resource.attributes?.status !== false);
     }
     try {
-      await writeRecord(db, rt, resource, current, this.w, extra);
+      await writeRecord(db, rt, resource, current, this.w, extra, history);
       await this.map.record(db, entityType, resource, parseTimestamp(resource.attributes?.changed), digest, rt.bundle.bundle);
     } catch (error) {
       // Its savepoint is rolled back and the page goes on: the bytes it placed go too.

@@ -141,6 +141,28 @@ export class FarmSource {
     }
   }
 
+  /**
+   * A record's past revisions, oldest first, without the current one, from Tilth's
+   * `/revision-history` (farmOS serves none: an empty list when the source answers 404).
+   */
+  async history(type: string, uuid: string, currentRevision: unknown): Promise<SourceResource[]> {
+    const [entityType, bundle] = type.split('--');
+    const out: SourceResource[] = [];
+    let next: string | null = `/api/${entityType}/${bundle}/${uuid}/revision-history?page[limit]=50`;
+    while (next) {
+      let doc: any;
+      try {
+        doc = await this.getJson(next);
+      } catch (error) {
+        if (error instanceof SourceError && / answered 404/.test(error.message)) return [];
+        throw error;
+      }
+      out.push(...((doc?.data ?? []) as SourceResource[]));
+      next = typeof doc?.links?.next?.href === 'string' ? doc.links.next.href : null;
+    }
+    return out.filter((r) => r.attributes?.drupal_internal__revision_id !== currentRevision).reverse();
+  }
+
   /** A file's bytes, as a stream (the token is sent: private files need it). */
   async download(href: string): Promise<Readable> {
     const url = this.onSource(href);

@@ -1,7 +1,7 @@
 // `tilth import farmos` (issue 24): a farm built through the API of one Tilth on SQLite is copied
 // into another database (PostgreSQL when DATABASE_URL is set), and both then serve the same
-// records: documents, file bytes, computed locations and inventory. A second run changes nothing;
-// a change at the source is carried, a deletion pruned with --prune. (Killed and resumed, and
+// records: documents, file bytes, computed locations and inventory, and past revisions. A second
+// run changes nothing; a change at the source is carried, a deletion pruned with --prune. (Killed and resumed, and
 // written to meanwhile: test/stress/import-farmos.test.ts.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,7 +72,7 @@ async function sha256Of(url: string, token: string, href: string): Promise<strin
 }
 
 test('a farm on SQLite imported into another database: the same documents, file bytes, locations and inventory; a second run changes nothing', async () => {
-  const first = await tilthAsync(importArgs(), targetDb.env).done;
+  const first = await tilthAsync(importArgs('--revisions'), targetDb.env).done;
   assert.equal(first.status, 0, `${first.stdout}\n${first.stderr}`);
   assert.match(first.stdout, /Verified: this farm has what/);
   assert.match(first.stdout, /came without a password .*ann, bob/);
@@ -103,9 +103,12 @@ test('a farm on SQLite imported into another database: the same documents, file 
   const sourceReadings = await readings(source.url, sourceToken);
   assert.equal(sourceReadings.length, 3);
   assert.deepEqual(await readings(target.url, targetToken), sourceReadings);
-  // Where each record came from, in its revision.
-  const history = await request(`${target.url}/api/log/observation/${farm.fileLog}/revision-history`, { token: targetToken });
-  assert.match(JSON.stringify(history.body), /Imported from http:\/\/127\.0\.0\.1:\d+ on \d{4}-\d\d-\d\d/);
+  // Where each record came from, in its revision; with --revisions, the past ones too, as they were.
+  const history = (await request(`${target.url}/api/log/activity/${farm.moved}/revision-history`, { token: targetToken })).body.data;
+  assert.deepEqual(history.map((r: any) => r.attributes.name), ['Moved the herd', 'Moved herd']);
+  assert.match(history[0].attributes.revision_log_message, /^Imported from http:\/\/127\.0\.0\.1:\d+ on \d{4}-\d\d-\d\d$/);
+  assert.equal(history[1].attributes.revision_log_message, '');
+  assert.equal(history[1].attributes.revision_created, (await request(`${source.url}/api/log/activity/${farm.moved}/revision-history`, { token: sourceToken })).body.data[1].attributes.revision_created);
 
   const revisionsBefore = await target.ctx.db.knex('entity_revision').count({ n: '*' }).first();
   const second = await tilthAsync(importArgs('--json'), targetDb.env).done;

@@ -15,6 +15,8 @@ export interface SampleFarm {
   herd: string;
   tank: string;
   fileLog: string;
+  /** A log with two revisions: named "Moved herd", then "Moved the herd". */
+  moved: string;
   stream: string;
   users: string[];
 }
@@ -49,7 +51,10 @@ export async function buildSampleFarm(url: string, token: string, createUser: (n
   assert.ok(readings.status < 300, readings.text);
 
   const t0 = 1_700_000_000;
-  await post('/api/log/activity', { type: 'log--activity', attributes: { name: 'Moved the herd', timestamp: t0, status: 'done', is_movement: true, is_group_assignment: true }, relationships: { asset: { data: [ref(cow), ref(calf)] }, location: { data: [ref(field)] }, group: { data: [ref(herd)] } } });
+  const moved = await post('/api/log/activity', { type: 'log--activity', attributes: { name: 'Moved herd', timestamp: t0, status: 'done', is_movement: true, is_group_assignment: true }, relationships: { asset: { data: [ref(cow), ref(calf)] }, location: { data: [ref(field)] }, group: { data: [ref(herd)] } } });
+  // A second revision, with a message of its own.
+  const fixed = await request(`${url}/api/log/activity/${moved.id}`, { method: 'PATCH', token, json: { data: { type: moved.type, id: moved.id, attributes: { name: 'Moved the herd', revision_log_message: 'Fixed the name' } } } });
+  assert.equal(fixed.status, 200, fixed.text);
   for (let i = 0; i < size; i++) {
     await post('/api/log/observation', { type: 'log--observation', attributes: { name: `Looked ${i}`, timestamp: t0 + 100 + i, status: 'done', notes: { value: `note ${i}`, format: 'plain_text' }, created: '2020-01-02T03:04:05+00:00', flag: ['review'] }, relationships: { asset: { data: [ref(wheat)] }, uid: { data: { type: 'user--user', id: bob } } } });
   }
@@ -64,5 +69,5 @@ export async function buildSampleFarm(url: string, token: string, createUser: (n
   const upload = await request(`${url}/api/log/observation/file`, { method: 'POST', token, headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="soil report.txt"', Accept: 'application/vnd.api+json' }, body: 'pH 6.5, organic matter 4%\n'.repeat(50) });
   assert.equal(upload.status, 201, upload.text);
   const fileLog = await post('/api/log/observation', { type: 'log--observation', attributes: { name: 'Soil test', timestamp: t0 + 7000, status: 'pending' }, relationships: { file: { data: [{ ...ref(upload.body.data), meta: { description: 'Lab report', display: true } }] } } });
-  return { field: field.id, cow: cow.id, calf: calf.id, herd: herd.id, tank: tank.id, fileLog: fileLog.id, stream: stream.id, users: [ann, bob] };
+  return { field: field.id, cow: cow.id, calf: calf.id, herd: herd.id, tank: tank.id, fileLog: fileLog.id, moved: moved.id, stream: stream.id, users: [ann, bob] };
 }
