@@ -1,8 +1,9 @@
 // `tilth import farmos` (issue 24): a farm built through the API of one Tilth on SQLite is copied
 // into another database (PostgreSQL when DATABASE_URL is set), and both then serve the same
 // records: documents, file bytes, computed locations and inventory, and past revisions. A second
-// run changes nothing; a change at the source is carried, a deletion pruned with --prune. (Killed and resumed, and
-// written to meanwhile: test/stress/import-farmos.test.ts.)
+// run changes nothing; a change at the source is carried, a deletion pruned with --prune;
+// --verify-only names what differs. (Killed and resumed, and written to meanwhile:
+// test/stress/import-farmos.test.ts.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -136,4 +137,15 @@ test('a change at the source is carried, a record created there is added, one de
   assert.equal((await request(`${target.url}/api/asset/sensor/${sensor.id}`, { token: targetToken })).status, 404);
   assert.equal((await request(`${target.url}/api/asset/animal/${farm.cow}`, { token: targetToken })).body.data.attributes.name, 'Daisy II');
   assert.equal((await request(`${target.url}/api/taxonomy_term/season/${added.body.data.id}`, { token: targetToken })).status, 200);
+});
+
+test('--verify-only copies nothing and names each record and field that differ, exiting non-zero', async () => {
+  const changed = await request(`${target.url}/api/asset/animal/${farm.calf}`, { method: 'PATCH', token: targetToken, json: { data: { type: 'asset--animal', id: farm.calf, attributes: { name: 'Renamed here' } } } });
+  assert.equal(changed.status, 200);
+  const run = await tilthAsync(importArgs('--verify-only'), targetDb.env).done;
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} name: source Buttercup, here Renamed here$`, 'm'));
+  assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} changed: source \\d+, here \\d+$`, 'm'));
+  assert.match(run.stdout, /^Verification: 2 differences\.$/m);
+  assert.equal((await request(`${target.url}/api/asset/animal/${farm.calf}`, { token: targetToken })).body.data.attributes.name, 'Renamed here', 'nothing copied');
 });
