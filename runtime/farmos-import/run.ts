@@ -25,7 +25,7 @@ import { Placements } from '../farm/placements.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
-import { FarmSource, SourceError, type SourceResource } from './source.ts';
+import { FarmSource, readAhead, SourceError, type SourceResource } from './source.ts';
 import { digestOf, ImportMap } from './mapping.ts';
 import { writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
@@ -128,7 +128,7 @@ export class FarmImport {
         this.report.counts.push(counts);
         let last = '';
         try {
-          for await (const page of this.source.pages(rt.type, rt.entityType.internalId)) {
+          for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId))) {
             counts.source += page.length;
             for (const r of page) this.seenSet(entityType).add(r.id);
             const later = await this.storePage(rt, page, counts);

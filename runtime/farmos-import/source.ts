@@ -219,6 +219,21 @@ export class FarmSource {
   }
 }
 
+/**
+ * Ask for the next page while the caller stores this one: the source serves and this database
+ * writes at the same time. A failure of the page asked for ahead comes out when it is reached.
+ */
+export async function* readAhead<T>(pages: AsyncGenerator<T>): AsyncGenerator<T> {
+  let next = pages.next();
+  for (;;) {
+    const current = await next;
+    if (current.done) return;
+    next = pages.next();
+    next.catch(() => undefined); // awaited on the next turn; not an unhandled rejection meanwhile
+    yield current.value;
+  }
+}
+
 async function readJson(res: Response, url: string): Promise<any> {
   const text = await res.text();
   if (!res.ok) {
