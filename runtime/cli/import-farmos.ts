@@ -99,10 +99,10 @@ export const importFarmosCommand: Command = {
     const auth = await authFrom(values);
     const retries = values.retries === undefined ? 5 : Number(values.retries);
     if (!Number.isInteger(retries) || retries < 1 || retries > 20) throw new UsageError('--retries must be a whole number from 1 to 20.');
-    const source = new FarmSource(url, auth, { attempts: retries });
     const progress = progressFor(json ? process.stdout : process.stderr, json);
     const say = (line: string, fields: Record<string, unknown>) => process.stdout.write(json ? `${JSON.stringify(fields)}\n` : `${line}\n`);
     try {
+      const source = new FarmSource(url, auth, { attempts: retries });
       await source.signIn();
       return await withAppContext(async (ctx) => {
         const { supported } = await sourceTypes(source, ctx);
