@@ -15,7 +15,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
-import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
+import { chunks, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
 import { ApiError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
@@ -429,15 +429,17 @@ export class FarmImport {
       const seen = this.seen.get(entityType) ?? new Set();
       const gone = (await this.map.uuids(this.ctx.db.knex, entityType)).filter((u) => !seen.has(u));
       if (!gone.length) continue;
+      const table = store.entityType(entityType).table;
+      const paths: string[] = [];
       await this.ctx.db.knex.transaction(async (trx) => {
-        const ids: number[] = [];
-        for (const uuid of gone) {
-          const found = await store.findByUuid(trx, entityType, uuid);
-          if (found) ids.push(found.id);
-        }
-        await store.delete(trx, entityType, ids);
+        const rows: Array<{ id: number; path?: string | null }> = [];
+        for (const part of chunks(gone, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'path'] : ['id'])) as typeof rows));
+        await store.delete(trx, entityType, rows.map((r) => Number(r.id)));
         await this.map.forget(trx, entityType, gone);
+        for (const r of rows) if (typeof r.path === 'string') paths.push(r.path);
       });
+      // A pruned file's bytes go once its record is gone for good.
+      for (const path of paths) this.files.remove(path);
       this.report.pruned += gone.length;
       this.changedAnything = true;
       this.progress.note(`Pruned ${gone.length} ${entityType} record(s) the source no longer has.`, { pruned: entityType, count: gone.length });
