@@ -7,7 +7,8 @@
  * an unchanged farm writes nothing. A record that cannot be stored is reported by UUID with the
  * reason and the rest goes on; one whose relationship names a record of its own entity type not
  * here yet (a parent on a later page) waits until the end of its phase. The farm's computed
- * locations, groups and inventory are rebuilt once, at the end, for every asset.
+ * locations and groups are rebuilt once, at the end, for every asset: each page that writes
+ * leaves the request for it in its transaction, so a run killed before the end leaves it too.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -99,7 +100,7 @@ export class FarmImport {
   private readonly report: ImportReport = { counts: [], failures: [], unsupported: [], notCarried: new Map(), needPassword: [], matchedUsers: [], pruned: 0, assetsRebuilt: 0 };
   /** UUIDs the source listed this run, by entity type (what --prune keeps). */
   private readonly seen = new Map<string, Set<string>>();
-  private changedAnything = false;
+  private readonly placements: Placements;
 
   constructor(
     private readonly ctx: AppContext,
@@ -108,6 +109,7 @@ export class FarmImport {
     private readonly options: ImportOptions = {},
   ) {
     this.services = new JsonApiServices(ctx);
+    this.placements = new Placements(ctx.registry);
     this.map = new ImportMap(source.base);
     this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
     this.w = { services: this.services, message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`, userIds: new Map(), userRemap: new Map(), system: systemPrincipal() };
@@ -150,7 +152,7 @@ export class FarmImport {
     const streams = supported.find((rt) => rt.entityType.entityType === 'data_stream');
     if (streams) await this.copyReadings(streams);
     if (this.options.prune) await this.prune(supported);
-    if (this.changedAnything) await this.rebuildPlacements();
+    await this.rebuildPlacements();
     return this.report;
   }
 
@@ -203,6 +205,7 @@ export class FarmImport {
     const placed: string[] = [];
     try {
       await this.ctx.db.knex.transaction(async (trx) => {
+        await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
         for (const t of todo) {
           if (users?.has(t.resource.id)) {
@@ -213,7 +216,6 @@ export class FarmImport {
             const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.digest, t.bytes, placed, t.history));
             if (created) counts.created++;
             else counts.updated++;
-            this.changedAnything = true;
           } catch (error) {
             if (isMissingOwnType(error, entityType)) deferred.push(t.resource);
             else this.fail(rt, t.resource, error, counts);
@@ -434,6 +436,7 @@ export class FarmImport {
       await this.ctx.db.knex.transaction(async (trx) => {
         const rows: Array<{ id: number; path?: string | null }> = [];
         for (const part of chunks(gone, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'path'] : ['id'])) as typeof rows));
+        await this.placements.requestRebuild(trx);
         await store.delete(trx, entityType, rows.map((r) => Number(r.id)));
         await this.map.forget(trx, entityType, gone);
         for (const r of rows) if (typeof r.path === 'string') paths.push(r.path);
@@ -441,24 +444,18 @@ export class FarmImport {
       // A pruned file's bytes go once its record is gone for good.
       for (const path of paths) this.files.remove(path);
       this.report.pruned += gone.length;
-      this.changedAnything = true;
       this.progress.note(`Pruned ${gone.length} ${entityType} record(s) the source no longer has.`, { pruned: entityType, count: gone.length });
     }
   }
 
-  /** Every asset's locations and groups, computed from the logs now here, a thousand assets per transaction. */
+  /**
+   * Every asset's locations and groups, computed from the logs now here, a thousand assets per
+   * transaction, when a page written (by this run or a killed one) asked for it.
+   */
   private async rebuildPlacements(): Promise<void> {
-    const placements = new Placements(this.ctx.registry);
-    const table = this.services.loader.store.entityType('asset').table;
     this.progress.phase('computed locations and groups');
-    for (let after = 0; ; ) {
-      const ids = ((await this.ctx.db.knex(table).where('id', '>', after).orderBy('id').limit(1000).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
-      if (!ids.length) break;
-      await this.ctx.db.knex.transaction((trx) => placements.rebuild(trx, ids));
-      this.report.assetsRebuilt += ids.length;
-      this.progress.advance(ids.length);
-      after = ids[ids.length - 1]!;
-    }
+    this.report.assetsRebuilt = await this.placements.rebuildIfPending(this.ctx.db.knex);
+    this.progress.advance(this.report.assetsRebuilt);
     this.progress.done();
   }
 }
