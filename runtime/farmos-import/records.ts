@@ -35,28 +35,23 @@ export interface WriteContext extends UserMatch {
   system: Principal;
 }
 
-/** A source document cut to what this resource type has; the names it had and this one has not. */
-export function cleanDocument(rt: ResourceType, resource: SourceResource, users: UserMatch): { document: unknown; notCarried: string[] } {
+/**
+ * A source document cut to what this resource type may be written with: the source's own numbers,
+ * read-only and unknown members left out (run.ts names the unknown ones in its report).
+ */
+export function cleanDocument(rt: ResourceType, resource: SourceResource, users: UserMatch): { document: unknown } {
   const attributes: Record<string, unknown> = {};
   const relationships: Record<string, unknown> = {};
-  const notCarried: string[] = [];
   for (const [name, value] of Object.entries(resource.attributes ?? {})) {
-    if (name.startsWith('drupal_internal__')) continue;
     const field = rt.fieldsByName.get(name);
-    if (!field) notCarried.push(name);
-    else if (!field.readOnly && field.type !== 'password') attributes[name] = value;
+    if (field && !field.readOnly && field.type !== 'password') attributes[name] = value;
   }
   for (const [name, member] of Object.entries(resource.relationships ?? {})) {
-    if (name === rt.entityType.bundleKey) continue;
     const field = rt.fieldsByName.get(name);
-    if (!field) {
-      notCarried.push(name);
-      continue;
-    }
-    if (field.readOnly || !member || !('data' in member)) continue;
+    if (name === rt.entityType.bundleKey || !field || field.readOnly || !member || !('data' in member)) continue;
     relationships[name] = { data: remapIdentifiers(field, member.data, users) };
   }
-  return { document: { data: { type: rt.type, id: resource.id, attributes, relationships } }, notCarried };
+  return { document: { data: { type: rt.type, id: resource.id, attributes, relationships } } };
 }
 
 /** How source users are found here: by UUID, or by name when the two farms' UUIDs differ. */
