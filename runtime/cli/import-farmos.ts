@@ -52,20 +52,30 @@ async function promptPassword(): Promise<string> {
   });
 }
 
+/** The first line of a file holding a secret (a password, token or client secret: better than the command line, which `ps` shows). */
+function secretFile(option: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8').split(/\r?\n/)[0]!;
+  } catch (error) {
+    throw new ImportError(`Cannot read --${option} ${path}: ${(error as NodeJS.ErrnoException).code}.`);
+  }
+}
+
 async function authFrom(values: Record<string, unknown>): Promise<SourceAuth> {
+  // A secret named by a file is read from it, as if given on the command line.
+  for (const name of ['token', 'client-secret']) {
+    const file = values[`${name}-file`];
+    if (typeof file === 'string') {
+      if (typeof values[name] === 'string') throw new UsageError(`Give --${name} or --${name}-file, not both.`);
+      values[name] = secretFile(`${name}-file`, file);
+    }
+  }
   const given = ['token', 'client-secret', 'username'].filter((k) => typeof values[k] === 'string');
   if (given.length !== 1) throw new UsageError('Sign in one way: --username (with --password-file or a prompt), --client-id with --client-secret, or --token.');
   const scope = typeof values.scope === 'string' ? values.scope : undefined;
   if (typeof values.token === 'string') return { kind: 'token', token: values.token };
   if (typeof values['client-secret'] === 'string') return { kind: 'client', clientId: requireOption(values, 'client-id'), clientSecret: values['client-secret'], scope };
-  let password: string;
-  if (typeof values['password-file'] === 'string') {
-    try {
-      password = readFileSync(values['password-file'], 'utf8').replace(/\r?\n$/, '');
-    } catch (error) {
-      throw new ImportError(`Cannot read --password-file ${values['password-file']}: ${(error as NodeJS.ErrnoException).code}.`);
-    }
-  } else password = await promptPassword();
+  const password = typeof values['password-file'] === 'string' ? secretFile('password-file', values['password-file']) : await promptPassword();
   return { kind: 'password', username: values.username as string, password, clientId: typeof values['client-id'] === 'string' ? values['client-id'] : 'farm', scope };
 }
 
@@ -77,7 +87,7 @@ function describe(d: Difference): string {
 export const importFarmosCommand: Command = {
   name: ['import', 'farmos'],
   summary: 'Move a whole farm in from a farmOS 2.x/3.x server (or another Tilth): resumable, idempotent, verified.',
-  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret SECRET | --token TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
+  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret[-file] SECRET | --token[-file] TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
   options: {
     url: { type: 'string', description: "the source farm's address, e.g. https://farm.example.org" },
     username: { type: 'string', description: 'sign in with the password grant as this user (the password is prompted for, or read from --password-file)' },
@@ -85,6 +95,8 @@ export const importFarmosCommand: Command = {
     'client-id': { type: 'string', description: 'the OAuth client (default for the password grant: farm)' },
     'client-secret': { type: 'string', description: "the client's secret: sign in with the client_credentials grant" },
     token: { type: 'string', description: 'an access token for the source' },
+    'token-file': { type: 'string', description: 'a file holding the access token (its first line)' },
+    'client-secret-file': { type: 'string', description: "a file holding the client's secret (its first line)" },
     scope: { type: 'string', description: 'the scope to ask for when signing in' },
     revisions: { type: 'boolean', description: "carry each record's past revisions too (a Tilth source serves them; farmOS does not): one more request per record" },
     prune: { type: 'boolean', description: 'delete records an earlier run copied and the source no longer has' },

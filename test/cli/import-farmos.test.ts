@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tilthAsync } from '../support/tilth-command.ts';
@@ -142,7 +142,9 @@ test('a change at the source is carried, a record created there is added, one de
 test('--verify-only copies nothing and names each record and field that differ, exiting non-zero', async () => {
   const changed = await request(`${target.url}/api/asset/animal/${farm.calf}`, { method: 'PATCH', token: targetToken, json: { data: { type: 'asset--animal', id: farm.calf, attributes: { name: 'Renamed here' } } } });
   assert.equal(changed.status, 200);
-  const run = await tilthAsync(importArgs('--verify-only'), targetDb.env).done;
+  // The token from a file this time (a command line is visible to every user of the machine).
+  writeFileSync(join(sourceDir, 'token.txt'), `${sourceToken}\n`);
+  const run = await tilthAsync(['import', 'farmos', '--url', source.url, '--token-file', join(sourceDir, 'token.txt'), '--verify-only'], targetDb.env).done;
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} name: source Buttercup, here Renamed here$`, 'm'));
   assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} changed: source \\d+, here \\d+$`, 'm'));
