@@ -11,7 +11,8 @@
  * leaves the request for it in its transaction, so a run killed before the end leaves it too.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, type Dirent } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
@@ -36,6 +37,10 @@ const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default',
 
 /** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
 export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
+
+/** Imported bytes go under `farm/file/…` of the file store: no upload goes there (uploads go under their record's entity type). */
+const IMPORTED_FILES_ENTITY = 'file';
+const IMPORTED_FILES_DIR = join('farm', IMPORTED_FILES_ENTITY);
 
 /** Resource types of /api that are configuration (bundles, roles, flags…), not records to copy. */
 function isConfigType(type: string): boolean {
@@ -124,6 +129,7 @@ export class FarmImport {
       const bundles = supported.filter((rt) => rt.entityType.entityType === entityType);
       if (!bundles.length) continue;
       this.progress.phase(bundles[0]!.entityType.labelPlural);
+      if (entityType === 'file') await this.sweepUnrecordedBytes();
       const deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }> = [];
       for (const rt of bundles) {
         const counts: BundleCounts = { type: rt.type, source: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
@@ -250,7 +256,7 @@ export class FarmImport {
     const extra = new Map<string, ItemValue | ItemValue[]>();
     if (bytes) {
       const filename = String(resource.attributes?.filename ?? 'file');
-      const path = this.files.place(bytes.tmp, 'file', filename);
+      const path = this.files.place(bytes.tmp, IMPORTED_FILES_ENTITY, filename);
       placed.push(path);
       extra.set('path', path);
       extra.set('filename', filename);
@@ -272,6 +278,21 @@ export class FarmImport {
       if (typeof old === 'string' && old !== extra.get('path')) this.files.remove(old);
     }
     return !current;
+  }
+
+  /**
+   * Bytes a killed run placed under `farm/file/` (where only this command puts files) whose
+   * record's transaction never committed: removed, or they would stay there unreferenced.
+   */
+  private async sweepUnrecordedBytes(): Promise<void> {
+    const dir = join(this.files.root, IMPORTED_FILES_DIR);
+    if (!existsSync(dir)) return;
+    const onDisk = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[]).filter((d) => d.isFile()).map((d) => relative(this.files.root, join(d.parentPath ?? d.path, d.name)).split(sep).join('/'));
+    if (!onDisk.length) return;
+    const table = this.services.loader.store.entityType('file').table;
+    const recorded = new Set<string>();
+    for (const part of chunks(onDisk, 500)) for (const r of (await this.ctx.db.knex(table).whereIn('path', part).select('path')) as Array<{ path: string }>) recorded.add(r.path);
+    for (const path of onDisk) if (!recorded.has(path)) this.files.remove(path);
   }
 
   /** A file's bytes, downloaded to a temporary file with their size and SHA-256; refused when the size is not the one the source states. */

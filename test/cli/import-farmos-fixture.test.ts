@@ -5,6 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { startTestServer, ADMIN, createTestDatabase, type TestServer } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
 import { startFarmosFixture, FIXTURE, FIXTURE_CLIENT, MAP_BYTES, type FarmosFixture } from '../support/farmos-fixture.ts';
@@ -41,6 +43,10 @@ test('a farmOS 3.x without the password grant: the error names the modules to en
 });
 
 test('from farmOS: records come across as they were; bad ones are named by UUID and the rest goes on', async () => {
+  // Bytes an earlier, killed run placed without its record committing: swept.
+  const stray = join(target.config.dataDir, 'files', 'farm', 'file', '2021-06', 'map.txt');
+  mkdirSync(dirname(stray), { recursive: true });
+  writeFileSync(stray, 'left by a killed run');
   const run = await tilthAsync(['import', 'farmos', '--url', fixture.url, '--client-id', FIXTURE_CLIENT.id, '--client-secret', FIXTURE_CLIENT.secret, '--retries', '2'], targetDb.env).done;
   const out = run.stdout;
   assert.equal(run.status, 1, out + run.stderr);
@@ -80,6 +86,7 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   const bytes = Buffer.from(await (await fetch(new URL(file.attributes.uri.url, target.url), { headers: { Authorization: `Bearer ${token}` } })).arrayBuffer());
   assert.equal(createHash('sha256').update(bytes).digest('hex'), createHash('sha256').update(MAP_BYTES).digest('hex'));
   assert.equal((await request(`${target.url}/api/log/activity/${FIXTURE.dangling}`, { token })).status, 404, 'nothing half written');
+  assert.equal(existsSync(stray) && readFileSync(stray, 'utf8') === 'left by a killed run', false, 'the stray bytes are gone');
   const history = await request(`${target.url}/api/asset/land/${FIXTURE.field}/revision-history`, { token });
   assert.match(JSON.stringify(history.body), new RegExp(`Imported from ${fixture.url.replace(/[.]/g, '\\.')} on \\d{4}-\\d\\d-\\d\\d`));
 });

@@ -5,7 +5,7 @@
 // (the import rate and the second run's share of the first: README "Moving from farmOS").
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, startTestServer, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
@@ -68,6 +68,10 @@ test(`SIGKILLed ${SCALE.importKills} time(s) while the source is written, the im
       const uuids = (await knex(table).select('uuid')).map((r: { uuid: string }) => r.uuid);
       assert.equal(new Set(uuids).size, uuids.length, `${table}: no record twice`);
     }
+    // Bytes a killed run placed for a file whose record never committed are gone: every file on disk has its record.
+    const filesDir = join(target.config.dataDir, 'files', 'farm', 'file');
+    const onDisk = existsSync(filesDir) ? readdirSync(filesDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).length : 0;
+    assert.equal(onDisk, Number((await knex('files').count({ n: '*' }).first())!.n), 'one file on disk per file record');
     const here = Number((await knex('log').count({ n: '*' }).first())!.n);
     const there = Number((await source.ctx.db.knex('log').count({ n: '*' }).first())!.n);
     assert.equal(here, there, 'every log, those written during the import too');
