@@ -145,7 +145,7 @@ export const descriptor: BundleDescriptor = {
       "required": false,
       "multiple": false,
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "created",
       "internal": false,
       "visibility": "all",
@@ -471,7 +471,7 @@ export const descriptor: BundleDescriptor = {
         "bundles": null
       },
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "author",
       "internal": false,
       "visibility": "all",

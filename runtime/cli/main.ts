@@ -3,6 +3,7 @@ import { serveCommand, migrateCommand } from './serve.ts';
 import { userCommands } from './users.ts';
 import { backupCommands } from './backup.ts';
 import { importCommands } from './import.ts';
+import { importFarmosCommand } from './import-farmos.ts';
 import { ImportError } from '../imports/run.ts';
 import { BackupError } from '../storage/backup.ts';
 import { clientCommands } from './clients.ts';
@@ -13,7 +14,7 @@ import { GeneratedLoadError } from '../generated.ts';
 import { MigrationChecksumError, MigrationFailedError, MigrationMismatchError } from '../storage/migrations.ts';
 import { TILTH_API_VERSION, TILTH_VERSION } from '../version.ts';
 
-const commands: Command[] = [serveCommand, migrateCommand, ...backupCommands, ...importCommands, ...userCommands, ...clientCommands];
+const commands: Command[] = [serveCommand, migrateCommand, ...backupCommands, ...importCommands, importFarmosCommand, ...userCommands, ...clientCommands];
 
 const GENERATE = { name: ['generate'], summary: 'Regenerate generated/ from definitions/ (--check to verify only).' };
 

@@ -117,6 +117,8 @@ export class EntityService {
     const values = new Map(input.values);
     for (const field of rt.bundle.fields) {
       if (field.computed || field.storage.kind === 'none') continue;
+      // An automatic field a client may write (created, uid: farmOS lets them be set) keeps a value sent.
+      if (field.auto && !field.readOnly && !isEmpty(input.values.get(field.name))) continue;
       const auto = this.autoValue(field, principal, now);
       if (auto !== undefined) {
         values.set(field.name, field.multiple ? (auto === null ? [] : [auto as ItemValue]) : auto);

@@ -351,6 +351,15 @@ export class Placements {
   }
 
   /**
+   * Ask for every asset's intervals to be rebuilt (by rebuildIfPending: the server does it at
+   * start). `tilth import farmos` asks in the transaction of each page it writes, without
+   * computing anything per record, so that a run killed before its rebuild leaves the request.
+   */
+  async requestRebuild(db: Db): Promise<void> {
+    await db(PENDING_TABLE).insert({ name: PLACEMENTS_TABLE }).onConflict('name').ignore();
+  }
+
+  /**
    * Compute every asset's intervals when a migration asked for it (a farm upgraded to the release
    * that brought the table), a thousand assets per transaction; then clear the request.
    */

@@ -2,13 +2,14 @@
  * Reads a JSON:API resource document sent to POST or PATCH: checks its shape, coerces every
  * submitted attribute, resolves every relationship identifier to a record in one query per
  * target entity type, and collects all validation problems into one 422. Members a client echoes
- * back but may not set (ids, computed and read-only fields) are ignored, as Drupal does.
+ * back but may not set (computed and read-only fields) are ignored, as Drupal does; the record's
+ * own numbers are the exception Drupal makes too (assertOwnNumber).
  */
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { SqlMemo, inTextList, isPostgres, quoteName, selectRows, textListParameter } from '../storage/sql.ts';
-import { badRequest, conflict, notFound, ValidationError, type Violation } from '../errors.ts';
+import { badRequest, conflict, forbidden, notFound, ValidationError, type Violation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
@@ -50,8 +51,11 @@ export class InputReader {
 
   constructor(private readonly registry: ModelRegistry) {}
 
-  /** Read a resource object for `rt`. Throws 400/404/409 for malformed documents and 422 for invalid values. */
-  async read(db: Db, rt: ResourceType, body: unknown): Promise<EntityInput> {
+  /**
+   * Read a resource object for `rt`: a new record's, or `current`'s when it updates one. Throws
+   * 400/404/409 for malformed documents, 403 for a changed id, and 422 for invalid values.
+   */
+  async read(db: Db, rt: ResourceType, body: unknown, current?: StoredNumbers): Promise<EntityInput> {
     const data = readDataMember(body);
     if (typeof data.type !== 'string' || !data.type) throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
     if (data.type !== rt.type) {
@@ -74,7 +78,10 @@ export class InputReader {
         const pointer = `/data/attributes/${name}`;
         const field = rt.fieldsByName.get(name);
         if (!field) {
-          if (ignored.has(name)) continue;
+          if (ignored.has(name)) {
+            assertOwnNumber(rt, name, raw, current);
+            continue;
+          }
           violations.push({ pointer, detail: `${name}: the attribute ${name} does not exist on the ${rt.type} resource type.` });
           continue;
         }
@@ -197,6 +204,26 @@ export class InputReader {
       }
     }
   }
+}
+
+/** The numbers a stored record already has: its id and its current revision's. */
+export interface StoredNumbers {
+  id: number;
+  revisionId?: number | null;
+}
+
+/**
+ * `drupal_internal__id` and `drupal_internal__revision_id` are the server's. As in Drupal (core's
+ * EntityAccessControlHandler::fieldAccess denies editing an entity's ID; JSON:API's EntityResource
+ * tolerates a PATCH that sends back the stored value), an echo of the stored number is ignored and
+ * anything else, or any value on POST, is a 403 naming the field, never a silent 200.
+ */
+function assertOwnNumber(rt: ResourceType, name: string, raw: unknown, current: StoredNumbers | undefined): void {
+  const isId = name === rt.entityType.internalId;
+  const stored = current ? (isId ? current.id : current.revisionId) : undefined;
+  if (stored !== undefined && stored !== null && (raw === stored || raw === String(stored))) return;
+  const what = isId ? 'The entity ID' : 'The revision ID';
+  throw forbidden(`The current user is not allowed to ${current ? 'PATCH' : 'POST'} the selected field (${name}). ${what} cannot be changed.`, { pointer: `/data/attributes/${name}` });
 }
 
 /** A password attribute: `"new"` or `{"value": "new", "existing": "current"}`; null when absent. */

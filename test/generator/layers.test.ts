@@ -65,8 +65,8 @@ const RANKS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'entities', paths: ['runtime/entities', 'runtime/context.ts'] },
   // The two HTTP faces: side by side, neither imports the other (APART below).
   { name: 'faces', paths: ['runtime/jsonapi', 'runtime/oauth'] },
-  // The Express application; imports save as the JSON:API face saves.
-  { name: 'http', paths: ['runtime/http', 'runtime/imports'] },
+  // The Express application; imports save as the JSON:API face saves, and copying a farm in reads as it reads.
+  { name: 'http', paths: ['runtime/http', 'runtime/imports', 'runtime/farmos-import'] },
   { name: 'top', paths: ['runtime/cli', 'runtime/server.ts'] },
 ];
 

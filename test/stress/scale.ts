@@ -14,6 +14,9 @@ export const SCALE = {
   fieldRace: FULL ? 1000 : 100,
   /** Times the server is killed under load. */
   kills: FULL ? 100 : 10,
+  /** `tilth import farmos`: times a run is SIGKILLed before one completes, and observation logs in the source farm. */
+  importKills: FULL ? 10 : 1,
+  importLogs: FULL ? 2000 : 5,
 };
 
 /** Record a test's figures for `npm run stress` (and show them in the test's output). */

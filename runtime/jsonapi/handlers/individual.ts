@@ -35,7 +35,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
           throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${quoted(data.id)}).`, { pointer: '/data/id' });
         }
-        const input = await s.input.read(trx, rt, req.body);
+        const input = await s.input.read(trx, rt, req.body, record);
         await s.entities.update(trx, record, input, principal, hashed);
         const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, undefined, [rt.bundle.bundle]);
         return s.documents.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });

@@ -1,0 +1,153 @@
+/**
+ * `tilth import farmos --url …`: move a whole farm in from a farmOS 2.x/3.x server or another
+ * Tilth, resumably, and verify it (runtime/farmos-import/). Not to be confused with `tilth import
+ * geo|csv` (cli/import.ts), which create new records from a file.
+ */
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Command } from './command.ts';
+import { requireOption, UsageError } from './command.ts';
+import { withAppContext } from './database.ts';
+import { ImportError } from '../imports/run.ts';
+import { FarmSource, SourceError, type SourceAuth } from '../farmos-import/source.ts';
+import { FarmImport, sourceTypes } from '../farmos-import/run.ts';
+import { verifyFarm, type Difference } from '../farmos-import/verify.ts';
+import { progressFor, summaryTable } from '../farmos-import/progress.ts';
+
+/** Read a password without echoing it (a terminal), or the first line of standard input (a pipe). */
+async function promptPassword(): Promise<string> {
+  const input = process.stdin;
+  if (!input.isTTY) {
+    const rl = createInterface({ input });
+    for await (const line of rl) {
+      rl.close();
+      return line;
+    }
+    return '';
+  }
+  process.stderr.write('Password at the source: ');
+  input.setRawMode(true);
+  input.resume();
+  let typed = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      for (const ch of chunk.toString('utf8')) {
+        if (ch === '\r' || ch === '\n') {
+          input.setRawMode(false);
+          input.pause();
+          input.off('data', onData);
+          process.stderr.write('\n');
+          resolve(typed);
+          return;
+        }
+        if (ch === '\u0003') {
+          input.setRawMode(false);
+          reject(new ImportError('Cancelled.'));
+          return;
+        }
+        typed = ch === '\u007f' ? typed.slice(0, -1) : typed + ch;
+      }
+    };
+    input.on('data', onData);
+  });
+}
+
+/** The first line of a file holding a secret (a password, token or client secret: better than the command line, which `ps` shows). */
+function secretFile(option: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8').split(/\r?\n/)[0]!;
+  } catch (error) {
+    throw new ImportError(`Cannot read --${option} ${path}: ${(error as NodeJS.ErrnoException).code}.`);
+  }
+}
+
+async function authFrom(values: Record<string, unknown>): Promise<SourceAuth> {
+  // A secret named by a file is read from it, as if given on the command line.
+  for (const name of ['token', 'client-secret']) {
+    const file = values[`${name}-file`];
+    if (typeof file === 'string') {
+      if (typeof values[name] === 'string') throw new UsageError(`Give --${name} or --${name}-file, not both.`);
+      values[name] = secretFile(`${name}-file`, file);
+    }
+  }
+  const given = ['token', 'client-secret', 'username'].filter((k) => typeof values[k] === 'string');
+  if (given.length !== 1) throw new UsageError('Sign in one way: --username (with --password-file or a prompt), --client-id with --client-secret, or --token.');
+  const scope = typeof values.scope === 'string' ? values.scope : undefined;
+  if (typeof values.token === 'string') return { kind: 'token', token: values.token };
+  if (typeof values['client-secret'] === 'string') return { kind: 'client', clientId: requireOption(values, 'client-id'), clientSecret: values['client-secret'], scope };
+  const password = typeof values['password-file'] === 'string' ? secretFile('password-file', values['password-file']) : await promptPassword();
+  return { kind: 'password', username: values.username as string, password, clientId: typeof values['client-id'] === 'string' ? values['client-id'] : 'farm', scope };
+}
+
+function describe(d: Difference): string {
+  const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  return `${d.type} ${d.uuid} ${d.field}: source ${show(d.source)}, here ${show(d.here)}`;
+}
+
+export const importFarmosCommand: Command = {
+  name: ['import', 'farmos'],
+  summary: 'Move a whole farm in from a farmOS 2.x/3.x server (or another Tilth): resumable, idempotent, verified.',
+  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret[-file] SECRET | --token[-file] TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
+  options: {
+    url: { type: 'string', description: "the source farm's address, e.g. https://farm.example.org" },
+    username: { type: 'string', description: 'sign in with the password grant as this user (the password is prompted for, or read from --password-file)' },
+    'password-file': { type: 'string', description: 'a file holding the password (its first line)' },
+    'client-id': { type: 'string', description: 'the OAuth client (default for the password grant: farm)' },
+    'client-secret': { type: 'string', description: "the client's secret: sign in with the client_credentials grant" },
+    token: { type: 'string', description: 'an access token for the source' },
+    'token-file': { type: 'string', description: 'a file holding the access token (its first line)' },
+    'client-secret-file': { type: 'string', description: "a file holding the client's secret (its first line)" },
+    scope: { type: 'string', description: 'the scope to ask for when signing in' },
+    revisions: { type: 'boolean', description: "carry each record's past revisions too (a Tilth source serves them; farmOS does not): one more request per record" },
+    prune: { type: 'boolean', description: 'delete records an earlier run copied and the source no longer has' },
+    retries: { type: 'string', description: 'attempts per request before a page or file counts as failed (default 5; waits 0.5 s, 1 s, 2 s… between)' },
+    'verify-only': { type: 'boolean', description: 'copy nothing: compare the source with this farm and name what differs' },
+    'no-verify': { type: 'boolean', description: 'skip the comparison at the end' },
+    json: { type: 'boolean', description: 'progress and the summary as JSON lines on stdout' },
+  } as Command['options'],
+  async run(values) {
+    const url = requireOption(values, 'url');
+    const json = Boolean(values.json);
+    const auth = await authFrom(values);
+    const retries = values.retries === undefined ? 5 : Number(values.retries);
+    if (!Number.isInteger(retries) || retries < 1 || retries > 20) throw new UsageError('--retries must be a whole number from 1 to 20.');
+    const progress = progressFor(json ? process.stdout : process.stderr, json);
+    const say = (line: string, fields: Record<string, unknown>) => process.stdout.write(json ? `${JSON.stringify(fields)}\n` : `${line}\n`);
+    try {
+      const source = new FarmSource(url, auth, { attempts: retries });
+      await source.signIn();
+      return await withAppContext(async (ctx) => {
+        const { supported } = await sourceTypes(source, ctx);
+        let failed = 0;
+        let userRemap = new Map<string, string>();
+        if (!values['verify-only']) {
+          const started = Date.now();
+          const importer = new FarmImport(ctx, source, progress, { prune: Boolean(values.prune), revisions: Boolean(values.revisions) });
+          const report = await importer.run();
+          userRemap = importer.userRemap;
+          const created = report.counts.filter((c) => c.type !== 'readings').reduce((n, c) => n + c.created, 0);
+          const updated = report.counts.filter((c) => c.type !== 'readings').reduce((n, c) => n + c.updated, 0);
+          failed = report.failures.length;
+          say(`\n${summaryTable(report.counts)}\n`, { event: 'summary', counts: report.counts });
+          if (report.unsupported.length) say(`Skipped (this farm has no such record type): ${report.unsupported.join(', ')}.`, { event: 'skipped', types: report.unsupported });
+          for (const [type, names] of report.notCarried) say(`Not carried (this farm's ${type} has no such field): ${[...names].sort().join(', ')}.`, { event: 'not_carried', type, fields: [...names].sort() });
+          for (const f of report.failures) say(`Failed: ${f.type} ${f.uuid}: ${f.reason}`, { event: 'failed', ...f });
+          if (report.needPassword.length) say(`These accounts came without a password (farmOS does not give them out): ${report.needPassword.join(', ')}. Set each with: tilth user password --name NAME`, { event: 'need_password', users: report.needPassword });
+          if (report.matchedUsers.length) say(`Already here under the same name (kept as they are): ${report.matchedUsers.join(', ')}.`, { event: 'matched_users', users: report.matchedUsers });
+          say(`Imported from ${source.base}: ${created} created, ${updated} updated, ${report.pruned} pruned, ${failed} failed, in ${((Date.now() - started) / 1000).toFixed(1)} s.`, { event: 'done', created, updated, pruned: report.pruned, failed, ms: Date.now() - started });
+        } else {
+          userRemap = await new FarmImport(ctx, source, progress).matchUsers();
+        }
+        if (values['no-verify'] && !values['verify-only']) return failed ? 1 : 0;
+        const differences = await verifyFarm(ctx, source, supported, progress, userRemap);
+        for (const d of differences.slice(0, 200)) say(`Differs: ${describe(d)}`, { event: 'differs', ...d });
+        if (differences.length > 200) say(`… and ${differences.length - 200} more differences.`, { event: 'differs_more', count: differences.length - 200 });
+        say(differences.length ? `Verification: ${differences.length} differences.` : `Verified: this farm has what ${source.base} has.`, { event: 'verified', differences: differences.length });
+        return failed || differences.length ? 1 : 0;
+      });
+    } catch (error) {
+      if (error instanceof SourceError) throw new ImportError(error.message);
+      throw error;
+    }
+  },
+};

@@ -1,0 +1,112 @@
+/**
+ * What `tilth import farmos` tells a person while it works: on a terminal, one line per phase
+ * rewritten in place (records, bytes, rate); otherwise (a pipe, a log file) or with --json, plain
+ * lines, one per page, that a script can follow. And the summary table at the end.
+ */
+import type { Writable } from 'node:stream';
+
+export interface BundleCounts {
+  type: string;
+  source: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  failed: number;
+}
+
+export interface Progress {
+  /** A phase (users, taxonomy terms, files…) begins. */
+  phase(name: string): void;
+  /** Records (and bytes) done so far in the phase. */
+  advance(records: number, bytes?: number): void;
+  /** A phase ends. */
+  done(): void;
+  /** A line of its own (a record that failed, a note). */
+  note(line: string, fields?: Record<string, unknown>): void;
+}
+
+export function progressFor(out: Writable & { isTTY?: boolean }, json: boolean): Progress {
+  if (json) return new JsonLines(out);
+  return out.isTTY ? new TerminalLine(out) : new PlainLines(out);
+}
+
+const rate = (n: number, ms: number) => (ms > 0 ? Math.round((n * 1000) / ms) : 0);
+const mb = (bytes: number) => (bytes / 1_048_576).toFixed(1);
+
+abstract class Counting implements Progress {
+  protected name = '';
+  protected records = 0;
+  protected bytes = 0;
+  protected started = Date.now();
+  constructor(protected readonly out: Writable) {}
+  phase(name: string): void {
+    this.name = name;
+    this.records = 0;
+    this.bytes = 0;
+    this.started = Date.now();
+  }
+  advance(records: number, bytes = 0): void {
+    this.records += records;
+    this.bytes += bytes;
+    this.show();
+  }
+  protected line(): string {
+    const ms = Date.now() - this.started;
+    return `${this.name}: ${this.records} records${this.bytes ? `, ${mb(this.bytes)} MB` : ''}, ${rate(this.records, ms)}/s, ${(ms / 1000).toFixed(1)} s`;
+  }
+  protected abstract show(): void;
+  abstract done(): void;
+  abstract note(line: string, fields?: Record<string, unknown>): void;
+}
+
+class TerminalLine extends Counting {
+  private last = 0;
+  protected show(): void {
+    // At most ten redraws a second: a fast phase must not spend its time drawing.
+    if (Date.now() - this.last < 100) return;
+    this.last = Date.now();
+    this.out.write(`\r\x1b[2K${this.line()}`);
+  }
+  done(): void {
+    this.out.write(`\r\x1b[2K${this.line()}\n`);
+  }
+  note(line: string): void {
+    this.out.write(`\r\x1b[2K${line}\n`);
+  }
+}
+
+class PlainLines extends Counting {
+  protected show(): void {
+    this.out.write(`${this.line()}\n`);
+  }
+  done(): void {
+    this.out.write(`${this.line()} (done)\n`);
+  }
+  note(line: string): void {
+    this.out.write(`${line}\n`);
+  }
+}
+
+class JsonLines extends Counting {
+  protected show(): void {
+    this.out.write(`${JSON.stringify({ event: 'progress', phase: this.name, records: this.records, bytes: this.bytes, ms: Date.now() - this.started })}\n`);
+  }
+  done(): void {
+    this.out.write(`${JSON.stringify({ event: 'phase_done', phase: this.name, records: this.records, bytes: this.bytes, ms: Date.now() - this.started })}\n`);
+  }
+  note(line: string, fields: Record<string, unknown> = {}): void {
+    this.out.write(`${JSON.stringify({ event: 'note', message: line, ...fields })}\n`);
+  }
+}
+
+/** The summary: per bundle, what the source has and what this run did with it. */
+export function summaryTable(rows: readonly BundleCounts[]): string {
+  const head = ['bundle', 'source', 'created', 'updated', 'unchanged', 'failed'];
+  // Bundles the source has none of, and this run did nothing with, are left out.
+  const body = rows.filter((r) => r.source || r.created || r.updated || r.failed).map((r) => [r.type, r.source, r.created, r.updated, r.unchanged, r.failed].map(String));
+  const total = ['total', ...[1, 2, 3, 4, 5].map((i) => String(body.reduce((n, r) => n + Number(r[i]), 0)))];
+  const all = [head, ...body, total];
+  const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  const fmt = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [fmt(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt), fmt(total)].join('\n');
+}

@@ -1,0 +1,223 @@
+/**
+ * One source record stored as it was, not re-interpreted: its document is read by the same
+ * InputReader as a JSON:API write (so every value is checked and every relationship resolved by
+ * UUID), then written straight to storage with the source's `created`, `changed`, owner and
+ * revision author, and a revision whose message says where it came from. None of the save-time
+ * behaviour of the API runs (no generated names, no owner defaulting, no birth side effects, no
+ * per-record location work): the farm's computed placements are rebuilt once at the end (run.ts).
+ * Users are the exception: they are saved through EntityService, which keeps their roles and the
+ * account rules, and given their timestamps after.
+ */
+import type { ResourceType } from '../model/registry.ts';
+import type { FieldDescriptor } from '../model/descriptor.ts';
+import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
+import { REVISION_LOG_MESSAGE, savesNewRevision, type RevisionInput } from '../storage/revisions.ts';
+import { parseTimestamp } from '../values/timestamps.ts';
+import { configIdentifier } from '../model/config-entities.ts';
+import { isRole } from '../access/roles.ts';
+import type { Principal } from '../access/principal.ts';
+import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { defaultFromCallback } from '../entities/default-callbacks.ts';
+import type { SourceResource } from './source.ts';
+
+type Values = Map<string, ItemValue | ItemValue[]>;
+
+/** What the writer needs to know of the run: the message, the users here by UUID, users matched by name. */
+export interface WriteContext extends UserMatch {
+  services: JsonApiServices;
+  /** "Imported from <url> on <date>". */
+  message: string;
+  /** Target user id by target UUID (refreshed after the users phase). */
+  userIds: Map<string, number>;
+  /** Source user UUID → the UUID of the user here with the same name, when the two differ. */
+  userRemap: Map<string, string>;
+  /** Who saves users (an administrator without an account of its own here). */
+  system: Principal;
+}
+
+/**
+ * A source document cut to what this resource type may be written with: the source's own numbers,
+ * read-only and unknown members left out (run.ts names the unknown ones in its report).
+ */
+export function cleanDocument(rt: ResourceType, resource: SourceResource, users: UserMatch): { document: unknown } {
+  const attributes: Record<string, unknown> = {};
+  const relationships: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(resource.attributes ?? {})) {
+    const field = rt.fieldsByName.get(name);
+    if (field && !field.readOnly && field.type !== 'password') attributes[name] = value;
+  }
+  for (const [name, member] of Object.entries(resource.relationships ?? {})) {
+    const field = rt.fieldsByName.get(name);
+    if (name === rt.entityType.bundleKey || !field || field.readOnly || !member || !('data' in member)) continue;
+    relationships[name] = { data: remapIdentifiers(field, member.data, users) };
+  }
+  return { document: { data: { type: rt.type, id: resource.id, attributes, relationships } } };
+}
+
+/** How source users are found here: by UUID, or by name when the two farms' UUIDs differ. */
+export interface UserMatch {
+  userIds: Map<string, number>;
+  userRemap: Map<string, string>;
+}
+
+/**
+ * Users matched by name get this farm's UUID, and a user who is not here (the anonymous user, an
+ * account the source would not list) is left out rather than failing the record; roles get this
+ * farm's identifiers (derived from their names).
+ */
+function remapIdentifiers(field: FieldDescriptor, data: unknown, users: UserMatch): unknown {
+  const one = (item: any): any => {
+    if (!item || typeof item !== 'object') return item;
+    if (field.target?.entityType === 'user_role') {
+      const name = item.meta?.drupal_internal__target_id;
+      return typeof name === 'string' && isRole(name) ? configIdentifier('user_role', name) : null;
+    }
+    if (item.type !== 'user--user') return item;
+    const id = users.userRemap.get(item.id) ?? item.id;
+    return users.userIds.has(id) ? { ...item, id } : null;
+  };
+  return Array.isArray(data) ? data.map(one).filter((x) => x !== null) : one(data);
+}
+
+/** A user reference from a source relationship member, or undefined when the source did not send one. */
+function userReference(resource: SourceResource, name: string, w: WriteContext): Reference | null | undefined {
+  const member = resource.relationships?.[name];
+  if (!member || !('data' in member)) return undefined;
+  const data = member.data as { id?: string } | null;
+  if (!data?.id) return null;
+  const id = w.userIds.get(w.userRemap.get(data.id) ?? data.id);
+  return id === undefined ? null : { targetId: id, meta: {} };
+}
+
+/**
+ * The automatic fields as the source has them: created, changed and revision_created from its
+ * attributes, the author (uid) and revision author from its relationships. A field the source does
+ * not send gets what a new record would get (now, or nobody): never the importing user.
+ */
+function sourceAutomatics(rt: ResourceType, resource: SourceResource, values: Values, w: WriteContext, now: number, isNew: boolean): { revisionCreated: number; revisionUser: number | null } {
+  for (const field of rt.bundle.fields) {
+    if (!field.auto || field.computed || field.storage.kind === 'none') continue;
+    if (field.auto === 'created' || field.auto === 'changed') {
+      const t = parseTimestamp(resource.attributes?.[field.name]);
+      if (t !== null) values.set(field.name, t);
+      else if (isNew && !values.has(field.name)) values.set(field.name, now);
+    } else if (!values.has(field.name) || isNew) {
+      const ref = userReference(resource, field.name, w);
+      if (ref !== undefined) values.set(field.name, field.multiple ? (ref ? [ref] : []) : ref);
+      else if (isNew && !values.has(field.name)) values.set(field.name, field.multiple ? [] : null);
+    }
+  }
+  const revisionCreated = parseTimestamp(resource.attributes?.revision_created) ?? parseTimestamp(resource.attributes?.changed) ?? now;
+  const revisionUser = userReference(resource, 'revision_user', w);
+  return { revisionCreated, revisionUser: revisionUser ? revisionUser.targetId : null };
+}
+
+/** A new record's fields the source did not send: their defaults, as a new record of this type has them. */
+function fillDefaults(rt: ResourceType, values: Values, now: number): void {
+  for (const field of rt.bundle.fields) {
+    if (field.computed || field.storage.kind === 'none' || values.has(field.name)) continue;
+    if (field.defaultCallback) values.set(field.name, defaultFromCallback(field.defaultCallback));
+    else if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
+    else values.set(field.name, field.multiple ? [] : null);
+  }
+}
+
+/**
+ * Store one source record: created when `current` is null, else its fields replaced. Runs inside
+ * the caller's transaction (a savepoint of the page's); throws what InputReader throws for a bad
+ * value or a relationship to a record that is not here.
+ */
+export async function writeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values = new Map(), history: SourceResource[] = []): Promise<number> {
+  const s = w.services;
+  const { document } = cleanDocument(rt, resource, w);
+  const input = await s.input.read(db, rt, document);
+  const now = Math.floor(Date.now() / 1000);
+  const values: Values = new Map(input.values);
+  for (const [k, v] of extra) values.set(k, v);
+  if (rt.entityType.access === 'user') return writeUser(db, rt, resource, current, values, w, now);
+  const { revisionCreated, revisionUser } = sourceAutomatics(rt, resource, values, w, now, current === null);
+  if (rt.fieldsByName.has(REVISION_LOG_MESSAGE)) values.set(REVISION_LOG_MESSAGE, w.message);
+  if (rt.fieldsByName.has('revision_created')) values.set('revision_created', revisionCreated);
+  if (rt.fieldsByName.has('revision_user')) values.set('revision_user', revisionUser === null ? null : { targetId: revisionUser, meta: {} });
+  const store = s.loader.store;
+  const entityType = rt.entityType.entityType;
+  let id: number;
+  let reserved: number | undefined;
+  if (current) {
+    id = current.id;
+    await store.update(db, rt, id, values);
+  } else {
+    fillDefaults(rt, values, now);
+    // Older revisions (from a Tilth source, --revisions) are numbered before the current one.
+    const older = rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
+    const numbers: number[] = [];
+    for (let i = 0; i < older.length; i++) numbers.push(await store.revisions.nextNumber(db, entityType));
+    reserved = rt.entityType.revisionId ? await store.revisions.nextNumber(db, entityType) : undefined;
+    id = await store.insert(db, rt, resource.id, values, reserved === undefined ? {} : { revision_id: reserved });
+    for (const [i, revision] of older.entries()) await store.revisions.add(db, entityType, id, revision, numbers[i]);
+  }
+  if (rt.entityType.revisionId) await writeRevision(db, rt, id, current, values, { userId: revisionUser, created: revisionCreated, message: w.message }, reserved, w);
+  return id;
+}
+
+/**
+ * A record's past revisions as its source served them (oldest first), each read like the record
+ * itself, with its own author, time and message. A revision that no longer reads (it names a
+ * record the source has since deleted) is left out: the current one is what must be whole.
+ */
+async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[], w: WriteContext, now: number): Promise<RevisionInput[]> {
+  const out: RevisionInput[] = [];
+  for (const revision of history) {
+    try {
+      const input = await w.services.input.read(db, rt, cleanDocument(rt, revision, w).document);
+      const values: Values = new Map(input.values);
+      const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
+      const message = typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string' ? (revision.attributes[REVISION_LOG_MESSAGE] as string) : '';
+      fillDefaults(rt, values, now);
+      const stored: Values = new Map([...values].filter(([name]) => {
+        const field = rt.fieldsByName.get(name);
+        return field && !field.computed && field.storage.kind !== 'none';
+      }));
+      await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
+      out.push({ userId: revisionUser, created: revisionCreated, message, values: stored });
+    } catch {
+      continue;
+    }
+  }
+  return out;
+}
+
+async function writeRevision(db: Db, rt: ResourceType, id: number, current: EntityRecord | null, values: Values, meta: { userId: number | null; created: number; message: string }, reserved: number | undefined, w: WriteContext): Promise<void> {
+  const revisions = w.services.loader.store.revisions;
+  const merged: Values = new Map(current?.values ?? []);
+  for (const [k, v] of values) merged.set(k, v);
+  const stored: Values = new Map([...merged].filter(([name]) => {
+    const field = rt.fieldsByName.get(name);
+    return field && !field.computed && field.storage.kind !== 'none';
+  }));
+  await revisions.pinTargetRevisions(db, rt, stored);
+  const entityType = rt.entityType.entityType;
+  if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))) return;
+  const revisionId = await revisions.add(db, entityType, id, { ...meta, values: stored }, reserved);
+  if (reserved === undefined) await w.services.loader.store.update(db, rt, id, new Map(), { revision_id: revisionId });
+}
+
+/** A user, saved as the API saves one (roles, account rules), then given the source's timestamps. */
+async function writeUser(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, values: Values, w: WriteContext, now: number): Promise<number> {
+  const s = w.services;
+  const input = { values, secrets: new Map() };
+  let id: number;
+  if (current) {
+    await s.entities.update(db, current, input, w.system);
+    id = current.id;
+  } else {
+    id = (await s.entities.create(db, rt, { ...input, id: resource.id }, w.system)).id;
+  }
+  const times: Values = new Map();
+  for (const name of ['created', 'changed']) {
+    const t = parseTimestamp(resource.attributes?.[name]);
+    if (rt.fieldsByName.has(name)) times.set(name, t ?? now);
+  }
+  await s.loader.store.update(db, rt, id, times);
+  return id;
+}

@@ -1,0 +1,507 @@
+/**
+ * `tilth import farmos`: copy a farm from a farmOS (or Tilth) server into this database, in
+ * dependency order (users, taxonomy terms, files, data streams, assets, quantities, logs, then the
+ * readings of data streams), a page per transaction. Each record is stored as it was (records.ts)
+ * and noted in the import map (mapping.ts) in the same transaction; a record the map already holds
+ * with the same digest is not written again, so a run that was killed resumes, and a second run of
+ * an unchanged farm writes nothing. A record that cannot be stored is reported by UUID with the
+ * reason and the rest goes on; one whose relationship names a record of its own entity type not
+ * here yet (a parent on a later page) waits until the end of its phase. The farm's computed
+ * locations and groups are rebuilt once, at the end, for every asset: each page that writes
+ * leaves the request for it in its transaction, so a run killed before the end leaves it too.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, readdirSync, type Dirent } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { AppContext } from '../context.ts';
+import type { ResourceType } from '../model/registry.ts';
+import { chunks, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
+import { ApiError, ValidationError } from '../errors.ts';
+import { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
+import type { Principal } from '../access/principal.ts';
+import { FileStore, mimeOf } from '../files/storage.ts';
+import { Placements } from '../farm/placements.ts';
+import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
+import { savesNewRevision } from '../storage/revisions.ts';
+import { parseTimestamp } from '../values/timestamps.ts';
+import { FarmSource, readAhead, SourceError, type SourceResource } from './source.ts';
+import { digestOf, ImportMap } from './mapping.ts';
+import { writeRecord, type WriteContext } from './records.ts';
+import type { BundleCounts, Progress } from './progress.ts';
+
+/** Members every Drupal entity serves that are bookkeeping, not data to carry. */
+const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
+
+/** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
+export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
+
+/** Imported bytes go under `farm/file/…` of the file store: no upload goes there (uploads go under their record's entity type). */
+const IMPORTED_FILES_ENTITY = 'file';
+const IMPORTED_FILES_DIR = join('farm', IMPORTED_FILES_ENTITY);
+
+/** Resource types of /api that are configuration (bundles, roles, flags…), not records to copy. */
+function isConfigType(type: string): boolean {
+  const [entityType, bundle] = type.split('--');
+  return (entityType === bundle && !['user', 'file'].includes(entityType!)) || /_type$/.test(entityType!) || entityType === 'taxonomy_vocabulary';
+}
+
+export interface Failure {
+  type: string;
+  uuid: string;
+  reason: string;
+}
+
+export interface ImportReport {
+  counts: BundleCounts[];
+  failures: Failure[];
+  /** Resource types the source serves and this farm has not: skipped. */
+  unsupported: string[];
+  /** Fields the source's records have and this farm's have not, by resource type. */
+  notCarried: Map<string, Set<string>>;
+  /** Accounts created here without a password: `tilth user password` gives them one. */
+  needPassword: string[];
+  /** Source users that were already here under the same name (with another UUID). */
+  matchedUsers: string[];
+  pruned: number;
+  assetsRebuilt: number;
+}
+
+export interface ImportOptions {
+  prune?: boolean;
+  /** Carry each new record's past revisions too (a Tilth source serves them; one request per record). */
+  revisions?: boolean;
+}
+
+/** Who stores users: an administrator with no account here, so nothing is owned by the import itself. */
+export function systemPrincipal(): Principal {
+  return { userId: null, userUuid: null, userName: 'import', roles: ['administrator'], scopes: [USER_ACCESS_SCOPE], clientId: null, tokenChainId: null, permissions: effectivePermissions(['administrator'], [USER_ACCESS_SCOPE]) };
+}
+
+/** The resource types the source serves (its /api links), split into what this farm has and what it has not. */
+export async function sourceTypes(source: FarmSource, ctx: AppContext): Promise<{ supported: ResourceType[]; unsupported: string[] }> {
+  const index = await source.getJson('/api');
+  const links = index?.links && typeof index.links === 'object' ? Object.keys(index.links) : [];
+  if (!links.length) throw new SourceError(`${source.base}/api lists no resource types: is it a farmOS 2.x or 3.x server (or a Tilth)?`);
+  const supported: ResourceType[] = [];
+  const unsupported: string[] = [];
+  for (const type of links.filter((k) => k.includes('--') && !isConfigType(k))) {
+    const rt = ctx.registry.get(type);
+    if (rt && (IMPORT_ORDER as readonly string[]).includes(rt.entityType.entityType)) supported.push(rt);
+    else unsupported.push(type);
+  }
+  const rank = (rt: ResourceType) => IMPORT_ORDER.indexOf(rt.entityType.entityType as (typeof IMPORT_ORDER)[number]);
+  supported.sort((a, b) => rank(a) - rank(b) || a.type.localeCompare(b.type));
+  return { supported, unsupported: unsupported.sort() };
+}
+
+export class FarmImport {
+  private readonly services: JsonApiServices;
+  private readonly map: ImportMap;
+  private readonly files: FileStore;
+  private readonly w: WriteContext;
+  private readonly report: ImportReport = { counts: [], failures: [], unsupported: [], notCarried: new Map(), needPassword: [], matchedUsers: [], pruned: 0, assetsRebuilt: 0 };
+  /** UUIDs the source listed this run, by entity type (what --prune keeps). */
+  private readonly seen = new Map<string, Set<string>>();
+  private readonly placements: Placements;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly source: FarmSource,
+    private readonly progress: Progress,
+    private readonly options: ImportOptions = {},
+  ) {
+    this.services = new JsonApiServices(ctx);
+    this.placements = new Placements(ctx.registry);
+    this.map = new ImportMap(source.base);
+    this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
+    this.w = { services: this.services, message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`, userIds: new Map(), userRemap: new Map(), system: systemPrincipal() };
+  }
+
+  async run(): Promise<ImportReport> {
+    const { supported, unsupported } = await sourceTypes(this.source, this.ctx);
+    this.report.unsupported = unsupported;
+    for (const type of unsupported) this.progress.note(`Skipped ${type}: this farm has no such record type.`, { skipped: type });
+    await this.loadUsers();
+    for (const entityType of IMPORT_ORDER) {
+      const bundles = supported.filter((rt) => rt.entityType.entityType === entityType);
+      if (!bundles.length) continue;
+      this.progress.phase(bundles[0]!.entityType.labelPlural);
+      if (entityType === 'file') await this.sweepUnrecordedBytes();
+      const deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }> = [];
+      for (const rt of bundles) {
+        const counts: BundleCounts = { type: rt.type, source: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+        this.report.counts.push(counts);
+        let last = '';
+        try {
+          for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId))) {
+            counts.source += page.length;
+            for (const r of page) this.seenSet(entityType).add(r.id);
+            const later = await this.storePage(rt, page, counts);
+            deferred.push(...later.map((resource) => ({ rt, resource, counts })));
+            last = page[page.length - 1]!.id;
+            this.progress.advance(page.length);
+          }
+        } catch (error) {
+          // A page the source would not give (after its retries): the rest of this bundle is
+          // unknown, so named as such; the other bundles go on, and --prune does not run.
+          if (!(error instanceof SourceError)) throw error;
+          this.fail(rt, { type: rt.type, id: last ? `(the page after ${last})` : '(its first page)' }, error, counts);
+        }
+      }
+      await this.retryDeferred(deferred);
+      this.progress.done();
+      if (entityType === 'user') await this.loadUsers();
+    }
+    const streams = supported.find((rt) => rt.entityType.entityType === 'data_stream');
+    if (streams) await this.copyReadings(streams);
+    if (this.options.prune) await this.prune(supported);
+    await this.rebuildPlacements();
+    return this.report;
+  }
+
+  private seenSet(entityType: string): Set<string> {
+    let set = this.seen.get(entityType);
+    if (!set) this.seen.set(entityType, (set = new Set()));
+    return set;
+  }
+
+  /** The users here by UUID, and the source users matched to one of them by name. */
+  private async loadUsers(): Promise<void> {
+    const rows = (await this.ctx.db.knex(this.services.loader.store.entityType('user').table).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+    this.w.userIds = new Map(rows.map((r) => [r.uuid, Number(r.id)]));
+  }
+
+  /**
+   * Store a page: records the map holds with the same digest are left alone; the others are
+   * written in one transaction, each in a savepoint of its own so that one that fails is reported
+   * and the rest of the page kept. Returns the records to try again at the end of the phase.
+   */
+  private async storePage(rt: ResourceType, page: SourceResource[], counts: BundleCounts): Promise<SourceResource[]> {
+    const entityType = rt.entityType.entityType;
+    // Users are matched by name on every run (a matched user is not in the map): their records' references follow them.
+    const users = entityType === 'user' ? await this.matchPageUsers(page) : null;
+    const known = await this.map.rows(this.ctx.db.knex, entityType, page.map((r) => r.id));
+    const todo: Array<{ resource: SourceResource; digest: string; bytes?: { tmp: string; size: number; sha256: string }; history?: SourceResource[] }> = [];
+    for (const resource of page) {
+      this.noteNotCarried(rt, resource);
+      const digest = digestOf(resource);
+      if (known.get(resource.id)?.digest === digest) counts.unchanged++;
+      else todo.push({ resource, digest });
+    }
+    if (!todo.length) return [];
+    // Past revisions of records new to the map, and file bytes, come before the transaction: no
+    // transaction waits on the network.
+    if (this.options.revisions && rt.entityType.revisionId && savesNewRevision(rt)) {
+      for (const t of todo) if (!known.has(t.resource.id)) t.history = await this.source.history(rt.type, t.resource.id, t.resource.attributes?.[rt.entityType.revisionId]);
+    }
+    if (entityType === 'file') {
+      for (const t of [...todo]) {
+        try {
+          t.bytes = await this.download(t.resource);
+        } catch (error) {
+          this.fail(rt, t.resource, error, counts);
+          todo.splice(todo.indexOf(t), 1);
+        }
+      }
+    }
+    const deferred: SourceResource[] = [];
+    const placed: string[] = [];
+    try {
+      await this.ctx.db.knex.transaction(async (trx) => {
+        await this.placements.requestRebuild(trx);
+        const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
+        for (const t of todo) {
+          if (users?.has(t.resource.id)) {
+            counts.unchanged++;
+            continue;
+          }
+          try {
+            const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.digest, t.bytes, placed, t.history));
+            if (created) counts.created++;
+            else counts.updated++;
+          } catch (error) {
+            if (isMissingOwnType(error, entityType)) deferred.push(t.resource);
+            else this.fail(rt, t.resource, error, counts);
+          }
+        }
+      });
+    } catch (error) {
+      for (const path of placed) this.files.remove(path);
+      throw error;
+    } finally {
+      for (const t of todo) if (t.bytes) this.files.discard(t.bytes.tmp);
+    }
+    return deferred;
+  }
+
+  /** The records of a page already here, by UUID, in two statements (a record of another bundle by its bundle's name). */
+  private async recordsHere(db: Db, rt: ResourceType, uuids: string[]): Promise<Map<string, EntityRecord | string>> {
+    const entityType = rt.entityType.entityType;
+    const rows = uuids.length ? ((await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid', 'bundle')) as Array<{ id: number; uuid: string; bundle: string }>) : [];
+    const out = new Map<string, EntityRecord | string>();
+    for (const r of rows) if (r.bundle !== rt.bundle.bundle) out.set(r.uuid, r.bundle);
+    const ids = rows.filter((r) => r.bundle === rt.bundle.bundle).map((r) => Number(r.id));
+    for (const record of ids.length ? await this.services.loader.store.load(db, entityType, ids, undefined, [rt.bundle.bundle]) : []) out.set(record.uuid, record);
+    return out;
+  }
+
+  /** Store one record and note it in the map; true when it was created. */
+  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, digest: string, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[], history: SourceResource[] = []): Promise<boolean> {
+    const entityType = rt.entityType.entityType;
+    if (typeof found === 'string') throw new ApiError(409, `${resource.id} is a ${entityType}--${found} here, not a ${rt.type}.`);
+    const current = found;
+    const extra = new Map<string, ItemValue | ItemValue[]>();
+    if (bytes) {
+      const filename = String(resource.attributes?.filename ?? 'file');
+      const path = this.files.place(bytes.tmp, IMPORTED_FILES_ENTITY, filename);
+      placed.push(path);
+      extra.set('path', path);
+      extra.set('filename', filename);
+      extra.set('filemime', String(resource.attributes?.filemime ?? mimeOf(filename)));
+      extra.set('filesize', bytes.size);
+      extra.set('status', resource.attributes?.status !== false);
+    }
+    try {
+      await writeRecord(db, rt, resource, current, this.w, extra, history);
+      await this.map.record(db, entityType, resource, parseTimestamp(resource.attributes?.changed), digest, rt.bundle.bundle);
+    } catch (error) {
+      // Its savepoint is rolled back and the page goes on: the bytes it placed go too.
+      const path = extra.get('path');
+      if (typeof path === 'string') this.files.remove(path);
+      throw error;
+    }
+    if (bytes && current) {
+      const old = current.values.get('path');
+      if (typeof old === 'string' && old !== extra.get('path')) this.files.remove(old);
+    }
+    return !current;
+  }
+
+  /**
+   * Bytes a killed run placed under `farm/file/` (where only this command puts files) whose
+   * record's transaction never committed: removed, or they would stay there unreferenced.
+   */
+  private async sweepUnrecordedBytes(): Promise<void> {
+    const dir = join(this.files.root, IMPORTED_FILES_DIR);
+    if (!existsSync(dir)) return;
+    const onDisk = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[]).filter((d) => d.isFile()).map((d) => relative(this.files.root, join(d.parentPath ?? d.path, d.name)).split(sep).join('/'));
+    if (!onDisk.length) return;
+    const table = this.services.loader.store.entityType('file').table;
+    const recorded = new Set<string>();
+    for (const part of chunks(onDisk, 500)) for (const r of (await this.ctx.db.knex(table).whereIn('path', part).select('path')) as Array<{ path: string }>) recorded.add(r.path);
+    for (const path of onDisk) if (!recorded.has(path)) this.files.remove(path);
+  }
+
+  /** A file's bytes, downloaded to a temporary file with their size and SHA-256; refused when the size is not the one the source states. */
+  private async download(resource: SourceResource): Promise<{ tmp: string; size: number; sha256: string }> {
+    const uri = resource.attributes?.uri as { url?: string; value?: string } | undefined;
+    if (!uri?.url) throw new SourceError('the source gives no uri.url to download it from.');
+    const body = await this.source.download(uri.url);
+    const hash = createHash('sha256');
+    const hashing = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    const received = await this.files.receive(Object.assign(body.pipe(hashing), { headers: {} }));
+    this.progress.advance(0, received.size);
+    const stated = Number(resource.attributes?.filesize);
+    if (Number.isFinite(stated) && stated !== received.size) {
+      this.files.discard(received.tmp);
+      throw new SourceError(`its bytes are ${received.size} long, but the source says filesize ${stated}.`);
+    }
+    return { ...received, sha256: hash.digest('hex') };
+  }
+
+  /** Source users here under another UUID (the same name): their records' references follow them. */
+  get userRemap(): Map<string, string> {
+    return this.w.userRemap;
+  }
+
+  /** Match the source's users to this farm's, without copying anything (for --verify-only). */
+  async matchUsers(): Promise<Map<string, string>> {
+    await this.loadUsers();
+    const rt = this.ctx.registry.get('user--user');
+    if (rt) for await (const page of this.source.pages(rt.type, rt.entityType.internalId)) await this.matchPageUsers(page);
+    return this.w.userRemap;
+  }
+
+  /** Source users already here under the same name with another UUID: noted, and their records' references follow them. */
+  private async matchPageUsers(resources: SourceResource[]): Promise<Set<string>> {
+    const matched = new Set<string>();
+    const table = this.services.loader.store.entityType('user').table;
+    for (const r of resources) {
+      const name = r.attributes?.name;
+      if (typeof name !== 'string' || !name) {
+        matched.add(r.id); // the anonymous user: every farm has its own
+        continue;
+      }
+      if (this.w.userIds.has(r.id)) continue;
+      const here = (await this.ctx.db.knex(table).whereRaw('lower(name) = ?', [name.toLowerCase()]).first('uuid')) as { uuid: string } | undefined;
+      if (here && here.uuid !== r.id) {
+        this.w.userRemap.set(r.id, here.uuid);
+        this.report.matchedUsers.push(name);
+        matched.add(r.id);
+      } else if (!here) this.report.needPassword.push(name);
+    }
+    return matched;
+  }
+
+  /** Records that waited for a record of their own type (a parent on a later page): tried again until no more can be stored. */
+  private async retryDeferred(deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }>): Promise<void> {
+    let left = deferred;
+    while (left.length) {
+      const next: typeof left = [];
+      for (const d of left) {
+        const again = await this.storePage(d.rt, [d.resource], d.counts);
+        if (again.length) next.push(d);
+      }
+      if (next.length === left.length) {
+        for (const d of next) this.fail(d.rt, d.resource, new SourceError('it refers to a record the source did not list (a dangling relationship).'), d.counts);
+        return;
+      }
+      left = next;
+    }
+  }
+
+  /** Fields the source's record has and this farm's record type has not (a contributed module's): named in the report. */
+  private noteNotCarried(rt: ResourceType, resource: SourceResource): void {
+    const names = [...Object.keys(resource.attributes ?? {}), ...Object.keys(resource.relationships ?? {})];
+    for (const name of names) {
+      if (rt.fieldsByName.has(name) || name.startsWith('drupal_internal__') || name === rt.entityType.bundleKey || OWN_MEMBERS.has(name)) continue;
+      let set = this.report.notCarried.get(rt.type);
+      if (!set) this.report.notCarried.set(rt.type, (set = new Set()));
+      set.add(name);
+    }
+  }
+
+  private fail(rt: ResourceType, resource: SourceResource, error: unknown, counts: BundleCounts): void {
+    counts.failed++;
+    const reason = reasonOf(error);
+    this.report.failures.push({ type: rt.type, uuid: resource.id, reason });
+    this.progress.note(`Failed ${rt.type} ${resource.id}: ${reason}`, { failed: rt.type, uuid: resource.id, reason });
+  }
+
+  /** Each data stream's readings, replaced when they differ from what was copied last time. */
+  private async copyReadings(rt: ResourceType): Promise<void> {
+    const uuids = [...(this.seen.get('data_stream') ?? [])];
+    if (!uuids.length) return;
+    this.progress.phase('data stream readings');
+    const counts: BundleCounts = { type: 'readings', source: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+    this.report.counts.push(counts);
+    const known = await this.map.rows(this.ctx.db.knex, 'data_stream_readings', uuids);
+    for (const uuid of uuids) {
+      try {
+        const readings = await this.readingsOf(uuid);
+        counts.source += readings.length;
+        const resource: SourceResource = { type: 'data_stream_readings', id: uuid, attributes: { readings } };
+        const digest = digestOf(resource);
+        if (known.get(uuid)?.digest === digest) {
+          counts.unchanged += readings.length;
+          continue;
+        }
+        await this.ctx.db.knex.transaction(async (trx) => {
+          const stream = await this.services.loader.store.findByUuid(trx, 'data_stream', uuid);
+          if (!stream) throw new SourceError('its data stream was not stored.');
+          const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
+          await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
+          await insertReadings(trx, readings.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
+          await this.map.record(trx, 'data_stream_readings', resource, null, digest, rt.bundle.bundle);
+          if (before) counts.updated += readings.length;
+          else counts.created += readings.length;
+        });
+      } catch (error) {
+        counts.failed++;
+        this.report.failures.push({ type: 'data_stream readings', uuid, reason: reasonOf(error) });
+        this.progress.note(`Failed the readings of data stream ${uuid}: ${reasonOf(error)}`, { failed: 'readings', uuid });
+      }
+      this.progress.advance(1);
+    }
+    this.progress.done();
+  }
+
+  /** A stream's readings at the source, oldest first, as [timestamp, value] (its data endpoint, offset-paged as farmOS serves it). */
+  async readingsOf(uuid: string): Promise<Array<[number, number]>> {
+    const out: Array<[number, number]> = [];
+    const limit = 10_000;
+    for (let offset = 0; ; offset += limit) {
+      const rows = await this.source.getJson(`/api/data_stream/${uuid}/data?limit=${limit}&offset=${offset}`);
+      if (!Array.isArray(rows)) throw new SourceError(`/api/data_stream/${uuid}/data did not answer a list of readings.`);
+      for (const row of rows as Array<Record<string, unknown>>) {
+        const value = Object.entries(row).find(([k]) => k !== 'timestamp')?.[1];
+        out.push([Number(row.timestamp), Number(value)]);
+      }
+      if (rows.length < limit) break;
+    }
+    return out.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  }
+
+  /** --prune: delete what this source's earlier runs copied and it no longer lists. */
+  private async prune(supported: ResourceType[]): Promise<void> {
+    if (this.report.failures.length) {
+      this.progress.note('Not pruning: some records failed, and what the source lists is not known for certain.');
+      return;
+    }
+    const store = this.services.loader.store;
+    for (const entityType of [...IMPORT_ORDER].reverse()) {
+      if (!supported.some((rt) => rt.entityType.entityType === entityType)) continue;
+      const seen = this.seen.get(entityType) ?? new Set();
+      const gone = (await this.map.uuids(this.ctx.db.knex, entityType)).filter((u) => !seen.has(u));
+      if (!gone.length) continue;
+      const table = store.entityType(entityType).table;
+      const paths: string[] = [];
+      await this.ctx.db.knex.transaction(async (trx) => {
+        const rows: Array<{ id: number; path?: string | null }> = [];
+        for (const part of chunks(gone, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'path'] : ['id'])) as typeof rows));
+        await this.placements.requestRebuild(trx);
+        await store.delete(trx, entityType, rows.map((r) => Number(r.id)));
+        await this.map.forget(trx, entityType, gone);
+        for (const r of rows) if (typeof r.path === 'string') paths.push(r.path);
+      });
+      // A pruned file's bytes go once its record is gone for good.
+      for (const path of paths) this.files.remove(path);
+      this.report.pruned += gone.length;
+      this.progress.note(`Pruned ${gone.length} ${entityType} record(s) the source no longer has.`, { pruned: entityType, count: gone.length });
+    }
+  }
+
+  /**
+   * Every asset's locations and groups, computed from the logs now here, a thousand assets per
+   * transaction, when a page written (by this run or a killed one) asked for it.
+   */
+  private async rebuildPlacements(): Promise<void> {
+    this.progress.phase('computed locations and groups');
+    this.report.assetsRebuilt = await this.placements.rebuildIfPending(this.ctx.db.knex);
+    this.progress.advance(this.report.assetsRebuilt);
+    this.progress.done();
+  }
+}
+
+/** A 404 for a relationship to a record of the same entity type: its target may come later in the phase. */
+function isMissingOwnType(error: unknown, entityType: string): boolean {
+  return error instanceof ApiError && error.status === 404 && new RegExp(`identified by ${entityType}--`).test(error.detail);
+}
+
+function reasonOf(error: unknown): string {
+  if (error instanceof ValidationError) return error.violations.map((v) => v.detail).join(' ');
+  if (error instanceof ApiError) return error.detail;
+  if (error instanceof SourceError) return error.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The SHA-256 of a stored file (verify.ts compares it with the source's bytes). */
+export async function storedSha256(files: FileStore, path: string): Promise<string | null> {
+  const full = files.absolute(path);
+  if (!full) return null;
+  const hash = createHash('sha256');
+  try {
+    await pipeline(createReadStream(full), hash);
+  } catch {
+    return null;
+  }
+  return hash.digest('hex');
+}

@@ -1,0 +1,258 @@
+/**
+ * The farm being moved in, read over its API as any client reads it: a farmOS 2.x or 3.x server,
+ * or another Tilth. Signs in (a token, client credentials, or the password grant), reads `/api`,
+ * pages collections by a stable key (the records' own `drupal_internal__*` number, sorted, each page
+ * asking for numbers above the last one seen) so that records written at the source meanwhile are
+ * neither lost nor read twice, and downloads file bytes. Network errors, 5xx, 429 and answers that
+ * are not JSON are retried with backoff; what still fails is a SourceError naming the URL.
+ */
+import { Readable } from 'node:stream';
+
+export class SourceError extends Error {}
+
+/** How to sign in to the source. */
+export type SourceAuth =
+  | { kind: 'token'; token: string }
+  | { kind: 'client'; clientId: string; clientSecret: string; scope?: string }
+  | { kind: 'password'; username: string; password: string; clientId: string; scope?: string };
+
+/** A JSON:API resource object as the source serves it. */
+export interface SourceResource {
+  type: string;
+  id: string;
+  attributes?: Record<string, unknown>;
+  relationships?: Record<string, { data?: unknown }>;
+}
+
+export interface SourceOptions {
+  /** Attempts per request before giving up (the first included). */
+  attempts?: number;
+  /** The first wait between attempts, doubled each time. */
+  backoffMs?: number;
+  /** Records per page; farmOS serves at most 50. */
+  pageSize?: number;
+}
+
+/** What the password grant's refusal means on farmOS 3.x, and what to do instead. */
+export const PASSWORD_GRANT_HELP =
+  'The source refused the password grant. farmOS 3.x ships it as an optional module: enable simple_oauth_password_grant ' +
+  '(and farm_api_default_consumer for the "farm" client) at the source, or sign in another way: --client-id and --client-secret ' +
+  '(a client with the client_credentials grant), or --token with an access token.';
+
+const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+export class FarmSource {
+  readonly base: string;
+  private token: string | null = null;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+  readonly pageSize: number;
+
+  constructor(
+    url: string,
+    private readonly auth: SourceAuth,
+    options: SourceOptions = {},
+  ) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new SourceError(`--url: "${url}" is not a URL; give the farm's address, e.g. https://farm.example.org.`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new SourceError(`--url: "${url}" must start with http:// or https://.`);
+    this.base = parsed.toString().replace(/\/+$/, '');
+    this.attempts = options.attempts ?? 5;
+    this.backoffMs = options.backoffMs ?? 500;
+    this.pageSize = options.pageSize ?? 50;
+  }
+
+  /** Sign in: get the access token every request carries. */
+  async signIn(): Promise<void> {
+    if (this.auth.kind === 'token') {
+      this.token = this.auth.token;
+      return;
+    }
+    const form = new URLSearchParams(
+      this.auth.kind === 'client'
+        ? { grant_type: 'client_credentials', client_id: this.auth.clientId, client_secret: this.auth.clientSecret }
+        : { grant_type: 'password', client_id: this.auth.clientId, username: this.auth.username, password: this.auth.password },
+    );
+    if (this.auth.scope) form.set('scope', this.auth.scope);
+    const res = await this.send(`${this.base}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, false);
+    // An OAuth error is a JSON body with a 400 or 401: read it whatever the status.
+    const text = await res.text();
+    let body: Record<string, unknown> = {};
+    try {
+      body = JSON.parse(text) ?? {};
+    } catch {
+      /* not JSON: named by its status below */
+    }
+    if (res.ok && typeof body.access_token === 'string') {
+      this.token = body.access_token;
+      return;
+    }
+    const error = typeof body.error === 'string' ? body.error : `HTTP ${res.status}`;
+    if (this.auth.kind === 'password' && (error === 'unsupported_grant_type' || (error === 'invalid_client' && this.auth.clientId === 'farm'))) {
+      throw new SourceError(`${PASSWORD_GRANT_HELP} (The source answered ${error}.)`);
+    }
+    const detail = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
+    throw new SourceError(`Signing in to ${this.base} failed (${error}${detail}).`);
+  }
+
+  /** GET a JSON document at a path of the source (or an absolute URL on it). */
+  async getJson(pathOrUrl: string): Promise<any> {
+    const url = this.absolute(pathOrUrl);
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.send(url, { headers: { Accept: 'application/vnd.api+json' } });
+      try {
+        return await readJson(res, url);
+      } catch (error) {
+        // A truncated or HTML answer: the source may be restarting; try again, then give up naming it.
+        if (!res.ok || attempt >= this.attempts) throw error;
+        await sleep(this.backoffMs * 2 ** (attempt - 1));
+      }
+    }
+  }
+
+  /**
+   * Every record of a resource type, a page at a time, in the order of their own numbers: each
+   * page asks for numbers above the last one seen (keyset), never for an offset.
+   */
+  async *pages(type: string, internalId: string): AsyncGenerator<SourceResource[]> {
+    const [entityType, bundle] = type.split('--');
+    let after: number | null = null;
+    for (;;) {
+      const q = new URLSearchParams({ sort: internalId, 'page[limit]': String(this.pageSize) });
+      if (after !== null) {
+        q.set('filter[after][condition][path]', internalId);
+        q.set('filter[after][condition][operator]', '>');
+        q.set('filter[after][condition][value]', String(after));
+      }
+      const doc = await this.getJson(`/api/${entityType}/${bundle}?${q}`);
+      if (!doc || !Array.isArray(doc.data)) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the answer has no "data" list.`);
+      const page = doc.data as SourceResource[];
+      if (!page.length) return;
+      yield page;
+      const last = Number(page[page.length - 1]!.attributes?.[internalId]);
+      if (!Number.isFinite(last)) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the records have no ${internalId} to page by.`);
+      if (after !== null && last <= after) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (the same page came back).`);
+      after = last;
+      if (page.length < this.pageSize && !doc.links?.next) return;
+    }
+  }
+
+  /**
+   * A record's past revisions, oldest first, without the current one, from Tilth's
+   * `/revision-history` (farmOS serves none: an empty list when the source answers 404).
+   */
+  async history(type: string, uuid: string, currentRevision: unknown): Promise<SourceResource[]> {
+    const [entityType, bundle] = type.split('--');
+    const out: SourceResource[] = [];
+    let next: string | null = `/api/${entityType}/${bundle}/${uuid}/revision-history?page[limit]=50`;
+    while (next) {
+      let doc: any;
+      try {
+        doc = await this.getJson(next);
+      } catch (error) {
+        if (error instanceof SourceError && / answered 404/.test(error.message)) return [];
+        throw error;
+      }
+      out.push(...((doc?.data ?? []) as SourceResource[]));
+      next = typeof doc?.links?.next?.href === 'string' ? doc.links.next.href : null;
+    }
+    return out.filter((r) => r.attributes?.drupal_internal__revision_id !== currentRevision).reverse();
+  }
+
+  /** A file's bytes, as a stream (the token is sent: private files need it). */
+  async download(href: string): Promise<Readable> {
+    const url = this.onSource(href);
+    const res = await this.send(url, { headers: { Accept: '*/*' } });
+    if (!res.ok || !res.body) throw new SourceError(`${url} answered ${res.status}.`);
+    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+  }
+
+  /** An API path of the source (`/api/…`, after its base, which may have a path of its own), or an absolute URL on it. */
+  private absolute(pathOrUrl: string): string {
+    if (!/^https?:\/\//i.test(pathOrUrl)) return `${this.base}${pathOrUrl}`;
+    return this.onSource(pathOrUrl);
+  }
+
+  /** A URL a document gave (a file's, root-relative as farmOS writes them), refused when it is not on the source. */
+  private onSource(href: string): string {
+    const url = new URL(href, `${this.base}/`);
+    // Only the source's own origin gets the token.
+    if (url.origin !== new URL(this.base).origin) throw new SourceError(`${href} is not on ${this.base}; its bytes are not fetched with the source's token.`);
+    return url.toString();
+  }
+
+  /**
+   * One request, retried with backoff on network errors and the statuses that mean "try later".
+   * A 401 with credentials that can sign in again (a token that expired mid-import) signs in once more.
+   */
+  private async send(url: string, init: RequestInit, authorized = true): Promise<Response> {
+    let signedInAgain = false;
+    for (let attempt = 1; ; attempt++) {
+      const headers = new Headers(init.headers);
+      if (authorized && this.token) headers.set('Authorization', `Bearer ${this.token}`);
+      let res: Response;
+      try {
+        res = await fetch(url, { ...init, headers, redirect: 'follow', signal: AbortSignal.timeout(120_000) });
+      } catch (error) {
+        if (attempt >= this.attempts) throw new SourceError(`${url}: ${(error as Error).cause ? String((error as { cause: Error }).cause.message ?? (error as Error).cause) : (error as Error).message} (after ${attempt} attempts).`);
+        await sleep(this.backoffMs * 2 ** (attempt - 1));
+        continue;
+      }
+      if (res.status === 401 && authorized && this.auth.kind !== 'token' && !signedInAgain) {
+        await res.body?.cancel();
+        signedInAgain = true;
+        await this.signIn();
+        continue;
+      }
+      if (RETRIED_STATUSES.has(res.status) && attempt < this.attempts) {
+        await res.body?.cancel();
+        const retryAfter = Number(res.headers.get('retry-after'));
+        await sleep(Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, 30_000) : this.backoffMs * 2 ** (attempt - 1));
+        continue;
+      }
+      return res;
+    }
+  }
+}
+
+/**
+ * Ask for the next page while the caller stores this one: the source serves and this database
+ * writes at the same time. A failure of the page asked for ahead comes out when it is reached.
+ */
+export async function* readAhead<T>(pages: AsyncGenerator<T>): AsyncGenerator<T> {
+  let next = pages.next();
+  for (;;) {
+    const current = await next;
+    if (current.done) return;
+    next = pages.next();
+    next.catch(() => undefined); // awaited on the next turn; not an unhandled rejection meanwhile
+    yield current.value;
+  }
+}
+
+async function readJson(res: Response, url: string): Promise<any> {
+  const text = await res.text();
+  if (!res.ok) {
+    let detail = '';
+    try {
+      detail = JSON.parse(text).errors?.[0]?.detail ?? '';
+    } catch {
+      /* not JSON */
+    }
+    throw new SourceError(`${url} answered ${res.status}${detail ? `: ${detail}` : ''}.`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    const kind = /^\s*</.test(text) ? 'HTML, not JSON' : 'JSON that does not parse (truncated?)';
+    throw new SourceError(`${url} answered ${kind}.`);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,184 @@
+/**
+ * Did the farm come across? For every resource type both farms have: the set of UUIDs, each
+ * record's attributes and relationships as both serve them (normalised: the farms' own numbers,
+ * revision bookkeeping, rendered text and link URLs left out; timestamps as seconds, fractions as
+ * numbers, users and roles by who they are), each file's SHA-256, and each data stream's readings.
+ * Computed members (an asset's location, geometry, groups and inventory) are compared too: they
+ * must come out equal from the logs copied. Every difference is named by type, UUID and field.
+ */
+import { createHash } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+import type { ResourceType } from '../model/registry.ts';
+import { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { FileStore } from '../files/storage.ts';
+import { READINGS_TABLE } from '../farm/data-streams.ts';
+import { parseTimestamp } from '../values/timestamps.ts';
+import { readAhead, SourceError, type FarmSource, type SourceResource } from './source.ts';
+import { ImportMap } from './mapping.ts';
+import { FarmImport, storedSha256, systemPrincipal } from './run.ts';
+import type { Progress } from './progress.ts';
+
+export interface Difference {
+  type: string;
+  uuid: string;
+  field: string;
+  source: unknown;
+  here: unknown;
+}
+
+/** Members that are each farm's own bookkeeping, not the farm's records. */
+const OWN_ATTRIBUTES = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_log_message', 'revision_created', 'uri', 'pass', 'access', 'login', 'init', 'preferred_langcode', 'preferred_admin_langcode', 'timezone']);
+const OWN_RELATIONSHIPS = new Set(['revision_user']);
+/** Item properties worth comparing on a relationship item (files and images). */
+const ITEM_META = ['description', 'display', 'alt', 'title', 'width', 'height'];
+
+export async function verifyFarm(ctx: AppContext, source: FarmSource, supported: ResourceType[], progress: Progress, userRemap: ReadonlyMap<string, string> = new Map()): Promise<Difference[]> {
+  const verifier = new FarmVerifier(ctx, source, userRemap);
+  progress.phase('verifying');
+  for (const rt of supported) {
+    let seen: Set<string>;
+    try {
+      seen = await verifier.verifyType(rt, (n) => progress.advance(n));
+    } catch (error) {
+      // A collection the source will not give: none of it is verified, and the report says so.
+      if (!(error instanceof SourceError)) throw error;
+      verifier.out.push({ type: rt.type, uuid: '(unread)', field: '(records)', source: error.message, here: 'not compared' });
+      continue;
+    }
+    await verifier.notAtSource(rt, seen);
+  }
+  const streams = supported.find((rt) => rt.entityType.entityType === 'data_stream');
+  if (streams) await verifier.verifyReadings(streams, new FarmImport(ctx, source, progress));
+  progress.done();
+  return verifier.out;
+}
+
+class FarmVerifier {
+  readonly out: Difference[] = [];
+  private readonly services: JsonApiServices;
+  private readonly map: ImportMap;
+  private readonly files: FileStore;
+  private readonly principal = systemPrincipal();
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly source: FarmSource,
+    private readonly userRemap: ReadonlyMap<string, string>,
+  ) {
+    this.services = new JsonApiServices(ctx);
+    this.map = new ImportMap(source.base);
+    this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
+  }
+
+  /** Compare every record of a resource type, a source page at a time; returns the UUIDs the source listed. */
+  async verifyType(rt: ResourceType, advance: (n: number) => void): Promise<Set<string>> {
+    const db = this.ctx.db.knex;
+    const entityType = rt.entityType.entityType;
+    const seen = new Set<string>();
+    for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId))) {
+      // The anonymous user (no name) is every farm's own.
+      const wanted = page.filter((r) => entityType !== 'user' || (typeof r.attributes?.name === 'string' && r.attributes.name !== ''));
+      const uuids = wanted.map((r) => this.userRemap.get(r.id) ?? r.id);
+      for (const u of uuids) seen.add(u);
+      const rows = (await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+      const records = await this.services.loader.load(db, entityType, rows.map((r) => Number(r.id)), null, undefined, [rt.bundle.bundle]);
+      const byUuid = new Map(records.map((r) => [r.uuid, r]));
+      for (const resource of wanted) {
+        const record = byUuid.get(this.userRemap.get(resource.id) ?? resource.id);
+        if (!record) {
+          this.out.push({ type: rt.type, uuid: resource.id, field: '(record)', source: 'present', here: 'missing' });
+          continue;
+        }
+        if (entityType === 'user' && this.userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
+        const here = this.services.serializer.resourceObject(record, this.principal);
+        this.out.push(...compare(rt, resource, here as SourceResource, this.userRemap));
+        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'));
+      }
+      advance(page.length);
+    }
+    return seen;
+  }
+
+  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown): Promise<void> {
+    const url = (resource.attributes?.uri as { url?: string } | undefined)?.url;
+    const [a, b] = await Promise.all([url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : 'no url', typeof path === 'string' ? storedSha256(this.files, path) : null]);
+    if (a !== b) this.out.push({ type: rt.type, uuid: resource.id, field: 'sha256', source: a, here: b });
+  }
+
+  /** What an earlier run copied from this source and the source no longer lists (--prune deletes it). */
+  async notAtSource(rt: ResourceType, seen: Set<string>): Promise<void> {
+    const entityType = rt.entityType.entityType;
+    if (entityType === 'user') return;
+    for (const uuid of await this.map.uuids(this.ctx.db.knex, entityType, rt.bundle.bundle)) {
+      if (!seen.has(uuid) && (await this.services.loader.store.findByUuid(this.ctx.db.knex, entityType, uuid))) {
+        this.out.push({ type: rt.type, uuid, field: '(record)', source: 'missing', here: 'present (run with --prune)' });
+      }
+    }
+  }
+
+  /** Each copied data stream's readings, compared whole. */
+  async verifyReadings(rt: ResourceType, importer: FarmImport): Promise<void> {
+    const db = this.ctx.db.knex;
+    const rows = (await db(rt.entityType.table).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+    const mapped = new Set(await this.map.uuids(db, 'data_stream'));
+    for (const row of rows.filter((r) => mapped.has(r.uuid))) {
+      const there = await importer.readingsOf(row.uuid).catch(() => null);
+      const here = ((await db(READINGS_TABLE).where('stream_id', row.id).select('timestamp', 'value')) as Array<{ timestamp: number; value: number }>)
+        .map((r) => [Number(r.timestamp), Number(r.value)] as [number, number])
+        .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      if (!there || JSON.stringify(there) !== JSON.stringify(here)) this.out.push({ type: 'data_stream readings', uuid: row.uuid, field: 'readings', source: there ? `${there.length} readings` : 'unreadable', here: `${here.length} readings` });
+    }
+  }
+}
+
+/** The differences between a source record and the same record here, field by field. */
+export function compare(rt: ResourceType, source: SourceResource, here: SourceResource, users: ReadonlyMap<string, string>): Difference[] {
+  const out: Difference[] = [];
+  for (const [name, value] of Object.entries(source.attributes ?? {})) {
+    if (name.startsWith('drupal_internal__') || OWN_ATTRIBUTES.has(name) || !rt.fieldsByName.has(name)) continue;
+    const a = normalise(value);
+    const b = normalise(here.attributes?.[name]);
+    if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
+  }
+  for (const [name, member] of Object.entries(source.relationships ?? {})) {
+    if (name === rt.entityType.bundleKey || OWN_RELATIONSHIPS.has(name) || !rt.fieldsByName.has(name)) continue;
+    const a = identifiers(member?.data, users);
+    const b = identifiers(here.relationships?.[name]?.data, users);
+    if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
+  }
+  return out;
+}
+
+/** A value as both farms mean it: timestamps as seconds, fractions as numbers, rendered text left out, keys sorted. */
+function normalise(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(normalise);
+  if (typeof value === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(value)) return parseTimestamp(value) ?? value;
+  if (value && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    if ('decimal' in o && 'numerator' in o) return Number(o.decimal);
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(o).sort()) if (k !== 'processed') out[k] = normalise(o[k]);
+    return out;
+  }
+  return value ?? null;
+}
+
+/** Relationship items by who they name: users through the name match, roles by name, with their item properties. */
+function identifiers(data: unknown, users: ReadonlyMap<string, string>): unknown {
+  const one = (item: any) => {
+    if (!item || typeof item !== 'object') return null;
+    if (String(item.type).startsWith('user_role--')) return { role: item.meta?.drupal_internal__target_id };
+    const meta: Record<string, unknown> = {};
+    for (const k of ITEM_META) if (item.meta?.[k] !== undefined && item.meta[k] !== null) meta[k] = item.meta[k];
+    return { type: item.type, id: users.get(item.id) ?? item.id, ...(Object.keys(meta).length ? { meta } : {}) };
+  };
+  if (Array.isArray(data)) return data.map(one);
+  return data === undefined ? null : one(data);
+}
+
+async function sourceSha256(source: FarmSource, url: string): Promise<string> {
+  const body = await source.download(url);
+  const hash = createHash('sha256');
+  for await (const chunk of body) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}

@@ -1,0 +1,92 @@
+// `tilth import farmos` from a farmOS-shaped source (issue 24): a recorded farmOS 3.x
+// (test/support/farmos-fixture.ts) that refuses the password grant, pages without meta.count,
+// keeps files private, serves a bundle and a field Tilth has not, and misbehaves: what it can
+// retry it retries, and each record it cannot store is named by UUID while the rest comes across.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { startTestServer, ADMIN, createTestDatabase, type TestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+import { startFarmosFixture, FIXTURE, FIXTURE_CLIENT, MAP_BYTES, type FarmosFixture } from '../support/farmos-fixture.ts';
+import { tilthAsync } from '../support/tilth-command.ts';
+import { FarmSource, SourceError } from '../../runtime/farmos-import/source.ts';
+
+let fixture: FarmosFixture;
+let target: TestServer;
+let targetDb: Awaited<ReturnType<typeof createTestDatabase>>;
+let token: string;
+
+before(async () => {
+  fixture = await startFarmosFixture();
+  targetDb = await createTestDatabase();
+  target = await startTestServer({ database: targetDb });
+  token = await passwordToken(target.url, ADMIN.name, ADMIN.password);
+});
+after(async () => {
+  await target?.close();
+  await targetDb?.drop();
+  await fixture?.close();
+});
+
+test('a farmOS 3.x without the password grant: the error names the modules to enable and the flags to use instead', async () => {
+  const source = new FarmSource(fixture.url, { kind: 'password', username: 'admin', password: 'secret-password', clientId: 'farm' });
+  await assert.rejects(source.signIn(), (error: Error) => {
+    assert.ok(error instanceof SourceError);
+    assert.match(error.message, /simple_oauth_password_grant/);
+    assert.match(error.message, /farm_api_default_consumer/);
+    assert.match(error.message, /--client-id and --client-secret/);
+    assert.match(error.message, /unsupported_grant_type/);
+    return true;
+  });
+});
+
+test('from farmOS: records come across as they were; bad ones are named by UUID and the rest goes on', async () => {
+  // Bytes an earlier, killed run placed without its record committing: swept.
+  const stray = join(target.config.dataDir, 'files', 'farm', 'file', '2021-06', 'map.txt');
+  mkdirSync(dirname(stray), { recursive: true });
+  writeFileSync(stray, 'left by a killed run');
+  const run = await tilthAsync(['import', 'farmos', '--url', fixture.url, '--client-id', FIXTURE_CLIENT.id, '--client-secret', FIXTURE_CLIENT.secret, '--retries', '2'], targetDb.env).done;
+  const out = run.stdout;
+  assert.equal(run.status, 1, out + run.stderr);
+  assert.match(out, /Skipped \(this farm has no such record type\): plan--crop\./);
+  assert.match(out, /Not carried \(this farm's asset--land has no such field\): surveyed_by\./);
+  assert.match(out, new RegExp(`Failed: log--activity ${FIXTURE.dangling}: .*${FIXTURE.missingAsset}.*could not be found`));
+  assert.match(out, new RegExp(`Failed: file--file ${FIXTURE.badFile}: .*filesize 999`));
+  assert.match(out, /Failed: log--observation \(its first page\): .*answered 500/);
+  assert.match(out, /came without a password .*farmer/);
+  assert.match(out, /Already here under the same name .*admin/);
+  // Verification names only the records that failed: everything else is equal.
+  const differing = [...out.matchAll(/^Differs: \S+ ([0-9a-f-]{36}) /gm)].map((m) => m[1]);
+  assert.ok(differing.length > 0);
+  assert.deepEqual([...new Set(differing)].sort(), [FIXTURE.badFile, FIXTURE.dangling].sort(), out);
+  assert.match(out, /^Differs: log--observation \(unread\) \(records\): source .*answered 500/m);
+  // The glitches (a 500, an HTML page, a truncated body) were retried.
+  assert.equal(fixture.requests.filter((r) => r === 'GET /api/asset/land').length, 3, 'one HTML answer, then the page, then the verification');
+
+  const get = async (path: string) => (await request(`${target.url}/api/${path}`, { token })).body.data;
+  const field = await get(`asset/land/${FIXTURE.field}`);
+  assert.equal(field.attributes.created, '2021-06-01T00:00:00+00:00');
+  assert.equal(field.attributes.changed, '2021-06-05T08:30:00+00:00');
+  assert.deepEqual(field.attributes.flag, ['priority']);
+  assert.equal(field.attributes.notes.value, 'Good soil');
+  assert.equal(field.relationships.uid.data.id, FIXTURE.farmer, 'the owner is kept, by UUID');
+  const walk = await get(`log/activity/${FIXTURE.walk}`);
+  assert.equal(walk.attributes.name, 'Walked the field');
+  assert.deepEqual(walk.relationships.owner.data.map((r: any) => r.id), [FIXTURE.farmer]);
+  assert.equal(walk.relationships.file.data[0].meta.description, 'Map');
+  const ownerless = await get(`log/activity/${FIXTURE.ownerless}`);
+  assert.deepEqual([ownerless.attributes.name, ownerless.relationships.owner.data, ownerless.relationships.uid.data], ['', [], null], 'no name, owner or author made up');
+  const farmer = await get(`user/user/${FIXTURE.farmer}`);
+  assert.equal(farmer.attributes.mail, 'farmer@example.org');
+  assert.equal(farmer.attributes.created, '2021-05-01T12:00:00+00:00');
+  assert.deepEqual(farmer.relationships.roles.data.map((r: any) => r.meta.drupal_internal__target_id), ['farm_manager']);
+  const file = await get(`file/file/${FIXTURE.mapFile}`);
+  const bytes = Buffer.from(await (await fetch(new URL(file.attributes.uri.url, target.url), { headers: { Authorization: `Bearer ${token}` } })).arrayBuffer());
+  assert.equal(createHash('sha256').update(bytes).digest('hex'), createHash('sha256').update(MAP_BYTES).digest('hex'));
+  assert.equal((await request(`${target.url}/api/log/activity/${FIXTURE.dangling}`, { token })).status, 404, 'nothing half written');
+  assert.equal(existsSync(stray) && readFileSync(stray, 'utf8') === 'left by a killed run', false, 'the stray bytes are gone');
+  const history = await request(`${target.url}/api/asset/land/${FIXTURE.field}/revision-history`, { token });
+  assert.match(JSON.stringify(history.body), new RegExp(`Imported from ${fixture.url.replace(/[.]/g, '\\.')} on \\d{4}-\\d\\d-\\d\\d`));
+});
