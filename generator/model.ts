@@ -77,6 +77,11 @@ function readModules(files: Array<FileOf<'moduleFile'>>, problems: Problems): Mo
       problems.fail(file, ['module'], `the module is named "${file.data.module}" but its folder is "${file.module}"; they must match.`);
       continue;
     }
+    const twin = files.find((f) => f !== file && f.module === file.module && f.origin !== file.origin);
+    if (twin && file.origin === 'site') {
+      problems.fail(file, ['module'], `the module "${file.module}" is Tilth's own, defined in ${twin.path}; a site module needs a name of its own.`);
+      continue;
+    }
     modules.push({ module: file.data.module, label: file.data.label, description: file.data.description });
   }
   return modules;
@@ -125,7 +130,9 @@ function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityType
   // Core files first, whatever their folder's place in the alphabet (modules/ sorts before
   // quantity/ and taxonomy_term/), so that a module's bundle that shadows a core one is the one
   // reported.
-  for (const file of [...files].sort((a, b) => Number(a.module !== null) - Number(b.module !== null))) {
+  // The site's files last, so that a site bundle with the name of one of Tilth's own is the one reported.
+  const rank = (f: SourceFile) => (f.origin === 'site' ? 2 : 0) + (f.module !== null ? 1 : 0);
+  for (const file of [...files].sort((a, b) => rank(a) - rank(b))) {
     const d = file.data;
     const type = entityTypes[d.entity_type];
     if (!type) {
@@ -164,7 +171,9 @@ function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityType
       problems.fail(
         file,
         ['bundle'],
-        file.module && !previous.module
+        file.origin === 'site' && previous.origin === 'core'
+          ? `bundle "${id}" is Tilth's own, defined in ${previous.path}; a site bundle cannot redefine or replace it. Give yours a name of its own (e.g. farm_${d.bundle}).`
+          : file.module && !previous.module
           ? `bundle "${id}" is a core bundle, defined in ${previous.path}; a module cannot redefine or replace it. Give the module's bundle a name of its own (e.g. ${file.module}_${d.bundle}).`
           : `bundle "${id}" is already defined in ${previous.path}.`,
       );

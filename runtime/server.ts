@@ -59,7 +59,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
   const announce = options.announce ?? (() => {});
-  const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR);
+  const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR, config.siteDir);
   const registry = new ModelRegistry(generated.model, config.modules);
   const db = openDatabase(config);
   try {

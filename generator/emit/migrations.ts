@@ -39,9 +39,9 @@ export class MigrationFilesError extends Error {}
  * Two files with one number (a branch's own 0002 beside the 0002 it merged) would be imported
  * by index.ts under one identifier, and applied in an order no database agrees on.
  */
-function refuseSharedNumbers(files: string[]): void {
+export function refuseSharedNumbers(files: string[], shownDir = 'generated/migrations'): void {
   const byNumber = new Map<string, string[]>();
-  for (const file of files) byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `generated/migrations/${file}`]);
+  for (const file of files) byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `${shownDir}/${file}`]);
   const shared = [...byNumber].filter(([, same]) => same.length > 1);
   if (!shared.length) return;
   const [number, same] = shared[0]!;
@@ -99,13 +99,17 @@ export async function readExistingMigrations(dir: string): Promise<ExistingMigra
     if (!Array.isArray(mod.ops)) throw new Error(`generated/migrations/${file} has no "ops" export; it was not written by the generator.`);
     out.push({ name, file, ops: mod.ops, recorded: checksum });
   }
-  if (edited.length) {
-    throw new EditedMigrationError(
-      `${edited.join(', ')} changed since the generator wrote ${edited.length > 1 ? 'them' : 'it'}; databases may already have applied the original. ` +
-        `Applied migrations are never edited: restore with \`git checkout -- ${edited.join(' ')}\`, and change definitions/ instead (the generator adds a new migration).`,
-    );
-  }
+  refuseEdited(edited);
   return out;
+}
+
+/** Refuse migration files changed since the generator wrote them, naming each. */
+export function refuseEdited(edited: string[]): void {
+  if (!edited.length) return;
+  throw new EditedMigrationError(
+    `${edited.join(', ')} changed since the generator wrote ${edited.length > 1 ? 'them' : 'it'}; databases may already have applied the original. ` +
+      `Applied migrations are never edited: restore with \`git checkout -- ${edited.join(' ')}\`, and change definitions/ instead (the generator adds a new migration).`,
+  );
 }
 
 function fold(migrations: ExistingMigration[]): Map<string, TableState> {
@@ -157,9 +161,10 @@ export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]):
   return [...creates, ...sideCreates, ...adds, ...indexes];
 }
 
-function migrationName(number: number, ops: SchemaOp[]): string {
+/** `0003_create_log__grazed_animals_and_more`: the number and what the first operation does (Tilth's own first one is `0001_initial`). */
+export function migrationName(number: number, ops: SchemaOp[], initial = true): string {
   const n = String(number).padStart(4, '0');
-  if (number === 1) return `${n}_initial`;
+  if (number === 1 && initial) return `${n}_initial`;
   const first = ops[0]!;
   const slug =
     first.op === 'createTable' ? `create_${first.table.name}` : first.op === 'addColumn' ? `add_${first.table}_${first.column.name}` : `index_${first.table}`;
@@ -178,7 +183,11 @@ function migrationSource(ops: SchemaOp[]): string {
 }
 
 /** The migration files generated/ should hold: every existing one unchanged, plus a new one if the model needs it. */
-export function emitMigrations(existing: ExistingMigration[], desired: TableSpec[], readExisting: (file: string) => string): { files: FileMap; added: string | null } {
+export function emitMigrations(
+  existing: ExistingMigration[],
+  desired: TableSpec[],
+  readExisting: (file: string) => string,
+): { files: FileMap; added: string | null; addedOps: SchemaOp[] } {
   const files: FileMap = new Map();
   // Each file keeps the checksum recorded when it was written (an index from before checksums
   // records the file as it is).
@@ -207,5 +216,5 @@ export function emitMigrations(existing: ExistingMigration[], desired: TableSpec
       all.map((name) => `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down, checksum: '${checksums.get(name)}' },`).join('\n') +
       `\n];\n`,
   );
-  return { files, added };
+  return { files, added, addedOps: ops };
 }

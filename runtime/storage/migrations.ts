@@ -25,6 +25,8 @@ export interface GeneratedMigration {
   checksum?: string;
   /** The migration's source file (set by loadGenerated, and by allMigrations for core ones). */
   file?: string;
+  /** Which series it belongs to: Tilth's generated ones (`model`, the default) or the site folder's (`site`). */
+  series?: 'model' | 'site';
 }
 
 const MIGRATIONS_TABLE = 'knex_migrations';
@@ -34,7 +36,8 @@ const PROJECT_ROOT = join(CORE_DIR, '..', '..', '..');
 
 export function allMigrations(generated: GeneratedMigration[]): GeneratedMigration[] {
   return [
-    ...generated.map((m) => ({ ...m, name: `model/${m.name}` })),
+    // Each series is recorded under a prefix of its own, so that Tilth's 0003 and a site's 0003 never collide.
+    ...generated.map((m) => ({ ...m, name: `${m.series ?? 'model'}/${m.name}` })),
     ...coreMigrations.map((m) => ({ ...m, name: `core/${m.name}`, file: join(CORE_DIR, `${m.name}.ts`) })),
   ];
 }
@@ -173,7 +176,9 @@ export class MigrationMismatchError extends Error {
     super(
       status.unknown.length
         ? `The database has ${status.unknown.length} migration(s) that this copy of Tilth does not know (${status.unknown.slice(0, 3).join(', ')}${status.unknown.length > 3 ? ', …' : ''}). ` +
-            `It was migrated by a newer Tilth: update this one (git pull && npm ci), or point DATABASE_URL / TILTH_DATA_DIR at another database.`
+            (status.unknown.every((n) => n.startsWith('site/'))
+              ? `They are the farm's own (site/…): point TILTH_SITE_DIR at the site folder that made them (its definitions/ and generated/), or restore the files its generated/migrations/ lost from where the farm keeps the site folder (its own repository or a backup).`
+              : `It was migrated by a newer Tilth: update this one (git pull && npm ci), or point DATABASE_URL / TILTH_DATA_DIR at another database.`)
         : `The database is ${status.pending.length} migration(s) behind generated/ (next: ${status.pending[0]}). Run \`npx tilth migrate\`, or start with \`npm start\`, which migrates first.`,
     );
     this.name = 'MigrationMismatchError';
