@@ -44,6 +44,14 @@ multiple?: boolean
 max_length?: number
 min?: number
 max?: number
+/**
+ * decimal only: digits in all (1 to 15, so SQLite and PostgreSQL keep the same digits); default 30 with scale 10
+ */
+precision?: number
+/**
+ * decimal only: digits after the decimal point (0 to precision); values are rounded to it
+ */
+scale?: number
 default?: (string | number | boolean)
 /**
  * @minItems 1

@@ -110,6 +110,11 @@ function describe(error: ErrorObject, data: unknown): { path: Array<string | num
         return { path, key: false, sentence: `${where}each allowed value must be a mapping with "value" and "label" strings, e.g. { value: done, label: Done }.` };
       }
       return { path, key: false, sentence: `${where}expected ${(error.params as { type: string }).type}, found ${Array.isArray(value) ? 'a list' : value === null ? 'nothing' : typeof value}.` };
+    case 'maximum':
+      if (path[path.length - 1] === 'precision' || path[path.length - 1] === 'scale') {
+        return { path, key: false, sentence: `${where}at most 15 digits: SQLite keeps a decimal as a 64-bit float, which holds 15 digits exactly, and both databases must answer the same digits.` };
+      }
+      return { path, key: false, sentence: `${where}${error.message ?? 'is too large'}.` };
     case 'propertyNames':
       return { path, key: false, sentence: `${where}a field name is not a machine name.` };
     default:

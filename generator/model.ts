@@ -275,6 +275,9 @@ class FieldNormaliser {
     if (raw.default_callback !== undefined && raw.default !== undefined) bad(['default_callback'], `give either "default" or "default_callback", not both.`);
     if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
+    if ((raw.precision !== undefined || raw.scale !== undefined) && type !== 'decimal') bad([raw.precision !== undefined ? 'precision' : 'scale'], `"precision" and "scale" only apply to decimal fields.`);
+    if (type === 'decimal' && (raw.precision === undefined) !== (raw.scale === undefined)) bad([raw.precision === undefined ? 'scale' : 'precision'], `give both "precision" and "scale" (e.g. precision: 10, scale: 2), or neither for 30 and 10.`);
+    if (raw.precision !== undefined && raw.scale !== undefined && raw.scale > raw.precision) bad(['scale'], `"scale" (${raw.scale}) cannot be more than "precision" (${raw.precision}): the digits after the point are part of all the digits.`);
     if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
     if (type === 'file_uri' && raw.computed !== 'file_uri') bad(['type'], `file_uri fields are computed; add "computed: file_uri".`);
     if (!ok) return null;
@@ -290,6 +293,7 @@ class FieldNormaliser {
       ...(raw.max_length !== undefined ? { maxLength: raw.max_length } : type === 'string' ? { maxLength: 255 } : {}),
       ...(raw.min !== undefined ? { min: raw.min } : {}),
       ...(raw.max !== undefined ? { max: raw.max } : {}),
+      ...(raw.precision !== undefined ? { precision: raw.precision, scale: raw.scale } : {}),
       ...(dflt !== undefined ? { default: dflt } : {}),
       ...(raw.default_callback ? { defaultCallback: raw.default_callback } : {}),
       ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),

@@ -37,6 +37,11 @@ function storageFor(table: string, field: FieldDescriptor): FieldDescriptor['sto
   return { kind: 'columns', columns: Object.fromEntries(props.map((p) => [p, `${field.name}__${p}`])) };
 }
 
+/** A decimal column's precision and scale when its field names them (absent: the storage every migration so far made, (30, 10)). */
+function numericSize(field: FieldDescriptor, column: string): Pick<ColumnSpec, 'precision' | 'scale'> {
+  return column === 'decimal' && field.precision !== undefined ? { precision: field.precision, scale: field.scale! } : {};
+}
+
 /** The tables the model needs, in a stable order. */
 export function tablesFor(model: DataModel): TableSpec[] {
   const tables: TableSpec[] = [];
@@ -61,7 +66,7 @@ export function tablesFor(model: DataModel): TableSpec[] {
         const spec = FIELD_TYPE_SPECS[field.type];
         if (field.storage.kind === 'columns') {
           for (const [prop, column] of Object.entries(field.storage.columns)) {
-            columns.push({ name: column, type: spec.properties[prop]!.column, nullable: true });
+            columns.push({ name: column, type: spec.properties[prop]!.column, nullable: true, ...numericSize(field, spec.properties[prop]!.column) });
           }
           if (spec.kind === 'relationship') {
             const col = field.storage.columns.target_id!;
@@ -77,7 +82,7 @@ export function tablesFor(model: DataModel): TableSpec[] {
             { name: 'delta', type: 'integer', nullable: false },
           ];
           for (const [prop, column] of Object.entries(field.storage.columns)) {
-            const colSpec: ColumnSpec = { name: column, type: spec.properties[prop]!.column, nullable: prop !== 'target_id' };
+            const colSpec: ColumnSpec = { name: column, type: spec.properties[prop]!.column, nullable: prop !== 'target_id', ...numericSize(field, spec.properties[prop]!.column) };
             if (prop === 'target_id' && field.target) {
               colSpec.references = { table: model.entityTypes[field.target.entityType]!.table, column: 'id', onDelete: 'CASCADE' };
             }

@@ -147,9 +147,10 @@ export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]):
         // A column added later cannot carry a constraint on SQLite; the runtime keeps references consistent.
         const { references: _ignored, ...plain } = column;
         adds.push({ op: 'addColumn', table: table.name, column: { ...plain, nullable: true } });
-      } else if (have.type !== column.type) {
+      } else if (have.type !== column.type || have.precision !== column.precision || have.scale !== column.scale) {
+        const shown = (c: ColumnSpec) => `${c.type}${c.precision !== undefined ? `(${c.precision}, ${c.scale})` : ''}`;
         throw new Error(
-          `The storage of ${table.name}.${column.name} changed from ${have.type} to ${column.type}. ` +
+          `The storage of ${table.name}.${column.name} changed from ${shown(have)} to ${shown(column)}. ` +
             `Migrations only add; give the field a new name, or write a data migration by hand.`,
         );
       }

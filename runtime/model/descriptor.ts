@@ -47,6 +47,9 @@ export interface FieldDescriptor {
   maxLength?: number;
   min?: number;
   max?: number;
+  /** Decimal fields: digits in all and after the point (numeric(precision, scale)); absent means 30 and 10. */
+  precision?: number;
+  scale?: number;
   /** Literal default for new records; `{ now: true }` means the request time. */
   default?: string | number | boolean | { now: true };
   /** Computed default for new records sent without a value (e.g. a generated key). */
@@ -110,6 +113,9 @@ export interface ColumnSpec {
   name: string;
   type: ColumnType | 'increments' | 'uuid';
   nullable: boolean;
+  /** `decimal` columns: numeric(precision, scale); absent means (30, 10). */
+  precision?: number;
+  scale?: number;
   /** Foreign key, created with the table only. */
   references?: { table: string; column: string; onDelete: 'CASCADE' | 'SET NULL' };
 }

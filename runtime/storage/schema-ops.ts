@@ -1,6 +1,7 @@
 /** Applies the generator's schema operations with Knex, the same way on SQLite and PostgreSQL. */
 import type { Knex } from 'knex';
 import type { ColumnSpec, SchemaOp } from '../model/descriptor.ts';
+import { DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 
 function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, column: ColumnSpec): void {
   let builder: Knex.ColumnBuilder;
@@ -27,7 +28,7 @@ function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, colu
       builder = table.double(column.name);
       break;
     case 'decimal':
-      builder = table.decimal(column.name, 30, 10);
+      builder = table.decimal(column.name, column.precision ?? DEFAULT_DECIMAL.precision, column.scale ?? DEFAULT_DECIMAL.scale);
       break;
   }
   if (column.nullable) builder.nullable();

@@ -81,7 +81,17 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
         return created.body.data.id as string;
       };
       flock = await post('asset--group', { name: 'Ewe flock', status: 'active' });
-      grazing = await post('log--grazing', { name: 'North paddock', status: 'done', grazing_days: 4 }, { grazed_animals: { data: [{ type: 'asset--group', id: flock }] } });
+      grazing = await post('log--grazing', { name: 'North paddock', status: 'done', grazing_days: 4, paddock_area: 4.125 }, { grazed_animals: { data: [{ type: 'asset--group', id: flock }] } });
+      // The README's decimal (precision 8, scale 2): a string without trailing zeros, rounded to the scale, on either database.
+      const areas = [];
+      for (const paddock_area of ['12.50', 7, '0.005', '-3.1']) areas.push((await request(`${server.url}/api/log/grazing/${await post('log--grazing', { paddock_area })}`, { token })).body.data.attributes.paddock_area);
+      assert.deepEqual(areas, ['12.5', '7', '0.01', '-3.1']);
+      const tooBig = await request(`${server.url}/api/log/grazing`, { method: 'POST', token, json: { data: { type: 'log--grazing', attributes: { paddock_area: '1234567' } } } });
+      assert.equal(tooBig.status, 422, tooBig.text);
+      assert.equal(tooBig.body.errors[0].source.pointer, '/data/attributes/paddock_area');
+      assert.match(tooBig.body.errors[0].detail, /at most 6 digits before the decimal point/);
+      const schema = (await request(`${server.url}/api/log/grazing/resource/schema`)).body.definitions.attributes.properties.paddock_area;
+      assert.deepEqual([schema.type, schema.pattern], ['string', '^-?\\d{1,6}(\\.\\d{1,2})?$']);
       activity = await post('log--activity', { name: 'Fence check', status: 'done' });
     } finally {
       await server.stop();
@@ -119,6 +129,7 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
       const read = await request(`${server.url}/api/log/grazing/${grazing}?include=grazed_animals`, { token });
       assert.equal(read.status, 200, read.text);
       assert.equal(read.body.data.attributes.grazing_days, 4);
+      assert.equal(read.body.data.attributes.paddock_area, '4.13');
       assert.deepEqual(read.body.data.relationships.grazed_animals.data.map((r: { id: string }) => r.id), [flock]);
       assert.equal(read.body.included[0].attributes.name, 'Ewe flock');
       assert.equal((await request(`${server.url}/api/log/activity/${activity}`, { token })).body.data.attributes.name, 'Fence check');
