@@ -57,6 +57,18 @@ default?: (string | number | boolean)
  * @minItems 1
  */
 allowed_values?: [AllowedValue, ...(AllowedValue)[]]
+/**
+ * list_string: former values and the allowed value each became ({mob: mob_grazing}); existing records and revisions are rewritten once by a generated migration
+ */
+renamed_values?: {
+[k: string]: string
+}
+/**
+ * list_string: former values and the allowed value records holding one get instead, or null to clear it; rewritten once by a generated migration
+ */
+removed_values?: {
+[k: string]: (string | null)
+}
 target_type?: MachineName
 /**
  * @minItems 1

@@ -9,7 +9,7 @@ import { loadDefinitions, type SourceFile } from './load.ts';
 import { DefinitionErrors, shownPath } from './errors.ts';
 import { emitSite, readSiteMigrations } from './site.ts';
 import { buildModel } from './model.ts';
-import { tablesFor } from './storage.ts';
+import { tablesFor, valueRewritesFor } from './storage.ts';
 import { emitDescriptors, type FileMap } from './emit/descriptors.ts';
 import { emitSchemas } from './emit/schemas.ts';
 import { emitOpenApi } from './emit/openapi.ts';
@@ -103,7 +103,7 @@ export async function generate({ root, siteDir = join(root, 'site'), check = fal
   const migrationsDir = join(outDir, 'migrations');
   const existing = await readExistingMigrations(migrationsDir);
   const indexDiffers = indexDifferences(migrationsDir, existing.map((m) => m.file));
-  const migrations = emitMigrations(existing, tablesFor(model), (file) => readFileSync(join(migrationsDir, file), 'utf8'));
+  const migrations = emitMigrations(existing, tablesFor(model), (file) => readFileSync(join(migrationsDir, file), 'utf8'), valueRewritesFor(model));
 
   const desired: FileMap = new Map([
     ...emitDescriptors(model),
@@ -129,6 +129,7 @@ export async function generate({ root, siteDir = join(root, 'site'), check = fal
       coreMigrations,
       siteMigrations,
       desiredTables: tablesFor(full),
+      rewrites: valueRewritesFor(full),
       shownMigrationsDir: shownPath(root, join(siteOut, 'migrations')),
       readExisting: (file) => readFileSync(join(siteOut, 'migrations', file), 'utf8'),
     });

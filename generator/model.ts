@@ -218,9 +218,9 @@ class FieldNormaliser {
     const type = raw.type as FieldType;
     const spec = FIELD_TYPE_SPECS[type];
     let ok = true;
-    const bad = (sub: Array<string | number>, sentence: string) => {
+    const bad = (sub: Array<string | number>, sentence: string, key = false) => {
       ok = false;
-      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`);
+      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`, key);
     };
     if (RESERVED.has(name)) bad([], `"${name}" is reserved by JSON:API or by storage; choose another name.`);
     const isReference = REFERENCE_TYPES.has(type);
@@ -275,6 +275,22 @@ class FieldNormaliser {
     if (raw.default_callback !== undefined && raw.default !== undefined) bad(['default_callback'], `give either "default" or "default_callback", not both.`);
     if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
+    const former: Record<string, string | null> = {};
+    for (const key of ['renamed_values', 'removed_values'] as const) {
+      const map = raw[key];
+      if (map === undefined) continue;
+      if (type !== 'list_string') {
+        bad([key], `"${key}" only applies to list_string fields.`);
+        continue;
+      }
+      const allowed = new Set((raw.allowed_values ?? []).map((v) => v.value));
+      for (const [from, to] of Object.entries(map)) {
+        if (allowed.has(from)) bad([key, from], `"${from}" is still an allowed value; a value renamed or removed must leave allowed_values.`, true);
+        else if (from in former) bad([key, from], `"${from}" is both renamed and removed; say once what its records get.`, true);
+        else if (to !== null && !allowed.has(to)) bad([key, from], `"${from}" would become "${to}", which is not an allowed value. Allowed: ${[...allowed].join(', ')}.`);
+        else former[from] = to;
+      }
+    }
     if ((raw.precision !== undefined || raw.scale !== undefined) && type !== 'decimal') bad([raw.precision !== undefined ? 'precision' : 'scale'], `"precision" and "scale" only apply to decimal fields.`);
     if (type === 'decimal' && (raw.precision === undefined) !== (raw.scale === undefined)) bad([raw.precision === undefined ? 'scale' : 'precision'], `give both "precision" and "scale" (e.g. precision: 10, scale: 2), or neither for 30 and 10.`);
     if (raw.precision !== undefined && raw.scale !== undefined && raw.scale > raw.precision) bad(['scale'], `"scale" (${raw.scale}) cannot be more than "precision" (${raw.precision}): the digits after the point are part of all the digits.`);
@@ -297,6 +313,7 @@ class FieldNormaliser {
       ...(dflt !== undefined ? { default: dflt } : {}),
       ...(raw.default_callback ? { defaultCallback: raw.default_callback } : {}),
       ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),
+      ...(Object.keys(former).length ? { formerValues: former } : {}),
       ...(target ? { target } : {}),
       aliases: raw.aliases ?? [],
       // Computed and automatic fields are read-only unless the definition says `read_only: false`

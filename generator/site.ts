@@ -10,7 +10,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { shownPath } from './errors.ts';
-import type { DataModel, SchemaOp, TableSpec } from '../runtime/model/descriptor.ts';
+import type { DataModel, RewriteValuesOp, SchemaOp, TableSpec } from '../runtime/model/descriptor.ts';
 import { modelFingerprint } from '../runtime/model/fingerprint.ts';
 import type { SiteModelFile } from '../runtime/model/site.ts';
 import { diffSchema, migrationChecksum, migrationName, MigrationFilesError, refuseEdited, refuseSharedNumbers, type ExistingMigration } from './emit/migrations.ts';
@@ -105,6 +105,8 @@ export function emitSite(options: {
   coreMigrations: ExistingMigration[];
   siteMigrations: ExistingMigration[];
   desiredTables: TableSpec[];
+  /** The data rewrites the whole model declares (those of Tilth's bundles are in Tilth's migrations). */
+  rewrites: RewriteValuesOp[];
   /** The site's migrations folder as shown in messages. */
   shownMigrationsDir: string;
   readExisting(file: string): string;
@@ -125,7 +127,7 @@ export function emitSite(options: {
     files.set(`migrations/${m.file}`, text);
     listed.push({ name: m.name, checksum: m.recorded ?? migrationChecksum(text) });
   }
-  const ops = diffSchema([...coreMigrations, ...siteMigrations], options.desiredTables);
+  const ops = diffSchema([...coreMigrations, ...siteMigrations], options.desiredTables, options.rewrites);
   let added: string | null = null;
   if (ops.length) {
     added = migrationName(siteMigrations.length + 1, ops, false);

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FIELD_TYPE_SPECS, storedProperties } from '../runtime/model/field-types.ts';
-import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, TableSpec } from '../runtime/model/descriptor.ts';
+import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, RewriteValuesOp, TableSpec } from '../runtime/model/descriptor.ts';
 
 /** Field types whose single value is worth an index for filtering and sorting. */
 const INDEXED_TYPES = new Set(['boolean', 'decimal', 'email', 'integer', 'list_string', 'string', 'timestamp']);
@@ -101,4 +101,22 @@ export function tablesFor(model: DataModel): TableSpec[] {
     tables.push({ name: table, columns, indexes }, ...sideTables.sort((a, b) => a.name.localeCompare(b.name)));
   }
   return tables;
+}
+
+/**
+ * The data migrations the model declares: one rewrite per bundle, field and former value
+ * (`renamed_values`, `removed_values`). diffSchema emits those no migration has made yet.
+ */
+export function valueRewritesFor(model: DataModel): RewriteValuesOp[] {
+  const ops: RewriteValuesOp[] = [];
+  for (const bundle of model.bundles) {
+    const table = model.entityTypes[bundle.entityType]!.table;
+    for (const field of bundle.fields) {
+      if (!field.formerValues || field.storage.kind === 'none') continue;
+      const storage: RewriteValuesOp['storage'] =
+        field.storage.kind === 'table' ? { kind: 'table', table: field.storage.table, column: field.storage.columns.value! } : { kind: 'column', column: field.storage.columns.value! };
+      for (const [from, to] of Object.entries(field.formerValues)) ops.push({ op: 'rewriteValues', entityType: bundle.entityType, table, bundle: bundle.bundle, field: field.name, storage, from, to });
+    }
+  }
+  return ops;
 }

@@ -64,8 +64,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(config);
   try {
     if (options.migrate) {
-      const applied = await migrateLatest(db.knex, generated.migrations);
+      const notes = new Map<string, string[]>();
+      const applied = await migrateLatest(db.knex, generated.migrations, notes);
       if (applied.length) announce(`Applied ${applied.length} migration(s).`);
+      for (const [name, lines] of notes) for (const line of lines) announce(`${name}: ${line}`);
     } else {
       await assertMigrated(db.knex, generated.migrations);
     }

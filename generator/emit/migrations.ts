@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ColumnSpec, IndexSpec, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
+import type { ColumnSpec, IndexSpec, RewriteValuesOp, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
 import { tsStamp } from './stamp.ts';
 import type { FileMap } from './descriptors.ts';
 
@@ -112,10 +112,14 @@ export function refuseEdited(edited: string[]): void {
   );
 }
 
+/** Which rewrite a data migration made: the same bundle, field and former value are rewritten once. */
+const rewriteKey = (op: RewriteValuesOp) => `${op.entityType}--${op.bundle}.${op.field}:${op.from}`;
+
 function fold(migrations: ExistingMigration[]): Map<string, TableState> {
   const state = new Map<string, TableState>();
   for (const m of migrations) {
     for (const op of m.ops) {
+      if (op.op === 'rewriteValues') continue;
       if (op.op === 'createTable') {
         state.set(op.table.name, {
           columns: new Map(op.table.columns.map((c) => [c.name, c])),
@@ -128,9 +132,14 @@ function fold(migrations: ExistingMigration[]): Map<string, TableState> {
   return state;
 }
 
-/** What must be added to take the folded schema to the desired tables. Throws on changes that cannot be made by adding. */
-export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]): SchemaOp[] {
+/**
+ * What must be added to take the folded schema to the desired tables, then the declared data
+ * rewrites no migration has made yet. Throws on changes that cannot be made by adding.
+ */
+export function diffSchema(existing: ExistingMigration[], desired: TableSpec[], rewrites: RewriteValuesOp[] = []): SchemaOp[] {
   const state = fold(existing);
+  const rewritten = new Set(existing.flatMap((m) => m.ops.filter((op): op is RewriteValuesOp => op.op === 'rewriteValues').map(rewriteKey)));
+  const pendingRewrites = rewrites.filter((op) => !rewritten.has(rewriteKey(op)));
   const creates: SchemaOp[] = [];
   const sideCreates: SchemaOp[] = [];
   const adds: SchemaOp[] = [];
@@ -159,7 +168,7 @@ export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]):
       if (!current.indexes.has(index.name)) indexes.push({ op: 'createIndex', table: table.name, index });
     }
   }
-  return [...creates, ...sideCreates, ...adds, ...indexes];
+  return [...creates, ...sideCreates, ...adds, ...indexes, ...pendingRewrites];
 }
 
 /** `0003_create_log__grazed_animals_and_more`: the number and what the first operation does (Tilth's own first one is `0001_initial`). */
@@ -168,7 +177,13 @@ export function migrationName(number: number, ops: SchemaOp[], initial = true): 
   if (number === 1 && initial) return `${n}_initial`;
   const first = ops[0]!;
   const slug =
-    first.op === 'createTable' ? `create_${first.table.name}` : first.op === 'addColumn' ? `add_${first.table}_${first.column.name}` : `index_${first.table}`;
+    first.op === 'createTable'
+      ? `create_${first.table.name}`
+      : first.op === 'addColumn'
+        ? `add_${first.table}_${first.column.name}`
+        : first.op === 'rewriteValues'
+          ? `${first.to === null ? 'remove' : 'rename'}_${first.bundle}_${first.field}_values`
+          : `index_${first.table}`;
   return `${n}_${slug.replace(/[^a-z0-9_]/g, '_').slice(0, 60)}${ops.length > 1 ? '_and_more' : ''}`;
 }
 
@@ -188,6 +203,7 @@ export function emitMigrations(
   existing: ExistingMigration[],
   desired: TableSpec[],
   readExisting: (file: string) => string,
+  rewrites: RewriteValuesOp[] = [],
 ): { files: FileMap; added: string | null; addedOps: SchemaOp[] } {
   const files: FileMap = new Map();
   // Each file keeps the checksum recorded when it was written (an index from before checksums
@@ -198,7 +214,7 @@ export function emitMigrations(
     files.set(`migrations/${m.file}`, text);
     checksums.set(m.name, m.recorded ?? migrationChecksum(text));
   }
-  const ops = diffSchema(existing, desired);
+  const ops = diffSchema(existing, desired, rewrites);
   let added: string | null = null;
   const all = existing.map((m) => m.name);
   if (ops.length) {

@@ -57,8 +57,10 @@ export const migrateCommand: Command = {
         process.stdout.write(`${status.applied.length} applied, ${status.pending.length} pending.${status.pending.length ? ' Run `npx tilth migrate` to apply them.' : ''}\n`);
         return status.unknown.length ? 1 : 0;
       }
-      const applied = await migrateLatest(db.knex, generated.migrations);
-      process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}\n` : 'The database is up to date.\n');
+      const notes = new Map<string, string[]>();
+      const applied = await migrateLatest(db.knex, generated.migrations, notes);
+      const lines = applied.map((n) => [`  ${n}`, ...(notes.get(n) ?? []).map((note) => `    ${note}`)].join('\n'));
+      process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${lines.join('\n')}\n` : 'The database is up to date.\n');
       return 0;
     } finally {
       await db.close();

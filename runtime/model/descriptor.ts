@@ -55,6 +55,8 @@ export interface FieldDescriptor {
   /** Computed default for new records sent without a value (e.g. a generated key). */
   defaultCallback?: DefaultCallback;
   allowedValues?: AllowedValue[];
+  /** Former allowed values and what records holding them get (`renamed_values`, `removed_values`); the generator emits each once as a data migration. */
+  formerValues?: Record<string, string | null>;
   target?: ReferenceTarget;
   /** Other public names accepted on input and in filters. */
   aliases: string[];
@@ -137,7 +139,26 @@ export interface TableSpec {
 export type SchemaOp =
   | { op: 'createTable'; table: TableSpec }
   | { op: 'addColumn'; table: string; column: ColumnSpec }
-  | { op: 'createIndex'; table: string; index: IndexSpec };
+  | { op: 'createIndex'; table: string; index: IndexSpec }
+  | RewriteValuesOp;
+
+/**
+ * A data migration declared in YAML (`renamed_values`, `removed_values` on an allowed-values
+ * field): the records of `bundle` holding `from` get `to` (null clears it, or drops the item of a
+ * multiple field), in their table or side table and in the snapshots of their revisions.
+ */
+export interface RewriteValuesOp {
+  op: 'rewriteValues';
+  entityType: string;
+  /** The entity type's table (its `bundle` column says which records). */
+  table: string;
+  bundle: string;
+  field: string;
+  /** Where the values are: a column of the entity table, or the `value` column of a side table. */
+  storage: { kind: 'column'; column: string } | { kind: 'table'; table: string; column: string };
+  from: string;
+  to: string | null;
+}
 
 export interface DataModel {
   entityTypes: Record<string, EntityTypeDescriptor>;

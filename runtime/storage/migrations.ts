@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
 import { isPostgres } from './sql.ts';
+import { migrationNotes } from './value-rewrites.ts';
 
 /** One migration, generated or the runtime's own (core migrations carry no recorded checksum). */
 export interface GeneratedMigration {
@@ -81,14 +82,17 @@ async function recordChecksums(knex: Knex, migrations: GeneratedMigration[]): Pr
   if (rows.length) await knex(CHECKSUMS_TABLE).insert(rows);
 }
 
-function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigration) => void): Knex.MigrationSource<GeneratedMigration> {
+function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigration) => void, notes?: Map<string, string[]>): Knex.MigrationSource<GeneratedMigration> {
   return {
     getMigrations: async () => migrations,
     getMigrationName: (m) => m.name,
     getMigration: async (m) => ({
       up: async (knex: Knex) => {
         running?.(m);
-        await m.up(knex);
+        // What its data rewrites changed (storage/value-rewrites.ts), for `tilth migrate` to report.
+        const lines: string[] = [];
+        await migrationNotes.run(lines, () => m.up(knex));
+        if (lines.length) notes?.set(m.name, lines);
       },
       down: m.down,
     }),
@@ -113,8 +117,11 @@ export async function migrationStatus(knex: Knex, generated: GeneratedMigration[
   };
 }
 
-/** Apply every pending migration, each in its own transaction. Returns the names applied. */
-export async function migrateLatest(knex: Knex, generated: GeneratedMigration[]): Promise<string[]> {
+/**
+ * Apply every pending migration, each in its own transaction. Returns the names applied; `notes`
+ * receives, by name, what the data migrations among them changed ("… in 3 record(s) and 5 revision(s)").
+ */
+export async function migrateLatest(knex: Knex, generated: GeneratedMigration[], notes?: Map<string, string[]>): Promise<string[]> {
   const status = await migrationStatus(knex, generated);
   if (status.unknown.length) throw new MigrationMismatchError(status);
   const migrations = allMigrations(generated);
@@ -132,7 +139,7 @@ export async function migrateLatest(knex: Knex, generated: GeneratedMigration[])
   knex.on('query-error', onQueryError);
   let running: GeneratedMigration | null = null;
   try {
-    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations, (m) => (running = m)), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations, (m) => (running = m), notes), tableName: MIGRATIONS_TABLE })) as [number, string[]];
   } catch (error) {
     // Knex runs every pending migration in one transaction; the one that threw is the last begun.
     // Say which, what the database said, and what to do, never a stack trace.

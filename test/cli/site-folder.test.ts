@@ -4,8 +4,9 @@
 // "upgrade": a new core bundle, generated as upstream would, without the farm's site folder);
 // `tilth migrate` refuses in one line until `npm run generate` has caught the site's output up,
 // which adds no migration and touches no file of Tilth's; `tilth migrate` then applies Tilth's
-// new migration, and every record of both is there. A site bundle that takes a name of Tilth's
-// is refused naming both files.
+// new migration, and every record of both is there. The farm then renames an allowed value:
+// records and revisions rewritten, reported with counts, and a record PATCHed back as read and a
+// CSV round trip pass (item 3). A site bundle that takes a name of Tilth's is refused naming both files.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -23,7 +24,9 @@ after(() => projects.forEach((p) => p.remove()));
 // grazing bundle, and the names it promises.
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const SECTION = README.slice(README.indexOf('## Adding a record type in YAML'));
-const GRAZING = /```yaml\n([\s\S]*?)```/.exec(SECTION)![1]!.replace(/^ {3}/gm, '');
+const [GRAZING, RENAMED] = [...SECTION.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m, i) => (i === 0 ? m[1]!.replace(/^ {3}/gm, '') : m[1]!)); // the first sits in a list item
+// The README's migrate output for the rename, as it shows it.
+const RENAME_REPORT = /```\n(  site\/0002[\s\S]*?)```/.exec(SECTION)![1]!;
 
 // What an upgrade of Tilth brings: a bundle of its own with a side table, so a new migration.
 const IRRIGATION = `entity_type: log
@@ -81,7 +84,7 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
         return created.body.data.id as string;
       };
       flock = await post('asset--group', { name: 'Ewe flock', status: 'active' });
-      grazing = await post('log--grazing', { name: 'North paddock', status: 'done', grazing_days: 4, paddock_area: 4.125 }, { grazed_animals: { data: [{ type: 'asset--group', id: flock }] } });
+      grazing = await post('log--grazing', { name: 'North paddock', status: 'done', grazing_days: 4, paddock_area: 4.125, grazing_method: 'mob' }, { grazed_animals: { data: [{ type: 'asset--group', id: flock }] } });
       // The README's decimal (precision 8, scale 2): a string without trailing zeros, rounded to the scale, on either database.
       const areas = [];
       for (const paddock_area of ['12.50', 7, '0.005', '-3.1']) areas.push((await request(`${server.url}/api/log/grazing/${await post('log--grazing', { paddock_area })}`, { token })).body.data.attributes.paddock_area);
@@ -123,6 +126,17 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
     assert.equal(run.status, 0, run.stderr);
     assert.equal(run.stdout.split('\n').slice(1).join('\n'), 'Applied 1 migration(s):\n  model/0003_create_log__irrigated_zones\n');
 
+    // The farm renames an allowed value (the README's step): a data migration of the site's,
+    // reported with counts by tilth migrate.
+    assert.ok(RENAMED!.includes('renamed_values: { mob: mob_grazing }'));
+    p.write('site/definitions/log/grazing.yaml', GRAZING!.slice(0, GRAZING!.indexOf('  grazing_method:')) + RENAMED);
+    run = tilth(p, {}, 'generate');
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /Added the site's migration site\/generated\/migrations\/0002_rename_grazing_grazing_method_values\.json/);
+    run = tilth(p, database.env, 'migrate');
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout.split('\n').slice(1).join('\n'), `Applied 1 migration(s):\n${RENAME_REPORT}`);
+
     server = await startChildServer(database.env, { TILTH_SITE_DIR: '' }, { root: p.root });
     try {
       const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
@@ -130,6 +144,22 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
       assert.equal(read.status, 200, read.text);
       assert.equal(read.body.data.attributes.grazing_days, 4);
       assert.equal(read.body.data.attributes.paddock_area, '4.13');
+      assert.equal(read.body.data.attributes.grazing_method, 'mob_grazing');
+      const first = await request(`${server.url}/api/log/grazing/${grazing}?resourceVersion=id:${read.body.data.attributes.drupal_internal__revision_id}`, { token });
+      assert.equal(first.body.data.attributes.grazing_method, 'mob_grazing', 'the revision was rewritten too');
+      // PATCHed back exactly as read: accepted (a 422 while old records kept a value their schema no longer lists).
+      const { attributes, relationships } = read.body.data;
+      const patched = await request(`${server.url}/api/log/grazing/${grazing}`, { method: 'PATCH', token, json: { data: { type: 'log--grazing', id: grazing, attributes, relationships } } });
+      assert.equal(patched.status, 200, patched.text);
+      // A CSV export imported again (after the record was deleted: its UUID comes back).
+      const csv = await request(`${server.url}/api/log/grazing?_format=csv&filter[name]=North%20paddock`, { token });
+      assert.equal(csv.status, 200, csv.text);
+      p.write('grazing.csv', csv.text);
+      assert.equal((await request(`${server.url}/api/log/grazing/${grazing}`, { method: 'DELETE', token })).status, 204);
+      const imported = tilth(p, database.env, 'import', 'csv', join(p.root, 'grazing.csv'));
+      assert.equal(imported.status, 0, imported.stderr + imported.stdout);
+      const again = await request(`${server.url}/api/log/grazing?filter[grazing_method]=mob_grazing`, { token });
+      assert.deepEqual(again.body.data.map((d: { attributes: { name: string } }) => d.attributes.name), ['North paddock'], again.text);
       assert.deepEqual(read.body.data.relationships.grazed_animals.data.map((r: { id: string }) => r.id), [flock]);
       assert.equal(read.body.included[0].attributes.name, 'Ewe flock');
       assert.equal((await request(`${server.url}/api/log/activity/${activity}`, { token })).body.data.attributes.name, 'Fence check');

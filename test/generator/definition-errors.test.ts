@@ -110,6 +110,20 @@ const cases: Array<[string, { given: Record<string, string>; want: { file: strin
     },
   ],
   [
+    'a renamed value that is still allowed',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  method:\n    type: list_string\n    label: Method\n    allowed_values:\n      - { value: mob, label: Mob }\n      - { value: mob_grazing, label: Mob grazing }\n    renamed_values: { mob: mob_grazing }\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 14, sentence: /field "method": "mob" is still an allowed value; a value renamed or removed must leave allowed_values/ },
+    },
+  ],
+  [
+    'a removed value whose records would get a value that is not allowed',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  method:\n    type: list_string\n    label: Method\n    allowed_values:\n      - { value: rotational, label: Rotational }\n    removed_values:\n      strip: rotatonal\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 14, sentence: /"strip" would become "rotatonal", which is not an allowed value\. Allowed: rotational/ },
+    },
+  ],
+  [
     'a decimal whose scale is more than its precision',
     {
       given: { 'definitions/log/harvest.yaml': `${HARVEST}  moisture:\n    type: decimal\n    label: Moisture\n    precision: 4\n    scale: 5\n` },
