@@ -58,6 +58,10 @@ default?: (string | number | boolean)
  */
 allowed_values?: [AllowedValue, ...(AllowedValue)[]]
 /**
+ * the field's former name in this bundle: its records' values (and revisions) are moved to this field once by a generated migration
+ */
+renamed_from?: string
+/**
  * list_string: former values and the allowed value each became ({mob: mob_grazing}); existing records and revisions are rewritten once by a generated migration
  */
 renamed_values?: {

@@ -275,6 +275,9 @@ class FieldNormaliser {
     if (raw.default_callback !== undefined && raw.default !== undefined) bad(['default_callback'], `give either "default" or "default_callback", not both.`);
     if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
+    if (raw.renamed_from !== undefined && (raw.computed || type === 'password' || type === 'file_uri' || raw.renamed_from === name)) {
+      bad(['renamed_from'], raw.renamed_from === name ? `"renamed_from" names the field itself.` : `a computed field has no stored values to move; remove "renamed_from".`);
+    }
     const former: Record<string, string | null> = {};
     for (const key of ['renamed_values', 'removed_values'] as const) {
       const map = raw[key];
@@ -314,6 +317,7 @@ class FieldNormaliser {
       ...(raw.default_callback ? { defaultCallback: raw.default_callback } : {}),
       ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),
       ...(Object.keys(former).length ? { formerValues: former } : {}),
+      ...(raw.renamed_from ? { renamedFrom: raw.renamed_from } : {}),
       ...(target ? { target } : {}),
       aliases: raw.aliases ?? [],
       // Computed and automatic fields are read-only unless the definition says `read_only: false`

@@ -10,7 +10,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { shownPath } from './errors.ts';
-import type { DataModel, RewriteValuesOp, SchemaOp, TableSpec } from '../runtime/model/descriptor.ts';
+import type { DataModel, MoveFieldOp, RewriteValuesOp, SchemaOp, TableSpec } from '../runtime/model/descriptor.ts';
 import { modelFingerprint } from '../runtime/model/fingerprint.ts';
 import type { SiteModelFile } from '../runtime/model/site.ts';
 import { diffSchema, migrationChecksum, migrationName, MigrationFilesError, refuseEdited, refuseSharedNumbers, type ExistingMigration } from './emit/migrations.ts';
@@ -106,7 +106,7 @@ export function emitSite(options: {
   siteMigrations: ExistingMigration[];
   desiredTables: TableSpec[];
   /** The data rewrites the whole model declares (those of Tilth's bundles are in Tilth's migrations). */
-  rewrites: RewriteValuesOp[];
+  rewrites: Array<RewriteValuesOp | MoveFieldOp>;
   /** The site's migrations folder as shown in messages. */
   shownMigrationsDir: string;
   readExisting(file: string): string;

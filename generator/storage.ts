@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FIELD_TYPE_SPECS, storedProperties } from '../runtime/model/field-types.ts';
-import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, RewriteValuesOp, TableSpec } from '../runtime/model/descriptor.ts';
+import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, MoveFieldOp, RewriteValuesOp, TableSpec } from '../runtime/model/descriptor.ts';
 
 /** Field types whose single value is worth an index for filtering and sorting. */
 const INDEXED_TYPES = new Set(['boolean', 'decimal', 'email', 'integer', 'list_string', 'string', 'timestamp']);
@@ -107,11 +107,16 @@ export function tablesFor(model: DataModel): TableSpec[] {
  * The data migrations the model declares: one rewrite per bundle, field and former value
  * (`renamed_values`, `removed_values`). diffSchema emits those no migration has made yet.
  */
-export function valueRewritesFor(model: DataModel): RewriteValuesOp[] {
-  const ops: RewriteValuesOp[] = [];
+export function valueRewritesFor(model: DataModel): Array<RewriteValuesOp | MoveFieldOp> {
+  const ops: Array<RewriteValuesOp | MoveFieldOp> = [];
   for (const bundle of model.bundles) {
     const table = model.entityTypes[bundle.entityType]!.table;
     for (const field of bundle.fields) {
+      if (field.renamedFrom && field.storage.kind !== 'none') {
+        // The former field had this field's type and cardinality (diffSchema checks its storage exists with those columns).
+        const from = storageFor(table, { ...field, name: field.renamedFrom }) as MoveFieldOp['from']['storage'];
+        ops.push({ op: 'moveField', entityType: bundle.entityType, table, bundle: bundle.bundle, from: { field: field.renamedFrom, storage: from }, to: { field: field.name, storage: field.storage } });
+      }
       if (!field.formerValues || field.storage.kind === 'none') continue;
       const storage: RewriteValuesOp['storage'] =
         field.storage.kind === 'table' ? { kind: 'table', table: field.storage.table, column: field.storage.columns.value! } : { kind: 'column', column: field.storage.columns.value! };

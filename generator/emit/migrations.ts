@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ColumnSpec, IndexSpec, RewriteValuesOp, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
+import type { ColumnSpec, IndexSpec, MoveFieldOp, RewriteValuesOp, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
 import { tsStamp } from './stamp.ts';
 import type { FileMap } from './descriptors.ts';
 
@@ -112,14 +112,30 @@ export function refuseEdited(edited: string[]): void {
   );
 }
 
-/** Which rewrite a data migration made: the same bundle, field and former value are rewritten once. */
-const rewriteKey = (op: RewriteValuesOp) => `${op.entityType}--${op.bundle}.${op.field}:${op.from}`;
+type DataOp = RewriteValuesOp | MoveFieldOp;
+
+/** Which rewrite a data migration made: the same bundle, field and former value (or former name) are rewritten once. */
+const rewriteKey = (op: DataOp) => (op.op === 'moveField' ? `${op.entityType}--${op.bundle}.${op.to.field}<${op.from.field}` : `${op.entityType}--${op.bundle}.${op.field}:${op.from}`);
+
+/** A field's move needs the former field's storage, with the same columns as the new one's. */
+function checkMoveSource(op: MoveFieldOp, state: Map<string, TableState>, desired: TableSpec[]): void {
+  const columnsOf = (s: MoveFieldOp['from']['storage'], tables: (name: string) => Map<string, { type: string }> | undefined) =>
+    s.kind === 'table' ? Object.values(s.columns).map((c) => tables(s.table)?.get(c)?.type) : Object.values(s.columns).map((c) => tables(op.table)?.get(c)?.type);
+  const had = columnsOf(op.from.storage, (t) => state.get(t)?.columns);
+  const wants = columnsOf(op.to.storage, (t) => new Map(desired.find((d) => d.name === t)?.columns.map((c) => [c.name, c])));
+  if (had.some((t) => t === undefined) || had.join() !== wants.join()) {
+    throw new Error(
+      `${op.entityType}--${op.bundle}: field "${op.to.field}" is renamed from "${op.from.field}", but the migrations never stored a "${op.from.field}" of ${op.entityType} ` +
+        `with the same type and cardinality (${had.some((t) => t === undefined) ? 'no such storage' : `${had.join(', ')} there, ${wants.join(', ')} here`}). Check the former name, or remove "renamed_from".`,
+    );
+  }
+}
 
 function fold(migrations: ExistingMigration[]): Map<string, TableState> {
   const state = new Map<string, TableState>();
   for (const m of migrations) {
     for (const op of m.ops) {
-      if (op.op === 'rewriteValues') continue;
+      if (op.op === 'rewriteValues' || op.op === 'moveField') continue;
       if (op.op === 'createTable') {
         state.set(op.table.name, {
           columns: new Map(op.table.columns.map((c) => [c.name, c])),
@@ -136,10 +152,11 @@ function fold(migrations: ExistingMigration[]): Map<string, TableState> {
  * What must be added to take the folded schema to the desired tables, then the declared data
  * rewrites no migration has made yet. Throws on changes that cannot be made by adding.
  */
-export function diffSchema(existing: ExistingMigration[], desired: TableSpec[], rewrites: RewriteValuesOp[] = []): SchemaOp[] {
+export function diffSchema(existing: ExistingMigration[], desired: TableSpec[], rewrites: DataOp[] = []): SchemaOp[] {
   const state = fold(existing);
-  const rewritten = new Set(existing.flatMap((m) => m.ops.filter((op): op is RewriteValuesOp => op.op === 'rewriteValues').map(rewriteKey)));
+  const rewritten = new Set(existing.flatMap((m) => m.ops.filter((op): op is DataOp => op.op === 'rewriteValues' || op.op === 'moveField').map(rewriteKey)));
   const pendingRewrites = rewrites.filter((op) => !rewritten.has(rewriteKey(op)));
+  for (const op of pendingRewrites) if (op.op === 'moveField') checkMoveSource(op, state, desired);
   const creates: SchemaOp[] = [];
   const sideCreates: SchemaOp[] = [];
   const adds: SchemaOp[] = [];
@@ -183,7 +200,9 @@ export function migrationName(number: number, ops: SchemaOp[], initial = true): 
         ? `add_${first.table}_${first.column.name}`
         : first.op === 'rewriteValues'
           ? `${first.to === null ? 'remove' : 'rename'}_${first.bundle}_${first.field}_values`
-          : `index_${first.table}`;
+          : first.op === 'moveField'
+            ? `rename_${first.bundle}_${first.from.field}_to_${first.to.field}`
+            : `index_${first.table}`;
   return `${n}_${slug.replace(/[^a-z0-9_]/g, '_').slice(0, 60)}${ops.length > 1 ? '_and_more' : ''}`;
 }
 
@@ -203,7 +222,7 @@ export function emitMigrations(
   existing: ExistingMigration[],
   desired: TableSpec[],
   readExisting: (file: string) => string,
-  rewrites: RewriteValuesOp[] = [],
+  rewrites: DataOp[] = [],
 ): { files: FileMap; added: string | null; addedOps: SchemaOp[] } {
   const files: FileMap = new Map();
   // Each file keeps the checksum recorded when it was written (an index from before checksums

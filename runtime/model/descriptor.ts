@@ -55,6 +55,8 @@ export interface FieldDescriptor {
   /** Computed default for new records sent without a value (e.g. a generated key). */
   defaultCallback?: DefaultCallback;
   allowedValues?: AllowedValue[];
+  /** The name this field had before (`renamed_from`); the generator emits the move once as a data migration. */
+  renamedFrom?: string;
   /** Former allowed values and what records holding them get (`renamed_values`, `removed_values`); the generator emits each once as a data migration. */
   formerValues?: Record<string, string | null>;
   target?: ReferenceTarget;
@@ -140,7 +142,23 @@ export type SchemaOp =
   | { op: 'createTable'; table: TableSpec }
   | { op: 'addColumn'; table: string; column: ColumnSpec }
   | { op: 'createIndex'; table: string; index: IndexSpec }
-  | RewriteValuesOp;
+  | RewriteValuesOp
+  | MoveFieldOp;
+
+/**
+ * A field renamed in YAML (`renamed_from`): the bundle's records' values move from the former
+ * field's storage to the new field's (added by the same migration), the former's are cleared, and
+ * the revision snapshots of those records name the field by its new name. The former storage stays
+ * (other bundles may share it); nothing is lost if the migration is never followed by another.
+ */
+export interface MoveFieldOp {
+  op: 'moveField';
+  entityType: string;
+  table: string;
+  bundle: string;
+  from: { field: string; storage: Exclude<FieldStorage, { kind: 'none' }> };
+  to: { field: string; storage: Exclude<FieldStorage, { kind: 'none' }> };
+}
 
 /**
  * A data migration declared in YAML (`renamed_values`, `removed_values` on an allowed-values

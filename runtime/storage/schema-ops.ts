@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import type { ColumnSpec, SchemaOp } from '../model/descriptor.ts';
 import { DEFAULT_DECIMAL } from '../values/decimal-value.ts';
-import { rewriteValues } from './value-rewrites.ts';
+import { moveField, rewriteValues } from './value-rewrites.ts';
 
 function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, column: ColumnSpec): void {
   let builder: Knex.ColumnBuilder;
@@ -54,6 +54,8 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
       await knex.schema.alterTable(op.table, (table) => addColumn(table, op.column));
     } else if (op.op === 'rewriteValues') {
       await rewriteValues(knex, op);
+    } else if (op.op === 'moveField') {
+      await moveField(knex, op);
     } else {
       await knex.schema.alterTable(op.table, (table) => {
         if (op.index.unique) table.unique(op.index.columns, { indexName: op.index.name });
