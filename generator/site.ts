@@ -82,7 +82,7 @@ function refuseCollisions(core: ExistingMigration[], site: ExistingMigration[], 
     if (!theirs) continue;
     throw new MigrationFilesError(
       `generated/migrations/${theirs} (Tilth's own) and ${shownSite}/${file} (the site's) both create ${what}: this Tilth has a field with the name one of the site's bundles used first. ` +
-        `Keep the previous Tilth until the site's field has a name of its own: rename it in the site's definitions (a new column; copy the values over) before upgrading.`,
+        `Go back to the previous Tilth (git checkout the commit you upgraded from), give the site's field a name of its own there with \`renamed_from\` (npm run generate, npx tilth migrate: its values move), then upgrade again.`,
     );
   }
 }
