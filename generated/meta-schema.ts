@@ -62,6 +62,10 @@ allowed_values?: [AllowedValue, ...(AllowedValue)[]]
  */
 renamed_from?: string
 /**
+ * with renamed_from: the former field's type, when the type changes too; only conversions every value survives (runtime/model/conversions.ts)
+ */
+converted_from?: string
+/**
  * list_string: former values and the allowed value each became ({mob: mob_grazing}); existing records and revisions are rewritten once by a generated migration
  */
 renamed_values?: {

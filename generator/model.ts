@@ -13,6 +13,7 @@ import { FIELD_TYPE_SPECS, type FieldType } from '../runtime/model/field-types.t
 import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
 import { assignStorage } from './storage.ts';
 import { COMPUTED_NEEDS } from '../runtime/model/computed-needs.ts';
+import { CONVERSIONS, conversionDefined } from '../runtime/model/conversions.ts';
 import { isConfigEntityType } from '../runtime/model/config-entities.ts';
 
 const RESERVED = new Set(['id', 'type', 'uuid', 'bundle', 'links', 'meta', 'attributes', 'relationships', 'revision_id', 'entity_id', 'delta']);
@@ -278,6 +279,11 @@ class FieldNormaliser {
     if (raw.renamed_from !== undefined && (raw.computed || type === 'password' || type === 'file_uri' || raw.renamed_from === name)) {
       bad(['renamed_from'], raw.renamed_from === name ? `"renamed_from" names the field itself.` : `a computed field has no stored values to move; remove "renamed_from".`);
     }
+    if (raw.converted_from !== undefined) {
+      if (raw.renamed_from === undefined) bad(['converted_from'], `a type change needs a new name: give "renamed_from" the former name (storage is shared, so a column never changes type in place).`);
+      else if (!conversionDefined(raw.converted_from as FieldType, type)) bad(['converted_from'], `no conversion from ${raw.converted_from} to ${type} is defined. Defined: ${CONVERSIONS.map(([a, b]) => `${a} → ${b}`).join(', ')}.`);
+      else if (raw.multiple) bad(['converted_from'], `a multiple field's type cannot be converted yet; add a field with a new name.`);
+    }
     const former: Record<string, string | null> = {};
     for (const key of ['renamed_values', 'removed_values'] as const) {
       const map = raw[key];
@@ -318,6 +324,7 @@ class FieldNormaliser {
       ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),
       ...(Object.keys(former).length ? { formerValues: former } : {}),
       ...(raw.renamed_from ? { renamedFrom: raw.renamed_from } : {}),
+      ...(raw.converted_from ? { convertedFrom: raw.converted_from as FieldType } : {}),
       ...(target ? { target } : {}),
       aliases: raw.aliases ?? [],
       // Computed and automatic fields are read-only unless the definition says `read_only: false`

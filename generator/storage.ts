@@ -114,8 +114,9 @@ export function valueRewritesFor(model: DataModel): Array<RewriteValuesOp | Move
     for (const field of bundle.fields) {
       if (field.renamedFrom && field.storage.kind !== 'none') {
         // The former field had this field's type and cardinality (diffSchema checks its storage exists with those columns).
-        const from = storageFor(table, { ...field, name: field.renamedFrom }) as MoveFieldOp['from']['storage'];
-        ops.push({ op: 'moveField', entityType: bundle.entityType, table, bundle: bundle.bundle, from: { field: field.renamedFrom, storage: from }, to: { field: field.name, storage: field.storage } });
+        const from = storageFor(table, { ...field, name: field.renamedFrom, type: field.convertedFrom ?? field.type }) as MoveFieldOp['from']['storage'];
+        const convert = field.convertedFrom ? { convert: { from: field.convertedFrom, to: field.type, ...(field.precision !== undefined ? { precision: field.precision, scale: field.scale } : {}) } } : {};
+        ops.push({ op: 'moveField', entityType: bundle.entityType, table, bundle: bundle.bundle, from: { field: field.renamedFrom, storage: from }, to: { field: field.name, storage: field.storage }, ...convert });
       }
       if (!field.formerValues || field.storage.kind === 'none') continue;
       const storage: RewriteValuesOp['storage'] =

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ColumnSpec, IndexSpec, MoveFieldOp, RewriteValuesOp, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
 import { tsStamp } from './stamp.ts';
+import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
 import type { FileMap } from './descriptors.ts';
 
 export interface ExistingMigration {
@@ -122,7 +123,11 @@ function checkMoveSource(op: MoveFieldOp, state: Map<string, TableState>, desire
   const columnsOf = (s: MoveFieldOp['from']['storage'], tables: (name: string) => Map<string, { type: string }> | undefined) =>
     s.kind === 'table' ? Object.values(s.columns).map((c) => tables(s.table)?.get(c)?.type) : Object.values(s.columns).map((c) => tables(op.table)?.get(c)?.type);
   const had = columnsOf(op.from.storage, (t) => state.get(t)?.columns);
-  const wants = columnsOf(op.to.storage, (t) => new Map(desired.find((d) => d.name === t)?.columns.map((c) => [c.name, c])));
+  // The former field's columns: the new field's, or with a type change the former type's.
+  const convertFrom = op.convert ? FIELD_TYPE_SPECS[op.convert.from] : null;
+  const wants = convertFrom
+    ? Object.keys(op.from.storage.columns).map((prop) => convertFrom.properties[prop]?.column)
+    : columnsOf(op.to.storage, (t) => new Map(desired.find((d) => d.name === t)?.columns.map((c) => [c.name, c])));
   if (had.some((t) => t === undefined) || had.join() !== wants.join()) {
     throw new Error(
       `${op.entityType}--${op.bundle}: field "${op.to.field}" is renamed from "${op.from.field}", but the migrations never stored a "${op.from.field}" of ${op.entityType} ` +

@@ -57,6 +57,8 @@ export interface FieldDescriptor {
   allowedValues?: AllowedValue[];
   /** The name this field had before (`renamed_from`); the generator emits the move once as a data migration. */
   renamedFrom?: string;
+  /** The former field's type, when `renamed_from` changes the type too (model/conversions.ts). */
+  convertedFrom?: FieldType;
   /** Former allowed values and what records holding them get (`renamed_values`, `removed_values`); the generator emits each once as a data migration. */
   formerValues?: Record<string, string | null>;
   target?: ReferenceTarget;
@@ -158,6 +160,8 @@ export interface MoveFieldOp {
   bundle: string;
   from: { field: string; storage: Exclude<FieldStorage, { kind: 'none' }> };
   to: { field: string; storage: Exclude<FieldStorage, { kind: 'none' }> };
+  /** A type change with a defined conversion (single values only): each value is converted on the way. */
+  convert?: { from: FieldType; to: FieldType; precision?: number; scale?: number };
 }
 
 /**

@@ -8,6 +8,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Knex } from 'knex';
 import type { MoveFieldOp, RewriteValuesOp } from '../model/descriptor.ts';
+import { decimalInput, decimalOutput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 
 /** Lines saying what a migration's data rewrites changed, collected while it runs (storage/migrations.ts). */
 export const migrationNotes = new AsyncLocalStorage<string[]>();
@@ -67,12 +68,32 @@ export async function rewriteValues(knex: Knex, op: RewriteValuesOp): Promise<vo
     ?.push(`${op.entityType}--${op.bundle} ${op.field}: "${op.from}" ${op.to === null ? 'removed' : `→ "${op.to}"`} in ${records} record(s) and ${revisions} revision(s)`);
 }
 
+/** A value of the former type as the new type stores it (only the conversions model/conversions.ts defines). */
+function convertValue(value: unknown, convert: NonNullable<MoveFieldOp['convert']>): unknown {
+  if (value === null || value === undefined) return null;
+  if (convert.to === 'decimal') {
+    const d = decimalInput(value, convert.precision ?? DEFAULT_DECIMAL.precision, convert.scale ?? DEFAULT_DECIMAL.scale);
+    if ('problem' in d) throw new Error(`${JSON.stringify(value)} cannot become a decimal: it ${d.problem}. Give the field a larger precision.`);
+    return d.value;
+  }
+  // To text: a decimal as it is served (no trailing zeros), anything else as its text.
+  if (convert.from === 'decimal') return decimalOutput(value as string | number, DEFAULT_DECIMAL.scale);
+  return String(value);
+}
+
 /** Move the bundle's records' values of a renamed field to its new storage, and rename the field in their revisions. */
 export async function moveField(knex: Knex, op: MoveFieldOp): Promise<void> {
   const owners = () => knex(op.table).select('id').where('bundle', op.bundle);
   const { from, to } = op;
   let records: number;
-  if (from.storage.kind === 'columns' && to.storage.kind === 'columns') {
+  const convert = op.convert ? (value: unknown) => convertValue(value, op.convert!) : null;
+  if (convert && from.storage.kind === 'columns' && to.storage.kind === 'columns') {
+    // A type change: each value converted here, the same way in the record and in its revisions.
+    const [source, target] = [from.storage.columns.value!, to.storage.columns.value!];
+    const rows: Array<{ id: number; value: unknown }> = await knex(op.table).select('id', { value: source }).where('bundle', op.bundle).whereNotNull(source);
+    for (const row of rows) await knex(op.table).where('id', row.id).update({ [target]: convert(row.value), [source]: null });
+    records = rows.length;
+  } else if (from.storage.kind === 'columns' && to.storage.kind === 'columns') {
     const fromColumns = from.storage.columns;
     const formerColumns = Object.values(fromColumns);
     // SET new = old, old = NULL reads every right-hand side from the row as it was, on both databases.
@@ -102,9 +123,10 @@ export async function moveField(knex: Knex, op: MoveFieldOp): Promise<void> {
   }
   const revisions = await rewriteSnapshots(knex, op, `${JSON.stringify(from.field)}:`, (data) => {
     if (!(from.field in data)) return false;
-    data[to.field] = data[from.field];
+    data[to.field] = convert && data[from.field] !== null ? convert(data[from.field]) : data[from.field];
     delete data[from.field];
     return true;
   });
-  migrationNotes.getStore()?.push(`${op.entityType}--${op.bundle}: field "${from.field}" renamed to "${to.field}" in ${records} record(s) and ${revisions} revision(s)`);
+  const types = op.convert ? ` (${op.convert.from} → ${op.convert.to})` : '';
+  migrationNotes.getStore()?.push(`${op.entityType}--${op.bundle}: field "${from.field}" renamed to "${to.field}"${types} in ${records} record(s) and ${revisions} revision(s)`);
 }

@@ -1,5 +1,6 @@
-// Data migrations declared in YAML (issue 29 Part A, item 3): a field renamed (`renamed_from`), a
-// multiple field renamed, and an allowed value renamed, in one site bundle. The generator emits
+// Data migrations declared in YAML (issue 29 Part A, item 3): a field renamed with its type changed
+// (`renamed_from`, `converted_from`: integer → decimal), a multiple field renamed, and an allowed
+// value renamed, in one site bundle. The generator emits
 // them once; migrating moves the records' values and their revisions, says how many, and old
 // records read back under the new names and PATCH back as read. (The README's value rename, with
 // a CSV round trip, is tested end to end in test/cli/site-folder.test.ts.)
@@ -43,9 +44,12 @@ bundle: paddock_move
 label: Paddock move
 fields:
   grazing_days:
-    type: integer
+    type: decimal
     label: Grazing days
+    precision: 5
+    scale: 1
     renamed_from: days
+    converted_from: integer
   gates_opened:
     type: string
     label: Gates opened
@@ -60,7 +64,7 @@ fields:
     renamed_values: { mob: mob_grazing }
 `;
 
-test('a renamed field, a renamed multiple field and a renamed value move records and revisions, once, with counts', async () => {
+test('a field renamed and converted, a renamed multiple field and a renamed value move records and revisions, once, with counts', async () => {
   const p = scratchProject({ withGenerated: true });
   projects.push(p);
   const generatedDir = join(p.root, 'generated');
@@ -105,7 +109,7 @@ test('a renamed field, a renamed multiple field and a renamed value move records
       await db.close();
     }
     assert.deepEqual(notes.get('site/0002_create_log__gates_opened_and_more'), [
-      'log--paddock_move: field "days" renamed to "grazing_days" in 1 record(s) and 2 revision(s)',
+      'log--paddock_move: field "days" renamed to "grazing_days" (integer → decimal) in 1 record(s) and 2 revision(s)',
       'log--paddock_move: field "gates" renamed to "gates_opened" in 1 record(s) and 2 revision(s)',
       'log--paddock_move move_method: "mob" → "mob_grazing" in 1 record(s) and 2 revision(s)',
     ]);
@@ -114,9 +118,9 @@ test('a renamed field, a renamed multiple field and a renamed value move records
     try {
       const read = await request(`${server.url}/api/log/paddock_move/${id}`, { token });
       const { attributes, relationships } = read.body.data;
-      assert.deepEqual([attributes.grazing_days, attributes.gates_opened, attributes.move_method, attributes.days], [4, ['north', 'south'], 'mob_grazing', undefined]);
+      assert.deepEqual([attributes.grazing_days, attributes.gates_opened, attributes.move_method, attributes.days], ['4', ['north', 'south'], 'mob_grazing', undefined]);
       const first = await request(`${server.url}/api/log/paddock_move/${id}?resourceVersion=id:${attributes.drupal_internal__revision_id - 1}`, { token });
-      assert.deepEqual([first.body.data.attributes.grazing_days, first.body.data.attributes.gates_opened], [3, ['north', 'south']], 'the first revision, under the new names');
+      assert.deepEqual([first.body.data.attributes.grazing_days, first.body.data.attributes.gates_opened], ['3', ['north', 'south']], 'the first revision, under the new names');
       const patched = await request(`${server.url}/api/log/paddock_move/${id}`, { method: 'PATCH', token, json: { data: { type: 'log--paddock_move', id, attributes, relationships } } });
       assert.equal(patched.status, 200, patched.text);
     } finally {

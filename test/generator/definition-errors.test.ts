@@ -124,6 +124,13 @@ const cases: Array<[string, { given: Record<string, string>; want: { file: strin
     },
   ],
   [
+    'a type change with no conversion defined',
+    {
+      given: { 'definitions/log/harvest.yaml': HARVEST.replace('    label: Lot number', '    label: Lot number\n    renamed_from: lot\n    converted_from: boolean') },
+      want: { file: 'definitions/log/harvest.yaml', line: 9, sentence: /field "lot_number": no conversion from boolean to string is defined\. Defined: integer → decimal/ },
+    },
+  ],
+  [
     'a decimal whose scale is more than its precision',
     {
       given: { 'definitions/log/harvest.yaml': `${HARVEST}  moisture:\n    type: decimal\n    label: Moisture\n    precision: 4\n    scale: 5\n` },
