@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, resolve } from 'node:path';
 import { generate, DefinitionErrors } from './index.ts';
+import { readEnvironment } from '../runtime/config.ts';
 
 const HELP = `Usage: tilth generate [--check] [--root DIR] [--site DIR]
 
@@ -14,7 +15,8 @@ with Tilth's and written to the site folder's generated/, with migrations of the
 
   --check      write nothing; exit 1 and name each stale file if generated/ is out of date
   --root DIR   project root holding definitions/ and generated/ (default: this checkout)
-  --site DIR   the site folder (default: TILTH_SITE_DIR, else site/ in the project root)
+  --site DIR   the site folder (default: TILTH_SITE_DIR, from the environment or .env, else
+               site/ in the project root)
   --help       show this help
 `;
 
@@ -32,7 +34,8 @@ async function main(): Promise<number> {
   }
   const root = resolve(args.root ?? resolve(dirname(fileURLToPath(import.meta.url)), '..'));
   try {
-    const siteDir = resolve(args.site ?? (process.env.TILTH_SITE_DIR || join(root, 'site')));
+    // TILTH_SITE_DIR as the server reads it: from the environment or the env file (.env).
+    const siteDir = resolve(args.site ?? (readEnvironment().TILTH_SITE_DIR || join(root, 'site')));
     const result = await generate({ root, siteDir, check: Boolean(args.check) });
     if (args.check) {
       const stale = [
