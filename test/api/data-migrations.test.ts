@@ -3,10 +3,11 @@
 // value renamed, in one site bundle. The generator emits
 // them once; migrating moves the records' values and their revisions, says how many, and old
 // records read back under the new names and PATCH back as read. (The README's value rename, with
-// a CSV round trip, is tested end to end in test/cli/site-folder.test.ts.)
+// a CSV round trip, is tested end to end in test/cli/site-folder.test.ts.) Then the bundle is
+// shipped as an optional module of the site, as the README says: no migration.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, readdirSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { generate } from '../../generator/index.ts';
 import { loadConfig } from '../../runtime/config.ts';
@@ -127,6 +128,14 @@ test('a field renamed and converted, a renamed multiple field and a renamed valu
       await server.close();
     }
     assert.deepEqual(readdirSync(join(renamed, 'generated/migrations')), ['0001_create_log__gates_and_more.json', '0002_create_log__gates_opened_and_more.json']);
+
+    // Shipped as an optional module (the README's last step): the same storage, so no migration.
+    p.write('site-after/definitions/modules/moves/module.yaml', 'module: moves\nlabel: Paddock moves\ndescription: Paddock move logs.\n');
+    mkdirSync(join(renamed, 'definitions/modules/moves/log'));
+    renameSync(join(renamed, 'definitions/log/paddock_move.yaml'), join(renamed, 'definitions/modules/moves/log/paddock_move.yaml'));
+    assert.equal((await generate({ root: p.root, siteDir: renamed })).siteMigrationAdded, null);
+    const site = JSON.parse(readFileSync(join(renamed, 'generated/model.json'), 'utf8'));
+    assert.deepEqual([site.bundles[0].module, site.modules[0].module], ['moves', 'moves']);
   } finally {
     await database.drop();
   }
