@@ -297,6 +297,7 @@ class FieldNormaliser {
         if (allowed.has(from)) bad([key, from], `"${from}" is still an allowed value; a value renamed or removed must leave allowed_values.`, true);
         else if (from in former) bad([key, from], `"${from}" is both renamed and removed; say once what its records get.`, true);
         else if (to !== null && !allowed.has(to)) bad([key, from], `"${from}" would become "${to}", which is not an allowed value. Allowed: ${[...allowed].join(', ')}.`);
+        else if (to === null && raw.required && !raw.multiple) bad([key, from], `"${from}" would be cleared, but the field is required: name the allowed value its records get instead.`);
         else former[from] = to;
       }
     }
