@@ -44,11 +44,39 @@ multiple?: boolean
 max_length?: number
 min?: number
 max?: number
+/**
+ * decimal only: digits in all (1 to 15, so SQLite and PostgreSQL keep the same digits); default 30 with scale 10
+ */
+precision?: number
+/**
+ * decimal only: digits after the decimal point (0 to precision); values are rounded to it
+ */
+scale?: number
 default?: (string | number | boolean)
 /**
  * @minItems 1
  */
 allowed_values?: [AllowedValue, ...(AllowedValue)[]]
+/**
+ * the field's former name in this bundle: its records' values (and revisions) are moved to this field once by a generated migration
+ */
+renamed_from?: string
+/**
+ * with renamed_from: the former field's type, when the type changes too; only conversions every value survives (runtime/model/conversions.ts)
+ */
+converted_from?: string
+/**
+ * list_string: former values and the allowed value each became ({mob: mob_grazing}); existing records and revisions are rewritten once by a generated migration
+ */
+renamed_values?: {
+[k: string]: string
+}
+/**
+ * list_string: former values and the allowed value records holding one get instead, or null to clear it; rewritten once by a generated migration
+ */
+removed_values?: {
+[k: string]: (string | null)
+}
 target_type?: MachineName
 /**
  * @minItems 1

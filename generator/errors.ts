@@ -1,3 +1,11 @@
+import { isAbsolute, relative } from 'node:path';
+
+/** A path as messages show it: relative to the project root, or absolute when outside it (a site folder elsewhere). */
+export function shownPath(root: string, full: string): string {
+  const rel = relative(root, full);
+  return rel.startsWith('..') || isAbsolute(rel) ? full : rel;
+}
+
 /** A mistake in a definition file, reported as `file:line: sentence` (`file:line:column:` for YAML syntax) and never as a stack trace. */
 export class DefinitionError extends Error {
   constructor(

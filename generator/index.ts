@@ -1,12 +1,15 @@
 /**
- * The generator: definitions/ → one model → pure emitters → generated/.
+ * The generator: definitions/ → one model → pure emitters → generated/; and a site folder's
+ * definitions/ (the farm's own bundles) → <site>/generated/ (site.ts), apart from Tilth's.
  * `generate()` writes; `generate({ check: true })` writes nothing and names every stale file.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { loadDefinitions } from './load.ts';
+import { loadDefinitions, type SourceFile } from './load.ts';
+import { DefinitionErrors, shownPath } from './errors.ts';
+import { emitSite, readSiteMigrations } from './site.ts';
 import { buildModel } from './model.ts';
-import { tablesFor } from './storage.ts';
+import { tablesFor, valueRewritesFor } from './storage.ts';
 import { emitDescriptors, type FileMap } from './emit/descriptors.ts';
 import { emitSchemas } from './emit/schemas.ts';
 import { emitOpenApi } from './emit/openapi.ts';
@@ -20,6 +23,8 @@ export { DefinitionError, DefinitionErrors } from './errors.ts';
 export interface GenerateOptions {
   /** Project root holding definitions/ and generated/. */
   root: string;
+  /** The farm's site folder (default <root>/site); nothing is written there unless it has definitions or migrations. */
+  siteDir?: string;
   check?: boolean;
 }
 
@@ -30,6 +35,8 @@ export interface GenerateResult {
   removed: string[];
   /** Name of the migration added, if the model needed one. */
   migrationAdded: string | null;
+  /** The site migration added (relative to the root), if the site's bundles needed one. */
+  siteMigrationAdded: string | null;
   /** How generated/migrations/index.ts differed from the migration files present (fixed unless checking). */
   indexDiffers: string[];
 }
@@ -45,14 +52,58 @@ function listFiles(dir: string): string[] {
   return out;
 }
 
-export async function generate({ root, check = false }: GenerateOptions): Promise<GenerateResult> {
+/** Load Tilth's definitions and the site's, reporting the problems of both at once. */
+function loadBoth(root: string, siteDir: string): { core: SourceFile[]; site: SourceFile[] } {
+  const errors = [];
+  let core: SourceFile[] = [];
+  let site: SourceFile[] = [];
+  try {
+    core = loadDefinitions(join(root, 'definitions'), root);
+  } catch (error) {
+    if (!(error instanceof DefinitionErrors)) throw error;
+    errors.push(...error.errors);
+  }
+  try {
+    site = loadDefinitions(join(siteDir, 'definitions'), root, 'site');
+  } catch (error) {
+    if (!(error instanceof DefinitionErrors)) throw error;
+    errors.push(...error.errors);
+  }
+  if (errors.length) throw new DefinitionErrors(errors);
+  return { core, site };
+}
+
+/** Write (or in check mode compare) `desired` into `outDir`, removing files it does not hold. Paths are reported relative to `root`. */
+function sync(outDir: string, desired: FileMap, root: string, check: boolean): { changed: string[]; removed: string[] } {
+  const changed: string[] = [];
+  for (const [path, content] of [...desired].sort(([a], [b]) => a.localeCompare(b))) {
+    const full = join(outDir, path);
+    const current = existsSync(full) ? readFileSync(full, 'utf8') : null;
+    if (current === content) continue;
+    changed.push(shownPath(root, full));
+    if (!check) {
+      mkdirSync(dirname(full), { recursive: true });
+      writeFileSync(full, content);
+    }
+  }
+  const removed: string[] = [];
+  for (const full of listFiles(outDir).sort()) {
+    const path = relative(outDir, full).split('\\').join('/');
+    if (desired.has(path)) continue;
+    removed.push(shownPath(root, full));
+    if (!check) rmSync(full);
+  }
+  return { changed, removed };
+}
+
+export async function generate({ root, siteDir = join(root, 'site'), check = false }: GenerateOptions): Promise<GenerateResult> {
   const outDir = join(root, 'generated');
-  const files = loadDefinitions(join(root, 'definitions'), root);
-  const model = buildModel(files);
+  const files = loadBoth(root, siteDir);
+  const model = buildModel(files.core);
   const migrationsDir = join(outDir, 'migrations');
   const existing = await readExistingMigrations(migrationsDir);
   const indexDiffers = indexDifferences(migrationsDir, existing.map((m) => m.file));
-  const migrations = emitMigrations(existing, tablesFor(model), (file) => readFileSync(join(migrationsDir, file), 'utf8'));
+  const migrations = emitMigrations(existing, tablesFor(model), (file) => readFileSync(join(migrationsDir, file), 'utf8'), valueRewritesFor(model));
 
   const desired: FileMap = new Map([
     ...emitDescriptors(model),
@@ -63,24 +114,29 @@ export async function generate({ root, check = false }: GenerateOptions): Promis
     ...emitRoutes(model),
     ...migrations.files,
   ]);
+  const { changed, removed } = sync(outDir, desired, root, check);
 
-  const changed: string[] = [];
-  for (const [path, content] of [...desired].sort(([a], [b]) => a.localeCompare(b))) {
-    const full = join(outDir, path);
-    const current = existsSync(full) ? readFileSync(full, 'utf8') : null;
-    if (current === content) continue;
-    changed.push(relative(root, full));
-    if (!check) {
-      mkdirSync(dirname(full), { recursive: true });
-      writeFileSync(full, content);
-    }
+  // The site's output: only when it has definitions, or migrations it must keep.
+  const siteOut = join(siteDir, 'generated');
+  const siteMigrations = readSiteMigrations(siteOut, root);
+  let siteMigrationAdded: string | null = null;
+  if (files.site.length || siteMigrations.length) {
+    const full = buildModel([...files.core, ...files.site]);
+    const coreMigrations = migrations.added ? [...existing, { name: migrations.added, file: `${migrations.added}.ts`, ops: migrations.addedOps, recorded: null }] : existing;
+    const site = emitSite({
+      core: model,
+      full,
+      coreMigrations,
+      siteMigrations,
+      desiredTables: tablesFor(full),
+      rewrites: valueRewritesFor(full),
+      shownMigrationsDir: shownPath(root, join(siteOut, 'migrations')),
+      readExisting: (file) => readFileSync(join(siteOut, 'migrations', file), 'utf8'),
+    });
+    const result = sync(siteOut, site.files, root, check);
+    changed.push(...result.changed);
+    removed.push(...result.removed);
+    if (site.added) siteMigrationAdded = shownPath(root, join(siteOut, 'migrations', `${site.added}.json`));
   }
-  const removed: string[] = [];
-  for (const full of listFiles(outDir).sort()) {
-    const path = relative(outDir, full).split('\\').join('/');
-    if (desired.has(path)) continue;
-    removed.push(relative(root, full));
-    if (!check) rmSync(full);
-  }
-  return { changed, removed, migrationAdded: migrations.added, indexDiffers };
+  return { changed, removed, migrationAdded: migrations.added, siteMigrationAdded, indexDiffers };
 }

@@ -2,21 +2,24 @@
  * Reads definitions/ into plain objects, keeping each file's YAML document so that every later
  * check can point at a line. Meta-schema violations become plain sentences here.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument, isMap, isPair, isScalar, type Document } from 'yaml';
 import metaSchema from './meta-schema.json' with { type: 'json' };
-import { DefinitionError, DefinitionErrors } from './errors.ts';
+import { DefinitionError, DefinitionErrors, shownPath } from './errors.ts';
 import type { BundleFile, EntityTypeFile, ModuleFile } from '../generated/meta-schema.ts';
 
 export type FileKind = 'bundleFile' | 'entityTypeFile' | 'moduleFile';
+export type Origin = 'core' | 'site';
 
 interface SourceBase {
   /** Path relative to the project root, as shown in messages. */
   path: string;
   /** The module folder this file belongs to, or null for core. */
   module: string | null;
+  /** Tilth's own definitions/, or the farm's site folder (TILTH_SITE_DIR), whose output is generated apart. */
+  origin: Origin;
   /** Line of the node at a JSON path (keys and indexes), or of its nearest existing parent. */
   lineOf(path: Array<string | number>, key?: boolean): number | undefined;
 }
@@ -43,10 +46,8 @@ function listYaml(dir: string): string[] {
   return out;
 }
 
-function kindOf(rel: string): { kind: FileKind; module: string | null } {
-  const parts = rel.split(sep);
-  // parts[0] is 'definitions' relative to the root's parent of definitions
-  const inside = parts.slice(parts.indexOf('definitions') + 1);
+/** What a file is, from its path inside a definitions folder (core's or the site's). */
+function kindOf(inside: string[]): { kind: FileKind; module: string | null } {
   if (inside[0] === 'modules') {
     const module = inside[1] ?? null;
     if (inside.length === 3 && /^module\.ya?ml$/.test(inside[2]!)) return { kind: 'moduleFile', module };
@@ -109,6 +110,11 @@ function describe(error: ErrorObject, data: unknown): { path: Array<string | num
         return { path, key: false, sentence: `${where}each allowed value must be a mapping with "value" and "label" strings, e.g. { value: done, label: Done }.` };
       }
       return { path, key: false, sentence: `${where}expected ${(error.params as { type: string }).type}, found ${Array.isArray(value) ? 'a list' : value === null ? 'nothing' : typeof value}.` };
+    case 'maximum':
+      if (path[path.length - 1] === 'precision' || path[path.length - 1] === 'scale') {
+        return { path, key: false, sentence: `${where}at most 15 digits: SQLite keeps a decimal as a 64-bit float, which holds 15 digits exactly, and both databases must answer the same digits.` };
+      }
+      return { path, key: false, sentence: `${where}${error.message ?? 'is too large'}.` };
     case 'propertyNames':
       return { path, key: false, sentence: `${where}a field name is not a machine name.` };
     default:
@@ -139,12 +145,16 @@ function yamlSentence(code: string, message: string): string {
   return `this is not valid YAML: ${text}.${hint}`;
 }
 
-/** Read and check every definition file under `definitionsDir`. Throws DefinitionErrors listing every problem found. */
-export function loadDefinitions(definitionsDir: string, rootDir: string): SourceFile[] {
+/**
+ * Read and check every definition file under `definitionsDir`. Throws DefinitionErrors listing
+ * every problem found. A site folder's definitions add bundles and modules, never entity types.
+ */
+export function loadDefinitions(definitionsDir: string, rootDir: string, origin: Origin = 'core'): SourceFile[] {
   const files: SourceFile[] = [];
   const errors: DefinitionError[] = [];
+  if (!existsSync(definitionsDir)) return files;
   for (const full of listYaml(definitionsDir)) {
-    const path = relative(rootDir, full);
+    const path = shownPath(rootDir, full);
     const counter = new LineCounter();
     const doc = parseDocument(readFileSync(full, 'utf8'), { lineCounter: counter, uniqueKeys: true, prettyErrors: false });
     if (doc.errors.length) {
@@ -163,7 +173,11 @@ export function loadDefinitions(definitionsDir: string, rootDir: string): Source
       errors.push(new DefinitionError(path, 1, 'a definition file must be a mapping of keys to values.'));
       continue;
     }
-    const { kind, module } = kindOf(path);
+    const { kind, module } = kindOf(relative(definitionsDir, full).split(sep));
+    if (origin === 'site' && kind === 'entityTypeFile') {
+      errors.push(new DefinitionError(path, 1, "a site folder adds bundles and modules, not entity types: entity types are Tilth's own (definitions/entity-types/). Put a bundle in <entity type>/<bundle>.yaml."));
+      continue;
+    }
     const lineOf = lineFinder(doc, counter);
     const validate = validators[kind];
     if (!validate(data)) {
@@ -179,7 +193,7 @@ export function loadDefinitions(definitionsDir: string, rootDir: string): Source
       continue;
     }
     // The meta-schema (checked just above) is what these types were generated from.
-    files.push({ path, kind, module, data, lineOf } as SourceFile);
+    files.push({ path, kind, module, origin, data, lineOf } as SourceFile);
   }
   if (errors.length) throw new DefinitionErrors(errors);
   return files;

@@ -13,6 +13,7 @@ import { FIELD_TYPE_SPECS, type FieldType } from '../runtime/model/field-types.t
 import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor, ModuleDescriptor } from '../runtime/model/descriptor.ts';
 import { assignStorage } from './storage.ts';
 import { COMPUTED_NEEDS } from '../runtime/model/computed-needs.ts';
+import { CONVERSIONS, conversionDefined } from '../runtime/model/conversions.ts';
 import { isConfigEntityType } from '../runtime/model/config-entities.ts';
 
 const RESERVED = new Set(['id', 'type', 'uuid', 'bundle', 'links', 'meta', 'attributes', 'relationships', 'revision_id', 'entity_id', 'delta']);
@@ -77,6 +78,11 @@ function readModules(files: Array<FileOf<'moduleFile'>>, problems: Problems): Mo
       problems.fail(file, ['module'], `the module is named "${file.data.module}" but its folder is "${file.module}"; they must match.`);
       continue;
     }
+    const twin = files.find((f) => f !== file && f.module === file.module && f.origin !== file.origin);
+    if (twin && file.origin === 'site') {
+      problems.fail(file, ['module'], `the module "${file.module}" is Tilth's own, defined in ${twin.path}; a site module needs a name of its own.`);
+      continue;
+    }
     modules.push({ module: file.data.module, label: file.data.label, description: file.data.description });
   }
   return modules;
@@ -125,7 +131,9 @@ function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityType
   // Core files first, whatever their folder's place in the alphabet (modules/ sorts before
   // quantity/ and taxonomy_term/), so that a module's bundle that shadows a core one is the one
   // reported.
-  for (const file of [...files].sort((a, b) => Number(a.module !== null) - Number(b.module !== null))) {
+  // The site's files last, so that a site bundle with the name of one of Tilth's own is the one reported.
+  const rank = (f: SourceFile) => (f.origin === 'site' ? 2 : 0) + (f.module !== null ? 1 : 0);
+  for (const file of [...files].sort((a, b) => rank(a) - rank(b))) {
     const d = file.data;
     const type = entityTypes[d.entity_type];
     if (!type) {
@@ -164,7 +172,9 @@ function readBundles(files: Array<FileOf<'bundleFile'>>, entityTypes: EntityType
       problems.fail(
         file,
         ['bundle'],
-        file.module && !previous.module
+        file.origin === 'site' && previous.origin === 'core'
+          ? `bundle "${id}" is Tilth's own, defined in ${previous.path}; a site bundle cannot redefine or replace it. Give yours a name of its own (e.g. farm_${d.bundle}).`
+          : file.module && !previous.module
           ? `bundle "${id}" is a core bundle, defined in ${previous.path}; a module cannot redefine or replace it. Give the module's bundle a name of its own (e.g. ${file.module}_${d.bundle}).`
           : `bundle "${id}" is already defined in ${previous.path}.`,
       );
@@ -209,9 +219,9 @@ class FieldNormaliser {
     const type = raw.type as FieldType;
     const spec = FIELD_TYPE_SPECS[type];
     let ok = true;
-    const bad = (sub: Array<string | number>, sentence: string) => {
+    const bad = (sub: Array<string | number>, sentence: string, key = false) => {
       ok = false;
-      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`);
+      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`, key);
     };
     if (RESERVED.has(name)) bad([], `"${name}" is reserved by JSON:API or by storage; choose another name.`);
     const isReference = REFERENCE_TYPES.has(type);
@@ -266,6 +276,34 @@ class FieldNormaliser {
     if (raw.default_callback !== undefined && raw.default !== undefined) bad(['default_callback'], `give either "default" or "default_callback", not both.`);
     if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type)) bad(['max_length'], `"max_length" only applies to string and email fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type)) bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
+    if (raw.renamed_from !== undefined && (raw.computed || type === 'password' || type === 'file_uri' || raw.renamed_from === name)) {
+      bad(['renamed_from'], raw.renamed_from === name ? `"renamed_from" names the field itself.` : `a computed field has no stored values to move; remove "renamed_from".`);
+    }
+    if (raw.converted_from !== undefined) {
+      if (raw.renamed_from === undefined) bad(['converted_from'], `a type change needs a new name: give "renamed_from" the former name (storage is shared, so a column never changes type in place).`);
+      else if (!conversionDefined(raw.converted_from as FieldType, type)) bad(['converted_from'], `no conversion from ${raw.converted_from} to ${type} is defined. Defined: ${CONVERSIONS.map(([a, b]) => `${a} → ${b}`).join(', ')}.`);
+      else if (raw.multiple) bad(['converted_from'], `a multiple field's type cannot be converted yet; add a field with a new name.`);
+    }
+    const former: Record<string, string | null> = {};
+    for (const key of ['renamed_values', 'removed_values'] as const) {
+      const map = raw[key];
+      if (map === undefined) continue;
+      if (type !== 'list_string') {
+        bad([key], `"${key}" only applies to list_string fields.`);
+        continue;
+      }
+      const allowed = new Set((raw.allowed_values ?? []).map((v) => v.value));
+      for (const [from, to] of Object.entries(map)) {
+        if (allowed.has(from)) bad([key, from], `"${from}" is still an allowed value; a value renamed or removed must leave allowed_values.`, true);
+        else if (from in former) bad([key, from], `"${from}" is both renamed and removed; say once what its records get.`, true);
+        else if (to !== null && !allowed.has(to)) bad([key, from], `"${from}" would become "${to}", which is not an allowed value. Allowed: ${[...allowed].join(', ')}.`);
+        else if (to === null && raw.required && !raw.multiple) bad([key, from], `"${from}" would be cleared, but the field is required: name the allowed value its records get instead.`);
+        else former[from] = to;
+      }
+    }
+    if ((raw.precision !== undefined || raw.scale !== undefined) && type !== 'decimal') bad([raw.precision !== undefined ? 'precision' : 'scale'], `"precision" and "scale" only apply to decimal fields.`);
+    if (type === 'decimal' && (raw.precision === undefined) !== (raw.scale === undefined)) bad([raw.precision === undefined ? 'scale' : 'precision'], `give both "precision" and "scale" (e.g. precision: 10, scale: 2), or neither for 30 and 10.`);
+    if (raw.precision !== undefined && raw.scale !== undefined && raw.scale > raw.precision) bad(['scale'], `"scale" (${raw.scale}) cannot be more than "precision" (${raw.precision}): the digits after the point are part of all the digits.`);
     if (type === 'inventory' && !raw.computed) bad(['type'], `inventory fields are computed; add "computed: inventory".`);
     if (type === 'file_uri' && raw.computed !== 'file_uri') bad(['type'], `file_uri fields are computed; add "computed: file_uri".`);
     if (!ok) return null;
@@ -281,9 +319,13 @@ class FieldNormaliser {
       ...(raw.max_length !== undefined ? { maxLength: raw.max_length } : type === 'string' ? { maxLength: 255 } : {}),
       ...(raw.min !== undefined ? { min: raw.min } : {}),
       ...(raw.max !== undefined ? { max: raw.max } : {}),
+      ...(raw.precision !== undefined ? { precision: raw.precision, scale: raw.scale } : {}),
       ...(dflt !== undefined ? { default: dflt } : {}),
       ...(raw.default_callback ? { defaultCallback: raw.default_callback } : {}),
       ...(raw.allowed_values ? { allowedValues: raw.allowed_values } : {}),
+      ...(Object.keys(former).length ? { formerValues: former } : {}),
+      ...(raw.renamed_from ? { renamedFrom: raw.renamed_from } : {}),
+      ...(raw.converted_from ? { convertedFrom: raw.converted_from as FieldType } : {}),
       ...(target ? { target } : {}),
       aliases: raw.aliases ?? [],
       // Computed and automatic fields are read-only unless the definition says `read_only: false`

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FIELD_TYPE_SPECS, storedProperties } from '../runtime/model/field-types.ts';
-import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, TableSpec } from '../runtime/model/descriptor.ts';
+import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, MoveFieldOp, RewriteValuesOp, TableSpec } from '../runtime/model/descriptor.ts';
 
 /** Field types whose single value is worth an index for filtering and sorting. */
 const INDEXED_TYPES = new Set(['boolean', 'decimal', 'email', 'integer', 'list_string', 'string', 'timestamp']);
@@ -37,6 +37,11 @@ function storageFor(table: string, field: FieldDescriptor): FieldDescriptor['sto
   return { kind: 'columns', columns: Object.fromEntries(props.map((p) => [p, `${field.name}__${p}`])) };
 }
 
+/** A decimal column's precision and scale when its field names them (absent: the storage every migration so far made, (30, 10)). */
+function numericSize(field: FieldDescriptor, column: string): Pick<ColumnSpec, 'precision' | 'scale'> {
+  return column === 'decimal' && field.precision !== undefined ? { precision: field.precision, scale: field.scale! } : {};
+}
+
 /** The tables the model needs, in a stable order. */
 export function tablesFor(model: DataModel): TableSpec[] {
   const tables: TableSpec[] = [];
@@ -61,7 +66,7 @@ export function tablesFor(model: DataModel): TableSpec[] {
         const spec = FIELD_TYPE_SPECS[field.type];
         if (field.storage.kind === 'columns') {
           for (const [prop, column] of Object.entries(field.storage.columns)) {
-            columns.push({ name: column, type: spec.properties[prop]!.column, nullable: true });
+            columns.push({ name: column, type: spec.properties[prop]!.column, nullable: true, ...numericSize(field, spec.properties[prop]!.column) });
           }
           if (spec.kind === 'relationship') {
             const col = field.storage.columns.target_id!;
@@ -77,7 +82,7 @@ export function tablesFor(model: DataModel): TableSpec[] {
             { name: 'delta', type: 'integer', nullable: false },
           ];
           for (const [prop, column] of Object.entries(field.storage.columns)) {
-            const colSpec: ColumnSpec = { name: column, type: spec.properties[prop]!.column, nullable: prop !== 'target_id' };
+            const colSpec: ColumnSpec = { name: column, type: spec.properties[prop]!.column, nullable: prop !== 'target_id', ...numericSize(field, spec.properties[prop]!.column) };
             if (prop === 'target_id' && field.target) {
               colSpec.references = { table: model.entityTypes[field.target.entityType]!.table, column: 'id', onDelete: 'CASCADE' };
             }
@@ -96,4 +101,28 @@ export function tablesFor(model: DataModel): TableSpec[] {
     tables.push({ name: table, columns, indexes }, ...sideTables.sort((a, b) => a.name.localeCompare(b.name)));
   }
   return tables;
+}
+
+/**
+ * The data migrations the model declares: one rewrite per bundle, field and former value
+ * (`renamed_values`, `removed_values`). diffSchema emits those no migration has made yet.
+ */
+export function valueRewritesFor(model: DataModel): Array<RewriteValuesOp | MoveFieldOp> {
+  const ops: Array<RewriteValuesOp | MoveFieldOp> = [];
+  for (const bundle of model.bundles) {
+    const table = model.entityTypes[bundle.entityType]!.table;
+    for (const field of bundle.fields) {
+      if (field.renamedFrom && field.storage.kind !== 'none') {
+        // The former field had this field's type and cardinality (diffSchema checks its storage exists with those columns).
+        const from = storageFor(table, { ...field, name: field.renamedFrom, type: field.convertedFrom ?? field.type }) as MoveFieldOp['from']['storage'];
+        const convert = field.convertedFrom ? { convert: { from: field.convertedFrom, to: field.type, ...(field.precision !== undefined ? { precision: field.precision, scale: field.scale } : {}) } } : {};
+        ops.push({ op: 'moveField', entityType: bundle.entityType, table, bundle: bundle.bundle, from: { field: field.renamedFrom, storage: from }, to: { field: field.name, storage: field.storage }, ...convert });
+      }
+      if (!field.formerValues || field.storage.kind === 'none') continue;
+      const storage: RewriteValuesOp['storage'] =
+        field.storage.kind === 'table' ? { kind: 'table', table: field.storage.table, column: field.storage.columns.value! } : { kind: 'column', column: field.storage.columns.value! };
+      for (const [from, to] of Object.entries(field.formerValues)) ops.push({ op: 'rewriteValues', entityType: bundle.entityType, table, bundle: bundle.bundle, field: field.name, storage, from, to });
+    }
+  }
+  return ops;
 }

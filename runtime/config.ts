@@ -22,6 +22,8 @@ export interface Config {
   systemOfMeasurement: 'metric' | 'us';
   /** Optional modules switched on (TILTH_MODULES=ledger,…). */
   modules: string[];
+  /** The farm's own definitions and what was generated from them (TILTH_SITE_DIR; default site/ in the checkout). */
+  siteDir: string;
   adminUser: string;
   adminPassword: string | null;
   accessTokenLifetime: number;
@@ -200,9 +202,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     .split(',')
     .map((m) => m.trim())
     .filter(Boolean);
+  // The site folder's default is beside definitions/ in the checkout, wherever the command runs
+  // from, as `npm run generate` finds it; .gitignore keeps it out of Tilth's own tree.
+  const siteDir = resolve(env.TILTH_SITE_DIR || join(import.meta.dirname, '..', 'site'));
+  if (existsSync(siteDir) && !statSync(siteDir).isDirectory()) throw new ConfigError(`TILTH_SITE_DIR must be a directory; ${siteDir} is a file.`);
   return {
     port,
     host,
+    siteDir,
     baseUrl,
     baseUrlDefaulted: !env.TILTH_BASE_URL,
     databaseUrl,

@@ -1,13 +1,18 @@
 /**
  * Loads what the generator emitted: the model, the route table, the migrations and the JSON
- * Schemas. The directory is configurable so that tests can serve a fixture's generated/.
+ * Schemas, from Tilth's generated/ and, when the site folder has generated output, the farm's own
+ * bundles from <site>/generated/ (JSON, see model/site.ts), merged in. The directories are
+ * configurable so that tests can serve a fixture's.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { DataModel } from './model/descriptor.ts';
+import type { DataModel, SchemaOp } from './model/descriptor.ts';
 import type { RouteEntry } from './model/routes.ts';
+import { modelFingerprint } from './model/fingerprint.ts';
+import { SITE_SERIES, type SiteModelFile } from './model/site.ts';
 import type { GeneratedMigration } from './storage/migrations.ts';
+import { applySchemaOps } from './storage/schema-ops.ts';
 
 export interface GeneratedArtifacts {
   dir: string;
@@ -16,6 +21,8 @@ export interface GeneratedArtifacts {
   migrations: GeneratedMigration[];
   /** Resource schema text by resource type, with the `{base_url}` placeholder. */
   schemas: Map<string, string>;
+  /** The site folder's generated/ that was merged in, or null when the site has none. */
+  siteGeneratedDir: string | null;
 }
 
 export const DEFAULT_GENERATED_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'generated');
@@ -31,10 +38,25 @@ export class GeneratedLoadError extends Error {
   }
 }
 
+/** The site's generated output does not fit this Tilth (an upgrade changed Tilth's model), or is missing or damaged. */
+export class SiteOutputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SiteOutputError';
+  }
+}
+
 const cache = new Map<string, Promise<GeneratedArtifacts>>();
 
-export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR): Promise<GeneratedArtifacts> {
-  let loaded = cache.get(dir);
+/**
+ * Load generated/ and, if `siteDir` has generated output, the site's bundles with it. A site that
+ * has definitions but no output yet, or output generated against another version of Tilth's
+ * model, is refused with what to run: its bundles' descriptors carry Tilth's base fields, and its
+ * migrations were diffed against Tilth's.
+ */
+export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR, siteDir: string | null = null): Promise<GeneratedArtifacts> {
+  const key = `${dir}\0${siteDir ?? ''}`;
+  let loaded = cache.get(key);
   if (!loaded) {
     loaded = (async () => {
       const url = (p: string) => pathToFileURL(join(dir, p)).href;
@@ -52,9 +74,61 @@ export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR): Promise<Gene
       }
       // Each migration knows its file, whose checksum is compared with the one recorded when applied.
       const withFiles = migrations.map((m) => ({ ...m, file: join(dir, 'migrations', `${m.name}.ts`) }));
-      return { dir, model, routes, migrations: withFiles, schemas };
+      const core: GeneratedArtifacts = { dir, model, routes, migrations: withFiles, schemas, siteGeneratedDir: null };
+      return siteDir ? withSite(core, siteDir) : core;
     })();
-    cache.set(dir, loaded);
+    cache.set(key, loaded);
   }
   return loaded;
+}
+
+/** Tilth's artifacts with the site's merged in: its bundles, modules, routes, schemas and its own migration series. */
+function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts {
+  const out = join(siteDir, 'generated');
+  const modelFile = join(out, 'model.json');
+  if (!existsSync(modelFile)) {
+    if (existsSync(join(siteDir, 'definitions'))) {
+      throw new SiteOutputError(`${join(siteDir, 'definitions')} has not been generated yet (${modelFile} is missing). Run \`npm run generate\`, then \`npx tilth migrate\`.`);
+    }
+    return core;
+  }
+  let site: SiteModelFile;
+  try {
+    site = JSON.parse(readFileSync(modelFile, 'utf8')) as SiteModelFile;
+  } catch (error) {
+    throw new SiteOutputError(`${modelFile} cannot be read: ${(error as Error).message.split('\n')[0]}. Run \`npm run generate\`, which writes it again.`);
+  }
+  if (site.core !== modelFingerprint(core.model)) {
+    throw new SiteOutputError(
+      `${out} was generated for another version of Tilth's own definitions (an upgrade changed them). ` +
+        `Run \`npm run generate\`, which generates the site's bundles again (with a migration of their own only if they need one), then \`npx tilth migrate\`.`,
+    );
+  }
+  const schemas = new Map(core.schemas);
+  for (const bundle of site.bundles) {
+    const file = join(out, 'schemas', `${bundle.type}.json`);
+    if (!existsSync(file)) throw new SiteOutputError(`${file} is missing. Run \`npm run generate\`, which writes it again.`);
+    schemas.set(bundle.type, readFileSync(file, 'utf8'));
+  }
+  const migrations: GeneratedMigration[] = site.migrations.map(({ name, checksum }) => {
+    const file = join(out, 'migrations', `${name}.json`);
+    if (!existsSync(file)) throw new SiteOutputError(`${modelFile} lists the migration ${name}, but ${file} does not exist. Restore it (it may already be applied), or run \`npm run generate -- --check\`, which names what differs.`);
+    const { ops } = JSON.parse(readFileSync(file, 'utf8')) as { ops: SchemaOp[] };
+    return {
+      name,
+      series: SITE_SERIES,
+      checksum,
+      file,
+      up: (knex) => applySchemaOps(knex, ops),
+      down: async () => {
+        throw new Error('Tilth migrations only go forward: restore a backup to go back.');
+      },
+    };
+  });
+  const model: DataModel = {
+    entityTypes: core.model.entityTypes,
+    bundles: [...core.model.bundles, ...site.bundles].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
+    modules: [...core.model.modules, ...site.modules],
+  };
+  return { ...core, model, routes: [...core.routes, ...site.routes], migrations: [...core.migrations, ...migrations], schemas, siteGeneratedDir: out };
 }

@@ -59,13 +59,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
   const announce = options.announce ?? (() => {});
-  const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR);
+  const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR, config.siteDir);
   const registry = new ModelRegistry(generated.model, config.modules);
   const db = openDatabase(config);
   try {
     if (options.migrate) {
-      const applied = await migrateLatest(db.knex, generated.migrations);
+      const notes = new Map<string, string[]>();
+      const applied = await migrateLatest(db.knex, generated.migrations, notes);
       if (applied.length) announce(`Applied ${applied.length} migration(s).`);
+      for (const [name, lines] of notes) for (const line of lines) announce(`${name}: ${line}`);
     } else {
       await assertMigrated(db.knex, generated.migrations);
     }

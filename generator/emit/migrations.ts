@@ -8,8 +8,9 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ColumnSpec, IndexSpec, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
+import type { ColumnSpec, IndexSpec, MoveFieldOp, RewriteValuesOp, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
 import { tsStamp } from './stamp.ts';
+import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
 import type { FileMap } from './descriptors.ts';
 
 export interface ExistingMigration {
@@ -39,9 +40,9 @@ export class MigrationFilesError extends Error {}
  * Two files with one number (a branch's own 0002 beside the 0002 it merged) would be imported
  * by index.ts under one identifier, and applied in an order no database agrees on.
  */
-function refuseSharedNumbers(files: string[]): void {
+export function refuseSharedNumbers(files: string[], shownDir = 'generated/migrations'): void {
   const byNumber = new Map<string, string[]>();
-  for (const file of files) byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `generated/migrations/${file}`]);
+  for (const file of files) byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `${shownDir}/${file}`]);
   const shared = [...byNumber].filter(([, same]) => same.length > 1);
   if (!shared.length) return;
   const [number, same] = shared[0]!;
@@ -99,19 +100,47 @@ export async function readExistingMigrations(dir: string): Promise<ExistingMigra
     if (!Array.isArray(mod.ops)) throw new Error(`generated/migrations/${file} has no "ops" export; it was not written by the generator.`);
     out.push({ name, file, ops: mod.ops, recorded: checksum });
   }
-  if (edited.length) {
-    throw new EditedMigrationError(
-      `${edited.join(', ')} changed since the generator wrote ${edited.length > 1 ? 'them' : 'it'}; databases may already have applied the original. ` +
-        `Applied migrations are never edited: restore with \`git checkout -- ${edited.join(' ')}\`, and change definitions/ instead (the generator adds a new migration).`,
+  refuseEdited(edited);
+  return out;
+}
+
+/** Refuse migration files changed since the generator wrote them, naming each. */
+export function refuseEdited(edited: string[]): void {
+  if (!edited.length) return;
+  throw new EditedMigrationError(
+    `${edited.join(', ')} changed since the generator wrote ${edited.length > 1 ? 'them' : 'it'}; databases may already have applied the original. ` +
+      `Applied migrations are never edited: restore with \`git checkout -- ${edited.join(' ')}\`, and change definitions/ instead (the generator adds a new migration).`,
+  );
+}
+
+type DataOp = RewriteValuesOp | MoveFieldOp;
+
+/** Which rewrite a data migration made: the same bundle, field and former value (or former name) are rewritten once. */
+const rewriteKey = (op: DataOp) => (op.op === 'moveField' ? `${op.entityType}--${op.bundle}.${op.to.field}<${op.from.field}` : `${op.entityType}--${op.bundle}.${op.field}:${op.from}`);
+
+/** A field's move needs the former field's storage, with the same columns as the new one's. */
+function checkMoveSource(op: MoveFieldOp, state: Map<string, TableState>, desired: TableSpec[]): void {
+  const columnsOf = (s: MoveFieldOp['from']['storage'], tables: (name: string) => Map<string, { type: string }> | undefined) =>
+    s.kind === 'table' ? Object.values(s.columns).map((c) => tables(s.table)?.get(c)?.type) : Object.values(s.columns).map((c) => tables(op.table)?.get(c)?.type);
+  const had = columnsOf(op.from.storage, (t) => state.get(t)?.columns);
+  // The former field's columns: the new field's, or with a type change the former type's.
+  const convertFrom = op.convert ? FIELD_TYPE_SPECS[op.convert.from] : null;
+  const wants = convertFrom
+    ? Object.keys(op.from.storage.columns).map((prop) => convertFrom.properties[prop]?.column)
+    : columnsOf(op.to.storage, (t) => new Map(desired.find((d) => d.name === t)?.columns.map((c) => [c.name, c])));
+  if (had.some((t) => t === undefined) || had.join() !== wants.join()) {
+    throw new Error(
+      `${op.entityType}--${op.bundle}: field "${op.to.field}" is renamed from "${op.from.field}", but the migrations never stored a "${op.from.field}" of ${op.entityType} ` +
+        `with the same type and cardinality (${had.some((t) => t === undefined) ? 'no such storage' : `${had.join(', ')} there, ${wants.join(', ')} here`}). Check the former name, or remove "renamed_from".`,
     );
   }
-  return out;
 }
 
 function fold(migrations: ExistingMigration[]): Map<string, TableState> {
   const state = new Map<string, TableState>();
   for (const m of migrations) {
     for (const op of m.ops) {
+      if (op.op === 'rewriteValues' || op.op === 'moveField') continue;
       if (op.op === 'createTable') {
         state.set(op.table.name, {
           columns: new Map(op.table.columns.map((c) => [c.name, c])),
@@ -124,9 +153,15 @@ function fold(migrations: ExistingMigration[]): Map<string, TableState> {
   return state;
 }
 
-/** What must be added to take the folded schema to the desired tables. Throws on changes that cannot be made by adding. */
-export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]): SchemaOp[] {
+/**
+ * What must be added to take the folded schema to the desired tables, then the declared data
+ * rewrites no migration has made yet. Throws on changes that cannot be made by adding.
+ */
+export function diffSchema(existing: ExistingMigration[], desired: TableSpec[], rewrites: DataOp[] = []): SchemaOp[] {
   const state = fold(existing);
+  const rewritten = new Set(existing.flatMap((m) => m.ops.filter((op): op is DataOp => op.op === 'rewriteValues' || op.op === 'moveField').map(rewriteKey)));
+  const pendingRewrites = rewrites.filter((op) => !rewritten.has(rewriteKey(op)));
+  for (const op of pendingRewrites) if (op.op === 'moveField') checkMoveSource(op, state, desired);
   const creates: SchemaOp[] = [];
   const sideCreates: SchemaOp[] = [];
   const adds: SchemaOp[] = [];
@@ -143,9 +178,10 @@ export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]):
         // A column added later cannot carry a constraint on SQLite; the runtime keeps references consistent.
         const { references: _ignored, ...plain } = column;
         adds.push({ op: 'addColumn', table: table.name, column: { ...plain, nullable: true } });
-      } else if (have.type !== column.type) {
+      } else if (have.type !== column.type || have.precision !== column.precision || have.scale !== column.scale) {
+        const shown = (c: ColumnSpec) => `${c.type}${c.precision !== undefined ? `(${c.precision}, ${c.scale})` : ''}`;
         throw new Error(
-          `The storage of ${table.name}.${column.name} changed from ${have.type} to ${column.type}. ` +
+          `The storage of ${table.name}.${column.name} changed from ${shown(have)} to ${shown(column)}. ` +
             `Migrations only add; give the field a new name, or write a data migration by hand.`,
         );
       }
@@ -154,15 +190,24 @@ export function diffSchema(existing: ExistingMigration[], desired: TableSpec[]):
       if (!current.indexes.has(index.name)) indexes.push({ op: 'createIndex', table: table.name, index });
     }
   }
-  return [...creates, ...sideCreates, ...adds, ...indexes];
+  return [...creates, ...sideCreates, ...adds, ...indexes, ...pendingRewrites];
 }
 
-function migrationName(number: number, ops: SchemaOp[]): string {
+/** `0003_create_log__grazed_animals_and_more`: the number and what the first operation does (Tilth's own first one is `0001_initial`). */
+export function migrationName(number: number, ops: SchemaOp[], initial = true): string {
   const n = String(number).padStart(4, '0');
-  if (number === 1) return `${n}_initial`;
+  if (number === 1 && initial) return `${n}_initial`;
   const first = ops[0]!;
   const slug =
-    first.op === 'createTable' ? `create_${first.table.name}` : first.op === 'addColumn' ? `add_${first.table}_${first.column.name}` : `index_${first.table}`;
+    first.op === 'createTable'
+      ? `create_${first.table.name}`
+      : first.op === 'addColumn'
+        ? `add_${first.table}_${first.column.name}`
+        : first.op === 'rewriteValues'
+          ? `${first.to === null ? 'remove' : 'rename'}_${first.bundle}_${first.field}_values`
+          : first.op === 'moveField'
+            ? `rename_${first.bundle}_${first.from.field}_to_${first.to.field}`
+            : `index_${first.table}`;
   return `${n}_${slug.replace(/[^a-z0-9_]/g, '_').slice(0, 60)}${ops.length > 1 ? '_and_more' : ''}`;
 }
 
@@ -178,7 +223,12 @@ function migrationSource(ops: SchemaOp[]): string {
 }
 
 /** The migration files generated/ should hold: every existing one unchanged, plus a new one if the model needs it. */
-export function emitMigrations(existing: ExistingMigration[], desired: TableSpec[], readExisting: (file: string) => string): { files: FileMap; added: string | null } {
+export function emitMigrations(
+  existing: ExistingMigration[],
+  desired: TableSpec[],
+  readExisting: (file: string) => string,
+  rewrites: DataOp[] = [],
+): { files: FileMap; added: string | null; addedOps: SchemaOp[] } {
   const files: FileMap = new Map();
   // Each file keeps the checksum recorded when it was written (an index from before checksums
   // records the file as it is).
@@ -188,7 +238,7 @@ export function emitMigrations(existing: ExistingMigration[], desired: TableSpec
     files.set(`migrations/${m.file}`, text);
     checksums.set(m.name, m.recorded ?? migrationChecksum(text));
   }
-  const ops = diffSchema(existing, desired);
+  const ops = diffSchema(existing, desired, rewrites);
   let added: string | null = null;
   const all = existing.map((m) => m.name);
   if (ops.length) {
@@ -207,5 +257,5 @@ export function emitMigrations(existing: ExistingMigration[], desired: TableSpec
       all.map((name) => `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down, checksum: '${checksums.get(name)}' },`).join('\n') +
       `\n];\n`,
   );
-  return { files, added };
+  return { files, added, addedOps: ops };
 }

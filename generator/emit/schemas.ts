@@ -2,6 +2,7 @@
  * Emits one JSON Schema per resource type in the shape jsonapi_schema serves and farmOS.js reads
  * (farmos-behaviour.md §3.3). URLs carry the `{base_url}` placeholder; the runtime fills it in.
  */
+import { DEFAULT_DECIMAL } from '../../runtime/values/decimal-value.ts';
 import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
 import type { BundleDescriptor, DataModel, FieldDescriptor } from '../../runtime/model/descriptor.ts';
 import { STAMP } from './stamp.ts';
@@ -29,8 +30,14 @@ function propertySchema(field: FieldDescriptor): Schema {
       };
     }
     if (field.maxLength && field.type !== 'password') schema.maxLength = field.maxLength;
-    if (field.min !== undefined) schema.minimum = field.min;
-    if (field.max !== undefined) schema.maximum = field.max;
+    if (field.type === 'decimal') {
+      // Served as a string (as farmOS serves decimals): its digits as numeric(precision, scale) keeps them. A string takes no minimum.
+      const { precision, scale } = field.precision !== undefined ? { precision: field.precision, scale: field.scale! } : DEFAULT_DECIMAL;
+      schema.pattern = `^-?\\d{1,${Math.max(1, precision - scale)}}${scale ? `(\\.\\d{1,${scale}})?` : ''}$`;
+    } else {
+      if (field.min !== undefined) schema.minimum = field.min;
+      if (field.max !== undefined) schema.maximum = field.max;
+    }
   } else {
     const properties: Record<string, Schema> = {};
     for (const [name, prop] of props) properties[name] = { ...prop.schema };

@@ -21,7 +21,7 @@ async function withMigratedDatabase<T>(fn: (opened: { config: Config; db: Databa
   const db = await openExistingDatabase(config);
   try {
     process.stderr.write(`Using the ${describeDatabase(config)}.\n`);
-    const generated = await loadGenerated();
+    const generated = await loadGenerated(undefined, config.siteDir);
     await assertMigrated(db.knex, generated.migrations);
     return await fn({ config, db, generated });
   } finally {

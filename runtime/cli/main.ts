@@ -10,7 +10,7 @@ import { clientCommands } from './clients.ts';
 import { parseCommandArgs, UsageError, type Command } from './command.ts';
 import { ConfigError } from '../config.ts';
 import { AccountError } from '../accounts/users.ts';
-import { GeneratedLoadError } from '../generated.ts';
+import { GeneratedLoadError, SiteOutputError } from '../generated.ts';
 import { MigrationChecksumError, MigrationFailedError, MigrationMismatchError } from '../storage/migrations.ts';
 import { TILTH_API_VERSION, TILTH_VERSION } from '../version.ts';
 
@@ -57,7 +57,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${error.message}\n`);
       return 2;
     }
-    if (error instanceof AccountError || error instanceof MigrationMismatchError || error instanceof MigrationChecksumError || error instanceof MigrationFailedError || error instanceof GeneratedLoadError || error instanceof BackupError || error instanceof ImportError) {
+    if (error instanceof AccountError || error instanceof MigrationMismatchError || error instanceof MigrationChecksumError || error instanceof MigrationFailedError || error instanceof GeneratedLoadError || error instanceof SiteOutputError || error instanceof BackupError || error instanceof ImportError) {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }

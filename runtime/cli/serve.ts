@@ -43,19 +43,24 @@ export const migrateCommand: Command = {
   } as Command['options'],
   async run(values) {
     const config = loadConfig();
-    const generated = await loadGenerated();
+    const generated = await loadGenerated(undefined, config.siteDir);
     const db = openDatabase(config);
     try {
       process.stdout.write(`Using the ${describeDatabase(config)}.\n`);
       if (values.status) {
         const status = await migrationStatus(db.knex, generated.migrations);
-        for (const name of status.applied) process.stdout.write(`applied  ${name}${status.unknown.includes(name) ? '  (unknown to this copy of Tilth: it was applied by a newer one)' : ''}\n`);
+        for (const name of status.applied) {
+          const unknown = name.startsWith('site/') ? "the farm's own, from another site folder" : 'it was applied by a newer one';
+          process.stdout.write(`applied  ${name}${status.unknown.includes(name) ? `  (unknown to this copy of Tilth: ${unknown})` : ''}\n`);
+        }
         for (const name of status.pending) process.stdout.write(`pending  ${name}\n`);
         process.stdout.write(`${status.applied.length} applied, ${status.pending.length} pending.${status.pending.length ? ' Run `npx tilth migrate` to apply them.' : ''}\n`);
         return status.unknown.length ? 1 : 0;
       }
-      const applied = await migrateLatest(db.knex, generated.migrations);
-      process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}\n` : 'The database is up to date.\n');
+      const notes = new Map<string, string[]>();
+      const applied = await migrateLatest(db.knex, generated.migrations, notes);
+      const lines = applied.map((n) => [`  ${n}`, ...(notes.get(n) ?? []).map((note) => `    ${note}`)].join('\n'));
+      process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${lines.join('\n')}\n` : 'The database is up to date.\n');
       return 0;
     } finally {
       await db.close();

@@ -108,7 +108,7 @@ export const userCommands: Command[] = [
         if (!user) throw new AccountError(`There is no user named "${name}".`);
         if (user.id === FIRST_USER_ID) throw new AccountError(`"${name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${name}).`);
         // The same deletion as DELETE /api/user/user/<uuid>: references to the user are cleared.
-        const store = new RecordStore(new ModelRegistry((await loadGenerated()).model, loadConfig().modules));
+        const store = new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules));
         await knex.transaction((trx) => store.delete(trx, 'user', [user.id]));
       });
       process.stdout.write(`Deleted "${name}"; their tokens are revoked.\n`);

@@ -8,6 +8,7 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ItemValue } from '../storage/records.ts';
 import { parseTimestamp, TIMESTAMP_FORMATS } from '../values/timestamps.ts';
 import { decimalToFraction } from '../values/fraction.ts';
+import { decimalInput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { checkWkt } from '../values/geometry.ts';
 import { TEXT_FORMATS } from '../values/text.ts';
 
@@ -97,8 +98,10 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
     case 'decimal': {
       const v = mainValue(raw);
       if (v === null || v === undefined || v === '') return ok(null);
-      const s = typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? v.trim() : null;
-      if (s === null) return bad(`must be a decimal number, not ${describe(v)}`);
+      // Rounded to the field's scale and served as a string without trailing zeros (values/decimal-value.ts).
+      const d = decimalInput(v, field.precision ?? DEFAULT_DECIMAL.precision, field.scale ?? DEFAULT_DECIMAL.scale);
+      if ('problem' in d) return bad(d.problem === 'must be a decimal number' ? `must be a decimal number, not ${describe(v)}` : `${d.problem}, not ${describe(v)}`);
+      const s = d.value;
       if (field.min !== undefined && Number(s) < field.min) return bad(`must be at least ${field.min}`);
       if (field.max !== undefined && Number(s) > field.max) return bad(`must be at most ${field.max}`);
       return ok(s);

@@ -17,7 +17,16 @@ type Json = Record<string, unknown>;
 export function servedOpenApi(ctx: AppContext): string | null {
   const file = join(ctx.generated.dir, 'openapi.json');
   if (!existsSync(file)) return null;
-  const doc = JSON.parse(readFileSync(file, 'utf8').replaceAll('{base_url}', ctx.config.baseUrl)) as Json & { paths: Record<string, Json>; components: { schemas: Record<string, Json> } };
+  type Doc = Json & { paths: Record<string, Json>; components: { schemas: Record<string, Json> } };
+  const read = (path: string) => JSON.parse(readFileSync(path, 'utf8').replaceAll('{base_url}', ctx.config.baseUrl)) as Doc;
+  const doc = read(file);
+  // The site's bundles have a document of their own beside them (generated apart from Tilth's).
+  const siteFile = ctx.generated.siteGeneratedDir ? join(ctx.generated.siteGeneratedDir, 'openapi.json') : null;
+  if (siteFile && existsSync(siteFile)) {
+    const site = read(siteFile);
+    doc.paths = { ...doc.paths, ...site.paths };
+    doc.components.schemas = { ...doc.components.schemas, ...site.components.schemas };
+  }
   const enabled = (node: Json) => typeof node['x-tilth-module'] !== 'string' || ctx.registry.modules.includes(node['x-tilth-module'] as string);
   doc.paths = Object.fromEntries(Object.entries(doc.paths).filter(([, item]) => enabled(item)));
   doc.components.schemas = Object.fromEntries(Object.entries(doc.components.schemas).filter(([, schema]) => enabled(schema)));

@@ -47,11 +47,20 @@ export interface FieldDescriptor {
   maxLength?: number;
   min?: number;
   max?: number;
+  /** Decimal fields: digits in all and after the point (numeric(precision, scale)); absent means 30 and 10. */
+  precision?: number;
+  scale?: number;
   /** Literal default for new records; `{ now: true }` means the request time. */
   default?: string | number | boolean | { now: true };
   /** Computed default for new records sent without a value (e.g. a generated key). */
   defaultCallback?: DefaultCallback;
   allowedValues?: AllowedValue[];
+  /** The name this field had before (`renamed_from`); the generator emits the move once as a data migration. */
+  renamedFrom?: string;
+  /** The former field's type, when `renamed_from` changes the type too (model/conversions.ts). */
+  convertedFrom?: FieldType;
+  /** Former allowed values and what records holding them get (`renamed_values`, `removed_values`); the generator emits each once as a data migration. */
+  formerValues?: Record<string, string | null>;
   target?: ReferenceTarget;
   /** Other public names accepted on input and in filters. */
   aliases: string[];
@@ -110,6 +119,9 @@ export interface ColumnSpec {
   name: string;
   type: ColumnType | 'increments' | 'uuid';
   nullable: boolean;
+  /** `decimal` columns: numeric(precision, scale); absent means (30, 10). */
+  precision?: number;
+  scale?: number;
   /** Foreign key, created with the table only. */
   references?: { table: string; column: string; onDelete: 'CASCADE' | 'SET NULL' };
 }
@@ -131,7 +143,44 @@ export interface TableSpec {
 export type SchemaOp =
   | { op: 'createTable'; table: TableSpec }
   | { op: 'addColumn'; table: string; column: ColumnSpec }
-  | { op: 'createIndex'; table: string; index: IndexSpec };
+  | { op: 'createIndex'; table: string; index: IndexSpec }
+  | RewriteValuesOp
+  | MoveFieldOp;
+
+/**
+ * A field renamed in YAML (`renamed_from`): the bundle's records' values move from the former
+ * field's storage to the new field's (added by the same migration), the former's are cleared, and
+ * the revision snapshots of those records name the field by its new name. The former storage stays
+ * (other bundles may share it); nothing is lost if the migration is never followed by another.
+ */
+export interface MoveFieldOp {
+  op: 'moveField';
+  entityType: string;
+  table: string;
+  bundle: string;
+  from: { field: string; storage: Exclude<FieldStorage, { kind: 'none' }> };
+  to: { field: string; storage: Exclude<FieldStorage, { kind: 'none' }> };
+  /** A type change with a defined conversion (single values only): each value is converted on the way. */
+  convert?: { from: FieldType; to: FieldType; precision?: number; scale?: number };
+}
+
+/**
+ * A data migration declared in YAML (`renamed_values`, `removed_values` on an allowed-values
+ * field): the records of `bundle` holding `from` get `to` (null clears it, or drops the item of a
+ * multiple field), in their table or side table and in the snapshots of their revisions.
+ */
+export interface RewriteValuesOp {
+  op: 'rewriteValues';
+  entityType: string;
+  /** The entity type's table (its `bundle` column says which records). */
+  table: string;
+  bundle: string;
+  field: string;
+  /** Where the values are: a column of the entity table, or the `value` column of a side table. */
+  storage: { kind: 'column'; column: string } | { kind: 'table'; table: string; column: string };
+  from: string;
+  to: string | null;
+}
 
 export interface DataModel {
   entityTypes: Record<string, EntityTypeDescriptor>;

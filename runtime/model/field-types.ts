@@ -58,7 +58,8 @@ const num = (): PropertySpec => ({ column: 'double', schema: {}, derived: true }
 
 export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
   boolean: { kind: 'attribute', properties: { value: { column: 'boolean', schema: { type: 'boolean' } } }, mainProperty: 'value' },
-  decimal: { kind: 'attribute', properties: { value: { column: 'decimal', schema: { type: 'number' } } }, mainProperty: 'value' },
+  // A string, as farmOS serves Drupal's decimals ("2.75", no trailing zeros: values/decimal-value.ts); a JSON number is accepted on input.
+  decimal: { kind: 'attribute', properties: { value: { column: 'decimal', schema: { type: 'string', title: 'Decimal value', pattern: '^-?\\d+(\\.\\d+)?$' } } }, mainProperty: 'value' },
   email: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string', format: 'email' } } }, mainProperty: 'value' },
   integer: { kind: 'attribute', properties: { value: { column: 'integer', schema: { type: 'integer' } } }, mainProperty: 'value' },
   list_string: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string' } } }, mainProperty: 'value' },

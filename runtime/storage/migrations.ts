@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
 import { isPostgres } from './sql.ts';
+import { migrationNotes } from './value-rewrites.ts';
 
 /** One migration, generated or the runtime's own (core migrations carry no recorded checksum). */
 export interface GeneratedMigration {
@@ -25,6 +26,8 @@ export interface GeneratedMigration {
   checksum?: string;
   /** The migration's source file (set by loadGenerated, and by allMigrations for core ones). */
   file?: string;
+  /** Which series it belongs to: Tilth's generated ones (`model`, the default) or the site folder's (`site`). */
+  series?: 'model' | 'site';
 }
 
 const MIGRATIONS_TABLE = 'knex_migrations';
@@ -34,7 +37,8 @@ const PROJECT_ROOT = join(CORE_DIR, '..', '..', '..');
 
 export function allMigrations(generated: GeneratedMigration[]): GeneratedMigration[] {
   return [
-    ...generated.map((m) => ({ ...m, name: `model/${m.name}` })),
+    // Each series is recorded under a prefix of its own, so that Tilth's 0003 and a site's 0003 never collide.
+    ...generated.map((m) => ({ ...m, name: `${m.series ?? 'model'}/${m.name}` })),
     ...coreMigrations.map((m) => ({ ...m, name: `core/${m.name}`, file: join(CORE_DIR, `${m.name}.ts`) })),
   ];
 }
@@ -78,14 +82,17 @@ async function recordChecksums(knex: Knex, migrations: GeneratedMigration[]): Pr
   if (rows.length) await knex(CHECKSUMS_TABLE).insert(rows);
 }
 
-function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigration) => void): Knex.MigrationSource<GeneratedMigration> {
+function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigration) => void, notes?: Map<string, string[]>): Knex.MigrationSource<GeneratedMigration> {
   return {
     getMigrations: async () => migrations,
     getMigrationName: (m) => m.name,
     getMigration: async (m) => ({
       up: async (knex: Knex) => {
         running?.(m);
-        await m.up(knex);
+        // What its data rewrites changed (storage/value-rewrites.ts), for `tilth migrate` to report.
+        const lines: string[] = [];
+        await migrationNotes.run(lines, () => m.up(knex));
+        if (lines.length) notes?.set(m.name, lines);
       },
       down: m.down,
     }),
@@ -110,8 +117,11 @@ export async function migrationStatus(knex: Knex, generated: GeneratedMigration[
   };
 }
 
-/** Apply every pending migration, each in its own transaction. Returns the names applied. */
-export async function migrateLatest(knex: Knex, generated: GeneratedMigration[]): Promise<string[]> {
+/**
+ * Apply every pending migration, each in its own transaction. Returns the names applied; `notes`
+ * receives, by name, what the data migrations among them changed ("… in 3 record(s) and 5 revision(s)").
+ */
+export async function migrateLatest(knex: Knex, generated: GeneratedMigration[], notes?: Map<string, string[]>): Promise<string[]> {
   const status = await migrationStatus(knex, generated);
   if (status.unknown.length) throw new MigrationMismatchError(status);
   const migrations = allMigrations(generated);
@@ -129,7 +139,7 @@ export async function migrateLatest(knex: Knex, generated: GeneratedMigration[])
   knex.on('query-error', onQueryError);
   let running: GeneratedMigration | null = null;
   try {
-    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations, (m) => (running = m)), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations, (m) => (running = m), notes), tableName: MIGRATIONS_TABLE })) as [number, string[]];
   } catch (error) {
     // Knex runs every pending migration in one transaction; the one that threw is the last begun.
     // Say which, what the database said, and what to do, never a stack trace.
@@ -173,7 +183,9 @@ export class MigrationMismatchError extends Error {
     super(
       status.unknown.length
         ? `The database has ${status.unknown.length} migration(s) that this copy of Tilth does not know (${status.unknown.slice(0, 3).join(', ')}${status.unknown.length > 3 ? ', …' : ''}). ` +
-            `It was migrated by a newer Tilth: update this one (git pull && npm ci), or point DATABASE_URL / TILTH_DATA_DIR at another database.`
+            (status.unknown.every((n) => n.startsWith('site/'))
+              ? `They are the farm's own (site/…): point TILTH_SITE_DIR at the site folder that made them (its definitions/ and generated/), or restore the files its generated/migrations/ lost from where the farm keeps the site folder (its own repository or a backup).`
+              : `It was migrated by a newer Tilth: update this one (git pull && npm ci), or point DATABASE_URL / TILTH_DATA_DIR at another database.`)
         : `The database is ${status.pending.length} migration(s) behind generated/ (next: ${status.pending[0]}). Run \`npx tilth migrate\`, or start with \`npm start\`, which migrates first.`,
     );
     this.name = 'MigrationMismatchError';

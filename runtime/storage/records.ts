@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { FieldDescriptor, EntityTypeDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
+import { decimalOutput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { RevisionStore } from './revisions.ts';
 import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, selectRows } from './sql.ts';
 import { directConnectionOf } from './database.ts';
@@ -83,7 +84,8 @@ function itemFromProps(field: FieldDescriptor, props: Record<string, unknown>): 
     case 'timestamp':
       return props.value === null || props.value === undefined ? null : Number(props.value);
     case 'decimal':
-      return props.value === null || props.value === undefined ? null : String(props.value);
+      // SQLite hands back a float (2.75), PostgreSQL a string padded to the scale ("2.7500000000"): one form for both.
+      return props.value === null || props.value === undefined ? null : decimalOutput(props.value as string | number, field.scale ?? DEFAULT_DECIMAL.scale);
     case 'text_long':
       return props.value === null || props.value === undefined ? null : { value: props.value, format: props.format ?? 'default' };
     case 'fraction':

@@ -1,6 +1,8 @@
 /** Applies the generator's schema operations with Knex, the same way on SQLite and PostgreSQL. */
 import type { Knex } from 'knex';
 import type { ColumnSpec, SchemaOp } from '../model/descriptor.ts';
+import { DEFAULT_DECIMAL } from '../values/decimal-value.ts';
+import { moveField, rewriteValues } from './value-rewrites.ts';
 
 function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, column: ColumnSpec): void {
   let builder: Knex.ColumnBuilder;
@@ -27,7 +29,7 @@ function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, colu
       builder = table.double(column.name);
       break;
     case 'decimal':
-      builder = table.decimal(column.name, 30, 10);
+      builder = table.decimal(column.name, column.precision ?? DEFAULT_DECIMAL.precision, column.scale ?? DEFAULT_DECIMAL.scale);
       break;
   }
   if (column.nullable) builder.nullable();
@@ -50,6 +52,10 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
       });
     } else if (op.op === 'addColumn') {
       await knex.schema.alterTable(op.table, (table) => addColumn(table, op.column));
+    } else if (op.op === 'rewriteValues') {
+      await rewriteValues(knex, op);
+    } else if (op.op === 'moveField') {
+      await moveField(knex, op);
     } else {
       await knex.schema.alterTable(op.table, (table) => {
         if (op.index.unique) table.unique(op.index.columns, { indexName: op.index.name });

@@ -109,6 +109,48 @@ const cases: Array<[string, { given: Record<string, string>; want: { file: strin
       want: { file: 'definitions/entity-types/asset.yaml', line: 159, sentence: /field "location" is computed \(location\) from the log fields .*is_movement.*, but no log bundle has "is_movement" \(renamed or removed\?\)/ },
     },
   ],
+  [
+    'a renamed value that is still allowed',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  method:\n    type: list_string\n    label: Method\n    allowed_values:\n      - { value: mob, label: Mob }\n      - { value: mob_grazing, label: Mob grazing }\n    renamed_values: { mob: mob_grazing }\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 14, sentence: /field "method": "mob" is still an allowed value; a value renamed or removed must leave allowed_values/ },
+    },
+  ],
+  [
+    'a removed value whose records would get a value that is not allowed',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  method:\n    type: list_string\n    label: Method\n    allowed_values:\n      - { value: rotational, label: Rotational }\n    removed_values:\n      strip: rotatonal\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 14, sentence: /"strip" would become "rotatonal", which is not an allowed value\. Allowed: rotational/ },
+    },
+  ],
+  [
+    'a type change with no conversion defined',
+    {
+      given: { 'definitions/log/harvest.yaml': HARVEST.replace('    label: Lot number', '    label: Lot number\n    renamed_from: lot\n    converted_from: boolean') },
+      want: { file: 'definitions/log/harvest.yaml', line: 9, sentence: /field "lot_number": no conversion from boolean to string is defined\. Defined: integer → decimal/ },
+    },
+  ],
+  [
+    'a decimal whose scale is more than its precision',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  moisture:\n    type: decimal\n    label: Moisture\n    precision: 4\n    scale: 5\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 12, sentence: /"scale" \(5\) cannot be more than "precision" \(4\)/ },
+    },
+  ],
+  [
+    'precision on a field that is not a decimal',
+    {
+      given: { 'definitions/log/harvest.yaml': HARVEST.replace('    label: Lot number', '    label: Lot number\n    precision: 8\n    scale: 2') },
+      want: { file: 'definitions/log/harvest.yaml', line: 8, sentence: /"precision" and "scale" only apply to decimal fields/ },
+    },
+  ],
+  [
+    'a decimal precision SQLite cannot keep',
+    {
+      given: { 'definitions/log/harvest.yaml': `${HARVEST}  moisture:\n    type: decimal\n    label: Moisture\n    precision: 20\n    scale: 2\n` },
+      want: { file: 'definitions/log/harvest.yaml', line: 11, sentence: /field "moisture" \(precision\): at most 15 digits: SQLite keeps a decimal as a 64-bit float/ },
+    },
+  ],
 ];
 
 for (const [name, { given, want }] of cases) {

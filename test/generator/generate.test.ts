@@ -16,7 +16,7 @@ function walk(dir: string): string[] {
 
 test('the committed generated/ is exactly what the definitions produce', async () => {
   const result = await generate({ root: ROOT, check: true });
-  assert.deepEqual(result, { changed: [], removed: [], migrationAdded: null, indexDiffers: [] });
+  assert.deepEqual(result, { changed: [], removed: [], migrationAdded: null, siteMigrationAdded: null, indexDiffers: [] });
 });
 
 test('every generated file is stamped as generated', () => {
@@ -32,7 +32,7 @@ test('running the generator twice changes nothing', async () => {
     assert.deepEqual(first.changed, []);
     const snapshot = walk(join(project.root, 'generated')).map((f) => [f, readFileSync(f, 'utf8')]);
     const second = await generate({ root: project.root });
-    assert.deepEqual(second, { changed: [], removed: [], migrationAdded: null, indexDiffers: [] });
+    assert.deepEqual(second, { changed: [], removed: [], migrationAdded: null, siteMigrationAdded: null, indexDiffers: [] });
     for (const [file, text] of snapshot) assert.equal(readFileSync(file!, 'utf8'), text);
   } finally {
     project.remove();

@@ -4,10 +4,11 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchProject, ROOT, type ScratchProject } from '../support/project.ts';
-import { migrationChecksum } from '../../generator/emit/migrations.ts';
+import { migrationChecksum, MigrationFilesError } from '../../generator/emit/migrations.ts';
+import { generate } from '../../generator/index.ts';
 
 const projects: ScratchProject[] = [];
 after(() => projects.forEach((p) => p.remove()));
@@ -89,4 +90,22 @@ test('a generated/ that cannot be loaded (index.ts imports a file that is gone) 
     assert.equal(error.message.includes('\n    at '), false);
     return true;
   });
+});
+
+test('an upgrade that gives Tilth a field a site bundle stored first is refused in one line naming both migrations, before anything is migrated', async () => {
+  const { p } = project();
+  const site = join(p.root, 'site');
+  mkdirSync(join(site, 'definitions/log'), { recursive: true });
+  writeFileSync(join(site, 'definitions/log/watering.yaml'), 'entity_type: log\nbundle: watering\nlabel: Watering\nfields:\n  litres_applied:\n    type: integer\n    label: Litres\n');
+  assert.equal((await generate({ root: p.root, siteDir: site })).siteMigrationAdded, 'site/generated/migrations/0001_add_log_litres_applied_and_more.json');
+  // Upstream, without the farm's site folder, gives one of its own bundles a field of that name.
+  p.write('definitions/log/irrigation.yaml', 'entity_type: log\nbundle: irrigation\nlabel: Irrigation\nfields:\n  litres_applied:\n    type: integer\n    label: Litres\n');
+  assert.equal((await generate({ root: p.root, siteDir: join(p.root, 'upstream') })).migrationAdded, '0003_add_log_litres_applied_and_more');
+  await assert.rejects(
+    generate({ root: p.root, siteDir: site, check: true }),
+    (error: Error) =>
+      error instanceof MigrationFilesError &&
+      !error.message.includes('\n') &&
+      error.message.startsWith("generated/migrations/0003_add_log_litres_applied_and_more.ts (Tilth's own) and site/generated/migrations/0001_add_log_litres_applied_and_more.json (the site's) both create log.litres_applied"),
+  );
 });

@@ -25,13 +25,14 @@ export interface ChildServer {
 
 /**
  * Start `tilth serve --migrate` on `databaseEnv` (from createTestDatabase) and wait until it
- * listens. `keepOutput` keeps all it writes (for the tests that search its log), not only its start.
+ * listens. `keepOutput` keeps all it writes (for the tests that search its log), not only its start;
+ * `root` runs another copy of the project (a scratch project made with `withCode`).
  */
-export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}, options: { keepOutput?: boolean } = {}): Promise<ChildServer> {
+export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}, options: { keepOutput?: boolean; root?: string } = {}): Promise<ChildServer> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
-    cwd: ROOT,
+    cwd: options.root ?? ROOT,
     env: {
       ...process.env,
       PORT: String(port),

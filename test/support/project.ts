@@ -3,8 +3,8 @@
  * It lives inside the checkout (git-ignored) with `runtime` linked, so that generated code there
  * imports the real runtime exactly as generated/ does.
  */
-import { cpSync, mkdtempSync, rmSync, symlinkSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 
@@ -15,16 +15,27 @@ export interface ScratchProject {
   remove(): void;
 }
 
-export function scratchProject(options: { withGenerated?: boolean; from?: string } = {}): ScratchProject {
+/**
+ * `withCode` copies the code too (runtime/, generator/, bin/, package.json; node_modules linked),
+ * so that `node <root>/bin/tilth.js …` runs that copy as a checkout of its own: its generated/ and
+ * its default site/, as a farm's clone is upgraded.
+ */
+export function scratchProject(options: { withGenerated?: boolean; withCode?: boolean; from?: string } = {}): ScratchProject {
   const source = options.from ?? ROOT;
   const root = mkdtempSync(join(ROOT, '.tilth-test-'));
   cpSync(join(source, 'definitions'), join(root, 'definitions'), { recursive: true });
   if (options.withGenerated) cpSync(join(source, 'generated'), join(root, 'generated'), { recursive: true });
-  symlinkSync(join(ROOT, 'runtime'), join(root, 'runtime'), 'dir');
+  if (options.withCode) {
+    for (const part of ['runtime', 'generator', 'bin', 'package.json', 'tsconfig.json']) cpSync(join(ROOT, part), join(root, part), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
+  } else symlinkSync(join(ROOT, 'runtime'), join(root, 'runtime'), 'dir');
   return {
     root,
     read: (path) => readFileSync(join(root, path), 'utf8'),
-    write: (path, text) => writeFileSync(join(root, path), text),
+    write: (path, text) => {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      writeFileSync(join(root, path), text);
+    },
     remove: () => rmSync(root, { recursive: true, force: true }),
   };
 }
