@@ -1,6 +1,7 @@
 /**
  * Starting and stopping a Tilth server: open the database, check or apply migrations, create
- * the first administrator and the default client, then listen. Tests start real servers through
+ * the first administrator and the default client (on PostgreSQL under a lock, so that processes
+ * started together do this once: storage/process-lock.ts), then listen. Tests start real servers through
  * this on an ephemeral port.
  */
 import type { Server } from 'node:http';
@@ -12,6 +13,7 @@ import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
+import { claimSqliteDirectory, withStartLock } from './storage/process-lock.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
 import { createLogger } from './http/logging.ts';
@@ -62,25 +64,31 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR);
   const registry = new ModelRegistry(generated.model, config.modules);
   const db = openDatabase(config);
+  // One process per SQLite file; on PostgreSQL the start-up work below runs once at a time.
+  let claim: { release(): void } | null = null;
   try {
-    if (options.migrate) {
-      const applied = await migrateLatest(db.knex, generated.migrations);
-      if (applied.length) announce(`Applied ${applied.length} migration(s).`);
-    } else {
-      await assertMigrated(db.knex, generated.migrations);
-    }
-    // A farm upgraded to the release that stores placements gets them computed once, before serving.
-    const placed = await new Placements(registry).rebuildIfPending(db.knex);
-    if (placed) announce(`Computed the locations of ${placed} asset(s).`);
-    // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
-    const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
-    if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
+    if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
     const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
     const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
-    const admin = await ensureAdministrator(ctx);
     const oauth = createOAuth(ctx);
-    await oauth.bootstrap();
+    const admin = await withStartLock(db, async () => {
+      if (options.migrate) {
+        const applied = await migrateLatest(db.knex, generated.migrations);
+        if (applied.length) announce(`Applied ${applied.length} migration(s).`);
+      } else {
+        await assertMigrated(db.knex, generated.migrations);
+      }
+      // A farm upgraded to the release that stores placements gets them computed once, before serving.
+      const placed = await new Placements(registry).rebuildIfPending(db.knex);
+      if (placed) announce(`Computed the locations of ${placed} asset(s).`);
+      // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
+      const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
+      if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
+      const created = await ensureAdministrator(ctx);
+      await oauth.bootstrap();
+      return created;
+    });
     const app = createApp(ctx, oauth);
     const server = createAppServer(app);
     server.keepAliveTimeout = 65_000;
@@ -117,10 +125,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
             server.closeAllConnections();
           });
           await db.close();
+          claim?.release();
         })()),
     };
   } catch (error) {
     await db.close();
+    claim?.release();
     throw error;
   }
 }
