@@ -23,7 +23,7 @@ import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
 import { BodyLimits } from './access/body-limits.ts';
 import { generatePassword } from './accounts/passwords.ts';
-import { RateLimiter } from './access/rate-limiter.ts';
+import { limiterFor } from './access/rate-limiter.ts';
 import type { AppContext } from './context.ts';
 
 export interface StartOptions {
@@ -68,7 +68,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   let claim: { release(): void } | null = null;
   try {
     if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
-    const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
+    const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds));
     const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
     const oauth = createOAuth(ctx);

@@ -6,8 +6,9 @@
  * who types it right, is not held back. Over the limit every check answers "wait" without
  * looking at the password at all, even a right one.
  *
- * Each check reserves its attempt before the password is hashed (counting it synchronously,
- * so no other request of this process can slip in between), and only a success gives it back.
+ * Each check reserves its attempt before the password is hashed (counting it synchronously in
+ * memory, or in one statement in the database on PostgreSQL, so that no other request, of this
+ * process or another, can slip in between), and only a success gives it back.
  * Counting after the hash let every guess that arrived while the first ones were hashing through:
  * 60 wrong passwords at once were 60 checks, not 20.
  *
@@ -22,7 +23,7 @@
  * the owner's allowance, as before.
  */
 import type { Knex } from 'knex';
-import type { RateLimiter } from '../access/rate-limiter.ts';
+import type { Limiter } from '../access/rate-limiter.ts';
 import { HashingBusy, hashingOpen, verifyPassword } from './passwords.ts';
 import { findLogin, passwordHashOf, type UserAccount } from './users.ts';
 
@@ -50,7 +51,7 @@ export class PasswordGuard {
   /** Per account, the addresses it signed in from and until when they count as its own (Unix ms), oldest first. */
   private readonly known = new Map<number, Map<string, number>>();
 
-  constructor(private readonly failures: RateLimiter) {}
+  constructor(private readonly failures: Limiter) {}
 
   /**
    * Check a login (user name or e-mail address) and password, sent from `address` (the client's,
@@ -60,14 +61,14 @@ export class PasswordGuard {
     const account = login ? await findLogin(knex, login) : null;
     const key = account ? this.keyOf(account.id, address) : unknownLoginKey(login);
     if (!hashingOpen()) return BUSY;
-    const wait = this.failures.hit(key);
+    const wait = await this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
     let ok: boolean;
     try {
       ok = await verifyPassword(account?.pass ?? null, password);
     } catch (error) {
       // Not checked, so not counted: a flood of other sign-ins must not spend this account's tries.
-      this.failures.release(key);
+      await this.failures.release(key);
       if (error instanceof HashingBusy) return BUSY;
       throw error;
     }
@@ -75,7 +76,7 @@ export class PasswordGuard {
     // blocked account before it looks at the password: the answer tells a guesser nothing.
     if (account && !account.status) return { outcome: 'blocked' };
     if (!account || !ok) return { outcome: 'wrong', userId: account?.id ?? null };
-    this.failures.reset(key);
+    await this.failures.reset(key);
     if (address) this.remember(account.id, address);
     const { pass: _hash, ...rest } = account;
     return { outcome: 'ok', account: rest };
@@ -89,17 +90,17 @@ export class PasswordGuard {
     const key = this.keyOf(userId, address);
     const hash = await passwordHashOf(knex, userId);
     if (!hashingOpen()) throw new HashingBusy();
-    const wait = this.failures.hit(key);
+    const wait = await this.failures.hit(key);
     if (wait) return { waitSeconds: wait };
     let ok: boolean;
     try {
       ok = await verifyPassword(hash, password);
     } catch (error) {
-      this.failures.release(key);
+      await this.failures.release(key);
       throw error;
     }
     if (!ok) return 'wrong';
-    this.failures.reset(key);
+    await this.failures.reset(key);
     return 'ok';
   }
 

@@ -15,7 +15,9 @@ let token: string;
 before(async () => {
   if (!process.env.DATABASE_URL) return;
   // Started within a few milliseconds of each other on an empty database: the cold start.
-  cluster = await startCluster({ together: true });
+  // The limits at their defaults (300 token requests a minute per address, 20 failed passwords per
+  // account); the proxy passes X-Forwarded-For on, so a test can speak from an address of its own.
+  cluster = await startCluster({ together: true, env: { TILTH_RATE_LIMIT_PER_ADDRESS: '300', TILTH_RATE_LIMIT_PER_USERNAME: '20', TILTH_TRUST_PROXY: '1' } });
   token = await adminToken(cluster);
 });
 after(() => cluster?.close());
@@ -54,4 +56,34 @@ test('a second server over one SQLite database is refused, saying that it is uns
   await first.close();
   const again = await startTestServer({ database });
   await again.close();
+});
+
+/** How many answers had each status, e.g. { 400: 20, 429: 40 }. */
+function tally(statuses: number[]): Record<number, number> {
+  const out: Record<number, number> = {};
+  for (const s of statuses) out[s] = (out[s] ?? 0) + 1;
+  return out;
+}
+
+const tokenRequest = (form: Record<string, string>, from: string) =>
+  fetch(`${cluster.url}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-Forwarded-For': from }, body: new URLSearchParams(form) });
+
+test('the address limit holds across processes: 400 token requests spread over three processes, exactly 300 answered', postgresOnly, async () => {
+  const statuses = await Promise.all(
+    // An unknown client: refused before any password is hashed, but counted against the address all the same.
+    Array.from({ length: 400 }, (_, i) => tokenRequest({ grant_type: 'password', client_id: 'no-such-client', username: `nobody-${i}`, password: 'x' }, '203.0.113.7').then((r) => r.status)),
+  );
+  assert.equal(statuses.filter((s) => s !== 429).length, 300, JSON.stringify(tally(statuses)));
+});
+
+test('the account limit holds across processes: 60 wrong passwords at once, at most 20 checked', postgresOnly, async () => {
+  const answers = await Promise.all(
+    Array.from({ length: 60 }, (_, i) =>
+      tokenRequest({ grant_type: 'password', client_id: 'farm', username: 'admin', password: `wrong-${i}` }, `198.51.100.${i}`).then(async (r) => ({ status: r.status, error: ((await r.json()) as { error?: string }).error })),
+    ),
+  );
+  const checked = answers.filter((a) => a.error === 'invalid_grant').length;
+  assert.ok(checked <= 20 && checked > 0, `${checked} real checks: ${JSON.stringify(tally(answers.map((a) => a.status)))}`);
+  // The rest wait (429), or, when a process is busy hashing, are told to retry (503) uncounted.
+  assert.deepEqual(answers.filter((a) => a.error !== 'invalid_grant' && a.status !== 429 && a.status !== 503), []);
 });

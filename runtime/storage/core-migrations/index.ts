@@ -6,6 +6,7 @@ import * as readings from './0004_data_stream_readings.ts';
 import * as assetLocation from './0005_asset_location.ts';
 import * as assetGroup from './0006_asset_group.ts';
 import * as accountUniqueness from './0007_account_uniqueness.ts';
+import * as rateLimits from './0007_rate_limits.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -15,4 +16,5 @@ export const coreMigrations = [
   { name: '0005_asset_location', up: assetLocation.up, down: assetLocation.down },
   { name: '0006_asset_group', up: assetGroup.up, down: assetGroup.down },
   { name: '0007_account_uniqueness', up: accountUniqueness.up, down: accountUniqueness.down },
+  { name: '0007_rate_limits', up: rateLimits.up, down: rateLimits.down },
 ];
