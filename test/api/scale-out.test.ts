@@ -6,6 +6,8 @@ import { startCluster, adminToken, type Cluster } from '../support/cluster.ts';
 import knexFactory from 'knex';
 import { request } from '../support/http.ts';
 import { createTestDatabase, startTestServer } from '../support/server.ts';
+import { createUser } from '../../runtime/accounts/users.ts';
+import { configIdentifier } from '../../runtime/model/config-entities.ts';
 
 const sqliteOnly = { skip: process.env.DATABASE_URL ? 'the SQLite check' : false };
 const postgresOnly = { skip: process.env.DATABASE_URL ? false : 'several processes share a PostgreSQL database only (one SQLite file is one process)' };
@@ -86,4 +88,44 @@ test('the account limit holds across processes: 60 wrong passwords at once, at m
   assert.ok(checked <= 20 && checked > 0, `${checked} real checks: ${JSON.stringify(tally(answers.map((a) => a.status)))}`);
   // The rest wait (429), or, when a process is busy hashing, are told to retry (503) uncounted.
   assert.deepEqual(answers.filter((a) => a.error !== 'invalid_grant' && a.status !== 429 && a.status !== 503), []);
+});
+
+test('a revoked token, a blocked user and a changed role are refused by every process at once', postgresOnly, async (t) => {
+  // On PostgreSQL no process keeps principals: every request reads the token, the account and its
+  // roles afresh (storage/change-cache.ts), so a change through one process holds in all at once.
+  const knex = knexFactory({ client: 'pg', connection: cluster.database.env.DATABASE_URL });
+  t.after(() => knex.destroy());
+  const everywhere = async (accessToken: string, path = '/api/log/activity', init: RequestInit & { json?: unknown } = {}) =>
+    Promise.all(cluster.servers.map((s) => request(`${s.url}${path}`, { token: accessToken, ...init }).then((r) => r.status)));
+  const signIn = async (name: string) => (await (await tokenRequest({ grant_type: 'password', client_id: 'farm', username: name, password: `${name}-password` }, '192.0.2.1')).json()) as { access_token: string };
+
+  // Revocation, through the first process.
+  await createUser(knex, { name: 'rhea', password: 'rhea-password', roles: ['farm_manager'] });
+  const revoked = (await signIn('rhea')).access_token;
+  assert.deepEqual(await everywhere(revoked), [200, 200, 200]);
+  const revoke = await fetch(`${cluster.servers[0]!.url}/oauth/revoke`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: revoked, client_id: 'farm' }) });
+  assert.equal(revoke.status, 200);
+  assert.deepEqual(await everywhere(revoked), [401, 401, 401]);
+
+  // A blocked user, through the second.
+  const blockee = await createUser(knex, { name: 'bram', password: 'bram-password', roles: ['farm_manager'] });
+  const blocked = (await signIn('bram')).access_token;
+  assert.deepEqual(await everywhere(blocked), [200, 200, 200]);
+  const block = await request(`${cluster.servers[1]!.url}/api/user/user/${blockee.uuid}`, { method: 'PATCH', token, json: { data: { type: 'user--user', id: blockee.uuid, attributes: { status: false } } } });
+  assert.equal(block.status, 200, block.text);
+  assert.deepEqual(await everywhere(blocked), [401, 401, 401]);
+
+  // A manager made a viewer, through the third: creating a log is refused everywhere.
+  const demoted = await createUser(knex, { name: 'dana', password: 'dana-password', roles: ['farm_manager'] });
+  const dana = (await signIn('dana')).access_token;
+  const create = { method: 'POST', json: { data: { type: 'log--activity', attributes: { name: 'Mowing' } } } };
+  assert.deepEqual(await everywhere(dana, '/api/log/activity', create), [201, 201, 201]);
+  const demote = await request(`${cluster.servers[2]!.url}/api/user/user/${demoted.uuid}`, {
+    method: 'PATCH',
+    token,
+    json: { data: { type: 'user--user', id: demoted.uuid, relationships: { roles: { data: [configIdentifier('user_role', 'farm_viewer')] } } } },
+  });
+  assert.equal(demote.status, 200, demote.text);
+  assert.deepEqual(await everywhere(dana, '/api/log/activity', create), [403, 403, 403]);
+  assert.deepEqual(await everywhere(dana), [200, 200, 200], 'still a viewer');
 });
