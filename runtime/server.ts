@@ -13,7 +13,7 @@ import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
-import { claimSqliteDirectory, withStartLock } from './storage/process-lock.ts';
+import { claimSqliteDirectory, joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
 import { createLogger } from './http/logging.ts';
@@ -57,6 +57,11 @@ async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; pas
   return { name: ctx.config.adminUser, password: ctx.config.adminPassword ? null : password };
 }
 
+/** The settings every process over one database must share (storage/process-lock.ts), by their variables. */
+function sharedSettings(config: Config): SharedSettings {
+  return { TILTH_BASE_URL: config.baseUrl, TILTH_MODULES: [...config.modules].sort().join(','), TILTH_FARM_NAME: config.farmName };
+}
+
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
@@ -66,6 +71,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(config);
   // One process per SQLite file; on PostgreSQL the start-up work below runs once at a time.
   let claim: { release(): void } | null = null;
+  let running = null as { leave(): Promise<void> } | null;
   try {
     if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
     const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds));
@@ -85,6 +91,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
       const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
       if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
+      // Joined before the default clients are made from the settings, which must be the others'.
+      if (config.databaseUrl) running = await joinRunningProcesses(config.databaseUrl, db, sharedSettings(config));
       const created = await ensureAdministrator(ctx);
       await oauth.bootstrap();
       return created;
@@ -124,11 +132,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
             server.close(() => resolve());
             server.closeAllConnections();
           });
+          await running?.leave();
           await db.close();
           claim?.release();
         })()),
     };
   } catch (error) {
+    await running?.leave();
     await db.close();
     claim?.release();
     throw error;

@@ -5,13 +5,65 @@
  * after the other: the later ones wait, then find it done. On SQLite one process serves a file:
  * a second one is refused, naming the first, since what the processes would have to share (rate
  * limits, the caches that watch for commits) lives in each process's memory.
+ *
+ * Processes over one PostgreSQL database must also agree on the settings that shape what they
+ * store and answer (the base URL the `farm` client's redirect URIs and every link are made of, the
+ * modules, the farm's name): each running process holds a shared advisory lock on a connection of
+ * its own for as long as it runs, and a process that starts while others hold it compares its
+ * settings with theirs, recorded in tilth_state, and refuses to start naming any that differ.
+ * When none runs, the starting process's settings become the recorded ones: changing a setting
+ * means restarting every process, not one at a time.
  */
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { join } from 'node:path';
 import type { Database } from './database.ts';
+import { ConfigError } from '../config.ts';
 
 /** The advisory lock key of start-up work (any constant other locks do not use; names.ts's is another). */
 const START_LOCK = 7_404_211_909;
+/** Held shared by every running process (see above). */
+const RUNNING_LOCK = 7_404_211_910;
+const SETTINGS_STATE = 'shared_settings';
+
+/** The settings processes over one database must share, by the environment variable that sets each. */
+export type SharedSettings = Record<string, string>;
+
+/**
+ * Join the processes serving this PostgreSQL database, or refuse to if `settings` differ from
+ * theirs (a ConfigError naming each). Call under the start lock (withStartLock), after migrating.
+ * Returns what leaves them (on close); the connection it holds ends with the process anyway.
+ */
+export async function joinRunningProcesses(databaseUrl: string, knexDb: Database, settings: SharedSettings): Promise<{ leave(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'tilth (running)' });
+  await client.connect();
+  try {
+    const alone = (await client.query('SELECT pg_try_advisory_lock($1) AS got', [RUNNING_LOCK])).rows[0].got as boolean;
+    if (alone) {
+      await knexDb.knex('tilth_state').insert({ name: SETTINGS_STATE, value: JSON.stringify(settings) }).onConflict('name').merge();
+      await client.query('SELECT pg_advisory_unlock($1)', [RUNNING_LOCK]);
+    } else {
+      const row = await knexDb.knex('tilth_state').where('name', SETTINGS_STATE).first('value');
+      const theirs = (row ? JSON.parse(row.value) : {}) as SharedSettings;
+      const differing = Object.keys(settings).filter((name) => name in theirs && theirs[name] !== settings[name]);
+      if (differing.length) {
+        throw new ConfigError(
+          `This process's settings differ from those of the Tilth processes already serving this database: ` +
+            differing.map((name) => `${name} is "${settings[name]}" here but "${theirs[name]}" there`).join('; ') +
+            '. Every process over one database must have the same; to change one, stop them all and start them again with the new value.',
+        );
+      }
+    }
+    await client.query('SELECT pg_advisory_lock_shared($1)', [RUNNING_LOCK]);
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
+  client.on('error', () => {
+    // The database went away: this connection's lock went with it; requests will report the outage.
+  });
+  return { leave: () => client.end() };
+}
 
 interface PgConnection {
   query(sql: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
