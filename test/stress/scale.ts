@@ -14,6 +14,8 @@ export const SCALE = {
   fieldRace: FULL ? 1000 : 100,
   /** Times the server is killed under load. */
   kills: FULL ? 100 : 10,
+  /** Three processes behind a proxy (issue 26): 16 clients; one process killed and restarted every `killEvery` seconds. */
+  processes: { clients: 16, seconds: FULL ? 120 : 0, killEvery: 15 },
 };
 
 /** Record a test's figures for `npm run stress` (and show them in the test's output). */
