@@ -4,8 +4,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, adminToken, type Cluster } from '../support/cluster.ts';
 import knexFactory from 'knex';
-import { request } from '../support/http.ts';
-import { createTestDatabase, startTestServer } from '../support/server.ts';
+import { request, passwordToken } from '../support/http.ts';
+import { createTestDatabase, startTestServer, ADMIN } from '../support/server.ts';
+
+const passwordTokenOf = (url: string) => passwordToken(url, ADMIN.name, ADMIN.password);
 import { createUser } from '../../runtime/accounts/users.ts';
 import { configIdentifier } from '../../runtime/model/config-entities.ts';
 
@@ -138,4 +140,24 @@ test('a process whose base URL, modules or farm name differ from the running one
   const fourth = await cluster.start();
   assert.equal((await fetch(`${fourth.url}/health`)).status, 200);
   await fourth.stop();
+});
+
+test('a process older than the database it serves (another migrated it) answers 503, never 500, until it is restarted', async (t) => {
+  const server = await startTestServer();
+  t.after(() => server.close());
+  const adminToken = await passwordTokenOf(server.url);
+  const log = await request(`${server.url}/api/log/activity`, { method: 'POST', token: adminToken, json: { data: { type: 'log--activity', attributes: { name: 'Before the upgrade' } } } });
+  assert.equal(log.status, 201, log.text);
+  // What a newer release's migration might do, applied by a process of that release: record
+  // itself, and change a column this process's code reads.
+  const knex = server.ctx.db.knex;
+  await knex('knex_migrations').insert({ name: 'core/9999_from_the_future', batch: 99, migration_time: new Date() });
+  await knex.schema.alterTable('log', (table) => table.renameColumn('name', 'title'));
+  const health = await fetch(`${server.url}/health`);
+  assert.equal(health.status, 503);
+  assert.equal(((await health.json()) as { migrations: string }).migrations, 'ahead');
+  const after = await request(`${server.url}/api/log/activity`, { token: adminToken });
+  assert.equal(after.status, 503, after.text);
+  assert.match(after.body.errors[0].detail, /newer/);
+  assert.ok(after.headers.get('retry-after'));
 });
