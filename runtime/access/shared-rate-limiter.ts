@@ -8,8 +8,8 @@
 import type { Knex } from 'knex';
 import type { Limiter } from './rate-limiter.ts';
 
-/** How often a process deletes ended windows (at most; the timer does not keep the process alive). */
-const CLEAN_EVERY_MS = 60_000;
+/** How often, at most, a process deletes ended windows: once a window, or a minute if windows are longer. */
+const CLEAN_AT_MOST_EVERY_MS = 60_000;
 
 const HIT = `
 INSERT INTO tilth_rate_limits AS r (key, count, reset_at) VALUES (?, 1, now() + make_interval(secs => ?))
@@ -44,9 +44,9 @@ export class SharedRateLimiter implements Limiter {
     await this.knex.raw('DELETE FROM tilth_rate_limits WHERE key = ?', [`${this.name}:${key}`]);
   }
 
-  /** Delete the rows whose window ended, at most once a minute per process, without holding up the hit. */
+  /** Delete the rows whose window ended, now and then, on a hit, without holding it up. */
   private cleanNowAndThen(at = Date.now()): void {
-    if (at - this.lastCleaned < CLEAN_EVERY_MS) return;
+    if (at - this.lastCleaned < Math.min(CLEAN_AT_MOST_EVERY_MS, this.windowSeconds * 1000)) return;
     this.lastCleaned = at;
     this.knex.raw('DELETE FROM tilth_rate_limits WHERE reset_at < now()').catch(() => {
       // Cleaning is housekeeping: the next one tries again.

@@ -161,3 +161,17 @@ test('a process older than the database it serves (another migrated it) answers 
   assert.match(after.body.errors[0].detail, /newer/);
   assert.ok(after.headers.get('retry-after'));
 });
+
+test('on PostgreSQL, rate-limit counters whose window ended are deleted', postgresOnly, async (t) => {
+  const server = await startTestServer({ env: { TILTH_RATE_LIMIT_WINDOW: '1', TILTH_TRUST_PROXY: '1' } });
+  t.after(() => server.close());
+  const knex = server.ctx.db.knex;
+  const from = (address: string) =>
+    fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-Forwarded-For': address }, body: 'grant_type=password&client_id=no-such-client' });
+  for (let i = 0; i < 5; i++) await from(`192.0.2.${i}`);
+  assert.ok(Number((await knex('tilth_rate_limits').count({ n: '*' }))[0]!.n) >= 5);
+  await new Promise((resolve) => setTimeout(resolve, 2100));
+  await from('192.0.2.200');
+  for (let tries = 0; tries < 50 && Number((await knex('tilth_rate_limits').count({ n: '*' }))[0]!.n) > 1; tries++) await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual((await knex('tilth_rate_limits').select('key')).map((r) => r.key), ['address:192.0.2.200'], 'only the live window is left');
+});
