@@ -21,6 +21,7 @@ import { createApp } from './http/app.ts';
 import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
+import { knownAddressesFor } from './accounts/known-addresses.ts';
 import { BodyLimits } from './access/body-limits.ts';
 import { generatePassword } from './accounts/passwords.ts';
 import { limiterFor } from './access/rate-limiter.ts';
@@ -74,7 +75,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   let running = null as { leave(): Promise<void> } | null;
   try {
     if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
-    const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds));
+    const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds), knownAddressesFor(db));
     const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
     const oauth = createOAuth(ctx);

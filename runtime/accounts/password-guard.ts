@@ -26,6 +26,7 @@ import type { Knex } from 'knex';
 import type { Limiter } from '../access/rate-limiter.ts';
 import { HashingBusy, hashingOpen, verifyPassword } from './passwords.ts';
 import { findLogin, passwordHashOf, type UserAccount } from './users.ts';
+import { KnownAddressesInMemory, type KnownAddresses } from './known-addresses.ts';
 
 export type LoginCheck =
   | { outcome: 'ok'; account: UserAccount }
@@ -39,19 +40,15 @@ export type LoginCheck =
 
 const accountKey = (userId: number) => `account:${userId}`;
 const knownAddressKey = (userId: number, address: string) => `account:${userId}@${address}`;
-/** How long an address a user signed in from keeps its own allowance. */
-const KNOWN_DAYS = 30;
-/** Addresses remembered per account (the most recent), and accounts remembered at most. */
-const KNOWN_PER_ACCOUNT = 20;
-const KNOWN_ACCOUNTS = 100_000;
 const BUSY: LoginCheck = Object.freeze({ outcome: 'busy', seconds: 1 });
 const unknownLoginKey = (login: string) => `login:${login.trim().toLowerCase()}`;
 
 export class PasswordGuard {
-  /** Per account, the addresses it signed in from and until when they count as its own (Unix ms), oldest first. */
-  private readonly known = new Map<number, Map<string, number>>();
-
-  constructor(private readonly failures: Limiter) {}
+  constructor(
+    private readonly failures: Limiter,
+    /** The addresses accounts signed in from (accounts/known-addresses.ts). */
+    private readonly known: KnownAddresses = new KnownAddressesInMemory(),
+  ) {}
 
   /**
    * Check a login (user name or e-mail address) and password, sent from `address` (the client's,
@@ -59,7 +56,7 @@ export class PasswordGuard {
    */
   async login(knex: Knex, login: string, password: string, address?: string): Promise<LoginCheck> {
     const account = login ? await findLogin(knex, login) : null;
-    const key = account ? this.keyOf(account.id, address) : unknownLoginKey(login);
+    const key = account ? await this.keyOf(account.id, address) : unknownLoginKey(login);
     if (!hashingOpen()) return BUSY;
     const wait = await this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
@@ -77,7 +74,7 @@ export class PasswordGuard {
     if (account && !account.status) return { outcome: 'blocked' };
     if (!account || !ok) return { outcome: 'wrong', userId: account?.id ?? null };
     await this.failures.reset(key);
-    if (address) this.remember(account.id, address);
+    if (address) await this.known.remember(account.id, address);
     const { pass: _hash, ...rest } = account;
     return { outcome: 'ok', account: rest };
   }
@@ -87,7 +84,7 @@ export class PasswordGuard {
    * sent from `address`: it spends the same allowance as a sign-in from there.
    */
   async confirm(knex: Knex, userId: number, password: string, address?: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
-    const key = this.keyOf(userId, address);
+    const key = await this.keyOf(userId, address);
     const hash = await passwordHashOf(knex, userId);
     if (!hashingOpen()) throw new HashingBusy();
     const wait = await this.failures.hit(key);
@@ -105,18 +102,7 @@ export class PasswordGuard {
   }
 
   /** The allowance an attempt on this account from `address` spends: the address's own once the account signed in from it, else the account's shared one. */
-  private keyOf(userId: number, address: string | undefined, at = Date.now()): string {
-    return address && (this.known.get(userId)?.get(address) ?? 0) > at ? knownAddressKey(userId, address) : accountKey(userId);
-  }
-
-  private remember(userId: number, address: string, at = Date.now()): void {
-    let addresses = this.known.get(userId);
-    if (!addresses) {
-      if (this.known.size >= KNOWN_ACCOUNTS) this.known.delete(this.known.keys().next().value!);
-      this.known.set(userId, (addresses = new Map()));
-    }
-    addresses.delete(address); // re-inserted last: the most recent
-    addresses.set(address, at + KNOWN_DAYS * 86_400_000);
-    if (addresses.size > KNOWN_PER_ACCOUNT) addresses.delete(addresses.keys().next().value!);
+  private async keyOf(userId: number, address: string | undefined): Promise<string> {
+    return address && (await this.known.isKnown(userId, address)) ? knownAddressKey(userId, address) : accountKey(userId);
   }
 }

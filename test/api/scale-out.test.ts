@@ -92,6 +92,24 @@ test('the account limit holds across processes: 60 wrong passwords at once, at m
   assert.deepEqual(answers.filter((a) => a.error !== 'invalid_grant' && a.status !== 429 && a.status !== 503), []);
 });
 
+test("the owner's own address keeps its allowance on every process while a guesser spends the account's", postgresOnly, async (t) => {
+  const knex = knexFactory({ client: 'pg', connection: cluster.database.env.DATABASE_URL });
+  t.after(() => knex.destroy());
+  await createUser(knex, { name: 'olga', password: 'olga-password', roles: ['farm_worker'] });
+  const signIn = (server: number, password: string, from: string) =>
+    fetch(`${cluster.servers[server]!.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-Forwarded-For': from },
+      body: new URLSearchParams({ grant_type: 'password', client_id: 'farm', username: 'olga', password }),
+    }).then((r) => r.status);
+  assert.equal(await signIn(0, 'olga-password', '192.0.2.50'), 200, 'the owner signs in from home through one process');
+  // A guesser elsewhere spends the account's shared allowance (20), through all three.
+  const guesses = await Promise.all(Array.from({ length: 24 }, (_, i) => signIn(i % 3, `guess-${i}`, '203.0.113.99')));
+  assert.ok(guesses.includes(429), JSON.stringify(tally(guesses)));
+  // From home the owner still signs in, whichever process answers.
+  assert.deepEqual([await signIn(1, 'olga-password', '192.0.2.50'), await signIn(2, 'olga-password', '192.0.2.50')], [200, 200]);
+});
+
 test('a revoked token, a blocked user and a changed role are refused by every process at once', postgresOnly, async (t) => {
   // On PostgreSQL no process keeps principals: every request reads the token, the account and its
   // roles afresh (storage/change-cache.ts), so a change through one process holds in all at once.

@@ -47,7 +47,8 @@ export async function startProxy(backends: () => string[]): Promise<Proxy> {
       attempt(0);
     });
   });
-  server.keepAliveTimeout = 1000;
+  // Longer than the clients keep idle connections, so that none reuses one the proxy just closed (ECONNRESET).
+  server.keepAliveTimeout = 65_000;
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
