@@ -5,6 +5,7 @@ import { startServer } from '../server.ts';
 import { createLogger } from '../http/logging.ts';
 import { openDatabase } from '../storage/database.ts';
 import { migrateLatest, migrationStatus } from '../storage/migrations.ts';
+import { withStartLock } from '../storage/process-lock.ts';
 import { loadGenerated } from '../generated.ts';
 
 export const serveCommand: Command = {
@@ -54,7 +55,8 @@ export const migrateCommand: Command = {
         process.stdout.write(`${status.applied.length} applied, ${status.pending.length} pending.${status.pending.length ? ' Run `npx tilth migrate` to apply them.' : ''}\n`);
         return status.unknown.length ? 1 : 0;
       }
-      const applied = await migrateLatest(db.knex, generated.migrations);
+      // Under the start lock: a server starting meanwhile waits, then finds the database migrated.
+      const applied = await withStartLock(db, () => migrateLatest(db.knex, generated.migrations));
       process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}\n` : 'The database is up to date.\n');
       return 0;
     } finally {
