@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, adminToken, type Cluster } from '../support/cluster.ts';
+import { killUnderLoad } from '../support/kill-under-load.ts';
 import knexFactory from 'knex';
 import { request, passwordToken } from '../support/http.ts';
 import { createTestDatabase, startTestServer, ADMIN } from '../support/server.ts';
@@ -192,4 +193,10 @@ test('on PostgreSQL, rate-limit counters whose window ended are deleted', postgr
   await from('192.0.2.200');
   for (let tries = 0; tries < 50 && Number((await knex('tilth_rate_limits').count({ n: '*' }))[0]!.n) > 1; tries++) await new Promise((resolve) => setTimeout(resolve, 100));
   assert.deepEqual((await knex('tilth_rate_limits').select('key')).map((r) => r.key), ['address:192.0.2.200'], 'only the live window is left');
+});
+
+test('16 writers through the proxy while a process is killed and restarted: nothing acknowledged lost or doubled, no 5xx', postgresOnly, async () => {
+  // Last: it replaces one of the processes. The long version is in test/stress/processes.test.ts.
+  const figures = await killUnderLoad(cluster, { clients: 16, seconds: 0, killEvery: 0 });
+  assert.ok(figures.creates! > 0);
 });
