@@ -72,7 +72,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(config);
   // One process per SQLite file; on PostgreSQL the start-up work below runs once at a time.
   let claim: { release(): void } | null = null;
-  let running = null as { leave(): Promise<void> } | null;
+  let running = null as { record(): Promise<void>; leave(): Promise<void> } | null;
   try {
     if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
     const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds), knownAddressesFor(db));
@@ -80,6 +80,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
     const oauth = createOAuth(ctx);
     const admin = await withStartLock(db, async () => {
+      // First: a process whose settings differ from the running ones' changes nothing.
+      if (config.databaseUrl) running = await joinRunningProcesses(config.databaseUrl, db, sharedSettings(config));
       if (options.migrate) {
         const applied = await migrateLatest(db.knex, generated.migrations);
         if (applied.length) announce(`Applied ${applied.length} migration(s).`);
@@ -92,8 +94,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
       const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
       if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
-      // Joined before the default clients are made from the settings, which must be the others'.
-      if (config.databaseUrl) running = await joinRunningProcesses(config.databaseUrl, db, sharedSettings(config));
+      await running?.record();
       const created = await ensureAdministrator(ctx);
       await oauth.bootstrap();
       return created;

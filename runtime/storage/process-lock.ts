@@ -31,19 +31,22 @@ export type SharedSettings = Record<string, string>;
 
 /**
  * Join the processes serving this PostgreSQL database, or refuse to if `settings` differ from
- * theirs (a ConfigError naming each). Call under the start lock (withStartLock), after migrating.
- * Returns what leaves them (on close); the connection it holds ends with the process anyway.
+ * theirs (a ConfigError naming each). Call under the start lock (withStartLock), before migrating:
+ * a process with the wrong settings must change nothing. When no other process runs, its settings
+ * become the recorded ones with `record()`, after migrating (the table may not exist before).
+ * `leave()` on close; the connection it holds ends with the process anyway.
  */
-export async function joinRunningProcesses(databaseUrl: string, knexDb: Database, settings: SharedSettings): Promise<{ leave(): Promise<void> }> {
+export async function joinRunningProcesses(databaseUrl: string, db: Database, settings: SharedSettings): Promise<{ record(): Promise<void>; leave(): Promise<void> }> {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'tilth (running)' });
   await client.connect();
+  let alone: boolean;
   try {
-    const alone = (await client.query('SELECT pg_try_advisory_lock($1) AS got', [RUNNING_LOCK])).rows[0].got as boolean;
+    alone = (await client.query('SELECT pg_try_advisory_lock($1) AS got', [RUNNING_LOCK])).rows[0].got as boolean;
     if (alone) {
-      await knexDb.knex('tilth_state').insert({ name: SETTINGS_STATE, value: JSON.stringify(settings) }).onConflict('name').merge();
       await client.query('SELECT pg_advisory_unlock($1)', [RUNNING_LOCK]);
     } else {
-      const row = await knexDb.knex('tilth_state').where('name', SETTINGS_STATE).first('value');
+      // Others run, so the database is migrated at least as far as their code: tilth_state exists.
+      const row = await db.knex('tilth_state').where('name', SETTINGS_STATE).first('value');
       const theirs = (row ? JSON.parse(row.value) : {}) as SharedSettings;
       const differing = Object.keys(settings).filter((name) => name in theirs && theirs[name] !== settings[name]);
       if (differing.length) {
@@ -62,7 +65,12 @@ export async function joinRunningProcesses(databaseUrl: string, knexDb: Database
   client.on('error', () => {
     // The database went away: this connection's lock went with it; requests will report the outage.
   });
-  return { leave: () => client.end() };
+  return {
+    record: async () => {
+      if (alone) await db.knex('tilth_state').insert({ name: SETTINGS_STATE, value: JSON.stringify(settings) }).onConflict('name').merge();
+    },
+    leave: () => client.end(),
+  };
 }
 
 interface PgConnection {

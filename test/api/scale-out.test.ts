@@ -152,9 +152,11 @@ test('a revoked token, a blocked user and a changed role are refused by every pr
 });
 
 test('a process whose base URL, modules or farm name differ from the running ones refuses to start, naming the setting', postgresOnly, async () => {
-  for (const [setting, value] of [['TILTH_FARM_NAME', 'Another Farm'], ['TILTH_BASE_URL', 'http://127.0.0.1:9'], ['TILTH_MODULES', 'ledger']] as const) {
-    await assert.rejects(cluster.start({ [setting]: value }), (error: Error) => error.message.includes(setting) && error.message.includes('differ'), `${setting} differing`);
-  }
+  await Promise.all(
+    [['TILTH_FARM_NAME', 'Another Farm'], ['TILTH_BASE_URL', 'http://127.0.0.1:9'], ['TILTH_MODULES', 'ledger']].map(([setting, value]) =>
+      assert.rejects(cluster.start({ [setting!]: value! }), (error: Error) => error.message.includes(setting!) && error.message.includes('differ'), `${setting} differing`),
+    ),
+  );
   // The same settings start, and serve beside the others.
   const fourth = await cluster.start();
   assert.equal((await fetch(`${fourth.url}/health`)).status, 200);
