@@ -1,6 +1,7 @@
 /**
  * Starting and stopping a Tilth server: open the database, check or apply migrations, create
- * the first administrator and the default client, then listen. Tests start real servers through
+ * the first administrator and the default client (on PostgreSQL under a lock, so that processes
+ * started together do this once: storage/process-lock.ts), then listen. Tests start real servers through
  * this on an ephemeral port.
  */
 import type { Server } from 'node:http';
@@ -12,6 +13,7 @@ import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
+import { claimSqliteDirectory, joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
 import { createLogger } from './http/logging.ts';
@@ -19,9 +21,10 @@ import { createApp } from './http/app.ts';
 import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
+import { knownAddressesFor } from './accounts/known-addresses.ts';
 import { BodyLimits } from './access/body-limits.ts';
 import { generatePassword } from './accounts/passwords.ts';
-import { RateLimiter } from './access/rate-limiter.ts';
+import { limiterFor } from './access/rate-limiter.ts';
 import type { AppContext } from './context.ts';
 
 export interface StartOptions {
@@ -55,6 +58,11 @@ async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; pas
   return { name: ctx.config.adminUser, password: ctx.config.adminPassword ? null : password };
 }
 
+/** The settings every process over one database must share (storage/process-lock.ts), by their variables. */
+function sharedSettings(config: Config): SharedSettings {
+  return { TILTH_BASE_URL: config.baseUrl, TILTH_MODULES: [...config.modules].sort().join(','), TILTH_FARM_NAME: config.farmName };
+}
+
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
@@ -62,27 +70,37 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR, config.siteDir);
   const registry = new ModelRegistry(generated.model, config.modules);
   const db = openDatabase(config);
+  // One process per SQLite file; on PostgreSQL the start-up work below runs once at a time.
+  let claim: { release(): void } | null = null;
+  let running = null as { record(): Promise<void>; leave(): Promise<void> } | null;
   try {
-    if (options.migrate) {
-      const notes = new Map<string, string[]>();
-      const applied = await migrateLatest(db.knex, generated.migrations, notes);
-      if (applied.length) announce(`Applied ${applied.length} migration(s).`);
-      for (const [name, lines] of notes) for (const line of lines) announce(`${name}: ${line}`);
-    } else {
-      await assertMigrated(db.knex, generated.migrations);
-    }
-    // A farm upgraded to the release that stores placements gets them computed once, before serving.
-    const placed = await new Placements(registry).rebuildIfPending(db.knex);
-    if (placed) announce(`Computed the locations of ${placed} asset(s).`);
-    // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
-    const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
-    if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
-    const passwords = new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds));
+    if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
+    const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds), knownAddressesFor(db));
     const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
-    const admin = await ensureAdministrator(ctx);
     const oauth = createOAuth(ctx);
-    await oauth.bootstrap();
+    const admin = await withStartLock(db, async () => {
+      // First: a process whose settings differ from the running ones' changes nothing.
+      if (config.databaseUrl) running = await joinRunningProcesses(config.databaseUrl, db, sharedSettings(config));
+      if (options.migrate) {
+        const notes = new Map<string, string[]>();
+        const applied = await migrateLatest(db.knex, generated.migrations, notes);
+        if (applied.length) announce(`Applied ${applied.length} migration(s).`);
+        for (const [name, lines] of notes) for (const line of lines) announce(`${name}: ${line}`);
+      } else {
+        await assertMigrated(db.knex, generated.migrations);
+      }
+      // A farm upgraded to the release that stores placements gets them computed once, before serving.
+      const placed = await new Placements(registry).rebuildIfPending(db.knex);
+      if (placed) announce(`Computed the locations of ${placed} asset(s).`);
+      // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
+      const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
+      if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');
+      await running?.record();
+      const created = await ensureAdministrator(ctx);
+      await oauth.bootstrap();
+      return created;
+    });
     const app = createApp(ctx, oauth);
     const server = createAppServer(app);
     server.keepAliveTimeout = 65_000;
@@ -118,11 +136,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
             server.close(() => resolve());
             server.closeAllConnections();
           });
+          await running?.leave();
           await db.close();
+          claim?.release();
         })()),
     };
   } catch (error) {
+    await running?.leave();
     await db.close();
+    claim?.release();
     throw error;
   }
 }

@@ -1,8 +1,30 @@
 /**
- * Fixed-window counters of attempts per key (a client address, an account), kept in this
- * process's memory: with several server processes each counts on its own, and a restart forgets
- * them. Used by the token endpoint, the sign-in form and password confirmations.
+ * Fixed-window counters of attempts per key (a client address, an account), used by the token
+ * endpoint, the sign-in form and password confirmations. `Limiter` is what they call; on SQLite
+ * it is `RateLimiter`, kept in this process's memory (one process serves a SQLite file, and a
+ * restart forgets the counts); on PostgreSQL it is access/shared-rate-limiter.ts, in the database,
+ * so that the limits hold across every process that serves it. `limiterFor` picks.
  */
+import type { Database } from '../storage/database.ts';
+import { SharedRateLimiter } from './shared-rate-limiter.ts';
+
+/**
+ * Counting attempts against a limit. `hit` counts at once, before it returns or yields (a caller
+ * that hits, then awaits, has reserved its attempt); it answers the seconds to wait when this
+ * attempt is over the limit, else 0.
+ */
+export interface Limiter {
+  hit(key: string): number | Promise<number>;
+  /** Give back one attempt counted by `hit` that did not happen after all. */
+  release(key: string): void | Promise<void>;
+  /** Forget `key`'s count (after a successful login). */
+  reset(key: string): void | Promise<void>;
+}
+
+/** The limiter for this database: in memory on SQLite, shared through the database on PostgreSQL. `name` keeps limiters' keys apart. */
+export function limiterFor(db: Database, name: string, limit: number, windowSeconds: number): Limiter {
+  return db.dialect === 'postgres' ? new SharedRateLimiter(db.knex, name, limit, windowSeconds) : new RateLimiter(limit, windowSeconds);
+}
 interface Window {
   count: number;
   /** Unix milliseconds when the window ends. */
@@ -12,7 +34,7 @@ interface Window {
 /** Most keys tracked at once; beyond it, finished windows are dropped, then the oldest. */
 const MAX_KEYS = 100_000;
 
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, Window>();
 
   constructor(

@@ -6,8 +6,9 @@
  * who types it right, is not held back. Over the limit every check answers "wait" without
  * looking at the password at all, even a right one.
  *
- * Each check reserves its attempt before the password is hashed (counting it synchronously,
- * so no other request of this process can slip in between), and only a success gives it back.
+ * Each check reserves its attempt before the password is hashed (counting it synchronously in
+ * memory, or in one statement in the database on PostgreSQL, so that no other request, of this
+ * process or another, can slip in between), and only a success gives it back.
  * Counting after the hash let every guess that arrived while the first ones were hashing through:
  * 60 wrong passwords at once were 60 checks, not 20.
  *
@@ -22,9 +23,10 @@
  * the owner's allowance, as before.
  */
 import type { Knex } from 'knex';
-import type { RateLimiter } from '../access/rate-limiter.ts';
+import type { Limiter } from '../access/rate-limiter.ts';
 import { HashingBusy, hashingOpen, verifyPassword } from './passwords.ts';
 import { findLogin, passwordHashOf, type UserAccount } from './users.ts';
+import { KnownAddressesInMemory, type KnownAddresses } from './known-addresses.ts';
 
 export type LoginCheck =
   | { outcome: 'ok'; account: UserAccount }
@@ -38,19 +40,15 @@ export type LoginCheck =
 
 const accountKey = (userId: number) => `account:${userId}`;
 const knownAddressKey = (userId: number, address: string) => `account:${userId}@${address}`;
-/** How long an address a user signed in from keeps its own allowance. */
-const KNOWN_DAYS = 30;
-/** Addresses remembered per account (the most recent), and accounts remembered at most. */
-const KNOWN_PER_ACCOUNT = 20;
-const KNOWN_ACCOUNTS = 100_000;
 const BUSY: LoginCheck = Object.freeze({ outcome: 'busy', seconds: 1 });
 const unknownLoginKey = (login: string) => `login:${login.trim().toLowerCase()}`;
 
 export class PasswordGuard {
-  /** Per account, the addresses it signed in from and until when they count as its own (Unix ms), oldest first. */
-  private readonly known = new Map<number, Map<string, number>>();
-
-  constructor(private readonly failures: RateLimiter) {}
+  constructor(
+    private readonly failures: Limiter,
+    /** The addresses accounts signed in from (accounts/known-addresses.ts). */
+    private readonly known: KnownAddresses = new KnownAddressesInMemory(),
+  ) {}
 
   /**
    * Check a login (user name or e-mail address) and password, sent from `address` (the client's,
@@ -58,16 +56,16 @@ export class PasswordGuard {
    */
   async login(knex: Knex, login: string, password: string, address?: string): Promise<LoginCheck> {
     const account = login ? await findLogin(knex, login) : null;
-    const key = account ? this.keyOf(account.id, address) : unknownLoginKey(login);
+    const key = account ? await this.keyOf(account.id, address) : unknownLoginKey(login);
     if (!hashingOpen()) return BUSY;
-    const wait = this.failures.hit(key);
+    const wait = await this.failures.hit(key);
     if (wait) return { outcome: 'wait', seconds: wait };
     let ok: boolean;
     try {
       ok = await verifyPassword(account?.pass ?? null, password);
     } catch (error) {
       // Not checked, so not counted: a flood of other sign-ins must not spend this account's tries.
-      this.failures.release(key);
+      await this.failures.release(key);
       if (error instanceof HashingBusy) return BUSY;
       throw error;
     }
@@ -75,8 +73,8 @@ export class PasswordGuard {
     // blocked account before it looks at the password: the answer tells a guesser nothing.
     if (account && !account.status) return { outcome: 'blocked' };
     if (!account || !ok) return { outcome: 'wrong', userId: account?.id ?? null };
-    this.failures.reset(key);
-    if (address) this.remember(account.id, address);
+    await this.failures.reset(key);
+    if (address) await this.known.remember(account.id, address);
     const { pass: _hash, ...rest } = account;
     return { outcome: 'ok', account: rest };
   }
@@ -86,36 +84,25 @@ export class PasswordGuard {
    * sent from `address`: it spends the same allowance as a sign-in from there.
    */
   async confirm(knex: Knex, userId: number, password: string, address?: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
-    const key = this.keyOf(userId, address);
+    const key = await this.keyOf(userId, address);
     const hash = await passwordHashOf(knex, userId);
     if (!hashingOpen()) throw new HashingBusy();
-    const wait = this.failures.hit(key);
+    const wait = await this.failures.hit(key);
     if (wait) return { waitSeconds: wait };
     let ok: boolean;
     try {
       ok = await verifyPassword(hash, password);
     } catch (error) {
-      this.failures.release(key);
+      await this.failures.release(key);
       throw error;
     }
     if (!ok) return 'wrong';
-    this.failures.reset(key);
+    await this.failures.reset(key);
     return 'ok';
   }
 
   /** The allowance an attempt on this account from `address` spends: the address's own once the account signed in from it, else the account's shared one. */
-  private keyOf(userId: number, address: string | undefined, at = Date.now()): string {
-    return address && (this.known.get(userId)?.get(address) ?? 0) > at ? knownAddressKey(userId, address) : accountKey(userId);
-  }
-
-  private remember(userId: number, address: string, at = Date.now()): void {
-    let addresses = this.known.get(userId);
-    if (!addresses) {
-      if (this.known.size >= KNOWN_ACCOUNTS) this.known.delete(this.known.keys().next().value!);
-      this.known.set(userId, (addresses = new Map()));
-    }
-    addresses.delete(address); // re-inserted last: the most recent
-    addresses.set(address, at + KNOWN_DAYS * 86_400_000);
-    if (addresses.size > KNOWN_PER_ACCOUNT) addresses.delete(addresses.keys().next().value!);
+  private async keyOf(userId: number, address: string | undefined): Promise<string> {
+    return address && (await this.known.isKnown(userId, address)) ? knownAddressKey(userId, address) : accountKey(userId);
   }
 }

@@ -5,6 +5,7 @@ import { startServer } from '../server.ts';
 import { createLogger } from '../http/logging.ts';
 import { openDatabase } from '../storage/database.ts';
 import { migrateLatest, migrationStatus } from '../storage/migrations.ts';
+import { withStartLock } from '../storage/process-lock.ts';
 import { loadGenerated } from '../generated.ts';
 
 export const serveCommand: Command = {
@@ -57,8 +58,9 @@ export const migrateCommand: Command = {
         process.stdout.write(`${status.applied.length} applied, ${status.pending.length} pending.${status.pending.length ? ' Run `npx tilth migrate` to apply them.' : ''}\n`);
         return status.unknown.length ? 1 : 0;
       }
+      // Under the start lock: a server starting meanwhile waits, then finds the database migrated.
       const notes = new Map<string, string[]>();
-      const applied = await migrateLatest(db.knex, generated.migrations, notes);
+      const applied = await withStartLock(db, () => migrateLatest(db.knex, generated.migrations, notes));
       const lines = applied.map((n) => [`  ${n}`, ...(notes.get(n) ?? []).map((note) => `    ${note}`)].join('\n'));
       process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${lines.join('\n')}\n` : 'The database is up to date.\n');
       return 0;

@@ -3,11 +3,12 @@
  * database transaction waits on the network: `receive` streams the body (decompressed when it
  * says Content-Encoding) to a temporary file while counting it against the size limit and ending
  * it with 408 when it stalls; then, in a short transaction, `place` moves it under
- * `farm/<entity>/<YYYY>-<MM>/` (renamed when the name is taken, as Drupal does). Nothing of a
+ * `farm/<entity>/<YYYY>-<MM>/` (renamed when the name is taken, as Drupal does; names are reserved
+ * atomically, so processes sharing the folder never overwrite each other's files). Nothing of a
  * failed upload stays behind, and what a process that died mid-upload left in `tmp/` is removed
  * when the server next starts (sweepAbandonedUploads).
  */
-import { createWriteStream, mkdirSync, readdirSync, renameSync, rmSync, statSync, existsSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, extname, basename, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -138,6 +139,17 @@ export function sweepAbandonedUploads(dataDir: string, idleMs: number, now = Dat
   return removed;
 }
 
+/** Create `path` if no file has that name (atomically, also across processes); false when one has. */
+function reserve(path: string): boolean {
+  try {
+    closeSync(openSync(path, 'wx'));
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
 export interface FileLimits {
   maxBytes: number;
   /** Milliseconds the body may send nothing before the upload ends with 408. */
@@ -206,10 +218,22 @@ export class FileStore {
     onDisk(() => mkdirSync(join(this.root, dir), { recursive: true }));
     const ext = extname(filename);
     const stem = filename.slice(0, filename.length - ext.length);
-    let candidate = filename;
-    for (let i = 0; existsSync(join(this.root, dir, candidate)); i++) candidate = `${stem}_${i}${ext}`;
-    onDisk(() => renameSync(tmp, join(this.root, dir, candidate)));
-    return `${dir}/${candidate}`;
+    // Reserve the name by creating it exclusively (O_EXCL), then move the upload over the
+    // reservation: another process sharing the folder that wants the same name fails to create it
+    // and takes the next one. Checking that a name is free and then renaming onto it let two
+    // processes both find it free, and the second rename replaced the first's file.
+    for (let i = -1; ; i++) {
+      const candidate = i < 0 ? filename : `${stem}_${i}${ext}`;
+      const target = join(this.root, dir, candidate);
+      if (!onDisk(() => reserve(target))) continue;
+      try {
+        onDisk(() => renameSync(tmp, target));
+      } catch (error) {
+        rmSync(target, { force: true });
+        throw error;
+      }
+      return `${dir}/${candidate}`;
+    }
   }
 
   /** Forget a received file that was not placed (a no-op once placed). */

@@ -15,6 +15,7 @@ import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
 import { OAUTH_PATHS, type OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
+import { databaseAhead } from '../storage/migrations.ts';
 import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
 import { healthHandler } from './health.ts';
 import { frontDoor } from './front-door.ts';
@@ -78,18 +79,29 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     res.status(404).json({ error: 'not_found', error_description: `No route matches ${req.method} ${req.path}.` });
   });
 
-  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+  app.use(async (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     if (error instanceof OAuthError) {
       res.status(error.status).set(error.headers).set('Cache-Control', 'no-store').json(error.toBody());
       return;
     }
-    const e = fromDatabaseError(error) ?? normaliseBodyError(error, req);
+    let e = fromDatabaseError(error) ?? normaliseBodyError(error, req);
+    // A failure this code cannot explain may be a schema it does not know: another process of a
+    // newer release migrated the database (README, "Scaling out"). Then say so with a 503, as
+    // /health does, so the load balancer and the client retry elsewhere, rather than a 500.
+    if (!(e instanceof ApiError) && (await databaseAhead(ctx.db.knex, ctx.generated.migrations))) e = databaseAheadError();
     const rendered = toJsonApiErrorDocument(e);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
   });
   return app;
+}
+
+/** The answer of a process whose code is older than the database's migrations. */
+function databaseAheadError(): ApiError {
+  return new ApiError(503, 'The database was migrated by a newer release of Tilth than this process runs, so it cannot answer: retry the request (another process may take it). This process must be restarted with the new release.', {
+    headers: { 'Retry-After': '5' },
+  });
 }
 
 /** Express's and body-parser's own errors (a path that does not decode, bad JSON, too large, bad charset) as JSON:API errors. */

@@ -188,7 +188,7 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
     const returnTo = safeReturnTo(body.return_to);
     if (!returnTo) return sendPage(req, res, 400, errorPage('Sign-in failed', 'The sign-in form does not say which authorization request it belongs to.'));
     const address = clientAddress(req, limiters.trustProxy);
-    const addressWait = limiters.addresses.hit(address);
+    const addressWait = await limiters.addresses.hit(address);
     if (addressWait) return tooMany(req, res, addressWait);
     if (!sessions.checkLoginCsrfToken(req, body.csrf_token)) {
       return renderLogin(req, res, returnTo, 403, 'The sign-in form expired or was not sent from this server’s own page. Please sign in again.');

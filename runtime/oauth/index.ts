@@ -44,7 +44,7 @@ export interface OAuthComponents {
 /** Build the authorization server of a running application; call bootstrap() before serving. */
 export function createOAuth(ctx: AppContext): OAuthComponents {
   const db = ctx.db.knex;
-  const deps: OAuthDeps = { ctx, limiters: createLimiters(ctx.config) };
+  const deps: OAuthDeps = { ctx, limiters: createLimiters(ctx.db, ctx.config) };
 
   let cookieKey: Buffer | null = null;
   const sessions = new LoginSessions(

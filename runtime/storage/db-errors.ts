@@ -4,7 +4,8 @@
  * prepared for a schema that changed), turned into the JSON:API errors a client can act on instead
  * of a 500; and a full disk, which is the operator's to fix (507, logged).
  */
-import { ApiError, conflict, insufficientStorage } from '../errors.ts';
+import { ApiError, ValidationError, conflict, insufficientStorage } from '../errors.ts';
+import { ACCOUNT_UNIQUE_INDEXES } from './core-migrations/0007_account_uniqueness.ts';
 import { WriteQueueTimeout } from './group-commit.ts';
 import { isStalePrepared } from './sql.ts';
 import { WalSyncFailed } from './wal-sync.ts';
@@ -13,6 +14,19 @@ interface DriverError {
   code?: string;
   errno?: number;
   message?: string;
+  /** PostgreSQL's name of the violated constraint or index. */
+  constraint?: string;
+}
+
+/** accounts/names.ts's words for a taken name, for the save that lost a race to the unique index. */
+const TAKEN = 'it is already taken: another account has it as its name or e-mail address (compared without regard to case).';
+
+/** The account field whose unique index (core migration 0007) a violation names, if any. */
+function accountFieldTaken(e: DriverError): 'name' | 'mail' | null {
+  for (const [field, index] of Object.entries(ACCOUNT_UNIQUE_INDEXES) as Array<['name' | 'mail', string]>) {
+    if (e.constraint === index || (e.message ?? '').includes(index)) return field;
+  }
+  return null;
 }
 
 export function fromDatabaseError(error: unknown): ApiError | null {
@@ -21,6 +35,8 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   const code = String(e.code ?? '');
   // PostgreSQL SQLSTATE codes; better-sqlite3's SqliteError codes.
   if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    const taken = accountFieldTaken(e);
+    if (taken) return new ValidationError([{ pointer: `/data/attributes/${taken}`, detail: `${taken}: ${TAKEN}` }]);
     return conflict('Conflict: another request created the same resource at the same time. Fetch it, or retry with another id.');
   }
   if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {

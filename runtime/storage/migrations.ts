@@ -192,6 +192,15 @@ export class MigrationMismatchError extends Error {
   }
 }
 
+/** Whether the database records migrations this code does not know (a newer release migrated it); false when it cannot be asked. */
+export async function databaseAhead(knex: Knex, generated: GeneratedMigration[]): Promise<boolean> {
+  try {
+    return (await migrationStatus(knex, generated)).unknown.length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Refuse to serve a database that is ahead of or behind the code. */
 export async function assertMigrated(knex: Knex, generated: GeneratedMigration[]): Promise<void> {
   const status = await migrationStatus(knex, generated);

@@ -76,3 +76,20 @@ test('bad uploads get clear errors and store nothing', async () => {
   const after = (await request(`${server.url}/api/file/file`, { token })).body.data.length;
   assert.equal(after, before + 1, 'only the valid upload was stored');
 });
+
+test('twenty uploads of one file name to one log at once all succeed, as distinct files with their own bytes', async () => {
+  // A phone sending several photos at once: none may be refused as a conflict (issue 26).
+  const log = await request(`${server.url}/api/log/observation`, { method: 'POST', token, json: { data: { type: 'log--observation', attributes: { name: 'Soil samples' } } } });
+  assert.equal(log.status, 201, log.text);
+  const bodies = Array.from({ length: 20 }, (_, i) => `sample,ph\n${i},${6 + i / 10}\n`);
+  const answers = await Promise.all(
+    bodies.map((body) => upload(`/api/log/observation/${log.body.data.id}/file`, body, { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="soil.csv"' })),
+  );
+  assert.deepEqual(answers.map((a) => a.status), bodies.map(() => 200), answers.find((a) => a.status !== 200)?.text);
+  const reread = await request(`${server.url}/api/log/observation/${log.body.data.id}?include=file`, { token });
+  assert.equal(reread.body.data.relationships.file.data.length, 20, 'every upload is on the log');
+  const files = reread.body.included as { attributes: { filename: string; uri: { url: string } } }[];
+  assert.equal(new Set(files.map((f) => f.attributes.filename)).size, 20, 'twenty distinct names');
+  const downloaded = await Promise.all(files.map((f) => fetch(`${server.url}${f.attributes.uri.url}`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text())));
+  assert.deepEqual([...downloaded].sort(), [...bodies].sort(), 'each download equals its upload');
+});

@@ -4,10 +4,14 @@
 // does not stop its account being read or saved: only a new name is checked.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { randomUUID } from 'node:crypto';
+import knexFactory from 'knex';
+import { startTestServer, createTestDatabase, ADMIN, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
 import { addUser, passwordGrant, token } from '../oauth/helpers.ts';
 import { AccountError, createUser } from '../../runtime/accounts/users.ts';
+import { fromDatabaseError } from '../../runtime/storage/db-errors.ts';
+import type { ValidationError } from '../../runtime/errors.ts';
 
 let server: TestServer;
 let adminToken: string;
@@ -139,4 +143,48 @@ test('`tilth user create` (createUser) applies the same rules', async () => {
   await refuses({ name: '<script>' }, /[<>&"]/);
   const made = await createUser(knex, { name: ` spaced-${count} `, password: 'a-long-password' });
   assert.equal(made.name, `spaced-${count}`);
+});
+
+test('the database refuses a second account with a taken name or e-mail address, whatever the case, even from outside the API (issue 26)', async () => {
+  // Several processes share one database: the rule must hold in the database itself, not only in
+  // one process's check. A duplicate written beside the server (another process, a script) fails.
+  const knex = server.ctx.db.knex;
+  const owner = await person();
+  const row = (name: string, mail: string | null) => ({ uuid: randomUUID(), bundle: 'user', name, mail, status: true, created: 0, changed: 0 });
+  for (const [field, duplicate] of [['name', row(owner.name.toUpperCase(), null)], ['mail', row(`other-${count}`, owner.mail!.toUpperCase())]] as const) {
+    const error = await knex('users').insert(duplicate).then(() => null, (e: unknown) => e);
+    assert.ok(error, `a second account with ${field} ${JSON.stringify(duplicate[field])} is refused`);
+    // A save that loses this race answers as names.ts's check does: 422 naming the field, not a 409 or a 500.
+    const answer = fromDatabaseError(error) as ValidationError;
+    assert.equal(answer.status, 422);
+    assert.equal(answer.toObjects()[0]!.source?.pointer, `/data/attributes/${field}`);
+  }
+  // Accounts without an e-mail address are many, and fine.
+  await knex('users').insert([row(`nomail-a-${count}`, null), row(`nomail-b-${count}`, null)]);
+});
+
+test('upgrading a farm whose accounts share a name stops with a message naming them, and changes nothing (issue 26)', async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  const first = await startTestServer({ database });
+  let firstOpen = true;
+  t.after(() => firstOpen && first.close());
+  const knex = first.ctx.db.knex;
+  // The database as the release before left it: no unique indexes, and two accounts that differ only in case.
+  await knex.raw('DROP INDEX users_name_lower_uniq');
+  await knex.raw('DROP INDEX users_mail_lower_uniq');
+  await knex.raw('DROP INDEX oauth_authorization_codes_user_idx');
+  await knex('knex_migrations').where('name', 'core/0007_account_uniqueness').delete();
+  await knex('tilth_migration_checksums').where('name', 'core/0007_account_uniqueness').delete();
+  const row = (name: string) => ({ uuid: randomUUID(), bundle: 'user', name, mail: null, status: true, created: 0, changed: 0 });
+  await knex('users').insert([row('Martha'), row('martha')]);
+  await first.close();
+  firstOpen = false;
+  await assert.rejects(startTestServer({ database }), (error: Error) => /share a name/.test(error.message) && /"Martha" \(user \d+\) and "martha" \(user \d+\)/.test(error.message));
+  // Renamed, the upgrade goes through.
+  const fix = knexFactory(database.env.DATABASE_URL ? { client: 'pg', connection: database.env.DATABASE_URL } : { client: 'better-sqlite3', connection: { filename: `${database.env.TILTH_DATA_DIR}/tilth.sqlite` }, useNullAsDefault: true });
+  await fix('users').where('name', 'martha').update({ name: 'martha-2' });
+  await fix.destroy();
+  const second = await startTestServer({ database });
+  await second.close();
 });

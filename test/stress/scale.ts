@@ -17,6 +17,8 @@ export const SCALE = {
   /** `tilth import farmos`: times a run is SIGKILLed before one completes, and observation logs in the source farm. */
   importKills: FULL ? 10 : 1,
   importLogs: FULL ? 2000 : 5,
+  /** Three processes behind a proxy (issue 26): 16 clients; one process killed and restarted every `killEvery` seconds. */
+  processes: { clients: 16, seconds: FULL ? 120 : 0, killEvery: 15 },
 };
 
 /** Record a test's figures for `npm run stress` (and show them in the test's output). */

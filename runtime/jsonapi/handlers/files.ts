@@ -121,7 +121,8 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const filename = checkedName(req, route);
       const received = await receive(req, route, filename);
       const doc = await inTransaction(received, async (trx, placed) => {
-        const host = await s.records.find(trx, rt, route.id, principal);
+        // Locked: concurrent uploads to one record each add to what the one before them saved.
+        const host = await s.records.findForUpdate(trx, rt, route.id, principal);
         mayAttach(host);
         const id = await attach(trx, received, route, filename, true, principal, placed);
         const ref: Reference = { targetId: id, meta: {} };

@@ -9,6 +9,7 @@ import type { ResourceType } from '../../model/registry.ts';
 import type { Db, EntityRecord } from '../../storage/records.ts';
 import type { RecordLoader } from '../../farm/loader.ts';
 import { UUID } from '../input.ts';
+import { isPostgres } from '../../storage/sql.ts';
 import { notFound, forbidden, badParameter } from '../../errors.ts';
 import { assertMayOnType, mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
 import { principalOf, type Principal } from '../../access/principal.ts';
@@ -28,6 +29,21 @@ export class RecordAccess {
     const record = uuid && UUID.test(uuid) ? await this.loader.loadByUuid(db, rt.entityType.entityType, uuid.toLowerCase(), rt.bundle.bundle, fields) : null;
     if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
     return record;
+  }
+
+  /**
+   * `find` for a read-modify-write inside `trx`: on PostgreSQL the record's row is locked first, so
+   * that concurrent changes of one record (twenty photos added to one log at once) wait for each
+   * other and each adds to what the previous one saved, instead of all reading the same field and
+   * colliding on its side-table rows. FOR NO KEY UPDATE, as an UPDATE of the row takes: it does
+   * not wait on the KEY SHARE locks that references to the record take. SQLite's writes are
+   * serialised already.
+   */
+  async findForUpdate(trx: Db, rt: ResourceType, uuid: string | undefined, principal: Principal): Promise<EntityRecord> {
+    if (isPostgres(trx) && uuid && UUID.test(uuid)) {
+      await trx(rt.entityType.table).where('uuid', uuid.toLowerCase()).forNoKeyUpdate().first('id');
+    }
+    return this.find(trx, rt, uuid, principal);
   }
 
   /** The record a GET route names, after checking that the caller may read it. */

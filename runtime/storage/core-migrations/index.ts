@@ -5,6 +5,8 @@ import * as revisionIds from './0003_revision_ids.ts';
 import * as readings from './0004_data_stream_readings.ts';
 import * as assetLocation from './0005_asset_location.ts';
 import * as assetGroup from './0006_asset_group.ts';
+import * as accountUniqueness from './0007_account_uniqueness.ts';
+import * as rateLimits from './0008_rate_limits.ts';
 import * as importMap from './0009_import_map.ts';
 
 export const coreMigrations = [
@@ -14,5 +16,7 @@ export const coreMigrations = [
   { name: '0004_data_stream_readings', up: readings.up, down: readings.down },
   { name: '0005_asset_location', up: assetLocation.up, down: assetLocation.down },
   { name: '0006_asset_group', up: assetGroup.up, down: assetGroup.down },
+  { name: '0007_account_uniqueness', up: accountUniqueness.up, down: accountUniqueness.down },
+  { name: '0008_rate_limits', up: rateLimits.up, down: rateLimits.down },
   { name: '0009_import_map', up: importMap.up, down: importMap.down },
 ];
