@@ -16,6 +16,7 @@ import { OAUTH_PATHS, type OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
 import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
+import { CHANGES_PATH } from '../jsonapi/changes.ts';
 import { healthHandler } from './health.ts';
 import { frontDoor } from './front-door.ts';
 import { OPENAPI_PATHS, openApiRoutes } from '../jsonapi/openapi.ts';
@@ -61,11 +62,12 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(ctx.bodies.read(readJson, { limitBytes: JSON_LIMIT_BYTES, tokenFirst: true }));
 
   const store = new SchemaStore(ctx);
-  const { handlers, downloads, revisionHistory, configs } = createResourceHandlers(ctx, store);
+  const { handlers, downloads, revisionHistory, changes, configs } = createResourceHandlers(ctx, store);
   app.get(['/api', '/api/'], entryPoint(ctx, configs));
   app.get('/api/schema', schemaIndexHandler(store));
   app.use(scoped([LANGUAGE_PATH], languageRoutes(ctx)));
   app.use(scoped(configs.paths(), configs.routes(ctx)));
+  app.use(scoped([CHANGES_PATH], changes));
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.use(downloads);
   app.use(revisionHistory);

@@ -11,6 +11,7 @@ import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
 import { RevisionStore } from './revisions.ts';
 import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, selectRows } from './sql.ts';
 import { directConnectionOf } from './database.ts';
+import { recordChangedIds, recordChanges } from './change-feed.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -27,6 +28,9 @@ export interface Reference {
 
 /** The internal value of one item of a field. */
 export type ItemValue = string | number | boolean | Record<string, unknown> | Reference | null;
+
+/** A record's identity as read for the change feed. */
+type ChangedRow = { id: number; uuid: string; bundle: string };
 
 export interface EntityRecord {
   id: number;
@@ -432,6 +436,7 @@ export class RecordStore {
     const sql = this.writeSql.get(`insert:${table}:${columns.join(',')}`, () => insertSql(table, columns));
     const id = await insertReturningId(db, sql, bindings as Knex.RawBinding[]);
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
+    await recordChanges(db, rt.entityType.entityType, [{ id, uuid, bundle: rt.bundle.bundle }], false);
     return id;
   }
 
@@ -497,14 +502,54 @@ export class RecordStore {
   async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
     if (!ids.length) return;
     const et = this.entityType(entityType);
+    // The records that referred to these change too: the change feed (storage/change-feed.ts) lists them.
+    for (const { entityType: owner, table, column, side } of this.referencesTo(entityType)) {
+      for (const part of chunks(ids)) {
+        const holders = (await db(table).whereIn(column, part).distinct(side ? 'entity_id as id' : 'id')) as Array<{ id: number }>;
+        if (holders.length) await recordChangedIds(db, owner, this.entityType(owner).table, holders.map((h) => Number(h.id)).filter((id) => owner !== entityType || !ids.includes(id)));
+      }
+    }
     for (const { table, column } of this.singleReferencesTo(entityType)) {
       for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
     }
-    for (const part of chunks(ids)) await db(et.table).whereIn('id', part).delete();
+    for (const part of chunks(ids)) {
+      const gone = (await db(et.table).whereIn('id', part).select('id', 'uuid', 'bundle')) as ChangedRow[];
+      await recordChanges(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), true);
+      await db(et.table).whereIn('id', part).delete();
+    }
     if (et.revisionId) for (const part of chunks(ids)) await this.revisions.deleteOf(db, entityType, part);
   }
 
   private referenceCache = new Map<string, Array<{ table: string; column: string }>>();
+  private holderCache = new Map<string, Array<{ entityType: string; table: string; column: string; side: boolean }>>();
+
+  /**
+   * Every place a record of the entity type can be referred to from: a single reference's column
+   * in its entity table, or a multi-valued one's side table (`entity_id` → `target_id`).
+   */
+  referencesTo(entityType: string): Array<{ entityType: string; table: string; column: string; side: boolean }> {
+    let cached = this.holderCache.get(entityType);
+    if (cached) return cached;
+    const seen = new Set<string>();
+    cached = [];
+    for (const bundle of this.registry.model.bundles) {
+      for (const field of bundle.fields) {
+        if (field.target?.entityType !== entityType || field.computed) continue;
+        const owner = bundle.entityType;
+        const entry =
+          field.storage.kind === 'columns'
+            ? { entityType: owner, table: this.registry.model.entityTypes[owner]!.table, column: field.storage.columns.target_id!, side: false }
+            : field.storage.kind === 'table'
+              ? { entityType: owner, table: field.storage.table, column: field.storage.columns.target_id!, side: true }
+              : null;
+        if (!entry || seen.has(`${entry.table}.${entry.column}`)) continue;
+        seen.add(`${entry.table}.${entry.column}`);
+        cached.push(entry);
+      }
+    }
+    this.holderCache.set(entityType, cached);
+    return cached;
+  }
 
   /** Every (table, column) holding a single-valued reference to the entity type, across all bundles. */
   singleReferencesTo(entityType: string): Array<{ table: string; column: string }> {
