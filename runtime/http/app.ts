@@ -17,6 +17,7 @@ import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
 import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
 import { CHANGES_PATH } from '../jsonapi/changes.ts';
+import { FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes } from './field-modules.ts';
 import { healthHandler } from './health.ts';
 import { frontDoor } from './front-door.ts';
 import { OPENAPI_PATHS, openApiRoutes } from '../jsonapi/openapi.ts';
@@ -52,6 +53,8 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(scoped(OPENAPI_PATHS, openApiRoutes(ctx)));
   app.use(oauth.cors);
   app.use(scoped(OAUTH_PATHS, oauth.router));
+  // Field Kit's field module scripts are public, as farmOS serves them: before authentication.
+  app.use(scoped(FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes(ctx)));
 
   app.use(oauth.authenticate);
   app.get('/metrics', metrics.handler);

@@ -5,7 +5,7 @@ import * as revisionIds from './0003_revision_ids.ts';
 import * as readings from './0004_data_stream_readings.ts';
 import * as assetLocation from './0005_asset_location.ts';
 import * as assetGroup from './0006_asset_group.ts';
-import * as changeFeed from './0008_change_feed.ts';
+import * as sync from './0008_sync.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -14,5 +14,5 @@ export const coreMigrations = [
   { name: '0004_data_stream_readings', up: readings.up, down: readings.down },
   { name: '0005_asset_location', up: assetLocation.up, down: assetLocation.down },
   { name: '0006_asset_group', up: assetGroup.up, down: assetGroup.down },
-  { name: '0008_change_feed', up: changeFeed.up, down: changeFeed.down },
+  { name: '0008_sync', up: sync.up, down: sync.down },
 ];
