@@ -5,7 +5,7 @@
 // older than TILTH_TOMBSTONE_DAYS is a 410 `cursor_expired`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { createTestDatabase, startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { Api, ref } from '../support/fixtures.ts';
 import { addUser } from '../oauth/helpers.ts';
@@ -191,4 +191,29 @@ test('bad parameters are 400s naming them; an expired cursor is 410 cursor_expir
   } finally {
     await short.close();
   }
+});
+
+test("an existing farm's records are in the feed after the upgrade that brings it (migration 0008 fills it at the first start)", async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  let farm = await startTestServer({ database });
+  let client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const log = await client.create('log--activity', { name: 'Before the feed', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  const asset = await client.create('asset--equipment', { name: 'Old tractor' });
+  // The database as the release before left it: no feed, migration 0008 not applied.
+  const knex = farm.ctx.db.knex;
+  await knex.schema.dropTable('change_feed');
+  await knex.schema.dropTable('field_module');
+  await knex('knex_migrations').where('name', 'core/0008_sync').delete();
+  await knex('tilth_migration_checksums').where('name', 'core/0008_sync').delete();
+  await farm.close();
+
+  farm = await startTestServer({ database });
+  t.after(() => farm.close());
+  client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const { entries } = await follow(client, '0');
+  for (const record of [log, asset]) assert.ok(has(record.id)(entries), `${record.type} ${record.attributes.name} is in the feed`);
+  assert.ok(entries.some((e) => e.type === 'user--user'), 'and the users');
+  const etag = (await client.get(`/api/log/activity/${log.id}`)).headers.get('etag');
+  assert.match(etag ?? '', /^"\d+"$/, 'with a version each');
 });
