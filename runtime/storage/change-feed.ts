@@ -18,16 +18,24 @@
  * - PostgreSQL hands out positions (a sequence) when a write happens, not when it commits: a
  *   transaction that took position 10 may commit after one that took 11, and a reader that had
  *   passed 11 would never see 10. So rows are read in the order of their writing transaction's id
- *   (`txid`, pg_current_xact_id()), then position, and only below the horizon h =
- *   pg_snapshot_xmin(pg_current_snapshot()), taken in a statement before the rows are read. Every
- *   transaction with an id below h had ended when h was taken (that is what xmin means), so its
- *   rows, if it committed, are all visible to the next statement; and every transaction that can
- *   still write has an id at or above h (ids are handed out in increasing order, and one that had
- *   none yet gets a new one). The set of rows below h can therefore never grow, and a cursor at
- *   (h, 0) has seen all of it. The feed trails the oldest transaction still running on the server
- *   (on the whole PostgreSQL cluster, as xmin is cluster-wide): a write is in the feed once every
- *   transaction that began before it has ended. (A row rewritten later moves above h with its new
- *   txid: the reader meets the record again there, with its newer state.)
+ *   (`txid`, pg_current_xact_id()), then position, and only below a horizon h taken in a
+ *   statement before the rows are read: every transaction with an id below h has ended by then,
+ *   so its rows, if it committed, are all visible to the next statement; and every transaction
+ *   that can still write has an id at or above h. The set of rows below h can therefore never
+ *   grow, and a cursor at (h, 0) has seen all of it. (A row rewritten later moves above h with its
+ *   new txid: the reader meets the record again there, with its newer state.)
+ *
+ *   h is pg_snapshot_xmin(pg_current_snapshot()) narrowed to this database: the least of the
+ *   snapshot's xmax (no id at or above it had been handed out when the snapshot was taken) and
+ *   the ids of the transactions of this database still running (pg_stat_activity.backend_xid),
+ *   read after the snapshot in the same statement. An id below xmax was then either running
+ *   (listed, unless it ended in between, and then visible to the next statement) or ended; an id
+ *   handed out later is at or above xmax. Taking the whole cluster's xmin instead would be as
+ *   correct, but would hold the feed back behind long transactions of other databases. Every
+ *   writer of the feed is this server's role, whose sessions' ids pg_stat_activity shows.
+ *
+ *   So the feed trails the oldest of this farm's transactions still running: a write is in the
+ *   feed once every transaction of the farm that began before it has ended.
  *
  * Cursors are opaque to clients: `issued.txid.position`, base64url-encoded. `issued` (seconds)
  * lets the server refuse a cursor older than the tombstones it keeps (TILTH_TOMBSTONE_DAYS).
@@ -156,8 +164,7 @@ export async function readFeed(db: Db, cursor: FeedCursor, types: readonly strin
   let horizon: FeedCursor;
   if (postgres) {
     // The horizon first, in a statement of its own: see the comment at the top.
-    const [h] = await selectRows<{ h: string }>(db, 'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h', []);
-    horizon = { issued: now, txid: h!.h, position: 0 };
+    horizon = { issued: now, txid: await postgresHorizon(db), position: 0 };
     raw = await selectRows(
       db,
       `SELECT ${columns} FROM ${FEED_TABLE} WHERE txid < ?::xid8 AND (txid, position) > (?::xid8, ?) AND ${inTextList(true, 'type')} ORDER BY txid, position LIMIT ?`,
@@ -188,6 +195,32 @@ export async function readFeed(db: Db, cursor: FeedCursor, types: readonly strin
   if (more) next = { issued: now, txid: last!.txid, position: last!.position };
   else next = laterOf(horizon, last ? { issued: now, txid: last.txid, position: last.position } : { ...cursor, issued: now });
   return { rows, next, more };
+}
+
+const XID_SPACE = 2n ** 32n;
+
+/**
+ * The PostgreSQL horizon (see the comment at the top): the least of the snapshot's xmax and the
+ * running transactions' ids of this database. pg_stat_activity gives 32-bit ids; each is widened
+ * to a 64-bit one by its distance from xmax (a running id is within 2^31 of it, either side).
+ */
+async function postgresHorizon(db: Db): Promise<string> {
+  const [row] = await selectRows<{ xmax: string; running: string[] | null }>(
+    db,
+    'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax, ARRAY(SELECT backend_xid::text FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL) AS running',
+    [],
+  );
+  const xmax = BigInt(row!.xmax);
+  let h = xmax;
+  for (const text of row!.running ?? []) {
+    // The signed distance from xmax, modulo 2^32: a running id may lie on either side of it (one
+    // handed out after the snapshot lies above, and cannot lower the horizon).
+    let distance = (BigInt(text) - (xmax % XID_SPACE)) % XID_SPACE;
+    if (distance > XID_SPACE / 2n) distance -= XID_SPACE;
+    else if (distance <= -XID_SPACE / 2n) distance += XID_SPACE;
+    if (xmax + distance < h) h = xmax + distance;
+  }
+  return h.toString();
 }
 
 /** The later of two cursors, in feed order. */
