@@ -1,6 +1,6 @@
 /** `tilth client create|list|delete`: registering OAuth clients. */
 import type { Command } from './command.ts';
-import { requireOption, UsageError } from './command.ts';
+import { reportingMistakes, requireOption, UsageError } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { SCOPES } from '../access/roles.ts';
 import { ClientError, createClient, deleteClient, GRANT_TYPES, listClients, updateClient } from '../oauth/clients.ts';
@@ -14,18 +14,7 @@ const list = (v: unknown): string[] =>
     .filter(Boolean);
 
 /** Run a command body; a ClientError is the user's mistake: its message and exit code 1. */
-async function reporting(fn: () => Promise<void>): Promise<number> {
-  try {
-    await fn();
-    return 0;
-  } catch (error) {
-    if (error instanceof ClientError) {
-      process.stderr.write(`${error.message}\n`);
-      return 1;
-    }
-    throw error;
-  }
-}
+const reporting = (fn: () => Promise<void>) => reportingMistakes([ClientError], fn);
 
 export const clientCommands: Command[] = [
   {

@@ -1,23 +1,12 @@
 /** `tilth fieldkit add-module|remove-module|list-modules`: Field Kit's field modules (storage/field-modules.ts). */
 import { readFileSync, statSync } from 'node:fs';
 import type { Command } from './command.ts';
-import { requireOption, UsageError } from './command.ts';
+import { reportingMistakes, requireOption, UsageError } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { FIELD_MODULE_MAX_BYTES, FieldModuleError, listFieldModules, putFieldModule, removeFieldModule } from '../storage/field-modules.ts';
 
 /** Run a command body; a FieldModuleError is the user's mistake: its message and exit code 1. */
-async function reporting(fn: () => Promise<void>): Promise<number> {
-  try {
-    await fn();
-    return 0;
-  } catch (error) {
-    if (error instanceof FieldModuleError) {
-      process.stderr.write(`${error.message}\n`);
-      return 1;
-    }
-    throw error;
-  }
-}
+const reporting = (fn: () => Promise<void>) => reportingMistakes([FieldModuleError], fn);
 
 export const fieldKitCommands: Command[] = [
   {

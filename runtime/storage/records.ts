@@ -534,7 +534,7 @@ export class RecordStore {
     cached = [];
     for (const bundle of this.registry.model.bundles) {
       for (const field of bundle.fields) {
-        if (field.target?.entityType !== entityType || field.computed) continue;
+        if (field.target?.entityType !== entityType) continue;
         const owner = bundle.entityType;
         const entry =
           field.storage.kind === 'columns'
@@ -554,21 +554,8 @@ export class RecordStore {
   /** Every (table, column) holding a single-valued reference to the entity type, across all bundles. */
   singleReferencesTo(entityType: string): Array<{ table: string; column: string }> {
     let cached = this.referenceCache.get(entityType);
-    if (cached) return cached;
-    const seen = new Set<string>();
-    cached = [];
-    for (const bundle of this.registry.model.bundles) {
-      for (const field of bundle.fields) {
-        if (field.target?.entityType !== entityType || field.storage.kind !== 'columns') continue;
-        const table = this.registry.model.entityTypes[bundle.entityType]!.table;
-        const column = field.storage.columns.target_id!;
-        const key = `${table}.${column}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        cached.push({ table, column });
-      }
-    }
-    this.referenceCache.set(entityType, cached);
+    if (!cached) this.referenceCache.set(entityType, (cached = this.referencesTo(entityType).filter((r) => !r.side)));
     return cached;
   }
+
 }
