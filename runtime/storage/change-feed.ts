@@ -4,7 +4,7 @@
  *
  * Writing. RecordStore's insert, update and delete, and the cascades that change a record without
  * saving it (placements rebuilt: an asset's computed location), call `recordChanges` inside the
- * write's own transaction: one upsert per record per transaction, no trigger, nothing scanned.
+ * write's own transaction: an upsert per record changed, no trigger, nothing scanned.
  * Each upsert gives the row a new `position`, which is also the record's version (its ETag).
  *
  * Reading in commit order, and why nothing is skipped:
@@ -77,9 +77,6 @@ export const FEED_START: FeedCursor = { issued: 0, txid: '0', position: 0 };
 
 const ROWS_PER_STATEMENT = 500;
 
-/** The records of each transaction already in the feed: a record saved twice in one write is upserted once. */
-const written = new WeakMap<object, Set<string>>();
-
 function sqliteUpsert(rows: number): string {
   return `INSERT OR REPLACE INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?)').join(', ')}`;
 }
@@ -94,25 +91,16 @@ function postgresUpsert(rows: number): string {
 const upsertSql = new Map<string, string>();
 
 /**
- * Put these records' latest state in the feed, inside the transaction that changed them.
- * A tombstone (`deleted`) is always written; a change of a record this transaction has already
- * put in the feed is not written again (its row already carries this transaction's id).
+ * Put these records' latest state in the feed, inside the transaction that changed them. Each
+ * call gives each record a new position, its new version, even within one transaction: on SQLite
+ * the writes of a group commit's batch share one transaction object, and each must show its own
+ * version (an ETag) and survive the rollback of another's savepoint.
  */
 export async function recordChanges(db: Db, entityType: string, records: readonly ChangedRecord[], deleted: boolean, now = Math.floor(Date.now() / 1000)): Promise<void> {
   if (!records.length) return;
-  const inTransaction = (db as Knex.Transaction).isTransaction === true;
-  let seen = inTransaction ? written.get(db) : undefined;
-  if (inTransaction && !seen) written.set(db, (seen = new Set()));
-  const fresh = new Map<number, ChangedRecord>();
-  for (const record of records) {
-    const key = `${entityType}:${record.id}`;
-    if (!deleted && seen?.has(key)) continue;
-    seen?.add(key);
-    fresh.set(record.id, record);
-  }
-  if (!fresh.size) return;
+  // A record listed twice in one statement: once (PostgreSQL's ON CONFLICT refuses it twice).
+  const list = [...new Map(records.map((r) => [r.id, r])).values()];
   const postgres = isPostgres(db);
-  const list = [...fresh.values()];
   for (let i = 0; i < list.length; i += ROWS_PER_STATEMENT) {
     const part = list.slice(i, i + ROWS_PER_STATEMENT);
     const key = `${postgres}:${part.length}`;

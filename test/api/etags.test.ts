@@ -89,3 +89,14 @@ test('without If-Match the last write wins, as farmOS.js, farmOS.py and Field Ki
   assert.equal((await rename(log.id, 'Third', '*')).status, 200);
   assert.equal((await rename(log.id, 'Weak', `W/${log.etag}`)).status, 412, 'a weak tag never matches If-Match');
 });
+
+test('PATCHes sent at once each give the record a new version (on SQLite they share one COMMIT)', async () => {
+  const log = await newLog('Busy');
+  const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => rename(log.id, `Busy ${i}`)));
+  assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+  const tags = answers.map((a) => a.headers.get('etag'));
+  assert.equal(new Set(tags).size, tags.length, `every save its own ETag: ${tags.join(' ')}`);
+  // The last save's version is the record's now, and the feed's.
+  const current = (await api.get(`/api/log/activity/${log.id}`)).headers.get('etag');
+  assert.equal(current, tags.map((t) => Number(t!.replace(/"/g, ''))).sort((a, b) => b - a).map((v) => `"${v}"`)[0]);
+});
