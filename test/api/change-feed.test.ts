@@ -9,6 +9,7 @@ import { createTestDatabase, startTestServer, ADMIN, type TestServer } from '../
 import { passwordToken, request } from '../support/http.ts';
 import { Api, ref } from '../support/fixtures.ts';
 import { addUser } from '../oauth/helpers.ts';
+import { pruneTombstones } from '../../runtime/storage/change-feed.ts';
 
 let server: TestServer;
 let api: Api;
@@ -191,6 +192,13 @@ test('bad parameters are 400s naming them; an expired cursor is 410 cursor_expir
     assert.equal(res.status, 410, res.text);
     assert.equal(res.body.errors[0].code, 'cursor_expired');
     assert.equal((await client.get('/api/changes?since=0')).status, 200, 'a full sync is always possible');
+    // Pruning (the feed runs it at most hourly, a day after cursors expire) drops tombstones only.
+    const kept = await client.create('asset--equipment', { name: 'Kept' });
+    const gone = await client.create('asset--equipment', { name: 'Gone' });
+    assert.equal((await client.delete(`/api/asset/equipment/${gone.id}`)).status, 204);
+    assert.ok((await pruneTombstones(short.ctx.db.knex, Math.floor(Date.now() / 1000) + 60)) >= 1);
+    const { entries } = await caughtUp(client, '0', '', has(kept.id));
+    assert.ok(has(kept.id)(entries) && !entries.some((e) => e.id === gone.id || e.meta.deleted), 'live records stay, tombstones go');
   } finally {
     await short.close();
   }
