@@ -100,3 +100,12 @@ test('PATCHes sent at once each give the record a new version (on SQLite they sh
   const current = (await api.get(`/api/log/activity/${log.id}`)).headers.get('etag');
   assert.equal(current, tags.map((t) => Number(t!.replace(/"/g, ''))).sort((a, b) => b - a).map((v) => `"${v}"`)[0]);
 });
+
+test('PATCHes with and without If-Match racing on one record: each a 200 or a 412, never a 5xx', async () => {
+  for (let round = 0; round < 4; round++) {
+    const log = await newLog(`Mixed ${round}`);
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => rename(log.id, `Mixed ${round}.${i}`, i % 2 ? log.etag : undefined)));
+    for (const a of answers) assert.ok(a.status === 200 || a.status === 412, `${a.status}: ${a.text.slice(0, 200)}`);
+    assert.ok(answers.filter((_, i) => i % 2 === 0).every((a) => a.status === 200), 'without If-Match every save goes through');
+  }
+});

@@ -7,8 +7,8 @@
  *   `ETag: "<version>"`; a GET with `include` or sparse fieldsets, `"<version>-<hash of query>"`,
  *   since its body differs.
  * - `If-Match` on PATCH and DELETE: the write goes ahead only if the record's version is still the
- *   one named, checked with the record's feed row locked (PostgreSQL: FOR UPDATE, so two writes
- *   with the same ETag cannot both pass; SQLite has one writer), else 412 `precondition_failed`.
+ *   one named, checked with the record's row and feed row locked (PostgreSQL, so two writes with
+ *   the same ETag cannot both pass; SQLite has one writer), else 412 `precondition_failed`.
  *   Without it, the last write wins, as farmOS.js, farmOS.py and Field Kit expect.
  * - `If-None-Match` on GET: 304 when the version is unchanged (never with `include`, as included
  *   records change on their own).
@@ -18,6 +18,7 @@ import type { Request, Response } from 'express';
 import type { ResourceType } from '../../model/registry.ts';
 import type { Db, RecordStore } from '../../storage/records.ts';
 import { versionOf } from '../../storage/change-feed.ts';
+import { execute, isPostgres, quoteName } from '../../storage/sql.ts';
 import { ApiError } from '../../errors.ts';
 import { UUID } from '../input.ts';
 
@@ -67,6 +68,9 @@ export async function checkIfMatch(db: Db, store: RecordStore, req: Request, rt:
   if (header === undefined || !uuid || !UUID.test(uuid)) return;
   const found = await store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase());
   if (!found || found.bundle !== rt.bundle.bundle) return;
+  // The record's row first, then its feed row: the order every save takes them in (it updates
+  // the record, then its feed row), so that this cannot deadlock with a save without If-Match.
+  if (isPostgres(db)) await execute(db, `SELECT id FROM ${quoteName(rt.entityType.table)} WHERE id = ? FOR NO KEY UPDATE`, [found.id]);
   const version = await versionOf(db, rt.entityType.entityType, found.id, true);
   const named = namedVersions(header);
   if (named === '*' || (version !== null && named.has(version))) return;
