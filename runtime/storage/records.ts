@@ -502,22 +502,30 @@ export class RecordStore {
   async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
     if (!ids.length) return;
     const et = this.entityType(entityType);
-    // The records that referred to these change too: the change feed (storage/change-feed.ts) lists them.
+    // The records that referred to these change too, and the change feed lists them
+    // (storage/change-feed.ts). Found first, as the references go with the delete.
+    const holders = new Map<string, Set<number>>();
     for (const { entityType: owner, table, column, side } of this.referencesTo(entityType)) {
       for (const part of chunks(ids)) {
-        const holders = (await db(table).whereIn(column, part).distinct(side ? 'entity_id as id' : 'id')) as Array<{ id: number }>;
-        if (holders.length) await recordChangedIds(db, owner, this.entityType(owner).table, holders.map((h) => Number(h.id)).filter((id) => owner !== entityType || !ids.includes(id)));
+        for (const h of (await db(table).whereIn(column, part).distinct(side ? 'entity_id as id' : 'id')) as Array<{ id: number }>) {
+          if (owner === entityType && ids.includes(Number(h.id))) continue;
+          if (!holders.has(owner)) holders.set(owner, new Set());
+          holders.get(owner)!.add(Number(h.id));
+        }
       }
     }
     for (const { table, column } of this.singleReferencesTo(entityType)) {
       for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
     }
+    const gone: ChangedRow[] = [];
     for (const part of chunks(ids)) {
-      const gone = (await db(et.table).whereIn('id', part).select('id', 'uuid', 'bundle')) as ChangedRow[];
-      await recordChanges(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), true);
+      gone.push(...((await db(et.table).whereIn('id', part).select('id', 'uuid', 'bundle')) as ChangedRow[]));
       await db(et.table).whereIn('id', part).delete();
     }
     if (et.revisionId) for (const part of chunks(ids)) await this.revisions.deleteOf(db, entityType, part);
+    // The feed's rows last: a save locks its record's row, then its feed row, and so must this.
+    await recordChanges(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), true);
+    for (const [owner, found] of holders) await recordChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
 
   private referenceCache = new Map<string, Array<{ table: string; column: string }>>();

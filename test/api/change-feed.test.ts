@@ -124,6 +124,28 @@ test('cascades: quantities deleted with their log, children of a birth log, asse
   assert.deepEqual(moved.relationships.location.data.map((r: any) => r.id), [field.id]);
 });
 
+test('deleting a record lists the records that referred to it; racing their saves, nothing fails', async () => {
+  const { cursor } = await follow(api, '0');
+  for (let round = 0; round < 3; round++) {
+    const tractor = await api.create('asset--equipment', { name: `Tractor ${round}` });
+    const logs: any[] = [];
+    for (let i = 0; i < 4; i++) logs.push(await api.create('log--activity', { name: `Service ${round}.${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z' }, { asset: { data: [ref(tractor)] } }));
+    const answers = await Promise.all([
+      api.delete(`/api/asset/equipment/${tractor.id}`),
+      ...logs.map((l, i) => api.patch(`/api/log/activity/${l.id}`, { data: { type: 'log--activity', id: l.id, attributes: { name: `Serviced ${round}.${i}` } } })),
+    ]);
+    assert.deepEqual(answers.map((a) => a.status), [204, 200, 200, 200, 200], answers.map((a) => a.text.slice(0, 200)).join(' | '));
+    const { entries } = await caughtUp(api, cursor, '', (e) => has(tractor.id, true)(e) && logs.every((l) => has(l.id)(e)));
+    assert.ok(has(tractor.id, true)(entries), 'the asset is a tombstone');
+    for (const l of logs) {
+      const entry = entries.find((e) => e.id === l.id);
+      const now = await api.get(`/api/log/activity/${l.id}`);
+      assert.deepEqual(now.body.data.relationships.asset.data, [], 'the log no longer names the asset');
+      assert.equal(`"${entry.meta.version}"`, now.headers.get('etag'), "the log's last change is the feed's");
+    }
+  }
+});
+
 test('access: only types the caller may read, tombstones included; blocked users only for account administrators', async () => {
   const { cursor } = await follow(api, '0');
   const doomed = await api.create('log--activity', { name: 'Doomed', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
