@@ -15,7 +15,7 @@ export const SCALE = {
   /** Times the server is killed under load. */
   kills: FULL ? 100 : 10,
   /** The change feed under concurrency: writers, readers, seconds a run and fast-check runs. */
-  feed: { writers: 16, readers: 4, seconds: FULL ? 60 : 2, runs: FULL ? 1 : 2 },
+  feed: { writers: 16, readers: 4, seconds: FULL ? 60 : 3, runs: 1 },
 };
 
 /** Record a test's figures for `npm run stress` (and show them in the test's output). */
