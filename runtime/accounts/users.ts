@@ -133,6 +133,8 @@ export async function setRoles(knex: Knex, name: string, roles: string[]): Promi
     const user = await trx('users').where('name', name).first('id');
     if (!user) throw new AccountError(`There is no user named "${name}".`);
     await replaceRoles(trx, user.id, valid);
+    // Its `roles` relationship shows: the change feed lists it (storage/change-feed.ts).
+    await recordChangedIds(trx, 'user', 'users', [user.id]);
   });
 }
 

@@ -153,6 +153,11 @@ test('access: only types the caller may read, tombstones included; blocked users
   const blocked = await addUser(server, ['farm_worker']);
   await import('../../runtime/accounts/users.ts').then((m) => m.setBlocked(server.ctx.db.knex, blocked.name, true));
   await caughtUp(api, cursor, '', (e) => has(doomed.id, true)(e) && has(blocked.uuid)(e));
+  // `tilth user roles` changes what the user's `roles` relationship shows: listed too.
+  const promoted = await addUser(server, ['farm_viewer']);
+  const { cursor: beforeRoles } = await follow(api, cursor);
+  await import('../../runtime/accounts/users.ts').then((m) => m.setRoles(server.ctx.db.knex, promoted.name, ['farm_manager']));
+  assert.ok(has(promoted.uuid)((await caughtUp(api, beforeRoles, '', has(promoted.uuid))).entries), 'a user whose roles changed is listed');
 
   const expect: Record<string, { logs: boolean; blockedUser: boolean }> = {
     farm_viewer: { logs: true, blockedUser: false },
