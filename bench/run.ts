@@ -384,6 +384,16 @@ async function main(): Promise<void> {
       add({ id: 'P9', what: `page ${pageNo} of P1 through links.next (walked in ${walkSeconds.toFixed(1)} s)${deepEnough ? '' : ', the last page: farm too small for page 2,000'}`, figure: `${fmt(t)}; page 1 ${first.rps.toLocaleString('en')} req/s alongside; ${ratio(t, first)}× P1; rendered ${r.rps.toLocaleString('en')} req/s here`, target: '≥ 0.9× P1', met: !deepEnough ? 'n/a' : clean(t) && clean(first) ? ratio(t, first) >= 0.9 : false, detail: { tilth: t, p1: first, p1Earlier: p1Tilth, rendered: r, page: pageNo } });
     }
 
+    // P10 (issue 25): a page of 100 changes of the change feed at 100 req/s. The cursor is the
+    // one after the first 500 changes, so every request reads the same 100 rows of the feed.
+    if (runs('P10')) {
+      const first = JSON.parse((await body(`${T}/api/changes?since=0&page%5Blimit%5D=500`, { headers: s.auth })).toString()) as { data: unknown[]; meta: { cursor: string } };
+      const feedPage = `${T}/api/changes?since=${first.meta.cursor}&page%5Blimit%5D=100`;
+      const rows = (JSON.parse((await body(feedPage, { headers: s.auth })).toString()) as { data: unknown[] }).data.length;
+      const f = await atRate(feedPage, 100, { headers: s.auth });
+      add({ id: 'P10', what: `a change feed page of ${rows} changes at 100 req/s`, figure: fmt(f), target: 'p99 ≤ 20 ms', met: rows === 100 && clean(f) && f.p99 <= 20, detail: { tilth: f, rows } });
+    }
+
     // G: the same reads on a small and a big farm. Both servers run at once (the idle one costs
     // nothing) so the two farms can be measured alternately, best of two, like the baselines.
     for (const b of baselines) await b.stop();

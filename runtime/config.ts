@@ -79,6 +79,11 @@ export interface Config {
   maxConnections: number;
   /** TILTH_LOG_FORMAT: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. */
   logFormat: 'auto' | 'json' | 'pretty';
+  /**
+   * Days the change feed keeps a deleted record's tombstone, and a cursor stays good
+   * (TILTH_TOMBSTONE_DAYS, default 365; a fraction of a day is allowed). An older cursor is a 410.
+   */
+  tombstoneDays: number;
 }
 
 export class ConfigError extends Error {
@@ -169,6 +174,14 @@ export function passwordHashCost(env: NodeJS.ProcessEnv): PasswordHashCost {
   return cost;
 }
 
+function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > max) throw new ConfigError(`${name} must be a number above 0 and at most ${max}; it is "${raw}".`);
+  return value;
+}
+
 /** Read the configuration from an environment (process.env by default). Throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -245,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     },
     uploadMaxBytes: integer(env, 'TILTH_UPLOAD_MAX_BYTES', 64 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     bodyTimeoutSeconds: integer(env, 'TILTH_BODY_TIMEOUT', 30, 1, 3600),
+    tombstoneDays: positiveNumber(env, 'TILTH_TOMBSTONE_DAYS', 365, 36500),
     bodyBudgetBytes: integer(env, 'TILTH_BODY_BUDGET_MB', 32, 4, 4096) * 1024 * 1024,
     maxConnections: integer(env, 'TILTH_MAX_CONNECTIONS', 1000, 10, 1_000_000),
   };

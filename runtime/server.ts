@@ -4,6 +4,7 @@
  * started together do this once: storage/process-lock.ts), then listen. Tests start real servers through
  * this on an ephemeral port.
  */
+import { fillIfPending } from './storage/change-feed.ts';
 import type { Server } from 'node:http';
 import { createAppServer } from './http/node-server.ts';
 import type { AddressInfo } from 'node:net';
@@ -93,6 +94,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       // A farm upgraded to the release that stores placements gets them computed once, before serving.
       const placed = await new Placements(registry).rebuildIfPending(db.knex);
       if (placed) announce(`Computed the locations of ${placed} asset(s).`);
+      // A farm upgraded to the release with the change feed gets a row for each of its records, once.
+      const fed = await fillIfPending(db.knex, Object.entries(registry.model.entityTypes).map(([entityType, et]) => ({ entityType, table: et.table })));
+      if (fed) announce(`Listed ${fed} record(s) in the change feed.`);
       // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
       const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
       if (swept) logger.info({ removed: swept }, 'removed abandoned uploads');

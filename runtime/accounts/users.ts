@@ -3,6 +3,7 @@
  * be, and that names and e-mail addresses name one account each, is names.ts's (the API's too).
  * Users are records of the `user` entity type (table `users`); roles live in `user_role`.
  */
+import { recordChangedIds, recordChanges } from '../storage/change-feed.ts';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
@@ -104,6 +105,7 @@ export async function createUser(
       .returning('id');
     const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
     if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
+    await recordChanges(trx, 'user', [{ id, uuid, bundle: 'user' }], false);
     return { id, uuid, name, mail: input.mail ?? null, status: true, roles };
   });
 }
@@ -116,8 +118,13 @@ export async function setPassword(knex: Knex, name: string, password: string): P
 }
 
 export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<void> {
-  const updated = await knex('users').where('name', name).update({ status: !blocked, changed: now() });
-  if (!updated) throw new AccountError(`There is no user named "${name}".`);
+  await knex.transaction(async (trx) => {
+    const updated = await trx('users').where('name', name).update({ status: !blocked, changed: now() });
+    if (!updated) throw new AccountError(`There is no user named "${name}".`);
+    // Its status shows: the change feed lists it (storage/change-feed.ts).
+    const ids = ((await trx('users').where('name', name).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
+    await recordChangedIds(trx, 'user', 'users', ids);
+  });
 }
 
 export async function setRoles(knex: Knex, name: string, roles: string[]): Promise<void> {
@@ -126,6 +133,8 @@ export async function setRoles(knex: Knex, name: string, roles: string[]): Promi
     const user = await trx('users').where('name', name).first('id');
     if (!user) throw new AccountError(`There is no user named "${name}".`);
     await replaceRoles(trx, user.id, valid);
+    // Its `roles` relationship shows: the change feed lists it (storage/change-feed.ts).
+    await recordChangedIds(trx, 'user', 'users', [user.id]);
   });
 }
 

@@ -1,9 +1,9 @@
 /** `tilth client create|list|delete`: registering OAuth clients. */
 import type { Command } from './command.ts';
-import { requireOption, UsageError } from './command.ts';
+import { reportingMistakes, requireOption, UsageError } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { SCOPES } from '../access/roles.ts';
-import { ClientError, createClient, deleteClient, GRANT_TYPES, listClients } from '../oauth/clients.ts';
+import { ClientError, createClient, deleteClient, GRANT_TYPES, listClients, updateClient } from '../oauth/clients.ts';
 
 
 /** A repeatable option's values, each of which may also be a comma-separated list. */
@@ -14,18 +14,7 @@ const list = (v: unknown): string[] =>
     .filter(Boolean);
 
 /** Run a command body; a ClientError is the user's mistake: its message and exit code 1. */
-async function reporting(fn: () => Promise<void>): Promise<number> {
-  try {
-    await fn();
-    return 0;
-  } catch (error) {
-    if (error instanceof ClientError) {
-      process.stderr.write(`${error.message}\n`);
-      return 1;
-    }
-    throw error;
-  }
-}
+const reporting = (fn: () => Promise<void>) => reportingMistakes([ClientError], fn);
 
 export const clientCommands: Command[] = [
   {
@@ -95,6 +84,29 @@ export const clientCommands: Command[] = [
         );
       }
       return 0;
+    },
+  },
+  {
+    name: ['client', 'update'],
+    summary: 'Change a client in place (its tokens stay valid): each option given replaces that list.',
+    usage: 'tilth client update --id CLIENT_ID [--label LABEL] [--origin ORIGIN …] [--scope SCOPE …] [--redirect-uri URI …]',
+    options: {
+      id: { type: 'string', description: 'the client_id' },
+      label: { type: 'string', description: 'the name shown on the consent page' },
+      origin: { type: 'string', multiple: true, description: 'the allowed CORS origins, e.g. https://farmos.app (--origin "" allows none)' },
+      scope: { type: 'string', multiple: true, description: `the default scopes: ${SCOPES.join(', ')}` },
+      'redirect-uri': { type: 'string', multiple: true, description: 'the redirect URIs' },
+    } as Command['options'],
+    async run(values) {
+      const clientId = requireOption(values, 'id');
+      const given = (name: string) => (values[name] === undefined ? undefined : list(values[name]));
+      const changes = { label: typeof values.label === 'string' ? values.label : undefined, allowedOrigins: given('origin'), defaultScopes: given('scope'), redirectUris: given('redirect-uri') };
+      if (Object.values(changes).every((v) => v === undefined)) throw new UsageError('Say what to change: --label, --origin, --scope or --redirect-uri.');
+      return reporting(async () => {
+        const { client, warnings } = await withExistingDatabase((knex) => updateClient(knex, clientId, changes));
+        for (const w of warnings) process.stderr.write(`Warning: ${w}\n`);
+        process.stdout.write(`Updated the client "${client.clientId}": scopes=${client.defaultScopes.join(',')} redirect_uris=${client.redirectUris.join(' ') || '-'} origins=${client.allowedOrigins.join(' ') || '-'}\n`);
+      });
     },
   },
   {

@@ -25,3 +25,20 @@ export function requireOption(values: Record<string, unknown>, name: string): st
   if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required.`);
   return v;
 }
+
+/**
+ * Run a command body; an error of one of the `expected` kinds is the user's mistake (a rule the
+ * input breaks): its message on stderr and exit code 1. Any other error is a fault and rethrown.
+ */
+export async function reportingMistakes(expected: ReadonlyArray<abstract new (...args: never[]) => Error>, fn: () => Promise<void>): Promise<number> {
+  try {
+    await fn();
+    return 0;
+  } catch (error) {
+    if (expected.some((kind) => error instanceof kind)) {
+      process.stderr.write(`${(error as Error).message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}

@@ -7,6 +7,7 @@ import { importFarmosCommand } from './import-farmos.ts';
 import { ImportError } from '../imports/run.ts';
 import { BackupError } from '../storage/backup.ts';
 import { clientCommands } from './clients.ts';
+import { fieldKitCommands } from './fieldkit.ts';
 import { parseCommandArgs, UsageError, type Command } from './command.ts';
 import { ConfigError } from '../config.ts';
 import { AccountError } from '../accounts/users.ts';
@@ -14,12 +15,13 @@ import { GeneratedLoadError, SiteOutputError } from '../generated.ts';
 import { MigrationChecksumError, MigrationFailedError, MigrationMismatchError } from '../storage/migrations.ts';
 import { TILTH_API_VERSION, TILTH_VERSION } from '../version.ts';
 
-const commands: Command[] = [serveCommand, migrateCommand, ...backupCommands, ...importCommands, importFarmosCommand, ...userCommands, ...clientCommands];
+const commands: Command[] = [serveCommand, migrateCommand, ...backupCommands, ...importCommands, importFarmosCommand, ...userCommands, ...clientCommands, ...fieldKitCommands];
 
 const GENERATE = { name: ['generate'], summary: 'Regenerate generated/ from definitions/ (--check to verify only).' };
 
 function overview(): string {
-  const lines = [...commands, GENERATE].map((c) => `  ${c.name.join(' ').padEnd(18)} ${c.summary}`);
+  const width = Math.max(...[...commands, GENERATE].map((c) => c.name.join(' ').length));
+  const lines = [...commands, GENERATE].map((c) => `  ${c.name.join(' ').padEnd(width)} ${c.summary}`);
   return `Usage: tilth <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nRun \`tilth <command> --help\` for the options of one command, \`tilth --version\` for the version.\n`;
 }
 

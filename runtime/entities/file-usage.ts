@@ -1,5 +1,6 @@
 /** Drupal's file usage: files referenced by a saved record stop being temporary (files/storage.ts sweeps temporary ones). */
 import type { ResourceType } from '../model/registry.ts';
+import { recordChangedIds } from '../storage/change-feed.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 
 export async function markFilesPermanent(db: Db, rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>, fileTable: string): Promise<void> {
@@ -10,5 +11,7 @@ export async function markFilesPermanent(db: Db, rt: ResourceType, values: Reado
     for (const ref of (Array.isArray(v) ? v : v ? [v] : []) as Reference[]) if (ref) ids.push(ref.targetId);
   }
   if (!ids.length) return;
-  await db(fileTable).whereIn('id', ids).where('status', false).update({ status: true });
+  const changed = await db(fileTable).whereIn('id', ids).where('status', false).update({ status: true });
+  // A file's status shows: the change feed lists the files whose status changed (here, some of them).
+  if (changed) await recordChangedIds(db, 'file', fileTable, ids);
 }

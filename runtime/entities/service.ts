@@ -23,6 +23,7 @@ import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from
 import { defaultFromCallback } from './default-callbacks.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
+import { recordChanges } from '../storage/change-feed.ts';
 
 function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
   return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
@@ -216,6 +217,7 @@ export class EntityService {
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
     await this.store.update(db, rt, record.id, changes);
+    await recordChanges(db, rt.entityType.entityType, [record], false);
     await this.accounts.afterSave(db, rt, record.id, changes, record, input, principal);
     await markFilesPermanent(db, rt, changes, this.store.entityType('file').table);
     for (const [k, v] of changes) merged.set(k, v);

@@ -19,6 +19,7 @@
  * asset's `is_fixed` changed, and a group deleted (its members). EntityService calls these inside
  * its write transaction.
  */
+import { recordChangedIds } from '../storage/change-feed.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, type Db, type ItemValue, type Reference } from '../storage/records.ts';
@@ -263,6 +264,8 @@ export class Placements {
 
     await this.storeMemberships(db, ids, assignments);
     if (movable.length) await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())]);
+    // Their computed location and groups may have changed: offline clients learn it from the feed.
+    await recordChangedIds(db, 'asset', l.asset, ids);
   }
 
   /** Each asset's group membership: the groups of its latest assignment, from each assignment's moment. */

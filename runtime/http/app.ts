@@ -17,6 +17,8 @@ import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
 import { databaseAhead } from '../storage/migrations.ts';
 import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
+import { CHANGES_PATH } from '../jsonapi/changes.ts';
+import { FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes } from './field-modules.ts';
 import { healthHandler } from './health.ts';
 import { frontDoor } from './front-door.ts';
 import { OPENAPI_PATHS, openApiRoutes } from '../jsonapi/openapi.ts';
@@ -52,6 +54,8 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(scoped(OPENAPI_PATHS, openApiRoutes(ctx)));
   app.use(oauth.cors);
   app.use(scoped(OAUTH_PATHS, oauth.router));
+  // Field Kit's field module scripts are public, as farmOS serves them: before authentication.
+  app.use(scoped(FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes(ctx)));
 
   app.use(oauth.authenticate);
   app.get('/metrics', metrics.handler);
@@ -62,11 +66,12 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(ctx.bodies.read(readJson, { limitBytes: JSON_LIMIT_BYTES, tokenFirst: true }));
 
   const store = new SchemaStore(ctx);
-  const { handlers, downloads, revisionHistory, configs } = createResourceHandlers(ctx, store);
+  const { handlers, downloads, revisionHistory, changes, configs } = createResourceHandlers(ctx, store);
   app.get(['/api', '/api/'], entryPoint(ctx, configs));
   app.get('/api/schema', schemaIndexHandler(store));
   app.use(scoped([LANGUAGE_PATH], languageRoutes(ctx)));
   app.use(scoped(configs.paths(), configs.routes(ctx)));
+  app.use(scoped([CHANGES_PATH], changes));
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.use(downloads);
   app.use(revisionHistory);

@@ -2,9 +2,11 @@
  * Drupal's configuration entities that records point at, served read-only as JSON:API resources
  * (issue 8 item 9): `asset_type--asset_type`, `log_type--log_type`, `quantity_type--quantity_type`
  * (a bundle each), `taxonomy_vocabulary--taxonomy_vocabulary` (a vocabulary each),
- * `user_role--user_role` (a role each) and Field Kit's `field_module--field_module` (none). Every record's `log_type`, `vid`, `roles`… relationship
+ * `user_role--user_role` (a role each) and Field Kit's `field_module--field_module` (those
+ * installed, storage/field-modules.ts). Every record's `log_type`, `vid`, `roles`… relationship
  * names one of them by the same identifier (model/config-entities.ts), so its links resolve and
- * `include=log_type` works. They are data known at start: built once, never queried.
+ * `include=log_type` works. They are data known at start: built once, never queried (field
+ * modules excepted: a small table, read when listed).
  */
 import express, { type Request, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -16,6 +18,7 @@ import { principalOf, type Principal } from '../access/principal.ts';
 import { requireAuthenticated } from '../access/policy.ts';
 import { badParameter, forbidden, methodNotAllowed, notFound } from '../errors.ts';
 import { JSONAPI_VERSION, sendDocument } from './document.ts';
+import { listFieldModules } from '../storage/field-modules.ts';
 import { parseJsonApiQuery, type FilterGroup } from './query/index.ts';
 
 export interface ConfigResource {
@@ -33,6 +36,8 @@ interface ConfigType {
   /** The attribute holding the machine name, the one filter these collections take. */
   idAttribute: string;
   resources: ConfigResource[];
+  /** For the one kind that changes while the server runs (field modules): its resources, read when asked. */
+  load?: () => Promise<ConfigResource[]>;
 }
 
 const WORKFLOWS: Record<string, string> = { asset: 'asset_default', log: 'log_default' };
@@ -76,8 +81,20 @@ export class ConfigCatalogue {
         })));
       }
     }
-    // Field Kit loads its field modules from here; none are installed with Tilth.
+    // Field Kit loads its field modules from here: those `tilth fieldkit add-module` installed,
+    // read from the database when asked (the command may run beside the server).
     add('field_module--field_module', 'content:view', 'drupal_internal__id', []);
+    const modulePath = '/api/field_module/field_module';
+    this.types.get('field_module--field_module')!.load = async () =>
+      (await listFieldModules(ctx.db.knex)).map((m) => {
+        const id = configIdentifier('field_module', m.name).id;
+        return {
+          type: 'field_module--field_module',
+          id,
+          links: { self: { href: `${base}${modulePath}/${id}` } },
+          attributes: { langcode: 'en', status: true, dependencies: [], drupal_internal__id: m.name, label: m.label, description: m.description, library: `fieldkit/${m.name}` },
+        };
+      });
     add('user_role--user_role', 'user:view', 'drupal_internal__id', ROLES.map((role, weight) => ({
       id: configIdentifier('user_role', role).id,
       attributes: { langcode: 'en', status: true, drupal_internal__id: role, label: ROLE_LABELS[role], weight, is_admin: role === 'administrator', permissions: [...ROLE_PERMISSIONS[role]] },
@@ -106,15 +123,16 @@ export class ConfigCatalogue {
         const i = req.originalUrl.indexOf('?');
         return parseJsonApiQuery(i < 0 ? '' : req.originalUrl.slice(i + 1));
       };
-      router.get(t.path, (req, res) => {
+      router.get(t.path, async (req, res) => {
         const query = check(req, res);
         const wanted = machineNameFilter(query.filter, t.idAttribute);
-        const data = wanted === null ? t.resources : t.resources.filter((r) => r.attributes[t.idAttribute] === wanted);
+        const resources = t.load ? await t.load() : t.resources;
+        const data = wanted === null ? resources : resources.filter((r) => r.attributes[t.idAttribute] === wanted);
         sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data, links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } } });
       });
-      router.get(`${t.path}/:id`, (req, res) => {
+      router.get(`${t.path}/:id`, async (req, res) => {
         check(req, res);
-        const hit = this.byId.get(`${t.type}:${req.params.id}`);
+        const hit = t.load ? (await t.load()).find((r) => r.id === req.params.id) : this.byId.get(`${t.type}:${req.params.id}`);
         if (!hit) throw notFound(`There is no ${t.type} with the id "${req.params.id}".`, { parameter: 'id' });
         sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data: hit, links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } } });
       });

@@ -241,9 +241,56 @@ export async function createClient(db: Knex, input: NewClient): Promise<{ client
   });
 }
 
+/** What `tilth client update` changes: each list given replaces the client's. */
+export interface ClientChanges {
+  label?: string;
+  redirectUris?: string[];
+  defaultScopes?: string[];
+  allowedOrigins?: string[];
+}
+
+/**
+ * Change a client in place, checked by createClient's rules; its tokens stay valid. Returns it
+ * with the warnings its redirect URIs deserve. Throws ClientError naming what is wrong.
+ */
+export async function updateClient(db: Knex, clientId: string, changes: ClientChanges): Promise<{ client: Client; warnings: string[] }> {
+  const redirectUris = changes.redirectUris && [...new Set(changes.redirectUris)];
+  const warnings = (redirectUris ?? []).map(checkRedirectUri).filter((w): w is string => w !== null);
+  const defaultScopes = changes.defaultScopes && [...new Set(changes.defaultScopes)];
+  for (const s of defaultScopes ?? []) if (!isScope(s)) throw new ClientError(`Unknown scope "${s}". Scopes are: ${SCOPES.join(', ')}.`);
+  if (defaultScopes && !defaultScopes.length) throw new ClientError('A client needs at least one scope.');
+  const origins = changes.allowedOrigins && [...new Set(changes.allowedOrigins.map((o) => o.trim()).filter(Boolean))];
+  origins?.forEach(checkOrigin);
+  return db.transaction(async (trx) => {
+    const existing = await findClient(trx, clientId);
+    if (!existing) throw new ClientError(`There is no client "${clientId}".`);
+    const uris = redirectUris ?? existing.redirectUris;
+    if ((existing.grantTypes.includes('authorization_code') || existing.grantTypes.includes('implicit')) && !uris.length) {
+      throw new ClientError('The authorization_code and implicit grants need at least one redirect URI.');
+    }
+    const row: Record<string, unknown> = {};
+    if (changes.label) row.label = changes.label;
+    if (redirectUris) row.redirect_uris = JSON.stringify(redirectUris);
+    if (defaultScopes) row.default_scopes = JSON.stringify(defaultScopes);
+    if (Object.keys(row).length) await trx('oauth_clients').where('id', existing.id).update(row);
+    if (origins) {
+      await trx('oauth_client_origins').where('client_id', existing.id).delete();
+      if (origins.length) await trx('oauth_client_origins').insert(origins.map((origin) => ({ client_id: existing.id, origin })));
+    }
+    return { client: (await findClientByRowId(trx, existing.id))!, warnings };
+  });
+}
+
+/** Field Kit's hosted app, which farmOS's `fieldkit` consumer allows (farm_fieldkit's hook_install). */
+export const FIELDKIT_ORIGIN = 'https://farmos.app';
+/** The scopes farmOS 3's `fieldkit` consumer has: a token acts with the user's manager or worker role. */
+export const FIELDKIT_SCOPES = ['farm_manager', 'farm_worker'];
+
 /**
  * Field Kit's client (farm_fieldkit's consumer): public, signing in with a password and keeping
- * the session with refresh tokens. Created when `enabled` and missing; removed (with its tokens)
+ * the session with refresh tokens, from Field Kit's hosted app at https://farmos.app (CORS) with
+ * the scopes farmOS gives it. Created when `enabled` and missing (an existing one is left as its
+ * administrator set it: `tilth client update`); removed (with its tokens)
  * when not, so that TILTH_FIELDKIT_CLIENT=0 really turns it off.
  */
 export async function ensureFieldKitClient(db: Knex, enabled: boolean): Promise<void> {
@@ -254,7 +301,7 @@ export async function ensureFieldKitClient(db: Knex, enabled: boolean): Promise<
   }
   if (existing) return;
   try {
-    await createClient(db, { clientId: FIELDKIT_CLIENT_ID, label: 'Field Kit', confidential: false, grantTypes: ['password', 'refresh_token'], defaultScopes: [USER_ACCESS_SCOPE] });
+    await createClient(db, { clientId: FIELDKIT_CLIENT_ID, label: 'Field Kit', confidential: false, grantTypes: ['password', 'refresh_token'], defaultScopes: FIELDKIT_SCOPES, allowedOrigins: [FIELDKIT_ORIGIN] });
   } catch (error) {
     if (await findClient(db, FIELDKIT_CLIENT_ID)) return;
     throw error;

@@ -9,9 +9,9 @@ import type { Knex } from 'knex';
 import { isAllowedOrigin } from './clients.ts';
 import { ChangeCache } from '../storage/change-cache.ts';
 
-const ALLOW_HEADERS = 'Content-Type,Content-Disposition,Authorization,X-CSRF-Token';
+const ALLOW_HEADERS = 'Content-Type,Content-Disposition,Authorization,X-CSRF-Token,If-Match,If-None-Match';
 const ALLOW_METHODS = 'GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS';
-const EXPOSE_HEADERS = 'Location,Retry-After,WWW-Authenticate,X-Request-Id';
+const EXPOSE_HEADERS = 'ETag,Location,Retry-After,WWW-Authenticate,X-Request-Id';
 
 /** Most origins whose answer is kept (any client can send any Origin). */
 const MAX_KEPT_ORIGINS = 1_000;

@@ -12,6 +12,7 @@ import { decimalOutput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { RevisionStore } from './revisions.ts';
 import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, selectRows } from './sql.ts';
 import { directConnectionOf } from './database.ts';
+import { recordChangedIds, recordChanges } from './change-feed.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -28,6 +29,9 @@ export interface Reference {
 
 /** The internal value of one item of a field. */
 export type ItemValue = string | number | boolean | Record<string, unknown> | Reference | null;
+
+/** A record's identity as read for the change feed. */
+type ChangedRow = { id: number; uuid: string; bundle: string };
 
 export interface EntityRecord {
   id: number;
@@ -434,6 +438,7 @@ export class RecordStore {
     const sql = this.writeSql.get(`insert:${table}:${columns.join(',')}`, () => insertSql(table, columns));
     const id = await insertReturningId(db, sql, bindings as Knex.RawBinding[]);
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
+    await recordChanges(db, rt.entityType.entityType, [{ id, uuid, bundle: rt.bundle.bundle }], false);
     return id;
   }
 
@@ -499,33 +504,68 @@ export class RecordStore {
   async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
     if (!ids.length) return;
     const et = this.entityType(entityType);
+    // The records that referred to these change too, and the change feed lists them
+    // (storage/change-feed.ts). Found first, as the references go with the delete.
+    const holders = new Map<string, Set<number>>();
+    for (const { entityType: owner, table, column, side } of this.referencesTo(entityType)) {
+      for (const part of chunks(ids)) {
+        for (const h of (await db(table).whereIn(column, part).distinct(side ? 'entity_id as id' : 'id')) as Array<{ id: number }>) {
+          if (owner === entityType && ids.includes(Number(h.id))) continue;
+          if (!holders.has(owner)) holders.set(owner, new Set());
+          holders.get(owner)!.add(Number(h.id));
+        }
+      }
+    }
     for (const { table, column } of this.singleReferencesTo(entityType)) {
       for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
     }
-    for (const part of chunks(ids)) await db(et.table).whereIn('id', part).delete();
+    const gone: ChangedRow[] = [];
+    for (const part of chunks(ids)) {
+      gone.push(...((await db(et.table).whereIn('id', part).select('id', 'uuid', 'bundle')) as ChangedRow[]));
+      await db(et.table).whereIn('id', part).delete();
+    }
     if (et.revisionId) for (const part of chunks(ids)) await this.revisions.deleteOf(db, entityType, part);
+    // The feed's rows last: a save locks its record's row, then its feed row, and so must this.
+    await recordChanges(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), true);
+    for (const [owner, found] of holders) await recordChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
 
   private referenceCache = new Map<string, Array<{ table: string; column: string }>>();
+  private holderCache = new Map<string, Array<{ entityType: string; table: string; column: string; side: boolean }>>();
 
-  /** Every (table, column) holding a single-valued reference to the entity type, across all bundles. */
-  singleReferencesTo(entityType: string): Array<{ table: string; column: string }> {
-    let cached = this.referenceCache.get(entityType);
+  /**
+   * Every place a record of the entity type can be referred to from: a single reference's column
+   * in its entity table, or a multi-valued one's side table (`entity_id` → `target_id`).
+   */
+  referencesTo(entityType: string): Array<{ entityType: string; table: string; column: string; side: boolean }> {
+    let cached = this.holderCache.get(entityType);
     if (cached) return cached;
     const seen = new Set<string>();
     cached = [];
     for (const bundle of this.registry.model.bundles) {
       for (const field of bundle.fields) {
-        if (field.target?.entityType !== entityType || field.storage.kind !== 'columns') continue;
-        const table = this.registry.model.entityTypes[bundle.entityType]!.table;
-        const column = field.storage.columns.target_id!;
-        const key = `${table}.${column}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        cached.push({ table, column });
+        if (field.target?.entityType !== entityType) continue;
+        const owner = bundle.entityType;
+        const entry =
+          field.storage.kind === 'columns'
+            ? { entityType: owner, table: this.registry.model.entityTypes[owner]!.table, column: field.storage.columns.target_id!, side: false }
+            : field.storage.kind === 'table'
+              ? { entityType: owner, table: field.storage.table, column: field.storage.columns.target_id!, side: true }
+              : null;
+        if (!entry || seen.has(`${entry.table}.${entry.column}`)) continue;
+        seen.add(`${entry.table}.${entry.column}`);
+        cached.push(entry);
       }
     }
-    this.referenceCache.set(entityType, cached);
+    this.holderCache.set(entityType, cached);
     return cached;
   }
+
+  /** Every (table, column) holding a single-valued reference to the entity type, across all bundles. */
+  singleReferencesTo(entityType: string): Array<{ table: string; column: string }> {
+    let cached = this.referenceCache.get(entityType);
+    if (!cached) this.referenceCache.set(entityType, (cached = this.referencesTo(entityType).filter((r) => !r.side)));
+    return cached;
+  }
+
 }

@@ -19,6 +19,8 @@ export const SCALE = {
   importLogs: FULL ? 2000 : 5,
   /** Three processes behind a proxy (issue 26): 16 clients; one process killed and restarted every `killEvery` seconds. */
   processes: { clients: 16, seconds: FULL ? 120 : 0, killEvery: 15 },
+  /** The change feed under concurrency: writers, readers, seconds a run and fast-check runs. */
+  feed: { writers: 16, readers: 4, seconds: FULL ? 60 : 3, runs: 1 },
 };
 
 /** Record a test's figures for `npm run stress` (and show them in the test's output). */

@@ -14,8 +14,9 @@ import { FileStore } from '../../files/storage.ts';
 import { revisionHistoryRoutes } from './revision-history.ts';
 import type { Router } from 'express';
 import type { ConfigCatalogue } from '../config-resources.ts';
+import { changesRoutes } from '../changes.ts';
 
-export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { handlers: Record<HandlerName, RouteHandler>; downloads: Router; revisionHistory: Router; configs: ConfigCatalogue } {
+export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { handlers: Record<HandlerName, RouteHandler>; downloads: Router; revisionHistory: Router; changes: Router; configs: ConfigCatalogue } {
   const self = (path: string) => `${ctx.config.baseUrl}${path}`;
   const services = new JsonApiServices(ctx);
   const individual = individualHandlers(services);
@@ -48,5 +49,5 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { h
     'file.upload': uploads.upload,
     'file.uploadNew': uploads.uploadNew,
   };
-  return { handlers, downloads: fileDownloadRoutes(services, files), revisionHistory: revisionHistoryRoutes(services), configs: services.configs };
+  return { handlers, downloads: fileDownloadRoutes(services, files), revisionHistory: revisionHistoryRoutes(services), changes: changesRoutes(services), configs: services.configs };
 }

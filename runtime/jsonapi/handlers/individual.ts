@@ -7,11 +7,16 @@ import { assertMayOnType } from '../../access/policy.ts';
 import { badRequest } from '../../errors.ts';
 import { readDataMember, readSecrets, UUID } from '../input.ts';
 import { quoted } from '../coerce.ts';
+import { versionOf } from '../../storage/change-feed.ts';
+import { checkIfMatch, entityTag, sentNotModified, setEntityTag } from './etags.ts';
 
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
     async get(req, res, route) {
       const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, { fieldsets: true });
+      // A past revision has no version of its own to tag.
+      const version = query.resourceVersion ? null : await setEntityTag(s.knex, res, req, record.rt.entityType.entityType, record.id);
+      if (sentNotModified(req, res, version)) return;
       s.documents.send(res, 200, await s.documents.document(s.knex, record, principal, query, { self: s.requests.selfLink(req) }));
     },
 
@@ -25,7 +30,9 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       // The account whose password changes (only a write with a password needs it looked up first).
       const target = secrets.size && route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
       const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null, clientAddress(req, s.ctx.config.trustProxy));
+      let version: number | null = null;
       const doc = await s.knex.transaction(async (trx) => {
+        await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         const record = await s.records.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
@@ -37,16 +44,19 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
         }
         const input = await s.input.read(trx, rt, req.body, record);
         await s.entities.update(trx, record, input, principal, hashed);
+        version = await versionOf(trx, rt.entityType.entityType, record.id);
         const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, undefined, [rt.bundle.bundle]);
         return s.documents.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
       });
+      if (version !== null) res.setHeader('ETag', entityTag(version, req));
       s.documents.send(res, 200, doc);
     },
 
-    async delete(_req, res, route) {
+    async delete(req, res, route) {
       const principal = principalOf(res);
       const rt = route.resourceType;
       await s.knex.transaction(async (trx) => {
+        await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         const record = await s.records.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'delete');

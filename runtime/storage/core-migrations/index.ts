@@ -8,6 +8,7 @@ import * as assetGroup from './0006_asset_group.ts';
 import * as accountUniqueness from './0007_account_uniqueness.ts';
 import * as rateLimits from './0008_rate_limits.ts';
 import * as importMap from './0009_import_map.ts';
+import * as sync from './0010_sync.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -19,4 +20,5 @@ export const coreMigrations = [
   { name: '0007_account_uniqueness', up: accountUniqueness.up, down: accountUniqueness.down },
   { name: '0008_rate_limits', up: rateLimits.up, down: rateLimits.down },
   { name: '0009_import_map', up: importMap.up, down: importMap.down },
+  { name: '0010_sync', up: sync.up, down: sync.down },
 ];

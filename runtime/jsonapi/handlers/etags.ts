@@ -1,0 +1,81 @@
+/**
+ * ETags and conditional requests for one resource (issue 25 item 5). A record's version is its
+ * place in the change feed (storage/change-feed.ts): every save, and every cascade that changes
+ * what the record shows (a computed location), gives it a new, higher one.
+ *
+ * - Every answer about one resource (GET, the 201 of a POST, the 200 of a PATCH) carries
+ *   `ETag: "<version>"`; a GET with `include` or sparse fieldsets, `"<version>-<hash of query>"`,
+ *   since its body differs.
+ * - `If-Match` on PATCH and DELETE: the write goes ahead only if the record's version is still the
+ *   one named, checked with the record's row and feed row locked (PostgreSQL, so two writes with
+ *   the same ETag cannot both pass; SQLite has one writer), else 412 `precondition_failed`.
+ *   Without it, the last write wins, as farmOS.js, farmOS.py and Field Kit expect.
+ * - `If-None-Match` on GET: 304 when the version is unchanged (never with `include`, as included
+ *   records change on their own).
+ */
+import { createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { ResourceType } from '../../model/registry.ts';
+import type { Db, RecordStore } from '../../storage/records.ts';
+import { versionOf } from '../../storage/change-feed.ts';
+import { execute, isPostgres, quoteName } from '../../storage/sql.ts';
+import { ApiError } from '../../errors.ts';
+import { UUID } from '../input.ts';
+
+/** The ETag of a record at `version`, for this request's representation. */
+export function entityTag(version: number, req: Request): string {
+  const i = req.originalUrl.indexOf('?');
+  const query = i < 0 ? '' : req.originalUrl.slice(i + 1);
+  if (!/(^|&)(include|fields(%5B|\[))/i.test(query)) return `"${version}"`;
+  return `"${version}-${createHash('sha1').update(query).digest('base64url').slice(0, 10)}"`;
+}
+
+/** The versions named by an If-Match or If-None-Match header; `*` for any; weak tags never match. */
+function namedVersions(header: string): Set<number> | '*' {
+  if (header.trim() === '*') return '*';
+  const out = new Set<number>();
+  for (const part of header.split(',')) {
+    const match = /^\s*"(\d{1,15})(?:-[A-Za-z0-9_-]*)?"\s*$/.exec(part);
+    if (match) out.add(Number(match[1]));
+  }
+  return out;
+}
+
+/** Set the record's ETag on the answer; its version, or null for a record the feed does not know. */
+export async function setEntityTag(db: Db, res: Response, req: Request, entityType: string, id: number): Promise<number | null> {
+  const version = await versionOf(db, entityType, id);
+  if (version !== null) res.setHeader('ETag', entityTag(version, req));
+  return version;
+}
+
+/** True (and the 304 sent) when a GET's If-None-Match names the current version. */
+export function sentNotModified(req: Request, res: Response, version: number | null): boolean {
+  const header = req.get('If-None-Match');
+  if (!header || version === null || /(^|&)include=/i.test(req.originalUrl.split('?')[1] ?? '')) return false;
+  const named = namedVersions(header);
+  if (named !== '*' && !named.has(version)) return false;
+  res.status(304).end();
+  return true;
+}
+
+/**
+ * Refuse a PATCH or DELETE whose If-Match no longer names the record's version: 412. Runs first
+ * in the write's transaction and locks the record's feed row until it ends. An unknown UUID passes
+ * here, to be the 404 it always was.
+ */
+export async function checkIfMatch(db: Db, store: RecordStore, req: Request, rt: ResourceType, uuid: string | undefined): Promise<void> {
+  const header = req.get('If-Match');
+  if (header === undefined || !uuid || !UUID.test(uuid)) return;
+  const found = await store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase());
+  if (!found || found.bundle !== rt.bundle.bundle) return;
+  // The record's row first, then its feed row: the order every save takes them in (it updates
+  // the record, then its feed row), so that this cannot deadlock with a save without If-Match.
+  if (isPostgres(db)) await execute(db, `SELECT id FROM ${quoteName(rt.entityType.table)} WHERE id = ? FOR NO KEY UPDATE`, [found.id]);
+  const version = await versionOf(db, rt.entityType.entityType, found.id, true);
+  const named = namedVersions(header);
+  if (named === '*' || (version !== null && named.has(version))) return;
+  throw new ApiError(412, `The resource changed since the ETag sent in If-Match (it is now ${version === null ? 'unknown' : `"${version}"`}): GET it again, apply your change to it, and send that with its new ETag.`, {
+    code: 'precondition_failed',
+    headers: version === null ? {} : { ETag: `"${version}"` },
+  });
+}

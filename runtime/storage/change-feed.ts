@@ -1,0 +1,249 @@
+/**
+ * The change feed: every record created, changed or deleted, each once with its latest state, in
+ * the order the changes committed (core migration 0008 makes the `change_feed` table).
+ *
+ * Writing. RecordStore's insert, update and delete, and the cascades that change a record without
+ * saving it (placements rebuilt: an asset's computed location), call `recordChanges` inside the
+ * write's own transaction: an upsert per record changed, no trigger, nothing scanned.
+ * Each upsert gives the row a new `position`, which is also the record's version (its ETag).
+ *
+ * Reading in commit order, and why nothing is skipped:
+ *
+ * - SQLite has one writer, and group commit runs a batch's writes one after another on it, then
+ *   COMMITs the batch before the next batch writes anything. Positions come from AUTOINCREMENT, so
+ *   every row a later commit writes has a higher position than every row an earlier one wrote. A
+ *   reader first takes the highest position H it can see, then reads rows above its cursor up to
+ *   H: everything at or below H has committed, and anything committed later lies above H.
+ *
+ * - PostgreSQL hands out positions (a sequence) when a write happens, not when it commits: a
+ *   transaction that took position 10 may commit after one that took 11, and a reader that had
+ *   passed 11 would never see 10. So rows are read in the order of their writing transaction's id
+ *   (`txid`, pg_current_xact_id()), then position, and only below a horizon h taken in a
+ *   statement before the rows are read: every transaction with an id below h has ended by then,
+ *   so its rows, if it committed, are all visible to the next statement; and every transaction
+ *   that can still write has an id at or above h. The set of rows below h can therefore never
+ *   grow, and a cursor at (h, 0) has seen all of it. (A row rewritten later moves above h with its
+ *   new txid: the reader meets the record again there, with its newer state.)
+ *
+ *   h is pg_snapshot_xmin(pg_current_snapshot()) narrowed to this database: the least of the
+ *   snapshot's xmax (no id at or above it had been handed out when the snapshot was taken) and
+ *   the ids of the transactions of this database still running (pg_stat_activity.backend_xid),
+ *   read after the snapshot in the same statement. An id below xmax was then either running
+ *   (listed, unless it ended in between, and then visible to the next statement) or ended; an id
+ *   handed out later is at or above xmax. Taking the whole cluster's xmin instead would be as
+ *   correct, but would hold the feed back behind long transactions of other databases. Every
+ *   writer of the feed is this server's role, whose sessions' ids pg_stat_activity shows.
+ *
+ *   So the feed trails the oldest of this farm's transactions still running: a write is in the
+ *   feed once every transaction of the farm that began before it has ended.
+ *
+ * Cursors are opaque to clients: `issued.txid.position`, base64url-encoded. `issued` (seconds)
+ * lets the server refuse a cursor older than the tombstones it keeps (TILTH_TOMBSTONE_DAYS).
+ */
+import type { Knex } from 'knex';
+import type { Db } from './records.ts';
+import { execute, idListParameter, inIdList, inTextList, isPostgres, selectRows, textListParameter } from './sql.ts';
+
+export const FEED_TABLE = 'change_feed';
+
+/** A record whose change goes into the feed. */
+export interface ChangedRecord {
+  id: number;
+  uuid: string;
+  bundle: string;
+}
+
+/** One row of the feed as read. */
+export interface FeedRow {
+  position: number;
+  txid: string;
+  entityType: string;
+  entityId: number;
+  type: string;
+  uuid: string;
+  deleted: boolean;
+  changed: number;
+}
+
+/** Where a reader is in the feed. `txid` is '0' on SQLite. */
+export interface FeedCursor {
+  issued: number;
+  txid: string;
+  position: number;
+}
+
+/** The start of the feed: `since=0`. */
+export const FEED_START: FeedCursor = { issued: 0, txid: '0', position: 0 };
+
+const ROWS_PER_STATEMENT = 500;
+
+function sqliteUpsert(rows: number): string {
+  return `INSERT OR REPLACE INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?)').join(', ')}`;
+}
+
+function postgresUpsert(rows: number): string {
+  return (
+    `INSERT INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed, txid) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, pg_current_xact_id())').join(', ')} ` +
+    `ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('${FEED_TABLE}_position_seq'), txid = EXCLUDED.txid, type = EXCLUDED.type, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed`
+  );
+}
+
+const upsertSql = new Map<string, string>();
+
+/**
+ * Put these records' latest state in the feed, inside the transaction that changed them. Each
+ * call gives each record a new position, its new version, even within one transaction: on SQLite
+ * the writes of a group commit's batch share one transaction object, and each must show its own
+ * version (an ETag) and survive the rollback of another's savepoint.
+ */
+export async function recordChanges(db: Db, entityType: string, records: readonly ChangedRecord[], deleted: boolean, now = Math.floor(Date.now() / 1000)): Promise<void> {
+  if (!records.length) return;
+  // A record listed twice in one statement: once (PostgreSQL's ON CONFLICT refuses it twice).
+  const list = [...new Map(records.map((r) => [r.id, r])).values()];
+  const postgres = isPostgres(db);
+  for (let i = 0; i < list.length; i += ROWS_PER_STATEMENT) {
+    const part = list.slice(i, i + ROWS_PER_STATEMENT);
+    const key = `${postgres}:${part.length}`;
+    let sql = upsertSql.get(key);
+    if (!sql) upsertSql.set(key, (sql = postgres ? postgresUpsert(part.length) : sqliteUpsert(part.length)));
+    await execute(db, sql, part.flatMap((r) => [entityType, r.id, `${entityType}--${r.bundle}`, r.uuid, deleted ? 1 : 0, now]));
+  }
+}
+
+/** `recordChanges` for records known by id only (a cascade): their UUIDs and bundles are read first. */
+export async function recordChangedIds(db: Db, entityType: string, table: string, ids: readonly number[]): Promise<void> {
+  if (!ids.length) return;
+  const postgres = isPostgres(db);
+  const unique = [...new Set(ids)];
+  const rows = await selectRows<{ id: number; uuid: string; bundle: string }>(db, `SELECT id, uuid, bundle FROM "${table}" WHERE ${inIdList(postgres, 'id', unique.length === 1)}`, [idListParameter(postgres, unique)]);
+  await recordChanges(db, entityType, rows.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), false);
+}
+
+/** A record's version: its feed row's position; null for a record the feed has no row of. */
+export async function versionOf(db: Db, entityType: string, id: number, lock = false): Promise<number | null> {
+  const sql = `SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = ?${lock && isPostgres(db) ? ' FOR UPDATE' : ''}`;
+  const [row] = await selectRows<{ position: number | string }>(db, sql, [entityType, id]);
+  return row ? Number(row.position) : null;
+}
+
+export function encodeCursor(cursor: FeedCursor): string {
+  return Buffer.from(`${cursor.issued}.${cursor.txid}.${cursor.position}`).toString('base64url');
+}
+
+/** The cursor a client sent, or null when it is not one this server issued (or `0`, the start). */
+export function decodeCursor(text: string): FeedCursor | null {
+  if (text === '0') return FEED_START;
+  if (text.length > 100 || !/^[A-Za-z0-9_-]+$/.test(text)) return null;
+  const match = /^(\d{1,12})\.(\d{1,20})\.(\d{1,20})$/.exec(Buffer.from(text, 'base64url').toString('latin1'));
+  if (!match) return null;
+  const position = Number(match[3]);
+  if (!Number.isSafeInteger(position)) return null;
+  return { issued: Number(match[1]), txid: match[2]!, position };
+}
+
+/**
+ * The rows after `cursor`, in commit order, of these resource types, at most `limit`; and the
+ * cursor to continue from. `more` says a full page was read and others may follow at once.
+ */
+export async function readFeed(db: Db, cursor: FeedCursor, types: readonly string[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean }> {
+  const postgres = isPostgres(db);
+  const columns = `position, entity_type, entity_id, type, uuid, deleted, changed${postgres ? ', txid::text AS txid' : ''}`;
+  let raw: Array<Record<string, unknown>>;
+  let horizon: FeedCursor;
+  if (postgres) {
+    // The horizon first, in a statement of its own: see the comment at the top.
+    horizon = { issued: now, txid: await postgresHorizon(db), position: 0 };
+    raw = await selectRows(
+      db,
+      `SELECT ${columns} FROM ${FEED_TABLE} WHERE txid < ?::xid8 AND (txid, position) > (?::xid8, ?) AND ${inTextList(true, 'type')} ORDER BY txid, position LIMIT ?`,
+      [horizon.txid, cursor.txid, cursor.position, textListParameter(true, types), limit + 1],
+    );
+  } else {
+    const [h] = await selectRows<{ h: number | null }>(db, `SELECT MAX(position) AS h FROM ${FEED_TABLE}`, []);
+    horizon = { issued: now, txid: '0', position: Number(h?.h ?? 0) };
+    raw = await selectRows(
+      db,
+      `SELECT ${columns} FROM ${FEED_TABLE} WHERE position > ? AND position <= ? AND ${inTextList(false, 'type')} ORDER BY position LIMIT ?`,
+      [cursor.position, horizon.position, textListParameter(false, types), limit + 1],
+    );
+  }
+  const more = raw.length > limit;
+  const rows = raw.slice(0, limit).map((r) => ({
+    position: Number(r.position),
+    txid: postgres ? String(r.txid) : '0',
+    entityType: String(r.entity_type),
+    entityId: Number(r.entity_id),
+    type: String(r.type),
+    uuid: String(r.uuid),
+    deleted: Boolean(r.deleted),
+    changed: Number(r.changed),
+  }));
+  const last = rows[rows.length - 1];
+  let next: FeedCursor;
+  if (more) next = { issued: now, txid: last!.txid, position: last!.position };
+  else next = laterOf(horizon, last ? { issued: now, txid: last.txid, position: last.position } : { ...cursor, issued: now });
+  return { rows, next, more };
+}
+
+const XID_SPACE = 2n ** 32n;
+
+/**
+ * The PostgreSQL horizon (see the comment at the top): the least of the snapshot's xmax and the
+ * running transactions' ids of this database. pg_stat_activity gives 32-bit ids; each is widened
+ * to a 64-bit one by its distance from xmax (a running id is within 2^31 of it, either side).
+ */
+async function postgresHorizon(db: Db): Promise<string> {
+  const [row] = await selectRows<{ xmax: string; running: string[] | null }>(
+    db,
+    'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax, ARRAY(SELECT backend_xid::text FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL) AS running',
+    [],
+  );
+  const xmax = BigInt(row!.xmax);
+  let h = xmax;
+  for (const text of row!.running ?? []) {
+    // The signed distance from xmax, modulo 2^32: a running id may lie on either side of it (one
+    // handed out after the snapshot lies above, and cannot lower the horizon).
+    let distance = (BigInt(text) - (xmax % XID_SPACE)) % XID_SPACE;
+    if (distance > XID_SPACE / 2n) distance -= XID_SPACE;
+    else if (distance <= -XID_SPACE / 2n) distance += XID_SPACE;
+    if (xmax + distance < h) h = xmax + distance;
+  }
+  return h.toString();
+}
+
+/** The later of two cursors, in feed order. */
+function laterOf(a: FeedCursor, b: FeedCursor): FeedCursor {
+  const ta = BigInt(a.txid);
+  const tb = BigInt(b.txid);
+  if (ta !== tb) return ta > tb ? a : b;
+  return a.position >= b.position ? a : b;
+}
+
+/** Delete tombstones written before `before` (unix seconds); how many went. */
+export async function pruneTombstones(db: Db, before: number): Promise<number> {
+  return execute(db, `DELETE FROM ${FEED_TABLE} WHERE deleted AND changed < ?`, [before]);
+}
+
+/**
+ * Fill the feed for records saved before it existed (a farm upgraded to the release that brought
+ * it), when migration 0008 asked for it: one statement per entity table; then clear the request.
+ */
+export async function fillIfPending(knex: Knex, tables: ReadonlyArray<{ entityType: string; table: string }>): Promise<number> {
+  if (!(await knex.schema.hasTable('tilth_pending_work'))) return 0;
+  if (!(await knex('tilth_pending_work').where('name', FEED_TABLE).first())) return 0;
+  const postgres = isPostgres(knex);
+  const now = Math.floor(Date.now() / 1000);
+  let filled = 0;
+  await knex.transaction(async (trx) => {
+    for (const { entityType, table } of tables) {
+      if (!(await trx.schema.hasTable(table))) continue;
+      const sql =
+        `INSERT INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed${postgres ? ', txid' : ''}) ` +
+        `SELECT CAST(? AS TEXT), id, CAST(? AS TEXT) || '--' || bundle, uuid, ?, ?${postgres ? ', pg_current_xact_id()' : ''} FROM "${table}" e ` +
+        `WHERE NOT EXISTS (SELECT 1 FROM ${FEED_TABLE} f WHERE f.entity_type = ? AND f.entity_id = e.id) ORDER BY id`;
+      filled += await execute(trx, sql, [entityType, entityType, 0, now, entityType]);
+    }
+    await trx('tilth_pending_work').where('name', FEED_TABLE).delete();
+  });
+  return filled;
+}

@@ -1,0 +1,257 @@
+// The change feed for offline clients (issue 25 items 1–4): `GET /api/changes?since=<cursor>`
+// lists every record created, changed or deleted since the cursor, each once with its latest
+// state, tombstones for deletions (cascades included), filtered by type and by what the caller
+// may read; `since=0&include=records` is the whole farm as the collections show it; a cursor
+// older than TILTH_TOMBSTONE_DAYS is a 410 `cursor_expired`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestDatabase, startTestServer, ADMIN, type TestServer } from '../support/server.ts';
+import { passwordToken, request } from '../support/http.ts';
+import { Api, ref } from '../support/fixtures.ts';
+import { addUser } from '../oauth/helpers.ts';
+import { pruneTombstones } from '../../runtime/storage/change-feed.ts';
+
+let server: TestServer;
+let api: Api;
+
+before(async () => {
+  server = await startTestServer();
+  api = new Api(server.url, await passwordToken(server.url, ADMIN.name, ADMIN.password));
+});
+after(() => server.close());
+
+/** Every entry after `since`, following links.next; and the cursor to go on from. */
+async function follow(client: Api, since: string, query = ''): Promise<{ entries: any[]; included: any[]; cursor: string; pages: number }> {
+  const entries: any[] = [];
+  const included: any[] = [];
+  let next: string | undefined = `/api/changes?since=${encodeURIComponent(since)}${query}`;
+  let cursor = since;
+  let pages = 0;
+  while (next) {
+    const res: { status: number; text: string; body: any } = await client.get(next);
+    assert.equal(res.status, 200, res.text.slice(0, 500));
+    assert.equal(typeof res.body.meta.cursor, 'string', 'meta.cursor is always present');
+    entries.push(...res.body.data);
+    included.push(...(res.body.included ?? []));
+    cursor = res.body.meta.cursor;
+    next = res.body.links.next?.href;
+    pages++;
+  }
+  return { entries, included, cursor, pages };
+}
+
+/** The feed read until it has caught up with every committed write (PostgreSQL's trails running transactions). */
+async function caughtUp(client: Api, since: string, query: string, done: (entries: any[]) => boolean): Promise<{ entries: any[]; included: any[]; cursor: string }> {
+  const all = { entries: [] as any[], included: [] as any[], cursor: since };
+  for (let i = 0; i < 50; i++) {
+    const page = await follow(client, all.cursor, query);
+    all.entries.push(...page.entries);
+    all.included.push(...page.included);
+    all.cursor = page.cursor;
+    if (done(all.entries)) return all;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return all;
+}
+
+const has = (uuid: string, deleted = false) => (entries: any[]) => entries.some((e) => e.id === uuid && Boolean(e.meta.deleted) === deleted);
+
+test('a cursor taken before a write sees it; each record appears once with its latest state; deletions are tombstones', async () => {
+  const start = (await api.get('/api/changes?since=0&page[limit]=1')).body.meta.cursor as string;
+  // The newest cursor: read to the end.
+  const { cursor } = await follow(api, start);
+  const kept = await api.create('log--activity', { name: 'Kept', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  const edited = await api.create('asset--equipment', { name: 'Tractor' });
+  assert.equal((await api.patch(`/api/asset/equipment/${edited.id}`, { data: { type: 'asset--equipment', id: edited.id, attributes: { name: 'Tractor 2' } } })).status, 200);
+  assert.equal((await api.patch(`/api/asset/equipment/${edited.id}`, { data: { type: 'asset--equipment', id: edited.id, attributes: { name: 'Tractor 3' } } })).status, 200);
+  const gone = await api.create('log--observation', { name: 'Gone', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  assert.equal((await api.delete(`/api/log/observation/${gone.id}`)).status, 204);
+
+  const { entries } = await caughtUp(api, cursor, '', has(gone.id, true));
+  const ids = entries.map((e) => e.id);
+  assert.deepEqual(ids.filter((id) => [kept.id, edited.id, gone.id].includes(id)), [kept.id, edited.id, gone.id], 'in commit order, each once');
+  const byId = new Map(entries.map((e) => [e.id, e]));
+  assert.equal(byId.get(kept.id).type, 'log--activity');
+  assert.equal(byId.get(kept.id).meta.deleted, undefined);
+  assert.equal(typeof byId.get(kept.id).meta.version, 'number');
+  assert.match(byId.get(kept.id).meta.changed, /^\d{4}-\d\d-\d\dT/);
+  assert.equal(byId.get(gone.id).meta.deleted, true);
+  assert.equal(byId.get(gone.id).type, 'log--observation');
+  assert.ok(byId.get(edited.id).meta.version > byId.get(kept.id).meta.version, 'a later change has a higher version');
+
+  // Nothing new since: an empty page, and a cursor to keep.
+  const again = await caughtUp(api, (await follow(api, cursor)).cursor, '', () => true);
+  assert.deepEqual(again.entries.filter((e) => [kept.id, edited.id, gone.id].includes(e.id)), []);
+});
+
+test('filter[type] (several), page[limit] with links.next, include=records rendered as the collection renders them', async () => {
+  const { cursor } = await follow(api, '0');
+  const logs: any[] = [];
+  for (let i = 0; i < 5; i++) logs.push(await api.create('log--harvest', { name: `Harvest ${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z' }));
+  const seed = await api.create('asset--plant', { name: 'Kale' }, { plant_type: { data: [ref(await api.create('taxonomy_term--plant_type', { name: 'Kale' }))] } });
+  await api.create('asset--equipment', { name: 'Not asked for' });
+
+  const wanted = new Set([...logs.map((l) => l.id), seed.id]);
+  const read = await caughtUp(api, cursor, '&filter[type][]=log--harvest&filter[type][]=asset--plant&page[limit]=2&include=records', (e) => [...wanted].every((id) => e.some((x) => x.id === id)));
+  assert.deepEqual(new Set(read.entries.map((e) => e.type)), new Set(['log--harvest', 'asset--plant']), 'only the types asked for');
+  assert.deepEqual(new Set(read.entries.map((e) => e.id)), wanted);
+  const harvest = (await api.get(`/api/log/harvest/${logs[0].id}`)).body.data;
+  assert.deepEqual(read.included.find((r) => r.id === logs[0].id), harvest, 'the included record is the resource the API serves');
+  // Comma-separated works as well.
+  const comma = await follow(api, cursor, '&filter[type]=log--harvest,asset--plant');
+  assert.deepEqual(new Set(comma.entries.map((e) => e.id)), wanted);
+});
+
+test('cascades: quantities deleted with their log, children of a birth log, assets a movement log moves', async () => {
+  const { cursor } = await follow(api, '0');
+  const q = await api.create('quantity--standard', { label: 'Eggs', measure: 'count', value: { decimal: '12' } });
+  const log = await api.create('log--harvest', { name: 'Eggs', status: 'done', timestamp: '2024-05-01T08:00:00Z' }, { quantity: { data: [ref(q)] } });
+  const mother = await api.create('asset--animal', { name: 'Daisy' }, { animal_type: { data: ref(await api.create('taxonomy_term--animal_type', { name: 'Cow' })) } });
+  const calf = await api.create('asset--animal', { name: 'Calf' }, { animal_type: { data: ref(mother.relationships.animal_type.data) } });
+  const field = await api.create('asset--land', { name: 'North field', land_type: 'field', is_location: true });
+  const { cursor: afterSetup } = await caughtUp(api, cursor, '', has(field.id));
+
+  assert.equal((await api.delete(`/api/log/harvest/${log.id}`)).status, 204);
+  await api.create('log--birth', { status: 'done', timestamp: '2024-03-01T06:00:00Z' }, { asset: { data: [ref(calf)] }, mother: { data: ref(mother) } });
+  await api.create('log--activity', { name: 'Move', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true }, { asset: { data: [ref(mother)] }, location: { data: [ref(field)] } });
+
+  const { entries } = await caughtUp(api, afterSetup, '', (e) => has(q.id, true)(e) && has(calf.id)(e) && has(mother.id)(e));
+  assert.ok(has(log.id, true)(entries), 'the log is a tombstone');
+  assert.ok(has(q.id, true)(entries), 'its quantity, deleted with it, is a tombstone too');
+  assert.ok(has(calf.id)(entries), "the birth log's child (its parent and birthdate changed) is listed");
+  assert.ok(has(mother.id)(entries), 'the asset the movement moved (its computed location changed) is listed');
+  const moved = (await api.get(`/api/asset/animal/${mother.id}`)).body.data;
+  assert.deepEqual(moved.relationships.location.data.map((r: any) => r.id), [field.id]);
+});
+
+test('deleting a record lists the records that referred to it; racing their saves, nothing fails', async () => {
+  const { cursor } = await follow(api, '0');
+  for (let round = 0; round < 3; round++) {
+    const tractor = await api.create('asset--equipment', { name: `Tractor ${round}` });
+    const logs: any[] = [];
+    for (let i = 0; i < 4; i++) logs.push(await api.create('log--activity', { name: `Service ${round}.${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z' }, { asset: { data: [ref(tractor)] } }));
+    const answers = await Promise.all([
+      api.delete(`/api/asset/equipment/${tractor.id}`),
+      ...logs.map((l, i) => api.patch(`/api/log/activity/${l.id}`, { data: { type: 'log--activity', id: l.id, attributes: { name: `Serviced ${round}.${i}` } } })),
+    ]);
+    assert.deepEqual(answers.map((a) => a.status), [204, 200, 200, 200, 200], answers.map((a) => a.text.slice(0, 200)).join(' | '));
+    const { entries } = await caughtUp(api, cursor, '', (e) => has(tractor.id, true)(e) && logs.every((l) => has(l.id)(e)));
+    assert.ok(has(tractor.id, true)(entries), 'the asset is a tombstone');
+    for (const l of logs) {
+      const entry = entries.find((e) => e.id === l.id);
+      const now = await api.get(`/api/log/activity/${l.id}`);
+      assert.deepEqual(now.body.data.relationships.asset.data, [], 'the log no longer names the asset');
+      assert.equal(`"${entry.meta.version}"`, now.headers.get('etag'), "the log's last change is the feed's");
+    }
+  }
+});
+
+test('access: only types the caller may read, tombstones included; blocked users only for account administrators', async () => {
+  const { cursor } = await follow(api, '0');
+  const doomed = await api.create('log--activity', { name: 'Doomed', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  await api.delete(`/api/log/activity/${doomed.id}`);
+  const blocked = await addUser(server, ['farm_worker']);
+  await import('../../runtime/accounts/users.ts').then((m) => m.setBlocked(server.ctx.db.knex, blocked.name, true));
+  await caughtUp(api, cursor, '', (e) => has(doomed.id, true)(e) && has(blocked.uuid)(e));
+  // `tilth user roles` changes what the user's `roles` relationship shows: listed too.
+  const promoted = await addUser(server, ['farm_viewer']);
+  const { cursor: beforeRoles } = await follow(api, cursor);
+  await import('../../runtime/accounts/users.ts').then((m) => m.setRoles(server.ctx.db.knex, promoted.name, ['farm_manager']));
+  assert.ok(has(promoted.uuid)((await caughtUp(api, beforeRoles, '', has(promoted.uuid))).entries), 'a user whose roles changed is listed');
+
+  const expect: Record<string, { logs: boolean; blockedUser: boolean }> = {
+    farm_viewer: { logs: true, blockedUser: false },
+    farm_worker: { logs: true, blockedUser: false },
+    farm_manager: { logs: true, blockedUser: false },
+    farm_account_admin: { logs: false, blockedUser: true },
+  };
+  for (const [role, sees] of Object.entries(expect)) {
+    const user = await addUser(server, [role]);
+    const client = new Api(server.url, await passwordToken(server.url, user.name, user.password));
+    const { entries } = await follow(client, cursor);
+    assert.equal(has(doomed.id, true)(entries), sees.logs, `${role}: the log's tombstone`);
+    assert.equal(entries.some((e) => e.type.startsWith('log--')), sees.logs, `${role}: any log`);
+    assert.equal(has(blocked.uuid)(entries), sees.blockedUser, `${role}: the blocked user`);
+    const asked = await client.get(`/api/changes?since=${cursor}&filter[type]=log--activity`);
+    assert.equal(asked.status, sees.logs ? 200 : 403, `${role}: asking for logs by type`);
+  }
+  assert.equal((await request(`${server.url}/api/changes?since=0`)).status, 401, 'no token, no feed');
+});
+
+test('since=0 with include=records is the union of every collection', async () => {
+  // Every record type the farm serves (the entry point lists configuration resources too).
+  const collections = new Map<string, any[]>();
+  for (const name of server.ctx.registry.resourceTypes.keys()) collections.set(name, await api.all(`/api/${name.replace('--', '/')}`));
+  const every = [...collections.values()].flat().map((r) => r.id);
+  // On PostgreSQL the feed trails transactions still running: read it until it holds them all.
+  const { included, entries } = await caughtUp(api, '0', '&include=records&page[limit]=500', (e) => every.every((id) => e.some((x) => x.id === id)));
+  const live = entries.filter((e) => !e.meta.deleted);
+  assert.equal(included.length, live.length, 'one included record per live entry');
+  const byType = new Map<string, any[]>();
+  for (const r of included) byType.set(r.type, [...(byType.get(r.type) ?? []), r]);
+  for (const [name, collection] of collections) {
+    const fromFeed = (byType.get(name) ?? []).sort((a, b) => a.id.localeCompare(b.id));
+    assert.deepEqual(fromFeed, collection.sort((a, b) => a.id.localeCompare(b.id)), `${name}: the feed's records are the collection's`);
+  }
+});
+
+test('bad parameters are 400s naming them; an expired cursor is 410 cursor_expired', async () => {
+  for (const [query, parameter] of [
+    ['', 'since'],
+    ['since=abc', 'since'],
+    ['since=0&page[limit]=501', 'page[limit]'],
+    ['since=0&page[limit]=0', 'page[limit]'],
+    ['since=0&filter[type]=log--nope', 'filter[type]'],
+    ['since=0&filter[name]=x', 'filter'],
+    ['since=0&include=asset', 'include'],
+    ['since=0&sort=changed', 'sort'],
+  ] as const) {
+    const res = await api.get(`/api/changes?${query}`);
+    assert.equal(res.status, 400, `${query}: ${res.text}`);
+    assert.equal(res.body.errors[0].source.parameter, parameter, query);
+  }
+  const short = await startTestServer({ env: { TILTH_TOMBSTONE_DAYS: '0.00001' } });
+  try {
+    const client = new Api(short.url, await passwordToken(short.url, ADMIN.name, ADMIN.password));
+    const cursor = (await client.get('/api/changes?since=0')).body.meta.cursor;
+    await new Promise((r) => setTimeout(r, 1100));
+    const res = await client.get(`/api/changes?since=${cursor}`);
+    assert.equal(res.status, 410, res.text);
+    assert.equal(res.body.errors[0].code, 'cursor_expired');
+    assert.equal((await client.get('/api/changes?since=0')).status, 200, 'a full sync is always possible');
+    // Pruning (the feed runs it at most hourly, a day after cursors expire) drops tombstones only.
+    const kept = await client.create('asset--equipment', { name: 'Kept' });
+    const gone = await client.create('asset--equipment', { name: 'Gone' });
+    assert.equal((await client.delete(`/api/asset/equipment/${gone.id}`)).status, 204);
+    assert.ok((await pruneTombstones(short.ctx.db.knex, Math.floor(Date.now() / 1000) + 60)) >= 1);
+    const { entries } = await caughtUp(client, '0', '', has(kept.id));
+    assert.ok(has(kept.id)(entries) && !entries.some((e) => e.id === gone.id || e.meta.deleted), 'live records stay, tombstones go');
+  } finally {
+    await short.close();
+  }
+});
+
+test("an existing farm's records are in the feed after the upgrade that brings it (migration 0008 fills it at the first start)", async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  let farm = await startTestServer({ database });
+  let client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const log = await client.create('log--activity', { name: 'Before the feed', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  const asset = await client.create('asset--equipment', { name: 'Old tractor' });
+  // The database as the release before left it: no feed, migration 0008 not applied.
+  const knex = farm.ctx.db.knex;
+  await knex.schema.dropTable('change_feed');
+  await knex.schema.dropTable('field_module');
+  await knex('knex_migrations').where('name', 'core/0010_sync').delete();
+  await knex('tilth_migration_checksums').where('name', 'core/0010_sync').delete();
+  await farm.close();
+
+  farm = await startTestServer({ database });
+  t.after(() => farm.close());
+  client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const { entries } = await follow(client, '0');
+  for (const record of [log, asset]) assert.ok(has(record.id)(entries), `${record.type} ${record.attributes.name} is in the feed`);
+  assert.ok(entries.some((e) => e.type === 'user--user'), 'and the users');
+  const etag = (await client.get(`/api/log/activity/${log.id}`)).headers.get('etag');
+  assert.match(etag ?? '', /^"\d+"$/, 'with a version each');
+});
