@@ -8,6 +8,7 @@
  * Users are the exception: they are saved through EntityService, which keeps their roles and the
  * account rules, and given their timestamps after.
  */
+import { recordChanges } from '../storage/change-feed.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
@@ -146,6 +147,9 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
   if (current) {
     id = current.id;
     await store.update(db, rt, id, values);
+    // RecordStore lists inserts and deletions in the change feed; a replaced record is listed here,
+    // so that offline clients (and If-Match) see the new version.
+    await recordChanges(db, entityType, [{ id, uuid: resource.id, bundle: rt.bundle.bundle }], false);
   } else {
     fillDefaults(rt, values, now);
     // Older revisions (from a Tilth source, --revisions) are numbered before the current one.

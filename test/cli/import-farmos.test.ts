@@ -120,19 +120,48 @@ test('a farm on SQLite imported into another database: the same documents, file 
   assert.deepEqual(revisionsAfter, revisionsBefore, 'no revision added');
 });
 
+/** The target's change feed read to its end, as an offline client does before it syncs again: the cursor to go on from. */
+async function feedEnd(): Promise<string> {
+  let next: string | undefined = `${target.url}/api/changes?since=0&page[limit]=500`;
+  let cursor = '';
+  while (next) {
+    const page: { status: number; text: string; body: any } = await request(next, { token: targetToken });
+    assert.equal(page.status, 200, page.text);
+    cursor = page.body.meta.cursor;
+    next = page.body.links?.next?.href;
+  }
+  return cursor;
+}
+
 test('a change at the source is carried, a record created there is added, one deleted there is pruned with --prune', async () => {
   const sensor = (await all(source.url, sourceToken, '/api/asset/sensor'))[0];
   assert.equal((await request(`${source.url}/api/asset/sensor/${sensor.id}`, { method: 'DELETE', token: sourceToken })).status, 204);
   const renamed = await request(`${source.url}/api/asset/animal/${farm.cow}`, { method: 'PATCH', token: sourceToken, json: { data: { type: 'asset--animal', id: farm.cow, attributes: { name: 'Daisy II' } } } });
   assert.equal(renamed.status, 200);
+  // A log too: an asset is listed in the feed anyway when the run rebuilds locations at its end.
+  const noted = await request(`${source.url}/api/log/observation/${farm.fileLog}`, { method: 'PATCH', token: sourceToken, json: { data: { type: 'log--observation', id: farm.fileLog, attributes: { name: 'Soil test, again' } } } });
+  assert.equal(noted.status, 200);
   const added = await request(`${source.url}/api/taxonomy_term/season`, { method: 'POST', token: sourceToken, json: { data: { type: 'taxonomy_term--season', attributes: { name: '2025' } } } });
   assert.equal(added.status, 201);
 
+  // What an offline client of the target farm has seen so far: after the run, the feed and the
+  // ETags must tell it of the change, the addition and the deletion.
+  const cursor = await feedEnd();
+  const logTag = (await request(`${target.url}/api/log/observation/${farm.fileLog}`, { token: targetToken })).headers.get('etag');
   const run = await tilthAsync(importArgs('--prune', '--json'), targetDb.env).done;
   assert.equal(run.status, 0, run.stdout + run.stderr);
+  const feed = await request(`${target.url}/api/changes?since=${encodeURIComponent(cursor)}&page[limit]=500`, { token: targetToken });
+  assert.equal(feed.status, 200, feed.text);
+  const seen = new Map<string, any>(feed.body.data.map((e: any) => [e.id, e]));
+  assert.ok(seen.get(farm.fileLog) && !seen.get(farm.fileLog).meta.deleted, 'the log changed at the source is in the feed');
+  assert.equal(seen.get(sensor.id)?.meta.deleted, true, 'the pruned record is a tombstone');
+  assert.ok(seen.has(added.body.data.id), 'the new record is in the feed');
+  const log = await request(`${target.url}/api/log/observation/${farm.fileLog}`, { token: targetToken });
+  assert.equal(log.body.data.attributes.name, 'Soil test, again');
+  assert.notEqual(log.headers.get('etag'), logTag, 'the changed log has a new ETag');
   const events = run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
   const done = events.find((e) => e.event === 'done');
-  assert.deepEqual([done.created, done.updated, done.pruned, done.failed], [1, 1, 1, 0], run.stdout);
+  assert.deepEqual([done.created, done.updated, done.pruned, done.failed], [1, 2, 1, 0], run.stdout);
   assert.equal(events.find((e) => e.event === 'verified').differences, 0);
   assert.equal((await request(`${target.url}/api/asset/sensor/${sensor.id}`, { token: targetToken })).status, 404);
   assert.equal((await request(`${target.url}/api/asset/animal/${farm.cow}`, { token: targetToken })).body.data.attributes.name, 'Daisy II');
