@@ -210,6 +210,10 @@ export class GroupCommit {
     // rejects at once): such a body must take no write, or its caller would never hear back.
     let settled = false;
     let durable: Promise<void> | undefined;
+    // The error that failed the batch from inside it. When SQLite rolled the whole transaction
+    // back itself (a full disk), Knex's own ROLLBACK then fails ("no transaction is active"), and
+    // the writes must hear why the batch failed, not that.
+    let reason: unknown;
     const failure = this.durability?.failure();
     if (failure) {
       for (const write of this.waiting.splice(0)) this.settle(write, false, failure);
@@ -247,12 +251,16 @@ export class GroupCommit {
             // Some failures (a full disk, an I/O error) make SQLite roll back the whole
             // transaction, and the writes before this one with it: the batch has failed. So has
             // it when a failed write's savepoint could not be rolled back.
-            if (first || !connection.inTransaction || error instanceof BatchBroken) throw error;
+            if (first || !connection.inTransaction || error instanceof BatchBroken) {
+              reason = error;
+              throw error;
+            }
           }
         }
       });
       durable = this.durability?.sync();
-    } catch (error) {
+    } catch (thrown) {
+      const error = reason ?? thrown;
       // The first write failed and took the transaction with it (its own error is kept); or the
       // COMMIT failed, so no write of the batch was kept; or BEGIN did (another process held
       // the database past the busy timeout), before any write was taken: the writes waiting now
