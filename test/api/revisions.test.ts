@@ -248,7 +248,7 @@ test('an existing database with one global revision counter migrates to per-type
   try {
     // The database as the code before this change left it: every migration but the new ones,
     // and revisions numbered by one counter across entity types.
-    const old = allMigrations(generated.migrations).filter((m) => !/^core\/000[3-9]/.test(m.name));
+    const old = allMigrations(generated.migrations).filter((m) => !/^core\/(?!000[12]_)/.test(m.name));
     await knex.migrate.latest({
       migrationSource: { getMigrations: async () => old, getMigrationName: (m: (typeof old)[number]) => m.name, getMigration: async (m: (typeof old)[number]) => ({ up: m.up, down: m.down }) },
       tableName: 'knex_migrations',
