@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../support/child-server.ts';
 import { ROOT } from '../support/project.ts';
+import { tilthAsync } from '../support/tilth-command.ts';
 import { createTestDatabase } from '../support/server.ts';
 import { openDatabase } from '../../runtime/storage/database.ts';
 
@@ -17,18 +18,18 @@ function tilth(args: string[], env: Record<string, string> = {}) {
 }
 
 
-test('every command explains itself with --help', () => {
-  const overview = tilth(['--help']);
-  assert.equal(overview.status, 0);
-  for (const command of ['serve', 'migrate', 'generate', 'user create', 'user password', 'user block', 'client create', 'client list']) {
-    assert.ok(overview.stdout.includes(command), `the overview lists ${command}`);
-    const help = tilth([...command.split(' '), '--help']);
-    assert.equal(help.status, 0, `${command} --help: ${help.stderr}`);
-    assert.match(help.stdout, /Usage: tilth /, command);
+test('every command explains itself with --help', async () => {
+  // The helps are asked for at once: each is a process of its own, mostly starting up.
+  const commands = ['serve', 'migrate', 'generate', 'user create', 'user password', 'user block', 'client create', 'client list'];
+  const [overview, unknown, ...helps] = await Promise.all([['--help'], ['plough'], ...commands.map((c) => [...c.split(' '), '--help'])].map((args) => tilthAsync(args, {}).done));
+  assert.equal(overview!.status, 0);
+  for (const [i, command] of commands.entries()) {
+    assert.ok(overview!.stdout.includes(command), `the overview lists ${command}`);
+    assert.equal(helps[i]!.status, 0, `${command} --help: ${helps[i]!.stderr}`);
+    assert.match(helps[i]!.stdout, /Usage: tilth /, command);
   }
-  const unknown = tilth(['plough']);
-  assert.equal(unknown.status, 2);
-  assert.match(unknown.stderr, /Unknown command "plough"/);
+  assert.equal(unknown!.status, 2);
+  assert.match(unknown!.stderr, /Unknown command "plough"/);
 });
 
 test('migrate, then create a user; serve refuses an unmigrated database and names the fix', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, () => {
