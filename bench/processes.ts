@@ -14,14 +14,39 @@ export const ROOT = join(import.meta.dirname, '..');
 export const ADMIN = { name: 'admin', password: 'bench-password-0' };
 
 const HAS_TASKSET = spawnSync('taskset', ['--version']).status === 0;
+export const CORES = Number(spawnSync('nproc').stdout?.toString().trim() || '1');
 /** Two cores or more: the servers on core 0 and the load on core 1. */
-export const PINNED = HAS_TASKSET && (spawnSync('nproc').stdout?.toString().trim() ?? '1') !== '1';
+export const PINNED = HAS_TASKSET && CORES > 1;
 export const SERVER_CORE = '0';
 export const LOAD_CORE = '1';
 
-/** `node args…`, pinned to `core` when pinning is available. */
-export function spawnNode(core: string, args: string[], env: Record<string, string | undefined>): ChildProcess {
-  const [cmd, argv] = PINNED ? ['taskset', ['-c', core, process.execPath, ...args]] : [process.execPath, args];
+/** Where the processes of a scale-out run go (`--processes=N`): a core for each server and one or more for the load, or nowhere in particular. */
+export interface Placement {
+  /** Server i's core, or null when unpinned. */
+  servers: Array<string | null>;
+  /** The load generators' cores (a taskset list, e.g. "2-3"), or null when unpinned. */
+  load: string | null;
+  /** Said in the output and the results. */
+  description: string;
+}
+
+/**
+ * N servers each on a core of its own and the load generators on the cores left, when the
+ * machine has N + 1 cores or more; otherwise nothing is pinned (N servers and the load would
+ * share cores however they were pinned) and the description says so plainly.
+ */
+export function placeProcesses(n: number): Placement {
+  if (HAS_TASKSET && CORES >= n + 1) {
+    const servers = Array.from({ length: n }, (_, i) => String(i));
+    return { servers, load: CORES - 1 > n ? `${n}-${CORES - 1}` : String(n), description: `pinned: server processes on cores 0–${n - 1}, load generators on core(s) ${n}–${CORES - 1}` };
+  }
+  const why = HAS_TASKSET ? `this machine has ${CORES} core(s): ${n} server process(es) and the load generator need ${n + 1}` : 'no taskset here';
+  return { servers: Array.from({ length: n }, () => null), load: null, description: `NOT pinned (${why}); every process, servers and load, shares the cores as the OS schedules them` };
+}
+
+/** `node args…`, pinned to `core` when pinning is available and `core` is not null. */
+export function spawnNode(core: string | null, args: string[], env: Record<string, string | undefined>): ChildProcess {
+  const [cmd, argv] = PINNED && core !== null ? ['taskset', ['-c', core, process.execPath, ...args]] : [process.execPath, args];
   return spawn(cmd as string, argv as string[], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
@@ -63,14 +88,14 @@ function capture(child: ChildProcess): () => string {
   return () => out;
 }
 
-/** Tilth on `dataDir` (or DATABASE_URL in `env`), started as production starts it. */
-export async function startTilth(dataDir: string, env: Record<string, string> = {}): Promise<Running> {
+/** Tilth on `dataDir` (or DATABASE_URL in `env`), started as production starts it, on `core` (null: unpinned). */
+export async function startTilth(dataDir: string, env: Record<string, string> = {}, core: string | null = SERVER_CORE): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // BENCH_SERVER_NODE_ARGS: Node flags for Tilth's process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/cpu"
   // (Node refuses --cpu-prof in NODE_OPTIONS); the profile is written when the server stops.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawnNode(SERVER_CORE, [...nodeArgs, 'bin/tilth.js', 'serve', '--migrate'], {
+  const child = spawnNode(core, [...nodeArgs, 'bin/tilth.js', 'serve', '--migrate'], {
     PORT: String(port),
     HOST: '127.0.0.1',
     TILTH_BASE_URL: url,

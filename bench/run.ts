@@ -11,18 +11,20 @@
  * Options: --quick, --scale=S|M|L (the main farm; full default L), --big=M|L (G's large farm;
  * full default L), --seconds=N, --seed=N, --pg[=postgres://user@host:port] (P1, P3, P4 on
  * PostgreSQL too, on a database made and dropped for the run), --pg-scale=S|M (default S quick, M full),
- * --only=P0,P3 (only those workloads, after the checks; an A/B of one change in a minute or two).
+ * --only=P0,P3 (only those workloads, after the checks; an A/B of one change in a minute or two),
+ * --processes=N (with --pg: P1, P3 and P4 also through N Tilth processes over the one PostgreSQL
+ * database against one of them, issue 26; the load spread by one load generator per process).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { prepareFarm, prng, type Scale } from './dataset.ts';
-import { ADMIN, PINNED, ROOT, startBaseline, startTilth, type Running } from './processes.ts';
+import { ADMIN, PINNED, ROOT, placeProcesses, startBaseline, startTilth, type Running } from './processes.ts';
 import { admin, copyFarm, databaseUrl } from './postgres.ts';
 import { headerDifferences, recordHeaders, type HeaderList } from './baselines/headers.ts';
-import { CLOSED_CONNECTIONS, RATE_CONNECTIONS, clean, firstDifference, fmt, load, p1Path, ratio, writeJson, type Row } from './workloads.ts';
+import { CLOSED_CONNECTIONS, RATE_CONNECTIONS, clean, firstDifference, fmt, load, p1Path, ratio, sumLoads, writeJson, type Row } from './workloads.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => { const [k, v] = a.replace(/^--/, '').split('='); return [k!, v ?? '1']; }));
@@ -36,6 +38,9 @@ const JSONAPI = 'application/vnd.api+json';
 // PostgreSQL leg (P1, P3, P4 against the pg baseline): --pg, or --pg=postgres://user@host:port.
 const PG = args.has('pg') ? (args.get('pg') === '1' ? 'postgres://postgres@127.0.0.1:5432' : args.get('pg')!) : null;
 const PG_SCALE = (args.get('pg-scale') ?? (QUICK ? 'S' : 'M')) as Scale;
+// --processes=N (N ≥ 2, with --pg): the PostgreSQL leg also measures N processes against one.
+const PROCESSES = Number(args.get('processes') ?? 1);
+if (!Number.isInteger(PROCESSES) || PROCESSES < 1) throw new Error(`--processes must be a whole number of at least 1, not ${args.get('processes')}`);
 // --only=P0,P3: only those workloads (ids as in the table; G and PG too), after the checks.
 const ONLY = args.has('only') ? new Set(args.get('only')!.split(',').map((id) => id.trim().toUpperCase())) : null;
 const runs = (id: string) => !ONLY || ONLY.has(id);
@@ -186,11 +191,14 @@ function growthFigure(s: Session, k: 'P1' | 'P3' | 'P6', p3List: string): Promis
 
 const started = Date.now();
 const cpu = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
-const machine = { nproc: cpus().length, cpu, node: process.version, pinned: PINNED };
+/** The machine is shared: its load average (1, 5, 15 minutes) goes with the figures. */
+const loadAverage = () => loadavg().map((x) => x.toFixed(2)).join(', ');
+const machine = { nproc: cpus().length, cpu, node: process.version, pinned: PINNED, loadAtStart: loadAverage(), load: loadAverage };
 
 async function main(): Promise<void> {
   say(`bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}`);
-  say(`machine: ${machine.nproc} cores, ${cpu}, Node ${machine.node}, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned (no taskset or one core)'}`);
+  say(`machine: ${machine.nproc} cores, ${cpu}, Node ${machine.node}, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned (no taskset or one core)'}; load average ${machine.loadAtStart}`);
+  if (PROCESSES > 1) say(PG ? `PostgreSQL through ${PROCESSES} processes: ${placeProcesses(PROCESSES).description}` : '--processes has effect with --pg only');
 
   // Client for P7's client_credentials grant, made with Tilth's own CLI before the server starts.
   const s = await open(MAIN);
@@ -460,11 +468,103 @@ async function postgresLeg(server: string): Promise<void> {
     const posts = writeJson(dir, 'pg-posts.json', postBodies(join(dir, 'tilth.sqlite')));
     const t4 = await closed(`${T}/api/log/activity`, { method: 'POST', headers: { ...auth, 'Content-Type': JSONAPI }, mode: 'postLog', list: posts, ...warm });
     add({ id: 'PG4', what: `PostgreSQL farm-${PG_SCALE}: POST a log`, figure: fmt(t4), target: '', met: null, detail: { tilth: t4 } });
+    if (PROCESSES > 1) {
+      for (const r of running.splice(0)) await r.stop();
+      await scaleOut(dir, url, { p1, p3: list, posts });
+    }
   } finally {
     for (const r of running) await r.stop();
     rmSync(dir, { recursive: true, force: true });
     await admin(server, `DROP DATABASE IF EXISTS ${name}`);
   }
+}
+
+/**
+ * Issue 26's figures: P1, P3 and P4 through N Tilth processes over one PostgreSQL database,
+ * against the same through one of them, in the same run (1, N alternated; the better of two in a
+ * full run). The load is spread in the load generator, not by a proxy in the measured path: one
+ * load process per server, each with the closed loop's connections, run at once, their rates
+ * summed (sumLoads). The single-process figure uses one such load process on the first server,
+ * placed as in the N-process run, so that only the number of servers differs.
+ */
+async function scaleOut(dir: string, url: string, lists: { p1: string; p3: string; posts: string }): Promise<void> {
+  const place = placeProcesses(PROCESSES);
+  say(`PostgreSQL, ${PROCESSES} processes: ${place.description}`);
+  const servers: Running[] = [];
+  try {
+    // Every process of one database must have the same settings, the base URL among them.
+    let base: string | undefined;
+    for (const core of place.servers) {
+      const server = await startTilth(dir, { DATABASE_URL: url, ...(base ? { TILTH_BASE_URL: base } : {}) }, core);
+      base ??= server.url;
+      servers.push(server);
+    }
+    const auth = { Authorization: `Bearer ${(await passwordGrant(servers[0]!.url)).access_token}`, Accept: JSONAPI };
+    const workloads: Array<{ id: string; what: string; spec: (server: string) => Partial<LoadSpec> & { url: string }; target: number }> = [
+      { id: 'PS1', what: 'page of 50 logs', spec: (t) => ({ url: `${t}${lists.p1}`, headers: auth }), target: 1.7 },
+      { id: 'PS3', what: 'one log by UUID', spec: (t) => ({ url: t, headers: auth, mode: 'randomPath', list: lists.p3 }), target: 1.7 },
+      { id: 'PS4', what: 'POST a log', spec: (t) => ({ url: `${t}/api/log/activity`, method: 'POST', headers: { ...auth, 'Content-Type': JSONAPI }, mode: 'postLog', list: lists.posts }), target: 1 },
+    ];
+    // Where the cores went during a run (after its warm-up): the machine's busy share from
+    // /proc/stat, and the servers' own from /proc/<pid>/stat. A machine already busy through one
+    // process has nothing to give a second.
+    type Measured = LoadResult & { cores?: { busy: number; tilth: number } };
+    const through = (n: number, spec: (server: string) => Partial<LoadSpec> & { url: string }) => async (): Promise<Measured> => {
+      const cpu = cpuWindow(servers.map((s) => s.child.pid!), WARMUP);
+      const result: Measured = sumLoads(await Promise.all(servers.slice(0, n).map((s) => load({ seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...warm, ...spec(s.url) }, place.load))));
+      result.cores = await cpu;
+      return result;
+    };
+    const cores = (r: Measured) => (r.cores ? `; cores busy ${r.cores.busy} of ${cpus().length}, Tilth's ${r.cores.tilth}` : '');
+    for (const w of workloads) {
+      const [many, one] = await pair(through(PROCESSES, w.spec), through(1, w.spec));
+      const r = ratio(many, one);
+      add({
+        id: w.id,
+        what: `PostgreSQL farm-${PG_SCALE}: ${w.what} through ${PROCESSES} processes against 1 (${place.servers[0] === null ? 'NOT pinned' : 'pinned'})`,
+        figure: `${fmt(many)}${cores(many)}; 1 process ${fmt(one)}${cores(one)}; ${r}×`,
+        target: `≥ ${w.target}×`,
+        met: clean(many) && clean(one) && r >= w.target,
+        detail: { processes: PROCESSES, placement: place.description, many, one },
+      });
+    }
+  } finally {
+    for (const s of servers) await s.stop();
+  }
+}
+
+/** Jiffies: the machine's busy and total (from /proc/stat's first line), and the given processes' own. */
+function jiffies(pids: number[]): { busy: number; total: number; own: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  const idle = fields[3]! + (fields[4] ?? 0);
+  let own = 0;
+  for (const pid of pids) {
+    try {
+      // utime and stime: fields 14 and 15, counted after the command's closing parenthesis.
+      const after = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      own += Number(after[11]) + Number(after[12]);
+    } catch {
+      // Not on Linux, or the process ended: its share is left out.
+    }
+  }
+  return { busy: total - idle, total, own };
+}
+
+/**
+ * The cores busy, on average, over `SECONDS` from `delay` seconds on (a run after its warm-up),
+ * all of the machine's and the given processes' (in cores, e.g. 1.93 of 2); undefined off Linux.
+ */
+async function cpuWindow(pids: number[], delay: number): Promise<{ busy: number; tilth: number } | undefined> {
+  if (!existsSync('/proc/stat')) return undefined;
+  await new Promise((r) => setTimeout(r, (delay + 0.2) * 1000));
+  const a = jiffies(pids);
+  await new Promise((r) => setTimeout(r, Math.max(0.5, SECONDS - 0.5) * 1000));
+  const b = jiffies(pids);
+  const n = cpus().length;
+  const share = (x: number) => +((x / Math.max(1, b.total - a.total)) * n).toFixed(2);
+  // /proc/stat's total counts every core's jiffies; a process's counts its own: in cores, the same scale.
+  return { busy: share(b.busy - a.busy), tilth: share(b.own - a.own) };
 }
 
 function report(): void {
@@ -474,7 +574,7 @@ function report(): void {
   const when = new Date().toISOString();
   const md = [
     `Run ${when} (${QUICK ? 'quick' : 'full'}; main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}; ${SECONDS} s per figure; seed ${SEED}; ${CLOSED_CONNECTIONS} connections closed loop).`,
-    `Machine: ${machine.nproc} cores, ${machine.cpu}, Node ${machine.node}; ${machine.pinned ? 'server on core 0, load generator on core 1' : 'not pinned'}.`,
+    `Machine: ${machine.nproc} cores, ${machine.cpu}, Node ${machine.node}; ${machine.pinned ? 'server on core 0, load generator on core 1' : 'not pinned'}${PG && PROCESSES > 1 ? `; PostgreSQL through ${PROCESSES} processes ${placeProcesses(PROCESSES).description}` : ''}; load average at the end ${machine.load()}.`,
     '',
     '| id | workload | measured | target | met |',
     '|---|---|---|---|---|',
@@ -485,7 +585,7 @@ function report(): void {
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = when.replace(/[:.]/g, '-');
-  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, quick: QUICK, main: MAIN, small: SMALL, big: BIG, seconds: SECONDS, seed: SEED, machine, seconds_total: Math.round((Date.now() - started) / 1000), rows }, null, 2));
+  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, quick: QUICK, main: MAIN, small: SMALL, big: BIG, seconds: SECONDS, seed: SEED, processes: PROCESSES, machine: { ...machine, loadAtEnd: loadAverage() }, seconds_total: Math.round((Date.now() - started) / 1000), rows }, null, 2));
   writeFileSync(join(dir, `${stamp}.md`), `${md}\n`);
   say('');
   say(md.split('\n').slice(0, -1).join('\n'));

@@ -14,10 +14,10 @@ import { HISTORY_END, HISTORY_START } from './dataset.ts';
 export const CLOSED_CONNECTIONS = 8;
 export const RATE_CONNECTIONS = 16;
 
-/** One autocannon run in the load process. */
-export function load(spec: LoadSpec): Promise<LoadResult> {
+/** One autocannon run in the load process, on `cores` (a taskset list; null: unpinned). */
+export function load(spec: LoadSpec, cores: string | null = LOAD_CORE): Promise<LoadResult> {
   const args = ['--import', 'tsx', join('bench', 'load.ts')];
-  const [cmd, argv] = PINNED ? ['taskset', ['-c', LOAD_CORE, process.execPath, ...args]] : [process.execPath, args];
+  const [cmd, argv] = PINNED && cores !== null ? ['taskset', ['-c', cores, process.execPath, ...args]] : [process.execPath, args];
   return new Promise((resolve, reject) => {
     const child = spawn(cmd as string, argv as string[], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
@@ -61,6 +61,15 @@ export interface Row {
 export const fmt = (r: LoadResult) => `${r.rps.toLocaleString('en')} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${r.errors || r.non2xx ? ` (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`;
 /** A run whose requests failed measured nothing: its figures are not counted as met. */
 export const clean = (r: LoadResult) => r.errors === 0 && r.non2xx === 0 && r.requests > 0;
+/**
+ * Several load generators' results run at once, one per server process, as one: the rates
+ * summed, the requests and failures summed, and the worst of their p50s and p99s (a
+ * conservative merge: the true percentiles of the whole lie between the best and the worst).
+ */
+export function sumLoads(parts: LoadResult[]): LoadResult {
+  const sum = (k: 'rps' | 'requests' | 'errors' | 'non2xx') => parts.reduce((n, r) => n + r[k], 0);
+  return { rps: sum('rps'), p50: Math.max(...parts.map((r) => r.p50)), p99: Math.max(...parts.map((r) => r.p99)), requests: sum('requests'), errors: sum('errors'), non2xx: sum('non2xx') };
+}
 export const ratio = (a: LoadResult, b: LoadResult) => +(a.rps / Math.max(1, b.rps)).toFixed(3);
 
 /** The first offset where two responses differ, or -1 when they are the same bytes. */

@@ -7,6 +7,7 @@ import { killUnderLoad } from '../support/kill-under-load.ts';
 import knexFactory from 'knex';
 import { request, passwordToken } from '../support/http.ts';
 import { createTestDatabase, startTestServer, ADMIN } from '../support/server.ts';
+import { Api } from '../support/fixtures.ts';
 
 const passwordTokenOf = (url: string) => passwordToken(url, ADMIN.name, ADMIN.password);
 import { createUser } from '../../runtime/accounts/users.ts';
@@ -48,6 +49,56 @@ test('three processes started at once on an empty database all become healthy, w
   assert.deepEqual((await knex('users').where('bundle', 'user').select('name')).map((r) => r.name), ['admin']);
   assert.deepEqual((await knex('oauth_clients').orderBy('client_id').select('client_id')).map((r) => r.client_id), ['farm', 'fieldkit']);
   assert.deepEqual(await knex('knex_migrations').groupBy('name').havingRaw('count(*) > 1').select('name'), [], 'each migration applied once');
+});
+
+test('three processes started at once on an upgraded farm with pending work: all healthy, one administrator and client of each kind, each rebuild done once', postgresOnly, async (t) => {
+  let tractor = '';
+  let field = '';
+  const upgraded = await startCluster({
+    together: true,
+    // The start-up lines are info: the count of them is the proof of "once".
+    env: { TILTH_LOG_LEVEL: 'info' },
+    // A farm of the release before the change feed, whose upgrade also asks for every asset's
+    // locations to be recomputed (as 0005 and 0006 did): a tractor moved to a field.
+    async prepare(database) {
+      const farm = await startTestServer({ database });
+      try {
+        const api = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+        const land = await api.create('asset--land', { name: 'North', land_type: 'field', is_location: true, is_fixed: true, intrinsic_geometry: 'POINT (1 2)' });
+        const machine = await api.create('asset--equipment', { name: 'Old tractor' });
+        await api.create('log--activity', { name: 'Park', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true }, { asset: { data: [{ type: machine.type, id: machine.id }] }, location: { data: [{ type: land.type, id: land.id }] } });
+        [tractor, field] = [machine.id, land.id];
+        const knex = farm.ctx.db.knex;
+        await knex.schema.dropTable('change_feed');
+        await knex.schema.dropTable('field_module');
+        await knex('knex_migrations').where('name', 'core/0010_sync').delete();
+        await knex('tilth_migration_checksums').where('name', 'core/0010_sync').delete();
+        await knex('asset_location').delete();
+        await knex('tilth_pending_work').insert({ name: 'asset_location' });
+      } finally {
+        await farm.close();
+      }
+    },
+  });
+  t.after(() => upgraded.close());
+  for (const server of upgraded.servers) assert.equal((await fetch(`${server.url}/health`)).status, 200);
+  const knex = knexFactory({ client: 'pg', connection: upgraded.database.env.DATABASE_URL });
+  t.after(() => knex.destroy());
+  assert.deepEqual((await knex('users').where('bundle', 'user').select('name')).map((r) => r.name), ['admin']);
+  assert.deepEqual((await knex('oauth_clients').orderBy('client_id').select('client_id')).map((r) => r.client_id), ['farm', 'fieldkit']);
+  assert.deepEqual((await knex('knex_migrations').where('name', 'core/0010_sync')).length, 1, 'the upgrade applied once');
+  // Once: one process announces each piece of work, with the whole farm's count; the others found it done.
+  const lines = upgraded.servers.flatMap((s) => s.output().split('\n'));
+  assert.deepEqual(lines.filter((l) => l.includes('Computed the locations of')).map((l) => /Computed the locations of (\d+) asset/.exec(l)![1]), ['2']);
+  // Every record saved before the upgrade is in the feed once: the two assets from the rebuild
+  // (their computed location is part of them), the rest (the log, the administrator) from the fill.
+  assert.deepEqual((await knex('change_feed').orderBy('type').select('type')).map((r) => r.type), ['asset--equipment', 'asset--land', 'log--activity', 'user--user']);
+  assert.deepEqual(lines.filter((l) => l.includes('record(s) in the change feed')).map((l) => /Listed (\d+) record/.exec(l)![1]), ['2']);
+  assert.deepEqual(await knex('tilth_pending_work').select('name'), [], 'no work left pending');
+  // What a user sees: the tractor is in the field again.
+  const api = new Api(upgraded.url, await adminToken(upgraded));
+  const located = await api.get(`/api/asset/equipment/${tractor}`);
+  assert.deepEqual(located.body.data.relationships.location.data.map((r: { id: string }) => r.id), [field]);
 });
 
 test('a second server over one SQLite database is refused, saying that it is unsupported and what to use instead', sqliteOnly, async (t) => {

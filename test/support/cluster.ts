@@ -78,6 +78,8 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Start the processes at once (the cold-start race) instead of one after the other. */
   together?: boolean;
+  /** Work on the fresh database before any process starts (e.g. make it a farm an upgrade left pending work on). */
+  prepare?: (database: Awaited<ReturnType<typeof createTestDatabase>>) => Promise<void>;
 }
 
 /** `processes` Tilth processes (3 by default) over one fresh database, behind a round-robin proxy. */
@@ -93,6 +95,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     await database.drop();
   };
   try {
+    await options.prepare?.(database);
     const n = options.processes ?? 3;
     if (options.together) servers.push(...(await Promise.all(Array.from({ length: n }, () => start()))));
     else for (let i = 0; i < n; i++) servers.push(await start());
