@@ -49,7 +49,7 @@ export class RateLimiter implements Limiter {
     return Math.ceil((w.resetAt - at) / 1000);
   }
 
-  /** Count one attempt; returns the seconds to wait when this attempt is over the limit, else 0. */
+  /** Count one attempt; returns the seconds to wait (and counts nothing) when it is over the limit, else 0. */
   hit(key: string, at = Date.now()): number {
     let w = this.windows.get(key);
     if (!w || w.resetAt <= at) {
@@ -57,8 +57,11 @@ export class RateLimiter implements Limiter {
       w = { count: 0, resetAt: at + this.windowSeconds * 1000 };
       this.windows.set(key, w);
     }
+    // An attempt turned away is not counted: the count is of the attempts let through, so that
+    // one given back (release) frees a try even after a burst past the limit was turned away.
+    if (w.count >= this.limit) return Math.max(1, Math.ceil((w.resetAt - at) / 1000));
     w.count += 1;
-    return w.count > this.limit ? Math.ceil((w.resetAt - at) / 1000) : 0;
+    return 0;
   }
 
   /** Give back one attempt counted by `hit` that did not happen after all (e.g. the server was too busy to make it). */

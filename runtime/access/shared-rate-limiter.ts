@@ -11,12 +11,20 @@ import type { Limiter } from './rate-limiter.ts';
 /** How often, at most, a process deletes ended windows: once a window, or a minute if windows are longer. */
 const CLEAN_AT_MOST_EVERY_MS = 60_000;
 
+/**
+ * Count an attempt unless the key's window is full. The row comes back only when the attempt was
+ * counted: one turned away leaves the count as it was (the count is of the attempts let through,
+ * so one given back with `release` frees a try even after a burst past the limit).
+ */
 const HIT = `
 INSERT INTO tilth_rate_limits AS r (key, count, reset_at) VALUES (?, 1, now() + make_interval(secs => ?))
 ON CONFLICT (key) DO UPDATE SET
   count = CASE WHEN r.reset_at <= now() THEN 1 ELSE r.count + 1 END,
   reset_at = CASE WHEN r.reset_at <= now() THEN EXCLUDED.reset_at ELSE r.reset_at END
-RETURNING count, ceil(extract(epoch FROM r.reset_at - now()))::int AS wait`;
+WHERE r.reset_at <= now() OR r.count < ?
+RETURNING count`;
+
+const WAIT = 'SELECT ceil(extract(epoch FROM reset_at - now()))::int AS wait FROM tilth_rate_limits WHERE key = ?';
 
 export class SharedRateLimiter implements Limiter {
   private lastCleaned = 0;
@@ -31,9 +39,11 @@ export class SharedRateLimiter implements Limiter {
 
   async hit(key: string): Promise<number> {
     this.cleanNowAndThen();
-    const result = await this.knex.raw(HIT, [`${this.name}:${key}`, this.windowSeconds]);
-    const row = result.rows[0] as { count: number; wait: number };
-    return row.count > this.limit ? Math.max(1, row.wait) : 0;
+    const result = await this.knex.raw(HIT, [`${this.name}:${key}`, this.windowSeconds, this.limit]);
+    if (result.rows.length > 0) return 0;
+    // Turned away. The wait is read after (the window may have ended in between: then 1 s).
+    const wait = (await this.knex.raw(WAIT, [`${this.name}:${key}`])).rows[0] as { wait: number } | undefined;
+    return Math.max(1, wait?.wait ?? 1);
   }
 
   async release(key: string): Promise<void> {

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, ADMIN } from '../support/server.ts';
 import { addUser, FormAgent, token } from './helpers.ts';
+import { limiterFor } from '../../runtime/access/rate-limiter.ts';
 
 test('per user name: after the limit of failures, even the right password waits; other users are not held back', async (t) => {
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_USERNAME: '3' } });
@@ -121,4 +122,25 @@ test('a stranger who spends an account’s tries locks out only new places, not 
   const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
   const form = await agent.login(page.text, user.name, user.password);
   assert.equal(form.status, 429, 'the form from a new place (the test’s own address) is held back too');
+});
+
+test('an attempt given back after the limit was passed frees a try: turned-away guesses do not eat the tries that were given back', async (t) => {
+  // What a burst of guesses does: the limit's number are let through, the rest turned away; then
+  // some of the let-through ones are given back (the server was too busy to hash them). The
+  // account must then have exactly that many tries left, on the database's own limiter.
+  const server = await startTestServer();
+  t.after(() => server.close());
+  const limiter = limiterFor(server.ctx.db, 'test', 3, 60);
+  const key = `account:${Date.now()}`;
+  const waits = [];
+  for (let i = 0; i < 8; i++) waits.push(await limiter.hit(key));
+  assert.deepEqual(waits.map((w) => w > 0), [false, false, false, true, true, true, true, true], 'three let through, the rest told to wait');
+  assert.ok(waits[3]! >= 1 && waits[3]! <= 60, `waits ${waits[3]} s`);
+  await limiter.release(key);
+  await limiter.release(key);
+  assert.equal(await limiter.hit(key), 0, 'a try given back can be used');
+  assert.equal(await limiter.hit(key), 0, 'and the second');
+  assert.ok((await limiter.hit(key)) > 0, 'and then no more');
+  await limiter.reset(key);
+  assert.equal(await limiter.hit(key), 0, 'a success clears the count');
 });
