@@ -110,32 +110,57 @@ export async function createUser(
   });
 }
 
-export async function setPassword(knex: Knex, name: string, password: string): Promise<void> {
+/**
+ * The account an administrator names on the command line, found as signing in finds it: the
+ * name without regard to case or surrounding spaces, an exact match first. Names that differ
+ * only by case (kept from before names were unique that way) must be typed exactly.
+ */
+export async function accountNamed(knex: Knex, typed: string): Promise<UserAccount> {
+  const name = typed.trim();
+  const rows = (await knex('users')
+    .where('bundle', 'user')
+    .whereRaw('lower(name) = lower(?)', [name])
+    .orderByRaw('CASE WHEN name = ? THEN 0 ELSE 1 END, id', [name])
+    .limit(2)
+    .select('id', 'uuid', 'name', 'mail', 'status')) as Array<{ id: number; uuid: string; name: string; mail: string | null; status: unknown }>;
+  const row = rows[0]?.name === name || rows.length === 1 ? rows[0] : null;
+  if (!row) {
+    if (rows.length > 1) throw new AccountError(`"${name}" names two users, "${rows[0]!.name}" and "${rows[1]!.name}": give the name exactly as it is written.`);
+    throw new AccountError(`There is no user named "${name}".`);
+  }
+  return toAccount(row, await rolesOfUser(knex, row.id));
+}
+
+/** Set the password of the account `name` names (accountNamed); returns the account. */
+export async function setPassword(knex: Knex, name: string, password: string): Promise<UserAccount> {
   validatePassword(password);
+  const user = await accountNamed(knex, name);
   const pass = await hashPassword(password);
-  const updated = await knex('users').where('name', name).update({ pass, changed: now() });
-  if (!updated) throw new AccountError(`There is no user named "${name}".`);
+  await knex('users').where('id', user.id).update({ pass, changed: now() });
+  return user;
 }
 
-export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<void> {
+/** Block or unblock the account `name` names (accountNamed); returns the account. */
+export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<UserAccount> {
+  const user = await accountNamed(knex, name);
   await knex.transaction(async (trx) => {
-    const updated = await trx('users').where('name', name).update({ status: !blocked, changed: now() });
-    if (!updated) throw new AccountError(`There is no user named "${name}".`);
+    await trx('users').where('id', user.id).update({ status: !blocked, changed: now() });
     // Its status shows: the change feed lists it (storage/change-feed.ts).
-    const ids = ((await trx('users').where('name', name).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
-    await recordChangedIds(trx, 'user', 'users', ids);
+    await recordChangedIds(trx, 'user', 'users', [user.id]);
   });
+  return user;
 }
 
-export async function setRoles(knex: Knex, name: string, roles: string[]): Promise<void> {
+/** Replace the roles of the account `name` names (accountNamed); returns the account. */
+export async function setRoles(knex: Knex, name: string, roles: string[]): Promise<UserAccount> {
   const valid = validateRoles(roles);
+  const user = await accountNamed(knex, name);
   await knex.transaction(async (trx) => {
-    const user = await trx('users').where('name', name).first('id');
-    if (!user) throw new AccountError(`There is no user named "${name}".`);
     await replaceRoles(trx, user.id, valid);
     // Its `roles` relationship shows: the change feed lists it (storage/change-feed.ts).
     await recordChangedIds(trx, 'user', 'users', [user.id]);
   });
+  return user;
 }
 
 /**

@@ -2,7 +2,7 @@
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
 import { withExistingDatabase } from './database.ts';
-import { AccountError, createUser, findUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
+import { AccountError, accountNamed, createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
 import { FIRST_USER_ID } from '../access/accounts.ts';
 import { RecordStore } from '../storage/records.ts';
 import { ModelRegistry } from '../model/registry.ts';
@@ -49,14 +49,14 @@ export const userCommands: Command[] = [
       password: { type: 'string', description: 'new password (generated and printed once if left out)' },
     } as Command['options'],
     async run(values) {
-      const name = requireOption(values, 'name');
       const { password, generated } = passwordOf(values);
-      await withExistingDatabase(async (knex) => {
-        await setPassword(knex, name, password);
+      const user = await withExistingDatabase(async (knex) => {
+        const user = await setPassword(knex, requireOption(values, 'name'), password);
         // A new password is often a response to a leak: whatever was issued with the old one ends.
-        await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
+        await revokeUserCredentials(knex, user.id);
+        return user;
       });
-      process.stdout.write(`Set the password of "${name}"; their tokens are revoked.\n`);
+      process.stdout.write(`Set the password of "${user.name}"; their tokens are revoked.\n`);
       if (generated) process.stdout.write(`Password (shown once): ${password}\n`);
       return 0;
     },
@@ -70,12 +70,12 @@ export const userCommands: Command[] = [
       unblock: { type: 'boolean', description: 'unblock instead' },
     } as Command['options'],
     async run(values) {
-      const name = requireOption(values, 'name');
-      await withExistingDatabase(async (knex) => {
-        await setBlocked(knex, name, !values.unblock);
-        if (!values.unblock) await revokeUserCredentials(knex, (await findUser(knex, { name }))!.id);
+      const user = await withExistingDatabase(async (knex) => {
+        const user = await setBlocked(knex, requireOption(values, 'name'), !values.unblock);
+        if (!values.unblock) await revokeUserCredentials(knex, user.id);
+        return user;
       });
-      process.stdout.write(`${values.unblock ? 'Unblocked' : 'Blocked'} "${name}"${values.unblock ? '' : '; their tokens are revoked'}.\n`);
+      process.stdout.write(`${values.unblock ? 'Unblocked' : 'Blocked'} "${user.name}"${values.unblock ? '' : '; their tokens are revoked'}.\n`);
       return 0;
     },
   },
@@ -88,9 +88,8 @@ export const userCommands: Command[] = [
       role: { type: 'string', multiple: true, description: 'a role; repeat or separate with commas' },
     } as Command['options'],
     async run(values) {
-      const name = requireOption(values, 'name');
-      await withExistingDatabase((knex) => setRoles(knex, name, list(values.role)));
-      process.stdout.write(`Set the roles of "${name}" to: ${list(values.role).join(', ') || 'none'}.\n`);
+      const user = await withExistingDatabase((knex) => setRoles(knex, requireOption(values, 'name'), list(values.role)));
+      process.stdout.write(`Set the roles of "${user.name}" to: ${list(values.role).join(', ') || 'none'}.\n`);
       return 0;
     },
   },
@@ -102,16 +101,15 @@ export const userCommands: Command[] = [
       name: { type: 'string', description: 'login name' },
     } as Command['options'],
     async run(values) {
-      const name = requireOption(values, 'name');
-      await withExistingDatabase(async (knex) => {
-        const user = await findUser(knex, { name });
-        if (!user) throw new AccountError(`There is no user named "${name}".`);
-        if (user.id === FIRST_USER_ID) throw new AccountError(`"${name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${name}).`);
+      const user = await withExistingDatabase(async (knex) => {
+        const user = await accountNamed(knex, requireOption(values, 'name'));
+        if (user.id === FIRST_USER_ID) throw new AccountError(`"${user.name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${user.name}).`);
         // The same deletion as DELETE /api/user/user/<uuid>: references to the user are cleared.
         const store = new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules));
         await knex.transaction((trx) => store.delete(trx, 'user', [user.id]));
+        return user;
       });
-      process.stdout.write(`Deleted "${name}"; their tokens are revoked.\n`);
+      process.stdout.write(`Deleted "${user.name}"; their tokens are revoked.\n`);
       return 0;
     },
   },

@@ -57,6 +57,14 @@ test('migrate, then create a user; serve refuses an unmigrated database and name
     }
     const badRole = tilth(['user', 'create', '--name', 'x', '--password', 'long enough', '--role', 'farmer'], env);
     assert.match(badRole.stderr, /Unknown role "farmer"/);
+    // The other user commands find the account as signing in does: without regard to case or spaces.
+    const roles = tilth(['user', 'roles', '--name', ' Maria ', '--role', 'farm_viewer'], env);
+    assert.equal(roles.status, 0, roles.stderr);
+    assert.match(roles.stdout, /Set the roles of "maria" to: farm_viewer/);
+    const password = tilth(['user', 'password', '--name', 'MARIA', '--password', 'a new good password'], env);
+    assert.equal(password.status, 0, password.stderr);
+    assert.match(password.stdout, /Set the password of "maria"/);
+    assert.match(tilth(['user', 'list'], env).stdout, /^maria\t\S+\tactive\tfarm_viewer$/m);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
