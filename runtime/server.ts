@@ -24,7 +24,7 @@ import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
 import { knownAddressesFor } from './accounts/known-addresses.ts';
 import { BodyLimits } from './access/body-limits.ts';
-import { generatePassword } from './accounts/passwords.ts';
+import { generatePassword, usePasswordHashCost } from './accounts/passwords.ts';
 import { limiterFor } from './access/rate-limiter.ts';
 import type { AppContext } from './context.ts';
 
@@ -66,6 +66,7 @@ function sharedSettings(config: Config): SharedSettings {
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
+  usePasswordHashCost(config.passwordHash);
   const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
   const announce = options.announce ?? (() => {});
   const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR, config.siteDir);

@@ -24,8 +24,8 @@
  */
 import type { Knex } from 'knex';
 import type { Limiter } from '../access/rate-limiter.ts';
-import { HashingBusy, hashingOpen, verifyPassword } from './passwords.ts';
-import { findLogin, passwordHashOf, type UserAccount } from './users.ts';
+import { HashingBusy, hashingOpen, hashPassword, needsNewHash, verifyPassword } from './passwords.ts';
+import { findLogin, passwordHashOf, replacePasswordHash, type UserAccount } from './users.ts';
 import { KnownAddressesInMemory, type KnownAddresses } from './known-addresses.ts';
 
 export type LoginCheck =
@@ -75,6 +75,7 @@ export class PasswordGuard {
     if (!account || !ok) return { outcome: 'wrong', userId: account?.id ?? null };
     await this.failures.reset(key);
     if (address) await this.known.remember(account.id, address);
+    if (account.pass && needsNewHash(account.pass)) await this.hashAgain(knex, account.id, account.pass, password);
     const { pass: _hash, ...rest } = account;
     return { outcome: 'ok', account: rest };
   }
@@ -99,6 +100,22 @@ export class PasswordGuard {
     if (!ok) return 'wrong';
     await this.failures.reset(key);
     return 'ok';
+  }
+
+  /**
+   * Store the password, just checked right, hashed with today's parameters (passwords.ts,
+   * `needsNewHash`). Best effort: when the server is too busy hashing, the next sign-in does it;
+   * a hash changed meanwhile (a new password) is left alone.
+   */
+  private async hashAgain(knex: Knex, userId: number, old: string, password: string): Promise<void> {
+    let hash: string;
+    try {
+      hash = await hashPassword(password);
+    } catch (error) {
+      if (error instanceof HashingBusy) return;
+      throw error;
+    }
+    await replacePasswordHash(knex, userId, old, hash);
   }
 
   /** The allowance an attempt on this account from `address` spends: the address's own once the account signed in from it, else the account's shared one. */

@@ -61,13 +61,39 @@ const PARAMETERS: Record<PasswordHashCost, { memoryCost: number; timeCost: numbe
 };
 
 /**
- * The parameters new hashes are made with, read once from the environment (the server's start has
- * already refused a bad value; every command shares this module, so it is read here, not passed).
+ * The parameters new hashes are made with. The server's start and every command hand the
+ * configured setting over (`usePasswordHashCost`) before any password is hashed; a process that
+ * never did (a test calling these functions directly) reads the environment once.
  */
 let parameters: (typeof PARAMETERS)[PasswordHashCost] | null = null;
+let decoy: Promise<string> | null = null;
+
+/** Make new hashes at `cost` from now on (TILTH_PASSWORD_HASH, read and checked by config.ts). */
+export function usePasswordHashCost(cost: PasswordHashCost): void {
+  if (parameters === PARAMETERS[cost]) return;
+  parameters = PARAMETERS[cost];
+  // The decoy for unknown names must cost what a real account's check costs.
+  decoy = null;
+}
+
 function hashOptions(): HashOptions {
   parameters ??= PARAMETERS[passwordHashCost(readEnvironment())];
   return { type: argon2.argon2id, ...parameters };
+}
+
+/**
+ * Whether `hash` was made with other parameters than new hashes are (an older setting of
+ * TILTH_PASSWORD_HASH, or another program's): then it is made again at the next successful
+ * sign-in, so that every account's check costs the same as the decoy's for unknown names, and a
+ * stronger setting reaches the accounts that already exist.
+ */
+export function needsNewHash(hash: string): boolean {
+  try {
+    const { type: _type, ...wanted } = hashOptions();
+    return argon2.needsRehash(hash, wanted);
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a password check would be taken now (or queued), rather than refused as busy. */
@@ -80,8 +106,7 @@ export function hashPassword(password: string): Promise<string> {
   return turns.run(() => argon2.hash(password, hashOptions()));
 }
 
-/** A hash to verify against when the user does not exist, so that timing does not reveal which names exist. */
-let decoy: Promise<string> | null = null;
+/* `decoy` (above): a hash to verify against when the user does not exist, so that timing does not reveal which names exist. */
 
 /** Whether `password` matches `hash` (a decoy check when there is none); throws HashingBusy when too many are being checked. */
 export async function verifyPassword(hash: string | null, password: string): Promise<boolean> {

@@ -183,6 +183,11 @@ export async function findLogin(knex: Knex, login: string): Promise<(UserAccount
   return { ...toAccount(row, (await rolesOf(knex, [row.id])).get(row.id) ?? []), pass: row.pass ?? null };
 }
 
+/** Replace an account's password hash `old` by `hash`, unless it was changed meanwhile (same password, new parameters). */
+export async function replacePasswordHash(knex: Knex, userId: number, old: string, hash: string): Promise<void> {
+  await knex('users').where({ id: userId, pass: old }).update({ pass: hash });
+}
+
 /** The stored password hash of an account. */
 export async function passwordHashOf(knex: Knex, userId: number): Promise<string | null> {
   const row = await knex('users').where('id', userId).first('pass');

@@ -9,6 +9,7 @@ import type { AppContext } from '../context.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { createLogger } from '../http/logging.ts';
 import { PasswordGuard } from '../accounts/password-guard.ts';
+import { usePasswordHashCost } from '../accounts/passwords.ts';
 import { BodyLimits } from '../access/body-limits.ts';
 import { RateLimiter } from '../access/rate-limiter.ts';
 import { openExistingDatabase, type Database } from '../storage/database.ts';
@@ -18,6 +19,7 @@ import { loadGenerated, type GeneratedArtifacts } from '../generated.ts';
 /** The configured database, opened if it exists, named on stderr and checked to be migrated, for `fn`; closed after. */
 async function withMigratedDatabase<T>(fn: (opened: { config: Config; db: Database; generated: GeneratedArtifacts }) => Promise<T>): Promise<T> {
   const config = loadConfig();
+  usePasswordHashCost(config.passwordHash);
   const db = await openExistingDatabase(config);
   try {
     process.stderr.write(`Using the ${describeDatabase(config)}.\n`);

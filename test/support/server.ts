@@ -78,6 +78,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     TILTH_ADMIN_USER: ADMIN.name,
     TILTH_ADMIN_PASSWORD: ADMIN.password,
     TILTH_FARM_NAME: 'Test Farm',
+    // The suite's hashing cost (scripts/run-tests.js), which a server hands to every hash it makes.
+    ...(process.env.TILTH_PASSWORD_HASH ? { TILTH_PASSWORD_HASH: process.env.TILTH_PASSWORD_HASH } : {}),
     ...database.env,
     ...options.env,
   };

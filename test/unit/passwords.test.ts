@@ -41,3 +41,27 @@ test('a wrong TILTH_PASSWORD_HASH is refused at start, naming the variable', () 
   assert.throws(() => loadConfig({ TILTH_PASSWORD_HASH: 'weak' }), (e: unknown) => e instanceof ConfigError && /TILTH_PASSWORD_HASH must be "strong" or "owasp-minimum"; it is "weak"/.test(e.message));
   assert.equal(loadConfig({}).passwordHash, 'strong');
 });
+
+test('a hash made with other parameters is made again at the next successful sign-in, and a wrong password changes nothing', async (t) => {
+  // An account whose hash predates today's setting (here: argon2's defaults, while the suite's
+  // server makes owasp-minimum hashes). After one right sign-in its check costs what everyone's
+  // does, and a change of TILTH_PASSWORD_HASH reaches existing accounts.
+  const { startTestServer } = await import('../support/server.ts');
+  const { addUser, token } = await import('../oauth/helpers.ts');
+  const argon2 = (await import('argon2')).default;
+  const server = await startTestServer({ env: { TILTH_PASSWORD_HASH: 'owasp-minimum' } });
+  t.after(() => server.close());
+  const user = await addUser(server, ['farm_worker']);
+  const knex = server.ctx.db.knex;
+  const older = await argon2.hash(user.password, { type: argon2.argon2id, memoryCost: 65_536, timeCost: 3, parallelism: 4 });
+  await knex('users').where('name', user.name).update({ pass: older });
+  const stored = async () => (await knex('users').where('name', user.name).first('pass')).pass as string;
+
+  assert.equal((await token(server, { grant_type: 'password', client_id: 'farm', username: user.name, password: 'not it' })).status, 400);
+  assert.equal(await stored(), older, 'a wrong password changes nothing');
+  assert.equal((await token(server, { grant_type: 'password', client_id: 'farm', username: user.name, password: user.password })).status, 200);
+  const renewed = await stored();
+  assert.deepEqual(parameters(renewed), { algorithm: 'argon2id', m: 19456, t: 2, p: 1 });
+  assert.equal((await token(server, { grant_type: 'password', client_id: 'farm', username: user.name, password: user.password })).status, 200, 'the new hash signs in');
+  assert.equal(await stored(), renewed, 'and is not made again');
+});
