@@ -97,8 +97,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   try {
     await options.prepare?.(database);
     const n = options.processes ?? 3;
-    if (options.together) servers.push(...(await Promise.all(Array.from({ length: n }, () => start()))));
-    else for (let i = 0; i < n; i++) servers.push(await start());
+    if (options.together) {
+      // Every start is awaited, so that the ones that came up are stopped when another failed
+      // (left running, they would keep the test process alive: a hang, not a failure).
+      const started = await Promise.allSettled(Array.from({ length: n }, () => start()));
+      for (const s of started) if (s.status === 'fulfilled') servers.push(s.value);
+      const failed = started.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+    } else for (let i = 0; i < n; i++) servers.push(await start());
   } catch (error) {
     await close();
     throw error;
