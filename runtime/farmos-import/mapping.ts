@@ -10,11 +10,23 @@ import { chunks } from '../storage/records.ts';
 import type { SourceResource } from './source.ts';
 
 export const IMPORT_MAP_TABLE = 'tilth_import_map';
+export const IMPORT_MARKS_TABLE = 'tilth_import_marks';
 
 export interface MapRow {
   uuid: string;
   bundle: string;
   digest: string;
+  /** A file's bytes' SHA-256 as imported (null for other records, and files imported before 0012). */
+  sha256: string | null;
+}
+
+/** A record to note in the map. */
+export interface MapEntry {
+  resource: SourceResource;
+  changed: number | null;
+  digest: string;
+  bundle: string;
+  sha256?: string | null;
 }
 
 /** A stable digest of what a source record says: its attributes and relationships, keys sorted, the source's own numbers left out. */
@@ -43,7 +55,7 @@ export class ImportMap {
   async rows(db: Db, entityType: string, uuids: string[]): Promise<Map<string, MapRow>> {
     const out = new Map<string, MapRow>();
     for (const part of chunks(uuids, 500)) {
-      const rows = (await db(IMPORT_MAP_TABLE).where({ source: this.source, entity_type: entityType }).whereIn('uuid', part).select('uuid', 'bundle', 'digest')) as MapRow[];
+      const rows = (await db(IMPORT_MAP_TABLE).where({ source: this.source, entity_type: entityType }).whereIn('uuid', part).select('uuid', 'bundle', 'digest', 'sha256')) as MapRow[];
       for (const r of rows) out.set(r.uuid, r);
     }
     return out;
@@ -51,8 +63,34 @@ export class ImportMap {
 
   /** Record (or re-record) what was copied. */
   async record(db: Db, entityType: string, resource: SourceResource, changed: number | null, digest: string, bundle: string): Promise<void> {
-    const row = { source: this.source, entity_type: entityType, uuid: resource.id, bundle, source_changed: changed, digest, imported_at: Math.floor(Date.now() / 1000) };
-    await db(IMPORT_MAP_TABLE).insert(row).onConflict(['source', 'entity_type', 'uuid']).merge(['bundle', 'source_changed', 'digest', 'imported_at']);
+    await this.recordMany(db, entityType, [{ resource, changed, digest, bundle }]);
+  }
+
+  /** Record (or re-record) what a page copied: one statement per 100 records. */
+  async recordMany(db: Db, entityType: string, entries: MapEntry[]): Promise<void> {
+    const now = Math.floor(Date.now() / 1000);
+    for (const part of chunks(entries, 100)) {
+      const rows = part.map((e) => ({ source: this.source, entity_type: entityType, uuid: e.resource.id, bundle: e.bundle, source_changed: e.changed, digest: e.digest, imported_at: now, sha256: e.sha256 ?? null }));
+      await db(IMPORT_MAP_TABLE).insert(rows).onConflict(['source', 'entity_type', 'uuid']).merge(['bundle', 'source_changed', 'digest', 'imported_at', 'sha256']);
+    }
+  }
+
+  /**
+   * The source's time from which the next run reads a resource type (records changed at or after
+   * it), or null: read it whole. Set only when a run read the type to its end with nothing failed.
+   */
+  async mark(db: Db, resourceType: string): Promise<number | null> {
+    const row = (await db(IMPORT_MARKS_TABLE).where({ source: this.source, resource_type: resourceType }).first('changed_since')) as { changed_since: number | string } | undefined;
+    return row ? Number(row.changed_since) : null;
+  }
+
+  async setMark(db: Db, resourceType: string, changedSince: number): Promise<void> {
+    await db(IMPORT_MARKS_TABLE).insert({ source: this.source, resource_type: resourceType, changed_since: changedSince }).onConflict(['source', 'resource_type']).merge(['changed_since']);
+  }
+
+  /** Forget every mark of this source (the next run reads everything: e.g. after --prune found the map and the source apart). */
+  async clearMarks(db: Db): Promise<void> {
+    await db(IMPORT_MARKS_TABLE).where({ source: this.source }).delete();
   }
 
   /** Every UUID recorded for an entity type (and bundle), for --prune. */

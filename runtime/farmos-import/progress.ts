@@ -7,7 +7,8 @@ import type { Writable } from 'node:stream';
 
 export interface BundleCounts {
   type: string;
-  source: number;
+  /** Records read from the source this run: all of them the first time, then those changed at the source since the last run. */
+  read: number;
   created: number;
   updated: number;
   unchanged: number;
@@ -101,9 +102,9 @@ class JsonLines extends Counting {
 
 /** The summary: per bundle, what the source has and what this run did with it. */
 export function summaryTable(rows: readonly BundleCounts[]): string {
-  const head = ['bundle', 'source', 'created', 'updated', 'unchanged', 'failed'];
+  const head = ['bundle', 'read', 'created', 'updated', 'unchanged', 'failed'];
   // Bundles the source has none of, and this run did nothing with, are left out.
-  const body = rows.filter((r) => r.source || r.created || r.updated || r.failed).map((r) => [r.type, r.source, r.created, r.updated, r.unchanged, r.failed].map(String));
+  const body = rows.filter((r) => r.read || r.created || r.updated || r.failed).map((r) => [r.type, r.read, r.created, r.updated, r.unchanged, r.failed].map(String));
   const total = ['total', ...[1, 2, 3, 4, 5].map((i) => String(body.reduce((n, r) => n + Number(r[i]), 0)))];
   const all = [head, ...body, total];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));

@@ -41,8 +41,17 @@ export const PASSWORD_GRANT_HELP =
 
 const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
 
+export interface PageOptions {
+  /** Only records whose `changed` is at or after this (seconds, the source's clock). */
+  changedSince?: number;
+  /** Only each record's type, UUID and own number. */
+  idsOnly?: boolean;
+}
+
 export class FarmSource {
   readonly base: string;
+  /** The source's clock (its last answer's Date header, in seconds), or null when it sends none. */
+  sourceNow: number | null = null;
   private token: string | null = null;
   private readonly attempts: number;
   private readonly backoffMs: number;
@@ -118,11 +127,19 @@ export class FarmSource {
    * Every record of a resource type, a page at a time, in the order of their own numbers: each
    * page asks for numbers above the last one seen (keyset), never for an offset.
    */
-  async *pages(type: string, internalId: string): AsyncGenerator<SourceResource[]> {
+  async *pages(type: string, internalId: string, options: PageOptions = {}): AsyncGenerator<SourceResource[]> {
     const [entityType, bundle] = type.split('--');
     let after: number | null = null;
     for (;;) {
       const q = new URLSearchParams({ sort: internalId, 'page[limit]': String(this.pageSize) });
+      // Its own number only (sparse fieldsets): what --prune needs to know a record is still there.
+      if (options.idsOnly) q.set(`fields[${type}]`, internalId);
+      if (options.changedSince !== undefined) {
+        // At or after (>=): records written in the same second as the mark are read again, and skipped by their digest.
+        q.set('filter[since][condition][path]', 'changed');
+        q.set('filter[since][condition][operator]', '>=');
+        q.set('filter[since][condition][value]', String(options.changedSince));
+      }
       if (after !== null) {
         q.set('filter[after][condition][path]', internalId);
         q.set('filter[after][condition][operator]', '>');
@@ -202,6 +219,8 @@ export class FarmSource {
         await sleep(this.backoffMs * 2 ** (attempt - 1));
         continue;
       }
+      const date = Date.parse(res.headers.get('date') ?? '');
+      if (Number.isFinite(date)) this.sourceNow = Math.floor(date / 1000);
       if (res.status === 401 && authorized && this.auth.kind !== 'token' && !signedInAgain) {
         await res.body?.cancel();
         signedInAgain = true;

@@ -14,7 +14,7 @@ import { FileStore } from '../files/storage.ts';
 import { READINGS_TABLE } from '../farm/data-streams.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { readAhead, SourceError, type FarmSource, type SourceResource } from './source.ts';
-import { ImportMap } from './mapping.ts';
+import { digestOf, ImportMap, type MapRow } from './mapping.ts';
 import { FarmImport, storedSha256, systemPrincipal } from './run.ts';
 import type { Progress } from './progress.ts';
 
@@ -83,6 +83,7 @@ class FarmVerifier {
       const rows = (await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
       const records = await this.services.loader.load(db, entityType, rows.map((r) => Number(r.id)), null, undefined, [rt.bundle.bundle]);
       const byUuid = new Map(records.map((r) => [r.uuid, r]));
+      const imported = entityType === 'file' ? await this.map.rows(db, entityType, wanted.map((r) => r.id)) : new Map<string, MapRow>();
       for (const resource of wanted) {
         const record = byUuid.get(this.userRemap.get(resource.id) ?? resource.id);
         if (!record) {
@@ -92,16 +93,22 @@ class FarmVerifier {
         if (entityType === 'user' && this.userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
         const here = this.services.serializer.resourceObject(record, this.principal);
         this.out.push(...compare(rt, resource, here as SourceResource, this.userRemap));
-        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'));
+        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'), imported.get(resource.id));
       }
       advance(page.length);
     }
     return seen;
   }
 
-  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown): Promise<void> {
+  /**
+   * A file's bytes here against the source's: against the SHA-256 they had when imported while
+   * the source's file record is the one imported (same digest), else downloaded again and hashed.
+   */
+  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown, imported: MapRow | undefined): Promise<void> {
     const url = (resource.attributes?.uri as { url?: string } | undefined)?.url;
-    const [a, b] = await Promise.all([url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : 'no url', typeof path === 'string' ? storedSha256(this.files, path) : null]);
+    const recorded = imported?.sha256 && imported.digest === digestOf(resource) ? imported.sha256 : null;
+    const there = recorded ? Promise.resolve(recorded) : url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : Promise.resolve('no url');
+    const [a, b] = await Promise.all([there, typeof path === 'string' ? storedSha256(this.files, path) : null]);
     if (a !== b) this.out.push({ type: rt.type, uuid: resource.id, field: 'sha256', source: a, here: b });
   }
 
