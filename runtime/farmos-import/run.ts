@@ -27,7 +27,7 @@ import { Placements } from '../farm/placements.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
-import { FarmSource, readAhead, SourceError, type SourceResource } from './source.ts';
+import { FarmSource, SourceError, type SourceResource } from './source.ts';
 import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
 import { writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
@@ -157,7 +157,7 @@ export class FarmImport {
         // while this run reads (after its page went by) is read by the next run.
         marks.push({ rt, counts, at: this.source.sourceNow === null ? null : this.source.sourceNow - MARK_MARGIN_SECONDS });
         try {
-          for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId, since === null ? {} : { changedSince: since }))) {
+          for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId, since === null ? {} : { changedSince: since })) {
             counts.read += page.length;
             for (const r of page) this.seenSet(entityType).add(r.id);
             const later = await this.storePage(rt, page, counts);
@@ -514,7 +514,7 @@ export class FarmImport {
     // Bundles read from a mark listed only what changed: the rest of their UUIDs, their numbers only.
     for (const rt of supported.filter((r) => !this.readWhole.has(r.type))) {
       try {
-        for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId, { idsOnly: true }))) for (const r of page) this.seenSet(rt.entityType.entityType).add(r.id);
+        for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId, { idsOnly: true })) for (const r of page) this.seenSet(rt.entityType.entityType).add(r.id);
       } catch (error) {
         if (!(error instanceof SourceError)) throw error;
         this.progress.note(`Not pruning: listing ${rt.type} failed (${error.message}).`);

@@ -13,7 +13,7 @@ import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { FileStore } from '../files/storage.ts';
 import { READINGS_TABLE } from '../farm/data-streams.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
-import { readAhead, SourceError, type FarmSource, type SourceResource } from './source.ts';
+import { SourceError, type FarmSource, type SourceResource } from './source.ts';
 import { digestOf, ImportMap, type MapRow } from './mapping.ts';
 import { FarmImport, storedSha256, systemPrincipal } from './run.ts';
 import type { Progress } from './progress.ts';
@@ -75,7 +75,7 @@ class FarmVerifier {
     const db = this.ctx.db.knex;
     const entityType = rt.entityType.entityType;
     const seen = new Set<string>();
-    for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId))) {
+    for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId)) {
       // The anonymous user (no name) is every farm's own.
       const wanted = page.filter((r) => entityType !== 'user' || (typeof r.attributes?.name === 'string' && r.attributes.name !== ''));
       const uuids = wanted.map((r) => this.userRemap.get(r.id) ?? r.id);

@@ -15,6 +15,7 @@ import { createTestDatabase, startTestServer, startTestServerAsAdmin, ADMIN, typ
 import { request, passwordToken } from '../support/http.ts';
 import { buildSampleFarm, type SampleFarm } from '../support/sample-farm.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
+import { FarmSource } from '../../runtime/farmos-import/source.ts';
 
 let source: TestServer;
 let sourceToken: string;
@@ -179,4 +180,25 @@ test('--verify-only copies nothing and names each record and field that differ, 
   assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} changed: source \\d+, here \\d+$`, 'm'));
   assert.match(run.stdout, /^Verification: 2 differences\.$/m);
   assert.equal((await request(`${target.url}/api/asset/animal/${farm.calf}`, { token: targetToken })).body.data.attributes.name, 'Renamed here', 'nothing copied');
+});
+
+test('several pages in flight: every record of a bundle listed once, those added while it is listed too', async () => {
+  // Pages of 3 records: the sample farm's logs fill several lanes.
+  const reader = new FarmSource(source.url, { kind: 'token', token: sourceToken }, { pageSize: 3 });
+  await reader.signIn();
+  const extra = await Promise.all(Array.from({ length: 9 }, async (_, i) => (await request(`${source.url}/api/log/activity`, { method: 'POST', token: sourceToken, json: { data: { type: 'log--activity', attributes: { name: `Listed ${i}`, status: 'done' } } } })).body.data.id as string));
+  const before = (await all(source.url, sourceToken, '/api/log/activity')).map((r) => r.id);
+  const listed: string[] = [];
+  let added: string | null = null;
+  for await (const page of reader.pagesInLanes('log--activity', 'drupal_internal__id', {}, 3)) {
+    listed.push(...page.map((r) => r.id));
+    if (!added) {
+      const res = await request(`${source.url}/api/log/activity`, { method: 'POST', token: sourceToken, json: { data: { type: 'log--activity', attributes: { name: 'Written while listed', status: 'done' } } } });
+      assert.equal(res.status, 201);
+      added = res.body.data.id as string;
+    }
+  }
+  assert.equal(new Set(listed).size, listed.length, 'no record twice');
+  assert.deepEqual([...listed].sort(), [...before, added!].sort());
+  for (const id of [...extra, added!]) await request(`${source.url}/api/log/activity/${id}`, { method: 'DELETE', token: sourceToken });
 });

@@ -179,7 +179,10 @@ export async function startFarmosFixture(): Promise<FarmosFixture> {
     if (url.pathname === '/api/log/observation') return send(res, 500, { errors: [{ status: '500', title: 'Internal Server Error', detail: 'The website encountered an unexpected error.' }] });
     const type = `${m[1]}--${m[2]}`;
     const key = INTERNAL[m[1]!] ?? 'drupal_internal__id';
-    let list = [...(data[type] ?? [])].sort((a, b) => Number(a.attributes[key]) - Number(b.attributes[key]));
+    const descending = url.searchParams.get('sort') === `-${key}`;
+    let list = [...(data[type] ?? [])].sort((a, b) => (descending ? -1 : 1) * (Number(a.attributes[key]) - Number(b.attributes[key])));
+    const upto = url.searchParams.get('filter[upto][condition][value]');
+    if (upto !== null) list = list.filter((r) => Number(r.attributes[key]) <= Number(upto));
     const after = url.searchParams.get('filter[after][condition][value]');
     if (after !== null) list = list.filter((r) => Number(r.attributes[key]) > Number(after));
     // farmOS compares a timestamp filter's value (seconds) with the stored number.
