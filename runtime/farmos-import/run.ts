@@ -143,7 +143,9 @@ export class FarmImport {
     for (const entityType of IMPORT_ORDER) {
       const bundles = supported.filter((rt) => rt.entityType.entityType === entityType);
       if (!bundles.length) continue;
-      this.progress.phase(bundles[0]!.entityType.labelPlural);
+      const sinces = new Map<string, number | null>();
+      for (const rt of bundles) sinces.set(rt.type, await this.changedSince(rt));
+      this.progress.phase(bundles[0]!.entityType.labelPlural, await this.expected(bundles, sinces));
       if (entityType === 'file') await this.sweepUnrecordedBytes();
       const deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }> = [];
       const marks: Array<{ rt: ResourceType; counts: BundleCounts; at: number | null }> = [];
@@ -151,7 +153,7 @@ export class FarmImport {
         const counts: BundleCounts = { type: rt.type, read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
         this.report.counts.push(counts);
         let last = '';
-        const since = await this.changedSince(rt);
+        const since = sinces.get(rt.type) ?? null;
         if (since === null) this.readWhole.add(rt.type);
         // The next run reads from the source's time now, less a margin: a record written at the source
         // while this run reads (after its page went by) is read by the next run.
@@ -184,6 +186,22 @@ export class FarmImport {
     if (this.options.prune) await this.prune(supported);
     await this.rebuildPlacements();
     return this.report;
+  }
+
+  /**
+   * About how many records a phase has, for the time left: the highest of its bundles' own numbers
+   * (an entity type's bundles share one numbering; deleted records make it high). Not known (null)
+   * when a bundle is read from a mark (only what changed), or the source will not say.
+   */
+  private async expected(bundles: ResourceType[], sinces: Map<string, number | null>): Promise<number | null> {
+    if (bundles.some((rt) => sinces.get(rt.type) !== null)) return null;
+    let top = 0;
+    for (const rt of bundles) {
+      const n = await this.source.highest(rt.type, rt.entityType.internalId).catch(() => null);
+      if (n === null) continue;
+      top = Math.max(top, n);
+    }
+    return top || null;
   }
 
   /** The source time to read a bundle from (records changed at or after it), or null: all of it. */
@@ -454,7 +472,7 @@ export class FarmImport {
   private async copyReadings(rt: ResourceType): Promise<void> {
     const uuids = [...(this.seen.get('data_stream') ?? [])];
     if (!uuids.length) return;
-    this.progress.phase('data stream readings');
+    this.progress.phase('data stream readings', uuids.length);
     const counts: BundleCounts = { type: 'readings', read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
     this.report.counts.push(counts);
     const known = await this.map.rows(this.ctx.db.knex, 'data_stream_readings', uuids);

@@ -169,6 +169,22 @@ export class FarmSource {
   }
 
   /**
+   * The highest own number of a resource type's records (those changed since, with that option),
+   * asked for as one record sorted the other way; null when there is none or the source will not say.
+   */
+  async highest(type: string, internalId: string, options: PageOptions = {}): Promise<number | null> {
+    const [entityType, bundle] = type.split('--');
+    const q = new URLSearchParams({ sort: `-${internalId}`, 'page[limit]': '1', [`fields[${type}]`]: internalId });
+    if (options.changedSince !== undefined) {
+      q.set('filter[since][condition][path]', 'changed');
+      q.set('filter[since][condition][operator]', '>=');
+      q.set('filter[since][condition][value]', String(options.changedSince));
+    }
+    const top = Number((await this.getJson(`/api/${entityType}/${bundle}?${q}`))?.data?.[0]?.attributes?.[internalId]);
+    return Number.isFinite(top) ? top : null;
+  }
+
+  /**
    * Every record of a resource type as pages(), several pages in flight: after a first full page,
    * the numbers up to the highest (asked for once, sorted the other way) are cut into `lanes`
    * ranges, each paged by its own keyset, the last one open (records added meanwhile come in it).
@@ -185,16 +201,9 @@ export class FarmSource {
     }
     await first.return(undefined);
     const from = Number(head.value[head.value.length - 1]!.attributes?.[internalId]);
-    const [entityType, bundle] = type.split('--');
-    const q = new URLSearchParams({ sort: `-${internalId}`, 'page[limit]': '1', [`fields[${type}]`]: internalId });
-    if (options.changedSince !== undefined) {
-      q.set('filter[since][condition][path]', 'changed');
-      q.set('filter[since][condition][operator]', '>=');
-      q.set('filter[since][condition][value]', String(options.changedSince));
-    }
-    const top = Number((await this.getJson(`/api/${entityType}/${bundle}?${q}`))?.data?.[0]?.attributes?.[internalId]);
+    const top = await this.highest(type, internalId, options);
     // A source that would not sort the other way (or answered oddly): one lane, as pages() reads.
-    if (!Number.isFinite(top) || top <= from) {
+    if (top === null || top <= from) {
       yield* this.pages(type, internalId, { ...options, after: from });
       return;
     }

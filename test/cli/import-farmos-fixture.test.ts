@@ -63,7 +63,11 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   assert.deepEqual([...new Set(differing)].sort(), [FIXTURE.badFile, FIXTURE.dangling].sort(), out);
   assert.match(out, /^Differs: log--observation \(unread\) \(records\): source .*answered 500/m);
   // The glitches (a 500, an HTML page, a truncated body) were retried.
-  assert.equal(fixture.requests.filter((r) => r === 'GET /api/asset/land').length, 3, 'one HTML answer, then the page, then the verification');
+  assert.deepEqual(
+    fixture.queries.filter((r) => r.startsWith('GET /api/asset/land?')).map((q) => (q.includes('sort=-') ? 'highest' : 'page')),
+    ['highest', 'highest', 'page', 'page'],
+    'its highest number for the time left (one HTML answer, then again), then the page, then the verification',
+  );
 
   const get = async (path: string) => (await request(`${target.url}/api/${path}`, { token })).body.data;
   const field = await get(`asset/land/${FIXTURE.field}`);

@@ -74,11 +74,21 @@ async function sha256Of(url: string, token: string, href: string): Promise<strin
 }
 
 test('a farm on SQLite imported into another database: the same documents, file bytes, locations and inventory; a second run changes nothing', async () => {
-  const first = await tilthAsync(importArgs('--revisions'), targetDb.env).done;
+  const first = await tilthAsync(importArgs('--revisions', '--json'), targetDb.env).done;
   assert.equal(first.status, 0, `${first.stdout}\n${first.stderr}`);
-  assert.match(first.stdout, /Verified: this farm has what/);
-  assert.match(first.stdout, /came without a password .*ann, bob/);
-  assert.match(first.stdout, /Already here under the same name .*admin/);
+  const events = first.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  assert.equal(events.find((e) => e.event === 'verified').differences, 0, first.stdout);
+  assert.deepEqual(events.find((e) => e.event === 'need_password').users, ['ann', 'bob']);
+  assert.deepEqual(events.find((e) => e.event === 'matched_users').users, ['admin']);
+  // Progress says how far each phase is, how fast it goes and, when the source's numbering tells its size, the time left.
+  const logs = events.filter((e) => e.event === 'progress' && e.phase === 'logs');
+  assert.ok(logs.length > 0, first.stdout);
+  for (const e of logs) {
+    assert.ok(e.expected >= e.records && e.records > 0, JSON.stringify(e));
+    assert.ok(Number.isInteger(e.etaSeconds) && e.etaSeconds >= 0 && Number.isInteger(e.rate) && Number.isInteger(e.ms), JSON.stringify(e));
+  }
+  const files = events.find((e) => e.event === 'phase_done' && e.phase === 'files');
+  assert.ok(files.bytes > 0 && Number.isInteger(files.bytesRate) && files.etaSeconds === 0, JSON.stringify(files));
 
   const sourceAdmin = (await all(source.url, sourceToken, '/api/user/user?filter[name]=admin', 'name'))[0].id;
   const targetAdmin = (await all(target.url, targetToken, '/api/user/user?filter[name]=admin', 'name'))[0].id;
