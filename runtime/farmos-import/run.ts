@@ -28,6 +28,7 @@ import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { FarmSource, SourceError, type SourceResource } from './source.ts';
+import { ReadingsDigest, sourceDigest, sourceReadings } from './readings.ts';
 import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
 import { writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
@@ -468,7 +469,12 @@ export class FarmImport {
     this.progress.note(`Failed ${rt.type} ${resource.id}: ${reason}`, { failed: rt.type, uuid: resource.id, reason });
   }
 
-  /** Each data stream's readings, replaced when they differ from what was copied last time. */
+  /**
+   * Each data stream's readings, replaced when they differ from what was copied last time, a page
+   * at a time (readings.ts): a stream copied before is first summed up at the source (one read);
+   * only when that differs, or the stream is new here, are its readings read again and written, in
+   * one transaction per stream (a stream is never left half copied), a page of them at a time.
+   */
   private async copyReadings(rt: ResourceType): Promise<void> {
     const uuids = [...(this.seen.get('data_stream') ?? [])];
     if (!uuids.length) return;
@@ -478,23 +484,31 @@ export class FarmImport {
     const known = await this.map.rows(this.ctx.db.knex, 'data_stream_readings', uuids);
     for (const uuid of uuids) {
       try {
-        const readings = await this.readingsOf(uuid);
-        counts.read += readings.length;
-        const resource: SourceResource = { type: 'data_stream_readings', id: uuid, attributes: { readings } };
-        const digest = digestOf(resource);
-        if (known.get(uuid)?.digest === digest) {
-          counts.unchanged += readings.length;
-          continue;
+        const recorded = known.get(uuid)?.digest;
+        if (recorded) {
+          const there = await sourceDigest(this.source, uuid);
+          if (there.digest() === recorded) {
+            counts.read += there.size;
+            counts.unchanged += there.size;
+            this.progress.advance(1);
+            continue;
+          }
         }
         await this.ctx.db.knex.transaction(async (trx) => {
           const stream = await this.services.loader.store.findByUuid(trx, 'data_stream', uuid);
           if (!stream) throw new SourceError('its data stream was not stored.');
           const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
           await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
-          await insertReadings(trx, readings.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
-          await this.map.record(trx, 'data_stream_readings', resource, null, digest, rt.bundle.bundle);
-          if (before) counts.updated += readings.length;
-          else counts.created += readings.length;
+          // What is written is what is summed up: the map's digest is of the readings stored.
+          const copied = new ReadingsDigest();
+          for await (const page of sourceReadings(this.source, uuid)) {
+            await insertReadings(trx, page.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
+            copied.add(page);
+          }
+          await this.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: copied.digest(), bundle: rt.bundle.bundle }]);
+          counts.read += copied.size;
+          if (before) counts.updated += copied.size;
+          else counts.created += copied.size;
         });
       } catch (error) {
         counts.failed++;
@@ -504,22 +518,6 @@ export class FarmImport {
       this.progress.advance(1);
     }
     this.progress.done();
-  }
-
-  /** A stream's readings at the source, oldest first, as [timestamp, value] (its data endpoint, offset-paged as farmOS serves it). */
-  async readingsOf(uuid: string): Promise<Array<[number, number]>> {
-    const out: Array<[number, number]> = [];
-    const limit = 10_000;
-    for (let offset = 0; ; offset += limit) {
-      const rows = await this.source.getJson(`/api/data_stream/${uuid}/data?limit=${limit}&offset=${offset}`);
-      if (!Array.isArray(rows)) throw new SourceError(`/api/data_stream/${uuid}/data did not answer a list of readings.`);
-      for (const row of rows as Array<Record<string, unknown>>) {
-        const value = Object.entries(row).find(([k]) => k !== 'timestamp')?.[1];
-        out.push([Number(row.timestamp), Number(value)]);
-      }
-      if (rows.length < limit) break;
-    }
-    return out.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   }
 
   /** --prune: delete what this source's earlier runs copied and it no longer lists. */
