@@ -87,6 +87,7 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   assert.equal(farmer.attributes.created, '2021-05-01T12:00:00+00:00');
   assert.deepEqual(farmer.relationships.roles.data.map((r: any) => r.meta.drupal_internal__target_id), ['farm_manager']);
   const file = await get(`file/file/${FIXTURE.mapFile}`);
+  assert.deepEqual([file.attributes.created, file.relationships.uid.data?.id], ['2021-06-02T09:00:00+00:00', FIXTURE.farmer], 'who uploaded the file, and when');
   const bytes = Buffer.from(await (await fetch(new URL(file.attributes.uri.url, target.url), { headers: { Authorization: `Bearer ${token}` } })).arrayBuffer());
   assert.equal(createHash('sha256').update(bytes).digest('hex'), createHash('sha256').update(MAP_BYTES).digest('hex'));
   assert.equal((await request(`${target.url}/api/log/activity/${FIXTURE.dangling}`, { token })).status, 404, 'nothing half written');
