@@ -2,7 +2,9 @@
  * The import map (table `tilth_import_map`, core migration 0009): which records of which source
  * are here, with a digest of the document they were copied from. Rows are written in the same
  * transaction as the records of their page, so a run killed at any moment leaves the map and the
- * records in step, and the next run skips what is already here and unchanged.
+ * records in step, and the next run skips what is already here and unchanged. With it, the marks
+ * (`tilth_import_marks`, core migration 0012): per source and resource type, the source's time from
+ * which the next run asks only for what changed.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from '../storage/records.ts';
@@ -64,11 +66,6 @@ export class ImportMap {
     return out;
   }
 
-  /** Record (or re-record) what was copied. */
-  async record(db: Db, entityType: string, resource: SourceResource, changed: number | null, digest: string, bundle: string): Promise<void> {
-    await this.recordMany(db, entityType, [{ resource, changed, digest, bundle }]);
-  }
-
   /** Record (or re-record) what a page copied: one statement per 100 records. */
   async recordMany(db: Db, entityType: string, entries: MapEntry[]): Promise<void> {
     const now = Math.floor(Date.now() / 1000);
@@ -89,11 +86,6 @@ export class ImportMap {
 
   async setMark(db: Db, resourceType: string, changedSince: number): Promise<void> {
     await db(IMPORT_MARKS_TABLE).insert({ source: this.source, resource_type: resourceType, changed_since: changedSince }).onConflict(['source', 'resource_type']).merge(['changed_since']);
-  }
-
-  /** Forget every mark of this source (the next run reads everything: e.g. after --prune found the map and the source apart). */
-  async clearMarks(db: Db): Promise<void> {
-    await db(IMPORT_MARKS_TABLE).where({ source: this.source }).delete();
   }
 
   /** Every UUID recorded for an entity type (and bundle), for --prune. */
