@@ -122,7 +122,7 @@ export const descriptor: BundleDescriptor = {
       "required": false,
       "multiple": false,
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "created",
       "internal": false,
       "visibility": "all",

@@ -151,7 +151,7 @@ export const descriptor: BundleDescriptor = {
       "required": false,
       "multiple": false,
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "created",
       "internal": false,
       "visibility": "all",
@@ -195,7 +195,7 @@ export const descriptor: BundleDescriptor = {
         "bundles": null
       },
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "author",
       "internal": false,
       "visibility": "all",

@@ -120,8 +120,12 @@ function capitalise(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
-/** Rows per INSERT: three bindings each, well inside SQLite's and PostgreSQL's limits. */
-const INSERT_CHUNK = 1000;
+/**
+ * Rows per INSERT: three bindings each, inside SQLite's and PostgreSQL's limits. Knex writes a
+ * many-row INSERT on SQLite as one compound SELECT, which SQLite caps at 500 terms
+ * (SQLITE_MAX_COMPOUND_SELECT): 1,000 rows failed with "too many terms in compound SELECT".
+ */
+const INSERT_CHUNK = 500;
 
 /** Store readings of streams by id, in bulk. Runs inside the caller's transaction. */
 export async function insertReadings(db: Db, rows: Array<{ streamId: number; timestamp: number; value: number }>): Promise<void> {

@@ -1,13 +1,15 @@
 /**
  * What `tilth import farmos` tells a person while it works: on a terminal, one line per phase
- * rewritten in place (records, bytes, rate); otherwise (a pipe, a log file) or with --json, plain
+ * rewritten in place (records, bytes, rates and, when the phase's size is known, the time left);
+ * the same fields in each --json progress line; otherwise (a pipe, a log file) or with --json, plain
  * lines, one per page, that a script can follow. And the summary table at the end.
  */
 import type { Writable } from 'node:stream';
 
 export interface BundleCounts {
   type: string;
-  source: number;
+  /** Records read from the source this run: all of them the first time, then those changed at the source since the last run. */
+  read: number;
   created: number;
   updated: number;
   unchanged: number;
@@ -15,8 +17,8 @@ export interface BundleCounts {
 }
 
 export interface Progress {
-  /** A phase (users, taxonomy terms, files…) begins. */
-  phase(name: string): void;
+  /** A phase (users, taxonomy terms, files…) begins; `expected`: about how many records it has, when known (for the time left). */
+  phase(name: string, expected?: number | null): void;
   /** Records (and bytes) done so far in the phase. */
   advance(records: number, bytes?: number): void;
   /** A phase ends. */
@@ -33,16 +35,42 @@ export function progressFor(out: Writable & { isTTY?: boolean }, json: boolean):
 const rate = (n: number, ms: number) => (ms > 0 ? Math.round((n * 1000) / ms) : 0);
 const mb = (bytes: number) => (bytes / 1_048_576).toFixed(1);
 
+/** Seconds as a person reads a time left: 45 s, 3 min 20 s, 1 h 5 min. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** Where a phase is: what is done, how fast, and (when its size is known) about how long is left. */
+export interface Status {
+  phase: string;
+  records: number;
+  /** About how many records the phase has, or null when the source does not say. */
+  expected: number | null;
+  bytes: number;
+  ms: number;
+  /** Records a second so far. */
+  rate: number;
+  /** Bytes a second so far. */
+  bytesRate: number;
+  /** Seconds left at the rate so far, or null when the phase's size is not known (or nothing is done yet). */
+  etaSeconds: number | null;
+}
+
 abstract class Counting implements Progress {
   protected name = '';
   protected records = 0;
+  protected expected: number | null = null;
   protected bytes = 0;
   protected started = Date.now();
   constructor(protected readonly out: Writable) {}
-  phase(name: string): void {
+  phase(name: string, expected: number | null = null): void {
     this.name = name;
     this.records = 0;
     this.bytes = 0;
+    this.expected = expected;
     this.started = Date.now();
   }
   advance(records: number, bytes = 0): void {
@@ -50,9 +78,20 @@ abstract class Counting implements Progress {
     this.bytes += bytes;
     this.show();
   }
-  protected line(): string {
+  protected status(): Status {
     const ms = Date.now() - this.started;
-    return `${this.name}: ${this.records} records${this.bytes ? `, ${mb(this.bytes)} MB` : ''}, ${rate(this.records, ms)}/s, ${(ms / 1000).toFixed(1)} s`;
+    const perMs = ms > 0 ? this.records / ms : 0;
+    // An estimate from the source's numbering can be passed (records deleted there leave gaps): then nearly done.
+    const expected = this.expected === null ? null : Math.max(this.expected, this.records);
+    const etaSeconds = expected === null || perMs <= 0 ? null : Math.round((expected - this.records) / perMs / 1000);
+    return { phase: this.name, records: this.records, expected, bytes: this.bytes, ms, rate: rate(this.records, ms), bytesRate: rate(this.bytes, ms), etaSeconds };
+  }
+  protected line(final = false): string {
+    const s = this.status();
+    const of = s.expected !== null ? ` of about ${s.expected}` : '';
+    const bytes = s.bytes ? `, ${mb(s.bytes)} MB (${mb(s.bytesRate)} MB/s)` : '';
+    const left = s.etaSeconds !== null && !final ? `, about ${duration(s.etaSeconds)} left` : '';
+    return `${s.phase}: ${s.records}${of} records${bytes}, ${s.rate}/s, ${(s.ms / 1000).toFixed(1)} s${left}`;
   }
   protected abstract show(): void;
   abstract done(): void;
@@ -68,7 +107,7 @@ class TerminalLine extends Counting {
     this.out.write(`\r\x1b[2K${this.line()}`);
   }
   done(): void {
-    this.out.write(`\r\x1b[2K${this.line()}\n`);
+    this.out.write(`\r\x1b[2K${this.line(true)}\n`);
   }
   note(line: string): void {
     this.out.write(`\r\x1b[2K${line}\n`);
@@ -80,7 +119,7 @@ class PlainLines extends Counting {
     this.out.write(`${this.line()}\n`);
   }
   done(): void {
-    this.out.write(`${this.line()} (done)\n`);
+    this.out.write(`${this.line(true)} (done)\n`);
   }
   note(line: string): void {
     this.out.write(`${line}\n`);
@@ -89,10 +128,10 @@ class PlainLines extends Counting {
 
 class JsonLines extends Counting {
   protected show(): void {
-    this.out.write(`${JSON.stringify({ event: 'progress', phase: this.name, records: this.records, bytes: this.bytes, ms: Date.now() - this.started })}\n`);
+    this.out.write(`${JSON.stringify({ event: 'progress', ...this.status() })}\n`);
   }
   done(): void {
-    this.out.write(`${JSON.stringify({ event: 'phase_done', phase: this.name, records: this.records, bytes: this.bytes, ms: Date.now() - this.started })}\n`);
+    this.out.write(`${JSON.stringify({ event: 'phase_done', ...this.status(), etaSeconds: 0 })}\n`);
   }
   note(line: string, fields: Record<string, unknown> = {}): void {
     this.out.write(`${JSON.stringify({ event: 'note', message: line, ...fields })}\n`);
@@ -101,9 +140,9 @@ class JsonLines extends Counting {
 
 /** The summary: per bundle, what the source has and what this run did with it. */
 export function summaryTable(rows: readonly BundleCounts[]): string {
-  const head = ['bundle', 'source', 'created', 'updated', 'unchanged', 'failed'];
+  const head = ['bundle', 'read', 'created', 'updated', 'unchanged', 'failed'];
   // Bundles the source has none of, and this run did nothing with, are left out.
-  const body = rows.filter((r) => r.source || r.created || r.updated || r.failed).map((r) => [r.type, r.source, r.created, r.updated, r.unchanged, r.failed].map(String));
+  const body = rows.filter((r) => r.read || r.created || r.updated || r.failed).map((r) => [r.type, r.read, r.created, r.updated, r.unchanged, r.failed].map(String));
   const total = ['total', ...[1, 2, 3, 4, 5].map((i) => String(body.reduce((n, r) => n + Number(r[i]), 0)))];
   const all = [head, ...body, total];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));

@@ -4,7 +4,8 @@
  * readings of data streams), a page per transaction. Each record is stored as it was (records.ts)
  * and noted in the import map (mapping.ts) in the same transaction; a record the map already holds
  * with the same digest is not written again, so a run that was killed resumes, and a second run of
- * an unchanged farm writes nothing. A record that cannot be stored is reported by UUID with the
+ * an unchanged farm writes nothing. A record type read to its end with nothing failed leaves a
+ * mark: the next run asks the source only for its records changed since (at or after). A record that cannot be stored is reported by UUID with the
  * reason and the rest goes on; one whose relationship names a record of its own entity type not
  * here yet (a parent on a later page) waits until the end of its phase. The farm's computed
  * locations and groups are rebuilt once, at the end, for every asset: each page that writes
@@ -27,13 +28,27 @@ import { Placements } from '../farm/placements.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
-import { FarmSource, readAhead, SourceError, type SourceResource } from './source.ts';
-import { digestOf, ImportMap } from './mapping.ts';
+import { FarmSource, SourceError, type SourceResource } from './source.ts';
+import { ReadingsDigest, sourceDigest, sourceReadings } from './readings.ts';
+import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
 import { writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
 
 /** Members every Drupal entity serves that are bookkeeping, not data to carry. */
 const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
+
+/**
+ * Seconds before the source's time when a bundle's reading began that the next run reads from: a
+ * write at the source that began before (its `changed` is its start) and committed while this run
+ * read is not missed.
+ */
+const MARK_MARGIN_SECONDS = 60;
+
+/**
+ * Read whole on every run: users (few; each run matches them by name) and data streams (few; their
+ * readings change without their `changed`, and each run compares them).
+ */
+const READ_WHOLE = new Set(['user', 'data_stream']);
 
 /** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
 export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
@@ -105,6 +120,8 @@ export class FarmImport {
   private readonly report: ImportReport = { counts: [], failures: [], unsupported: [], notCarried: new Map(), needPassword: [], matchedUsers: [], pruned: 0, assetsRebuilt: 0 };
   /** UUIDs the source listed this run, by entity type (what --prune keeps). */
   private readonly seen = new Map<string, Set<string>>();
+  /** Resource types read whole this run (no mark from an earlier one): `seen` has all their UUIDs. */
+  private readonly readWhole = new Set<string>();
   private readonly placements: Placements;
 
   constructor(
@@ -128,16 +145,24 @@ export class FarmImport {
     for (const entityType of IMPORT_ORDER) {
       const bundles = supported.filter((rt) => rt.entityType.entityType === entityType);
       if (!bundles.length) continue;
-      this.progress.phase(bundles[0]!.entityType.labelPlural);
+      const sinces = new Map<string, number | null>();
+      for (const rt of bundles) sinces.set(rt.type, await this.changedSince(rt));
+      this.progress.phase(bundles[0]!.entityType.labelPlural, await this.expected(bundles, sinces));
       if (entityType === 'file') await this.sweepUnrecordedBytes();
       const deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }> = [];
+      const marks: Array<{ rt: ResourceType; counts: BundleCounts; at: number | null }> = [];
       for (const rt of bundles) {
-        const counts: BundleCounts = { type: rt.type, source: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+        const counts: BundleCounts = { type: rt.type, read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
         this.report.counts.push(counts);
         let last = '';
+        const since = sinces.get(rt.type) ?? null;
+        if (since === null) this.readWhole.add(rt.type);
+        // The next run reads from the source's time now, less a margin: a record written at the source
+        // while this run reads (after its page went by) is read by the next run.
+        marks.push({ rt, counts, at: this.source.sourceNow === null ? null : this.source.sourceNow - MARK_MARGIN_SECONDS });
         try {
-          for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId))) {
-            counts.source += page.length;
+          for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId, since === null ? {} : { changedSince: since })) {
+            counts.read += page.length;
             for (const r of page) this.seenSet(entityType).add(r.id);
             const later = await this.storePage(rt, page, counts);
             deferred.push(...later.map((resource) => ({ rt, resource, counts })));
@@ -152,6 +177,9 @@ export class FarmImport {
         }
       }
       await this.retryDeferred(deferred);
+      // A bundle read to its end with nothing failed: the next run asks only for what changed since.
+      // One with a failure is read whole again, so that what failed is tried again.
+      for (const m of marks) if (m.at !== null && !m.counts.failed && !READ_WHOLE.has(entityType)) await this.map.setMark(this.ctx.db.knex, m.rt.type, m.at);
       this.progress.done();
       if (entityType === 'user') await this.loadUsers();
     }
@@ -160,6 +188,28 @@ export class FarmImport {
     if (this.options.prune) await this.prune(supported);
     await this.rebuildPlacements();
     return this.report;
+  }
+
+  /**
+   * About how many records a phase has, for the time left: the highest of its bundles' own numbers
+   * (an entity type's bundles share one numbering; deleted records make it high). Not known (null)
+   * when a bundle is read from a mark (only what changed), or the source will not say.
+   */
+  private async expected(bundles: ResourceType[], sinces: Map<string, number | null>): Promise<number | null> {
+    if (bundles.some((rt) => sinces.get(rt.type) !== null)) return null;
+    let top = 0;
+    for (const rt of bundles) {
+      const n = await this.source.highest(rt.type, rt.entityType.internalId).catch(() => null);
+      if (n === null) continue;
+      top = Math.max(top, n);
+    }
+    return top || null;
+  }
+
+  /** The source time to read a bundle from (records changed at or after it), or null: all of it. */
+  private async changedSince(rt: ResourceType): Promise<number | null> {
+    if (READ_WHOLE.has(rt.entityType.entityType)) return null;
+    return this.map.mark(this.ctx.db.knex, rt.type);
   }
 
   private seenSet(entityType: string): Set<string> {
@@ -210,6 +260,11 @@ export class FarmImport {
     const deferred: SourceResource[] = [];
     const placed: string[] = [];
     try {
+      // Most pages store whole: one transaction, no savepoint per record (each costs statements and
+      // time). A page on which a record fails, or waits for a later one, is stored again with a
+      // savepoint per record, so that only that record is left out. Users and files always are
+      // (account rules; bytes placed once).
+      if (entityType !== 'user' && entityType !== 'file' && (await this.storeWhole(rt, todo, counts))) return [];
       await this.ctx.db.knex.transaction(async (trx) => {
         await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
@@ -219,7 +274,11 @@ export class FarmImport {
             continue;
           }
           try {
-            const created = await trx.transaction((sp) => this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.digest, t.bytes, placed, t.history));
+            const created = await trx.transaction(async (sp) => {
+              const c = await this.storeOne(sp, rt, t.resource, here.get(t.resource.id) ?? null, t.bytes, placed, t.history);
+              await this.map.recordMany(sp, entityType, [this.entry(rt, t.resource, t.digest, t.bytes?.sha256)]);
+              return c;
+            });
             if (created) counts.created++;
             else counts.updated++;
           } catch (error) {
@@ -237,6 +296,32 @@ export class FarmImport {
     return deferred;
   }
 
+  /** A page's records in one transaction with their map rows (one statement per 100); false, and nothing written, when one of them fails. */
+  private async storeWhole(rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, counts: BundleCounts): Promise<boolean> {
+    const tally = { created: 0, updated: 0 };
+    try {
+      await this.ctx.db.knex.transaction(async (trx) => {
+        await this.placements.requestRebuild(trx);
+        const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
+        for (const t of todo) {
+          if (await this.storeOne(trx, rt, t.resource, here.get(t.resource.id) ?? null, undefined, [], t.history)) tally.created++;
+          else tally.updated++;
+        }
+        await this.map.recordMany(trx, rt.entityType.entityType, todo.map((t) => this.entry(rt, t.resource, t.digest)));
+      });
+    } catch {
+      // Rolled back whole: the page is stored again a record at a time, which names what failed.
+      return false;
+    }
+    counts.created += tally.created;
+    counts.updated += tally.updated;
+    return true;
+  }
+
+  private entry(rt: ResourceType, resource: SourceResource, digest: string, sha256?: string): MapEntry {
+    return { resource, changed: parseTimestamp(resource.attributes?.changed), digest, bundle: rt.bundle.bundle, sha256: sha256 ?? null };
+  }
+
   /** The records of a page already here, by UUID, in two statements (a record of another bundle by its bundle's name). */
   private async recordsHere(db: Db, rt: ResourceType, uuids: string[]): Promise<Map<string, EntityRecord | string>> {
     const entityType = rt.entityType.entityType;
@@ -248,8 +333,8 @@ export class FarmImport {
     return out;
   }
 
-  /** Store one record and note it in the map; true when it was created. */
-  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, digest: string, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[], history: SourceResource[] = []): Promise<boolean> {
+  /** Store one record (the caller notes it in the map); true when it was created. */
+  private async storeOne(db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[], history: SourceResource[] = []): Promise<boolean> {
     const entityType = rt.entityType.entityType;
     if (typeof found === 'string') throw new ApiError(409, `${resource.id} is a ${entityType}--${found} here, not a ${rt.type}.`);
     const current = found;
@@ -266,7 +351,6 @@ export class FarmImport {
     }
     try {
       await writeRecord(db, rt, resource, current, this.w, extra, history);
-      await this.map.record(db, entityType, resource, parseTimestamp(resource.attributes?.changed), digest, rt.bundle.bundle);
     } catch (error) {
       // Its savepoint is rolled back and the page goes on: the bytes it placed go too.
       const path = extra.get('path');
@@ -386,33 +470,46 @@ export class FarmImport {
     this.progress.note(`Failed ${rt.type} ${resource.id}: ${reason}`, { failed: rt.type, uuid: resource.id, reason });
   }
 
-  /** Each data stream's readings, replaced when they differ from what was copied last time. */
+  /**
+   * Each data stream's readings, replaced when they differ from what was copied last time, a page
+   * at a time (readings.ts): a stream copied before is first summed up at the source (one read);
+   * only when that differs, or the stream is new here, are its readings read again and written, in
+   * one transaction per stream (a stream is never left half copied), a page of them at a time.
+   */
   private async copyReadings(rt: ResourceType): Promise<void> {
     const uuids = [...(this.seen.get('data_stream') ?? [])];
     if (!uuids.length) return;
-    this.progress.phase('data stream readings');
-    const counts: BundleCounts = { type: 'readings', source: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+    this.progress.phase('data stream readings', uuids.length);
+    const counts: BundleCounts = { type: 'readings', read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
     this.report.counts.push(counts);
     const known = await this.map.rows(this.ctx.db.knex, 'data_stream_readings', uuids);
     for (const uuid of uuids) {
       try {
-        const readings = await this.readingsOf(uuid);
-        counts.source += readings.length;
-        const resource: SourceResource = { type: 'data_stream_readings', id: uuid, attributes: { readings } };
-        const digest = digestOf(resource);
-        if (known.get(uuid)?.digest === digest) {
-          counts.unchanged += readings.length;
-          continue;
+        const recorded = known.get(uuid)?.digest;
+        if (recorded) {
+          const there = await sourceDigest(this.source, uuid);
+          if (there.digest() === recorded) {
+            counts.read += there.size;
+            counts.unchanged += there.size;
+            this.progress.advance(1);
+            continue;
+          }
         }
         await this.ctx.db.knex.transaction(async (trx) => {
           const stream = await this.services.loader.store.findByUuid(trx, 'data_stream', uuid);
           if (!stream) throw new SourceError('its data stream was not stored.');
           const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
           await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
-          await insertReadings(trx, readings.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
-          await this.map.record(trx, 'data_stream_readings', resource, null, digest, rt.bundle.bundle);
-          if (before) counts.updated += readings.length;
-          else counts.created += readings.length;
+          // What is written is what is summed up: the map's digest is of the readings stored.
+          const copied = new ReadingsDigest();
+          for await (const page of sourceReadings(this.source, uuid)) {
+            await insertReadings(trx, page.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
+            copied.add(page);
+          }
+          await this.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: copied.digest(), bundle: rt.bundle.bundle }]);
+          counts.read += copied.size;
+          if (before) counts.updated += copied.size;
+          else counts.created += copied.size;
         });
       } catch (error) {
         counts.failed++;
@@ -424,22 +521,6 @@ export class FarmImport {
     this.progress.done();
   }
 
-  /** A stream's readings at the source, oldest first, as [timestamp, value] (its data endpoint, offset-paged as farmOS serves it). */
-  async readingsOf(uuid: string): Promise<Array<[number, number]>> {
-    const out: Array<[number, number]> = [];
-    const limit = 10_000;
-    for (let offset = 0; ; offset += limit) {
-      const rows = await this.source.getJson(`/api/data_stream/${uuid}/data?limit=${limit}&offset=${offset}`);
-      if (!Array.isArray(rows)) throw new SourceError(`/api/data_stream/${uuid}/data did not answer a list of readings.`);
-      for (const row of rows as Array<Record<string, unknown>>) {
-        const value = Object.entries(row).find(([k]) => k !== 'timestamp')?.[1];
-        out.push([Number(row.timestamp), Number(value)]);
-      }
-      if (rows.length < limit) break;
-    }
-    return out.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  }
-
   /** --prune: delete what this source's earlier runs copied and it no longer lists. */
   private async prune(supported: ResourceType[]): Promise<void> {
     if (this.report.failures.length) {
@@ -447,6 +528,16 @@ export class FarmImport {
       return;
     }
     const store = this.services.loader.store;
+    // Bundles read from a mark listed only what changed: the rest of their UUIDs, their numbers only.
+    for (const rt of supported.filter((r) => !this.readWhole.has(r.type))) {
+      try {
+        for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId, { idsOnly: true })) for (const r of page) this.seenSet(rt.entityType.entityType).add(r.id);
+      } catch (error) {
+        if (!(error instanceof SourceError)) throw error;
+        this.progress.note(`Not pruning: listing ${rt.type} failed (${error.message}).`);
+        return;
+      }
+    }
     for (const entityType of [...IMPORT_ORDER].reverse()) {
       if (!supported.some((rt) => rt.entityType.entityType === entityType)) continue;
       const seen = this.seen.get(entityType) ?? new Set();

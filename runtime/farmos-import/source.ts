@@ -41,8 +41,21 @@ export const PASSWORD_GRANT_HELP =
 
 const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
 
+export interface PageOptions {
+  /** Only records whose `changed` is at or after this (seconds, the source's clock). */
+  changedSince?: number;
+  /** Only each record's type, UUID and own number. */
+  idsOnly?: boolean;
+  /** Only records whose own number is above this one. */
+  after?: number;
+  /** Only records whose own number is at most this one. */
+  upTo?: number;
+}
+
 export class FarmSource {
   readonly base: string;
+  /** The source's clock (its last answer's Date header, in seconds), or null when it sends none. */
+  sourceNow: number | null = null;
   private token: string | null = null;
   private readonly attempts: number;
   private readonly backoffMs: number;
@@ -118,11 +131,24 @@ export class FarmSource {
    * Every record of a resource type, a page at a time, in the order of their own numbers: each
    * page asks for numbers above the last one seen (keyset), never for an offset.
    */
-  async *pages(type: string, internalId: string): AsyncGenerator<SourceResource[]> {
+  async *pages(type: string, internalId: string, options: PageOptions = {}): AsyncGenerator<SourceResource[]> {
     const [entityType, bundle] = type.split('--');
-    let after: number | null = null;
+    let after: number | null = options.after ?? null;
     for (;;) {
       const q = new URLSearchParams({ sort: internalId, 'page[limit]': String(this.pageSize) });
+      // Its own number only (sparse fieldsets): what --prune needs to know a record is still there.
+      if (options.idsOnly) q.set(`fields[${type}]`, internalId);
+      if (options.changedSince !== undefined) {
+        // At or after (>=): records written in the same second as the mark are read again, and skipped by their digest.
+        q.set('filter[since][condition][path]', 'changed');
+        q.set('filter[since][condition][operator]', '>=');
+        q.set('filter[since][condition][value]', String(options.changedSince));
+      }
+      if (options.upTo !== undefined) {
+        q.set('filter[upto][condition][path]', internalId);
+        q.set('filter[upto][condition][operator]', '<=');
+        q.set('filter[upto][condition][value]', String(options.upTo));
+      }
       if (after !== null) {
         q.set('filter[after][condition][path]', internalId);
         q.set('filter[after][condition][operator]', '>');
@@ -135,9 +161,71 @@ export class FarmSource {
       yield page;
       const last = Number(page[page.length - 1]!.attributes?.[internalId]);
       if (!Number.isFinite(last)) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the records have no ${internalId} to page by.`);
+      if (options.upTo !== undefined && last > options.upTo) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (<= ${options.upTo}).`);
       if (after !== null && last <= after) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (the same page came back).`);
       after = last;
       if (page.length < this.pageSize && !doc.links?.next) return;
+    }
+  }
+
+  /**
+   * The highest own number of a resource type's records (those changed since, with that option),
+   * asked for as one record sorted the other way; null when there is none or the source will not say.
+   */
+  async highest(type: string, internalId: string, options: PageOptions = {}): Promise<number | null> {
+    const [entityType, bundle] = type.split('--');
+    const q = new URLSearchParams({ sort: `-${internalId}`, 'page[limit]': '1', [`fields[${type}]`]: internalId });
+    if (options.changedSince !== undefined) {
+      q.set('filter[since][condition][path]', 'changed');
+      q.set('filter[since][condition][operator]', '>=');
+      q.set('filter[since][condition][value]', String(options.changedSince));
+    }
+    const top = Number((await this.getJson(`/api/${entityType}/${bundle}?${q}`))?.data?.[0]?.attributes?.[internalId]);
+    return Number.isFinite(top) ? top : null;
+  }
+
+  /**
+   * Every record of a resource type as pages(), several pages in flight: after a first full page,
+   * the numbers up to the highest (asked for once, sorted the other way) are cut into `lanes`
+   * ranges, each paged by its own keyset, the last one open (records added meanwhile come in it).
+   * Pages come as they arrive, not in number order; a lane's failure is the whole listing's.
+   */
+  async *pagesInLanes(type: string, internalId: string, options: PageOptions = {}, lanes = 4): AsyncGenerator<SourceResource[]> {
+    const first = this.pages(type, internalId, options);
+    const head = await first.next();
+    if (head.done) return;
+    yield head.value;
+    if (head.value.length < this.pageSize || lanes < 2) {
+      yield* first;
+      return;
+    }
+    await first.return(undefined);
+    const from = Number(head.value[head.value.length - 1]!.attributes?.[internalId]);
+    const top = await this.highest(type, internalId, options);
+    // A source that would not sort the other way (or answered oddly): one lane, as pages() reads.
+    if (top === null || top <= from) {
+      yield* this.pages(type, internalId, { ...options, after: from });
+      return;
+    }
+    const step = Math.ceil((top - from) / lanes);
+    const readers = Array.from({ length: lanes }, (_, i) => this.pages(type, internalId, { ...options, after: from + i * step, upTo: i === lanes - 1 ? undefined : from + (i + 1) * step }));
+    const pending = new Map<number, Promise<{ lane: number; result: IteratorResult<SourceResource[]> }>>();
+    const ask = (lane: number) => pending.set(lane, readers[lane]!.next().then((result) => ({ lane, result })));
+    readers.forEach((_, lane) => ask(lane));
+    try {
+      while (pending.size) {
+        const { lane, result } = await Promise.race(pending.values());
+        if (result.done) {
+          pending.delete(lane);
+          continue;
+        }
+        ask(lane);
+        yield result.value;
+      }
+    } finally {
+      // Stopped early (a failure, or the caller gave up): the other lanes' requests are let go.
+      for (const p of pending.values()) p.catch(() => undefined);
+      await Promise.allSettled(readers.map((r) => r.return(undefined)));
     }
   }
 
@@ -202,6 +290,8 @@ export class FarmSource {
         await sleep(this.backoffMs * 2 ** (attempt - 1));
         continue;
       }
+      const date = Date.parse(res.headers.get('date') ?? '');
+      if (Number.isFinite(date)) this.sourceNow = Math.floor(date / 1000);
       if (res.status === 401 && authorized && this.auth.kind !== 'token' && !signedInAgain) {
         await res.body?.cancel();
         signedInAgain = true;
@@ -216,21 +306,6 @@ export class FarmSource {
       }
       return res;
     }
-  }
-}
-
-/**
- * Ask for the next page while the caller stores this one: the source serves and this database
- * writes at the same time. A failure of the page asked for ahead comes out when it is reached.
- */
-export async function* readAhead<T>(pages: AsyncGenerator<T>): AsyncGenerator<T> {
-  let next = pages.next();
-  for (;;) {
-    const current = await next;
-    if (current.done) return;
-    next = pages.next();
-    next.catch(() => undefined); // awaited on the next turn; not an unhandled rejection meanwhile
-    yield current.value;
   }
 }
 

@@ -11,11 +11,11 @@ import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { FileStore } from '../files/storage.ts';
-import { READINGS_TABLE } from '../farm/data-streams.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
-import { readAhead, SourceError, type FarmSource, type SourceResource } from './source.ts';
-import { ImportMap } from './mapping.ts';
-import { FarmImport, storedSha256, systemPrincipal } from './run.ts';
+import { SourceError, type FarmSource, type SourceResource } from './source.ts';
+import { digestOf, ImportMap, type MapRow } from './mapping.ts';
+import { storedSha256, systemPrincipal } from './run.ts';
+import { sourceDigest, storedDigest } from './readings.ts';
 import type { Progress } from './progress.ts';
 
 export interface Difference {
@@ -48,7 +48,7 @@ export async function verifyFarm(ctx: AppContext, source: FarmSource, supported:
     await verifier.notAtSource(rt, seen);
   }
   const streams = supported.find((rt) => rt.entityType.entityType === 'data_stream');
-  if (streams) await verifier.verifyReadings(streams, new FarmImport(ctx, source, progress));
+  if (streams) await verifier.verifyReadings(streams);
   progress.done();
   return verifier.out;
 }
@@ -75,7 +75,7 @@ class FarmVerifier {
     const db = this.ctx.db.knex;
     const entityType = rt.entityType.entityType;
     const seen = new Set<string>();
-    for await (const page of readAhead(this.source.pages(rt.type, rt.entityType.internalId))) {
+    for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId)) {
       // The anonymous user (no name) is every farm's own.
       const wanted = page.filter((r) => entityType !== 'user' || (typeof r.attributes?.name === 'string' && r.attributes.name !== ''));
       const uuids = wanted.map((r) => this.userRemap.get(r.id) ?? r.id);
@@ -83,6 +83,7 @@ class FarmVerifier {
       const rows = (await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
       const records = await this.services.loader.load(db, entityType, rows.map((r) => Number(r.id)), null, undefined, [rt.bundle.bundle]);
       const byUuid = new Map(records.map((r) => [r.uuid, r]));
+      const imported = entityType === 'file' ? await this.map.rows(db, entityType, wanted.map((r) => r.id)) : new Map<string, MapRow>();
       for (const resource of wanted) {
         const record = byUuid.get(this.userRemap.get(resource.id) ?? resource.id);
         if (!record) {
@@ -92,16 +93,22 @@ class FarmVerifier {
         if (entityType === 'user' && this.userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
         const here = this.services.serializer.resourceObject(record, this.principal);
         this.out.push(...compare(rt, resource, here as SourceResource, this.userRemap));
-        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'));
+        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'), imported.get(resource.id));
       }
       advance(page.length);
     }
     return seen;
   }
 
-  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown): Promise<void> {
+  /**
+   * A file's bytes here against the source's: against the SHA-256 they had when imported while
+   * the source's file record is the one imported (same digest), else downloaded again and hashed.
+   */
+  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown, imported: MapRow | undefined): Promise<void> {
     const url = (resource.attributes?.uri as { url?: string } | undefined)?.url;
-    const [a, b] = await Promise.all([url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : 'no url', typeof path === 'string' ? storedSha256(this.files, path) : null]);
+    const recorded = imported?.sha256 && imported.digest === digestOf(resource) ? imported.sha256 : null;
+    const there = recorded ? Promise.resolve(recorded) : url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : Promise.resolve('no url');
+    const [a, b] = await Promise.all([there, typeof path === 'string' ? storedSha256(this.files, path) : null]);
     if (a !== b) this.out.push({ type: rt.type, uuid: resource.id, field: 'sha256', source: a, here: b });
   }
 
@@ -116,17 +123,15 @@ class FarmVerifier {
     }
   }
 
-  /** Each copied data stream's readings, compared whole. */
-  async verifyReadings(rt: ResourceType, importer: FarmImport): Promise<void> {
+  /** Each copied data stream's readings: how many, and their order-free digest, on both sides, read a page at a time. */
+  async verifyReadings(rt: ResourceType): Promise<void> {
     const db = this.ctx.db.knex;
     const rows = (await db(rt.entityType.table).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
     const mapped = new Set(await this.map.uuids(db, 'data_stream'));
     for (const row of rows.filter((r) => mapped.has(r.uuid))) {
-      const there = await importer.readingsOf(row.uuid).catch(() => null);
-      const here = ((await db(READINGS_TABLE).where('stream_id', row.id).select('timestamp', 'value')) as Array<{ timestamp: number; value: number }>)
-        .map((r) => [Number(r.timestamp), Number(r.value)] as [number, number])
-        .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-      if (!there || JSON.stringify(there) !== JSON.stringify(here)) this.out.push({ type: 'data_stream readings', uuid: row.uuid, field: 'readings', source: there ? `${there.length} readings` : 'unreadable', here: `${here.length} readings` });
+      const there = await sourceDigest(this.source, row.uuid).catch(() => null);
+      const here = await storedDigest(db, Number(row.id));
+      if (!there || there.digest() !== here.digest()) this.out.push({ type: 'data_stream readings', uuid: row.uuid, field: 'readings', source: there ? `${there.size} readings` : 'unreadable', here: `${here.size} readings${there && there.size === here.size ? ' (some differ)' : ''}` });
     }
   }
 }

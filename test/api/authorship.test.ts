@@ -76,6 +76,33 @@ test('bad values are refused naming the field, and nothing changes; a viewer may
   assert.equal(after.attributes.drupal_internal__revision_id, before.attributes.drupal_internal__revision_id, 'no revision written');
 });
 
+test('a file\'s created and uid, and a data stream\'s created, are written as an asset\'s: kept, refused naming the field when bad, not by a viewer', async () => {
+  const upload = await request(`${server.url}/api/log/activity/file`, { method: 'POST', token, body: new Uint8Array(Buffer.from('field notes')), headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="notes.txt"' } });
+  assert.equal(upload.status, 201, upload.text.slice(0, 400));
+  const file = upload.body.data;
+  const filePath = `/api/file/file/${file.id}`;
+  const patched = await api(filePath, { method: 'PATCH', json: { data: { type: 'file--file', id: file.id, attributes: { created: CREATED, changed: CREATED }, relationships: { uid: { data: ann } } } } });
+  assert.equal(patched.status, 200, patched.text.slice(0, 400));
+  let stored = (await api(filePath)).body.data;
+  assert.equal(stored.attributes.created, CREATED);
+  assert.equal(stored.relationships.uid.data.id, ann.id);
+  assert.notEqual(stored.attributes.changed, CREATED, 'changed is the server\'s');
+  const bad = await api(filePath, { method: 'PATCH', json: { data: { type: 'file--file', id: file.id, attributes: { created: 'long ago' } } } });
+  assert.equal(bad.status, 422, bad.text);
+  assert.equal(bad.body.errors[0].source.pointer, '/data/attributes/created');
+  const byViewer = await request(`${server.url}${filePath}`, { method: 'PATCH', token: viewer, json: { data: { type: 'file--file', id: file.id, relationships: { uid: { data: null } } } } });
+  assert.equal(byViewer.status, 403, byViewer.text);
+  stored = (await api(filePath)).body.data;
+  assert.deepEqual([stored.attributes.created, stored.relationships.uid.data.id], [CREATED, ann.id], 'nothing changed');
+
+  const stream = await api('/api/data_stream/basic', { method: 'POST', json: { data: { type: 'data_stream--basic', attributes: { name: 'Soil moisture', created: CREATED } } } });
+  assert.equal(stream.status, 201, stream.text.slice(0, 400));
+  assert.equal((await api(`/api/data_stream/basic/${stream.body.data.id}`)).body.data.attributes.created, CREATED);
+  const moved = await api(`/api/data_stream/basic/${stream.body.data.id}`, { method: 'PATCH', json: { data: { type: 'data_stream--basic', id: stream.body.data.id, attributes: { created: '2020-02-02T02:02:02+00:00' } } } });
+  assert.equal(moved.status, 200, moved.text.slice(0, 400));
+  assert.equal(moved.body.data.attributes.created, '2020-02-02T02:02:02+00:00');
+});
+
 test('drupal_internal__id and drupal_internal__revision_id: 403 naming the field, as Drupal answers; an echo of the stored value on PATCH is ignored', async () => {
   const posted = await api('/api/asset/equipment', { method: 'POST', json: { data: { type: 'asset--equipment', attributes: { name: 'Numbered', drupal_internal__id: 4242 } } } });
   assert.equal(posted.status, 403, posted.text);

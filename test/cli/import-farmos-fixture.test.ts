@@ -63,7 +63,11 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   assert.deepEqual([...new Set(differing)].sort(), [FIXTURE.badFile, FIXTURE.dangling].sort(), out);
   assert.match(out, /^Differs: log--observation \(unread\) \(records\): source .*answered 500/m);
   // The glitches (a 500, an HTML page, a truncated body) were retried.
-  assert.equal(fixture.requests.filter((r) => r === 'GET /api/asset/land').length, 3, 'one HTML answer, then the page, then the verification');
+  assert.deepEqual(
+    fixture.queries.filter((r) => r.startsWith('GET /api/asset/land?')).map((q) => (q.includes('sort=-') ? 'highest' : 'page')),
+    ['highest', 'highest', 'page', 'page'],
+    'its highest number for the time left (one HTML answer, then again), then the page, then the verification',
+  );
 
   const get = async (path: string) => (await request(`${target.url}/api/${path}`, { token })).body.data;
   const field = await get(`asset/land/${FIXTURE.field}`);
@@ -83,10 +87,37 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   assert.equal(farmer.attributes.created, '2021-05-01T12:00:00+00:00');
   assert.deepEqual(farmer.relationships.roles.data.map((r: any) => r.meta.drupal_internal__target_id), ['farm_manager']);
   const file = await get(`file/file/${FIXTURE.mapFile}`);
+  assert.deepEqual([file.attributes.created, file.relationships.uid.data?.id], ['2021-06-02T09:00:00+00:00', FIXTURE.farmer], 'who uploaded the file, and when');
   const bytes = Buffer.from(await (await fetch(new URL(file.attributes.uri.url, target.url), { headers: { Authorization: `Bearer ${token}` } })).arrayBuffer());
   assert.equal(createHash('sha256').update(bytes).digest('hex'), createHash('sha256').update(MAP_BYTES).digest('hex'));
   assert.equal((await request(`${target.url}/api/log/activity/${FIXTURE.dangling}`, { token })).status, 404, 'nothing half written');
   assert.equal(existsSync(stray) && readFileSync(stray, 'utf8') === 'left by a killed run', false, 'the stray bytes are gone');
   const history = await request(`${target.url}/api/asset/land/${FIXTURE.field}/revision-history`, { token });
   assert.match(JSON.stringify(history.body), new RegExp(`Imported from ${fixture.url.replace(/[.]/g, '\\.')} on \\d{4}-\\d\\d-\\d\\d`));
+});
+
+test('run again: only what changed at the source since is read, files are verified by the SHA-256 they came with, and a change is carried', async () => {
+  const args = ['import', 'farmos', '--url', fixture.url, '--client-id', FIXTURE_CLIENT.id, '--client-secret', FIXTURE_CLIENT.secret, '--retries', '2', '--json'];
+  const events = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const row = (stdout: string, type: string) => events(stdout).find((e) => e.event === 'summary').counts.find((c: { type: string }) => c.type === type);
+  const from = fixture.queries.length;
+  const again = await tilthAsync(args, targetDb.env).done;
+  assert.equal(again.status, 1, 'the records that failed the first time fail again');
+  assert.deepEqual([events(again.stdout).find((e) => e.event === 'done').created, events(again.stdout).find((e) => e.event === 'done').updated], [0, 0]);
+  // Read whole the first time, then asked only for records changed since (the source's time, at or after).
+  const landPages = fixture.queries.slice(from).filter((q) => q.startsWith('GET /api/asset/land?'));
+  assert.ok(landPages.some((q) => /filter%5Bsince%5D%5Bcondition%5D%5Bpath%5D=changed/.test(q) && /operator%5D=%3E%3D/.test(q)), landPages.join('\n'));
+  assert.equal(row(again.stdout, 'asset--land').read, 0, 'the field did not change at the source: not read');
+  // A bundle with a record that failed is read whole again (the record is tried again).
+  assert.equal(row(again.stdout, 'log--activity').read, 3);
+  // Verified equal without downloading the bytes again: the source's file record is the one imported.
+  assert.equal(fixture.requests.slice(from).filter((r) => r === 'GET /system/files/2021-06/map.txt').length, 0);
+  const differing = new Set(events(again.stdout).filter((e) => e.event === 'differs').map((e) => e.uuid));
+  assert.deepEqual([...differing].sort(), [FIXTURE.badFile, FIXTURE.dangling, '(unread)'].sort(), 'only the records that failed, as before');
+
+  fixture.edit(FIXTURE.field, { notes: { value: 'Better soil', format: 'default' }, changed: new Date().toISOString().replace(/\.\d+Z$/, '+00:00') });
+  const changed = await tilthAsync(args, targetDb.env).done;
+  assert.deepEqual([row(changed.stdout, 'asset--land').read, row(changed.stdout, 'asset--land').updated], [1, 1], changed.stdout);
+  const field = (await request(`${target.url}/api/asset/land/${FIXTURE.field}`, { token })).body.data;
+  assert.equal(field.attributes.notes.value, 'Better soil');
 });

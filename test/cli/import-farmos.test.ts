@@ -15,6 +15,8 @@ import { createTestDatabase, startTestServer, startTestServerAsAdmin, ADMIN, typ
 import { request, passwordToken } from '../support/http.ts';
 import { buildSampleFarm, type SampleFarm } from '../support/sample-farm.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
+import { FarmSource } from '../../runtime/farmos-import/source.ts';
+import { insertReadings, READINGS_TABLE } from '../../runtime/farm/data-streams.ts';
 
 let source: TestServer;
 let sourceToken: string;
@@ -73,11 +75,21 @@ async function sha256Of(url: string, token: string, href: string): Promise<strin
 }
 
 test('a farm on SQLite imported into another database: the same documents, file bytes, locations and inventory; a second run changes nothing', async () => {
-  const first = await tilthAsync(importArgs('--revisions'), targetDb.env).done;
+  const first = await tilthAsync(importArgs('--revisions', '--json'), targetDb.env).done;
   assert.equal(first.status, 0, `${first.stdout}\n${first.stderr}`);
-  assert.match(first.stdout, /Verified: this farm has what/);
-  assert.match(first.stdout, /came without a password .*ann, bob/);
-  assert.match(first.stdout, /Already here under the same name .*admin/);
+  const events = first.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  assert.equal(events.find((e) => e.event === 'verified').differences, 0, first.stdout);
+  assert.deepEqual(events.find((e) => e.event === 'need_password').users, ['ann', 'bob']);
+  assert.deepEqual(events.find((e) => e.event === 'matched_users').users, ['admin']);
+  // Progress says how far each phase is, how fast it goes and, when the source's numbering tells its size, the time left.
+  const logs = events.filter((e) => e.event === 'progress' && e.phase === 'logs');
+  assert.ok(logs.length > 0, first.stdout);
+  for (const e of logs) {
+    assert.ok(e.expected >= e.records && e.records > 0, JSON.stringify(e));
+    assert.ok(Number.isInteger(e.etaSeconds) && e.etaSeconds >= 0 && Number.isInteger(e.rate) && Number.isInteger(e.ms), JSON.stringify(e));
+  }
+  const files = events.find((e) => e.event === 'phase_done' && e.phase === 'files');
+  assert.ok(files.bytes > 0 && Number.isInteger(files.bytesRate) && files.etaSeconds === 0, JSON.stringify(files));
 
   const sourceAdmin = (await all(source.url, sourceToken, '/api/user/user?filter[name]=admin', 'name'))[0].id;
   const targetAdmin = (await all(target.url, targetToken, '/api/user/user?filter[name]=admin', 'name'))[0].id;
@@ -179,4 +191,55 @@ test('--verify-only copies nothing and names each record and field that differ, 
   assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} changed: source \\d+, here \\d+$`, 'm'));
   assert.match(run.stdout, /^Verification: 2 differences\.$/m);
   assert.equal((await request(`${target.url}/api/asset/animal/${farm.calf}`, { token: targetToken })).body.data.attributes.name, 'Renamed here', 'nothing copied');
+});
+
+test('several pages in flight: every record of a bundle listed once, those added while it is listed too', async () => {
+  // Pages of 3 records: the sample farm's logs fill several lanes.
+  const reader = new FarmSource(source.url, { kind: 'token', token: sourceToken }, { pageSize: 3 });
+  await reader.signIn();
+  const extra = await Promise.all(Array.from({ length: 9 }, async (_, i) => (await request(`${source.url}/api/log/activity`, { method: 'POST', token: sourceToken, json: { data: { type: 'log--activity', attributes: { name: `Listed ${i}`, status: 'done' } } } })).body.data.id as string));
+  const before = (await all(source.url, sourceToken, '/api/log/activity')).map((r) => r.id);
+  const listed: string[] = [];
+  let added: string | null = null;
+  for await (const page of reader.pagesInLanes('log--activity', 'drupal_internal__id', {}, 3)) {
+    listed.push(...page.map((r) => r.id));
+    if (!added) {
+      const res = await request(`${source.url}/api/log/activity`, { method: 'POST', token: sourceToken, json: { data: { type: 'log--activity', attributes: { name: 'Written while listed', status: 'done' } } } });
+      assert.equal(res.status, 201);
+      added = res.body.data.id as string;
+    }
+  }
+  assert.equal(new Set(listed).size, listed.length, 'no record twice');
+  assert.deepEqual([...listed].sort(), [...before, added!].sort());
+  for (const id of [...extra, added!]) await request(`${source.url}/api/log/activity/${id}`, { method: 'DELETE', token: sourceToken });
+});
+
+test('a stream with more readings than a page comes across whole, read and written a page at a time; a reading changed at the source is carried', async () => {
+  // 12,000 readings, twelve to a second: pages of 10,000 end inside a second.
+  const knex = source.ctx.db.knex;
+  const stream = (await knex('data_stream').where('uuid', farm.stream).first('id')) as { id: number };
+  const base = 1_700_000_000;
+  await insertReadings(knex, Array.from({ length: 12_000 }, (_, i) => ({ streamId: stream.id, timestamp: base + Math.floor(i / 12), value: i / 4 })));
+  try {
+    const run = async () => {
+      const r = await tilthAsync(importArgs('--json'), targetDb.env).done;
+      const events = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      // (The record the --verify-only test changed here still differs: a run copies what changed at the source.)
+      return { status: r.status, readings: events.find((e) => e.event === 'summary').counts.find((c: { type: string }) => c.type === 'readings'), differing: events.filter((e) => e.event === 'differs' && e.type === 'data_stream readings'), out: r.stdout };
+    };
+    const first = await run();
+    assert.equal(first.readings.updated, 12_003, first.out);
+    assert.deepEqual(first.differing, []);
+    const here = async () => Number((await target.ctx.db.knex(READINGS_TABLE).join('data_stream', 'data_stream.id', `${READINGS_TABLE}.stream_id`).where('data_stream.uuid', farm.stream).count({ n: '*' }).first())!.n);
+    assert.equal(await here(), 12_003);
+
+    await knex(READINGS_TABLE).where({ stream_id: stream.id, timestamp: base + 500, value: 6000 / 4 }).update({ value: -1 });
+    const second = await run();
+    assert.deepEqual([second.readings.read, second.readings.updated], [12_003, 12_003], second.out);
+    assert.deepEqual(second.differing, []);
+    const changed = await target.ctx.db.knex(READINGS_TABLE).join('data_stream', 'data_stream.id', `${READINGS_TABLE}.stream_id`).where({ 'data_stream.uuid': farm.stream, timestamp: base + 500 }).select('value');
+    assert.ok(changed.some((r: { value: number }) => Number(r.value) === -1));
+  } finally {
+    await knex(READINGS_TABLE).where('stream_id', stream.id).where('timestamp', '>=', base).where('timestamp', '<', base + 1000).delete();
+  }
 });

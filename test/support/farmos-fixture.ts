@@ -115,10 +115,16 @@ export interface FarmosFixture {
   close(): Promise<void>;
   /** Requests seen, as "METHOD path". */
   requests: string[];
+  /** The same, with their query strings. */
+  queries: string[];
+  /** Change a record's attributes at the source (its `changed` too, as farmOS would). */
+  edit(uuid: string, attributes: Record<string, unknown>): void;
 }
 
 export async function startFarmosFixture(): Promise<FarmosFixture> {
   const requests: string[] = [];
+  const queries: string[] = [];
+  const edits = new Map<string, Record<string, unknown>>();
   const once = new Set<string>();
   /** The first request for these paths misbehaves: the importer must retry. */
   const glitches: Record<string, (res: ServerResponse) => void> = {
@@ -136,6 +142,7 @@ export async function startFarmosFixture(): Promise<FarmosFixture> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', base);
     requests.push(`${req.method} ${url.pathname}`);
+    queries.push(`${req.method} ${url.pathname}${url.search}`);
     if (url.pathname === '/oauth/token' && req.method === 'POST') {
       let body = '';
       req.on('data', (d) => (body += d));
@@ -157,6 +164,7 @@ export async function startFarmosFixture(): Promise<FarmosFixture> {
       return res.end(url.pathname.endsWith('/map.txt') ? MAP_BYTES : 'short');
     }
     const data = records(base);
+    for (const list of Object.values(data)) for (const r of list) Object.assign(r.attributes, edits.get(r.id) ?? {});
     if (url.pathname === '/api') {
       const links: Record<string, { href: string }> = { self: { href: `${base}/api` } };
       for (const type of [...Object.keys(data), 'asset_type--asset_type', 'user_role--user_role', 'taxonomy_vocabulary--taxonomy_vocabulary']) links[type] = { href: `${base}/api/${type.replace('--', '/')}` };
@@ -171,9 +179,15 @@ export async function startFarmosFixture(): Promise<FarmosFixture> {
     if (url.pathname === '/api/log/observation') return send(res, 500, { errors: [{ status: '500', title: 'Internal Server Error', detail: 'The website encountered an unexpected error.' }] });
     const type = `${m[1]}--${m[2]}`;
     const key = INTERNAL[m[1]!] ?? 'drupal_internal__id';
-    let list = [...(data[type] ?? [])].sort((a, b) => Number(a.attributes[key]) - Number(b.attributes[key]));
+    const descending = url.searchParams.get('sort') === `-${key}`;
+    let list = [...(data[type] ?? [])].sort((a, b) => (descending ? -1 : 1) * (Number(a.attributes[key]) - Number(b.attributes[key])));
+    const upto = url.searchParams.get('filter[upto][condition][value]');
+    if (upto !== null) list = list.filter((r) => Number(r.attributes[key]) <= Number(upto));
     const after = url.searchParams.get('filter[after][condition][value]');
     if (after !== null) list = list.filter((r) => Number(r.attributes[key]) > Number(after));
+    // farmOS compares a timestamp filter's value (seconds) with the stored number.
+    const since = url.searchParams.get('filter[since][condition][value]');
+    if (since !== null) list = list.filter((r) => typeof r.attributes.changed !== 'string' || Date.parse(r.attributes.changed) / 1000 >= Number(since));
     const limit = Math.min(50, Number(url.searchParams.get('page[limit]') ?? 50));
     const offset = Number(url.searchParams.get('page[offset]') ?? 0);
     const page = list.slice(offset, offset + limit);
@@ -184,7 +198,8 @@ export async function startFarmosFixture(): Promise<FarmosFixture> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url: base, requests, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  const edit = (uuid: string, attributes: Record<string, unknown>) => edits.set(uuid, { ...edits.get(uuid), ...attributes });
+  return { url: base, requests, queries, edit, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
