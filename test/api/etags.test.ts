@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
-import { Api } from '../support/fixtures.ts';
+import { Api, ref } from '../support/fixtures.ts';
 
 let server: TestServer;
 let api: Api;
@@ -108,4 +108,84 @@ test('PATCHes with and without If-Match racing on one record: each a 200 or a 41
     for (const a of answers) assert.ok(a.status === 200 || a.status === 412, `${a.status}: ${a.text.slice(0, 200)}`);
     assert.ok(answers.filter((_, i) => i % 2 === 0).every((a) => a.status === 200), 'without If-Match every save goes through');
   }
+});
+
+/** The version an ETag names, as a number, for comparing which is newer. */
+const versionIn = (etag: string | null) => Number(/^"(\d+)/.exec(etag ?? '')?.[1] ?? NaN);
+
+test("a relationship route answers with its record's ETag; POST, PATCH and DELETE there honour If-Match (412 when the record changed) and answer with its new one", async () => {
+  const tractor = await api.create('asset--equipment', { name: 'Tagged tractor' });
+  const plough = await api.create('asset--equipment', { name: 'Tagged plough' });
+  const log = await newLog('Ploughing');
+  const path = `/api/log/activity/${log.id}/relationships/asset`;
+  const got = await api.get(path);
+  assert.equal(got.headers.get('etag'), log.etag, "the relationship is the record's: its ETag");
+  assert.equal((await api.get(path, { 'If-None-Match': log.etag })).status, 304);
+
+  const added = await api.post(path, { data: [{ type: 'asset--equipment', id: tractor.id }] }, { 'If-Match': log.etag });
+  assert.equal(added.status, 204, added.text);
+  const afterAdd = added.headers.get('etag');
+  assert.ok(versionIn(afterAdd) > versionIn(log.etag), `a new version: ${afterAdd}`);
+  assert.equal((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag'), afterAdd, "the record's ETag now");
+  assert.equal((await api.get(path, { 'If-None-Match': log.etag })).status, 200, 'a stale If-None-Match gets the relationship');
+
+  // Someone renamed the log meanwhile: a relationship write sent with the older ETag is refused, and changes nothing.
+  const renamed = (await rename(log.id, 'Ploughing, renamed')).headers.get('etag')!;
+  for (const [method, body] of [['POST', [{ type: 'asset--equipment', id: plough.id }]], ['PATCH', []], ['DELETE', [{ type: 'asset--equipment', id: tractor.id }]]] as const) {
+    const stale = await api.raw(method, path, JSON.stringify({ data: body }), { 'Content-Type': 'application/vnd.api+json', 'If-Match': afterAdd! });
+    assert.equal(stale.status, 412, `${method}: ${stale.text.slice(0, 300)}`);
+    assert.equal(stale.body.errors[0].code, 'precondition_failed');
+    assert.equal(stale.headers.get('etag'), renamed, 'the 412 names the version to fetch');
+  }
+  assert.deepEqual((await api.get(path)).body.data.map((r: { id: string }) => r.id), [tractor.id], 'nothing changed');
+  const replaced = await api.patch(path, { data: [{ type: 'asset--equipment', id: plough.id }] }, { 'If-Match': renamed });
+  assert.equal(replaced.status, 204, replaced.text);
+  const removed = await api.raw('DELETE', path, JSON.stringify({ data: [{ type: 'asset--equipment', id: plough.id }] }), { 'Content-Type': 'application/vnd.api+json', 'If-Match': replaced.headers.get('etag')! });
+  assert.equal(removed.status, 204, removed.text);
+  assert.deepEqual((await api.get(path)).body.data, []);
+
+  // Two offline edits of one relationship sent with the same ETag: one goes through, one is a 412.
+  const current = removed.headers.get('etag')!;
+  const race = await Promise.all([tractor, plough].map((a) => api.post(path, { data: [{ type: a.type, id: a.id }] }, { 'If-Match': current })));
+  assert.deepEqual(race.map((r) => r.status).sort(), [204, 412], race.map((r) => r.text.slice(0, 200)).join(' / '));
+  assert.equal((await api.get(path)).body.data.length, 1);
+});
+
+test('a related route about one resource (a to-one relationship) carries that resource\'s ETag and gives 304; one listing several resources carries none', async () => {
+  const kg = await api.create('taxonomy_term--unit', { name: 'kg (tagged)' });
+  const quantity = await api.create('quantity--standard', { measure: 'weight', value: { decimal: '12' } }, { units: { data: { type: kg.type, id: kg.id } } });
+  const unitTag = (await api.get(`/api/taxonomy_term/unit/${kg.id}`)).headers.get('etag');
+  assert.match(unitTag ?? '', /^"\d+"$/);
+  const related = await api.get(`/api/quantity/standard/${quantity.id}/units`);
+  assert.equal(related.status, 200);
+  assert.equal(related.body.data.id, kg.id);
+  assert.equal(related.headers.get('etag'), unitTag, "the unit's own ETag");
+  assert.equal((await api.get(`/api/quantity/standard/${quantity.id}/units`, { 'If-None-Match': unitTag! })).status, 304);
+  await api.patch(`/api/taxonomy_term/unit/${kg.id}`, { data: { type: kg.type, id: kg.id, attributes: { name: 'kilogram (tagged)' } } });
+  const changed = await api.get(`/api/quantity/standard/${quantity.id}/units`, { 'If-None-Match': unitTag! });
+  assert.equal(changed.status, 200, 'the unit changed');
+  assert.equal(changed.body.data.attributes.name, 'kilogram (tagged)');
+  assert.notEqual(changed.headers.get('etag'), unitTag);
+
+  const log = await newLog('Several assets');
+  await api.post(`/api/log/activity/${log.id}/relationships/asset`, { data: [ref(await api.create('asset--equipment', { name: 'One' }))] });
+  const many = await api.get(`/api/log/activity/${log.id}/asset`);
+  assert.equal(many.status, 200);
+  assert.equal(many.headers.get('etag'), null, 'a list of resources is not one resource');
+});
+
+test("a file upload answers with the created file's ETag (one file); an upload to a field of several files answers with the list, untagged", async () => {
+  const octet = (name: string) => ({ 'Content-Type': 'application/octet-stream', 'Content-Disposition': `file; filename="${name}"` });
+  const created = await api.raw('POST', '/api/log/activity/file', 'day,kg\n1,12\n', octet('yield.csv'));
+  assert.equal(created.status, 201, created.text);
+  const tag = created.headers.get('etag');
+  assert.match(tag ?? '', /^"\d+"$/);
+  assert.equal((await api.get(`/api/file/file/${created.body.data.id}`)).headers.get('etag'), tag, "the file's own ETag");
+
+  const log = await newLog('With files');
+  const attached = await api.raw('POST', `/api/log/activity/${log.id}/file`, 'day,kg\n2,14\n', octet('more.csv'));
+  assert.equal(attached.status, 200, attached.text);
+  assert.equal(attached.body.data.length, 1);
+  assert.equal(attached.headers.get('etag'), null, 'the answer lists the field\'s files, as its related route does');
+  assert.ok(versionIn((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag')) > versionIn(log.etag), 'the log has a new version');
 });

@@ -5,7 +5,9 @@
  *
  * - Every answer about one resource (GET, the 201 of a POST, the 200 of a PATCH) carries
  *   `ETag: "<version>"`; a GET with `include` or sparse fieldsets, `"<version>-<hash of query>"`,
- *   since its body differs.
+ *   since its body differs. A relationship route carries its record's (handlers/relationships.ts,
+ *   whose writes honour If-Match too), a to-one related route its target's, an uploaded file's
+ *   201 the file's (handlers/files.ts).
  * - `If-Match` on PATCH and DELETE: the write goes ahead only if the record's version is still the
  *   one named, checked with the record's row and feed row locked (PostgreSQL, so two writes with
  *   the same ETag cannot both pass; SQLite has one writer), else 412 `precondition_failed`.

@@ -15,6 +15,8 @@ import { ApiError, forbidden, notFound, unsupportedMediaType, ValidationError } 
 import type { Db, ItemValue, Reference } from '../../storage/records.ts';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
+import { versionOf } from '../../storage/change-feed.ts';
+import { entityTag } from './etags.ts';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -99,11 +101,14 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       requireOctetStream(req);
       const filename = checkedName(req, route);
       const received = await receive(req, route, filename);
-      const doc = await inTransaction(received, async (trx, placed) => {
+      const { doc, version } = await inTransaction(received, async (trx, placed) => {
         const id = await attach(trx, received, route, filename, false, principal, placed);
         const [record] = await s.loader.load(trx, 'file', [id], null);
-        return s.documents.document(trx, record!, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } });
+        const version = await versionOf(trx, 'file', id);
+        return { version, doc: await s.documents.document(trx, record!, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } }) };
       });
+      // The created file's ETag (RFC 9110 §15.3.2: a 201's validators are the new resource's).
+      if (version !== null) res.setHeader('ETag', entityTag(version, req));
       s.documents.send(res, 201, doc);
     },
 
@@ -120,7 +125,7 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       mayAttach(await s.records.find(s.knex, rt, route.id, principal));
       const filename = checkedName(req, route);
       const received = await receive(req, route, filename);
-      const doc = await inTransaction(received, async (trx, placed) => {
+      const { doc, version } = await inTransaction(received, async (trx, placed) => {
         // Locked: concurrent uploads to one record each add to what the one before them saved.
         const host = await s.records.findForUpdate(trx, rt, route.id, principal);
         mayAttach(host);
@@ -133,8 +138,12 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
         const refs = ((field.multiple ? updated!.values.get(field.name) : [updated!.values.get(field.name)]) as Reference[]).filter(Boolean);
         const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null);
         const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${host.uuid}/${field.name}`;
-        return s.documents.document(trx, field.multiple ? records : (records[0] ?? null), principal, { ...s.requests.query(req), include: [] }, { self: { href: base } });
+        // The answer is the field's related route: tagged, as that route is, only when it is one file.
+        const one = field.multiple ? null : (records[0] ?? null);
+        const version = one ? await versionOf(trx, 'file', one.id) : null;
+        return { version, doc: await s.documents.document(trx, field.multiple ? records : one, principal, { ...s.requests.query(req), include: [] }, { self: { href: base } }) };
       });
+      if (version !== null) res.setHeader('ETag', entityTag(version, req));
       s.documents.send(res, 200, doc);
     },
   };

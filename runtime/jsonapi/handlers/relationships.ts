@@ -2,6 +2,11 @@
  * Relationship endpoints `/<uuid>/relationships/<field>` (GET, POST adds, PATCH replaces, DELETE
  * removes) and related endpoints `/<uuid>/<field>` (farmos-behaviour.md §4.9). Identifiers are
  * checked by the same reader as resource documents.
+ *
+ * ETags (handlers/etags.ts): a relationship is part of its record, so its routes carry the
+ * record's ETag, and their writes honour If-Match as the record's PATCH does. A related route is
+ * about one resource only for a to-one relationship: it carries that resource's ETag; a list of
+ * resources carries none (it changes when any of them does).
  */
 import type { Request } from 'express';
 import type { RouteHandler, MatchedRoute } from '../router.ts';
@@ -12,6 +17,8 @@ import { badRequest, conflict } from '../../errors.ts';
 import type { EntityRecord, ItemValue, Reference } from '../../storage/records.ts';
 import { JSONAPI_VERSION } from '../document.ts';
 import { fieldsetsToRead } from '../query/index.ts';
+import { versionOf } from '../../storage/change-feed.ts';
+import { checkIfMatch, entityTag, sentNotModified, setEntityTag } from './etags.ts';
 
 function links(s: JsonApiServices, record: EntityRecord, field: string) {
   const self = `${s.ctx.config.baseUrl}/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
@@ -44,6 +51,7 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     s.requests.requireJsonApiBody(req);
     if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
     const result = await s.knex.transaction(async (trx) => {
+      await checkIfMatch(trx, s.loader.store, req, rt, route.id);
       const record = await s.records.find(trx, rt, route.id, principal);
       assertMayOnType(principal, rt.entityType, 'update', 'this resource');
       s.records.assertMayOnRecord(principal, record, 'update');
@@ -65,8 +73,11 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
       const final = Array.isArray(data) ? data : data ? [data] : [];
       const sentIds = new Set(sent.map((i) => (i as { id?: string })?.id));
       const extra = op !== 'delete' && final.some((i) => !sentIds.has(i.id));
-      return { extra, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated!, f.name) } };
+      const version = await versionOf(trx, rt.entityType.entityType, record.id);
+      return { extra, version, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated!, f.name) } };
     });
+    // The record's new version, on the 204 too: a sync client sends it with its next If-Match.
+    if (result.version !== null) res.setHeader('ETag', entityTag(result.version, req));
     if (result.extra) s.documents.send(res, 200, result.doc);
     else res.status(204).end();
   }
@@ -74,6 +85,8 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
   return {
     async get(req, res, route) {
       const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id);
+      const version = await setEntityTag(s.knex, res, req, record.rt.entityType.entityType, record.id);
+      if (sentNotModified(req, res, version)) return;
       const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: s.serializer.relationshipData(record, field(route)), links: links(s, record, field(route).name) };
       if (query.include.length) {
         const full = await s.documents.document(s.knex, record, principal, { ...query, include: query.include.filter((p) => p[0] === field(route).name) }, {});
@@ -95,6 +108,10 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
         targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), fieldsetsToRead(query.fields, query.include))).filter((t) => mayOnRecord(principal, et, 'view', t));
       }
       const data = f.multiple ? targets : (targets[0] ?? null);
+      if (!Array.isArray(data) && data) {
+        const version = await setEntityTag(s.knex, res, req, data.rt.entityType.entityType, data.id);
+        if (sentNotModified(req, res, version)) return;
+      }
       s.documents.send(res, 200, await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }));
     },
   };

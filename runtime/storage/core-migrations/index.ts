@@ -9,6 +9,7 @@ import * as accountUniqueness from './0007_account_uniqueness.ts';
 import * as rateLimits from './0008_rate_limits.ts';
 import * as importMap from './0009_import_map.ts';
 import * as sync from './0010_sync.ts';
+import * as fieldKitClient from './0011_fieldkit_client.ts';
 import * as importMarks from './0012_import_marks.ts';
 
 export const coreMigrations = [
@@ -22,5 +23,6 @@ export const coreMigrations = [
   { name: '0008_rate_limits', up: rateLimits.up, down: rateLimits.down },
   { name: '0009_import_map', up: importMap.up, down: importMap.down },
   { name: '0010_sync', up: sync.up, down: sync.down },
+  { name: '0011_fieldkit_client', up: fieldKitClient.up, down: fieldKitClient.down },
   { name: '0012_import_marks', up: importMarks.up, down: importMarks.down },
 ];
