@@ -489,14 +489,24 @@ async function postgresLeg(server: string): Promise<void> {
     for (const [what, path] of paths) same &&= await sameAnswer(what, T, { name: 'PostgreSQL: rendered', url: rendered.url }, path, auth);
     const t1 = await closed(`${T}${p1}`, { headers: auth });
     const r1 = await closed(`${rendered.url}${p1}`, { headers: auth });
-    add({ id: 'PG1', what: `PostgreSQL farm-${PG_SCALE}: page of 50 logs`, figure: `${fmt(t1)}; rendered (pg) ${r1.rps.toLocaleString('en')} req/s; ${same ? ratio(t1, r1) : 'n/a'}×`, target: '', met: null, detail: { tilth: t1, rendered: r1 } });
+    add({ id: 'PG1', what: `PostgreSQL farm-${PG_SCALE}: page of 50 logs`, figure: `${fmt(t1)}; rendered (pg) ${r1.rps.toLocaleString('en')} req/s; ${same ? ratio(t1, r1) : 'n/a'}×`, target: '≥ 0.6× rendered (pg)', met: same ? clean(t1) && clean(r1) && ratio(t1, r1) >= 0.6 : 'n/a', detail: { tilth: t1, rendered: r1 } });
     const list = writeJson(dir, 'pg-p3.json', uuids.map((u) => `/api/log/activity/${u}`));
     const t3 = await closed(T, { headers: auth, mode: 'randomPath', list });
     const r3 = await closed(rendered.url, { headers: auth, mode: 'randomPath', list });
-    add({ id: 'PG3', what: `PostgreSQL farm-${PG_SCALE}: one log by UUID`, figure: `${fmt(t3)}; rendered (pg) ${r3.rps.toLocaleString('en')} req/s; ${same ? ratio(t3, r3) : 'n/a'}×`, target: '', met: null, detail: { tilth: t3, rendered: r3 } });
+    add({ id: 'PG3', what: `PostgreSQL farm-${PG_SCALE}: one log by UUID`, figure: `${fmt(t3)}; rendered (pg) ${r3.rps.toLocaleString('en')} req/s; ${same ? ratio(t3, r3) : 'n/a'}×`, target: '≥ 0.6× rendered (pg)', met: same ? clean(t3) && clean(r3) && ratio(t3, r3) >= 0.6 : 'n/a', detail: { tilth: t3, rendered: r3 } });
     const posts = writeJson(dir, 'pg-posts.json', postBodies(join(dir, 'tilth.sqlite')));
-    const t4 = await closed(`${T}/api/log/activity`, { method: 'POST', headers: { ...auth, 'Content-Type': JSONAPI }, mode: 'postLog', list: posts, ...warm });
-    add({ id: 'PG4', what: `PostgreSQL farm-${PG_SCALE}: POST a log`, figure: fmt(t4), target: '', met: null, detail: { tilth: t4 } });
+    // Against the write baseline on `pg` (baselines/write.ts), checked first as on SQLite.
+    const writer = await startBaseline('write.ts', { DATABASE_URL: url, BASE_URL: T, HEADERS: headersFile });
+    running.push(writer);
+    const writeHeaders = { ...auth, 'Content-Type': JSONAPI };
+    const sdb = new Database(join(dir, 'tilth.sqlite'), { readonly: true });
+    const animal = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 1`).pluck().get() as string;
+    sdb.close();
+    const postList = JSON.parse(readFileSync(posts, 'utf8')) as string[];
+    const writeSame = await sameWrites('PostgreSQL', { file: null, url }, T, writer.url, writeHeaders, postList[0]!, `/api/log/activity/${uuids[1999]}`, { type: 'asset--animal', id: animal });
+    const t4 = await closed(`${T}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: posts, ...warm });
+    const w4 = await closed(`${writer.url}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: posts, ...warm });
+    add({ id: 'PG4', what: `PostgreSQL farm-${PG_SCALE}: POST a log`, figure: `${fmt(t4)}; write baseline (pg) ${w4.rps.toLocaleString('en')} req/s; ${ratio(t4, w4)}×`, target: '≥ 500 req/s and ≥ 0.5× write (pg)', met: writeSame ? clean(t4) && clean(w4) && t4.rps >= 500 && ratio(t4, w4) >= 0.5 : 'n/a', detail: { tilth: t4, write: w4 } });
     if (PROCESSES > 1) {
       for (const r of running.splice(0)) await r.stop();
       await scaleOut(dir, url, { p1, p3: list, posts });

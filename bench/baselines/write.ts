@@ -256,14 +256,14 @@ async function patch(authorization: string | undefined, uuid: string, input: any
     // The snapshot of the whole record after the change, in the log's field order; the references
     // read from the database carry their (null) revision, as Tilth's loaded values do.
     const side = await tx.all<{ f: string; target_id: number; target_revision_id?: number | null }>(`
-      SELECT 'category' AS f, entity_id, delta, target_id, NULL AS target_revision_id FROM log__category WHERE entity_id = ?
-      UNION ALL SELECT 'file', entity_id, delta, target_id, NULL FROM log__file WHERE entity_id = ?
-      UNION ALL SELECT 'image', entity_id, delta, target_id, NULL FROM log__image WHERE entity_id = ?
-      UNION ALL SELECT 'owner', entity_id, delta, target_id, NULL FROM log__owner WHERE entity_id = ?
+      SELECT 'category' AS f, entity_id, delta, target_id, CAST(NULL AS integer) AS target_revision_id FROM log__category WHERE entity_id = ?
+      UNION ALL SELECT 'file', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__file WHERE entity_id = ?
+      UNION ALL SELECT 'image', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__image WHERE entity_id = ?
+      UNION ALL SELECT 'owner', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__owner WHERE entity_id = ?
       UNION ALL SELECT 'quantity', entity_id, delta, target_id, target_revision_id FROM log__quantity WHERE entity_id = ?
-      UNION ALL SELECT 'location', entity_id, delta, target_id, NULL FROM log__location WHERE entity_id = ?
-      UNION ALL SELECT 'equipment', entity_id, delta, target_id, NULL FROM log__equipment WHERE entity_id = ?
-      UNION ALL SELECT 'group', entity_id, delta, target_id, NULL FROM log__group WHERE entity_id = ?
+      UNION ALL SELECT 'location', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__location WHERE entity_id = ?
+      UNION ALL SELECT 'equipment', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__equipment WHERE entity_id = ?
+      UNION ALL SELECT 'group', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__group WHERE entity_id = ?
       ORDER BY 1, 3`, Array(8).fill(id));
     const flags = (await tx.all<{ value: string }>(`SELECT value FROM log__flag WHERE entity_id = ? ORDER BY delta`, [id])).map((r) => r.value);
     const loaded = (f: string) => side.filter((s) => s.f === f).map((s) => (f === 'quantity' ? { targetId: Number(s.target_id), meta: { target_revision_id: s.target_revision_id ?? null }, revisionId: s.target_revision_id ?? null } : { targetId: Number(s.target_id), meta: {}, revisionId: null }));
