@@ -45,6 +45,10 @@ if (!Number.isInteger(PROCESSES) || PROCESSES < 1) throw new Error(`--processes 
 // --only=P0,P3: only those workloads (ids as in the table; G and PG too), after the checks.
 const ONLY = args.has('only') ? new Set(args.get('only')!.split(',').map((id) => id.trim().toUpperCase())) : null;
 const runs = (id: string) => !ONLY || ONLY.has(id);
+// --soak[=seconds]: also the memory soak (issue 28), 600 s unless given; --soak-sample=N seconds between RSS samples.
+const SOAK = process.argv.includes('--soak') ? 600 : args.has('soak') ? Number(args.get('soak')) : 0;
+const SOAK_SAMPLE = Number(args.get('soak-sample') ?? 5);
+if (!(SOAK >= 0) || !(SOAK_SAMPLE > 0)) throw new Error('--soak and --soak-sample take a number of seconds');
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
 const rows: Row[] = [];
@@ -431,6 +435,13 @@ async function main(): Promise<void> {
       add({ id: 'P10', what: `a change feed page of ${rows} changes at 100 req/s`, figure: fmt(f), target: 'p99 ≤ 20 ms', met: rows === 100 && clean(f) && f.p99 <= 20, detail: { tilth: f, rows } });
     }
 
+    // Memory: the server's resident set after the workloads so far (the whole run's, in a full run).
+    if (runs('MEM')) {
+      const rss = residentBytes(s.tilth.child.pid!);
+      add({ id: 'MEM', what: `Tilth's resident memory after the run (farm-${MAIN})`, figure: rss === null ? 'not measured (no /proc)' : `${(rss / 2 ** 20).toFixed(0)} MB`, target: '≤ 256 MB', met: rss === null ? 'n/a' : rss <= 256 * 2 ** 20, detail: { rssBytes: rss } });
+    }
+    if (SOAK) await soak(s, uuids, postBodies(db), db);
+
     // G: the same reads on a small and a big farm. Both servers run at once (the idle one costs
     // nothing) so the two farms can be measured alternately, best of two, like the baselines.
     for (const b of baselines) await b.stop();
@@ -451,12 +462,98 @@ async function main(): Promise<void> {
     }
 
     if (PG && runs('PG')) await postgresLeg(PG);
+    // Start: `tilth serve --migrate` on the farm the run used, with nothing left to migrate or compute.
+    if (runs('START')) s.tilth = await startFigure(s);
     report();
   } finally {
     for (const b of baselines) await b.stop();
     await s.tilth.stop();
     rmSync(s.dir, { recursive: true, force: true });
   }
+}
+
+/** A process's resident set in bytes (VmRSS), or null off Linux. */
+function residentBytes(pid: number): number | null {
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? null : Number(kb) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The start row: the run's server stopped, then started again three times as production starts
+ * it (`serve --migrate`) on the same data, each timed from the spawn to `/health` answering 200
+ * with its migrations current; the median is the figure. The farm was migrated and its placements
+ * computed at its first start, so nothing is pending. Returns the last server, left running.
+ */
+async function startFigure(s: Session): Promise<Running> {
+  await s.tilth.stop();
+  const times: number[] = [];
+  let server: Running | undefined;
+  let health = '';
+  for (let i = 0; i < 3; i++) {
+    if (server) await server.stop();
+    const began = performance.now();
+    server = await startTilth(s.dir);
+    times.push(Math.round(performance.now() - began));
+    health = await (await fetch(`${server.url}/health`)).text();
+  }
+  const median = [...times].sort((a, b) => a - b)[1]!;
+  const current = (JSON.parse(health) as { migrations?: string }).migrations === 'current';
+  add({ id: 'STA', what: `\`tilth serve\` ready (/health 200) on farm-${MAIN}, nothing pending`, figure: `${(median / 1000).toFixed(2)} s (median of ${times.map((t) => (t / 1000).toFixed(2)).join(', ')} s); migrations ${current ? 'current' : health}`, target: '≤ 2 s', met: current && median <= 2000, detail: { ms: times, health } });
+  return server!;
+}
+
+/**
+ * `--soak[=seconds]` (default 600): a mixed read/write run on the main server (one log by UUID,
+ * P1's page, POSTs and PATCHes, at once, closed loop), its resident memory sampled every few
+ * seconds; the mean of the first minute against the last (of the first and last fifth, for a run
+ * shorter than five minutes). Flat is within ±10 %.
+ */
+async function soak(s: Session, uuids: string[], posts: string[], db: string): Promise<void> {
+  const pid = s.tilth.child.pid!;
+  const paths = writeJson(s.work, 'soak-p3.json', uuids.map((u) => `/api/log/activity/${u}`));
+  const postList = writeJson(s.work, 'soak-posts.json', posts);
+  const patchList = writeJson(s.work, 'soak-patch.json', uuids.slice(1000, 1999).map((u) => `/api/log/activity/${u}`));
+  const sdb = new Database(db, { readonly: true });
+  const assets = (sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[]).map((id) => ({ type: 'asset--animal', id }));
+  sdb.close();
+  const writeHeaders = { ...s.auth, 'Content-Type': JSONAPI };
+  say(`soak: ${SOAK} s of mixed reads and writes, resident memory sampled every ${SOAK_SAMPLE} s…`);
+  const samples: Array<{ at: number; rss: number }> = [];
+  const began = Date.now();
+  const timer = setInterval(() => {
+    const rss = residentBytes(pid);
+    if (rss !== null) samples.push({ at: (Date.now() - began) / 1000, rss });
+  }, SOAK_SAMPLE * 1000);
+  let loads: LoadResult[];
+  try {
+    loads = await Promise.all([
+      load({ url: s.tilth.url, seconds: SOAK, connections: 3, headers: s.auth, mode: 'randomPath', list: paths }),
+      load({ url: `${s.tilth.url}${p1Path()}`, seconds: SOAK, connections: 1, headers: s.auth }),
+      load({ url: `${s.tilth.url}/api/log/activity`, seconds: SOAK, connections: 2, method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList }),
+      load({ url: s.tilth.url, seconds: SOAK, connections: 2, headers: writeHeaders, mode: 'patchLog', list: patchList, assets }),
+    ]);
+  } finally {
+    clearInterval(timer);
+  }
+  const window = Math.min(60, SOAK / 5);
+  const mean = (xs: Array<{ rss: number }>) => xs.reduce((n, x) => n + x.rss, 0) / Math.max(1, xs.length);
+  const first = samples.filter((x) => x.at <= window);
+  const last = samples.filter((x) => x.at >= SOAK - window);
+  const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`;
+  const change = first.length && last.length ? +(mean(last) / mean(first)).toFixed(3) : NaN;
+  const total = sumLoads(loads);
+  add({
+    id: 'MEM',
+    what: `soak: ${SOAK} s of mixed reads and writes, resident memory in the first and last ${window} s`,
+    figure: `${mb(mean(first))} → ${mb(mean(last))} (${change}×; min ${mb(Math.min(...samples.map((x) => x.rss)))}, max ${mb(Math.max(...samples.map((x) => x.rss)))}); ${total.requests.toLocaleString('en')} requests, ${loads.map((l) => l.rps.toLocaleString('en')).join(' / ')} req/s (reads by UUID / pages / POST / PATCH)${total.errors || total.non2xx ? `, ${total.errors} errors, ${total.non2xx} non-2xx` : ''}`,
+    target: 'flat: ±10 %',
+    met: first.length > 0 && last.length > 0 && clean(total) ? Math.abs(change - 1) <= 0.1 : 'n/a',
+    detail: { seconds: SOAK, window, samples, loads },
+  });
 }
 
 /** P1, P3 and P4 with Tilth on PostgreSQL, against the rendered baseline on `pg` with the same SQL. */
