@@ -13,7 +13,11 @@
  * PostgreSQL too, on a database made and dropped for the run), --pg-scale=S|M (default S quick, M full),
  * --only=P0,P3 (only those workloads, after the checks; an A/B of one change in a minute or two),
  * --processes=N (with --pg: P1, P3 and P4 also through N Tilth processes over the one PostgreSQL
- * database against one of them, issue 26; the load spread by one load generator per process).
+ * database against one of them, issue 26; the load spread by one load generator per process),
+ * --soak[=seconds] (the memory soak of issue 28: mixed reads and writes for 600 s or the seconds
+ * given, Tilth's resident memory in the first and last minute; --soak-sample=N seconds between
+ * samples, default 5). Rows MEM (memory) and STA (start) are measured in every run; --only=MEM,START
+ * for them alone.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
