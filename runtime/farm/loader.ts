@@ -30,8 +30,8 @@ export class RecordLoader {
   }
 
   /** The record of `bundle` with this UUID with computed fields, or null (RecordStore.loadByUuid). */
-  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord | null> {
-    const record = await this.store.loadByUuid(db, entityType, uuid, bundle, (rt) => this.select(rt, fieldsets));
+  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fieldsets: Map<string, Set<string>> | null, options: { withVersion?: boolean } = {}): Promise<EntityRecord | null> {
+    const record = await this.store.loadByUuid(db, entityType, uuid, bundle, (rt) => this.select(rt, fieldsets), options);
     if (record) await this.fillComputed(db, [record], fieldsets);
     return record;
   }

@@ -12,7 +12,7 @@ import { decimalOutput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { RevisionStore } from './revisions.ts';
 import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, selectRows } from './sql.ts';
 import { directConnectionOf } from './database.ts';
-import { recordChangedIds, recordChanges } from './change-feed.ts';
+import { FEED_TABLE, recordChangedIds, recordChanges } from './change-feed.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -43,6 +43,11 @@ export interface EntityRecord {
   values: Map<string, ItemValue | ItemValue[]>;
   /** True when this is a past or named revision asked for with `?resourceVersion`: its links name the version. */
   revisionView?: boolean;
+  /**
+   * The record's version (its change feed position, for the ETag) when it was read with the row
+   * (loadByUuid's `withVersion`); null when the feed has no row for it; absent when not read.
+   */
+  version?: number | null;
 }
 
 /**
@@ -186,18 +191,27 @@ export class RecordStore {
    * same statement (one statement fewer than findByUuid then load); null when there is none, or
    * when the UUID is another bundle's.
    */
-  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fields?: (rt: ResourceType) => FieldDescriptor[]): Promise<EntityRecord | null> {
+  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fields?: (rt: ResourceType) => FieldDescriptor[], options: { withVersion?: boolean } = {}): Promise<EntityRecord | null> {
     const { columns, key } = this.columnsOf(entityType, [bundle], fields);
-    const sql = this.sql.get(`load-uuid:${entityType}:${key}`, () => this.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?'));
-    const rows = await selectRows<any>(db, sql, [uuid, bundle]);
+    const withVersion = options.withVersion === true;
+    const sql = this.sql.get(`load-uuid:${entityType}:${key}:${withVersion}`, () => this.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?', withVersion));
+    const rows = await selectRows<any>(db, sql, withVersion ? [entityType, uuid, bundle] : [uuid, bundle]);
     const { byId } = await this.recordsOf(db, entityType, rows, fields, [bundle]);
-    return byId.values().next().value ?? null;
+    const record: EntityRecord | null = byId.values().next().value ?? null;
+    if (record && withVersion) record.version = rows[0].tilth_version === null || rows[0].tilth_version === undefined ? null : Number(rows[0].tilth_version);
+    return record;
   }
 
-  /** The statement reading rows of an entity type (`columns`, or all) with their single references' targets joined. */
-  private rowsSql(entityType: string, columns: string[] | null, where: string): string {
+  /**
+   * The statement reading rows of an entity type (`columns`, or all) with their single references'
+   * targets joined; with `withVersion`, also each row's change feed position (`tilth_version`, one
+   * lookup by the feed's key, its entity type the statement's first parameter): a record read for
+   * its ETag then needs no second statement (storage/change-feed.ts versionOf reads the same).
+   */
+  private rowsSql(entityType: string, columns: string[] | null, where: string, withVersion = false): string {
     const et = this.entityType(entityType);
     const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
+    if (withVersion) selected.push(`(SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = e.id) AS tilth_version`);
     const from = [`${quote(et.table)} AS e`];
     for (const j of this.singleReferenceJoins(entityType)) {
       if (columns && !columns.includes(j.column)) continue;

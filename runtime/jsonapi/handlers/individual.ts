@@ -13,9 +13,14 @@ import { checkIfMatch, entityTag, sentNotModified, setEntityTag } from './etags.
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
     async get(req, res, route) {
-      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, { fieldsets: true });
-      // A past revision has no version of its own to tag.
-      const version = query.resourceVersion ? null : await setEntityTag(s.knex, res, req, record.rt.entityType.entityType, record.id);
+      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, { fieldsets: true, withVersion: true });
+      // A past revision has no version of its own to tag. The current one's version came with
+      // its row (RecordStore.loadByUuid): one statement fewer than setEntityTag's own lookup.
+      let version: number | null = null;
+      if (!query.resourceVersion) {
+        if (record.version === undefined) version = await setEntityTag(s.knex, res, req, record.rt.entityType.entityType, record.id);
+        else if ((version = record.version) !== null) res.setHeader('ETag', entityTag(version, req));
+      }
       if (sentNotModified(req, res, version)) return;
       s.documents.send(res, 200, await s.documents.document(s.knex, record, principal, query, { self: s.requests.selfLink(req) }));
     },

@@ -24,9 +24,9 @@ export class RecordAccess {
   ) {}
 
   /** The record with this UUID in this bundle, or 404 (another bundle's UUID is a 404 too). */
-  async find(db: Db, rt: ResourceType, uuid: string | undefined, principal: Principal, fields: Map<string, Set<string>> | null = null): Promise<EntityRecord> {
+  async find(db: Db, rt: ResourceType, uuid: string | undefined, principal: Principal, fields: Map<string, Set<string>> | null = null, options: { withVersion?: boolean } = {}): Promise<EntityRecord> {
     requireAuthenticated(principal);
-    const record = uuid && UUID.test(uuid) ? await this.loader.loadByUuid(db, rt.entityType.entityType, uuid.toLowerCase(), rt.bundle.bundle, fields) : null;
+    const record = uuid && UUID.test(uuid) ? await this.loader.loadByUuid(db, rt.entityType.entityType, uuid.toLowerCase(), rt.bundle.bundle, fields, options) : null;
     if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'id' });
     return record;
   }
@@ -47,12 +47,13 @@ export class RecordAccess {
   }
 
   /** The record a GET route names, after checking that the caller may read it. */
-  async viewable(req: Request, res: Response, rt: ResourceType, id: string | undefined, options: { fieldsets?: boolean; validateIncludes?: boolean } = {}): Promise<{ principal: Principal; query: JsonApiQuery; record: EntityRecord }> {
+  async viewable(req: Request, res: Response, rt: ResourceType, id: string | undefined, options: { fieldsets?: boolean; validateIncludes?: boolean; withVersion?: boolean } = {}): Promise<{ principal: Principal; query: JsonApiQuery; record: EntityRecord }> {
     const principal = principalOf(res);
     const query = this.requests.query(req, options.validateIncludes === false ? undefined : rt);
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
     const fieldsets = options.fieldsets ? fieldsetsToRead(query.fields, query.include) : null;
-    const record = await this.find(this.knex, rt, id, principal, fieldsets);
+    // `withVersion`: the record's version (for its ETag) read in the record's own statement.
+    const record = await this.find(this.knex, rt, id, principal, fieldsets, { withVersion: options.withVersion === true && !query.resourceVersion });
     this.assertMayOnRecord(principal, record, 'view');
     if (!query.resourceVersion) return { principal, query, record };
     return { principal, query, record: await this.version(record, query.resourceVersion, fieldsets) };
