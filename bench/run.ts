@@ -467,7 +467,7 @@ async function main(): Promise<void> {
 
     if (PG && runs('PG')) await postgresLeg(PG);
     // Start: `tilth serve --migrate` on the farm the run used, with nothing left to migrate or compute.
-    if (runs('START')) s.tilth = await startFigure(s);
+    if (runs('STA') || runs('START')) s.tilth = await startFigure(s);
     report();
   } finally {
     for (const b of baselines) await b.stop();
