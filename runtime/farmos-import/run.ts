@@ -5,9 +5,10 @@
  * and noted in the import map (mapping.ts) in the same transaction; a record the map already holds
  * with the same digest is not written again, so a run that was killed resumes, and a second run of
  * an unchanged farm writes nothing. A record type read to its end with nothing failed leaves a
- * mark: the next run asks the source only for its records changed since (at or after). A record that cannot be stored is reported by UUID with the
- * reason and the rest goes on; one whose relationship names a record of its own entity type not
- * here yet (a parent on a later page) waits until the end of its phase. The farm's computed
+ * mark: the next run asks the source only for its records changed since (at or after). A record
+ * that cannot be stored is reported by UUID with the reason and the rest goes on; one whose
+ * relationship names a record of its own entity type not here yet (a parent on a later page) waits
+ * until the end of its phase. The farm's computed
  * locations and groups are rebuilt once, at the end, for every asset: each page that writes
  * leaves the request for it in its transaction, so a run killed before the end leaves it too.
  */
