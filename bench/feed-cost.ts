@@ -32,9 +32,13 @@ const SCALE = (args.get('scale') ?? 'S') as Scale;
 const ROUNDS = Number(args.get('rounds') ?? 5);
 const SECONDS = Number(args.get('seconds') ?? 5);
 const WARMUP = Number(args.get('warmup') ?? 3);
+// --connections=1: one request at a time, so a request's latency is its own path (CPU and round
+// trips), not a queue behind others; on a machine shared with other work its p50 moves less.
+const CONNECTIONS = Number(args.get('connections') ?? CLOSED_CONNECTIONS);
 const PG = args.has('pg') ? (args.get('pg') === '1' ? 'postgres://postgres@127.0.0.1:5432' : args.get('pg')!) : null;
 const JSONAPI = 'application/vnd.api+json';
 const say = (s: string) => process.stdout.write(`${s}\n`);
+let stopping = false;
 const load1 = () => loadavg()[0]!.toFixed(2);
 
 /** Build B: this tree without the feed's statements. Throws if the source no longer has what is replaced. */
@@ -62,15 +66,15 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-interface Figure { rps: number; cpuMs: number; p99: number; bad: number }
+interface Figure { rps: number; cpuMs: number; p50: number; p99: number; bad: number }
 
 /** One measured run: a warm-up (not counted), then `SECONDS` of the same requests, with the server's CPU per request. */
 async function measure(server: Running, spec: Omit<LoadSpec, 'seconds' | 'connections'>): Promise<Figure> {
-  if (WARMUP > 0) await load({ ...spec, seconds: WARMUP, connections: CLOSED_CONNECTIONS });
+  if (WARMUP > 0) await load({ ...spec, seconds: WARMUP, connections: CONNECTIONS });
   const before = cpuSeconds(server.child.pid!);
-  const r: LoadResult = await load({ ...spec, seconds: SECONDS, connections: CLOSED_CONNECTIONS });
+  const r: LoadResult = await load({ ...spec, seconds: SECONDS, connections: CONNECTIONS });
   const cpu = cpuSeconds(server.child.pid!) - before;
-  return { rps: r.rps, cpuMs: (cpu * 1000) / Math.max(1, r.requests), p99: r.p99, bad: r.errors + r.non2xx };
+  return { rps: r.rps, cpuMs: (cpu * 1000) / Math.max(1, r.requests), p50: r.p50, p99: r.p99, bad: r.errors + r.non2xx };
 }
 
 const median = (xs: number[]) => {
@@ -111,7 +115,7 @@ function requests(file: string, work: string) {
 }
 
 async function main(): Promise<void> {
-  say(`feed-cost: farm-${SCALE} on ${PG ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} rounds, ${SECONDS} s per figure after ${WARMUP} s of warm-up, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned'}; load average ${loadavg().map((x) => x.toFixed(2)).join(', ')}`);
+  say(`feed-cost: farm-${SCALE} on ${PG ? 'PostgreSQL' : 'SQLite'}, ${ROUNDS} rounds, ${CONNECTIONS} connection(s), ${SECONDS} s per figure after ${WARMUP} s of warm-up, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned'}; load average ${loadavg().map((x) => x.toFixed(2)).join(', ')}`);
   const withoutFeed = buildWithoutFeed();
   const dirs: string[] = [];
   const databases: string[] = [];
@@ -150,9 +154,10 @@ async function main(): Promise<void> {
           const spec: Omit<LoadSpec, 'seconds' | 'connections'> = kind === 'POST'
             ? { url: `${build.server.url}/api/log/activity`, method: 'POST', headers, mode: 'postLog', list: req.posts }
             : { url: build.server.url, headers, mode: 'patchLog', list: req.patches, assets: req.assets };
+          if (stopping) throw new Error('feed-cost: stopped');
           const f = await measure(build.server, spec);
           results[kind]![build.name[0]!]!.push(f);
-          say(`round ${round + 1} ${kind} ${build.name}: ${Math.round(f.rps)} req/s, ${f.cpuMs.toFixed(2)} ms CPU a request, p99 ${f.p99} ms${f.bad ? `, ${f.bad} errors or non-2xx` : ''}; load average ${load1()}`);
+          say(`round ${round + 1} ${kind} ${build.name}: ${Math.round(f.rps)} req/s, ${f.cpuMs.toFixed(2)} ms CPU a request, p50 ${f.p50} ms, p99 ${f.p99} ms${f.bad ? `, ${f.bad} errors or non-2xx` : ''}; load average ${load1()}`);
         }
       }
     }
@@ -164,6 +169,8 @@ async function main(): Promise<void> {
       const cb = median(B.map((f) => f.cpuMs));
       const pairs = A.map((f, i) => B[i]!.rps / f.rps);
       const cpuPairs = A.map((f, i) => f.cpuMs / B[i]!.cpuMs);
+      const p50Pairs = A.map((f, i) => f.p50 / Math.max(0.01, B[i]!.p50));
+      say(`${kind}: p50 medians A ${median(A.map((f) => f.p50))} ms, B ${median(B.map((f) => f.p50))} ms; median of rounds A/B ${median(p50Pairs).toFixed(3)}`);
       say(`${kind}: medians A ${Math.round(ra)} req/s and ${ca.toFixed(2)} ms CPU, B ${Math.round(rb)} req/s and ${cb.toFixed(2)} ms CPU; ` +
         `the feed costs ${((rb / ra - 1) * 100).toFixed(1)}% in req/s (median of rounds B/A ${median(pairs).toFixed(3)}), ${((ca / cb - 1) * 100).toFixed(1)}% in CPU a request (median of rounds A/B ${median(cpuPairs).toFixed(3)})`);
     }
@@ -176,4 +183,7 @@ async function main(): Promise<void> {
   }
 }
 
+// Ctrl-C or a kill ends the run after the figure being measured, and main's finally stops the
+// servers and removes their copies.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (stopping = true));
 await main();
