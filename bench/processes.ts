@@ -44,10 +44,10 @@ export function placeProcesses(n: number): Placement {
   return { servers: Array.from({ length: n }, () => null), load: null, description: `NOT pinned (${why}); every process, servers and load, shares the cores as the OS schedules them` };
 }
 
-/** `node args…`, pinned to `core` when pinning is available and `core` is not null. */
-export function spawnNode(core: string | null, args: string[], env: Record<string, string | undefined>): ChildProcess {
+/** `node args…` in `cwd`, pinned to `core` when pinning is available and `core` is not null. */
+export function spawnNode(core: string | null, args: string[], env: Record<string, string | undefined>, cwd = ROOT): ChildProcess {
   const [cmd, argv] = PINNED && core !== null ? ['taskset', ['-c', core, process.execPath, ...args]] : [process.execPath, args];
-  return spawn(cmd as string, argv as string[], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(cmd as string, argv as string[], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 
@@ -89,8 +89,11 @@ function capture(child: ChildProcess): () => string {
   return () => out;
 }
 
-/** Tilth on `dataDir` (or DATABASE_URL in `env`), started as production starts it, on `core` (null: unpinned). */
-export async function startTilth(dataDir: string, env: Record<string, string> = {}, core: string | null = SERVER_CORE): Promise<Running> {
+/**
+ * Tilth on `dataDir` (or DATABASE_URL in `env`), started as production starts it, on `core` (null:
+ * unpinned), from the tree at `root` (another build for an A/B: bench/feed-cost.ts).
+ */
+export async function startTilth(dataDir: string, env: Record<string, string> = {}, core: string | null = SERVER_CORE, root = ROOT): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // BENCH_SERVER_NODE_ARGS: Node flags for Tilth's process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/cpu"
@@ -108,7 +111,7 @@ export async function startTilth(dataDir: string, env: Record<string, string> = 
     TILTH_RATE_LIMIT_PER_ADDRESS: '1000000',
     TILTH_RATE_LIMIT_PER_USERNAME: '1000000',
     ...env,
-  });
+  }, root);
   const output = capture(child);
   await waitReady(child, `${url}/health`, output);
   return running(child, url);

@@ -35,5 +35,7 @@ export interface Store {
   firstPage(p: PageParams): Row[] | Promise<Row[]>;
   afterCursor(p: PageParams): Row[] | Promise<Row[]>;
   byUuid(uuid: string): Row | undefined | Promise<Row | undefined>;
+  /** A log's version, for its ETag (Tilth's answer about one record carries one: issue 25). */
+  version(id: number): number | undefined | Promise<number | undefined>;
   side(ids: number[]): SideRow[] | Promise<SideRow[]>;
 }

@@ -32,6 +32,7 @@ export async function pgStore(url: string): Promise<Store> {
   const afterCursor = statement('after_cursor', `SELECT ${COLUMNS} ${FROM} ${WHERE}
     AND (l.timestamp < @ts OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`);
   const byUuid = statement('by_uuid', `SELECT ${COLUMNS} ${FROM} WHERE l.uuid = @uuid AND l.bundle = 'activity'`);
+  const version = statement('version', `SELECT position FROM change_feed WHERE entity_type = 'log' AND entity_id = @id`);
   const side = statement('side_tables', `WITH ids(id) AS (SELECT unnest(@ids::int[])) ${SIDE_TABLES}`);
   const token = statement('token', `SELECT t.expires, t.revoked, u.status FROM oauth_access_tokens t
     JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id WHERE t.token_hash = @hash`);
@@ -45,6 +46,10 @@ export async function pgStore(url: string): Promise<Store> {
     firstPage: async (p) => (await firstPage(p)) as Row[],
     afterCursor: async (p) => (await afterCursor(p)) as Row[],
     byUuid: async (uuid) => (await byUuid({ uuid }))[0] as Row | undefined,
+    version: async (id) => {
+      const row = (await version({ id }))[0] as { position: string } | undefined;
+      return row ? Number(row.position) : undefined;
+    },
     side: async (ids) => (await side({ ids })) as SideRow[],
   };
 }

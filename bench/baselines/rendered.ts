@@ -80,15 +80,19 @@ async function page(url: URL, rawSearch: string): Promise<string | null> {
   return `${JSONAPI},"data":[${rendered.join(',')}]${include ? included(refs) : ''},${links}}}`;
 }
 
-async function one(uuid: string, url: URL): Promise<string | null> {
+/** One log, and its ETag: its version in the change feed, looked up as Tilth looks it up. */
+async function one(uuid: string, url: URL): Promise<{ body: string; etag?: string } | null> {
   const row = await store.byUuid(uuid);
   if (!row) return null;
-  return `${JSONAPI},"data":${(await renderRows([row])).rendered[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`;
+  const version = await store.version(row.id);
+  return { body: `${JSONAPI},"data":${(await renderRows([row])).rendered[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`, etag: version === undefined ? undefined : `"${version}"` };
 }
 
-const answer200 = answerWith(JSON.parse(readFileSync(process.env.HEADERS!, 'utf8')) as HeaderList);
+const recorded = JSON.parse(readFileSync(process.env.HEADERS!, 'utf8')) as HeaderList;
+const answer200 = answerWith(recorded);
 
-function send(res: ServerResponse, status: number, body: string): void {
+function send(res: ServerResponse, status: number, body: string, etag?: string): void {
+  if (status === 200 && etag) return answerWith([...recorded, ['etag', etag]])(res, status, body);
   if (status === 200) return answer200(res, status, body);
   res.writeHead(status, { 'Content-Type': 'application/vnd.api+json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
@@ -98,19 +102,24 @@ createServer((req, res) => {
   const raw = req.url ?? '/';
   if (raw === '/ready') return send(res, 200, '{}');
   answer(raw, req.headers.authorization).then(
-    ([status, body]) => send(res, status, body),
+    ([status, body, etag]) => send(res, status, body, etag),
     (error: Error) => send(res, 500, JSON.stringify({ errors: [{ status: '500', detail: error.message }] })),
   );
 }).listen(Number(process.env.PORT), '127.0.0.1');
 
-async function answer(raw: string, authorization: string | undefined): Promise<[number, string]> {
+async function answer(raw: string, authorization: string | undefined): Promise<[number, string, string?]> {
   if (!(await store.token(authorization))) return [401, '{"errors":[{"status":"401"}]}'];
   const url = new URL(raw, 'http://x');
   const q = raw.indexOf('?');
   let body: string | null = null;
+  let etag: string | undefined;
   if (url.pathname === '/api/log/activity') body = await page(url, q < 0 ? '' : raw.slice(q));
-  else if (url.pathname.startsWith('/api/log/activity/')) body = await one(url.pathname.slice('/api/log/activity/'.length), url);
-  return body === null ? [404, '{"errors":[{"status":"404"}]}'] : [200, body];
+  else if (url.pathname.startsWith('/api/log/activity/')) {
+    const found = await one(url.pathname.slice('/api/log/activity/'.length), url);
+    body = found?.body ?? null;
+    etag = found?.etag;
+  }
+  return body === null ? [404, '{"errors":[{"status":"404"}]}'] : [200, body, etag];
 }
 
 /** The SQLite store: prepared better-sqlite3 statements, synchronous as the driver is. */
@@ -120,12 +129,14 @@ function sqliteStore(db: Database.Database): Store {
   const afterCursor = db.prepare(`SELECT ${COLUMNS} ${FROM} ${WHERE}
     AND ((l.timestamp < @ts OR l.timestamp IS NULL) OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`);
   const byUuid = db.prepare(`SELECT ${COLUMNS} ${FROM} WHERE l.uuid = ? AND l.bundle = 'activity'`);
+  const version = db.prepare(`SELECT position FROM change_feed WHERE entity_type = 'log' AND entity_id = ?`).pluck();
   const sideTables = db.prepare(`WITH ids(id) AS (SELECT value FROM json_each(?)) ${SIDE_TABLES}`);
   return {
     token: (header) => checkBearer(db, header),
     firstPage: (p) => firstPage.all(p) as Row[],
     afterCursor: (p) => afterCursor.all(p) as Row[],
     byUuid: (uuid) => byUuid.get(uuid) as Row | undefined,
+    version: (id) => version.get(id) as number | undefined,
     side: (ids) => sideTables.all(JSON.stringify(ids)) as SideRow[],
   };
 }
