@@ -189,3 +189,22 @@ test("a file upload answers with the created file's ETag (one file); an upload t
   assert.equal(attached.headers.get('etag'), null, 'the answer lists the field\'s files, as its related route does');
   assert.ok(versionIn((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag')) > versionIn(log.etag), 'the log has a new version');
 });
+
+test('If-Match tells nobody without the right to write a record that it changed: a viewer’s PATCH, DELETE and relationship write are refused as before, never 412 with the version', async () => {
+  const { addUser } = await import('../oauth/helpers.ts');
+  const { passwordToken, request } = await import('../support/http.ts');
+  const log = await newLog('Not yours to change');
+  const viewer = await addUser(server, ['farm_viewer']);
+  const as = new Api(server.url, await passwordToken(server.url, viewer.name, viewer.password));
+  const stale = { 'If-Match': '"1"' };
+  const answers = [
+    await as.patch(`/api/log/activity/${log.id}`, { data: { type: 'log--activity', id: log.id, attributes: { name: 'x' } } }, stale),
+    await request(`${server.url}/api/log/activity/${log.id}`, { method: 'DELETE', token: as.token, headers: stale }),
+    await as.patch(`/api/log/activity/${log.id}/relationships/owner`, { data: [] }, stale),
+  ];
+  for (const a of answers) {
+    assert.equal(a.status, 403, a.text);
+    assert.equal(a.headers.get('etag'), null, 'no version given away');
+  }
+  assert.equal((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag'), log.etag, 'nothing changed');
+});

@@ -61,22 +61,24 @@ export function sentNotModified(req: Request, res: Response, version: number | n
 }
 
 /**
- * Refuse a PATCH or DELETE whose If-Match no longer names the record's version: 412. Runs first
- * in the write's transaction and locks the record's feed row until it ends. An unknown UUID passes
- * here, to be the 404 it always was.
+ * The 412 for a PATCH or DELETE whose If-Match no longer names the record's version, or null.
+ * Runs first in the write's transaction and locks the record's feed row until it ends; the caller
+ * throws the answer only after its access checks, so that a caller who may not write the record
+ * gets the 403 or 404 it always got, not the record's version. An unknown UUID passes here, to be
+ * the 404 it always was.
  */
-export async function checkIfMatch(db: Db, store: RecordStore, req: Request, rt: ResourceType, uuid: string | undefined): Promise<void> {
+export async function checkIfMatch(db: Db, store: RecordStore, req: Request, rt: ResourceType, uuid: string | undefined): Promise<ApiError | null> {
   const header = req.get('If-Match');
-  if (header === undefined || !uuid || !UUID.test(uuid)) return;
+  if (header === undefined || !uuid || !UUID.test(uuid)) return null;
   const found = await store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase());
-  if (!found || found.bundle !== rt.bundle.bundle) return;
+  if (!found || found.bundle !== rt.bundle.bundle) return null;
   // The record's row first, then its feed row: the order every save takes them in (it updates
   // the record, then its feed row), so that this cannot deadlock with a save without If-Match.
   if (isPostgres(db)) await execute(db, `SELECT id FROM ${quoteName(rt.entityType.table)} WHERE id = ? FOR NO KEY UPDATE`, [found.id]);
   const version = await versionOf(db, rt.entityType.entityType, found.id, true);
   const named = namedVersions(header);
-  if (named === '*' || (version !== null && named.has(version))) return;
-  throw new ApiError(412, `The resource changed since the ETag sent in If-Match (it is now ${version === null ? 'unknown' : `"${version}"`}): GET it again, apply your change to it, and send that with its new ETag.`, {
+  if (named === '*' || (version !== null && named.has(version))) return null;
+  return new ApiError(412, `The resource changed since the ETag sent in If-Match (it is now ${version === null ? 'unknown' : `"${version}"`}): GET it again, apply your change to it, and send that with its new ETag.`, {
     code: 'precondition_failed',
     headers: version === null ? {} : { ETag: `"${version}"` },
   });

@@ -37,11 +37,12 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null, clientAddress(req, s.ctx.config.trustProxy));
       let version: number | null = null;
       const doc = await s.knex.transaction(async (trx) => {
-        await checkIfMatch(trx, s.loader.store, req, rt, route.id);
+        const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         const record = await s.records.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'update');
+        if (changed) throw changed;
         const data = readDataMember(req.body);
         if (data.id === undefined || data.id === null) throw badRequest('The resource object must include an "id" member matching the URL.', { pointer: '/data/id' });
         if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
@@ -61,10 +62,11 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const principal = principalOf(res);
       const rt = route.resourceType;
       await s.knex.transaction(async (trx) => {
-        await checkIfMatch(trx, s.loader.store, req, rt, route.id);
+        const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         const record = await s.records.find(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'delete');
+        if (changed) throw changed;
         await s.entities.delete(trx, record, principal);
       });
       res.status(204).end();

@@ -51,10 +51,11 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     s.requests.requireJsonApiBody(req);
     if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
     const result = await s.knex.transaction(async (trx) => {
-      await checkIfMatch(trx, s.loader.store, req, rt, route.id);
+      const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
       const record = await s.records.find(trx, rt, route.id, principal);
       assertMayOnType(principal, rt.entityType, 'update', 'this resource');
       s.records.assertMayOnRecord(principal, record, 'update');
+      if (changed) throw changed;
       const { value, sent } = await identifiers(trx, req, route);
       const current = refsOf(record, f.name);
       const key = (r: Reference) => r.targetId;
