@@ -55,6 +55,10 @@ export async function copyFarm(sqliteFile: string, url: string): Promise<void> {
       await flush();
       if (WITH_ID.has(table)) await client.query(`SELECT setval(pg_get_serial_sequence('"${table}"', 'id'), (SELECT max(id) FROM "${table}"))`);
     }
+    // The change feed is not copied (its positions are PostgreSQL's own, by transaction id): Tilth's
+    // next start fills it from the copied records, as it fills an upgraded farm's. Without it the
+    // PostgreSQL farm's records carried no version and P3 answered without an ETag there.
+    await client.query(`INSERT INTO tilth_pending_work (name) VALUES ('change_feed') ON CONFLICT DO NOTHING`);
     await client.query('COMMIT');
     // Planner statistics for the loaded rows, as autovacuum would gather them on a production
     // server. Without them every statement is planned on default guesses (on farm-S, a hash join

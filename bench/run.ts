@@ -655,6 +655,15 @@ async function scaleOut(dir: string, url: string, lists: { p1: string; p3: strin
       result.cores = await cpu;
       return result;
     };
+    // The same concurrency through one server: as many load processes as the N-process run, all
+    // aimed at the first server. Writes through two processes were slower than through one
+    // (2026-11-26); this tells the number of processes apart from the number of transactions at once.
+    const concurrentOnOne = (spec: (server: string) => Partial<LoadSpec> & { url: string }) => async (): Promise<Measured> => {
+      const cpu = cpuWindow(servers.map((s) => s.child.pid!), WARMUP);
+      const result: Measured = sumLoads(await Promise.all(servers.slice(0, PROCESSES).map(() => load({ seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...warm, ...spec(servers[0]!.url) }, place.load))));
+      result.cores = await cpu;
+      return result;
+    };
     const cores = (r: Measured) => (r.cores ? `; cores busy ${r.cores.busy} of ${cpus().length}, Tilth's ${r.cores.tilth}` : '');
     for (const w of workloads) {
       const [many, one] = await pair(through(PROCESSES, w.spec), through(1, w.spec));
@@ -666,6 +675,16 @@ async function scaleOut(dir: string, url: string, lists: { p1: string; p3: strin
         target: `≥ ${w.target}×`,
         met: clean(many) && clean(one) && r >= w.target,
         detail: { processes: PROCESSES, placement: place.description, many, one },
+      });
+      if (w.id !== 'PS4') continue;
+      const [spread, oneServer] = await pair(through(PROCESSES, w.spec), concurrentOnOne(w.spec));
+      add({
+        id: 'PS4c',
+        what: `PostgreSQL farm-${PG_SCALE}: POST a log, ${PROCESSES * CLOSED_CONNECTIONS} connections through ${PROCESSES} processes against the same ${PROCESSES * CLOSED_CONNECTIONS} through 1 (a control, no target)`,
+        figure: `${fmt(spread)}${cores(spread)}; 1 process ${fmt(oneServer)}${cores(oneServer)}; ${ratio(spread, oneServer)}×`,
+        target: '',
+        met: null,
+        detail: { processes: PROCESSES, placement: place.description, many: spread, one: oneServer },
       });
     }
   } finally {
