@@ -13,7 +13,7 @@
  * the bundle whose inputs it checked.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -93,6 +93,10 @@ function freshBundle(dir, root) {
  * @param {string} root
  */
 async function buildBundle(dir, root) {
+  // A checkout the server may not write (systemd's ProtectSystem, a container's root-owned /app)
+  // runs through tsx without paying for a build it could not keep; its installer makes the bundle.
+  mkdirSync(dir, { recursive: true });
+  accessSync(dir, constants.W_OK);
   const esbuild = /** @type {typeof import('esbuild')} */ (createRequire(createRequire(join(root, 'package.json')).resolve('tsx/package.json'))('esbuild'));
   /** @type {Map<string, Buffer>} */
   const read = new Map();
@@ -132,7 +136,6 @@ async function buildBundle(dir, root) {
   const code = result.outputFiles.find((f) => f.path.endsWith('.mjs'));
   const map = result.outputFiles.find((f) => f.path.endsWith('.map'));
   if (!code || !map) return null;
-  mkdirSync(dir, { recursive: true });
   writeAtomically(join(dir, `${name}.map`), map.contents);
   writeAtomically(join(dir, name), code.text.replace(/\/\/# sourceMappingURL=main\.mjs\.map\s*$/, `//# sourceMappingURL=${name}.map\n`));
   writeAtomically(join(dir, 'manifest.json'), JSON.stringify({ key, inputs }));
