@@ -27,6 +27,17 @@ export interface GeneratedArtifacts {
 
 export const DEFAULT_GENERATED_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'generated');
 
+/**
+ * Tilth's own generated/ by literal paths, so that the runtime's bundle (bin/runtime-bundle.js)
+ * carries it and its imports of the runtime share the bundle's modules; another directory (a
+ * test's fixture) is imported by URL. Still imported only when loaded, as the others.
+ */
+const importDefault = {
+  model: () => import('../generated/descriptors/index.ts') as Promise<{ model: DataModel }>,
+  routes: () => import('../generated/routes.ts') as Promise<{ routes: readonly RouteEntry[] }>,
+  migrations: () => import('../generated/migrations/index.ts') as Promise<{ migrations: GeneratedMigration[] }>,
+};
+
 /** generated/ could not be loaded: a file it imports is missing or broken. */
 export class GeneratedLoadError extends Error {
   constructor(dir: string, cause: unknown) {
@@ -60,11 +71,15 @@ export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR, siteDir: stri
   if (!loaded) {
     loaded = (async () => {
       const url = (p: string) => pathToFileURL(join(dir, p)).href;
-      const [{ model }, { routes }, { migrations }] = await Promise.all([
-        import(url('descriptors/index.ts')) as Promise<{ model: DataModel }>,
-        import(url('routes.ts')) as Promise<{ routes: readonly RouteEntry[] }>,
-        import(url('migrations/index.ts')) as Promise<{ migrations: GeneratedMigration[] }>,
-      ]).catch((error: unknown) => {
+      const [{ model }, { routes }, { migrations }] = await Promise.all(
+        dir === DEFAULT_GENERATED_DIR
+          ? [importDefault.model(), importDefault.routes(), importDefault.migrations()]
+          : [
+              import(url('descriptors/index.ts')) as Promise<{ model: DataModel }>,
+              import(url('routes.ts')) as Promise<{ routes: readonly RouteEntry[] }>,
+              import(url('migrations/index.ts')) as Promise<{ migrations: GeneratedMigration[] }>,
+            ],
+      ).catch((error: unknown) => {
         // A file missing or broken in generated/ (a merge that kept one side's index): name it, no stack trace.
         throw new GeneratedLoadError(dir, error);
       });
