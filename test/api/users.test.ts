@@ -67,6 +67,22 @@ test('filtering users by a private field is refused to non-admins', async () => 
   assert.equal(admin.body.data.length, 1);
 });
 
+test('a page query kept from one caller is not reused for another with other access, nor with other values', async () => {
+  // Page queries are built once per shape (collection/page.ts); the caller's access is part of it.
+  const names = (res: any) => res.body.data.map((u: any) => u.attributes.name).sort();
+  const byMail = '/api/user/user?filter[mail][value]=walt@example.org&filter[mail][operator]=STARTS_WITH&sort=name';
+  const admin = await request(`${server.url}${byMail}`, { token: adminToken });
+  assert.equal(admin.status, 200, admin.text);
+  assert.deepEqual(names(admin), ['walt']);
+  assert.equal((await request(`${server.url}${byMail}`, { token: viewerToken })).status, 403, 'refused after an administrator asked the same');
+
+  const workers = '/api/user/user?filter[name][operator]=IN&filter[name][value][]=gone&filter[name][value][]=walt&sort=-name';
+  assert.deepEqual(names(await request(`${server.url}${workers}`, { token: adminToken })), ['gone', 'walt']);
+  assert.deepEqual(names(await request(`${server.url}${workers}`, { token: viewerToken })), ['walt'], 'a blocked user stays hidden from a viewer');
+  const others = workers.replace('=gone', '=vera');
+  assert.deepEqual(names(await request(`${server.url}${others}`, { token: viewerToken })), ['vera', 'walt'], 'the same shape with other values');
+});
+
 test('the installed languages are listed', async () => {
   const res = await request(`${server.url}/api/configurable_language/configurable_language`, { token: viewerToken });
   assert.equal(res.status, 200);

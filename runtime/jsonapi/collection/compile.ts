@@ -25,13 +25,37 @@ import { FIELD_TYPE_SPECS, type ColumnType } from '../../model/field-types.ts';
 
 type Builder = Knex.QueryBuilder;
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
+/**
+ * A request's value (a filter's, the moment `at`, a cursor's) stands in the built query's bindings
+ * as this placeholder, so that the SQL text is built once per query shape (collection/page.ts) and
+ * the values are put in their places per request. A placeholder starts and ends with NUL; the
+ * built query never holds a request's own value (those are only ever bound in a placeholder's
+ * place), so nothing else in its bindings can look like one.
+ */
+export function slot(name: string): string {
+  return `\u0000${name}\u0000`;
+}
 
-/** Interval rows (alias `alias`: placements or group memberships) whose [start_ts, end_ts) holds `at`. */
-function during(qb: Builder, alias: string, at: number): void {
-  qb.where(`${alias}.start_ts`, '<=', at).where((w) => w.whereNull(`${alias}.end_ts`).orWhere(`${alias}.end_ts`, '>', at));
+export function slotName(binding: unknown): string | null {
+  return typeof binding === 'string' && binding.length > 1 && binding.charCodeAt(0) === 0 && binding.charCodeAt(binding.length - 1) === 0 ? binding.slice(1, -1) : null;
+}
+
+/** The moment at which computed locations are read (Unix seconds). */
+const AT = slot('at');
+
+/** Interval rows (alias `alias`: placements or group memberships) whose [start_ts, end_ts) holds the request's `at`. */
+function during(qb: Builder, alias: string): void {
+  qb.where(`${alias}.start_ts`, '<=', AT).where((w) => w.whereNull(`${alias}.end_ts`).orWhere(`${alias}.end_ts`, '>', AT));
 }
 type Scalar = string | number | boolean;
+
+/** The filter's conditions, depth first: the order of their slots (`f<i>.<j>`). */
+function eachCondition(group: FilterGroup, visit: (condition: FilterCondition) => void): void {
+  for (const member of group.members) {
+    if (member.kind === 'group') eachCondition(member, visit);
+    else visit(member);
+  }
+}
 
 const NEGATED: Partial<Record<FilterOperator, FilterOperator>> = {
   '<>': '=',
@@ -65,14 +89,45 @@ export class QueryCompiler {
   ) {}
 
   /**
-   * Add the filter tree to a query on `rt`'s table aliased `e`. `at` (Unix seconds) is the moment
-   * at which computed locations are read: now, or the time a request asked for.
+   * Add the filter tree to a query on `rt`'s table aliased `e`, its values as slots: `f<i>.<j>`,
+   * the j-th value of the i-th condition depth first, and `at`, the moment at which computed
+   * locations are read. Every path is resolved and every value checked here, in the filter's
+   * order, so the first invalid one is the error. Returns the conditions' paths, which
+   * `filterValues` needs to fill the slots of a request of the same shape.
    */
-  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at = nowSeconds(), options: { rangeColumn?: string } = {}): void {
-    if (!group.members.length) return;
+  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, options: { rangeColumn?: string } = {}): ResolvedPath[] {
+    const paths: ResolvedPath[] = [];
+    const index = new Map<FilterCondition, number>();
+    eachCondition(group, (condition) => {
+      const path = resolvePath(this.registry, rt, condition.path, principal, 'filter');
+      if (path.terminal === null && condition.operator !== 'IS NULL' && condition.operator !== 'IS NOT NULL') {
+        throw badParameter(
+          'filter',
+          `Invalid filter path "${condition.path}" (filter[${condition.key}]): a relationship path must end with "id" or a field of the related resource, e.g. "${condition.path}.id".`,
+        );
+      }
+      this.bindingValues(path, condition);
+      index.set(condition, paths.length);
+      paths.push(path);
+    });
+    if (!group.members.length) return paths;
     // Knex runs these callbacks when it compiles the query, so what they need travels with them.
     const range = options.rangeColumn && this.dialect === 'sqlite' ? `e.${options.rangeColumn}` : null;
-    qb.where((w) => this.group(w, rt, group, principal, at, range));
+    qb.where((w) => this.group(w, group, principal, paths, index, range));
+    return paths;
+  }
+
+  /**
+   * The values of a filter's slots, for a filter of the shape `paths` were resolved for
+   * (applyFilter): the same conditions in the same order, with other values. Checks them as
+   * applyFilter does.
+   */
+  filterValues(paths: readonly ResolvedPath[], group: FilterGroup, into: Map<string, Scalar>): void {
+    let i = 0;
+    eachCondition(group, (condition) => {
+      const n = i++;
+      this.bindingValues(paths[n]!, condition).forEach((v, j) => into.set(`f${n}.${j}`, v));
+    });
   }
 
   /*
@@ -83,30 +138,25 @@ export class QueryCompiler {
    * checks row by row instead of using for the range, so the cursor's bound is the one the index
    * seeks to.
    */
-  private group(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, at: number, range: string | null): void {
+  private group(qb: Builder, group: FilterGroup, principal: Principal, paths: ResolvedPath[], index: Map<FilterCondition, number>, range: string | null): void {
     for (const member of group.members) {
-      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, rt, member, principal, at, range) : this.condition(w, rt, member, principal, at, range));
+      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, member, principal, paths, index, range) : this.condition(w, member, principal, paths, index.get(member)!, range));
       if (group.conjunction === 'OR') qb.orWhere(apply);
       else qb.andWhere(apply);
     }
   }
 
-  private condition(qb: Builder, rt: ResourceType, condition: FilterCondition, principal: Principal, at: number, range: string | null): void {
-    const path = resolvePath(this.registry, rt, condition.path, principal, 'filter');
+  private condition(qb: Builder, condition: FilterCondition, principal: Principal, paths: ResolvedPath[], i: number, range: string | null): void {
+    const path = paths[i]!;
     const op = condition.operator;
-    if (path.terminal === null && op !== 'IS NULL' && op !== 'IS NOT NULL') {
-      throw badParameter(
-        'filter',
-        `Invalid filter path "${condition.path}" (filter[${condition.key}]): a relationship path must end with "id" or a field of the related resource, e.g. "${condition.path}.id".`,
-      );
-    }
-    const values = this.convertValues(path, condition);
+    const count = condition.value === null ? 0 : Array.isArray(condition.value) ? condition.value.length : 1;
+    const values = Array.from({ length: count }, (_, j) => slot(`f${i}.${j}`));
     const multi = path.hops.length > 0 || (path.terminal?.kind === 'property' && path.terminal.side !== null) || path.terminal === null;
     const positive = NEGATED[op];
     if (multi) {
       // Uncorrelated IN sub-queries: the database evaluates them once and seeks by index,
       // instead of testing every row of the collection.
-      const { column, sub, nullable } = this.pathIn(path, path.hops, positive ?? op, values, principal, 0, at);
+      const { column, sub, nullable } = this.pathIn(path, path.hops, positive ?? op, values, principal, 0);
       if (positive && path.hops[0]?.timed) {
         // "Nowhere" (or "not in X"): a lookup of each listed asset's current placement by index,
         // rather than a list of every placed asset to exclude.
@@ -138,7 +188,7 @@ export class QueryCompiler {
    * A sub-query selecting the values of `column` (on the parent: its id, or a reference column)
    * for which the rest of the path holds. `nullable` tells whether that parent column may be NULL.
    */
-  private pathIn(path: ResolvedPath, hops: Hop[], op: FilterOperator, values: Scalar[], principal: Principal, depth: number, at: number): { column: string; sub: Builder; nullable: boolean } {
+  private pathIn(path: ResolvedPath, hops: Hop[], op: FilterOperator, values: Scalar[], principal: Principal, depth: number): { column: string; sub: Builder; nullable: boolean } {
     const [hop, ...rest] = hops;
     const t = path.terminal;
     if (!hop) {
@@ -155,7 +205,7 @@ export class QueryCompiler {
     if (hop.side) {
       const r = `r${depth}`;
       sub = this.knex.select(`${r}.entity_id`).from(`${hop.side} as ${r}`).join(`${hop.target.table} as ${target}`, `${target}.id`, `${r}.${hop.column}`);
-      if (hop.timed) during(sub, r, at);
+      if (hop.timed) during(sub, r);
       column = 'id';
     } else {
       sub = this.knex.select(`${target}.id`).from(`${hop.target.table} as ${target}`);
@@ -166,12 +216,12 @@ export class QueryCompiler {
     const guard = viewCondition(principal, hop.target, target);
     if (guard) guard(sub);
     if (rest.length) {
-      const inner = this.pathIn(path, rest, op, values, principal, depth + 1, at);
+      const inner = this.pathIn(path, rest, op, values, principal, depth + 1);
       sub.whereIn(`${target}.${inner.column}`, inner.sub);
     } else if (t === null) {
       // The relationship itself: "has a related record".
     } else if (t.kind === 'property' && t.side) {
-      const inner = this.pathIn(path, [], op, values, principal, depth + 1, at);
+      const inner = this.pathIn(path, [], op, values, principal, depth + 1);
       sub.whereIn(`${target}.id`, inner.sub);
     } else {
       this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values);
@@ -187,11 +237,11 @@ export class QueryCompiler {
       qb.whereRaw(sql, [column, ...(op === 'IN' || op === 'NOT IN' || op.endsWith('BETWEEN') ? values : [values[0]!])]);
       return;
     }
-    const like = (pattern: string) => {
+    // The pattern itself is the value (bindingValues).
+    const like = (pattern: Scalar) => {
       if (this.dialect === 'postgres') qb.whereRaw(`${column} ILIKE ? ESCAPE '\\'`, [pattern]);
       else qb.whereRaw(`${column} LIKE ? ESCAPE '\\'`, [pattern]);
     };
-    const escape = (s: string) => String(s).replace(/[\\%_]/g, (c) => `\\${c}`);
     const v = values[0]!;
     switch (op) {
       case '=':
@@ -221,15 +271,20 @@ export class QueryCompiler {
         qb.whereNotNull(column);
         return;
       case 'STARTS_WITH':
-        like(`${escape(String(v))}%`);
-        return;
       case 'CONTAINS':
-        like(`%${escape(String(v))}%`);
-        return;
       case 'ENDS_WITH':
-        like(`%${escape(String(v))}`);
+        like(v);
         return;
     }
+  }
+
+  /** A condition's bound values: its values of the column's type, or for the text operators the LIKE pattern. */
+  private bindingValues(path: ResolvedPath, condition: FilterCondition): Scalar[] {
+    const values = this.convertValues(path, condition);
+    if (!TEXT_OPERATORS.has(condition.operator)) return values;
+    const escape = (s: string) => String(s).replace(/[\\%_]/g, (c) => `\\${c}`);
+    const [before, after] = { STARTS_WITH: ['', '%'], CONTAINS: ['%', '%'], ENDS_WITH: ['%', ''] }[condition.operator as 'STARTS_WITH']!;
+    return values.map((v) => `${before}${escape(String(v))}${after}`);
   }
 
   /** Convert filter values to the column's type: booleans, Unix seconds for timestamps, numbers. */
@@ -280,7 +335,7 @@ export class QueryCompiler {
   }
 
   /** ORDER BY keys for the sort; a plain column where possible, a correlated sub-query through relationships. */
-  sortKeys(rt: ResourceType, sort: SortField[], principal: Principal, at = nowSeconds()): SortKey[] {
+  sortKeys(rt: ResourceType, sort: SortField[], principal: Principal): SortKey[] {
     return sort.map((s) => {
       const path = resolvePath(this.registry, rt, s.path, principal, 'sort');
       if (!path.terminal) throw badParameter('sort', `Invalid sort path "${s.path}": sort by a field of the related resource, e.g. "${s.path}.name".`);
@@ -293,12 +348,12 @@ export class QueryCompiler {
         return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull, numeric, type };
       }
       // Through relationships or multi-valued fields: the smallest (ASC) or largest (DESC) value.
-      return this.subquerySortKey(path, s.direction, principal, at);
+      return this.subquerySortKey(path, s.direction, principal);
     });
   }
 
   /** A sort key through relationships or a multi-valued field, as one correlated sub-query with joins. */
-  private subquerySortKey(path: ResolvedPath, direction: 'ASC' | 'DESC', principal: Principal, at: number): SortKey {
+  private subquerySortKey(path: ResolvedPath, direction: 'ASC' | 'DESC', principal: Principal): SortKey {
     const agg = direction === 'ASC' ? 'MIN' : 'MAX';
     const t = path.terminal!;
     if (!path.hops.length && t.kind === 'property' && t.side) {
@@ -310,7 +365,7 @@ export class QueryCompiler {
     const q = this.knex.from(`${first!.target.table} as c0`);
     if (first!.side) {
       q.join(`${first!.side} as cr0`, `cr0.${first!.column}`, 'c0.id').whereRaw('cr0.entity_id = e.id');
-      if (first!.timed) during(q, 'cr0', at);
+      if (first!.timed) during(q, 'cr0');
     } else q.whereRaw(`c0.id = e.${first!.column}`);
     const guard0 = viewCondition(principal, first!.target, 'c0');
     if (guard0) guard0(q);
@@ -319,7 +374,7 @@ export class QueryCompiler {
       const cur = `c${i + 1}`;
       if (hop.side) {
         q.join(`${hop.side} as cr${i + 1}`, `cr${i + 1}.entity_id`, `${prev}.id`).join(`${hop.target.table} as ${cur}`, `${cur}.id`, `cr${i + 1}.${hop.column}`);
-        if (hop.timed) during(q, `cr${i + 1}`, at);
+        if (hop.timed) during(q, `cr${i + 1}`);
       } else q.join(`${hop.target.table} as ${cur}`, `${cur}.id`, `${prev}.${hop.column}`);
       const guard = viewCondition(principal, hop.target, cur);
       if (guard) guard(q);

@@ -11,10 +11,12 @@ import type { Principal } from '../../access/principal.ts';
 import type { FilterGroup } from '../query/filter.ts';
 import type { SortField } from '../query/sort.ts';
 import type { PageRequest } from '../query/page.ts';
-import { QueryCompiler, type SortKey } from './compile.ts';
+import { QueryCompiler, slot, slotName, type SortKey } from './compile.ts';
+import type { ResolvedPath } from './paths.ts';
 import type { ColumnType } from '../../model/field-types.ts';
 import { viewCondition } from '../../access/policy.ts';
 import { selectRows } from '../../storage/sql.ts';
+import { BoundedMemo } from '../../values/bounded-memo.ts';
 
 export interface PageResult {
   ids: number[];
@@ -80,6 +82,51 @@ function fits(type: ColumnType | undefined, v: string | number | boolean | null)
   }
 }
 
+/** The SQL of one query shape (PagePlans), its request values left as slots (compile.ts). */
+interface PagePlan {
+  /** Up to ORDER BY; LIMIT and OFFSET are appended. */
+  sql: string;
+  bindings: readonly Knex.RawBinding[];
+  /** Where NULLs follow the cursor's bound rows: the query without the bound, for NULLs only. */
+  nulls: { sql: string; bindings: readonly Knex.RawBinding[] } | null;
+  /** The filter's conditions' paths, depth first (QueryCompiler.filterValues). */
+  paths: ResolvedPath[];
+  offset: boolean;
+}
+
+/** The sort's keys for one (type, sort, caller) and the plans built for them, by how a page starts. */
+interface SortPlan {
+  keys: SortKey[];
+  keyset: boolean;
+  plans: Map<string, PagePlan>;
+}
+
+/**
+ * Page queries built once per shape and kept (as storage/sql.ts keeps the record statements):
+ * the resource type, the caller's access (resolvePath and viewCondition read its permissions,
+ * user and client), the sort, the filter's paths, operators and number of values, and whether
+ * the page starts at a cursor (which of its values are NULL) or an offset. The values themselves
+ * (the filter's, the cursor's, `at`, the offset and the limit) are bound per request. Bounded:
+ * shapes come from requests.
+ */
+const sortPlans = new WeakMap<QueryCompiler, BoundedMemo<SortPlan>>();
+const PLANS_PER_SORT = 16;
+
+/** The part of a caller that can change a page query's text or whether it may be built. */
+const accessKeys = new WeakMap<ReadonlySet<string>, string>();
+function accessKey(principal: Principal): string {
+  let permissions = accessKeys.get(principal.permissions);
+  if (permissions === undefined) {
+    permissions = [...principal.permissions].sort().join(' ');
+    accessKeys.set(principal.permissions, permissions);
+  }
+  return `${principal.userId ?? ''}|${principal.clientId === null ? 0 : 1}|${permissions}`;
+}
+
+function filterShape(group: FilterGroup): unknown {
+  return [group.conjunction, group.members.map((m) => (m.kind === 'group' ? filterShape(m) : [m.path, m.operator, m.value === null ? -1 : Array.isArray(m.value) ? m.value.length : 1]))];
+}
+
 export async function fetchPage(
   db: Knex | Knex.Transaction,
   compiler: QueryCompiler,
@@ -89,61 +136,54 @@ export async function fetchPage(
   page: PageRequest,
   principal: Principal,
   /** When computed locations are read (Unix seconds); now when absent. */
-  at?: number,
+  at: number = Math.floor(Date.now() / 1000),
 ): Promise<PageResult> {
-  const qb = db(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
-  const guard = viewCondition(principal, rt.entityType, 'e');
-  if (guard) guard(qb);
-  const keys: SortKey[] = compiler.sortKeys(rt, sort, principal, at);
-  const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
-  if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
-  qb.select('e.id as id');
-  keys.forEach((k, i) => {
-    if (k.column !== 'id') qb.select(db.raw(`${k.sql} as k${i}`, k.bindings));
+  let memo = sortPlans.get(compiler);
+  if (!memo) sortPlans.set(compiler, (memo = new BoundedMemo<SortPlan>(500)));
+  const sortKey = JSON.stringify([rt.type, accessKey(principal), sort.map((s) => [s.path, s.direction])]);
+  const sortPlan = memo.get(sortKey, () => {
+    const keys = compiler.sortKeys(rt, sort, principal);
+    const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
+    if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
+    return { keys, keyset: keys.every((k) => k.column !== null), plans: new Map() };
   });
-  for (const k of keys) qb.orderByRaw(`${k.sql} ${k.direction}`, k.bindings);
+  const { keys, keyset } = sortPlan;
 
   const hash = fingerprint(filter, sort);
-  const keyset = keys.every((k) => k.column !== null);
-  let bound: [string, '>=' | '<=', string | number | boolean] | null = null;
-  let nullsAfterBound = false;
   const cursor = decodeCursor(page.cursor);
   // A cursor whose values do not fit the sort's columns was not made by this server for this
   // query (a database would refuse them as parameters): it is ignored like any damaged one.
   const following = keyset && cursor !== null && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length && keys.every((k, i) => fits(k.type, cursor.v[i]!));
-  // The filter's own bounds on the cursor's column must not take the index range from it (compile.ts, `range`).
-  const ranged = following && cursor!.v[0] !== null && cursor!.v[0] !== undefined && keys[0]!.numeric ? keys[0]!.column! : undefined;
-  compiler.applyFilter(qb, rt, filter, principal, at, { rangeColumn: ranged });
-  if (following && cursor) {
-    // The first key as a range too (`timestamp <= v` for a descending sort), so the index seeks to
-    // the cursor instead of reading every row before it: a deep page then costs what the first
-    // does. Only where no NULL can come after the cursor in this order.
-    const first = keys[0]!;
-    if (cursor.v[0] !== null && cursor.v[0] !== undefined) {
-      // Where NULLs of a nullable key sort after every value, they follow the bounded rows (read
-      // once those run out, below).
-      nullsAfterBound = !first.notNull && !compiler.nullsFirst(first.direction);
-      bound = [`e.${first.column}`, first.direction === 'ASC' ? '>=' : '<=', cursor.v[0]];
-    }
-    qb.whereRaw(...afterCursor(compiler, keys, cursor.v));
-  } else if (page.offset) qb.offset(page.offset);
-  qb.limit(page.limit + 1);
+  const start = following ? `c${cursor!.v.map((v) => (v === null ? 'n' : 'v')).join('')}` : page.offset ? 'o' : '';
+  const planKey = JSON.stringify([filterShape(filter), start]);
+  let plan = sortPlan.plans.get(planKey);
+  if (!plan) {
+    plan = buildPlan(db, compiler, rt, filter, keys, principal, following ? cursor!.v : null, Boolean(page.offset));
+    if (sortPlan.plans.size >= PLANS_PER_SORT) sortPlan.plans.delete(sortPlan.plans.keys().next().value!);
+    sortPlan.plans.set(planKey, plan);
+  }
 
-  // Compiled here and run as raw SQL: outside a transaction on SQLite that is the read connection.
-  // Where NULLs follow the bounded rows, the query without the bound is kept to read them.
-  const beforeBound = bound && nullsAfterBound ? qb.clone() : null;
-  if (bound) qb.where(...bound);
-  const { sql, bindings } = qb.toSQL();
-  let rows = await selectRows(db, sql, bindings);
-  if (bound && beforeBound && rows.length <= page.limit) {
+  const values = new Map<string, string | number | boolean>([['at', at]]);
+  compiler.filterValues(plan.paths, filter, values);
+  if (following) cursor!.v.forEach((v, i) => v !== null && values.set(`c${i}`, v));
+  const bind = (bindings: readonly Knex.RawBinding[]) =>
+    bindings.map((b) => {
+      const name = slotName(b);
+      return name === null ? b : values.get(name)!;
+    });
+  const bindings = bind(plan.bindings);
+  bindings.push(page.limit + 1);
+  if (plan.offset) bindings.push(page.offset);
+  let rows = await selectRows(db, `${plan.sql} limit ?${plan.offset ? ' offset ?' : ''}`, bindings);
+  if (plan.nulls && rows.length <= page.limit) {
     // The bounded rows ran out before the page did: the NULLs that sort after them come next, by
     // a second statement that only the page where the values end needs. (One UNION ALL statement
     // of both parts sorted them afresh on every deep page: 1.7x the first page's statement.)
     // Two statements see two moments: a record whose value was emptied in between is read by
     // both, and kept once.
-    const nulls = beforeBound.whereNull(bound[0]).limit(page.limit + 1 - rows.length).toSQL();
     const seen = new Set(rows.map((r) => Number(r.id)));
-    rows = rows.concat((await selectRows(db, nulls.sql, nulls.bindings)).filter((r) => !seen.has(Number(r.id))));
+    const more = await selectRows(db, `${plan.nulls.sql} limit ?`, [...bind(plan.nulls.bindings), page.limit + 1 - rows.length]);
+    rows = rows.concat(more.filter((r) => !seen.has(Number(r.id))));
   }
   const hasMore = rows.length > page.limit;
   const pageRows = rows.slice(0, page.limit);
@@ -161,11 +201,60 @@ export async function fetchPage(
 }
 
 /**
+ * The page query for one shape, through Knex's builder, with every request value a slot: the
+ * cursor's (`c<i>`, from which only which values are NULL is read), the filter's and `at`.
+ */
+function buildPlan(
+  db: Knex | Knex.Transaction,
+  compiler: QueryCompiler,
+  rt: ResourceType,
+  filter: FilterGroup,
+  keys: SortKey[],
+  principal: Principal,
+  cursorValues: Cursor['v'] | null,
+  offset: boolean,
+): PagePlan {
+  const qb = db(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
+  const guard = viewCondition(principal, rt.entityType, 'e');
+  if (guard) guard(qb);
+  qb.select('e.id as id');
+  keys.forEach((k, i) => {
+    if (k.column !== 'id') qb.select(db.raw(`${k.sql} as k${i}`, k.bindings));
+  });
+  for (const k of keys) qb.orderByRaw(`${k.sql} ${k.direction}`, k.bindings);
+
+  const values = cursorValues?.map((v, i) => (v === null ? null : slot(`c${i}`))) ?? null;
+  let bound: [string, '>=' | '<=', string] | null = null;
+  let nullsAfterBound = false;
+  // The filter's own bounds on the cursor's column must not take the index range from it (compile.ts, `range`).
+  const ranged = values && values[0] !== null && keys[0]!.numeric ? keys[0]!.column! : undefined;
+  const paths = compiler.applyFilter(qb, rt, filter, principal, { rangeColumn: ranged });
+  if (values) {
+    // The first key as a range too (`timestamp <= v` for a descending sort), so the index seeks to
+    // the cursor instead of reading every row before it: a deep page then costs what the first
+    // does. Only where no NULL can come after the cursor in this order.
+    const first = keys[0]!;
+    if (values[0] !== null) {
+      // Where NULLs of a nullable key sort after every value, they follow the bounded rows (read
+      // once those run out, fetchPage).
+      nullsAfterBound = !first.notNull && !compiler.nullsFirst(first.direction);
+      bound = [`e.${first.column}`, first.direction === 'ASC' ? '>=' : '<=', values[0]!];
+    }
+    qb.whereRaw(...afterCursor(compiler, keys, values));
+  }
+  // Compiled here and run as raw SQL: outside a transaction on SQLite that is the read connection.
+  const nulls = bound && nullsAfterBound ? qb.clone().whereNull(bound[0]).toSQL() : null;
+  if (bound) qb.where(...bound);
+  const { sql, bindings } = qb.toSQL();
+  return { sql, bindings, nulls: nulls && { sql: nulls.sql, bindings: nulls.bindings }, paths, offset: offset && !values };
+}
+
+/**
  * "After the cursor's row" in the sort's order, lexicographically over the keys, with NULLs where
  * this database sorts them: one raw condition, built as text (Knex's nested builders cost more to
  * compile than the statement costs to run).
  */
-function afterCursor(compiler: QueryCompiler, keys: SortKey[], values: Cursor['v']): [string, Array<string | number | boolean>] {
+function afterCursor(compiler: QueryCompiler, keys: SortKey[], values: Array<string | null>): [string, Array<string | number | boolean>] {
   const bindings: Array<string | number | boolean> = [];
   const column = (k: SortKey) => `e."${k.column}"`;
   const alternatives = keys.map((key, j) => {
