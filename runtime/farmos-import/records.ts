@@ -136,10 +136,7 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
   const values: Values = new Map(input.values);
   for (const [k, v] of extra) values.set(k, v);
   if (rt.entityType.access === 'user') return writeUser(db, rt, resource, current, values, w, now);
-  const { revisionCreated, revisionUser } = sourceAutomatics(rt, resource, values, w, now, current === null);
-  if (rt.fieldsByName.has(REVISION_LOG_MESSAGE)) values.set(REVISION_LOG_MESSAGE, w.message);
-  if (rt.fieldsByName.has('revision_created')) values.set('revision_created', revisionCreated);
-  if (rt.fieldsByName.has('revision_user')) values.set('revision_user', revisionUser === null ? null : { targetId: revisionUser, meta: {} });
+  const { revisionCreated, revisionUser } = importedValues(rt, resource, values, w, now, current === null);
   const store = s.loader.store;
   const entityType = rt.entityType.entityType;
   let id: number;
@@ -165,6 +162,55 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
 }
 
 /**
+ * Store many source records of one bundle that are all new here (a page of a first run) at once:
+ * their documents read together (one lookup per target entity type for the page), inserted with
+ * one statement per table, their first revisions numbered and written together. Each record as
+ * writeRecord stores a new one without history. Throws what writeRecord would throw for any one of
+ * them; nothing is then known of which: the caller stores them one at a time to find out.
+ */
+export async function writeNewRecords(db: Db, rt: ResourceType, resources: readonly SourceResource[], w: WriteContext): Promise<number[]> {
+  const store = w.services.loader.store;
+  const inputs = await w.services.input.readMany(db, rt, resources.map((r) => cleanDocument(rt, r, w).document));
+  const now = Math.floor(Date.now() / 1000);
+  const records = resources.map((resource, i) => {
+    const values: Values = new Map(inputs[i]!.values);
+    const revision = importedValues(rt, resource, values, w, now, true);
+    fillDefaults(rt, values, now);
+    return { resource, values, revision };
+  });
+  const entityType = rt.entityType.entityType;
+  const first = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, records.length) : undefined;
+  const ids = await store.insertMany(db, rt, records.map((r, i) => ({ uuid: r.resource.id, values: r.values, extra: first === undefined ? {} : { revision_id: first + i } })));
+  if (first === undefined) return ids;
+  const revisions = [];
+  for (const [i, r] of records.entries()) {
+    const stored = storedValues(rt, r.values);
+    // No statement: the references a revision pins were read with their target's revision (InputReader).
+    await store.revisions.pinTargetRevisions(db, rt, stored);
+    revisions.push({ entityId: ids[i]!, revisionId: first + i, input: { userId: r.revision.revisionUser, created: r.revision.revisionCreated, message: w.message, values: stored } });
+  }
+  await store.revisions.addMany(db, entityType, revisions);
+  return ids;
+}
+
+/** The source's automatic fields (sourceAutomatics) and the revision fields saying where the record came from. */
+function importedValues(rt: ResourceType, resource: SourceResource, values: Values, w: WriteContext, now: number, isNew: boolean): { revisionCreated: number; revisionUser: number | null } {
+  const revision = sourceAutomatics(rt, resource, values, w, now, isNew);
+  if (rt.fieldsByName.has(REVISION_LOG_MESSAGE)) values.set(REVISION_LOG_MESSAGE, w.message);
+  if (rt.fieldsByName.has('revision_created')) values.set('revision_created', revision.revisionCreated);
+  if (rt.fieldsByName.has('revision_user')) values.set('revision_user', revision.revisionUser === null ? null : { targetId: revision.revisionUser, meta: {} });
+  return revision;
+}
+
+/** The values a revision's snapshot keeps: the stored fields'. */
+function storedValues(rt: ResourceType, values: Values): Values {
+  return new Map([...values].filter(([name]) => {
+    const field = rt.fieldsByName.get(name);
+    return field && !field.computed && field.storage.kind !== 'none';
+  }));
+}
+
+/**
  * A record's past revisions as its source served them (oldest first), each read like the record
  * itself, with its own author, time and message. A revision that no longer reads (it names a
  * record the source has since deleted) is left out: the current one is what must be whole.
@@ -178,10 +224,7 @@ async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[
       const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
       const message = typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string' ? (revision.attributes[REVISION_LOG_MESSAGE] as string) : '';
       fillDefaults(rt, values, now);
-      const stored: Values = new Map([...values].filter(([name]) => {
-        const field = rt.fieldsByName.get(name);
-        return field && !field.computed && field.storage.kind !== 'none';
-      }));
+      const stored = storedValues(rt, values);
       await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
       out.push({ userId: revisionUser, created: revisionCreated, message, values: stored });
     } catch {
@@ -195,10 +238,7 @@ async function writeRevision(db: Db, rt: ResourceType, id: number, current: Enti
   const revisions = w.services.loader.store.revisions;
   const merged: Values = new Map(current?.values ?? []);
   for (const [k, v] of values) merged.set(k, v);
-  const stored: Values = new Map([...merged].filter(([name]) => {
-    const field = rt.fieldsByName.get(name);
-    return field && !field.computed && field.storage.kind !== 'none';
-  }));
+  const stored = storedValues(rt, merged);
   await revisions.pinTargetRevisions(db, rt, stored);
   const entityType = rt.entityType.entityType;
   if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))) return;

@@ -32,7 +32,7 @@ import { parseTimestamp } from '../values/timestamps.ts';
 import { FarmSource, SourceError, type SourceResource } from './source.ts';
 import { ReadingsDigest, sourceDigest, sourceReadings } from './readings.ts';
 import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
-import { writeRecord, type WriteContext } from './records.ts';
+import { writeNewRecords, writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
 
 /** Members every Drupal entity serves that are bookkeeping, not data to carry. */
@@ -304,7 +304,14 @@ export class FarmImport {
       await this.ctx.db.knex.transaction(async (trx) => {
         await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
-        for (const t of todo) {
+        // Records new here (without past revisions to carry) go in together, a statement per table;
+        // the rest one at a time. Together fails as a whole, on a record that refers to another of
+        // the same page (a parent): its savepoint is undone and they too go one at a time.
+        const fresh = todo.filter((t) => !here.has(t.resource.id) && !t.history?.length);
+        const together = fresh.length > 1 && (await trx.transaction((sp) => writeNewRecords(sp, rt, fresh.map((t) => t.resource), this.w)).then(() => true, () => false));
+        if (together) tally.created += fresh.length;
+        const done = new Set(together ? fresh : []);
+        for (const t of todo.filter((t) => !done.has(t))) {
           if (await this.storeOne(trx, rt, t.resource, here.get(t.resource.id) ?? null, undefined, [], t.history)) tally.created++;
           else tally.updated++;
         }

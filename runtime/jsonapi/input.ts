@@ -45,6 +45,26 @@ export function readDataMember(body: unknown): Record<string, unknown> {
   return body.data;
 }
 
+/** A document read up to its relationships' lookup (InputReader.parse). */
+interface Parsed {
+  id: string | undefined;
+  values: Map<string, ItemValue | ItemValue[]>;
+  secrets: Map<string, Secret>;
+  pending: PendingIdentifier[];
+  violations: Violation[];
+}
+
+/** A parsed document with its resolved references in place; its problems thrown as one 422. */
+function finish({ id, values, secrets, pending, violations }: Parsed): EntityInput {
+  for (const p of pending) {
+    if (!p.ref) continue;
+    if (p.field.multiple) (values.get(p.field.name) as ItemValue[]).push(p.ref);
+    else values.set(p.field.name, p.ref);
+  }
+  if (violations.length) throw new ValidationError(violations);
+  return { ...(id ? { id } : {}), values, secrets };
+}
+
 export class InputReader {
   /** The statements finding referenced records by UUID, by entity type and the columns they read. */
   private readonly sql = new SqlMemo();
@@ -56,6 +76,27 @@ export class InputReader {
    * 400/404/409 for malformed documents, 403 for a changed id, and 422 for invalid values.
    */
   async read(db: Db, rt: ResourceType, body: unknown, current?: StoredNumbers): Promise<EntityInput> {
+    const parsed = this.parse(rt, body, current);
+    await this.resolve(db, parsed.pending, parsed.violations);
+    return finish(parsed);
+  }
+
+  /**
+   * Read many new records' documents of one type at once (an import's page): each is checked as
+   * `read` checks it, and the relationships of all of them are resolved together, one query per
+   * target entity type for the lot. All or nothing: the first problem of any document is thrown,
+   * and the caller reads them one at a time to learn which one it was.
+   */
+  async readMany(db: Db, rt: ResourceType, bodies: readonly unknown[]): Promise<EntityInput[]> {
+    const parsed = bodies.map((body) => this.parse(rt, body));
+    const violations: Violation[] = [];
+    await this.resolve(db, parsed.flatMap((p) => p.pending), violations);
+    if (violations.length) throw new ValidationError(violations);
+    return parsed.map(finish);
+  }
+
+  /** A document's attributes coerced and its relationship identifiers listed, before any lookup. */
+  private parse(rt: ResourceType, body: unknown, current?: StoredNumbers): Parsed {
     const data = readDataMember(body);
     if (typeof data.type !== 'string' || !data.type) throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
     if (data.type !== rt.type) {
@@ -140,14 +181,7 @@ export class InputReader {
       }
     }
 
-    await this.resolve(db, pending, violations);
-    for (const p of pending) {
-      if (!p.ref) continue;
-      if (p.field.multiple) (values.get(p.field.name) as ItemValue[]).push(p.ref);
-      else values.set(p.field.name, p.ref);
-    }
-    if (violations.length) throw new ValidationError(violations);
-    return { ...(id ? { id } : {}), values, secrets };
+    return { id, values, secrets, pending, violations };
   }
 
   /** Resolve identifiers to records, one query per target entity type; unknown UUIDs are 404. */

@@ -10,7 +10,7 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
 import { decimalOutput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { RevisionStore } from './revisions.ts';
-import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, selectRows } from './sql.ts';
+import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, returningRows, selectRows } from './sql.ts';
 import { directConnectionOf } from './database.ts';
 import { FEED_TABLE, recordChangedIds, recordChanges } from './change-feed.ts';
 
@@ -66,6 +66,14 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
+}
+
+/** Most bound parameters of one statement: SQLite's limit (32766) is the lower of the two (PostgreSQL's is 65535). */
+const MAX_PARAMETERS = 32766;
+
+/** Rows of `columns` columns one multi-row statement can take; at most 500, so that its text stays short. */
+function rowsPerStatement(columns: number): number {
+  return Math.max(1, Math.min(500, Math.floor(MAX_PARAMETERS / columns)));
 }
 
 /** `INSERT INTO table (columns) VALUES (?, …)`, with `rows` rows of placeholders. */
@@ -454,6 +462,64 @@ export class RecordStore {
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
     await recordChanges(db, rt.entityType.entityType, [{ id, uuid, bundle: rt.bundle.bundle }], false);
     return id;
+  }
+
+  /**
+   * Insert many new records of one bundle (an import's page) in a few statements: one multi-row
+   * INSERT per table (split only at the database's parameter limit), their change feed rows in
+   * one more. Each row as `insert` takes it. The API's writes go through `insert`; this is the
+   * bulk path of `tilth import farmos` (farmos-import/records.ts). Returns the ids in row order.
+   */
+  async insertMany(db: Db, rt: ResourceType, rows: ReadonlyArray<{ uuid: string; values: Map<string, ItemValue | ItemValue[]>; extra?: Record<string, unknown> }>): Promise<number[]> {
+    if (!rows.length) return [];
+    const table = rt.entityType.table;
+    // Rows with the same columns share a statement (a page's rows of one bundle all do).
+    const shapes = new Map<string, { columns: string[]; rows: Array<{ index: number; bindings: unknown[] }> }>();
+    const sides = new Map<string, { field: FieldDescriptor; items: Array<{ index: number; items: ItemValue[] }> }>();
+    rows.forEach((row, index) => {
+      const extra = row.extra ?? {};
+      const columns = ['uuid', 'bundle', ...Object.keys(extra)];
+      const bindings: unknown[] = [row.uuid, rt.bundle.bundle, ...Object.values(extra)];
+      for (const field of rt.bundle.fields) {
+        if (!row.values.has(field.name)) continue;
+        const value = row.values.get(field.name)!;
+        if (field.storage.kind === 'columns') this.columnValues(field, value as ItemValue, columns, bindings);
+        else if (field.storage.kind === 'table') {
+          let side = sides.get(field.storage.table);
+          if (!side) sides.set(field.storage.table, (side = { field, items: [] }));
+          side.items.push({ index, items: (value as ItemValue[]) ?? [] });
+        }
+      }
+      const key = columns.join(',');
+      let shape = shapes.get(key);
+      if (!shape) shapes.set(key, (shape = { columns, rows: [] }));
+      shape.rows.push({ index, bindings });
+    });
+    const ids: number[] = new Array(rows.length);
+    for (const { columns, rows: shaped } of shapes.values()) {
+      for (const part of chunks(shaped, rowsPerStatement(columns.length))) {
+        const sql = this.writeSql.get(`insert-many:${table}:${columns.join(',')}:${part.length}`, () => `${insertSql(table, columns, part.length)} RETURNING id, uuid`);
+        const returned = await returningRows<{ id: number; uuid: string }>(db, sql, part.flatMap((r) => r.bindings) as Knex.RawBinding[]);
+        const byUuid = new Map(returned.map((r) => [r.uuid, Number(r.id)]));
+        for (const r of part) ids[r.index] = byUuid.get(rows[r.index]!.uuid)!;
+      }
+    }
+    for (const { field, items } of sides.values()) {
+      if (field.storage.kind !== 'table') continue;
+      const { table: sideTable, columns } = field.storage;
+      const names = ['entity_id', 'delta', ...Object.values(columns)];
+      const props = Object.keys(columns);
+      const sideRows = items.flatMap(({ index, items: list }) => list.map((item, delta) => {
+        const values = propsFromItem(field, item);
+        return [ids[index], delta, ...props.map((p) => values[p])];
+      }));
+      for (const part of chunks(sideRows, rowsPerStatement(names.length))) {
+        const sql = this.writeSql.get(`insert:${sideTable}:${part.length}`, () => insertSql(sideTable, names, part.length));
+        await execute(db, sql, part.flat() as Knex.RawBinding[]);
+      }
+    }
+    await recordChanges(db, rt.entityType.entityType, rows.map((row, i) => ({ id: ids[i]!, uuid: row.uuid, bundle: rt.bundle.bundle })), false);
+    return ids;
   }
 
   /** Update the given fields of a record; fields not in `changes` stay as they are. */

@@ -79,6 +79,8 @@ function rowOf(row: any): RevisionRow {
 const INSERT = `INSERT INTO ${TABLE} (entity_type, entity_id, revision_id, user_id, created, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`;
 /** The next number of a type: the counter's row made, or moved on and locked until commit. */
 const NEXT_NUMBER = `INSERT INTO ${COUNTER} (entity_type, last_id) VALUES (?, 1) ON CONFLICT (entity_type) DO UPDATE SET last_id = ${COUNTER}.last_id + 1 RETURNING last_id`;
+/** `count` more numbers of a type at once (reserve). */
+const RESERVE = `INSERT INTO ${COUNTER} (entity_type, last_id) VALUES (?, ?) ON CONFLICT (entity_type) DO UPDATE SET last_id = ${COUNTER}.last_id + ? RETURNING last_id`;
 const REPLACE = `UPDATE ${TABLE} SET message = ?, data = ? WHERE entity_type = ? AND entity_id = ? AND revision_id = ?`;
 
 export class RevisionStore {
@@ -112,6 +114,24 @@ export class RevisionStore {
   async nextNumber(db: Db, entityType: string): Promise<number> {
     const [row] = await returningRows<{ last_id: number }>(db, NEXT_NUMBER, [entityType]);
     return Number(row!.last_id);
+  }
+
+  /**
+   * `count` consecutive revision numbers of an entity type, the first returned, in one statement
+   * (the counter moved on by `count` and locked until commit): numbers for a page of new records.
+   */
+  async reserve(db: Db, entityType: string, count: number): Promise<number> {
+    const [row] = await returningRows<{ last_id: number }>(db, RESERVE, [entityType, count, count]);
+    return Number(row!.last_id) - count + 1;
+  }
+
+  /** Record the first revision of many records (an import's page), numbered beforehand with `reserve`, in one statement per 500. */
+  async addMany(db: Db, entityType: string, rows: ReadonlyArray<{ entityId: number; revisionId: number; input: RevisionInput }>): Promise<void> {
+    for (let i = 0; i < rows.length; i += 500) {
+      const part = rows.slice(i, i + 500);
+      const sql = this.sql.get(`insert:${part.length}`, () => `${INSERT}${', (?, ?, ?, ?, ?, ?, ?)'.repeat(part.length - 1)}`);
+      await execute(db, sql, part.flatMap((r) => [entityType, r.entityId, r.revisionId, r.input.userId, r.input.created, r.input.message || null, snapshotOf(r.input.values)]));
+    }
   }
 
   /**
