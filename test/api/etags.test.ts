@@ -101,6 +101,32 @@ test('PATCHes sent at once each give the record a new version (on SQLite they sh
   assert.equal(current, tags.map((t) => Number(t!.replace(/"/g, ''))).sort((a, b) => b - a).map((v) => `"${v}"`)[0]);
 });
 
+test("PATCHes sent at once that each replace a log's assets: every one 200 and the log holds one whole set, never a 409 from two saves' rows colliding", async () => {
+  const assets = [];
+  for (const name of ['Tractor', 'Seeder', 'Harrow']) {
+    const res = await api.post('/api/asset/equipment', { data: { type: 'asset--equipment', attributes: { name } } });
+    assert.equal(res.status, 201, res.text);
+    assets.push(ref(res.body.data));
+  }
+  const sets = [[assets[0]!], [assets[0]!, assets[1]!], [assets[1]!, assets[2]!], assets];
+  for (let round = 0; round < 3; round++) {
+    const log = await newLog(`Field day ${round}`);
+    // Half through the record, half through its relationship route: both replace the side rows.
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        i % 2
+          ? api.patch(`/api/log/activity/${log.id}/relationships/asset`, { data: sets[i % sets.length] })
+          : api.patch(`/api/log/activity/${log.id}`, { data: { type: 'log--activity', id: log.id, relationships: { asset: { data: sets[i % sets.length] } } } }),
+      ),
+    );
+    // A relationship route answers 204 when what it stored is what was sent, as Drupal does.
+    const ok = answers.map((a, i) => a.status === 200 || (i % 2 === 1 && a.status === 204));
+    assert.ok(ok.every(Boolean), answers.map((a) => `${a.status} ${a.text.slice(0, 160)}`).join('\n'));
+    const stored = ((await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.asset.data as Array<{ id: string }>).map((r) => r.id).sort();
+    assert.ok(sets.some((set) => set.map((a) => a.id).sort().join() === stored.join()), `the log holds one of the sets sent, whole: ${stored.join()}`);
+  }
+});
+
 test('PATCHes with and without If-Match racing on one record: each a 200 or a 412, never a 5xx', async () => {
   for (let round = 0; round < 4; round++) {
     const log = await newLog(`Mixed ${round}`);

@@ -39,7 +39,9 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const doc = await s.knex.transaction(async (trx) => {
         const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
-        const record = await s.records.find(trx, rt, route.id, principal);
+        // Locked first: two PATCHes at once that replace a multi-valued field must not both
+        // delete the rows of before and then collide inserting theirs (PostgreSQL's 409s).
+        const record = await s.records.findForUpdate(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'update');
         if (changed) throw changed;
@@ -63,7 +65,7 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const rt = route.resourceType;
       await s.knex.transaction(async (trx) => {
         const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
-        const record = await s.records.find(trx, rt, route.id, principal);
+        const record = await s.records.findForUpdate(trx, rt, route.id, principal);
         assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'delete');
         if (changed) throw changed;

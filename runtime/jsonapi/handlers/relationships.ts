@@ -52,7 +52,8 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
     const result = await s.knex.transaction(async (trx) => {
       const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
-      const record = await s.records.find(trx, rt, route.id, principal);
+      // Locked first, as a PATCH of the record is: the new list is made from the current one.
+      const record = await s.records.findForUpdate(trx, rt, route.id, principal);
       assertMayOnType(principal, rt.entityType, 'update', 'this resource');
       s.records.assertMayOnRecord(principal, record, 'update');
       if (changed) throw changed;
