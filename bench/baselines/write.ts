@@ -10,7 +10,9 @@
  * log that is not a movement; the owner defaults to the author), its asset, location, owner and
  * quantity rows (the quantity's current revision pinned), a revision snapshot and its number from
  * the type's counter, and the record's row in the change feed. A PATCH of a name and the asset
- * relationship: the log's row, its asset rows replaced, a snapshot of the whole record, the feed.
+ * relationship: the log's row, its asset rows replaced, the author as owner of a log that had none
+ * (farmOS's Log::preSave, on every save), a snapshot of the whole record, the feed. Snapshots keep
+ * a reference's target revision only where it names one, as Tilth's do.
  *
  * SQLite: better-sqlite3 with WAL and `synchronous=FULL` (Tilth's durable default: every COMMIT
  * syncs; Tilth shares a sync between the writes that arrive together, storage/group-commit.ts,
@@ -166,6 +168,8 @@ async function userOf(tx: Tx, header: string | undefined): Promise<number | null
 }
 
 const items = (ids: number[]): Item[] => ids.map((targetId) => ({ targetId, meta: {} }));
+/** A revision reference as a snapshot keeps it: its target revision only when there is one. */
+const pinnedItem = (targetId: number, meta: Record<string, unknown>, revision: number | null): Item => (revision === null ? { targetId, meta } : { targetId, meta, revisionId: revision });
 
 async function insertRefs(tx: Tx, table: string, log: number, ids: number[], revisions?: Array<number | null>): Promise<void> {
   for (const [delta, id] of ids.entries()) {
@@ -226,7 +230,7 @@ async function post(authorization: string | undefined, input: any): Promise<Answ
     // The snapshot, keyed as Tilth keys it: the input's attributes and relationships first.
     const snapshot = {
       name: a.name, status: a.status, timestamp,
-      asset: items(assets), location: items(locations), quantity: quantities.map((targetId, i) => ({ targetId, meta: {}, revisionId: pinned[i] })),
+      asset: items(assets), location: items(locations), quantity: quantities.map((targetId, i) => pinnedItem(targetId, {}, pinned[i] ?? null)),
       revision_created: now, revision_log_message: '', created: now, changed: now, data: null, flag: [], notes: null,
       geometry: place.intrinsic_geometry__value === null ? null : Object.fromEntries(GEOMETRY.map((g, i) => [g, geometry[i]])),
       is_movement: false, is_group_assignment: false, revision_user: { targetId: user, meta: {} }, uid: { targetId: user, meta: {} },
@@ -253,8 +257,9 @@ async function patch(authorization: string | undefined, uuid: string, input: any
     await tx.run(`UPDATE log SET name = ?, changed = ?, revision_id = ?, revision_created = ?, revision_log_message = '', revision_user = ? WHERE id = ?`, [data.attributes.name, now, revision, now, user, id]);
     await tx.run(`DELETE FROM log__asset WHERE entity_id = ?`, [id]);
     await insertRefs(tx, 'log__asset', id, assets);
-    // The snapshot of the whole record after the change, in the log's field order; the references
-    // read from the database carry their (null) revision, as Tilth's loaded values do.
+    // A log left without an owner gets the current user, on every save (farmOS's Log::preSave).
+    if (!(await tx.all(`SELECT 1 FROM log__owner WHERE entity_id = ?`, [id])).length) await insertRefs(tx, 'log__owner', id, [user]);
+    // The snapshot of the whole record after the change, in the log's field order.
     const side = await tx.all<{ f: string; target_id: number; target_revision_id?: number | null }>(`
       SELECT 'category' AS f, entity_id, delta, target_id, CAST(NULL AS integer) AS target_revision_id FROM log__category WHERE entity_id = ?
       UNION ALL SELECT 'file', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__file WHERE entity_id = ?
@@ -266,14 +271,14 @@ async function patch(authorization: string | undefined, uuid: string, input: any
       UNION ALL SELECT 'group', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__group WHERE entity_id = ?
       ORDER BY 1, 3`, Array(8).fill(id));
     const flags = (await tx.all<{ value: string }>(`SELECT value FROM log__flag WHERE entity_id = ? ORDER BY delta`, [id])).map((r) => r.value);
-    const loaded = (f: string) => side.filter((s) => s.f === f).map((s) => (f === 'quantity' ? { targetId: Number(s.target_id), meta: { target_revision_id: s.target_revision_id ?? null }, revisionId: s.target_revision_id ?? null } : { targetId: Number(s.target_id), meta: {}, revisionId: null }));
+    const loaded = (f: string) => side.filter((s) => s.f === f).map((s) => (f === 'quantity' ? pinnedItem(Number(s.target_id), { target_revision_id: s.target_revision_id ?? null }, s.target_revision_id ?? null) : { targetId: Number(s.target_id), meta: {} }));
     const snapshot = {
       revision_created: now, revision_log_message: '', name: data.attributes.name, timestamp: log.timestamp === null ? null : Number(log.timestamp), status: log.status,
       created: Number(log.created), changed: now, data: log.data, flag: flags,
       notes: log.notes__value === null ? null : { value: log.notes__value, format: log.notes__format },
       geometry: log.geometry__value === null ? null : Object.fromEntries(GEOMETRY.map((g) => [g, log[`geometry__${g}`]])),
       is_movement: !!log.is_movement, is_group_assignment: !!log.is_group_assignment,
-      revision_user: { targetId: user, meta: {} }, uid: log.uid === null ? null : { targetId: Number(log.uid), meta: {}, revisionId: null },
+      revision_user: { targetId: user, meta: {} }, uid: log.uid === null ? null : { targetId: Number(log.uid), meta: {} },
       asset: items(assets), category: loaded('category'), file: loaded('file'), image: loaded('image'), owner: loaded('owner'), quantity: loaded('quantity'),
       location: loaded('location'), equipment: loaded('equipment'), group: loaded('group'),
     };

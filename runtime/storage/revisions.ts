@@ -47,11 +47,17 @@ export const REVISION_LOG_MESSAGE = 'revision_log_message';
 const TABLE = 'entity_revision';
 const COUNTER = 'entity_revision_counter';
 
-/** A reference as a snapshot keeps it: without the target's UUID and bundle (looked up again when read). */
+/**
+ * A reference as a snapshot keeps it: without the target's UUID and bundle (looked up again when
+ * read), and with a target revision only when it names one. A reference loaded from the database
+ * carries `revisionId: null` where the target keeps no revisions, one sent in a request or set by
+ * a save rule carries none; both are stored alike, so a snapshot does not depend on where a
+ * value came from (asRecord reads a missing revision as none).
+ */
 function storedItem(item: ItemValue): ItemValue {
   if (item === null || typeof item !== 'object' || !('targetId' in item)) return item;
-  const { uuid: _uuid, bundle: _bundle, ...kept } = item as Reference;
-  return kept as Reference;
+  const { uuid: _uuid, bundle: _bundle, revisionId, ...kept } = item as Reference;
+  return (revisionId === null || revisionId === undefined ? kept : { ...kept, revisionId }) as Reference;
 }
 
 /**
