@@ -68,6 +68,25 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
   return out;
 }
 
+/**
+ * Lock these rows of an entity table until the transaction ends, in ascending id order, on
+ * PostgreSQL (SQLite has one writer). For a save that writes records other than its own (a birth
+ * log's children, the assets whose placements it rebuilds): each such record is locked before it
+ * is read and written, as a PATCH of it locks it first (jsonapi/handlers/record-access.ts
+ * findForUpdate), so that the two wait for each other instead of both replacing its side-table
+ * rows. Ascending ids: two saves locking overlapping sets cannot deadlock. FOR NO KEY UPDATE, as
+ * an UPDATE of the row takes: it does not wait on the KEY SHARE locks that references to the row
+ * take (a log being saved holds one on each asset it names).
+ */
+export async function lockRows(db: Db, table: string, ids: Iterable<number>): Promise<void> {
+  if (!isPostgres(db)) return;
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  for (const part of chunks(sorted)) {
+    const sql = `SELECT id FROM ${quote(table)} WHERE ${inIdList(true, 'id', part.length === 1)} ORDER BY id FOR NO KEY UPDATE`;
+    await selectRows(db, sql, [idListParameter(true, part)]);
+  }
+}
+
 /** Most bound parameters of one statement: SQLite's limit (32766) is the lower of the two (PostgreSQL's is 65535). */
 const MAX_PARAMETERS = 32766;
 
