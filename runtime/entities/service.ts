@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
-import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
+import { RecordStore, lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { conflict, fieldPointer, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
@@ -143,7 +143,7 @@ export class EntityService {
     await this.accounts.checkUnique(db, rt, values, null);
     await this.checkParents(db, rt, null, values);
     await this.farmRules.check(db, rt, values, null);
-    const children = await this.checkBirths(db, rt, values, null);
+    const children = childrenOf(rt, values);
     // The files it names stop being temporary first: on PostgreSQL that locks their rows, and a
     // save of another record (update) locks files before the revision counter, so the same order here.
     await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
@@ -159,7 +159,7 @@ export class EntityService {
     }
     await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, null, values);
-    await this.applyBirths(db, values, children, principal, now);
+    await this.applyBirths(db, rt, id, true, values, children, principal, now);
     return { id, uuid };
   }
 
@@ -170,19 +170,23 @@ export class EntityService {
   }
 
   /**
-   * A birth log's children; a new log is refused (422) when one already has another birth log, an
-   * existing one is not checked, as in farmOS (farm/births.ts).
+   * Give a birth log's children their birthdate and mother, saved as updates of theirs; a new log
+   * is refused (422) when a child already has another birth log, an existing one is not checked,
+   * as in farmOS (farm/births.ts).
+   *
+   * The children are locked first (ascending ids, storage/records.ts lockRows), then checked and
+   * read: a PATCH of a child, or another birth log naming it, saved at the same time on
+   * PostgreSQL, would otherwise replace its parent rows beside this save (a 409 from the two
+   * inserts colliding, a deadlock, or the mother set over a parent this save did not see), and two
+   * new birth logs of one child would both pass the check. Taken here, after the log's own row,
+   * revision counter and feed row and with the assets placements locks (a superset, when it
+   * rebuilds any), as every log save takes them; each child's feed row follows its lock.
    */
-  private async checkBirths(db: Db, rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>, logId: number | null): Promise<number[]> {
-    const children = childrenOf(rt, values);
-    const violations = logId === null ? await secondBirths(db, this.store.registry, rt, logId, children) : [];
-    if (violations.length) throw new ValidationError(violations);
-    return children;
-  }
-
-  /** Give a birth log's children their birthdate and mother, saved as updates of theirs. */
-  private async applyBirths(db: Db, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
+  private async applyBirths(db: Db, rt: ResourceType, logId: number, created: boolean, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
     if (!children.length) return;
+    await lockRows(db, this.store.entityType('asset').table, children);
+    const violations = created ? await secondBirths(db, this.store.registry, rt, logId, children) : [];
+    if (violations.length) throw new ValidationError(violations);
     const records = await this.store.load(db, 'asset', children);
     const mother = ((Array.isArray(log.get('mother')) ? (log.get('mother') as ItemValue[])[0] : log.get('mother')) ?? null) as Reference | null;
     const [motherRecord] = mother?.targetId ? await this.store.load(db, 'asset', [mother.targetId]) : [];
@@ -213,7 +217,7 @@ export class EntityService {
     for (const [k, v] of changes) merged.set(k, v);
     await this.checkParents(db, rt, record.id, changes);
     await this.farmRules.check(db, rt, changes, record);
-    const children = await this.checkBirths(db, rt, merged, record.id);
+    const children = childrenOf(rt, merged);
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
     await this.store.update(db, rt, record.id, changes);
@@ -224,7 +228,7 @@ export class EntityService {
     await this.writeRevision(db, rt, record.id, principal, now, merged, record);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.values, merged, changes.keys());
     if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
-    await this.applyBirths(db, merged, children, principal, now);
+    await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
   }
 
   async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {

@@ -22,7 +22,7 @@
 import { recordChangedIds } from '../storage/change-feed.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
-import { chunks, type Db, type ItemValue, type Reference } from '../storage/records.ts';
+import { chunks, lockRows, type Db, type ItemValue, type Reference } from '../storage/records.ts';
 import { SqlMemo, idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
@@ -235,7 +235,7 @@ export class Placements {
     // the second wait and then read the first's log. FOR NO KEY UPDATE, not FOR UPDATE: each
     // transaction already holds the KEY SHARE lock its log's reference to the asset took, which
     // FOR UPDATE would wait on (a deadlock between two movers) and FOR NO KEY UPDATE does not.
-    if (isPostgres(db)) await db(l.asset).whereIn('id', ids).orderBy('id').forNoKeyUpdate().select('id');
+    await lockRows(db, l.asset, ids);
     await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
     await db(GROUPS_TABLE).whereIn('entity_id', ids).delete();
     const movableQuery = db(l.asset).whereIn('id', ids);

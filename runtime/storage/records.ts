@@ -68,6 +68,25 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
   return out;
 }
 
+/**
+ * Lock these rows of an entity table until the transaction ends, in ascending id order, on
+ * PostgreSQL (SQLite has one writer). For a save that writes records other than its own (a birth
+ * log's children, the assets whose placements it rebuilds): each such record is locked before it
+ * is read and written, as a PATCH of it locks it first (jsonapi/handlers/record-access.ts
+ * findForUpdate), so that the two wait for each other instead of both replacing its side-table
+ * rows. Ascending ids: two saves locking overlapping sets cannot deadlock. FOR NO KEY UPDATE, as
+ * an UPDATE of the row takes: it does not wait on the KEY SHARE locks that references to the row
+ * take (a log being saved holds one on each asset it names).
+ */
+export async function lockRows(db: Db, table: string, ids: Iterable<number>): Promise<void> {
+  if (!isPostgres(db)) return;
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  for (const part of chunks(sorted)) {
+    const sql = `SELECT id FROM ${quote(table)} WHERE ${inIdList(true, 'id', part.length === 1)} ORDER BY id FOR NO KEY UPDATE`;
+    await selectRows(db, sql, [idListParameter(true, part)]);
+  }
+}
+
 /** Most bound parameters of one statement: SQLite's limit (32766) is the lower of the two (PostgreSQL's is 65535). */
 const MAX_PARAMETERS = 32766;
 
@@ -152,6 +171,28 @@ function propsFromItem(field: FieldDescriptor, item: ItemValue): Record<string, 
   }
   for (const p of stored) out[p] = (item as Record<string, unknown>)[p] ?? null;
   return out;
+}
+
+/** How a multi-valued field is stored: a side table of its own. */
+type SideStorage = Extract<FieldDescriptor['storage'], { kind: 'table' }>;
+
+/** A multi-valued field's side table and its columns: entity_id, delta, then the field's own. */
+function sideColumnsOf(field: FieldDescriptor): { table: string; names: string[] } {
+  const { table, columns } = field.storage as SideStorage;
+  return { table, names: ['entity_id', 'delta', ...Object.values(columns)] };
+}
+
+/**
+ * The rows of a multi-valued field's side table for one record's items, in sideColumnsOf's column
+ * order: its id, the item's place (delta), then the item's stored properties. The API's writes
+ * (writeSide) and an import's bulk inserts (insertMany) both build their rows here.
+ */
+function sideRowsOf(field: FieldDescriptor, id: number, items: readonly ItemValue[]): unknown[][] {
+  const props = Object.keys((field.storage as SideStorage).columns);
+  return items.map((item, delta) => {
+    const values = propsFromItem(field, item);
+    return [id, delta, ...props.map((p) => values[p])];
+  });
 }
 
 export class RecordStore {
@@ -506,13 +547,8 @@ export class RecordStore {
     }
     for (const { field, items } of sides.values()) {
       if (field.storage.kind !== 'table') continue;
-      const { table: sideTable, columns } = field.storage;
-      const names = ['entity_id', 'delta', ...Object.values(columns)];
-      const props = Object.keys(columns);
-      const sideRows = items.flatMap(({ index, items: list }) => list.map((item, delta) => {
-        const values = propsFromItem(field, item);
-        return [ids[index], delta, ...props.map((p) => values[p])];
-      }));
+      const { table: sideTable, names } = sideColumnsOf(field);
+      const sideRows = items.flatMap(({ index, items: list }) => sideRowsOf(field, ids[index]!, list));
       for (const part of chunks(sideRows, rowsPerStatement(names.length))) {
         const sql = this.writeSql.get(`insert:${sideTable}:${part.length}`, () => insertSql(sideTable, names, part.length));
         await execute(db, sql, part.flat() as Knex.RawBinding[]);
@@ -557,21 +593,16 @@ export class RecordStore {
    */
   private async writeSide(db: Db, field: FieldDescriptor, id: number, items: ItemValue[]): Promise<void> {
     if (field.storage.kind !== 'table' || !items.length) return;
-    const { table, columns } = field.storage;
-    const names = ['entity_id', 'delta', ...Object.values(columns)];
-    const props = Object.keys(columns);
-    const rowOf = (item: ItemValue, delta: number) => {
-      const values = propsFromItem(field, item);
-      return [id, delta, ...props.map((p) => values[p])];
-    };
+    const { table, names } = sideColumnsOf(field);
+    // Rows are numbered (delta) before they are split into statements.
+    const rows = sideRowsOf(field, id, items);
     const direct = directConnectionOf(db);
     if (direct) {
       const sql = this.writeSql.get(`insert:${table}:1`, () => insertSql(table, names));
-      items.forEach((item, delta) => direct.run(sql, rowOf(item, delta)));
+      for (const row of rows) direct.run(sql, row);
       return;
     }
-    // Rows are numbered (delta) before they are split into statements.
-    for (const part of chunks(items.map(rowOf), 500)) {
+    for (const part of chunks(rows, 500)) {
       const sql = this.writeSql.get(`insert:${table}:${part.length}`, () => insertSql(table, names, part.length));
       await execute(db, sql, part.flat() as Knex.RawBinding[]);
     }

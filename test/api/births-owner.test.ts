@@ -116,3 +116,29 @@ test('a log saved without an owner gets the current user, on update too', async 
   assert.equal(cleared.status, 200, cleared.text);
   assert.deepEqual(cleared.body.data.relationships.owner.data.map((o: any) => o.id), [me], 'the worker who saved it owns it');
 });
+
+test("birth logs and changes of the child's parent sent at once: each a 201 or the born-once 422, a 200 or 204, never a 409; the child is born once and keeps one parent", async () => {
+  const parents = [await animal('Sire 1'), await animal('Sire 2')];
+  const patchParent = (child: string, parent: string, i: number) =>
+    // Half through the record, half through its relationship route: both replace the side rows.
+    i % 2
+      ? request(`${server.url}/api/asset/animal/${child}/relationships/parent`, { method: 'PATCH', token, json: { data: [{ type: 'asset--animal', id: parent }] } })
+      : request(`${server.url}/api/asset/animal/${child}`, { method: 'PATCH', token, json: { data: { type: 'asset--animal', id: child, relationships: { parent: { data: [{ type: 'asset--animal', id: parent }] } } } } });
+  for (let round = 0; round < 4; round++) {
+    const mothers = [await animal(`Dam ${round}a`), await animal(`Dam ${round}b`), await animal(`Dam ${round}c`)];
+    const child = await animal(`Foal ${round}`);
+    const answers = await Promise.all([
+      ...mothers.map((m, i) => birth([child], m, `2024-08-0${i + 1}T06:00:00+00:00`).then((a) => ({ kind: 'birth', a }))),
+      ...Array.from({ length: 4 }, (_, i) => patchParent(child, parents[i % 2]!, i).then((a) => ({ kind: 'parent', a }))),
+    ]);
+    const report = answers.map(({ kind, a }) => `${kind} ${a.status} ${a.text.slice(0, 200)}`).join('\n');
+    const births = answers.filter((x) => x.kind === 'birth').map((x) => x.a);
+    assert.ok(answers.every(({ kind, a }) => (kind === 'birth' ? a.status === 201 || (a.status === 422 && /already has a birth log/.test(a.text)) : a.status === 200 || a.status === 204)), report);
+    assert.equal(births.filter((a) => a.status === 201).length, 1, `born once:\n${report}`);
+    // Every change of the parent replaces it with one sire, and a birth log only fills in a parent
+    // that is missing: whatever order they ran in, the child ends with one sire.
+    const held = (await get(child)).relationships.parent.data.map((p: any) => p.id);
+    assert.equal(held.length, 1, `one parent: ${held.join()}`);
+    assert.ok(parents.includes(held[0]), `a sire, not a dam set over a sire it did not see: ${held[0]}`);
+  }
+});

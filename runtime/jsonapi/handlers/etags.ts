@@ -17,12 +17,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { ResourceType } from '../../model/registry.ts';
-import type { Db, RecordStore } from '../../storage/records.ts';
+import type { Db, EntityRecord } from '../../storage/records.ts';
 import { versionOf } from '../../storage/change-feed.ts';
-import { execute, isPostgres, quoteName } from '../../storage/sql.ts';
 import { ApiError } from '../../errors.ts';
-import { UUID } from '../input.ts';
 
 /** The ETag of a record at `version`, for this request's representation. */
 export function entityTag(version: number, req: Request): string {
@@ -62,20 +59,18 @@ export function sentNotModified(req: Request, res: Response, version: number | n
 
 /**
  * The 412 for a PATCH or DELETE whose If-Match no longer names the record's version, or null.
- * Runs first in the write's transaction and locks the record's feed row until it ends; the caller
- * throws the answer only after its access checks, so that a caller who may not write the record
- * gets the 403 or 404 it always got, not the record's version. An unknown UUID passes here, to be
- * the 404 it always was.
+ * Called with the record the write found and locked (RecordAccess.findForUpdate: its row, on
+ * PostgreSQL), so an unknown UUID was the 404 it always was; this locks the record's feed row
+ * until the transaction ends and compares. The record's row first, then its feed row: the order
+ * every save takes them in (it updates the record, then its feed row), so that this cannot
+ * deadlock with a save without If-Match. The caller throws the answer only after its access
+ * checks, so that a caller who may not write the record gets the 403 it always got, not the
+ * record's version.
  */
-export async function checkIfMatch(db: Db, store: RecordStore, req: Request, rt: ResourceType, uuid: string | undefined): Promise<ApiError | null> {
+export async function checkIfMatch(db: Db, req: Request, record: EntityRecord): Promise<ApiError | null> {
   const header = req.get('If-Match');
-  if (header === undefined || !uuid || !UUID.test(uuid)) return null;
-  const found = await store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase());
-  if (!found || found.bundle !== rt.bundle.bundle) return null;
-  // The record's row first, then its feed row: the order every save takes them in (it updates
-  // the record, then its feed row), so that this cannot deadlock with a save without If-Match.
-  if (isPostgres(db)) await execute(db, `SELECT id FROM ${quoteName(rt.entityType.table)} WHERE id = ? FOR NO KEY UPDATE`, [found.id]);
-  const version = await versionOf(db, rt.entityType.entityType, found.id, true);
+  if (header === undefined) return null;
+  const version = await versionOf(db, record.rt.entityType.entityType, record.id, true);
   const named = namedVersions(header);
   if (named === '*' || (version !== null && named.has(version))) return null;
   return new ApiError(412, `The resource changed since the ETag sent in If-Match (it is now ${version === null ? 'unknown' : `"${version}"`}): GET it again, apply your change to it, and send that with its new ETag.`, {

@@ -37,11 +37,11 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null, clientAddress(req, s.ctx.config.trustProxy));
       let version: number | null = null;
       const doc = await s.knex.transaction(async (trx) => {
-        const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
         // Locked first: two PATCHes at once that replace a multi-valued field must not both
         // delete the rows of before and then collide inserting theirs (PostgreSQL's 409s).
         const record = await s.records.findForUpdate(trx, rt, route.id, principal);
+        const changed = await checkIfMatch(trx, req, record);
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'update');
         if (changed) throw changed;
@@ -64,8 +64,8 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       const principal = principalOf(res);
       const rt = route.resourceType;
       await s.knex.transaction(async (trx) => {
-        const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
         const record = await s.records.findForUpdate(trx, rt, route.id, principal);
+        const changed = await checkIfMatch(trx, req, record);
         assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
         s.records.assertMayOnRecord(principal, record, 'delete');
         if (changed) throw changed;

@@ -51,9 +51,9 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     s.requests.requireJsonApiBody(req);
     if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
     const result = await s.knex.transaction(async (trx) => {
-      const changed = await checkIfMatch(trx, s.loader.store, req, rt, route.id);
       // Locked first, as a PATCH of the record is: the new list is made from the current one.
       const record = await s.records.findForUpdate(trx, rt, route.id, principal);
+      const changed = await checkIfMatch(trx, req, record);
       assertMayOnType(principal, rt.entityType, 'update', 'this resource');
       s.records.assertMayOnRecord(principal, record, 'update');
       if (changed) throw changed;
