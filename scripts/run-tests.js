@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Runs every test file with node's test runner and tsx. Node 20's runner takes file paths, not
 // globs, so the files are listed here. Pass paths or name fragments to run a subset.
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 
 const root = new URL('..', import.meta.url).pathname;
 function find(dir) {
@@ -28,6 +31,10 @@ if (!files.length) {
 if (!existsSync('/usr/bin/chromium') && files.some((f) => readFileSync(join(root, f), 'utf8').includes('playwright-core'))) {
   spawnSync('bash', [join(root, 'scripts', 'ensure-chromium.sh')], { cwd: root, stdio: 'inherit' });
 }
+// The test servers start on copies of one database migrated once for this run (test/support/server.ts):
+// a PostgreSQL database, or an SQLite file in a directory. Both are removed at the end.
+const template = process.env.DATABASE_URL && !process.env.TILTH_TEST_PG_TEMPLATE ? `tilth_template_${randomBytes(6).toString('hex')}` : null;
+const sqliteTemplate = process.env.DATABASE_URL || process.env.TILTH_TEST_SQLITE_TEMPLATE ? null : mkdtempSync(join(tmpdir(), 'tilth-test-template-'));
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TILTH_TEST_CONCURRENCY ?? 2}`, ...files],
@@ -36,7 +43,20 @@ const result = spawnSync(
     stdio: 'inherit',
     // Hundreds of accounts are made and signed in to; OWASP's floor for argon2id keeps that an
     // eighth of the time (test/unit/passwords.test.ts checks the default is argon2's own).
-    env: { ...process.env, TILTH_LOG_LEVEL: process.env.TILTH_LOG_LEVEL ?? 'silent', TILTH_PASSWORD_HASH: process.env.TILTH_PASSWORD_HASH ?? 'owasp-minimum' },
+    env: { ...process.env, ...(template ? { TILTH_TEST_PG_TEMPLATE: template } : {}), ...(sqliteTemplate ? { TILTH_TEST_SQLITE_TEMPLATE: sqliteTemplate } : {}), TILTH_LOG_LEVEL: process.env.TILTH_LOG_LEVEL ?? 'silent', TILTH_PASSWORD_HASH: process.env.TILTH_PASSWORD_HASH ?? 'owasp-minimum' },
   },
 );
+if (template) {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  try {
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    await client.query(`DROP DATABASE IF EXISTS ${template}_building WITH (FORCE)`);
+  } catch (error) {
+    console.error(`Could not drop the test run's template database ${template}: ${error.message}`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+if (sqliteTemplate) rmSync(sqliteTemplate, { recursive: true, force: true });
 process.exit(result.status ?? 1);

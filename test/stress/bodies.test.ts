@@ -25,7 +25,7 @@ let token: string;
 let port: number;
 
 before(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: true });
   server = await startChildServer(database.env, {
     TILTH_BODY_TIMEOUT: String(STALL_SECONDS),
     TILTH_BODY_BUDGET_MB: String(BUDGET_MB),

@@ -25,7 +25,7 @@ function checkSqliteFile(dataDir: string): void {
 }
 
 test(`killed ${SCALE.kills} times under write load, the server loses no acknowledged write`, async () => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const live = new Set<string>();
   const deleted = new Set<string>();
   // Deletes the kill cut off: committed or not, either state is right for them.

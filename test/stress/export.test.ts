@@ -17,7 +17,7 @@ const LOGS = FULL ? 1_000_000 : 20_000;
 const HEAP_MB = 64;
 
 test(`exporting ${LOGS} logs as CSV streams them with flat memory`, async () => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   let server = await startChildServer(database.env);
   try {
     await server.stop(); // the schema is made; now fill it as fast as the storage layer goes

@@ -18,7 +18,7 @@ let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let server: ChildServer;
 
 before(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: true });
   server = await startChildServer(database.env);
 });
 after(async () => {

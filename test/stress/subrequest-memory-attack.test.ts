@@ -40,7 +40,7 @@ let adminToken: string;
 let viewer: string;
 
 before(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: true });
   server = await startChildServer(database.env, { TILTH_SUBREQUEST_MAX_BYTES: String(BUDGET), NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` });
   adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
 });

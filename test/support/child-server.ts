@@ -78,9 +78,9 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
   };
 }
 
-/** A child server on a fresh database, and an administrator's token for it (stop the server and drop the database after). */
+/** A child server on a fresh (migrated) database, and an administrator's token for it (stop the server and drop the database after). */
 export async function startChildServerAsAdmin(): Promise<{ database: Awaited<ReturnType<typeof createTestDatabase>>; server: ChildServer; token: string }> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   let server: ChildServer | undefined;
   try {
     server = await startChildServer(database.env);
