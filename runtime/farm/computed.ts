@@ -11,10 +11,13 @@ import { fillInventory } from './inventory.ts';
 import { fillLocation } from './location.ts';
 import { fillGroups } from './groups.ts';
 import { Placements } from './placements.ts';
-import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
+import { logValuesReader, type LogValuesReader } from './log-values.ts';
+import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 
 export class ComputedFields {
   private readonly placements: Placements;
+  /** The geometry of movement logs, which a movable asset's `geometry` is. */
+  private readonly geometryOfLogs: LogValuesReader;
 
   /** The base URL's path ('' at the root): file URLs are root-relative, as Drupal's ComputedFileUrl gives them. */
   private readonly basePath: string;
@@ -24,6 +27,7 @@ export class ComputedFields {
     baseUrl: string,
   ) {
     this.placements = new Placements(registry);
+    this.geometryOfLogs = logValuesReader(new RecordStore(registry), ['geometry']);
     this.basePath = baseUrl ? new URL(baseUrl).pathname.replace(/\/+$/, '') : '';
   }
 
@@ -54,7 +58,7 @@ export class ComputedFields {
     }
     if (need.get('roles')?.length) await this.fillRoles(db, need.get('roles')!);
     const assets = [...new Set([...(need.get('location') ?? []), ...(need.get('geometry') ?? [])])];
-    if (assets.length) await fillLocation(db, this.registry, this.placements, assets, now, { location: need.has('location'), geometry: need.has('geometry') });
+    if (assets.length) await fillLocation(db, this.placements, this.geometryOfLogs, assets, now, { location: need.has('location'), geometry: need.has('geometry') });
     if (need.get('group')?.length) await fillGroups(db, this.placements, need.get('group')!, now);
     if (need.get('inventory')?.length) await fillInventory(db, this.registry, need.get('inventory')!, now);
   }

@@ -4,15 +4,14 @@
  * keeps the movement and group rules); a fixed asset has no location and its own
  * `intrinsic_geometry`. Two queries for a whole page: the placements, and the logs' geometry.
  */
-import type { ModelRegistry } from '../model/registry.ts';
 import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
 import type { Placements } from './placements.ts';
-import { logValues } from './log-values.ts';
+import type { LogValuesReader } from './log-values.ts';
 
-export async function fillLocation(db: Db, registry: ModelRegistry, placements: Placements, assets: EntityRecord[], at: number, wants: { location: boolean; geometry: boolean }): Promise<void> {
+export async function fillLocation(db: Db, placements: Placements, geometryOfLogs: LogValuesReader, assets: EntityRecord[], at: number, wants: { location: boolean; geometry: boolean }): Promise<void> {
   const movable = assets.filter((a) => !a.values.get('is_fixed')).map((a) => a.id);
   const placed = await placements.at(db, movable, at);
-  const logs = wants.geometry ? await logValues(db, registry, [...new Set([...placed.values()].map((p) => p.logId))], ['geometry']) : new Map();
+  const logs = wants.geometry ? await geometryOfLogs(db, [...new Set([...placed.values()].map((p) => p.logId))]) : new Map();
   for (const asset of assets) {
     const fixed = Boolean(asset.values.get('is_fixed'));
     const placement = fixed ? undefined : placed.get(asset.id);

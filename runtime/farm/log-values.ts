@@ -3,13 +3,30 @@
  * computed fields see every log, as farmOS's do (an asset's location shows even when the movement
  * log is one the reader may not open).
  */
-import type { ModelRegistry } from '../model/registry.ts';
-import { RecordStore, type Db, type ItemValue } from '../storage/records.ts';
+import type { FieldDescriptor } from '../model/descriptor.ts';
+import type { ResourceType } from '../model/registry.ts';
+import type { Db, ItemValue, RecordStore } from '../storage/records.ts';
 
-export async function logValues(db: Db, registry: ModelRegistry, ids: number[], names: readonly string[]): Promise<Map<number, Map<string, ItemValue | ItemValue[]>>> {
-  const out = new Map<number, Map<string, ItemValue | ItemValue[]>>();
-  if (!ids.length) return out;
-  const records = await new RecordStore(registry).load(db, 'log', ids, (rt) => rt.bundle.fields.filter((f) => names.includes(f.name)));
-  for (const r of records) out.set(r.id, r.values);
-  return out;
+/**
+ * A reader of the fields `names` of logs by id, compiled once: the caller keeps it, so the
+ * statement's text and the columns it reads are worked out at the first read, not at every one
+ * (a page of 50 animals reads the geometry of their movement logs at every request). Only the
+ * columns of those fields are read, for every log bundle, instead of all of the log table's.
+ */
+export type LogValuesReader = (db: Db, ids: number[]) => Promise<Map<number, Map<string, ItemValue | ItemValue[]>>>;
+
+export function logValuesReader(store: RecordStore, names: readonly string[]): LogValuesReader {
+  const chosen = new WeakMap<ResourceType, FieldDescriptor[]>();
+  const fields = (rt: ResourceType) => {
+    let list = chosen.get(rt);
+    if (!list) chosen.set(rt, (list = rt.bundle.fields.filter((f) => names.includes(f.name))));
+    return list;
+  };
+  const bundles = store.registry.bundlesOf('log').map((rt) => rt.bundle.bundle);
+  return async (db, ids) => {
+    const out = new Map<number, Map<string, ItemValue | ItemValue[]>>();
+    if (!ids.length) return out;
+    for (const r of await store.load(db, 'log', ids, fields, bundles)) out.set(r.id, r.values);
+    return out;
+  };
 }
