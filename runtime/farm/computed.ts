@@ -12,7 +12,7 @@ import { fillLocation } from './location.ts';
 import { fillGroups } from './groups.ts';
 import { Placements } from './placements.ts';
 import { logValuesReader, type LogValuesReader } from './log-values.ts';
-import { RecordStore, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
+import type { Db, EntityRecord, ItemValue, RecordStore, Reference } from '../storage/records.ts';
 
 export class ComputedFields {
   private readonly placements: Placements;
@@ -22,12 +22,13 @@ export class ComputedFields {
   /** The base URL's path ('' at the root): file URLs are root-relative, as Drupal's ComputedFileUrl gives them. */
   private readonly basePath: string;
 
-  constructor(
-    private readonly registry: ModelRegistry,
-    baseUrl: string,
-  ) {
-    this.placements = new Placements(registry);
-    this.geometryOfLogs = logValuesReader(new RecordStore(registry), ['geometry']);
+  private readonly registry: ModelRegistry;
+
+  /** `store`: the caller's, so that the statements it keeps serve both. */
+  constructor(store: RecordStore, baseUrl: string) {
+    this.registry = store.registry;
+    this.placements = new Placements(this.registry);
+    this.geometryOfLogs = logValuesReader(store, ['geometry']);
     this.basePath = baseUrl ? new URL(baseUrl).pathname.replace(/\/+$/, '') : '';
   }
 

@@ -15,7 +15,7 @@ export class RecordLoader {
     baseUrl: string,
   ) {
     this.store = new RecordStore(registry);
-    this.computed = new ComputedFields(registry, baseUrl);
+    this.computed = new ComputedFields(this.store, baseUrl);
   }
 
   /**

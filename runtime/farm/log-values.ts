@@ -7,14 +7,15 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, RecordStore } from '../storage/records.ts';
 
+/** Some fields of logs by id: each log's values, keyed by the log's id. */
+export type LogValuesReader = (db: Db, ids: number[]) => Promise<Map<number, Map<string, ItemValue | ItemValue[]>>>;
+
 /**
  * A reader of the fields `names` of logs by id, compiled once: the caller keeps it, so the
  * statement's text and the columns it reads are worked out at the first read, not at every one
  * (a page of 50 animals reads the geometry of their movement logs at every request). Only the
  * columns of those fields are read, for every log bundle, instead of all of the log table's.
  */
-export type LogValuesReader = (db: Db, ids: number[]) => Promise<Map<number, Map<string, ItemValue | ItemValue[]>>>;
-
 export function logValuesReader(store: RecordStore, names: readonly string[]): LogValuesReader {
   const chosen = new WeakMap<ResourceType, FieldDescriptor[]>();
   const fields = (rt: ResourceType) => {

@@ -30,7 +30,7 @@ export class FarmValidation {
   constructor(registry: ModelRegistry) {
     this.store = new RecordStore(registry);
     // Only location and group are computed here; they need no base URL.
-    this.computed = new ComputedFields(registry, '');
+    this.computed = new ComputedFields(this.store, '');
   }
 
   /** Throw a ValidationError listing every rule the record as it would be saved breaks. */
