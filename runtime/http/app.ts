@@ -20,12 +20,12 @@ import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
 import { CHANGES_PATH } from '../jsonapi/changes.ts';
 import { FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes } from './field-modules.ts';
 import { healthHandler } from './health.ts';
-import { frontDoor } from './front-door.ts';
+import { FRONT_DOOR_PATHS, frontDoorRoutes } from './front-door.ts';
 import { OPENAPI_PATHS, openApiRoutes } from '../jsonapi/openapi.ts';
 import { createMetrics } from './metrics.ts';
 import { DATA_STREAM_PATHS, dataStreamRoutes } from './data-streams.ts';
 import { securityHeaders } from './security-headers.ts';
-import { scoped } from './scoped.ts';
+import { mergeScopes, scoped } from './scoped.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -47,20 +47,17 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.get('/health', healthHandler(ctx));
   // Every page and document from here on carries helmet's headers (X-Frame-Options, nosniff…).
   app.use(securityHeaders());
-  const front = frontDoor(ctx);
-  app.get('/', front.page);
-  app.get('/assets/front-door.js', front.script);
-  // Routers without a mount path see only the requests under their own paths (http/scoped.ts).
-  app.use(scoped(OPENAPI_PATHS, openApiRoutes(ctx)));
+  // Routers without a mount path see only the requests under their own paths, and those at one
+  // place in the chain are one layer for every other request (http/scoped.ts). The pages for a
+  // person with a browser: the front door and the API's documentation.
+  app.use(scoped(mergeScopes(FRONT_DOOR_PATHS, OPENAPI_PATHS), frontDoorRoutes(ctx), openApiRoutes(ctx)));
   app.use(oauth.cors);
-  app.use(scoped(OAUTH_PATHS, oauth.router));
-  // Field Kit's field module scripts are public, as farmOS serves them: before authentication.
-  app.use(scoped(FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes(ctx)));
+  // Signing in, and Field Kit's field module scripts, public as farmOS serves them: before authentication.
+  app.use(scoped([...OAUTH_PATHS, ...FIELD_MODULE_SCRIPT_PATHS], oauth.router, fieldModuleRoutes(ctx)));
 
   app.use(oauth.authenticate);
-  app.get('/metrics', metrics.handler);
-  // Sensor readings: bodies of any media type, read by their own parser (before express.json).
-  app.use(scoped(DATA_STREAM_PATHS, dataStreamRoutes(ctx)));
+  // Metrics, and sensor readings: bodies of any media type, read by their own parser (before express.json).
+  app.use(scoped(['/metrics', ...DATA_STREAM_PATHS], express.Router().get('/metrics', metrics.handler), dataStreamRoutes(ctx)));
   // Every route from here on needs a token for a body: one sent without is refused unread.
   const readJson = express.json({ type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'], limit: JSON_LIMIT_BYTES, strict: false });
   app.use(ctx.bodies.read(readJson, { limitBytes: JSON_LIMIT_BYTES, tokenFirst: true }));
@@ -69,9 +66,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   const { handlers, downloads, revisionHistory, changes, configs } = createResourceHandlers(ctx, store);
   app.get(['/api', '/api/'], entryPoint(ctx, configs));
   app.get('/api/schema', schemaIndexHandler(store));
-  app.use(scoped([LANGUAGE_PATH], languageRoutes(ctx)));
-  app.use(scoped(configs.paths(), configs.routes(ctx)));
-  app.use(scoped([CHANGES_PATH], changes));
+  app.use(scoped([LANGUAGE_PATH, ...configs.paths(), CHANGES_PATH], languageRoutes(ctx), configs.routes(ctx), changes));
   app.use('/api', createDispatcher(ctx.generated.routes, ctx.registry, handlers));
   app.use(downloads);
   app.use(revisionHistory);

@@ -5,10 +5,11 @@
  * `/oauth/session` (where the sign-in cookie is sent) who is signed in.
  */
 import { createHash } from 'node:crypto';
-import type { Request, Response } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { escape } from '../oauth/pages.ts';
 import { TILTH_VERSION, TILTH_API_VERSION } from '../version.ts';
+import type { Scope } from './scoped.ts';
 
 const STYLE = `body{font-family:system-ui,sans-serif;background:#f4f1ea;color:#222;margin:0;padding:2rem 1rem}
 main{max-width:34rem;margin:0 auto;background:#fff;border-radius:8px;padding:1.5rem 2rem;box-shadow:0 1px 4px rgba(0,0,0,.15)}
@@ -34,7 +35,10 @@ function signInUrl(baseUrl: string): string {
   return `/oauth/authorize?${query}`;
 }
 
-export function frontDoor(ctx: AppContext) {
+/** Where frontDoorRoutes answers (app.ts scopes it to these). */
+export const FRONT_DOOR_PATHS: Scope = { exact: ['/'], prefixes: ['/assets/front-door.js'] };
+
+export function frontDoorRoutes(ctx: AppContext): Router {
   const { farmName, baseUrl } = ctx.config;
   const page = `<!DOCTYPE html>
 <html lang="en">
@@ -60,20 +64,20 @@ export function frontDoor(ctx: AppContext) {
 </body>
 </html>
 `;
-  return {
-    page(req: Request, res: Response): void {
-      // Back from signing in: drop the code from the address bar (this page does not use it).
-      const query = new URL(req.originalUrl, 'http://front.door').searchParams;
-      if (query.get('state') === 'front-door' || query.has('code')) return res.redirect(303, '/');
-      res
-        .status(200)
-        .set('Content-Security-Policy', `default-src 'none'; script-src 'self'; connect-src 'self'; style-src ${STYLE_HASH}; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`)
-        .set('Cache-Control', 'no-cache')
-        .type('html')
-        .send(page);
-    },
-    script(_req: Request, res: Response): void {
-      res.type('application/javascript').set('Cache-Control', 'no-cache').send(SCRIPT);
-    },
-  };
+  const router = express.Router();
+  router.get('/', (req: Request, res: Response): void => {
+    // Back from signing in: drop the code from the address bar (this page does not use it).
+    const query = new URL(req.originalUrl, 'http://front.door').searchParams;
+    if (query.get('state') === 'front-door' || query.has('code')) return res.redirect(303, '/');
+    res
+      .status(200)
+      .set('Content-Security-Policy', `default-src 'none'; script-src 'self'; connect-src 'self'; style-src ${STYLE_HASH}; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`)
+      .set('Cache-Control', 'no-cache')
+      .type('html')
+      .send(page);
+  });
+  router.get('/assets/front-door.js', (_req: Request, res: Response): void => {
+    res.type('application/javascript').set('Cache-Control', 'no-cache').send(SCRIPT);
+  });
+  return router;
 }

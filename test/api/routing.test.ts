@@ -1,5 +1,6 @@
 // Every router still answers all of its paths now that each sees only the requests under its own
-// prefixes (http/scoped.ts): the OAuth, OpenAPI, data stream, language and configuration routes,
+// prefixes, and routers at one place in the chain share one test (http/scoped.ts): the front door,
+// OAuth, OpenAPI, field module, metrics, data stream, language, configuration and change routes,
 // including paths written in another case or with a trailing slash, which Express has always
 // matched. A prefix list that missed a path would turn that path into "No route matches".
 import { test, before, after } from 'node:test';
@@ -26,6 +27,27 @@ test('the OAuth and OpenAPI routes answer, in any case and with a trailing slash
     const res = await form(path);
     assert.equal(res.status, 400, `${path}: the token endpoint answers (the public client may not use client_credentials): ${res.text}`);
     assert.equal(res.body.error, 'unauthorized_client');
+  }
+});
+
+test('the front door, its script, metrics, field module scripts and the change feed answer in any case; a path beside them does not', async () => {
+  for (const path of ['/', '/?from=bookmark', '/assets/front-door.js', '/Assets/Front-Door.JS']) {
+    const res = await request(`${server.url}${path}`);
+    assert.equal(res.status, 200, `${path}: ${res.status} ${res.text.slice(0, 200)}`);
+    assert.match(res.headers.get('content-type') ?? '', path.toLowerCase().endsWith('.js') ? /javascript/ : /html/, path);
+  }
+  for (const path of ['/metrics', '/METRICS/', '/api/changes?since=0', '/API/Changes?since=0']) {
+    const res = await request(`${server.url}${path}`, { token });
+    assert.equal(res.status, 200, `${path}: ${res.status} ${res.text.slice(0, 200)}`);
+  }
+  const script = await request(`${server.url}/fieldkit/js/no_such_module/index.js`);
+  assert.equal(script.status, 404);
+  assert.match(script.text, /There is no field module "no_such_module"/, 'the field module route answers for itself');
+  // Exact paths are exact: the front door is not served under other names.
+  for (const path of ['/index.html', '/assets/front-door.jsx', '/assets']) {
+    const res = await request(`${server.url}${path}`);
+    assert.equal(res.status, 404, `${path}: ${res.status}`);
+    assert.ok(unrouted(res.text), `${path}: ${res.text.slice(0, 200)}`);
   }
 });
 
