@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
 import { isPostgres } from './sql.ts';
-import { migrationNotes } from './value-rewrites.ts';
+import { collectingNotes } from './value-rewrites.ts';
 
 /** One migration, generated or the runtime's own (core migrations carry no recorded checksum). */
 export interface GeneratedMigration {
@@ -91,7 +91,7 @@ function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigrati
         running?.(m);
         // What its data rewrites changed (storage/value-rewrites.ts), for `tilth migrate` to report.
         const lines: string[] = [];
-        await migrationNotes.run(lines, () => m.up(knex));
+        await collectingNotes(lines, () => m.up(knex));
         if (lines.length) notes?.set(m.name, lines);
       },
       down: m.down,
