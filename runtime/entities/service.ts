@@ -24,6 +24,7 @@ import { defaultFromCallback } from './default-callbacks.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
 import { recordChanges } from '../storage/change-feed.ts';
+import { lockForDeletion } from './deletion-locks.ts';
 
 function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
   return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
@@ -231,8 +232,15 @@ export class EntityService {
     await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
   }
 
+  /**
+   * Delete a record and the quantities that go with a log; the records that referred to it lose
+   * the reference, and an asset's members and the assets placed in it get their placements rebuilt. On PostgreSQL, everything
+   * it writes besides the record is locked first (entities/deletion-locks.ts, which says in what
+   * order), then found: the quantities' check and the members see every save that ran beside it.
+   */
   async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     await this.accounts.checkDelete(db, record, principal);
+    await lockForDeletion(db, this.store, this.placements, record);
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];

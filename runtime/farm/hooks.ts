@@ -82,16 +82,32 @@ export function generatedName(rt: ResourceType, id: number): string | null {
   return pattern.replace('{bundle_label}', rt.bundle.label).replace('{id}', String(id));
 }
 
-/** Records to delete along with these: a log's quantities go with it (farmOS's log_quantity rule). */
-export async function dependentsOnDelete(db: Db, rt: ResourceType, ids: number[]): Promise<Array<{ entityType: string; ids: number[] }>> {
-  if (rt.entityType.entityType !== 'log') return [];
+/** The log quantity field's side table, when these records have one. */
+function quantityTable(rt: ResourceType): string | null {
+  if (rt.entityType.entityType !== 'log') return null;
   const field = rt.fieldsByName.get('quantity');
-  if (!field || field.storage.kind !== 'table') return [];
-  const rows = await db(field.storage.table).whereIn('entity_id', ids).select('target_id');
-  const quantities = [...new Set(rows.map((r: { target_id: number }) => Number(r.target_id)))];
-  if (!quantities.length) return [];
+  return field?.storage.kind === 'table' ? field.storage.table : null;
+}
+
+/** The quantities these logs name: the ones their deletion may delete with them (dependentsOnDelete). */
+export async function quantitiesOf(db: Db, rt: ResourceType, ids: number[]): Promise<number[]> {
+  const table = quantityTable(rt);
+  if (!table) return [];
+  const rows = await db(table).whereIn('entity_id', ids).select('target_id');
+  return [...new Set(rows.map((r: { target_id: number }) => Number(r.target_id)))];
+}
+
+/**
+ * Records to delete along with these: a log's quantities go with it (farmOS's log_quantity rule),
+ * unless another log names them too. On PostgreSQL the quantities are locked before this is asked
+ * (entities/deletion-locks.ts), so that no save can give one to another log after the check.
+ */
+export async function dependentsOnDelete(db: Db, rt: ResourceType, ids: number[]): Promise<Array<{ entityType: string; ids: number[] }>> {
+  const table = quantityTable(rt);
+  const quantities = await quantitiesOf(db, rt, ids);
+  if (!table || !quantities.length) return [];
   // A quantity still referenced by another log stays.
-  const shared = await db(field.storage.table).whereIn('target_id', quantities).whereNotIn('entity_id', ids).select('target_id');
+  const shared = await db(table).whereIn('target_id', quantities).whereNotIn('entity_id', ids).select('target_id');
   const keep = new Set(shared.map((r: { target_id: number }) => Number(r.target_id)));
   return [{ entityType: 'quantity', ids: quantities.filter((q) => !keep.has(q)) }];
 }

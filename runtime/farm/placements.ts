@@ -193,6 +193,18 @@ export class Placements {
   }
 
   /**
+   * Before an asset is deleted: the other assets whose rows of `asset_location` or `asset_group`
+   * its deletion writes (assetDeleted): its members, and the assets it is (or was) the location of.
+   * On PostgreSQL these are locked first (entities/deletion-locks.ts), as rebuild locks the assets
+   * it writes.
+   */
+  async assetsWrittenOnDelete(db: Db, assetId: number): Promise<number[]> {
+    if (!this.layout) return [];
+    const placed = (await db(PLACEMENTS_TABLE).where('target_id', assetId).distinct('entity_id')) as Array<{ entity_id: number }>;
+    return [...new Set([...(await this.membersOf(db, [assetId])), ...placed.map((r) => Number(r.entity_id))])].filter((id) => id !== assetId);
+  }
+
+  /**
    * After an asset is deleted: its intervals go; logs that moved assets into it no longer name it
    * (as their references to it are gone), and its members no longer move with it or count as in it.
    */

@@ -59,6 +59,9 @@ export function knownBundles(refs: readonly Reference[]): string[] | undefined {
   return refs.every((r) => r.bundle) ? [...new Set(refs.map((r) => r.bundle!))] : undefined;
 }
 
+/** How strongly lockRows locks: as an UPDATE of the row's other columns takes, or as a DELETE does. */
+export type RowLock = 'NO KEY UPDATE' | 'UPDATE';
+
 /** SQL chunk size for IN lists; SQLite allows 32766 variables, PostgreSQL 65535. */
 const CHUNK = 5000;
 
@@ -77,12 +80,16 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
  * rows. Ascending ids: two saves locking overlapping sets cannot deadlock. FOR NO KEY UPDATE, as
  * an UPDATE of the row takes: it does not wait on the KEY SHARE locks that references to the row
  * take (a log being saved holds one on each asset it names).
+ *
+ * FOR UPDATE is for rows about to be deleted, or whose references must stop changing: it also
+ * waits for, and then keeps out, the KEY SHARE lock a new reference to the row takes (a save
+ * naming it), which FOR NO KEY UPDATE lets through (EntityService.delete, entities/deletion-locks.ts).
  */
-export async function lockRows(db: Db, table: string, ids: Iterable<number>): Promise<void> {
+export async function lockRows(db: Db, table: string, ids: Iterable<number>, strength: RowLock = 'NO KEY UPDATE'): Promise<void> {
   if (!isPostgres(db)) return;
   const sorted = [...new Set(ids)].sort((a, b) => a - b);
   for (const part of chunks(sorted)) {
-    const sql = `SELECT id FROM ${quote(table)} WHERE ${inIdList(true, 'id', part.length === 1)} ORDER BY id FOR NO KEY UPDATE`;
+    const sql = `SELECT id FROM ${quote(table)} WHERE ${inIdList(true, 'id', part.length === 1)} ORDER BY id FOR ${strength}`;
     await selectRows(db, sql, [idListParameter(true, part)]);
   }
 }
@@ -609,14 +616,10 @@ export class RecordStore {
   }
 
   /**
-   * Delete records and clear single-valued references to them elsewhere (multi-valued ones go
-   * with the rows, by foreign key). Side tables of the deleted records cascade too.
+   * The records that refer to these (other than themselves), by entity type: a delete of these
+   * changes them too (their references go), so the change feed lists them.
    */
-  async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
-    if (!ids.length) return;
-    const et = this.entityType(entityType);
-    // The records that referred to these change too, and the change feed lists them
-    // (storage/change-feed.ts). Found first, as the references go with the delete.
+  async holdersOf(db: Db, entityType: string, ids: number[]): Promise<Map<string, Set<number>>> {
     const holders = new Map<string, Set<number>>();
     for (const { entityType: owner, table, column, side } of this.referencesTo(entityType)) {
       for (const part of chunks(ids)) {
@@ -627,6 +630,18 @@ export class RecordStore {
         }
       }
     }
+    return holders;
+  }
+
+  /**
+   * Delete records and clear single-valued references to them elsewhere (multi-valued ones go
+   * with the rows, by foreign key). Side tables of the deleted records cascade too.
+   */
+  async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
+    if (!ids.length) return;
+    const et = this.entityType(entityType);
+    // Found first, as the references go with the delete (storage/change-feed.ts lists them).
+    const holders = await this.holdersOf(db, entityType, ids);
     for (const { table, column } of this.singleReferencesTo(entityType)) {
       for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
     }

@@ -1,0 +1,94 @@
+/**
+ * What a deletion locks on PostgreSQL before it writes records other than its own (SQLite has one
+ * writer: nothing to do there). A deletion writes:
+ *
+ * - its holders, the records that refer to it (RecordStore.holdersOf): their references go, a
+ *   single one set to NULL in their row, and each gets a change-feed row;
+ * - for an asset, the assets whose placement rows it rewrites (Placements.assetsWrittenOnDelete):
+ *   its members and the assets placed in it;
+ * - for a log, its quantities, deleted with it unless another log names them (dependentsOnDelete).
+ *
+ * Unlocked, a save of one of them beside the deletion deadlocked with it (a 409 to one of the
+ * two) or was undone by it (test/api/delete-locks.test.ts):
+ * - a group's deletion cleared its members' membership rows, then waited to lock the members to
+ *   rebuild them, while a movement of those members held them and waited on those rows; and an
+ *   asset assigned to the group as it was deleted stayed where the group had been moved, as the
+ *   deletion had listed the group's members before that assignment committed;
+ * - a location's deletion removed the location rows of the logs naming it, then waited for their
+ *   change-feed rows, while a PATCH of such a log with If-Match held its feed row and waited to
+ *   replace those location rows (or a PATCH naming the location again waited for the deletion,
+ *   which waited for the PATCH's own removal of the rows);
+ * - a quantity given to another log while its log was deleted went with the deleted log: the
+ *   check that no other log names it ran before that save committed, and the quantity's delete
+ *   then took that log's new reference with it.
+ *
+ * The order, so that no new deadlock cycle appears: the record's own row first (the route's
+ * findForUpdate, as every save locks its own record first), then the others by entity type: logs,
+ * quantities, files, assets, then any other type, each in ascending ids (lockRows). A log's save
+ * takes its own row, then the files it makes permanent (entities/file-usage.ts, an UPDATE of
+ * their rows), then the assets its placements rebuild and its birth children (ascending,
+ * Placements.rebuild and EntityService.applyBirths); an asset's save, its row, then its files: so
+ * logs, then files, then assets here too. Quantities, terms and users lock nothing else when
+ * saved, so their place is free; quantities go before assets, as a log's deletion locks its
+ * quantities before the assets it moves.
+ *
+ * In three steps:
+ * 1. The holders found now are locked: a save of one of them runs to its end first, or waits.
+ * 2. The record's row is locked FOR UPDATE, as its DELETE will: a save that is adding a reference
+ *    to it (a new holder, a new member of a group) holds a KEY SHARE lock on it, so this waits
+ *    for that save to commit, and no save can add one after. Taken after step 1: a save of a
+ *    holder that names the record again (farmOS clients send whole records back) holds the
+ *    holder and takes a KEY SHARE lock on the record, and must not be kept waiting for this
+ *    lock while this deletion waits for the holder.
+ * 3. Everything the deletion writes is found again, now complete, and locked: the holders that
+ *    appeared meanwhile, the members and placed assets, and a log's quantities, FOR UPDATE (a save
+ *    giving a quantity to another log takes a KEY SHARE lock on it; FOR NO KEY UPDATE would let
+ *    that through after dependentsOnDelete found the quantity unshared).
+ *
+ * Left as they were (one of the two requests gets a 409 it can retry, nothing half written): an
+ * asset deleted while a log naming it among its assets is saved (each has locked its own record
+ * and needs the other's, here as before); a record that step 3 finds new, held by a save that
+ * waits for this deletion; a save giving a log two of the deleted log's quantities in the other
+ * order than step 3 locks them (a reference's KEY SHARE locks come in the order sent).
+ */
+import type { EntityRecord, RecordStore, RowLock } from '../storage/records.ts';
+import { lockRows, type Db } from '../storage/records.ts';
+import { isPostgres } from '../storage/sql.ts';
+import type { Placements } from '../farm/placements.ts';
+import { quantitiesOf } from '../farm/hooks.ts';
+
+/** Entity types in the order their rows are locked; any other type follows, by name. */
+const LOCK_ORDER = ['log', 'quantity', 'file', 'asset'];
+
+function rank(entityType: string): number {
+  const i = LOCK_ORDER.indexOf(entityType);
+  return i < 0 ? LOCK_ORDER.length : i;
+}
+
+/** Lock these records, type by type in LOCK_ORDER, each type's in ascending ids. */
+async function lockInOrder(db: Db, store: RecordStore, records: Map<string, Set<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
+  const types = [...records.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  for (const entityType of types) await lockRows(db, store.entityType(entityType).table, records.get(entityType)!, strengths.get(entityType));
+}
+
+function add(records: Map<string, Set<number>>, entityType: string, ids: Iterable<number>): void {
+  const set = records.get(entityType) ?? new Set<number>();
+  for (const id of ids) set.add(id);
+  if (set.size) records.set(entityType, set);
+}
+
+/** Lock what deleting `record` writes besides the record itself (see the comment at the top). */
+export async function lockForDeletion(db: Db, store: RecordStore, placements: Placements, record: EntityRecord): Promise<void> {
+  if (!isPostgres(db)) return;
+  const { entityType, table } = record.rt.entityType;
+  await lockInOrder(db, store, await store.holdersOf(db, entityType, [record.id]));
+  await lockRows(db, table, [record.id], 'UPDATE');
+  const written = await store.holdersOf(db, entityType, [record.id]);
+  if (entityType === 'asset') add(written, 'asset', await placements.assetsWrittenOnDelete(db, record.id));
+  const strengths = new Map<string, RowLock>();
+  if (entityType === 'log') {
+    add(written, 'quantity', await quantitiesOf(db, record.rt, [record.id]));
+    strengths.set('quantity', 'UPDATE');
+  }
+  await lockInOrder(db, store, written, strengths);
+}
