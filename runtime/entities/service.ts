@@ -16,6 +16,7 @@ import { copyMaterialType } from '../farm/material.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
+import { InventoryChanges } from '../farm/inventory.ts';
 import { FarmValidation } from '../farm/validation.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
@@ -36,6 +37,8 @@ export class EntityService {
   /** farmOS's rules against circular locations and group membership (farm/validation.ts). */
   private readonly farmRules: FarmValidation;
   private readonly placements: Placements;
+  /** The assets whose computed inventory a save changes (farm/inventory.ts). */
+  private readonly inventories: InventoryChanges;
   /** Passwords, account rules, unique names, roles and credentials (entities/account-saves.ts). */
   private readonly accounts: AccountSaves;
 
@@ -46,6 +49,7 @@ export class EntityService {
   ) {
     this.farmRules = new FarmValidation(store.registry);
     this.placements = new Placements(store.registry);
+    this.inventories = new InventoryChanges(store.registry);
     this.accounts = new AccountSaves(passwords);
   }
 
@@ -159,8 +163,9 @@ export class EntityService {
       await this.store.update(db, rt, id, new Map([[label, name]]));
     }
     await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
-    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, null, values);
+    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, id, null, values);
     await this.applyBirths(db, rt, id, true, values, children, principal, now);
+    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, null, values));
     return { id, uuid };
   }
 
@@ -227,9 +232,17 @@ export class EntityService {
     await markFilesPermanent(db, rt, changes, this.store.entityType('file').table);
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged, record);
-    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.values, merged, changes.keys());
+    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, merged, changes.keys());
     if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
     await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
+    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, record.values, merged));
+  }
+
+  /** The assets whose inventory a log's or quantity's save (`after` null: its deletion) changes. */
+  private async inventoriesChanged(db: Db, rt: ResourceType, before: ReadonlyMap<string, ItemValue | ItemValue[]> | null, after: ReadonlyMap<string, ItemValue | ItemValue[]> | null, dependents: number[] = []): Promise<number[]> {
+    if (rt.entityType.entityType === 'log') return this.inventories.ofLog(db, before, after, dependents);
+    if (rt.entityType.entityType === 'quantity') return this.inventories.ofQuantity(before, after);
+    return [];
   }
 
   /**
@@ -244,9 +257,11 @@ export class EntityService {
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
+    const inventories = await this.inventoriesChanged(db, record.rt, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
     await this.store.delete(db, record.rt.entityType.entityType, [record.id]);
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
-    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.values, null);
+    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null);
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);
+    await this.inventories.changed(db, inventories.filter((id) => !isAsset || id !== record.id));
   }
 }

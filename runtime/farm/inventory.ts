@@ -9,8 +9,81 @@
  */
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
-import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
+import { chunks, lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
+import { recordChangedIds } from '../storage/change-feed.ts';
 import { farmDecimal } from './decimal.ts';
+
+type Values = ReadonlyMap<string, ItemValue | ItemValue[]>;
+
+const refs = (values: Values | null, name: string): number[] => {
+  const v = values?.get(name);
+  return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
+};
+const sameIds = (a: number[], b: number[]) => a.length === b.length && a.every((id, i) => id === b[i]);
+const same = (before: Values, after: Values, name: string) => JSON.stringify(before.get(name) ?? null) === JSON.stringify(after.get(name) ?? null);
+
+/** A quantity's fields that its inventory asset's inventory shows (a pair, or an adjustment). */
+const QUANTITY_FIELDS = ['inventory_asset', 'inventory_adjustment', 'measure', 'value', 'units', 'unit'];
+
+/**
+ * The assets whose computed inventory a save changes, so that they get a change-feed row (a new
+ * version) in the save's transaction, as placements gives one to the assets a movement moves:
+ * otherwise an offline client would keep the old inventory, and a GET with the old ETag would be
+ * a 304. Saves that leave what an inventory reads as it was (a log sent back unchanged, a
+ * pending log's notes) list nothing.
+ */
+export class InventoryChanges {
+  private readonly layout: { quantity: string; asset: string; inventoryAsset: string; kind: string } | null;
+
+  constructor(registry: ModelRegistry) {
+    const quantity = registry.model.entityTypes.quantity?.table;
+    const asset = registry.model.entityTypes.asset?.table;
+    const inventoryAsset = columnOf(fieldOf(registry, 'quantity', 'inventory_asset'), 'target_id');
+    const kind = columnOf(fieldOf(registry, 'quantity', 'inventory_adjustment'));
+    this.layout = quantity && asset && inventoryAsset && kind ? { quantity, asset, inventoryAsset, kind } : null;
+  }
+
+  /**
+   * After a log is created (`before` null) or updated, or before it is deleted (`after` null): the
+   * assets its quantities adjust, when whether they count changes (a done log's quantities, up to
+   * its timestamp). `dependents`: quantities deleted with it, whose pairs go from the list too.
+   */
+  async ofLog(db: Db, before: Values | null, after: Values | null, dependents: number[] = []): Promise<number[]> {
+    if (!this.layout) return [];
+    const out = await this.assetsOf(db, dependents, false);
+    const done = (v: Values | null) => v?.get('status') === 'done';
+    if (!done(before) && !done(after)) return out;
+    const [was, is] = [refs(before, 'quantity'), refs(after, 'quantity')];
+    if (before && after && done(before) === done(after) && same(before, after, 'timestamp') && sameIds(was, is)) return out;
+    return [...new Set([...out, ...(await this.assetsOf(db, [...was, ...is], true))])];
+  }
+
+  /** After a quantity is created or updated, or when it is deleted: the inventory assets it was and is on. */
+  ofQuantity(before: Values | null, after: Values | null): number[] {
+    if (!this.layout) return [];
+    if (before && after && QUANTITY_FIELDS.every((name) => same(before, after, name))) return [];
+    return [...new Set([...refs(before, 'inventory_asset'), ...refs(after, 'inventory_asset')])];
+  }
+
+  /** Give these assets a new version: their rows locked first, as every save of an asset locks its row before its feed row. */
+  async changed(db: Db, assets: number[]): Promise<void> {
+    if (!this.layout || !assets.length) return;
+    await lockRows(db, this.layout.asset, assets);
+    await recordChangedIds(db, 'asset', this.layout.asset, assets);
+  }
+
+  /** The inventory assets of these quantities; with `adjusting`, of those that adjust one only. */
+  private async assetsOf(db: Db, quantities: number[], adjusting: boolean): Promise<number[]> {
+    const l = this.layout!;
+    const out = new Set<number>();
+    for (const part of chunks([...new Set(quantities)])) {
+      const q = db(l.quantity).whereIn('id', part).whereNotNull(l.inventoryAsset);
+      if (adjusting) q.whereNotNull(l.kind);
+      for (const r of (await q.distinct(`${l.inventoryAsset} as asset`)) as Array<{ asset: number }>) out.add(Number(r.asset));
+    }
+    return [...out];
+  }
+}
 
 interface Adjustment {
   asset: number;

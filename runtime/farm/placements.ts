@@ -74,6 +74,8 @@ interface Layout {
   isFixed: string | null;
 }
 
+const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null => (g as { value?: string } | null | undefined)?.value || null;
+
 function refs(values: Values | null, name: string): number[] {
   const v = values?.get(name);
   return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
@@ -169,14 +171,20 @@ export class Placements {
     return out;
   }
 
-  /** After a log is created (`before` null), updated or deleted (`after` null). */
-  async logChanged(db: Db, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS): Promise<void> {
+  /**
+   * After log `logId` is created (`before` null), updated or deleted (`after` null). A movement
+   * log's geometry is the geometry of the assets it places (farm/location.ts), so a new one
+   * changes what they show although their intervals stay as they were.
+   */
+  async logChanged(db: Db, logId: number, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS): Promise<void> {
     if (!this.layout) return;
     const flagged = (v: Values | null) => Boolean(v?.get('is_movement')) || Boolean(v?.get('is_group_assignment'));
     if (!flagged(before) && !flagged(after)) return;
-    if (before && after && ![...changed].some((name) => LOG_FIELDS.includes(name))) return;
+    const names = [...changed];
+    const reshaped = before !== null && after !== null && names.includes('geometry') && wktOf(before.get('geometry')) !== wktOf(after.get('geometry'));
+    if (before && after && !reshaped && !names.some((name) => LOG_FIELDS.includes(name))) return;
     const assets = [...new Set([...refs(before, 'asset'), ...refs(after, 'asset')])];
-    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets))]);
+    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets))], reshaped ? logId : undefined);
   }
 
   /** After an asset is updated: a fixed asset has no location, a movable one its logs' location. */
@@ -211,9 +219,16 @@ export class Placements {
   async assetDeleted(db: Db, assetId: number, members: number[]): Promise<void> {
     if (!this.layout) return;
     await db(PLACEMENTS_TABLE).where('entity_id', assetId).delete();
+    // The assets it was the location or a group of show it no more: listed here, as the rebuild
+    // below compares with rows already without it (locked first on PostgreSQL: assetsWrittenOnDelete).
+    const showing: number[] = [];
+    for (const table of [PLACEMENTS_TABLE, GROUPS_TABLE]) {
+      for (const r of (await db(table).where('target_id', assetId).distinct('entity_id')) as Array<{ entity_id: number }>) showing.push(Number(r.entity_id));
+    }
     await db(PLACEMENTS_TABLE).where('target_id', assetId).update({ target_id: null });
     await db(GROUPS_TABLE).where('entity_id', assetId).orWhere('target_id', assetId).delete();
     await this.rebuild(db, members);
+    await recordChangedIds(db, 'asset', this.layout.asset, showing.filter((id) => id !== assetId));
   }
 
   /** Assets ever assigned to any of these groups, by a group-assignment log of any status. */
@@ -233,14 +248,20 @@ export class Placements {
     return [...members];
   }
 
-  /** Recompute these assets' intervals from their logs, replacing what was stored. */
-  async rebuild(db: Db, assetIds: Iterable<number>): Promise<void> {
+  /**
+   * Recompute these assets' intervals from their logs, replacing what was stored. The assets whose
+   * intervals come out different, and those placed by `reshapedLog` (a movement log whose geometry
+   * changed), get a change-feed row (a new version): offline clients and ETags learn what they
+   * show now. The others are left out, so that a log sent back unchanged, or a farm-wide rebuild,
+   * does not have every client download them again.
+   */
+  async rebuild(db: Db, assetIds: Iterable<number>, reshapedLog?: number): Promise<void> {
     if (!this.layout) return;
     const ids = [...new Set(assetIds)].sort((a, b) => a - b);
-    for (const part of chunks(ids, 500)) await this.rebuildPart(db, part);
+    for (const part of chunks(ids, 500)) await this.rebuildPart(db, part, reshapedLog);
   }
 
-  private async rebuildPart(db: Db, ids: number[]): Promise<void> {
+  private async rebuildPart(db: Db, ids: number[], reshapedLog: number | undefined): Promise<void> {
     const l = this.layout!;
     // Two PostgreSQL transactions moving the same asset would each rebuild from a snapshot missing
     // the other's log; the row locks (taken in id order, so they cannot deadlock each other) make
@@ -248,6 +269,10 @@ export class Placements {
     // transaction already holds the KEY SHARE lock its log's reference to the asset took, which
     // FOR UPDATE would wait on (a deadlock between two movers) and FOR NO KEY UPDATE does not.
     await lockRows(db, l.asset, ids);
+    const stored = new Intervals();
+    for (const [table, kind] of [[PLACEMENTS_TABLE, 'L'], [GROUPS_TABLE, 'G']] as const) {
+      for (const r of (await db(table).whereIn('entity_id', ids).select('entity_id', 'target_id', 'delta', 'log_id', 'start_ts', 'end_ts')) as IntervalColumns[]) stored.add(kind, r);
+    }
     await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
     await db(GROUPS_TABLE).whereIn('entity_id', ids).delete();
     const movableQuery = db(l.asset).whereIn('id', ids);
@@ -274,15 +299,15 @@ export class Placements {
     for (const r of own) if (r.assignment) push(assignments, r.assetId, { logId: r.logId, timestamp: r.timestamp, groups: groupsOf.get(r.logId) ?? [] });
     for (const list of [...moves.values(), ...assignments.values()]) list.sort(byDate);
 
-    await this.storeMemberships(db, ids, assignments);
-    if (movable.length) await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())]);
-    // Their computed location and groups may have changed: offline clients learn it from the feed.
-    await recordChangedIds(db, 'asset', l.asset, ids);
+    const rebuilt = new Intervals();
+    for (const r of await this.storeMemberships(db, ids, assignments)) rebuilt.add('G', r);
+    if (movable.length) for (const r of await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())])) rebuilt.add('L', r);
+    await recordChangedIds(db, 'asset', l.asset, ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
   }
 
   /** Each asset's group membership: the groups of its latest assignment, from each assignment's moment. */
-  private async storeMemberships(db: Db, assets: number[], assignments: Map<number, Assignment[]>): Promise<void> {
-    const rows: Array<{ entity_id: number; target_id: number; delta: number; log_id: number; start_ts: number; end_ts: number | null }> = [];
+  private async storeMemberships(db: Db, assets: number[], assignments: Map<number, Assignment[]>): Promise<IntervalColumns[]> {
+    const rows: IntervalColumns[] = [];
     for (const asset of assets) {
       const list = assignments.get(asset) ?? [];
       for (let i = 0; i < list.length; i++) {
@@ -294,10 +319,11 @@ export class Placements {
       }
     }
     for (const part of chunks(rows, 500)) await db(GROUPS_TABLE).insert(part);
+    return rows;
   }
 
   /** Each movable asset's location: which movement log holds from each moment something changed. */
-  private async storeLocations(db: Db, movable: number[], moves: Map<number, Dated[]>, assignments: Map<number, Assignment[]>, groups: number[]): Promise<void> {
+  private async storeLocations(db: Db, movable: number[], moves: Map<number, Dated[]>, assignments: Map<number, Assignment[]>, groups: number[]): Promise<IntervalColumns[]> {
     const l = this.layout!;
     const groupMoves = new Map<number, Dated[]>();
     for (const r of groups.length ? await this.datedLogs(db, groups) : []) if (r.movement) push(groupMoves, r.assetId, r);
@@ -329,7 +355,7 @@ export class Placements {
       }
       if (open) intervals.push({ asset, logId: open.logId, start: open.start, end: null });
     }
-    if (!intervals.length) return;
+    if (!intervals.length) return [];
 
     const locations = new Map<number, number[]>();
     for (const part of chunks([...new Set(intervals.map((i) => i.logId))])) {
@@ -338,10 +364,11 @@ export class Placements {
     }
     const rows = intervals.flatMap((i) => {
       const at = locations.get(i.logId) ?? [];
-      const row = (target: number | null, delta: number) => ({ entity_id: i.asset, target_id: target, delta, log_id: i.logId, start_ts: i.start, end_ts: i.end });
+      const row = (target: number | null, delta: number): IntervalColumns => ({ entity_id: i.asset, target_id: target, delta, log_id: i.logId, start_ts: i.start, end_ts: i.end });
       return at.length ? at.map((target, delta) => row(target, delta)) : [row(null, 0)];
     });
     for (const part of chunks(rows, 500)) await db(PLACEMENTS_TABLE).insert(part);
+    return rows;
   }
 
   /** Done movement and group-assignment logs that reference these assets. */
@@ -391,6 +418,38 @@ export class Placements {
     }
     await knex(PENDING_TABLE).where('name', PLACEMENTS_TABLE).delete();
     return done;
+  }
+}
+
+/** A row of `asset_location` or `asset_group` (PostgreSQL gives its bigints as strings). */
+interface IntervalColumns {
+  entity_id: number | string;
+  target_id: number | string | null;
+  delta: number | string;
+  log_id: number | string;
+  start_ts: number | string;
+  end_ts: number | string | null;
+}
+
+/** Assets' interval rows, each asset's as one comparable text, and the logs they come from. */
+class Intervals {
+  private readonly rows = new Map<number, string[]>();
+  private readonly logs = new Map<number, Set<number>>();
+
+  add(kind: 'L' | 'G', r: IntervalColumns): void {
+    const asset = Number(r.entity_id);
+    const n = (v: number | string | null) => (v === null ? '' : String(Number(v)));
+    push(this.rows, asset, `${kind}${n(r.target_id)},${n(r.delta)},${n(r.log_id)},${n(r.start_ts)},${n(r.end_ts)}`);
+    const logs = this.logs.get(asset) ?? new Set<number>();
+    this.logs.set(asset, logs.add(Number(r.log_id)));
+  }
+
+  of(asset: number): string {
+    return (this.rows.get(asset) ?? []).sort().join(';');
+  }
+
+  logsOf(asset: number): ReadonlySet<number> {
+    return this.logs.get(asset) ?? new Set();
   }
 }
 

@@ -124,6 +124,86 @@ test('cascades: quantities deleted with their log, children of a birth log, asse
   assert.deepEqual(moved.relationships.location.data.map((r: any) => r.id), [field.id]);
 });
 
+test("an asset whose computed fields change without a save of its own gets a new version and is listed; one a rebuild leaves as it was is not", async () => {
+  const cow = await api.create('taxonomy_term--animal_type', { name: 'Dairy cow' });
+  const field = await api.create('asset--land', { name: 'East field', land_type: 'field', is_location: true, intrinsic_geometry: 'POINT (1 1)' });
+  const barn = await api.create('asset--structure', { name: 'Old barn', structure_type: 'building', is_location: true });
+  const bess = await api.create('asset--animal', { name: 'Bess' }, { animal_type: { data: ref(cow) } });
+  const goat = await api.create('asset--animal', { name: 'Nanny' }, { animal_type: { data: ref(cow) } });
+  const tank = await api.create('asset--water', { name: 'Trough' });
+  const move = await api.create('log--activity', { name: 'Bess to the east field', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true, geometry: { value: 'POINT (2 2)' } }, { asset: { data: [ref(bess)] }, location: { data: [ref(field)] } });
+  await api.create('log--activity', { name: 'Nanny to the barn', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true }, { asset: { data: [ref(goat)] }, location: { data: [ref(barn)] } });
+  let cursor = (await caughtUp(api, (await follow(api, '0')).cursor, '', has(move.id))).cursor;
+  const etag = async (asset: any) => (await api.get(`/api/${asset.type.replace('--', '/')}/${asset.id}`)).headers.get('etag')!;
+  /** The entries after the cursor, read until a record created now shows every earlier commit is in. */
+  const since = async () => {
+    const marker = await api.create('log--observation', { name: 'Marker', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+    const read = await caughtUp(api, cursor, '', has(marker.id));
+    cursor = read.cursor;
+    return read.entries;
+  };
+  /** A GET with the ETag from before: 200 with the new body, not a 304 that keeps the old one. */
+  const fresh = async (asset: any, before: string) => {
+    const res = await api.get(`/api/${asset.type.replace('--', '/')}/${asset.id}`, { 'If-None-Match': before });
+    assert.equal(res.status, 200, `${asset.attributes.name}: the ETag from before still matched`);
+    return res.body.data;
+  };
+
+  // A movement log's geometry is its assets' geometry.
+  let before = await etag(bess);
+  assert.equal((await api.patch(`/api/log/activity/${move.id}`, { data: { type: 'log--activity', id: move.id, attributes: { geometry: { value: 'POINT (3 3)' } } } })).status, 200);
+  assert.ok(has(bess.id)(await since()), "the moved asset is listed when its movement log's geometry changes");
+  assert.equal((await fresh(bess, before)).attributes.geometry?.value, 'POINT (3 3)');
+
+  // farmOS clients send the whole record back: the same assets and locations rebuild nothing new.
+  before = await etag(bess);
+  const whole = (await api.get(`/api/log/activity/${move.id}`)).body.data;
+  const resent = { type: whole.type, id: whole.id, attributes: { ...whole.attributes, name: 'Bess moved east' }, relationships: { asset: whole.relationships.asset, location: whole.relationships.location } };
+  for (const key of ['drupal_internal__id', 'drupal_internal__revision_id', 'created', 'changed', 'revision_created', 'data']) delete resent.attributes[key];
+  assert.equal((await api.patch(`/api/log/activity/${move.id}`, { data: resent })).status, 200);
+  const unchanged = await since();
+  assert.ok(has(move.id)(unchanged), 'the log is listed');
+  assert.ok(!has(bess.id)(unchanged), 'its asset, whose location and geometry are as they were, is not');
+  assert.equal(await etag(bess), before, "the asset's version is unchanged");
+
+  // A location deleted: the asset that was in it is nowhere now.
+  before = await etag(goat);
+  assert.equal((await api.delete(`/api/asset/structure/${barn.id}`)).status, 204);
+  assert.ok(has(goat.id)(await since()), 'the asset placed in the deleted location is listed');
+  assert.deepEqual((await fresh(goat, before)).relationships.location.data, []);
+  // And a group deleted: its member is in no group.
+  const herd = await api.create('asset--group', { name: 'Goat herd' });
+  await api.create('log--activity', { name: 'Nanny joins the herd', status: 'done', timestamp: '2024-05-02T08:00:00Z', is_group_assignment: true }, { asset: { data: [ref(goat)] }, group: { data: [ref(herd)] } });
+  await since();
+  before = await etag(goat);
+  assert.deepEqual((await api.get(`/api/asset/animal/${goat.id}`)).body.data.relationships.group.data.map((r: any) => r.id), [herd.id]);
+  assert.equal((await api.delete(`/api/asset/group/${herd.id}`)).status, 204);
+  assert.ok(has(goat.id)(await since()), 'the member of the deleted group is listed');
+  assert.deepEqual((await fresh(goat, before)).relationships.group.data, []);
+
+  // An inventory: the quantities of done logs that adjust it.
+  before = await etag(tank);
+  const water = await api.create('quantity--standard', { measure: 'volume', value: { decimal: '40' }, inventory_adjustment: 'increment' }, { inventory_asset: { data: ref(tank) } });
+  const fill = await api.create('log--activity', { name: 'Fill the trough', status: 'done', timestamp: '2024-05-01T09:00:00Z' }, { quantity: { data: [ref(water)] } });
+  assert.ok(has(tank.id)(await since()), 'the asset a done log adjusts is listed');
+  assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.value), ['40']);
+  before = await etag(tank);
+  assert.equal((await api.patch(`/api/quantity/standard/${water.id}`, { data: { type: 'quantity--standard', id: water.id, attributes: { value: { decimal: '25' } } } })).status, 200);
+  assert.ok(has(tank.id)(await since()), "it is listed when the adjustment's quantity changes");
+  assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.value), ['25']);
+  before = await etag(tank);
+  assert.equal((await api.patch(`/api/log/activity/${fill.id}`, { data: { type: 'log--activity', id: fill.id, attributes: { status: 'pending' } } })).status, 200);
+  assert.ok(has(tank.id)(await since()), 'and when the log stops being done');
+  assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.value), ['0'], 'the pair stays, at 0 (farmOS lists every pair of its quantities)');
+  before = await etag(tank);
+  assert.equal((await api.patch(`/api/log/activity/${fill.id}`, { data: { type: 'log--activity', id: fill.id, attributes: { status: 'done' } } })).status, 200);
+  await since();
+  before = await etag(tank);
+  assert.equal((await api.delete(`/api/log/activity/${fill.id}`)).status, 204);
+  assert.ok(has(tank.id)(await since()), 'and when the log is deleted (its quantity with it)');
+  assert.deepEqual((await fresh(tank, before)).attributes.inventory, []);
+});
+
 test('deleting a record lists the records that referred to it; racing their saves, nothing fails', async () => {
   const { cursor } = await follow(api, '0');
   for (let round = 0; round < 3; round++) {
