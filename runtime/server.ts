@@ -14,6 +14,7 @@ import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
+import { DueChanges } from './storage/due-changes.ts';
 import { claimSqliteDirectory, joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
@@ -130,6 +131,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         announce(`Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`, true);
       } else announce(`Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`);
     }
+    // Records whose computed fields change when a moment comes get a new version then.
+    const due = new DueChanges(db.knex, new Map(Object.entries(registry.model.entityTypes).map(([entityType, et]) => [entityType, et.table])), (err) => logger.warn({ err }, 'giving records due to change a new version failed'));
+    due.start();
     let closing: Promise<void> | null = null;
     return {
       url,
@@ -141,6 +145,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
             server.close(() => resolve());
             server.closeAllConnections();
           });
+          await due.stop();
           await running?.leave();
           await db.close();
           claim?.release();

@@ -240,7 +240,10 @@ export class EntityService {
 
   /** The assets whose inventory a log's or quantity's save (`after` null: its deletion) changes. */
   private async inventoriesChanged(db: Db, rt: ResourceType, before: ReadonlyMap<string, ItemValue | ItemValue[]> | null, after: ReadonlyMap<string, ItemValue | ItemValue[]> | null, dependents: number[] = []): Promise<number[]> {
-    if (rt.entityType.entityType === 'log') return this.inventories.ofLog(db, before, after, dependents);
+    if (rt.entityType.entityType === 'log') {
+      if (after) await this.inventories.recordDue(db, after);
+      return this.inventories.ofLog(db, before, after, dependents);
+    }
     if (rt.entityType.entityType === 'quantity') return this.inventories.ofQuantity(before, after);
     return [];
   }

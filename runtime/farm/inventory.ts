@@ -11,6 +11,7 @@ import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { recordChangedIds } from '../storage/change-feed.ts';
+import { recordDueChanges } from '../storage/due-changes.ts';
 import { farmDecimal } from './decimal.ts';
 
 type Values = ReadonlyMap<string, ItemValue | ItemValue[]>;
@@ -63,6 +64,14 @@ export class InventoryChanges {
     if (!this.layout) return [];
     if (before && after && QUANTITY_FIELDS.every((name) => same(before, after, name))) return [];
     return [...new Set([...refs(before, 'inventory_asset'), ...refs(after, 'inventory_asset')])];
+  }
+
+  /** A done log dated in the future: the assets it adjusts change when its time comes (storage/due-changes.ts). */
+  async recordDue(db: Db, after: Values): Promise<void> {
+    const at = Number(after.get('timestamp'));
+    if (!this.layout || after.get('status') !== 'done' || !(at > Date.now() / 1000)) return;
+    const assets = await this.assetsOf(db, refs(after, 'quantity'), true);
+    await recordDueChanges(db, 'asset', assets.map((id) => ({ id, at })));
   }
 
   /** Give these assets a new version: their rows locked first, as every save of an asset locks its row before its feed row. */

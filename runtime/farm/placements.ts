@@ -20,6 +20,7 @@
  * its write transaction.
  */
 import { recordChangedIds } from '../storage/change-feed.ts';
+import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, lockRows, type Db, type ItemValue, type Reference } from '../storage/records.ts';
@@ -303,6 +304,8 @@ export class Placements {
     for (const r of await this.storeMemberships(db, ids, assignments)) rebuilt.add('G', r);
     if (movable.length) for (const r of await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())])) rebuilt.add('L', r);
     await recordChangedIds(db, 'asset', l.asset, ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
+    // An interval that starts or ends in the future changes what the asset shows then.
+    await recordDueChanges(db, 'asset', rebuilt.moments());
   }
 
   /** Each asset's group membership: the groups of its latest assignment, from each assignment's moment. */
@@ -435,9 +438,12 @@ interface IntervalColumns {
 class Intervals {
   private readonly rows = new Map<number, string[]>();
   private readonly logs = new Map<number, Set<number>>();
+  private readonly boundaries: DueChange[] = [];
 
   add(kind: 'L' | 'G', r: IntervalColumns): void {
     const asset = Number(r.entity_id);
+    this.boundaries.push({ id: asset, at: Number(r.start_ts) });
+    if (r.end_ts !== null) this.boundaries.push({ id: asset, at: Number(r.end_ts) });
     const n = (v: number | string | null) => (v === null ? '' : String(Number(v)));
     push(this.rows, asset, `${kind}${n(r.target_id)},${n(r.delta)},${n(r.log_id)},${n(r.start_ts)},${n(r.end_ts)}`);
     const logs = this.logs.get(asset) ?? new Set<number>();
@@ -450,6 +456,11 @@ class Intervals {
 
   logsOf(asset: number): ReadonlySet<number> {
     return this.logs.get(asset) ?? new Set();
+  }
+
+  /** The moments the intervals start and end at (recordDueChanges keeps those to come). */
+  moments(): DueChange[] {
+    return this.boundaries;
   }
 }
 

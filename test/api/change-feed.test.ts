@@ -204,6 +204,35 @@ test("an asset whose computed fields change without a save of its own gets a new
   assert.deepEqual((await fresh(tank, before)).attributes.inventory, []);
 });
 
+test('a done log dated seconds ahead: when its time comes, the asset it moves and the inventory it adjusts get a new version and are listed', async () => {
+  const sheep = await api.create('taxonomy_term--animal_type', { name: 'Sheep' });
+  const paddock = await api.create('asset--land', { name: 'Top paddock', land_type: 'paddock', is_location: true });
+  const ram = await api.create('asset--animal', { name: 'Ram' }, { animal_type: { data: ref(sheep) } });
+  const bin = await api.create('asset--water', { name: 'Feed bin' });
+  const grain = await api.create('quantity--standard', { measure: 'weight', value: { decimal: '10' }, inventory_adjustment: 'increment' }, { inventory_asset: { data: ref(bin) } });
+  const start = (await follow(api, '0')).cursor;
+  const at = Math.ceil(Date.now() / 1000) + 4;
+  await api.create('log--activity', { name: 'Ram to the paddock, grain in', status: 'done', timestamp: at, is_movement: true }, { asset: { data: [ref(ram)] }, location: { data: [ref(paddock)] }, quantity: { data: [ref(grain)] } });
+  const marker = await api.create('log--observation', { name: 'Marker', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  const { cursor } = await caughtUp(api, start, '', has(marker.id));
+  const ramBefore = await api.get(`/api/asset/animal/${ram.id}`);
+  const binBefore = await api.get(`/api/asset/water/${bin.id}`);
+  assert.ok(Date.now() / 1000 < at, 'the setup took less than the 4 s the log is dated ahead');
+  assert.deepEqual(ramBefore.body.data.relationships.location.data, [], 'not moved yet');
+  assert.deepEqual(binBefore.body.data.attributes.inventory.map((i: any) => i.value), ['0'], 'not adjusted yet');
+
+  await new Promise((resolve) => setTimeout(resolve, at * 1000 - Date.now() + 100));
+  const { entries } = await caughtUp(api, cursor, '', (e) => has(ram.id)(e) && has(bin.id)(e));
+  assert.ok(has(ram.id)(entries), `the asset the log moves is listed once its time (${at}) has come; now ${Date.now() / 1000}`);
+  assert.ok(has(bin.id)(entries), 'the asset whose inventory it adjusts too');
+  const ramNow = await api.get(`/api/asset/animal/${ram.id}`, { 'If-None-Match': ramBefore.headers.get('etag')! });
+  assert.equal(ramNow.status, 200, 'the ETag from before no longer matches');
+  assert.deepEqual(ramNow.body.data.relationships.location.data.map((r: any) => r.id), [paddock.id]);
+  const binNow = await api.get(`/api/asset/water/${bin.id}`, { 'If-None-Match': binBefore.headers.get('etag')! });
+  assert.equal(binNow.status, 200);
+  assert.deepEqual(binNow.body.data.attributes.inventory.map((i: any) => i.value), ['10']);
+});
+
 test('deleting a record lists the records that referred to it; racing their saves, nothing fails', async () => {
   const { cursor } = await follow(api, '0');
   for (let round = 0; round < 3; round++) {
@@ -334,4 +363,27 @@ test("an existing farm's records are in the feed after the upgrade that brings i
   assert.ok(entries.some((e) => e.type === 'user--user'), 'and the users');
   const etag = (await client.get(`/api/log/activity/${log.id}`)).headers.get('etag');
   assert.match(etag ?? '', /^"\d+"$/, 'with a version each');
+});
+
+test('the upgrade that brings due changes finds the moves already stored that take effect later (migration 0013)', async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  let farm = await startTestServer({ database });
+  let client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const kind = await client.create('taxonomy_term--animal_type', { name: 'Goat' });
+  const pen = await client.create('asset--structure', { name: 'Pen', structure_type: 'building', is_location: true });
+  const kid = await client.create('asset--animal', { name: 'Kid' }, { animal_type: { data: ref(kind) } });
+  const at = Math.floor(Date.now() / 1000) + 3600;
+  await client.create('log--activity', { name: 'Kid to the pen next hour', status: 'done', timestamp: at, is_movement: true }, { asset: { data: [ref(kid)] }, location: { data: [ref(pen)] } });
+  // The database as the release before left it: no table of due changes, migration 0013 not applied.
+  const knex = farm.ctx.db.knex;
+  await knex.schema.dropTable('tilth_due_changes');
+  await knex('knex_migrations').where('name', 'core/0013_due_changes').delete();
+  await knex('tilth_migration_checksums').where('name', 'core/0013_due_changes').delete();
+  await farm.close();
+
+  farm = await startTestServer({ database });
+  t.after(() => farm.close());
+  const due = await farm.ctx.db.knex('tilth_due_changes').select('entity_type', 'due_ts');
+  assert.deepEqual(due.map((r) => [r.entity_type, Number(r.due_ts)]), [['asset', at]], "the kid's move, due next hour");
 });
