@@ -165,7 +165,7 @@ export class EntityService {
     await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, id, null, values);
     await this.applyBirths(db, rt, id, true, values, children, principal, now);
-    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, null, values));
+    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, id, null, values));
     return { id, uuid };
   }
 
@@ -235,17 +235,22 @@ export class EntityService {
     if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, merged, changes.keys());
     if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
     await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
-    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, record.values, merged));
+    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, record.id, record.values, merged));
   }
 
-  /** The assets whose inventory a log's or quantity's save (`after` null: its deletion) changes. */
-  private async inventoriesChanged(db: Db, rt: ResourceType, before: ReadonlyMap<string, ItemValue | ItemValue[]> | null, after: ReadonlyMap<string, ItemValue | ItemValue[]> | null, dependents: number[] = []): Promise<number[]> {
-    if (rt.entityType.entityType === 'log') {
-      if (after) await this.inventories.recordDue(db, after);
-      return this.inventories.ofLog(db, before, after, dependents);
+  /** The assets whose inventory a log's, quantity's or unit's save (`after` null: its deletion) changes. */
+  private async inventoriesChanged(db: Db, rt: ResourceType, id: number, before: ReadonlyMap<string, ItemValue | ItemValue[]> | null, after: ReadonlyMap<string, ItemValue | ItemValue[]> | null, dependents: number[] = []): Promise<number[]> {
+    switch (rt.entityType.entityType) {
+      case 'log':
+        if (after) await this.inventories.recordDue(db, after);
+        return this.inventories.ofLog(db, before, after, dependents);
+      case 'quantity':
+        return this.inventories.ofQuantity(before, after);
+      case 'taxonomy_term':
+        return before ? this.inventories.ofTerm(db, id, before, after) : [];
+      default:
+        return [];
     }
-    if (rt.entityType.entityType === 'quantity') return this.inventories.ofQuantity(before, after);
-    return [];
   }
 
   /**
@@ -260,7 +265,7 @@ export class EntityService {
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
-    const inventories = await this.inventoriesChanged(db, record.rt, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
+    const inventories = await this.inventoriesChanged(db, record.rt, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
     await this.store.delete(db, record.rt.entityType.entityType, [record.id]);
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
     if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null);

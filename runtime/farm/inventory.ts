@@ -34,14 +34,15 @@ const QUANTITY_FIELDS = ['inventory_asset', 'inventory_adjustment', 'measure', '
  * pending log's notes) list nothing.
  */
 export class InventoryChanges {
-  private readonly layout: { quantity: string; asset: string; inventoryAsset: string; kind: string } | null;
+  private readonly layout: { quantity: string; asset: string; inventoryAsset: string; kind: string; units: string[] } | null;
 
   constructor(registry: ModelRegistry) {
     const quantity = registry.model.entityTypes.quantity?.table;
     const asset = registry.model.entityTypes.asset?.table;
     const inventoryAsset = columnOf(fieldOf(registry, 'quantity', 'inventory_asset'), 'target_id');
     const kind = columnOf(fieldOf(registry, 'quantity', 'inventory_adjustment'));
-    this.layout = quantity && asset && inventoryAsset && kind ? { quantity, asset, inventoryAsset, kind } : null;
+    const units = registry.bundlesOf('quantity').flatMap((rt) => ['units', 'unit'].map((name) => columnOf(rt.fieldsByName.get(name), 'target_id')));
+    this.layout = quantity && asset && inventoryAsset && kind ? { quantity, asset, inventoryAsset, kind, units: [...new Set(units.filter((c): c is string => Boolean(c)))] } : null;
   }
 
   /**
@@ -64,6 +65,22 @@ export class InventoryChanges {
     if (!this.layout) return [];
     if (before && after && QUANTITY_FIELDS.every((name) => same(before, after, name))) return [];
     return [...new Set([...refs(before, 'inventory_asset'), ...refs(after, 'inventory_asset')])];
+  }
+
+  /**
+   * Before a taxonomy term is renamed (`after` the saved values) or deleted (`after` null): the
+   * inventory assets of the quantities it is the unit of, as an inventory shows the unit's name.
+   */
+  async ofTerm(db: Db, termId: number, before: Values, after: Values | null): Promise<number[]> {
+    if (!this.layout?.units.length || (after && same(before, after, 'name'))) return [];
+    const l = this.layout;
+    const rows = (await db(l.quantity)
+      .where((w) => {
+        for (const column of l.units) w.orWhere(column, termId);
+      })
+      .whereNotNull(l.inventoryAsset)
+      .distinct(`${l.inventoryAsset} as asset`)) as Array<{ asset: number }>;
+    return rows.map((r) => Number(r.asset));
   }
 
   /** A done log dated in the future: the assets it adjusts change when its time comes (storage/due-changes.ts). */

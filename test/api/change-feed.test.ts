@@ -202,6 +202,18 @@ test("an asset whose computed fields change without a save of its own gets a new
   assert.equal((await api.delete(`/api/log/activity/${fill.id}`)).status, 204);
   assert.ok(has(tank.id)(await since()), 'and when the log is deleted (its quantity with it)');
   assert.deepEqual((await fresh(tank, before)).attributes.inventory, []);
+  // An inventory shows its unit's name.
+  const litres = await api.create('taxonomy_term--unit', { name: 'litres' });
+  await api.create('quantity--standard', { measure: 'volume', value: { decimal: '5' }, inventory_adjustment: 'increment' }, { inventory_asset: { data: ref(tank) }, units: { data: ref(litres) } });
+  await since();
+  before = await etag(tank);
+  assert.equal((await api.patch(`/api/taxonomy_term/unit/${litres.id}`, { data: { type: 'taxonomy_term--unit', id: litres.id, attributes: { name: 'liters' } } })).status, 200);
+  assert.ok(has(tank.id)(await since()), 'it is listed when the unit of a quantity on it is renamed');
+  assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.units), ['liters']);
+  before = await etag(tank);
+  assert.equal((await api.delete(`/api/taxonomy_term/unit/${litres.id}`)).status, 204);
+  assert.ok(has(tank.id)(await since()), 'and when that unit is deleted');
+  assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.units), ['']);
 });
 
 test('a done log dated seconds ahead: when its time comes, the asset it moves and the inventory it adjusts get a new version and are listed', async () => {
