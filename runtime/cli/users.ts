@@ -1,4 +1,5 @@
 /** `tilth user create|password|block|roles|list`. */
+import type { Knex } from 'knex';
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
 import { withExistingDatabase } from './database.ts';
@@ -12,6 +13,11 @@ import { revokeUserCredentials } from '../accounts/credentials.ts';
 import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
 
+
+/** `tilth user delete`: the same deletion as DELETE /api/user/user/<uuid>, in a transaction; references to the user are cleared. */
+export async function deleteAccount(knex: Knex, store: RecordStore, id: number): Promise<void> {
+  await knex.transaction((trx) => store.delete(trx, 'user', [id]));
+}
 
 /** The --password given, or one generated (which the command then prints once). */
 function passwordOf(values: Record<string, unknown>): { password: string; generated: boolean } {
@@ -104,9 +110,7 @@ export const userCommands: Command[] = [
       const user = await withExistingDatabase(async (knex) => {
         const user = await accountNamed(knex, requireOption(values, 'name'));
         if (user.id === FIRST_USER_ID) throw new AccountError(`"${user.name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${user.name}).`);
-        // The same deletion as DELETE /api/user/user/<uuid>: references to the user are cleared.
-        const store = new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules));
-        await knex.transaction((trx) => store.delete(trx, 'user', [user.id]));
+        await deleteAccount(knex, new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules)), user.id);
         return user;
       });
       process.stdout.write(`Deleted "${user.name}"; their tokens are revoked.\n`);
