@@ -5,7 +5,8 @@ import { requireOption } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { AccountError, accountNamed, createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
 import { FIRST_USER_ID } from '../access/accounts.ts';
-import { RecordStore } from '../storage/records.ts';
+import { RecordStore, lockRows } from '../storage/records.ts';
+import { lockForDeletion } from '../entities/deletion-locks.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
 import { loadConfig } from '../config.ts';
@@ -14,9 +15,18 @@ import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
 
 
-/** `tilth user delete`: the same deletion as DELETE /api/user/user/<uuid>, in a transaction; references to the user are cleared. */
+/**
+ * `tilth user delete`: the same deletion as DELETE /api/user/user/<uuid>, in a transaction;
+ * references to the user are cleared. A server may be running on the same PostgreSQL database: as
+ * that DELETE does, the user's row is locked first (its findForUpdate), then the records whose
+ * references go (entities/deletion-locks.ts), so that a save of one of them waits for this, or
+ * this for it, instead of the two deadlocking (test/cli/user-delete.test.ts).
+ */
 export async function deleteAccount(knex: Knex, store: RecordStore, id: number): Promise<void> {
-  await knex.transaction((trx) => store.delete(trx, 'user', [id]));
+  await knex.transaction(async (trx) => {
+    await lockRows(trx, store.entityType('user').table, [id]);
+    await store.delete(trx, 'user', [id], await lockForDeletion(trx, store, 'user', [id]));
+  });
 }
 
 /** The --password given, or one generated (which the command then prints once). */
