@@ -14,7 +14,10 @@
  *   - for a log, its quantities, deleted with it unless another log names them (dependentsOnDelete).
  *
  * Unlocked, a save of one of them beside the deletion deadlocked with it (a 409 to one of the
- * two) or was undone by it (test/api/delete-locks.test.ts):
+ * two) or was undone by it (test/api/delete-locks.test.ts; for the commands,
+ * test/cli/user-delete.test.ts and test/cli/prune-locks.test.ts: a log assigned to the user saved
+ * with If-Match held its change-feed row and waited for its owner rows, which the deletion had
+ * removed before it waited for that feed row):
  * - a group's deletion cleared its members' membership rows, then waited to lock the members to
  *   rebuild them, while a movement of those members held them and waited on those rows; and an
  *   asset assigned to the group as it was deleted stayed where the group had been moved, as the
