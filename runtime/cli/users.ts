@@ -1,10 +1,12 @@
 /** `tilth user create|password|block|roles|list`. */
+import type { Knex } from 'knex';
 import type { Command } from './command.ts';
 import { requireOption } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { AccountError, accountNamed, createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
 import { FIRST_USER_ID } from '../access/accounts.ts';
-import { RecordStore } from '../storage/records.ts';
+import { RecordStore, lockRows } from '../storage/records.ts';
+import { lockForDeletion } from '../entities/deletion-locks.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
 import { loadConfig } from '../config.ts';
@@ -12,6 +14,20 @@ import { revokeUserCredentials } from '../accounts/credentials.ts';
 import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
 
+
+/**
+ * `tilth user delete`: the same deletion as DELETE /api/user/user/<uuid>, in a transaction;
+ * references to the user are cleared. A server may be running on the same PostgreSQL database: as
+ * that DELETE does, the user's row is locked first (its findForUpdate), then the records whose
+ * references go (entities/deletion-locks.ts), so that a save of one of them waits for this, or
+ * this for it, instead of the two deadlocking (test/cli/user-delete.test.ts).
+ */
+export async function deleteAccount(knex: Knex, store: RecordStore, id: number): Promise<void> {
+  await knex.transaction(async (trx) => {
+    await lockRows(trx, store.entityType('user').table, [id]);
+    await store.delete(trx, 'user', [id], await lockForDeletion(trx, store, 'user', [id]));
+  });
+}
 
 /** The --password given, or one generated (which the command then prints once). */
 function passwordOf(values: Record<string, unknown>): { password: string; generated: boolean } {
@@ -104,9 +120,7 @@ export const userCommands: Command[] = [
       const user = await withExistingDatabase(async (knex) => {
         const user = await accountNamed(knex, requireOption(values, 'name'));
         if (user.id === FIRST_USER_ID) throw new AccountError(`"${user.name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${user.name}).`);
-        // The same deletion as DELETE /api/user/user/<uuid>: references to the user are cleared.
-        const store = new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules));
-        await knex.transaction((trx) => store.delete(trx, 'user', [user.id]));
+        await deleteAccount(knex, new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules)), user.id);
         return user;
       });
       process.stdout.write(`Deleted "${user.name}"; their tokens are revoked.\n`);

@@ -1,15 +1,23 @@
 /**
  * What a deletion locks on PostgreSQL before it writes records other than its own (SQLite has one
- * writer: nothing to do there). A deletion writes:
+ * writer: nothing to do there). Every deletion goes through here: a DELETE of the API
+ * (EntityService.delete), `tilth user delete` (cli/users.ts) and the importer's --prune
+ * (farmos-import/run.ts), both of which may run beside a server on the same database. A deletion
+ * of records of one entity type writes:
  *
  * - its holders, the records that refer to it (RecordStore.holdersOf): their references go, a
  *   single one set to NULL in their row, and each gets a change-feed row;
- * - for an asset, the assets whose placement rows it rewrites (Placements.assetsWrittenOnDelete):
- *   its members and the assets placed in it;
- * - for a log, its quantities, deleted with it unless another log names them (dependentsOnDelete).
+ * - through EntityService.delete only (the `farm` argument; the importer rebuilds placements in
+ *   transactions of their own at its end, and prunes quantities as records of their own):
+ *   - for an asset, the assets whose placement rows it rewrites (Placements.assetsWrittenOnDelete):
+ *     its members and the assets placed in it;
+ *   - for a log, its quantities, deleted with it unless another log names them (dependentsOnDelete).
  *
  * Unlocked, a save of one of them beside the deletion deadlocked with it (a 409 to one of the
- * two) or was undone by it (test/api/delete-locks.test.ts):
+ * two) or was undone by it (test/api/delete-locks.test.ts; for the commands,
+ * test/cli/user-delete.test.ts and test/cli/prune-locks.test.ts: a log assigned to the user saved
+ * with If-Match held its change-feed row and waited for its owner rows, which the deletion had
+ * removed before it waited for that feed row):
  * - a group's deletion cleared its members' membership rows, then waited to lock the members to
  *   rebuild them, while a movement of those members held them and waited on those rows; and an
  *   asset assigned to the group as it was deleted stayed where the group had been moved, as the
@@ -22,8 +30,9 @@
  *   check that no other log names it ran before that save committed, and the quantity's delete
  *   then took that log's new reference with it.
  *
- * The order, so that no new deadlock cycle appears: the record's own row first (the route's
- * findForUpdate, as every save locks its own record first), then the others by entity type: logs,
+ * The order, so that no new deadlock cycle appears: the records' own rows first, in ascending ids
+ * (the caller's: the route's findForUpdate, as every save locks its own record first, or
+ * lockRows), then the others by entity type: logs,
  * quantities, files, assets, then any other type, each in ascending ids (lockRows). A log's save
  * takes its own row, then the files it makes permanent (entities/file-usage.ts, an UPDATE of
  * their rows), then the assets its placements rebuild and its birth children (ascending,
@@ -34,7 +43,7 @@
  *
  * In three steps:
  * 1. The holders found now are locked: a save of one of them runs to its end first, or waits.
- * 2. The record's row is locked FOR UPDATE, as its DELETE will: a save that is adding a reference
+ * 2. The records' rows are locked FOR UPDATE, as their DELETE will: a save that is adding a reference
  *    to it (a new holder, a new member of a group) holds a KEY SHARE lock on it, so this waits
  *    for that save to commit, and no save can add one after. Taken after step 1: a save of a
  *    holder that names the record again (farmOS clients send whole records back) holds the
@@ -43,18 +52,24 @@
  * 3. Everything the deletion writes is found again, now complete, and locked: the holders that
  *    appeared meanwhile, the members and placed assets, and a log's quantities, FOR UPDATE (a save
  *    giving a quantity to another log takes a KEY SHARE lock on it; FOR NO KEY UPDATE would let
- *    that through after dependentsOnDelete found the quantity unshared).
+ *    that through after dependentsOnDelete found the quantity unshared). The holders found here
+ *    are returned, for RecordStore.delete to use instead of finding them a third time: no save
+ *    can add one after step 2, nor change one after this step.
  *
  * Left as they were (one of the two requests gets a 409 it can retry, nothing half written): an
  * asset deleted while a log naming it among its assets is saved (each has locked its own record
  * and needs the other's, here as before); a record that step 3 finds new, held by a save that
  * waits for this deletion; a save giving a log two of the deleted log's quantities in the other
- * order than step 3 locks them (a reference's KEY SHARE locks come in the order sent).
+ * order than step 3 locks them (a reference's KEY SHARE locks come in the order sent); a prune of
+ * several records beside an API DELETE of one of them whose holder is another pruned record. When
+ * the importer's prune is the one broken off, the import stops with the error and its next run
+ * prunes again.
  */
-import type { EntityRecord, RecordStore, RowLock } from '../storage/records.ts';
+import type { RecordStore, RowLock } from '../storage/records.ts';
 import { lockRows, type Db } from '../storage/records.ts';
 import { isPostgres } from '../storage/sql.ts';
 import type { Placements } from '../farm/placements.ts';
+import type { ResourceType } from '../model/registry.ts';
 import { quantitiesOf } from '../farm/hooks.ts';
 
 /** Entity types in the order their rows are locked; any other type follows, by name. */
@@ -77,18 +92,30 @@ function add(records: Map<string, Set<number>>, entityType: string, ids: Iterabl
   if (set.size) records.set(entityType, set);
 }
 
-/** Lock what deleting `record` writes besides the record itself (see the comment at the top). */
-export async function lockForDeletion(db: Db, store: RecordStore, placements: Placements, record: EntityRecord): Promise<void> {
-  if (!isPostgres(db)) return;
-  const { entityType, table } = record.rt.entityType;
-  await lockInOrder(db, store, await store.holdersOf(db, entityType, [record.id]));
-  await lockRows(db, table, [record.id], 'UPDATE');
-  const written = await store.holdersOf(db, entityType, [record.id]);
-  if (entityType === 'asset') add(written, 'asset', await placements.assetsWrittenOnDelete(db, record.id));
+/** What EntityService.delete writes besides what RecordStore.delete does: an asset's placements, a log's quantities. */
+export interface FarmDeletion {
+  placements: Placements;
+  rt: ResourceType;
+}
+
+/**
+ * Lock what deleting these records of `entityType` writes besides the records themselves, their
+ * own rows locked by the caller first (see the comment at the top); with `farm`, what
+ * EntityService.delete writes too. Returns the holders, found once the records are locked, for
+ * RecordStore.delete; undefined on SQLite, where nothing is locked and the delete finds them.
+ */
+export async function lockForDeletion(db: Db, store: RecordStore, entityType: string, ids: number[], farm?: FarmDeletion): Promise<Map<string, Set<number>> | undefined> {
+  if (!isPostgres(db) || !ids.length) return undefined;
+  await lockInOrder(db, store, await store.holdersOf(db, entityType, ids));
+  await lockRows(db, store.entityType(entityType).table, ids, 'UPDATE');
+  const holders = await store.holdersOf(db, entityType, ids);
+  const written = new Map([...holders].map(([type, found]) => [type, new Set(found)]));
   const strengths = new Map<string, RowLock>();
-  if (entityType === 'log') {
-    add(written, 'quantity', await quantitiesOf(db, record.rt, [record.id]));
+  if (farm && entityType === 'asset') for (const id of ids) add(written, 'asset', await farm.placements.assetsWrittenOnDelete(db, id));
+  if (farm && entityType === 'log') {
+    add(written, 'quantity', await quantitiesOf(db, farm.rt, ids));
     strengths.set('quantity', 'UPDATE');
   }
   await lockInOrder(db, store, written, strengths);
+  return holders;
 }

@@ -261,12 +261,12 @@ export class EntityService {
    */
   async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     await this.accounts.checkDelete(db, record, principal);
-    await lockForDeletion(db, this.store, this.placements, record);
+    const holders = await lockForDeletion(db, this.store, record.rt.entityType.entityType, [record.id], { placements: this.placements, rt: record.rt });
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
     const inventories = await this.inventoriesChanged(db, record.rt, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
-    await this.store.delete(db, record.rt.entityType.entityType, [record.id]);
+    await this.store.delete(db, record.rt.entityType.entityType, [record.id], holders);
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
     if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null);
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);

@@ -19,7 +19,8 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
-import { chunks, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
+import { chunks, lockRows, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
+import { lockForDeletion } from '../entities/deletion-locks.ts';
 import { ApiError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
@@ -557,7 +558,13 @@ export class FarmImport {
         const rows: Array<{ id: number; path?: string | null }> = [];
         for (const part of chunks(gone, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'path'] : ['id'])) as typeof rows));
         await this.placements.requestRebuild(trx);
-        await store.delete(trx, entityType, rows.map((r) => Number(r.id)));
+        // A server may be serving this database meanwhile (a farm synced again while in use): on
+        // PostgreSQL the records are locked, then the records whose references go, as an API
+        // DELETE locks them (entities/deletion-locks.ts), so that a save of one waits for this
+        // instead of deadlocking with it or having its new reference to a pruned record missed.
+        const ids = rows.map((r) => Number(r.id));
+        await lockRows(trx, table, ids);
+        await store.delete(trx, entityType, ids, await lockForDeletion(trx, store, entityType, ids));
         await this.map.forget(trx, entityType, gone);
         for (const r of rows) if (typeof r.path === 'string') paths.push(r.path);
       });

@@ -635,13 +635,15 @@ export class RecordStore {
 
   /**
    * Delete records and clear single-valued references to them elsewhere (multi-valued ones go
-   * with the rows, by foreign key). Side tables of the deleted records cascade too.
+   * with the rows, by foreign key). Side tables of the deleted records cascade too. `locked`: the
+   * holders lockForDeletion found and locked with these records (entities/deletion-locks.ts), on
+   * PostgreSQL; no save can change them now, so they are not looked for again.
    */
-  async delete(db: Db, entityType: string, ids: number[]): Promise<void> {
+  async delete(db: Db, entityType: string, ids: number[], locked?: Map<string, Set<number>>): Promise<void> {
     if (!ids.length) return;
     const et = this.entityType(entityType);
     // Found first, as the references go with the delete (storage/change-feed.ts lists them).
-    const holders = await this.holdersOf(db, entityType, ids);
+    const holders = locked ?? (await this.holdersOf(db, entityType, ids));
     for (const { table, column } of this.singleReferencesTo(entityType)) {
       for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
     }
