@@ -15,6 +15,7 @@ import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
 import { DueChanges } from './storage/due-changes.ts';
+import { InventoryChanges } from './farm/inventory.ts';
 import { claimSqliteDirectory, joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
@@ -96,6 +97,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       // A farm upgraded to the release that stores placements gets them computed once, before serving.
       const placed = await new Placements(registry).rebuildIfPending(db.knex);
       if (placed) announce(`Computed the locations of ${placed} asset(s).`);
+      // Adjustments dated ahead whose moments are not recorded yet (a farm upgraded to the release that records them).
+      await new InventoryChanges(registry).recordAllDue(db.knex);
       // A farm upgraded to the release with the change feed gets a row for each of its records, once.
       const fed = await fillIfPending(db.knex, Object.entries(registry.model.entityTypes).map(([entityType, et]) => ({ entityType, table: et.table })));
       if (fed) announce(`Listed ${fed} record(s) in the change feed.`);

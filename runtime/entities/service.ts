@@ -16,7 +16,7 @@ import { copyMaterialType } from '../farm/material.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
-import { InventoryChanges } from '../farm/inventory.ts';
+import { InventoryChanges, plannedAssets } from '../farm/inventory.ts';
 import { FarmValidation } from '../farm/validation.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
@@ -163,9 +163,10 @@ export class EntityService {
       await this.store.update(db, rt, id, new Map([[label, name]]));
     }
     await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
-    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, id, null, values);
+    const inventory = await this.inventories.plan(db, rt.entityType.entityType, id, null, values);
+    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, id, null, values, undefined, plannedAssets(inventory));
     await this.applyBirths(db, rt, id, true, values, children, principal, now);
-    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, id, null, values));
+    await this.inventories.apply(db, inventory);
     return { id, uuid };
   }
 
@@ -232,25 +233,11 @@ export class EntityService {
     await markFilesPermanent(db, rt, changes, this.store.entityType('file').table);
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged, record);
-    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, merged, changes.keys());
+    const inventory = await this.inventories.plan(db, rt.entityType.entityType, record.id, record.values, merged);
+    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, merged, changes.keys(), plannedAssets(inventory));
     if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
     await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
-    await this.inventories.changed(db, await this.inventoriesChanged(db, rt, record.id, record.values, merged));
-  }
-
-  /** The assets whose inventory a log's, quantity's or unit's save (`after` null: its deletion) changes. */
-  private async inventoriesChanged(db: Db, rt: ResourceType, id: number, before: ReadonlyMap<string, ItemValue | ItemValue[]> | null, after: ReadonlyMap<string, ItemValue | ItemValue[]> | null, dependents: number[] = []): Promise<number[]> {
-    switch (rt.entityType.entityType) {
-      case 'log':
-        if (after) await this.inventories.recordDue(db, after);
-        return this.inventories.ofLog(db, before, after, dependents);
-      case 'quantity':
-        return this.inventories.ofQuantity(before, after);
-      case 'taxonomy_term':
-        return before ? this.inventories.ofTerm(db, id, before, after) : [];
-      default:
-        return [];
-    }
+    await this.inventories.apply(db, inventory);
   }
 
   /**
@@ -265,11 +252,11 @@ export class EntityService {
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
-    const inventories = await this.inventoriesChanged(db, record.rt, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
+    const inventory = await this.inventories.plan(db, record.rt.entityType.entityType, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
     await this.store.delete(db, record.rt.entityType.entityType, [record.id], holders);
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
-    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null);
+    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory));
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);
-    await this.inventories.changed(db, inventories.filter((id) => !isAsset || id !== record.id));
+    await this.inventories.apply(db, inventory);
   }
 }

@@ -11,7 +11,7 @@ import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { recordChangedIds } from '../storage/change-feed.ts';
-import { recordDueChanges } from '../storage/due-changes.ts';
+import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import { farmDecimal } from './decimal.ts';
 
 type Values = ReadonlyMap<string, ItemValue | ItemValue[]>;
@@ -26,54 +26,147 @@ const same = (before: Values, after: Values, name: string) => JSON.stringify(bef
 /** A quantity's fields that its inventory asset's inventory shows (a pair, or an adjustment). */
 const QUANTITY_FIELDS = ['inventory_asset', 'inventory_adjustment', 'measure', 'value', 'units', 'unit'];
 
+/** What a save does to inventories: the assets whose inventory it changes now, and at moments to come. */
+export interface InventoryPlan {
+  now: number[];
+  due: DueChange[];
+}
+
+const NOTHING: InventoryPlan = { now: [], due: [] };
+
+/** Every asset a plan writes (locked with the assets a save moves, in one ascending pass: Placements.rebuild). */
+export function plannedAssets(plan: InventoryPlan): number[] {
+  return [...plan.now, ...plan.due.map((d) => d.id)];
+}
+
 /**
  * The assets whose computed inventory a save changes, so that they get a change-feed row (a new
  * version) in the save's transaction, as placements gives one to the assets a movement moves:
  * otherwise an offline client would keep the old inventory, and a GET with the old ETag would be
  * a 304. Saves that leave what an inventory reads as it was (a log sent back unchanged, a
- * pending log's notes) list nothing.
+ * pending log's notes) list nothing. An adjustment dated in the future counts from its time: that
+ * moment is recorded (storage/due-changes.ts), and the asset gets its new version then.
  */
 export class InventoryChanges {
-  private readonly layout: { quantity: string; asset: string; inventoryAsset: string; kind: string; units: string[] } | null;
+  private readonly layout: {
+    quantity: string;
+    asset: string;
+    inventoryAsset: string;
+    kind: string;
+    units: string[];
+    log: string;
+    logBundles: string[];
+    logQuantity: string;
+    status: string;
+    timestamp: string;
+  } | null;
 
   constructor(registry: ModelRegistry) {
     const quantity = registry.model.entityTypes.quantity?.table;
     const asset = registry.model.entityTypes.asset?.table;
+    const log = registry.model.entityTypes.log?.table;
     const inventoryAsset = columnOf(fieldOf(registry, 'quantity', 'inventory_asset'), 'target_id');
     const kind = columnOf(fieldOf(registry, 'quantity', 'inventory_adjustment'));
     const units = registry.bundlesOf('quantity').flatMap((rt) => ['units', 'unit'].map((name) => columnOf(rt.fieldsByName.get(name), 'target_id')));
-    this.layout = quantity && asset && inventoryAsset && kind ? { quantity, asset, inventoryAsset, kind, units: [...new Set(units.filter((c): c is string => Boolean(c)))] } : null;
+    const logQuantity = sideTableOf(fieldOf(registry, 'log', 'quantity'));
+    const status = columnOf(fieldOf(registry, 'log', 'status'));
+    const timestamp = columnOf(fieldOf(registry, 'log', 'timestamp'));
+    this.layout =
+      quantity && asset && log && inventoryAsset && kind && logQuantity && status && timestamp
+        ? { quantity, asset, inventoryAsset, kind, units: [...new Set(units.filter((c): c is string => Boolean(c)))], log, logBundles: registry.bundlesOf('log').map((rt) => rt.bundle.bundle), logQuantity, status, timestamp }
+        : null;
   }
 
   /**
-   * After a log is created (`before` null) or updated, or before it is deleted (`after` null): the
-   * assets its quantities adjust, when whether they count changes (a done log's quantities, up to
-   * its timestamp). `dependents`: quantities deleted with it, whose pairs go from the list too.
+   * What saving record `id` of `entityType` does to inventories, worked out before the save's
+   * other writes lock anything: `before` null for a creation, `after` null for a deletion (asked
+   * before the rows go). `dependents`: the quantities deleted with a log.
    */
-  async ofLog(db: Db, before: Values | null, after: Values | null, dependents: number[] = []): Promise<number[]> {
-    if (!this.layout) return [];
-    const out = await this.assetsOf(db, dependents, false);
-    const done = (v: Values | null) => v?.get('status') === 'done';
-    if (!done(before) && !done(after)) return out;
-    const [was, is] = [refs(before, 'quantity'), refs(after, 'quantity')];
-    if (before && after && done(before) === done(after) && same(before, after, 'timestamp') && sameIds(was, is)) return out;
-    return [...new Set([...out, ...(await this.assetsOf(db, [...was, ...is], true))])];
+  async plan(db: Db, entityType: string, id: number, before: Values | null, after: Values | null, dependents: number[] = []): Promise<InventoryPlan> {
+    if (!this.layout) return NOTHING;
+    switch (entityType) {
+      case 'log':
+        return this.ofLog(db, before, after, dependents);
+      case 'quantity':
+        return this.ofQuantity(db, id, before, after);
+      case 'taxonomy_term':
+        return { now: before ? await this.ofTerm(db, id, before, after) : [], due: [] };
+      default:
+        return NOTHING;
+    }
   }
 
-  /** After a quantity is created or updated, or when it is deleted: the inventory assets it was and is on. */
-  ofQuantity(before: Values | null, after: Values | null): number[] {
-    if (!this.layout) return [];
-    if (before && after && QUANTITY_FIELDS.every((name) => same(before, after, name))) return [];
-    return [...new Set([...refs(before, 'inventory_asset'), ...refs(after, 'inventory_asset')])];
+  /** Carry a plan out: the assets' rows locked first (as every save of an asset locks its row before its feed row), then their feed rows and moments. */
+  async apply(db: Db, plan: InventoryPlan): Promise<void> {
+    const assets = plannedAssets(plan);
+    if (!this.layout || !assets.length) return;
+    await lockRows(db, this.layout.asset, assets);
+    await recordChangedIds(db, 'asset', this.layout.asset, plan.now);
+    await recordDueChanges(db, 'asset', plan.due);
   }
 
   /**
-   * Before a taxonomy term is renamed (`after` the saved values) or deleted (`after` null): the
-   * inventory assets of the quantities it is the unit of, as an inventory shows the unit's name.
+   * Every future-dated adjustment's moment, recorded once more (at start and after an import,
+   * whose writes do not go through plan): done logs after now, by the log table's
+   * (bundle, timestamp) index, with their adjusting quantities.
    */
-  async ofTerm(db: Db, termId: number, before: Values, after: Values | null): Promise<number[]> {
-    if (!this.layout?.units.length || (after && same(before, after, 'name'))) return [];
+  async recordAllDue(db: Db): Promise<void> {
+    if (!this.layout) return;
     const l = this.layout;
+    const rows = (await db(`${l.log} as l`)
+      .join(`${l.logQuantity} as lq`, 'lq.entity_id', 'l.id')
+      .join(`${l.quantity} as q`, 'q.id', 'lq.target_id')
+      .whereIn('l.bundle', l.logBundles)
+      .where(`l.${l.timestamp}`, '>', Math.floor(Date.now() / 1000))
+      .where(`l.${l.status}`, 'done')
+      .whereNotNull(`q.${l.inventoryAsset}`)
+      .whereNotNull(`q.${l.kind}`)
+      .distinct(`q.${l.inventoryAsset} as asset`, `l.${l.timestamp} as at`)) as Array<{ asset: number; at: number }>;
+    await recordDueChanges(db, 'asset', rows.map((r) => ({ id: Number(r.asset), at: Number(r.at) })));
+  }
+
+  /**
+   * A log: the assets its quantities adjust, when whether they count changes (a done log's
+   * quantities, up to its timestamp), and those whose pairs go with the quantities deleted with
+   * it; and, for a done log dated ahead, the moment they count from.
+   */
+  private async ofLog(db: Db, before: Values | null, after: Values | null, dependents: number[]): Promise<InventoryPlan> {
+    const now = await this.assetsOf(db, dependents, false);
+    const done = (v: Values | null) => v?.get('status') === 'done';
+    const [was, is] = [refs(before, 'quantity'), refs(after, 'quantity')];
+    const at = Number(after?.get('timestamp'));
+    const due = done(after) && at > Date.now() / 1000 ? (await this.assetsOf(db, is, true)).map((id) => ({ id, at })) : [];
+    if (!done(before) && !done(after)) return { now, due };
+    if (before && after && done(before) === done(after) && same(before, after, 'timestamp') && sameIds(was, is)) return { now, due };
+    return { now: [...new Set([...now, ...(await this.assetsOf(db, [...was, ...is], true))])], due };
+  }
+
+  /**
+   * A quantity: the inventory assets it was and is on, when what they show of it changes; and for
+   * one already on done logs dated ahead, the moments its new asset changes at.
+   */
+  private async ofQuantity(db: Db, id: number, before: Values | null, after: Values | null): Promise<InventoryPlan> {
+    if (before && after && QUANTITY_FIELDS.every((name) => same(before, after, name))) return NOTHING;
+    const now = [...new Set([...refs(before, 'inventory_asset'), ...refs(after, 'inventory_asset')])];
+    const targets = refs(after, 'inventory_asset');
+    if (!before || !after || !targets.length || !after.get('inventory_adjustment')) return { now, due: [] };
+    const l = this.layout!;
+    const moments = (await db(`${l.logQuantity} as lq`)
+      .join(`${l.log} as l`, 'l.id', 'lq.entity_id')
+      .where('lq.target_id', id)
+      .where(`l.${l.status}`, 'done')
+      .where(`l.${l.timestamp}`, '>', Math.floor(Date.now() / 1000))
+      .distinct(`l.${l.timestamp} as at`)) as Array<{ at: number }>;
+    return { now, due: moments.flatMap((m) => targets.map((asset) => ({ id: asset, at: Number(m.at) }))) };
+  }
+
+  /**
+   * A taxonomy term renamed (`after` the saved values) or deleted (`after` null): the inventory
+   * assets of the quantities it is the unit of, as an inventory shows the unit's name.
+   */
+  private async ofTerm(db: Db, termId: number, before: Values, after: Values | null): Promise<number[]> {
+    const l = this.layout!;
+    if (!l.units.length || (after && same(before, after, 'name'))) return [];
     const rows = (await db(l.quantity)
       .where((w) => {
         for (const column of l.units) w.orWhere(column, termId);
@@ -81,21 +174,6 @@ export class InventoryChanges {
       .whereNotNull(l.inventoryAsset)
       .distinct(`${l.inventoryAsset} as asset`)) as Array<{ asset: number }>;
     return rows.map((r) => Number(r.asset));
-  }
-
-  /** A done log dated in the future: the assets it adjusts change when its time comes (storage/due-changes.ts). */
-  async recordDue(db: Db, after: Values): Promise<void> {
-    const at = Number(after.get('timestamp'));
-    if (!this.layout || after.get('status') !== 'done' || !(at > Date.now() / 1000)) return;
-    const assets = await this.assetsOf(db, refs(after, 'quantity'), true);
-    await recordDueChanges(db, 'asset', assets.map((id) => ({ id, at })));
-  }
-
-  /** Give these assets a new version: their rows locked first, as every save of an asset locks its row before its feed row. */
-  async changed(db: Db, assets: number[]): Promise<void> {
-    if (!this.layout || !assets.length) return;
-    await lockRows(db, this.layout.asset, assets);
-    await recordChangedIds(db, 'asset', this.layout.asset, assets);
   }
 
   /** The inventory assets of these quantities; with `adjusting`, of those that adjust one only. */

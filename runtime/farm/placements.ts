@@ -175,9 +175,12 @@ export class Placements {
   /**
    * After log `logId` is created (`before` null), updated or deleted (`after` null). A movement
    * log's geometry is the geometry of the assets it places (farm/location.ts), so a new one
-   * changes what they show although their intervals stay as they were.
+   * changes what they show although their intervals stay as they were. `alsoLocked`: other assets
+   * the save writes after (the inventories it changes): when a rebuild locks assets, they are
+   * rebuilt with them (unchanged, so not listed), so that the save locks all its assets in one
+   * ascending pass and cannot deadlock with a save locking the same ones.
    */
-  async logChanged(db: Db, logId: number, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS): Promise<void> {
+  async logChanged(db: Db, logId: number, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS, alsoLocked: number[] = []): Promise<void> {
     if (!this.layout) return;
     const flagged = (v: Values | null) => Boolean(v?.get('is_movement')) || Boolean(v?.get('is_group_assignment'));
     if (!flagged(before) && !flagged(after)) return;
@@ -185,7 +188,7 @@ export class Placements {
     const reshaped = before !== null && after !== null && names.includes('geometry') && wktOf(before.get('geometry')) !== wktOf(after.get('geometry'));
     if (before && after && !reshaped && !names.some((name) => LOG_FIELDS.includes(name))) return;
     const assets = [...new Set([...refs(before, 'asset'), ...refs(after, 'asset')])];
-    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets))], reshaped ? logId : undefined);
+    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets)), ...alsoLocked], { reshapedLog: reshaped ? logId : undefined });
   }
 
   /** After an asset is updated: a fixed asset has no location, a movable one its logs' location. */
@@ -253,16 +256,17 @@ export class Placements {
    * Recompute these assets' intervals from their logs, replacing what was stored. The assets whose
    * intervals come out different, and those placed by `reshapedLog` (a movement log whose geometry
    * changed), get a change-feed row (a new version): offline clients and ETags learn what they
-   * show now. The others are left out, so that a log sent back unchanged, or a farm-wide rebuild,
-   * does not have every client download them again.
+   * show now. The others are left out, so that a log sent back unchanged does not have every
+   * client download them again; but with `listAll` (the rebuild after an import, whose writes
+   * change inventories and geometries without telling anyone) every one is listed.
    */
-  async rebuild(db: Db, assetIds: Iterable<number>, reshapedLog?: number): Promise<void> {
+  async rebuild(db: Db, assetIds: Iterable<number>, options: { reshapedLog?: number | undefined; listAll?: boolean } = {}): Promise<void> {
     if (!this.layout) return;
     const ids = [...new Set(assetIds)].sort((a, b) => a - b);
-    for (const part of chunks(ids, 500)) await this.rebuildPart(db, part, reshapedLog);
+    for (const part of chunks(ids, 500)) await this.rebuildPart(db, part, options);
   }
 
-  private async rebuildPart(db: Db, ids: number[], reshapedLog: number | undefined): Promise<void> {
+  private async rebuildPart(db: Db, ids: number[], { reshapedLog, listAll }: { reshapedLog?: number | undefined; listAll?: boolean }): Promise<void> {
     const l = this.layout!;
     // Two PostgreSQL transactions moving the same asset would each rebuild from a snapshot missing
     // the other's log; the row locks (taken in id order, so they cannot deadlock each other) make
@@ -303,7 +307,7 @@ export class Placements {
     const rebuilt = new Intervals();
     for (const r of await this.storeMemberships(db, ids, assignments)) rebuilt.add('G', r);
     if (movable.length) for (const r of await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())])) rebuilt.add('L', r);
-    await recordChangedIds(db, 'asset', l.asset, ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
+    await recordChangedIds(db, 'asset', l.asset, listAll ? ids : ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
     // An interval that starts or ends in the future changes what the asset shows then.
     await recordDueChanges(db, 'asset', rebuilt.moments());
   }
@@ -415,7 +419,7 @@ export class Placements {
     for (let after = 0; ; ) {
       const ids = ((await knex(this.layout.asset).where('id', '>', after).orderBy('id').limit(1000).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
       if (!ids.length) break;
-      await knex.transaction((trx) => this.rebuild(trx, ids));
+      await knex.transaction((trx) => this.rebuild(trx, ids, { listAll: true }));
       done += ids.length;
       after = ids[ids.length - 1]!;
     }

@@ -27,6 +27,7 @@ import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
 import { FileStore, mimeOf } from '../files/storage.ts';
 import { Placements } from '../farm/placements.ts';
+import { InventoryChanges } from '../farm/inventory.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
@@ -582,6 +583,8 @@ export class FarmImport {
   private async rebuildPlacements(): Promise<void> {
     this.progress.phase('computed locations and groups');
     this.report.assetsRebuilt = await this.placements.rebuildIfPending(this.ctx.db.knex);
+    // The adjustments it copied that are dated ahead count from their time: their moments, for the server's timer.
+    await new InventoryChanges(this.ctx.registry).recordAllDue(this.ctx.db.knex);
     this.progress.advance(this.report.assetsRebuilt);
     this.progress.done();
   }

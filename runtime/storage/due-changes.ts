@@ -22,6 +22,13 @@ export const DUE_TABLE = 'tilth_due_changes';
 const POLL_MS = 60_000;
 /** After the moment: a timer that fires a little early must not find the change not yet due. */
 const MARGIN_MS = 50;
+/**
+ * A save wakes the timer before it commits: a moment closer than this is looked at this long after
+ * the save, not at once, so that the save's row is there to be read.
+ */
+const AFTER_SAVE_MS = 1_000;
+/** After a pass that failed (a deadlock with a save on PostgreSQL, say): the next try. */
+const RETRY_MS = 5_000;
 
 /** The running processes' timers in this Node process: a save that records a moment wakes them for it. */
 const wakers = new Set<(at: number) => void>();
@@ -38,8 +45,9 @@ export async function recordDueChanges(db: Db, entityType: string, changes: read
   const rows = [...new Map(changes.filter((c) => c.at > now).map((c) => [`${c.id}:${c.at}`, { entity_type: entityType, entity_id: c.id, due_ts: c.at }])).values()];
   if (!rows.length) return;
   for (const part of chunks(rows, 500)) await db(DUE_TABLE).insert(part).onConflict(['entity_type', 'entity_id', 'due_ts']).ignore();
-  const first = Math.min(...rows.map((r) => r.due_ts));
-  for (const wake of wakers) wake(first);
+  let first = Infinity;
+  for (const r of rows) first = Math.min(first, r.due_ts);
+  for (const wake of wakers) wake(Math.max(first, (Date.now() + AFTER_SAVE_MS) / 1000));
 }
 
 /** One process's timer over the due changes of its database. */
@@ -89,7 +97,10 @@ export class DueChanges {
     let next = Date.now() + POLL_MS;
     this.running = this.recordDue()
       .then((earliest) => void (earliest !== null && (next = Math.min(next, earliest * 1000))))
-      .catch(this.onError)
+      .catch((error: unknown) => {
+        next = Date.now() + RETRY_MS;
+        this.onError(error);
+      })
       .finally(() => (this.running = null));
     await this.running;
     this.schedule(next);

@@ -195,7 +195,6 @@ test("an asset whose computed fields change without a save of its own gets a new
   assert.equal((await api.patch(`/api/log/activity/${fill.id}`, { data: { type: 'log--activity', id: fill.id, attributes: { status: 'pending' } } })).status, 200);
   assert.ok(has(tank.id)(await since()), 'and when the log stops being done');
   assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.value), ['0'], 'the pair stays, at 0 (farmOS lists every pair of its quantities)');
-  before = await etag(tank);
   assert.equal((await api.patch(`/api/log/activity/${fill.id}`, { data: { type: 'log--activity', id: fill.id, attributes: { status: 'done' } } })).status, 200);
   await since();
   before = await etag(tank);
@@ -221,20 +220,25 @@ test('a done log dated seconds ahead: when its time comes, the asset it moves an
   const paddock = await api.create('asset--land', { name: 'Top paddock', land_type: 'paddock', is_location: true });
   const ram = await api.create('asset--animal', { name: 'Ram' }, { animal_type: { data: ref(sheep) } });
   const bin = await api.create('asset--water', { name: 'Feed bin' });
+  const loft = await api.create('asset--water', { name: 'Hay loft' });
   const grain = await api.create('quantity--standard', { measure: 'weight', value: { decimal: '10' }, inventory_adjustment: 'increment' }, { inventory_asset: { data: ref(bin) } });
+  const hay = await api.create('quantity--standard', { measure: 'count', value: { decimal: '3' } }, { inventory_asset: { data: ref(loft) } });
   const start = (await follow(api, '0')).cursor;
-  const at = Math.ceil(Date.now() / 1000) + 4;
-  await api.create('log--activity', { name: 'Ram to the paddock, grain in', status: 'done', timestamp: at, is_movement: true }, { asset: { data: [ref(ram)] }, location: { data: [ref(paddock)] }, quantity: { data: [ref(grain)] } });
+  const at = Math.ceil(Date.now() / 1000) + 6;
+  await api.create('log--activity', { name: 'Ram to the paddock, grain in', status: 'done', timestamp: at, is_movement: true }, { asset: { data: [ref(ram)] }, location: { data: [ref(paddock)] }, quantity: { data: [ref(grain), ref(hay)] } });
+  // The hay becomes an adjustment after its log was saved: it counts from the log's time too.
+  assert.equal((await api.patch(`/api/quantity/standard/${hay.id}`, { data: { type: 'quantity--standard', id: hay.id, attributes: { inventory_adjustment: 'increment' } } })).status, 200);
   const marker = await api.create('log--observation', { name: 'Marker', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
   const { cursor } = await caughtUp(api, start, '', has(marker.id));
   const ramBefore = await api.get(`/api/asset/animal/${ram.id}`);
   const binBefore = await api.get(`/api/asset/water/${bin.id}`);
-  assert.ok(Date.now() / 1000 < at, 'the setup took less than the 4 s the log is dated ahead');
+  const loftBefore = await api.get(`/api/asset/water/${loft.id}`);
+  assert.ok(Date.now() / 1000 < at, 'the setup took less than the 6 s the log is dated ahead');
   assert.deepEqual(ramBefore.body.data.relationships.location.data, [], 'not moved yet');
   assert.deepEqual(binBefore.body.data.attributes.inventory.map((i: any) => i.value), ['0'], 'not adjusted yet');
 
   await new Promise((resolve) => setTimeout(resolve, at * 1000 - Date.now() + 100));
-  const { entries } = await caughtUp(api, cursor, '', (e) => has(ram.id)(e) && has(bin.id)(e));
+  const { entries } = await caughtUp(api, cursor, '', (e) => has(ram.id)(e) && has(bin.id)(e) && has(loft.id)(e));
   assert.ok(has(ram.id)(entries), `the asset the log moves is listed once its time (${at}) has come; now ${Date.now() / 1000}`);
   assert.ok(has(bin.id)(entries), 'the asset whose inventory it adjusts too');
   const ramNow = await api.get(`/api/asset/animal/${ram.id}`, { 'If-None-Match': ramBefore.headers.get('etag')! });
@@ -243,6 +247,10 @@ test('a done log dated seconds ahead: when its time comes, the asset it moves an
   const binNow = await api.get(`/api/asset/water/${bin.id}`, { 'If-None-Match': binBefore.headers.get('etag')! });
   assert.equal(binNow.status, 200);
   assert.deepEqual(binNow.body.data.attributes.inventory.map((i: any) => i.value), ['10']);
+  assert.ok(has(loft.id)(entries), 'and the asset of the quantity made an adjustment since');
+  const loftNow = await api.get(`/api/asset/water/${loft.id}`, { 'If-None-Match': loftBefore.headers.get('etag')! });
+  assert.equal(loftNow.status, 200);
+  assert.deepEqual(loftNow.body.data.attributes.inventory.map((i: any) => i.value), ['3']);
 });
 
 test('deleting a record lists the records that referred to it; racing their saves, nothing fails', async () => {
