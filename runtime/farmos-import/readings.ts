@@ -4,6 +4,8 @@
  * an order-free digest (their count and a sum of each reading's hash), so the source's pages
  * (newest first) and this farm's rows (oldest first) compare without sorting either.
  */
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, rmSync } from 'node:fs';
 import type { Db } from '../storage/records.ts';
 import { READINGS_TABLE } from '../farm/data-streams.ts';
 import { SourceError, type FarmSource } from './source.ts';
@@ -103,4 +105,61 @@ export async function storedDigest(db: Db, streamId: number): Promise<ReadingsDi
   const d = new ReadingsDigest();
   for await (const page of storedReadings(db, streamId)) d.add(page);
   return d;
+}
+
+/** Bytes a reading takes in a spool file: its timestamp and value, two little-endian doubles. */
+const SPOOLED_READING_BYTES = 16;
+
+/** A stream's readings as read from the source, waiting on disk to be written here. */
+export interface SpooledReadings {
+  file: string;
+  digest: ReadingsDigest;
+  /** Remove the file (a no-op once removed). */
+  discard(): void;
+}
+
+/**
+ * Read a stream's readings from the source into a file, with their digest: a transaction then
+ * writes them from the file, so that no transaction waits on the source (a slow or stalled source
+ * would hold the farm's writes, or the change feed, for as long), and none are held in memory.
+ */
+export async function spoolSourceReadings(source: FarmSource, uuid: string, file: string): Promise<SpooledReadings> {
+  const digest = new ReadingsDigest();
+  const out = createWriteStream(file, { flags: 'wx' });
+  const discard = () => rmSync(file, { force: true });
+  try {
+    for await (const page of sourceReadings(source, uuid)) {
+      const buffer = Buffer.allocUnsafe(page.length * SPOOLED_READING_BYTES);
+      page.forEach(([timestamp, value], i) => {
+        buffer.writeDoubleLE(timestamp, i * SPOOLED_READING_BYTES);
+        buffer.writeDoubleLE(value, i * SPOOLED_READING_BYTES + 8);
+      });
+      digest.add(page);
+      if (!out.write(buffer)) await once(out, 'drain');
+    }
+    out.end();
+    await once(out, 'finish');
+  } catch (error) {
+    out.destroy();
+    discard();
+    throw error;
+  }
+  return { file, digest, discard };
+}
+
+/** The readings of a spool file, a page at a time. */
+export async function* spooledReadings(file: string): AsyncGenerator<ReadingRow[]> {
+  let rest: Buffer = Buffer.alloc(0);
+  let page: ReadingRow[] = [];
+  for await (const chunk of createReadStream(file, { highWaterMark: READINGS_PAGE * SPOOLED_READING_BYTES })) {
+    const bytes = rest.length ? Buffer.concat([rest, chunk as Buffer]) : (chunk as Buffer);
+    const whole = bytes.length - (bytes.length % SPOOLED_READING_BYTES);
+    for (let at = 0; at < whole; at += SPOOLED_READING_BYTES) page.push([bytes.readDoubleLE(at), bytes.readDoubleLE(at + 8)]);
+    rest = bytes.subarray(whole);
+    if (page.length >= READINGS_PAGE) {
+      yield page;
+      page = [];
+    }
+  }
+  if (page.length) yield page;
 }

@@ -25,14 +25,14 @@ import { ApiError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
-import { FileStore, mimeOf } from '../files/storage.ts';
+import { FileStore, mimeTypeOr, safeFilename, safeStoredPath } from '../files/storage.ts';
 import { Placements } from '../farm/placements.ts';
 import { InventoryChanges } from '../farm/inventory.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { FarmSource, SourceError, type SourceResource } from './source.ts';
-import { ReadingsDigest, sourceDigest, sourceReadings } from './readings.ts';
+import { sourceDigest, spooledReadings, spoolSourceReadings } from './readings.ts';
 import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
 import { writeNewRecords, writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
@@ -59,6 +59,8 @@ export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'as
 /** Imported bytes go under `farm/file/…` of the file store: no upload goes there (uploads go under their record's entity type). */
 const IMPORTED_FILES_ENTITY = 'file';
 const IMPORTED_FILES_DIR = join('farm', IMPORTED_FILES_ENTITY);
+/** The scheme of the URIs of stored files (`private://<path>`), the one farmOS keeps farm files under. */
+const PRIVATE_SCHEME = 'private://';
 
 /** Resource types of /api that are configuration (bundles, roles, flags…), not records to copy. */
 function isConfigType(type: string): boolean {
@@ -350,12 +352,14 @@ export class FarmImport {
     const current = found;
     const extra = new Map<string, ItemValue | ItemValue[]>();
     if (bytes) {
-      const filename = String(resource.attributes?.filename ?? 'file');
-      const path = this.files.place(bytes.tmp, IMPORTED_FILES_ENTITY, filename);
+      // The source's name and type are reduced and checked as an upload's are: a hostile source's
+      // `../../…/evil.sh` is `evil.sh` here, and a type that is not one is the name's.
+      const filename = safeFilename(String(resource.attributes?.filename ?? 'file'));
+      const path = await this.placeImported(bytes, resource, current, filename);
       placed.push(path);
       extra.set('path', path);
       extra.set('filename', filename);
-      extra.set('filemime', String(resource.attributes?.filemime ?? mimeOf(filename)));
+      extra.set('filemime', mimeTypeOr(resource.attributes?.filemime, filename));
       extra.set('filesize', bytes.size);
       extra.set('status', resource.attributes?.status !== false);
     }
@@ -372,6 +376,39 @@ export class FarmImport {
       if (typeof old === 'string' && old !== extra.get('path')) this.files.remove(old);
     }
     return !current;
+  }
+
+  /**
+   * Where an imported file's bytes go: the path of the source's `private://` URI, as farmOS's own
+   * migration keeps it, so that links to the file (in notes, bookmarks, other systems) still work
+   * with this farm's address. When that path is taken here (or is not one the file store keeps, or
+   * the source's URI is not private), under `farm/file/<month>/` instead, and the record is named
+   * in the progress notes. Bytes a killed run left at the path without its record (no record has
+   * the path, and they are these very bytes) are taken as this record's.
+   */
+  private async placeImported(bytes: { tmp: string; sha256: string }, resource: SourceResource, current: EntityRecord | null, filename: string): Promise<string> {
+    const uri = (resource.attributes?.uri as { value?: unknown } | undefined)?.value;
+    const wanted = typeof uri === 'string' && uri.startsWith(PRIVATE_SCHEME) ? uri.slice(PRIVATE_SCHEME.length) : null;
+    if (wanted !== null) {
+      const kept = this.files.placeAt(bytes.tmp, wanted);
+      if (kept) return kept;
+      if (safeStoredPath(wanted) && current?.values.get('path') !== wanted && (await this.leftByKilledRun(wanted, bytes.sha256))) {
+        this.files.remove(wanted);
+        const again = this.files.placeAt(bytes.tmp, wanted);
+        if (again) return again;
+      }
+    }
+    const path = this.files.place(bytes.tmp, IMPORTED_FILES_ENTITY, filename);
+    const why = wanted === null ? `its URI (${typeof uri === 'string' ? uri : 'none'}) is not a private:// one` : safeStoredPath(wanted) ? `${PRIVATE_SCHEME}${wanted} is taken here` : `${PRIVATE_SCHEME}${wanted} is not a path this farm keeps files at`;
+    this.progress.note(`Stored file--file ${resource.id} at ${PRIVATE_SCHEME}${path}: ${why}.`, { moved: resource.id, uri: `${PRIVATE_SCHEME}${path}` });
+    return path;
+  }
+
+  /** Bytes at a stored path that no file record has, equal to these: what a killed run of this import placed. */
+  private async leftByKilledRun(path: string, sha256: string): Promise<boolean> {
+    const table = this.services.loader.store.entityType('file').table;
+    if (await this.ctx.db.knex(table).where('path', path).first('id')) return false;
+    return (await storedSha256(this.files, path)) === sha256;
   }
 
   /**
@@ -505,22 +542,27 @@ export class FarmImport {
             continue;
           }
         }
-        await this.ctx.db.knex.transaction(async (trx) => {
-          const stream = await this.services.loader.store.findByUuid(trx, 'data_stream', uuid);
-          if (!stream) throw new SourceError('its data stream was not stored.');
-          const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
-          await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
-          // What is written is what is summed up: the map's digest is of the readings stored.
-          const copied = new ReadingsDigest();
-          for await (const page of sourceReadings(this.source, uuid)) {
-            await insertReadings(trx, page.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
-            copied.add(page);
-          }
-          await this.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: copied.digest(), bundle: rt.bundle.bundle }]);
-          counts.read += copied.size;
-          if (before) counts.updated += copied.size;
-          else counts.created += copied.size;
-        });
+        // Read from the source first, into a file: the transaction that replaces the readings waits
+        // on the disk only, never on the source.
+        const spooled = await spoolSourceReadings(this.source, uuid, this.files.temporaryPath());
+        try {
+          await this.ctx.db.knex.transaction(async (trx) => {
+            const stream = await this.services.loader.store.findByUuid(trx, 'data_stream', uuid);
+            if (!stream) throw new SourceError('its data stream was not stored.');
+            const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
+            await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
+            for await (const page of spooledReadings(spooled.file)) {
+              await insertReadings(trx, page.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
+            }
+            // What is written is what is summed up: the map's digest is of the readings stored.
+            await this.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: spooled.digest.digest(), bundle: rt.bundle.bundle }]);
+            counts.read += spooled.digest.size;
+            if (before) counts.updated += spooled.digest.size;
+            else counts.created += spooled.digest.size;
+          });
+        } finally {
+          spooled.discard();
+        }
       } catch (error) {
         counts.failed++;
         this.report.failures.push({ type: 'data_stream readings', uuid, reason: reasonOf(error) });

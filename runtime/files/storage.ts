@@ -51,6 +51,14 @@ export function mimeOf(filename: string): string {
   return MIME[extname(filename).slice(1).toLowerCase()] ?? 'application/octet-stream';
 }
 
+/** A media type as RFC 6838 writes one (`type/subtype`, with optional parameters), which may go into a Content-Type header. */
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[\x20-\x7e]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+
+/** A media type someone else gave (an imported file's `filemime`) when it is one; else the file name's. */
+export function mimeTypeOr(given: unknown, filename: string): string {
+  return typeof given === 'string' && given.length <= 255 && MEDIA_TYPE.test(given) ? given : mimeOf(filename);
+}
+
 /** A header value as Node gives it (each byte a Latin-1 character), read as the UTF-8 it usually is. */
 function utf8(value: string): string {
   try {
@@ -82,14 +90,47 @@ export function filenameFromDisposition(header: string | undefined): string {
     if (m) raw = utf8((m[1] ?? m[2] ?? '').replace(/\\(.)/g, '$1'));
   }
   if (raw === null) throw new ApiError(400, 'No filename found in the "Content-Disposition" header. A file name in the format "filename=FILENAME" must be provided.');
+  return safeFilename(raw);
+}
+
+/**
+ * A file name as given by someone else (an upload's header, an imported record's `filename`),
+ * reduced to a safe base name: its last path segment (`/` or `\\`), without control characters or
+ * the invisible bidirectional controls that can disguise an extension ("gpj.exe"). Refused when
+ * nothing usable is left, or when it is longer than farmOS allows.
+ */
+export function safeFilename(raw: string): string {
   const name = basename(raw.replace(/\\/g, '/'))
-    // Control characters, and the invisible bidirectional controls that can disguise an extension ("gpj.exe").
     .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
     .trim();
-  if (!name || name === '.' || name === '..') throw new ApiError(400, `The file name "${raw}" is not usable.`);
+  if (!name || name === '.' || name === '..') throw new ApiError(400, `The file name "${printable(raw)}" is not usable.`);
   if ([...name].length > 240) throw new ApiError(422, 'The file name may be at most 240 characters long.');
   return name;
 }
+
+/** A name for a message: control characters shown as `?`, cut to a readable length. */
+function printable(raw: string): string {
+  return raw.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 200);
+}
+
+/**
+ * A stored path as someone else gave it (an imported file's URI), when it is one this store can
+ * keep as it is: relative, `/`-separated segments of safe names (no `.` or `..`, no control
+ * characters, no backslash), not under the store's own `tmp/`, at most 10 segments and 1,000
+ * characters. Null otherwise.
+ */
+export function safeStoredPath(path: string): string | null {
+  if (path.length > 1000 || /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\\]/.test(path)) return null;
+  const segments = path.split('/');
+  if (segments.length < 2 || segments.length > 10 || segments[0] === TMP_DIR) return null;
+  for (const segment of segments) {
+    if (!segment || segment === '.' || segment === '..' || segment !== segment.trim() || [...segment].length > 240) return null;
+  }
+  return segments.join('/');
+}
+
+/** Where received files wait to be placed (and sweepAbandonedUploads looks): no stored path may start there. */
+const TMP_DIR = 'tmp';
 
 /** A decoder for the body's Content-Encoding, or null for none. */
 function decoder(encoding: string | undefined): Transform | null {
@@ -117,7 +158,7 @@ function decoder(encoding: string | undefined): Transform | null {
  * Returns how many were removed.
  */
 export function sweepAbandonedUploads(dataDir: string, idleMs: number, now = Date.now()): number {
-  const tmpDir = join(resolve(dataDir, 'files'), 'tmp');
+  const tmpDir = join(resolve(dataDir, 'files'), TMP_DIR);
   let removed = 0;
   let names: string[];
   try {
@@ -169,9 +210,7 @@ export class FileStore {
   /** Stream a request body to a temporary file (no database involved). Returns it and its size. */
   async receive(body: Readable & { headers?: Record<string, string | string[] | undefined> }): Promise<{ tmp: string; size: number }> {
     const decode = decoder(body.headers?.['content-encoding'] as string | undefined);
-    const tmpDir = join(this.root, 'tmp');
-    onDisk(() => mkdirSync(tmpDir, { recursive: true }));
-    const tmp = join(tmpDir, randomBytes(12).toString('hex'));
+    const tmp = this.temporaryPath();
     const { maxBytes, stallMs } = this.limits;
     let size = 0;
     let stalled = false;
@@ -211,11 +250,34 @@ export class FileStore {
     return { tmp, size };
   }
 
-  /** Move a received file into place. Returns its stored path (relative to the root). */
+  /**
+   * Move a received file into place under `farm/<entityType>/<YYYY>-<MM>/`. Returns its stored path
+   * (relative to the root). The name is reduced to a safe base name whoever gives it, and nothing is
+   * ever written outside the root.
+   */
   place(tmp: string, entityType: string, filename: string, now = new Date()): string {
+    if (!/^[a-z][a-z0-9_]*$/.test(entityType)) throw new Error(`Not an entity type to store files under: ${printable(entityType)}.`);
     const month = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
-    const dir = ['farm', entityType, month].join('/');
-    onDisk(() => mkdirSync(join(this.root, dir), { recursive: true }));
+    const placed = this.placeIn(tmp, ['farm', entityType, month].join('/'), safeFilename(filename), false);
+    return placed!;
+  }
+
+  /**
+   * Move a received file to exactly this stored path (one safeStoredPath accepts), when no file has
+   * it; null, with the file still waiting, when the path is taken or not one this store keeps.
+   */
+  placeAt(tmp: string, path: string): string | null {
+    const safe = safeStoredPath(path);
+    if (!safe) return null;
+    const slash = safe.lastIndexOf('/');
+    return this.placeIn(tmp, safe.slice(0, slash), safe.slice(slash + 1), true);
+  }
+
+  /** Move `tmp` to `<dir>/<filename>`, or to `<stem>_<n><ext>` when that is taken (unless `exact`: then null). */
+  private placeIn(tmp: string, dir: string, filename: string, exact: boolean): string | null {
+    const folder = this.inside(dir);
+    if (!folder || this.inside(`${dir}/${filename}`) === null) throw new Error(`Refused to place a file outside ${this.root}: ${printable(`${dir}/${filename}`)}.`);
+    onDisk(() => mkdirSync(folder, { recursive: true }));
     const ext = extname(filename);
     const stem = filename.slice(0, filename.length - ext.length);
     // Reserve the name by creating it exclusively (O_EXCL), then move the upload over the
@@ -224,8 +286,11 @@ export class FileStore {
     // processes both find it free, and the second rename replaced the first's file.
     for (let i = -1; ; i++) {
       const candidate = i < 0 ? filename : `${stem}_${i}${ext}`;
-      const target = join(this.root, dir, candidate);
-      if (!onDisk(() => reserve(target))) continue;
+      const target = join(folder, candidate);
+      if (!onDisk(() => reserve(target))) {
+        if (exact) return null;
+        continue;
+      }
       try {
         onDisk(() => renameSync(tmp, target));
       } catch (error) {
@@ -236,13 +301,26 @@ export class FileStore {
     }
   }
 
+  /** A new file name in the waiting room (tmp/, swept of what a dead process left), for bytes on their way in. */
+  temporaryPath(): string {
+    const tmpDir = join(this.root, TMP_DIR);
+    onDisk(() => mkdirSync(tmpDir, { recursive: true }));
+    return join(tmpDir, randomBytes(12).toString('hex'));
+  }
+
   /** Forget a received file that was not placed (a no-op once placed). */
   discard(tmp: string): void {
     rmSync(tmp, { force: true });
   }
 
-  /** The absolute path of a stored file, refusing anything outside the root. */
+  /** The absolute path of a stored file, refusing anything outside the root (and the waiting room, tmp/). */
   absolute(path: string): string | null {
+    const full = this.inside(path);
+    return full && !full.startsWith(join(this.root, TMP_DIR) + sep) ? full : null;
+  }
+
+  /** A path under the root as an absolute one, or null when it resolves outside the root (`..`, an absolute path). */
+  private inside(path: string): string | null {
     const full = resolve(this.root, path);
     return full.startsWith(this.root + sep) ? full : null;
   }

@@ -121,7 +121,18 @@ export interface FarmosFixture {
   edit(uuid: string, attributes: Record<string, unknown>): void;
 }
 
-export async function startFarmosFixture(): Promise<FarmosFixture> {
+export interface FixtureOptions {
+  /**
+   * A data stream (`data_stream--basic`, farmOS 3.x's) with these readings, served newest first
+   * by its data endpoint; `hold`, when given, is called as each request for them arrives, and the
+   * answer waits for the promise it returns (a slow or stalled source).
+   */
+  readings?: { values: Array<[number, number]>; hold?: () => Promise<void> | undefined };
+}
+
+export const FIXTURE_STREAM = U(650);
+
+export async function startFarmosFixture(options: FixtureOptions = {}): Promise<FarmosFixture> {
   const requests: string[] = [];
   const queries: string[] = [];
   const edits = new Map<string, Record<string, unknown>>();
@@ -164,6 +175,29 @@ export async function startFarmosFixture(): Promise<FarmosFixture> {
       return res.end(url.pathname.endsWith('/map.txt') ? MAP_BYTES : 'short');
     }
     const data = records(base);
+    if (options.readings) {
+      const stream = FIXTURE_STREAM;
+      if (url.pathname === `/api/data_stream/${stream}/data`) {
+        const answer = () => {
+          const rows = [...options.readings!.values].sort((a, b) => b[0] - a[0]).map(([timestamp, value]) => ({ timestamp, temperature: String(value) }));
+          const offset = Number(url.searchParams.get('offset') ?? 0);
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify(rows.slice(offset, offset + Number(url.searchParams.get('limit') ?? 100))));
+        };
+        const held = options.readings.hold?.();
+        if (held) void held.then(answer);
+        else answer();
+        return;
+      }
+      data['data_stream--basic'] = [
+        {
+          type: 'data_stream--basic',
+          id: stream,
+          attributes: { drupal_internal__id: 1, langcode: 'en', name: 'temperature', private_key: 'fixture-private-key', public: false, created: t('2021-06-01T00:00:00'), changed: t('2021-06-01T00:00:00'), default_langcode: true },
+          relationships: { uid: { data: rel('user--user', FIXTURE.farmer) } },
+        },
+      ];
+    }
     for (const list of Object.values(data)) for (const r of list) Object.assign(r.attributes, edits.get(r.id) ?? {});
     if (url.pathname === '/api') {
       const links: Record<string, { href: string }> = { self: { href: `${base}/api` } };

@@ -10,7 +10,7 @@ import type { RouteHandler, MatchedRoute } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf, type Principal } from '../../access/principal.ts';
 import { assertMayOnType, requireAuthenticated, mayOnType } from '../../access/policy.ts';
-import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeOf } from '../../files/storage.ts';
+import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeOf, mimeTypeOr } from '../../files/storage.ts';
 import { ApiError, forbidden, notFound, unsupportedMediaType, ValidationError } from '../../errors.ts';
 import type { Db, ItemValue, Reference } from '../../storage/records.ts';
 import { extname } from 'node:path';
@@ -161,7 +161,8 @@ export function fileDownloadRoutes(s: JsonApiServices, files: FileStore): Router
     const row = await s.knex(fileEt.table).where('path', path).first('filemime', 'filename');
     const full = row ? files.absolute(path) : null;
     if (!row || !full) throw notFound('There is no such file.');
-    res.setHeader('Content-Type', row.filemime ?? 'application/octet-stream');
+    // A stored type that is not one (an import from an older Tilth took the source's as it was) is the name's, never a failed header.
+    res.setHeader('Content-Type', mimeTypeOr(row.filemime, String(row.filename)));
     // RFC 6266: an ASCII fallback, and the real name as UTF-8 (a raw non-ASCII header value is refused by Node).
     const name = String(row.filename);
     const fallback = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
