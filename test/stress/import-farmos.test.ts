@@ -68,8 +68,9 @@ test(`SIGKILLed ${SCALE.importKills} time(s) while the source is written, the im
       const uuids = (await knex(table).select('uuid')).map((r: { uuid: string }) => r.uuid);
       assert.equal(new Set(uuids).size, uuids.length, `${table}: no record twice`);
     }
-    // Bytes a killed run placed for a file whose record never committed are gone: every file on disk has its record.
-    const filesDir = join(target.config.dataDir, 'files', 'farm', 'file');
+    // Bytes a killed run placed for a file whose record never committed are gone, or taken by the
+    // record when it came (at its URI's path): every file on disk has its record.
+    const filesDir = join(target.config.dataDir, 'files', 'farm');
     const onDisk = existsSync(filesDir) ? readdirSync(filesDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).length : 0;
     assert.equal(onDisk, Number((await knex('files').count({ n: '*' }).first())!.n), 'one file on disk per file record');
     const here = Number((await knex('log').count({ n: '*' }).first())!.n);
