@@ -135,8 +135,13 @@ export async function accountNamed(knex: Knex, typed: string): Promise<UserAccou
 export async function setPassword(knex: Knex, name: string, password: string): Promise<UserAccount> {
   validatePassword(password);
   const user = await accountNamed(knex, name);
+  // Hashed before the transaction: no transaction waits on the hash.
   const pass = await hashPassword(password);
-  await knex('users').where('id', user.id).update({ pass, changed: now() });
+  await knex.transaction(async (trx) => {
+    await trx('users').where('id', user.id).update({ pass, changed: now() });
+    // Its `changed` shows: the change feed lists it, and its ETag moves (storage/change-feed.ts).
+    await recordChangedIds(trx, 'user', 'users', [user.id]);
+  });
   return user;
 }
 
