@@ -40,6 +40,10 @@ type: ("boolean" | "decimal" | "email" | "entity_reference" | "entity_reference_
 label: string
 description?: string
 required?: boolean
+/**
+ * false: a value may be left out (the default applies) but never sent as null (a 422), without being required in the schema
+ */
+nullable?: false
 multiple?: boolean
 max_length?: number
 min?: number

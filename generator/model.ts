@@ -315,6 +315,7 @@ class FieldNormaliser {
       label: raw.label,
       ...(raw.description ? { description: raw.description } : {}),
       required: Boolean(raw.required),
+      ...(raw.nullable === false ? { nullable: false as const } : {}),
       multiple: Boolean(raw.multiple),
       ...(raw.max_length !== undefined ? { maxLength: raw.max_length } : type === 'string' ? { maxLength: 255 } : {}),
       ...(raw.min !== undefined ? { min: raw.min } : {}),

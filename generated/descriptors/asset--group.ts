@@ -165,7 +165,7 @@ export const descriptor: BundleDescriptor = {
       "required": false,
       "multiple": false,
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "changed",
       "internal": false,
       "visibility": "all",

@@ -95,6 +95,7 @@ export const descriptor: BundleDescriptor = {
       "label": "Timestamp",
       "description": "Timestamp of the event being logged.",
       "required": false,
+      "nullable": false,
       "multiple": false,
       "default": {
         "now": true
@@ -169,7 +170,7 @@ export const descriptor: BundleDescriptor = {
       "required": false,
       "multiple": false,
       "aliases": [],
-      "readOnly": true,
+      "readOnly": false,
       "auto": "changed",
       "internal": false,
       "visibility": "all",

@@ -74,7 +74,7 @@ export class EntityService {
   private requireFields(rt: ResourceType, values: Map<string, ItemValue | ItemValue[]>, only?: Set<string>): void {
     const violations: Violation[] = [];
     for (const field of rt.bundle.fields) {
-      if (!field.required || field.computed || field.auto) continue;
+      if ((!field.required && field.nullable !== false) || field.computed || field.auto) continue;
       if (only && !only.has(field.name)) continue;
       if (isEmpty(values.get(field.name))) violations.push({ pointer: fieldPointer(field), detail: `${field.name}: This value should not be null (${field.label} is required).` });
     }
@@ -135,7 +135,9 @@ export class EntityService {
         values.set(field.name, defaultFromCallback(field.defaultCallback));
         continue;
       }
-      if (values.has(field.name) && !(isEmpty(values.get(field.name)) && field.default !== undefined && !field.multiple && values.get(field.name) === null)) continue;
+      // A null for a field with a default gets the default, except for a required (or not
+      // nullable) field: farmOS refuses that with a 422 (requireFields), it does not reset the value.
+      if (values.has(field.name) && !(isEmpty(values.get(field.name)) && field.default !== undefined && !field.multiple && values.get(field.name) === null && !field.required && field.nullable !== false)) continue;
       if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
       else if (!values.has(field.name)) values.set(field.name, field.multiple ? [] : null);
     }
@@ -209,6 +211,9 @@ export class EntityService {
       // A save that rewrites the current revision keeps that revision's author and time.
       if (REVISION_METADATA_FIELDS.has(field.name) && !savesNewRevision(rt)) continue;
       if (field.auto === 'changed' || field.auto === 'editor') {
+        // A time of change the client may send (`changed`) and did, other than the stored one: kept,
+        // as farmOS keeps it (ChangedItem::preSave): an offline client's edit keeps its own time.
+        if (!field.readOnly && isClientTime(input.values.get(field.name), record.values.get(field.name))) continue;
         const auto = this.autoValue(field, principal, now);
         if (auto !== undefined) changes.set(field.name, auto);
       }
@@ -259,4 +264,9 @@ export class EntityService {
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);
     await this.inventories.apply(db, inventory);
   }
+}
+
+/** A time the client sent for an automatic time field, other than the one stored. */
+function isClientTime(sent: ItemValue | ItemValue[] | undefined, stored: ItemValue | ItemValue[] | undefined): boolean {
+  return typeof sent === 'number' && sent !== stored;
 }

@@ -42,8 +42,10 @@ export function beforeUpdate(rt: ResourceType, changes: Map<string, ItemValue | 
  * archives at that time.
  */
 function syncArchivedOnCreate(values: Map<string, ItemValue | ItemValue[]>, now: number): void {
+  // A status sent as null is refused as farmOS refuses it (the field is required), not made active.
+  if (sentNull(values, 'status')) return;
   const archivedSent = values.has('archived');
-  let status = values.has('status') ? ((values.get('status') as string | null) ?? 'active') : 'active';
+  let status = values.has('status') ? (values.get('status') as string) : 'active';
   if (!values.has('status') && archivedSent && values.get('archived') !== null) status = 'archived';
   values.set('status', status === 'archived' ? 'archived' : 'active');
   values.set('archived', status === 'archived' ? ((archivedSent ? (values.get('archived') as number | null) : null) ?? now) : null);
@@ -58,8 +60,10 @@ function syncArchivedOnCreate(values: Map<string, ItemValue | ItemValue[]>, now:
  * - status changed from archived → the time cleared.
  */
 function syncArchivedOnUpdate(changes: Map<string, ItemValue | ItemValue[]>, current: EntityRecord, now: number): void {
+  // A status sent as null is refused (required), never read as active: an archived asset stays archived.
+  if (sentNull(changes, 'status')) return;
   const oldState = (current.values.get('status') as string | undefined) ?? 'active';
-  const newState = changes.has('status') ? ((changes.get('status') as string | null) ?? 'active') : oldState;
+  const newState = changes.has('status') ? (changes.get('status') as string) : oldState;
   let archived = (changes.has('archived') ? changes.get('archived') : current.values.get('archived')) as number | null | undefined;
   archived ??= null;
   let status = newState;
@@ -73,6 +77,10 @@ function syncArchivedOnUpdate(changes: Map<string, ItemValue | ItemValue[]>, cur
   }
   if (changes.has('status') || status !== oldState) changes.set('status', status);
   if (changes.has('archived') || archived !== ((current.values.get('archived') as number | null | undefined) ?? null)) changes.set('archived', archived);
+}
+
+function sentNull(values: ReadonlyMap<string, ItemValue | ItemValue[]>, name: string): boolean {
+  return values.has(name) && values.get(name) === null;
 }
 
 /** The name a record gets when saved with a blank name, from the entity type's pattern. */

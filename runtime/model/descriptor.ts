@@ -43,6 +43,8 @@ export interface FieldDescriptor {
   label: string;
   description?: string;
   required: boolean;
+  /** false: may be left out (its default applies) but never null; refused as a required field's null is (YAML `nullable: false`). */
+  nullable?: false;
   multiple: boolean;
   maxLength?: number;
   min?: number;

@@ -42,7 +42,7 @@ test('created and uid sent on POST are kept, for assets, logs and quantities; th
   }
 });
 
-test('PATCH changes created and uid; changed sent is the server\'s; a null uid on POST means the caller', async () => {
+test('PATCH changes created and uid; a changed sent is kept (farmOS ChangedItem::preSave); a null uid on POST means the caller', async () => {
   const made = await api('/api/asset/equipment', { method: 'POST', json: { data: { type: 'asset--equipment', attributes: { name: 'Baler' }, relationships: { uid: { data: null } } } } });
   assert.equal(made.status, 201, made.text);
   const me = made.body.data.relationships.uid.data;
@@ -53,7 +53,7 @@ test('PATCH changes created and uid; changed sent is the server\'s; a null uid o
   const stored = (await api(path)).body.data;
   assert.equal(stored.attributes.created, '2020-02-02T02:02:02+00:00');
   assert.equal(stored.relationships.uid.data.id, ann.id);
-  assert.notEqual(stored.attributes.changed, CREATED);
+  assert.equal(stored.attributes.changed, CREATED, 'a changed sent other than the stored one is kept, as farmOS keeps it (issue 41 B.4)');
 });
 
 test('bad values are refused naming the field, and nothing changes; a viewer may not write them', async () => {
@@ -86,7 +86,7 @@ test('a file\'s created and uid, and a data stream\'s created, are written as an
   let stored = (await api(filePath)).body.data;
   assert.equal(stored.attributes.created, CREATED);
   assert.equal(stored.relationships.uid.data.id, ann.id);
-  assert.notEqual(stored.attributes.changed, CREATED, 'changed is the server\'s');
+  assert.equal(stored.attributes.changed, CREATED, 'a changed sent is kept, as farmOS keeps it (issue 41 B.4)');
   const bad = await api(filePath, { method: 'PATCH', json: { data: { type: 'file--file', id: file.id, attributes: { created: 'long ago' } } } });
   assert.equal(bad.status, 422, bad.text);
   assert.equal(bad.body.errors[0].source.pointer, '/data/attributes/created');
