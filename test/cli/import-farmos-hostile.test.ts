@@ -26,6 +26,7 @@ beforeEach(async () => {
   targetDb = await createTestDatabase({ migrated: true });
   source.behave = {};
   source.farm = hostileFarm();
+  source.files = { '/system/files/2021-06/map.txt': source.files['/system/files/2021-06/map.txt']! };
   source.requests.length = 0;
   source.endlessBytes = 0;
   source.internal.requests.length = 0;
@@ -85,6 +86,15 @@ test("a file's URL redirected to another host: not followed, the file named, not
   assert.deepEqual(importedFiles(), [], 'no bytes stored');
 });
 
+test("a file's URL redirected on the source's own address: followed, the bytes stored", async () => {
+  source.files['/moved/map.txt'] = source.files['/system/files/2021-06/map.txt']!;
+  source.behave.redirectFilesTo = `${source.url}/moved/map.txt`;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.ok(source.requests.includes('GET /moved/map.txt'));
+  assert.equal(importedFiles().filter((f) => f.endsWith('map.txt')).length, 1);
+});
+
 test('a file record with no filesize is refused, naming it, before its bytes are fetched', async () => {
   delete source.farm['file--file']![0]!.attributes.filesize;
   const run = await importFrom(['--no-verify']);
@@ -92,6 +102,14 @@ test('a file record with no filesize is refused, naming it, before its bytes are
   assert.match(run.stdout, new RegExp(`^Failed: file--file ${HOSTILE.map}: the source does not state its filesize`, 'm'));
   assert.ok(!source.requests.some((r) => r.startsWith('GET /system/files/')), 'its bytes were not fetched');
   assert.deepEqual(importedFiles(), []);
+});
+
+test('a file longer than its stated filesize: read no further than that, refused, nothing stored', async () => {
+  source.farm['file--file']![0]!.attributes.filesize = 10;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: file--file ${HOSTILE.map}: its bytes are longer than the filesize 10 the source states`, 'm'));
+  assert.deepEqual(importedFiles().filter((f) => f.endsWith('.txt')), []);
 });
 
 test('a 307 from /oauth/token to another host: the secret is not sent there, and the error names where it pointed', async () => {

@@ -39,7 +39,7 @@ export interface HostileBehaviour {
   selfNextHistory?: boolean;
   /** Revision histories of endless distinct pages (a new `links.next` each time), 50 revisions each. */
   endlessHistory?: boolean;
-  /** File bytes answered with a redirect to this URL (the `internal` server's, say). */
+  /** Bytes under /system/files/ answered with a redirect to this URL (the `internal` server's, or a path of `files`). */
   redirectFilesTo?: string;
   /** `/oauth/token` answered with a 307 to this URL. */
   redirectTokenTo?: string;
@@ -151,8 +151,8 @@ function answer(source: HostileSource, req: IncomingMessage, res: ServerResponse
     return;
   }
   if (req.headers.authorization !== `Bearer ${HOSTILE_TOKEN}`) return send(res, 401, { errors: [{ status: '401', title: 'Unauthorized' }] });
-  if (url.pathname.startsWith('/system/files/')) {
-    if (behave.redirectFilesTo) {
+  if (url.pathname.startsWith('/system/files/') || url.pathname in source.files) {
+    if (behave.redirectFilesTo && url.pathname.startsWith('/system/files/')) {
       res.writeHead(302, { Location: behave.redirectFilesTo });
       return void res.end();
     }
