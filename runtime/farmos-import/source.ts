@@ -131,7 +131,9 @@ export class FarmSource {
       this.token = body.access_token;
       return;
     }
-    // No OAuth error either: --url is not the farm's own address (a page of it, another server).
+    // A server error says nothing of the address; a 2xx or 4xx with no OAuth error says --url is not
+    // the farm's own address (a page of it, another server).
+    if (typeof body.error !== 'string' && res.status >= 500) throw new SourceError(`Signing in to ${this.base} failed (HTTP ${res.status}).`);
     if (typeof body.error !== 'string') {
       throw new SourceError(`Signing in to ${this.base} failed: ${url} answered ${res.status}${res.ok ? ' without an access token' : ''}, which is not an OAuth answer: give --url the farm's own address, the one its web pages are at (e.g. https://farm.example.org).`);
     }
