@@ -84,6 +84,8 @@ export interface Config {
    * (TILTH_TOMBSTONE_DAYS, default 365; a fraction of a day is allowed). An older cursor is a 410.
    */
   tombstoneDays: number;
+  /** The largest JSON document `tilth import farmos` reads from its source, in bytes (TILTH_IMPORT_MAX_DOCUMENT_MB). */
+  importMaxDocumentBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -261,5 +263,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     tombstoneDays: positiveNumber(env, 'TILTH_TOMBSTONE_DAYS', 365, 36500),
     bodyBudgetBytes: integer(env, 'TILTH_BODY_BUDGET_MB', 32, 4, 4096) * 1024 * 1024,
     maxConnections: integer(env, 'TILTH_MAX_CONNECTIONS', 1000, 10, 1_000_000),
+    importMaxDocumentBytes: integer(env, 'TILTH_IMPORT_MAX_DOCUMENT_MB', 64, 1, 4096) * 1024 * 1024,
   };
 }

@@ -12,7 +12,8 @@ import { ImportError } from '../imports/run.ts';
 import { FarmSource, SourceError, type SourceAuth } from '../farmos-import/source.ts';
 import { FarmImport, sourceTypes } from '../farmos-import/run.ts';
 import { verifyFarm, type Difference } from '../farmos-import/verify.ts';
-import { progressFor, summaryTable } from '../farmos-import/progress.ts';
+import { printable, progressFor, summaryTable } from '../farmos-import/progress.ts';
+import { loadConfig } from '../config.ts';
 
 /** Read a password without echoing it (a terminal), or the first line of standard input (a pipe). */
 async function promptPassword(): Promise<string> {
@@ -81,15 +82,18 @@ async function authFrom(values: Record<string, unknown>): Promise<SourceAuth> {
 
 function describe(d: Difference): string {
   const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
-  return `${d.type} ${d.uuid} ${d.field}: source ${show(d.source)}, here ${show(d.here)}`;
+  return printable(`${d.type} ${d.uuid} ${d.field}: source ${show(d.source)}, here ${show(d.here)}`);
 }
+
+/** A list of names from the source, for a line of the human-readable output. */
+const names = (list: Iterable<string>) => [...list].map(printable).join(', ');
 
 export const importFarmosCommand: Command = {
   name: ['import', 'farmos'],
   summary: 'Move a whole farm in from a farmOS 2.x/3.x server (or another Tilth): resumable, idempotent, verified.',
-  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret[-file] SECRET | --token[-file] TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--json]',
+  usage: 'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret[-file] SECRET | --token[-file] TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--timeout SECONDS] [--json]',
   options: {
-    url: { type: 'string', description: "the source farm's address, e.g. https://farm.example.org" },
+    url: { type: 'string', description: "the source farm's address, e.g. https://farm.example.org (its …/api address names it too)" },
     username: { type: 'string', description: 'sign in with the password grant as this user (the password is prompted for, or read from --password-file)' },
     'password-file': { type: 'string', description: 'a file holding the password (its first line)' },
     'client-id': { type: 'string', description: 'the OAuth client (default for the password grant: farm)' },
@@ -101,6 +105,7 @@ export const importFarmosCommand: Command = {
     revisions: { type: 'boolean', description: "carry each record's past revisions too (a Tilth source serves them; farmOS does not): one more request per record" },
     prune: { type: 'boolean', description: 'delete records an earlier run copied and the source no longer has' },
     retries: { type: 'string', description: 'attempts per request before a page or file counts as failed (default 5; waits 0.5 s, 1 s, 2 s… between)' },
+    timeout: { type: 'string', description: 'seconds one request may take, its answer read whole, before the attempt fails (default 120)' },
     'verify-only': { type: 'boolean', description: 'copy nothing: compare the source with this farm and name what differs' },
     'no-verify': { type: 'boolean', description: 'skip the comparison at the end' },
     json: { type: 'boolean', description: 'progress and the summary as JSON lines on stdout' },
@@ -111,10 +116,14 @@ export const importFarmosCommand: Command = {
     const auth = await authFrom(values);
     const retries = values.retries === undefined ? 5 : Number(values.retries);
     if (!Number.isInteger(retries) || retries < 1 || retries > 20) throw new UsageError('--retries must be a whole number from 1 to 20.');
+    const timeout = values.timeout === undefined ? 120 : Number(values.timeout);
+    if (!Number.isFinite(timeout) || timeout <= 0 || timeout > 3600) throw new UsageError('--timeout must be a number of seconds above 0 and at most 3600.');
+    // The cap on each JSON document read from the source; the rest of the configuration is read when the database opens.
+    const maxDocumentBytes = loadConfig().importMaxDocumentBytes;
     const progress = progressFor(json ? process.stdout : process.stderr, json);
     const say = (line: string, fields: Record<string, unknown>) => process.stdout.write(json ? `${JSON.stringify(fields)}\n` : `${line}\n`);
     try {
-      const source = new FarmSource(url, auth, { attempts: retries });
+      const source = new FarmSource(url, auth, { attempts: retries, timeoutMs: timeout * 1000, maxDocumentBytes });
       await source.signIn();
       return await withAppContext(async (ctx) => {
         const { supported } = await sourceTypes(source, ctx);
@@ -129,11 +138,12 @@ export const importFarmosCommand: Command = {
           const updated = report.counts.filter((c) => c.type !== 'readings').reduce((n, c) => n + c.updated, 0);
           failed = report.failures.length;
           say(`\n${summaryTable(report.counts)}\n`, { event: 'summary', counts: report.counts });
-          if (report.unsupported.length) say(`Skipped (this farm has no such record type): ${report.unsupported.join(', ')}.`, { event: 'skipped', types: report.unsupported });
-          for (const [type, names] of report.notCarried) say(`Not carried (this farm's ${type} has no such field): ${[...names].sort().join(', ')}.`, { event: 'not_carried', type, fields: [...names].sort() });
-          for (const f of report.failures) say(`Failed: ${f.type} ${f.uuid}: ${f.reason}`, { event: 'failed', ...f });
-          if (report.needPassword.length) say(`These accounts came without a password (farmOS does not give them out): ${report.needPassword.join(', ')}. Set each with: tilth user password --name NAME`, { event: 'need_password', users: report.needPassword });
-          if (report.matchedUsers.length) say(`Already here under the same name (kept as they are): ${report.matchedUsers.join(', ')}.`, { event: 'matched_users', users: report.matchedUsers });
+          // What the source named (types, fields, UUIDs, reasons, user names) is printed through printable(): no escape sequence of its reaches the terminal.
+          if (report.unsupported.length) say(`Skipped (this farm has no such record type): ${names(report.unsupported)}.`, { event: 'skipped', types: report.unsupported });
+          for (const [type, fields] of report.notCarried) say(`Not carried (this farm's ${type} has no such field): ${names([...fields].sort())}.`, { event: 'not_carried', type, fields: [...fields].sort() });
+          for (const f of report.failures) say(`Failed: ${printable(`${f.type} ${f.uuid}: ${f.reason}`)}`, { event: 'failed', ...f });
+          if (report.needPassword.length) say(`These accounts came without a password (farmOS does not give them out): ${names(report.needPassword)}. Set each with: tilth user password --name NAME`, { event: 'need_password', users: report.needPassword });
+          if (report.matchedUsers.length) say(`Already here under the same name (kept as they are): ${names(report.matchedUsers)}.`, { event: 'matched_users', users: report.matchedUsers });
           say(`Imported from ${source.base}: ${created} created, ${updated} updated, ${report.pruned} pruned, ${failed} failed, in ${((Date.now() - started) / 1000).toFixed(1)} s.`, { event: 'done', created, updated, pruned: report.pruned, failed, ms: Date.now() - started });
         } else {
           userRemap = await new FarmImport(ctx, source, progress).matchUsers();
@@ -146,7 +156,7 @@ export const importFarmosCommand: Command = {
         return failed || differences.length ? 1 : 0;
       });
     } catch (error) {
-      if (error instanceof SourceError) throw new ImportError(error.message);
+      if (error instanceof SourceError) throw new ImportError(printable(error.message));
       throw error;
     }
   },

@@ -50,7 +50,9 @@ async function main(argv: string[]): Promise<number> {
     }
     return await command.run(values, positionals);
   } catch (error) {
-    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    // `code` is not always a string: a DOMException's (a fetch's timeout) is a number.
+    const parseError = typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('ERR_PARSE_ARGS');
+    if (error instanceof UsageError || parseError) {
       process.stderr.write(`${(error as Error).message}\n\nUsage: ${command.usage}\n${describeOptions(command)}`);
       return 2;
     }

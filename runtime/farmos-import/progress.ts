@@ -32,6 +32,21 @@ export function progressFor(out: Writable & { isTTY?: boolean }, json: boolean):
   return out.isTTY ? new TerminalLine(out) : new PlainLines(out);
 }
 
+/** An escape sequence: CSI (`ESC [ … final`), OSC and the like (`ESC ] … BEL or ESC \\`), or ESC and one character. */
+const ESCAPE_SEQUENCE = /\x1b(?:\[[0-?]*[ -/]*[@-~]?|[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?|[\s\S]?)/g;
+/** C0 and C1 control characters, DEL among them. */
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
+
+/**
+ * Text from the source (a name, an error's detail) as it may reach a terminal: its escape
+ * sequences removed and its other control characters (line breaks, carriage returns among them)
+ * made spaces, so that it can neither move the cursor, nor redraw a line, nor begin a line of its
+ * own (a fake "Verified" one). JSON output needs none of this: JSON.stringify escapes it.
+ */
+export function printable(text: string): string {
+  return text.replace(ESCAPE_SEQUENCE, '').replace(CONTROL, ' ');
+}
+
 const rate = (n: number, ms: number) => (ms > 0 ? Math.round((n * 1000) / ms) : 0);
 const mb = (bytes: number) => (bytes / 1_048_576).toFixed(1);
 
@@ -110,7 +125,7 @@ class TerminalLine extends Counting {
     this.out.write(`\r\x1b[2K${this.line(true)}\n`);
   }
   note(line: string): void {
-    this.out.write(`\r\x1b[2K${line}\n`);
+    this.out.write(`\r\x1b[2K${printable(line)}\n`);
   }
 }
 
@@ -122,7 +137,7 @@ class PlainLines extends Counting {
     this.out.write(`${this.line(true)} (done)\n`);
   }
   note(line: string): void {
-    this.out.write(`${line}\n`);
+    this.out.write(`${printable(line)}\n`);
   }
 }
 

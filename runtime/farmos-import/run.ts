@@ -426,22 +426,34 @@ export class FarmImport {
     for (const path of onDisk) if (!recorded.has(path)) this.files.remove(path);
   }
 
-  /** A file's bytes, downloaded to a temporary file with their size and SHA-256; refused when the size is not the one the source states. */
+  /**
+   * A file's bytes, downloaded to a temporary file with their size and SHA-256; refused when the
+   * source does not state its size (any answer, an endless one or another server's, would be
+   * stored as the file), and when the bytes are not that size (read no further than it).
+   */
   private async download(resource: SourceResource): Promise<{ tmp: string; size: number; sha256: string }> {
     const uri = resource.attributes?.uri as { url?: string; value?: string } | undefined;
     if (!uri?.url) throw new SourceError('the source gives no uri.url to download it from.');
+    const filesize = resource.attributes?.filesize;
+    const stated = typeof filesize === 'number' || (typeof filesize === 'string' && /^\d+$/.test(filesize)) ? Number(filesize) : NaN;
+    if (!Number.isSafeInteger(stated) || stated < 0) throw new SourceError('the source does not state its filesize, so its bytes cannot be checked; not downloaded.');
     const body = await this.source.download(uri.url);
     const hash = createHash('sha256');
+    let read = 0;
     const hashing = new Transform({
       transform(chunk: Buffer, _enc, done) {
+        read += chunk.length;
+        if (read > stated) {
+          body.destroy(); // the source may send for ever: its connection goes
+          return done(new ApiError(413, `its bytes are longer than the filesize ${stated} the source states; not read further.`));
+        }
         hash.update(chunk);
         done(null, chunk);
       },
     });
     const received = await this.files.receive(Object.assign(body.pipe(hashing), { headers: {} }));
     this.progress.advance(0, received.size);
-    const stated = Number(resource.attributes?.filesize);
-    if (Number.isFinite(stated) && stated !== received.size) {
+    if (stated !== received.size) {
       this.files.discard(received.tmp);
       throw new SourceError(`its bytes are ${received.size} long, but the source says filesize ${stated}.`);
     }

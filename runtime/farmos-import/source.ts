@@ -5,10 +5,18 @@
  * asking for numbers above the last one seen) so that records written at the source meanwhile are
  * neither lost nor read twice, and downloads file bytes. Network errors, 5xx, 429 and answers that
  * are not JSON are retried with backoff; what still fails is a SourceError naming the URL.
+ *
+ * It trusts nothing the source sends (people point it at servers they do not control): each JSON
+ * document is read up to a cap, each request up to a timeout; a redirect is followed only on the
+ * source's own origin and never from the token endpoint (the credentials would go along); a
+ * revision history's `links.next` that comes back, or never ends, is an error naming the record.
  */
 import { Readable } from 'node:stream';
 
 export class SourceError extends Error {}
+
+/** An answer larger than the cap: not retried (it would be as large again). */
+class DocumentTooLarge extends SourceError {}
 
 /** How to sign in to the source. */
 export type SourceAuth =
@@ -31,7 +39,17 @@ export interface SourceOptions {
   backoffMs?: number;
   /** Records per page; farmOS serves at most 50. */
   pageSize?: number;
+  /** How long one request may take, its answer read whole (the CLI's --timeout). */
+  timeoutMs?: number;
+  /** The largest JSON document read (TILTH_IMPORT_MAX_DOCUMENT_MB); a larger one is a SourceError. */
+  maxDocumentBytes?: number;
+  /** The most past revisions one record may have (`--revisions`). */
+  maxRevisions?: number;
 }
+
+/** Redirects followed for one request (each on the source's own origin). */
+const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 /** What the password grant's refusal means on farmOS 3.x, and what to do instead. */
 export const PASSWORD_GRANT_HELP =
@@ -60,6 +78,9 @@ export class FarmSource {
   private readonly attempts: number;
   private readonly backoffMs: number;
   readonly pageSize: number;
+  private readonly timeoutMs: number;
+  private readonly maxDocumentBytes: number;
+  private readonly maxRevisions: number;
 
   constructor(
     url: string,
@@ -73,10 +94,15 @@ export class FarmSource {
       throw new SourceError(`--url: "${url}" is not a URL; give the farm's address, e.g. https://farm.example.org.`);
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new SourceError(`--url: "${url}" must start with http:// or https://.`);
+    // The API's address (what a server prints, `…/api`) names the same farm: its base is above it.
+    parsed.pathname = parsed.pathname.replace(/\/api\/*$/, '');
     this.base = parsed.toString().replace(/\/+$/, '');
     this.attempts = options.attempts ?? 5;
     this.backoffMs = options.backoffMs ?? 500;
     this.pageSize = options.pageSize ?? 50;
+    this.timeoutMs = options.timeoutMs ?? 120_000;
+    this.maxDocumentBytes = options.maxDocumentBytes ?? 64 * 1024 * 1024;
+    this.maxRevisions = options.maxRevisions ?? 10_000;
   }
 
   /** Sign in: get the access token every request carries. */
@@ -91,9 +117,10 @@ export class FarmSource {
         : { grant_type: 'password', client_id: this.auth.clientId, username: this.auth.username, password: this.auth.password },
     );
     if (this.auth.scope) form.set('scope', this.auth.scope);
-    const res = await this.send(`${this.base}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, false);
+    const url = `${this.base}/oauth/token`;
+    const res = await this.send(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, false);
     // An OAuth error is a JSON body with a 400 or 401: read it whatever the status.
-    const text = await res.text();
+    const text = await this.readText(res, url);
     let body: Record<string, unknown> = {};
     try {
       body = JSON.parse(text) ?? {};
@@ -104,7 +131,13 @@ export class FarmSource {
       this.token = body.access_token;
       return;
     }
-    const error = typeof body.error === 'string' ? body.error : `HTTP ${res.status}`;
+    // A server error says nothing of the address; a 2xx or 4xx with no OAuth error says --url is not
+    // the farm's own address (a page of it, another server).
+    if (typeof body.error !== 'string' && res.status >= 500) throw new SourceError(`Signing in to ${this.base} failed (HTTP ${res.status}).`);
+    if (typeof body.error !== 'string') {
+      throw new SourceError(`Signing in to ${this.base} failed: ${url} answered ${res.status}${res.ok ? ' without an access token' : ''}, which is not an OAuth answer: give --url the farm's own address, the one its web pages are at (e.g. https://farm.example.org).`);
+    }
+    const error = body.error;
     if (this.auth.kind === 'password' && (error === 'unsupported_grant_type' || (error === 'invalid_client' && this.auth.clientId === 'farm'))) {
       throw new SourceError(`${PASSWORD_GRANT_HELP} (The source answered ${error}.)`);
     }
@@ -118,10 +151,10 @@ export class FarmSource {
     for (let attempt = 1; ; attempt++) {
       const res = await this.send(url, { headers: { Accept: 'application/vnd.api+json' } });
       try {
-        return await readJson(res, url);
+        return readJson(res, url, await this.readText(res, url));
       } catch (error) {
         // A truncated or HTML answer: the source may be restarting; try again, then give up naming it.
-        if (!res.ok || attempt >= this.attempts) throw error;
+        if (!res.ok || error instanceof DocumentTooLarge || attempt >= this.attempts) throw error;
         await sleep(this.backoffMs * 2 ** (attempt - 1));
       }
     }
@@ -236,17 +269,27 @@ export class FarmSource {
   async history(type: string, uuid: string, currentRevision: unknown): Promise<SourceResource[]> {
     const [entityType, bundle] = type.split('--');
     const out: SourceResource[] = [];
+    const record = `The revision history of ${type} ${uuid}`;
+    // Pages already read: a `links.next` back to one of them would be followed forever.
+    const seen = new Set<string>();
     let next: string | null = `/api/${entityType}/${bundle}/${uuid}/revision-history?page[limit]=50`;
     while (next) {
+      const url = new URL(this.absolute(next)).toString();
+      if (seen.has(url)) throw new SourceError(`${record}: its next page ${url} came back again (a page read before); not read further.`);
+      seen.add(url);
       let doc: any;
       try {
-        doc = await this.getJson(next);
+        doc = await this.getJson(url);
       } catch (error) {
         if (error instanceof SourceError && / answered 404/.test(error.message)) return [];
         throw error;
       }
-      out.push(...((doc?.data ?? []) as SourceResource[]));
+      const page = (doc?.data ?? []) as SourceResource[];
+      if (!Array.isArray(page)) throw new SourceError(`${record}: ${url} has no "data" list.`);
       next = typeof doc?.links?.next?.href === 'string' ? doc.links.next.href : null;
+      if (!page.length && next) throw new SourceError(`${record}: ${url} has no revisions, yet a next page (no progress); not read further.`);
+      out.push(...page);
+      if (out.length > this.maxRevisions) throw new SourceError(`${record}: the source serves more than ${this.maxRevisions} revisions of it; not read further.`);
     }
     return out.filter((r) => r.attributes?.drupal_internal__revision_id !== currentRevision).reverse();
   }
@@ -279,15 +322,23 @@ export class FarmSource {
    */
   private async send(url: string, init: RequestInit, authorized = true): Promise<Response> {
     let signedInAgain = false;
+    let redirects = 0;
     for (let attempt = 1; ; attempt++) {
       const headers = new Headers(init.headers);
       if (authorized && this.token) headers.set('Authorization', `Bearer ${this.token}`);
       let res: Response;
       try {
-        res = await fetch(url, { ...init, headers, redirect: 'follow', signal: AbortSignal.timeout(120_000) });
+        // Redirects by hand: fetch would follow them anywhere, with the body and the credentials.
+        res = await fetch(url, { ...init, headers, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
       } catch (error) {
-        if (attempt >= this.attempts) throw new SourceError(`${url}: ${(error as Error).cause ? String((error as { cause: Error }).cause.message ?? (error as Error).cause) : (error as Error).message} (after ${attempt} attempts).`);
+        if (attempt >= this.attempts) throw new SourceError(`${url}: ${this.describeFailure(error)} (after ${attempt} attempts).`);
         await sleep(this.backoffMs * 2 ** (attempt - 1));
+        continue;
+      }
+      if (REDIRECT_STATUSES.has(res.status)) {
+        await res.body?.cancel();
+        url = this.redirectTarget(url, res, authorized, ++redirects);
+        attempt--;
         continue;
       }
       const date = Date.parse(res.headers.get('date') ?? '');
@@ -307,10 +358,69 @@ export class FarmSource {
       return res;
     }
   }
+
+  /**
+   * Where a redirect may be followed: on the source's own origin (the token goes only there), a
+   * few hops at most. The token endpoint's is refused whatever its target: the credentials sent
+   * there (a client secret, a password) would be sent on.
+   */
+  private redirectTarget(url: string, res: Response, authorized: boolean, hops: number): string {
+    const location = res.headers.get('location');
+    if (!location) throw new SourceError(`${url} answered ${res.status} (a redirect) without saying where to.`);
+    let target: URL;
+    try {
+      target = new URL(location, url);
+    } catch {
+      throw new SourceError(`${url} redirects to "${location}", which is not a URL.`);
+    }
+    if (!authorized) throw new SourceError(`${url} redirects to ${target}: credentials are not sent on to another address. If that is the farm's own address, give it to --url.`);
+    if (target.origin !== new URL(this.base).origin) throw new SourceError(`${url} redirects to ${target}, which is not on ${this.base}: not followed (the source's token and what it answers stay on the source).`);
+    if (hops > MAX_REDIRECTS) throw new SourceError(`${url} redirects more than ${MAX_REDIRECTS} times; not followed further.`);
+    return target.toString();
+  }
+
+  /** A request that failed with no answer, said as a person reads it. */
+  private describeFailure(error: unknown): string {
+    // AbortSignal.timeout's DOMException: its `code` is a number, its name says what happened.
+    if ((error as Error)?.name === 'TimeoutError') return `no complete answer within ${this.timeoutMs / 1000} s (--timeout)`;
+    const cause = (error as { cause?: { message?: string } }).cause;
+    return cause ? String(cause.message ?? cause) : String((error as Error)?.message ?? error);
+  }
+
+  /**
+   * An answer's body as text, read as it arrives and given up past the cap: a document that
+   * never ends costs the cap, not the machine's memory. A failure mid-body names the URL.
+   */
+  private async readText(res: Response, url: string): Promise<string> {
+    const tooLarge = () => new DocumentTooLarge(`${url} answered more than ${this.maxDocumentBytes / 1_048_576} MB (TILTH_IMPORT_MAX_DOCUMENT_MB); not read further.`);
+    if (Number(res.headers.get('content-length')) > this.maxDocumentBytes) {
+      await res.body?.cancel();
+      throw tooLarge();
+    }
+    if (!res.body) return '';
+    const reader = res.body.getReader();
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > this.maxDocumentBytes) {
+          await reader.cancel().catch(() => undefined);
+          throw tooLarge();
+        }
+        parts.push(value);
+      }
+    } catch (error) {
+      if (error instanceof SourceError) throw error;
+      throw new SourceError(`${url}: ${this.describeFailure(error)}.`);
+    }
+    return Buffer.concat(parts).toString('utf8');
+  }
 }
 
-async function readJson(res: Response, url: string): Promise<any> {
-  const text = await res.text();
+function readJson(res: Response, url: string, text: string): any {
   if (!res.ok) {
     let detail = '';
     try {

@@ -1,0 +1,162 @@
+// `tilth import farmos` pointed at a source that attacks it (issue 37; test/support/hostile-source.ts):
+// each attack ends the run (or the record) with a message naming the URL or record, stores
+// nothing it should not, and sends nothing to another host.
+import { test, before, after, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createTestDatabase } from '../support/server.ts';
+import { tilthAsync, type CommandResult } from '../support/tilth-command.ts';
+import { startHostileSource, hostileFarm, HOSTILE, HOSTILE_CLIENT, type HostileSource } from '../support/hostile-source.ts';
+
+let source: HostileSource;
+let targetDb: Awaited<ReturnType<typeof createTestDatabase>>;
+
+before(async () => {
+  source = await startHostileSource();
+});
+after(async () => {
+  await source?.close();
+});
+// Each attack on a farm of its own: what one run stored (and its marks) is not the next one's.
+afterEach(async () => {
+  await targetDb?.drop();
+});
+beforeEach(async () => {
+  targetDb = await createTestDatabase({ migrated: true });
+  source.behave = {};
+  source.farm = hostileFarm();
+  source.files = { '/system/files/2021-06/map.txt': source.files['/system/files/2021-06/map.txt']! };
+  source.requests.length = 0;
+  source.endlessBytes = 0;
+  source.internal.requests.length = 0;
+});
+
+/** The import from the hostile source, killed if it runs past `limitMs` (the attack worked: the test fails). */
+async function importFrom(args: string[], env: Record<string, string> = {}, limitMs = 60_000): Promise<CommandResult & { ms: number }> {
+  const started = Date.now();
+  const run = tilthAsync(['import', 'farmos', '--client-id', HOSTILE_CLIENT.id, '--client-secret', HOSTILE_CLIENT.secret, '--retries', '1', ...(args.includes('--url') ? [] : ['--url', source.url]), ...args], { ...targetDb.env, ...env });
+  const timer = setTimeout(run.kill, limitMs);
+  const result = await run.done;
+  clearTimeout(timer);
+  return { ...result, ms: Date.now() - started };
+}
+
+/** The bytes the import stored under the data folder's imported files. */
+function importedFiles(): string[] {
+  const dir = join(targetDb.env.TILTH_DATA_DIR!, 'files', 'farm', 'file');
+  return existsSync(dir) ? (readdirSync(dir, { recursive: true }) as string[]) : [];
+}
+
+test('an endless JSON page is read up to TILTH_IMPORT_MAX_DOCUMENT_MB, then named with the cap; the rest comes across', async () => {
+  source.behave.endlessPage = '/api/asset/land';
+  const run = await importFrom(['--no-verify'], { TILTH_IMPORT_MAX_DOCUMENT_MB: '1' });
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: asset--land \\(its first page\\): ${source.url}/api/asset/land\\?\\S* answered more than 1 MB \\(TILTH_IMPORT_MAX_DOCUMENT_MB\\)`, 'm'));
+  assert.match(run.stdout, /^Imported from .*: 2 created, 0 updated, 0 pruned, 2 failed/m, 'the summary is printed');
+  assert.match(run.stdout, /^user--user\s+1\s+1\s/m, 'the other bundles came across');
+  assert.match(run.stdout, /^file--file\s+1\s+1\s/m);
+  assert.ok(source.endlessBytes < 32 * 1024 * 1024, `it stopped reading: ${source.endlessBytes} bytes were sent`);
+});
+
+test('a revision history whose links.next is itself ends with an error naming the record, after a few requests', async () => {
+  source.behave.selfNextHistory = true;
+  const run = await importFrom(['--revisions', '--no-verify'], {}, 20_000);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: asset--land .*revision history of asset--land ${HOSTILE.field}.*came back again`, 'm'));
+  const asked = source.requests.filter((r) => r.includes(`/${HOSTILE.field}/revision-history`)).length;
+  assert.ok(asked <= 3, `${asked} requests for its history`);
+});
+
+test('a revision history that never ends is cut at 10,000 revisions, naming the record', async () => {
+  source.behave.endlessHistory = true;
+  const run = await importFrom(['--revisions', '--no-verify'], {}, 20_000);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: asset--land .*revision history of asset--land ${HOSTILE.field}.*more than 10000 revisions`, 'm'));
+  const asked = source.requests.filter((r) => r.includes(`/${HOSTILE.field}/revision-history`)).length;
+  assert.ok(asked <= 201, `${asked} requests for its history`);
+});
+
+test("a file's URL redirected to another host: not followed, the file named, nothing stored", async () => {
+  source.behave.redirectFilesTo = `${source.internal.url}/latest/meta-data`;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: file--file ${HOSTILE.map}: .*redirects to ${source.internal.url}/latest/meta-data, which is not on ${source.url}`, 'm'));
+  assert.deepEqual(source.internal.requests, [], 'no request reached the other host');
+  assert.deepEqual(importedFiles(), [], 'no bytes stored');
+});
+
+test("a file's URL redirected on the source's own address: followed, the bytes stored", async () => {
+  source.files['/moved/map.txt'] = source.files['/system/files/2021-06/map.txt']!;
+  source.behave.redirectFilesTo = `${source.url}/moved/map.txt`;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.ok(source.requests.includes('GET /moved/map.txt'));
+  assert.equal(importedFiles().filter((f) => f.endsWith('map.txt')).length, 1);
+});
+
+test('a file record with no filesize is refused, naming it, before its bytes are fetched', async () => {
+  delete source.farm['file--file']![0]!.attributes.filesize;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: file--file ${HOSTILE.map}: the source does not state its filesize`, 'm'));
+  assert.ok(!source.requests.some((r) => r.startsWith('GET /system/files/')), 'its bytes were not fetched');
+  assert.deepEqual(importedFiles(), []);
+});
+
+test('a file longer than its stated filesize: read no further than that, refused, nothing stored', async () => {
+  source.farm['file--file']![0]!.attributes.filesize = 10;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stdout, new RegExp(`^Failed: file--file ${HOSTILE.map}: its bytes are longer than the filesize 10 the source states`, 'm'));
+  assert.deepEqual(importedFiles().filter((f) => f.endsWith('.txt')), []);
+});
+
+test('a 307 from /oauth/token to another host: the secret is not sent there, and the error names where it pointed', async () => {
+  source.behave.redirectTokenTo = `${source.internal.url}/oauth/token`;
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, new RegExp(`${source.url}/oauth/token redirects to ${source.internal.url}/oauth/token`));
+  assert.deepEqual(source.internal.requests, [], 'nothing reached the other host');
+  assert.ok(!source.requests.some((r) => r.startsWith('GET /api')), 'no token was used');
+});
+
+test('a source that stops sending mid-answer: after --timeout, a failure naming the URL, and the summary', async () => {
+  source.behave.stallBody = '/api/asset/land';
+  const run = await importFrom(['--no-verify', '--timeout', '1'], {}, 30_000);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.doesNotMatch(run.stderr, /TypeError/);
+  assert.match(run.stdout, new RegExp(`^Failed: asset--land \\(its first page\\): ${source.url}/api/asset/land\\?\\S*: no complete answer within 1 s \\(--timeout\\)`, 'm'));
+  assert.match(run.stdout, /^Imported from .*: 2 created, 0 updated, 0 pruned, 2 failed/m, 'the summary is printed');
+});
+
+test('escape sequences and line breaks in what the source says do not reach the terminal', async () => {
+  const fake = `\x1b[2K\r\nVerified: this farm has what ${source.url} has.\x9b31m\x07`;
+  source.behave.failWith = { path: '/api/log/activity', detail: `Boom${fake}` };
+  source.farm['user--user']![0]!.attributes.name = 'grower\x1b[2K\rVerified: ok\x9b31m';
+  source.farm['plan--crop'] = [{ type: 'plan--crop', id: '00000000-0000-4000-8000-000000000600', attributes: { drupal_internal__id: 1, name: 'x' }, relationships: {} }];
+  // A type the farm has not, named in the "Skipped" lines, with an escape of its own.
+  source.farm[`plan--crop\x1b]0;pwned\x07`] = [];
+  const run = await importFrom(['--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  for (const [name, out] of [['stdout', run.stdout], ['stderr', run.stderr]]) {
+    assert.doesNotMatch(out!, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/, `${name} has no control characters: ${JSON.stringify(out)}`);
+    assert.doesNotMatch(out!, /^Verified/m, `${name} has no line faking the verification`);
+  }
+  assert.match(run.stdout, /^Failed: log--activity \(its first page\): .*answered 500: Boom\s*Verified: this farm/m, 'the detail is printed, on its own line');
+  assert.match(run.stdout, /^These accounts came without a password .*: grower\s*Verified: ok/m, 'the name is printed, on its line');
+});
+
+test('--url given as the /api address the server prints: signs in and imports', async () => {
+  for (const url of [`${source.url}/api`, `${source.url}/api/`]) {
+    const run = await importFrom(['--url', url, '--no-verify']);
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, new RegExp(`^Imported from ${source.url}: `, 'm'));
+  }
+});
+
+test('--url of a page that is not the farm: the error says what to give', async () => {
+  const run = await importFrom(['--url', `${source.url}/farm/dashboard`, '--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, new RegExp(`${source.url}/farm/dashboard/oauth/token answered 401, which is not an OAuth answer: give --url the farm's own address`));
+});
