@@ -3,8 +3,8 @@
 // nothing it should not, and sends nothing to another host.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, type Dirent } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 import { createTestDatabase } from '../support/server.ts';
 import { tilthAsync, type CommandResult } from '../support/tilth-command.ts';
 import { startHostileSource, hostileFarm, HOSTILE, HOSTILE_CLIENT, type HostileSource } from '../support/hostile-source.ts';
@@ -42,10 +42,14 @@ async function importFrom(args: string[], env: Record<string, string> = {}, limi
   return { ...result, ms: Date.now() - started };
 }
 
-/** The bytes the import stored under the data folder's imported files. */
+/** The files the import stored anywhere in the data folder's file store (imported bytes keep their URI's path), less the waiting room. */
 function importedFiles(): string[] {
-  const dir = join(targetDb.env.TILTH_DATA_DIR!, 'files', 'farm', 'file');
-  return existsSync(dir) ? (readdirSync(dir, { recursive: true }) as string[]) : [];
+  const dir = join(targetDb.env.TILTH_DATA_DIR!, 'files');
+  if (!existsSync(dir)) return [];
+  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[])
+    .filter((d) => d.isFile())
+    .map((d) => relative(dir, join(d.parentPath ?? d.path, d.name)))
+    .filter((path) => !path.startsWith(`tmp${sep}`));
 }
 
 test('an endless JSON page is read up to TILTH_IMPORT_MAX_DOCUMENT_MB, then named with the cap; the rest comes across', async () => {
