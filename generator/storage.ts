@@ -74,6 +74,12 @@ export function tablesFor(model: DataModel): TableSpec[] {
           } else if (INDEXED_TYPES.has(field.type)) {
             // Not text_long: notes.value filters are substring searches, which no index helps.
             indexes.push({ name: indexName(table, ['bundle', field.name, 'id']), columns: ['bundle', field.name, 'id'], unique: false });
+            // The label (name) is what scripts look records up by, and `=`/`IN` on a string ignore
+            // case as farmOS's do (jsonapi/collection/compile.ts): an index of it without case too.
+            // Only the label: a site's own string fields would each need a migration of the site.
+            if (field.type === 'string' && field.name === type.labelField) {
+              indexes.push({ name: indexName(table, ['bundle', `${field.name}_ci`, 'id']), columns: ['bundle', field.name, 'id'], unique: false, caseless: field.name });
+            }
           }
         } else if (field.storage.kind === 'table') {
           const side = field.storage.table;

@@ -132,6 +132,11 @@ export interface IndexSpec {
   name: string;
   columns: string[];
   unique: boolean;
+  /**
+   * One of `columns` indexed without regard to case (a string field's filters ignore case, as
+   * farmOS's do): `lower(column)` on PostgreSQL, `column COLLATE NOCASE` on SQLite.
+   */
+  caseless?: string;
 }
 
 export interface TableSpec {

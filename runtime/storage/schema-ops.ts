@@ -1,6 +1,7 @@
 /** Applies the generator's schema operations with Knex, the same way on SQLite and PostgreSQL. */
 import type { Knex } from 'knex';
-import type { ColumnSpec, SchemaOp } from '../model/descriptor.ts';
+import type { ColumnSpec, IndexSpec, SchemaOp } from '../model/descriptor.ts';
+import { isPostgres } from './sql.ts';
 import { DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { moveField, rewriteValues } from './value-rewrites.ts';
 
@@ -46,16 +47,20 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
         for (const column of op.table.columns) addColumn(table, column);
         if (op.table.primaryKey) table.primary(op.table.primaryKey);
         for (const index of op.table.indexes) {
+          if (index.caseless) continue;
           if (index.unique) table.unique(index.columns, { indexName: index.name });
           else table.index(index.columns, index.name);
         }
       });
+      for (const index of op.table.indexes.filter((i) => i.caseless)) await createCaselessIndex(knex, op.table.name, index);
     } else if (op.op === 'addColumn') {
       await knex.schema.alterTable(op.table, (table) => addColumn(table, op.column));
     } else if (op.op === 'rewriteValues') {
       await rewriteValues(knex, op);
     } else if (op.op === 'moveField') {
       await moveField(knex, op);
+    } else if (op.index.caseless) {
+      await createCaselessIndex(knex, op.table, op.index);
     } else {
       await knex.schema.alterTable(op.table, (table) => {
         if (op.index.unique) table.unique(op.index.columns, { indexName: op.index.name });
@@ -63,4 +68,11 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
       });
     }
   }
+}
+
+/** An index with one column without regard to case (IndexSpec.caseless), in each dialect's words; Knex's builder has none. */
+async function createCaselessIndex(knex: Knex, table: string, index: IndexSpec): Promise<void> {
+  const postgres = isPostgres(knex);
+  const parts = index.columns.map((column) => (column !== index.caseless ? '??' : postgres ? 'lower(??)' : '?? COLLATE NOCASE'));
+  await knex.raw(`CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ?? ON ?? (${parts.join(', ')})`, [index.name, table, ...index.columns]);
 }

@@ -4,7 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchProject, ROOT, type ScratchProject } from '../support/project.ts';
 import { migrationChecksum, MigrationFilesError } from '../../generator/emit/migrations.ts';
@@ -100,12 +100,14 @@ test('an upgrade that gives Tilth a field a site bundle stored first is refused 
   assert.equal((await generate({ root: p.root, siteDir: site })).siteMigrationAdded, 'site/generated/migrations/0001_add_log_litres_applied_and_more.json');
   // Upstream, without the farm's site folder, gives one of its own bundles a field of that name.
   p.write('definitions/log/irrigation.yaml', 'entity_type: log\nbundle: irrigation\nlabel: Irrigation\nfields:\n  litres_applied:\n    type: integer\n    label: Litres\n');
-  assert.equal((await generate({ root: p.root, siteDir: join(p.root, 'upstream') })).migrationAdded, '0003_add_log_litres_applied_and_more');
+  // Numbered after Tilth's own migrations so far, whatever their count.
+  const next = `${String(readdirSync(join(p.root, 'generated', 'migrations')).filter((f) => /^\d{4}_.*\.ts$/.test(f)).length + 1).padStart(4, '0')}_add_log_litres_applied_and_more`;
+  assert.equal((await generate({ root: p.root, siteDir: join(p.root, 'upstream') })).migrationAdded, next);
   await assert.rejects(
     generate({ root: p.root, siteDir: site, check: true }),
     (error: Error) =>
       error instanceof MigrationFilesError &&
       !error.message.includes('\n') &&
-      error.message.startsWith("generated/migrations/0003_add_log_litres_applied_and_more.ts (Tilth's own) and site/generated/migrations/0001_add_log_litres_applied_and_more.json (the site's) both create log.litres_applied"),
+      error.message.startsWith(`generated/migrations/${next}.ts (Tilth's own) and site/generated/migrations/0001_add_log_litres_applied_and_more.json (the site's) both create log.litres_applied`),
   );
 });

@@ -65,6 +65,13 @@ const NEGATED: Partial<Record<FilterOperator, FilterOperator>> = {
 };
 
 const TEXT_OPERATORS = new Set<FilterOperator>(['STARTS_WITH', 'CONTAINS', 'ENDS_WITH']);
+/** The operators that compare a string field without regard to case (compareCaseless). */
+const CASELESS_OPERATORS = new Set<FilterOperator>(['=', '<>', 'IN', 'NOT IN']);
+
+/** A string field's value: farmOS's `string` fields are not case-sensitive. */
+function isCaseless(t: Terminal | null): boolean {
+  return t?.kind === 'property' && t.field.type === 'string' && t.property === 'value';
+}
 
 export interface SortKey {
   /** SQL expression and bindings for ORDER BY. */
@@ -168,7 +175,7 @@ export class QueryCompiler {
       return;
     }
     const column = `e.${this.terminalColumn(path.terminal!)}`;
-    this.compare(qb, column, op, values, column === range);
+    this.compare(qb, column, op, values, column === range, isCaseless(path.terminal));
   }
 
   private terminalColumn(t: Terminal): string {
@@ -196,7 +203,7 @@ export class QueryCompiler {
       if (t?.kind !== 'property' || !t.side) throw new Error('pathIn: no hop and no side-table terminal');
       const v = `v${depth}`;
       const sub = this.knex.select(`${v}.entity_id`).from(`${t.side} as ${v}`);
-      this.compare(sub, `${v}.${t.column}`, op, values);
+      this.compare(sub, `${v}.${t.column}`, op, values, false, isCaseless(t));
       return { column: 'id', sub, nullable: false };
     }
     const target = `t${depth}`;
@@ -224,12 +231,16 @@ export class QueryCompiler {
       const inner = this.pathIn(path, [], op, values, principal, depth + 1);
       sub.whereIn(`${target}.id`, inner.sub);
     } else {
-      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values);
+      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values, false, isCaseless(t));
     }
     return { column, sub, nullable: !hop.side };
   }
 
-  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed = false): void {
+  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed = false, caseless = false): void {
+    if (caseless && CASELESS_OPERATORS.has(op)) {
+      this.compareCaseless(qb, column, op, values, unindexed);
+      return;
+    }
     if (unindexed && op !== 'IS NULL' && op !== 'IS NOT NULL') {
       // `+column`: the same test, not used to range the index scan (see group's `range`).
       const list = values.map(() => '?').join(', ');
@@ -276,6 +287,21 @@ export class QueryCompiler {
         like(v);
         return;
     }
+  }
+
+  /**
+   * `=`, `<>`, `IN`, `NOT IN` on a string without regard to case, as farmOS compares (Drupal's
+   * Condition::translateCondition, for a property that is not case-sensitive): `lower()` on both
+   * sides on PostgreSQL, SQLite's NOCASE collation (ASCII letters only), each matching the label's
+   * caseless index (generator/storage.ts).
+   */
+  private compareCaseless(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed: boolean): void {
+    const postgres = this.dialect === 'postgres';
+    const left = `${unindexed ? '+' : ''}${postgres ? 'lower(??)' : '??'}`;
+    const right = postgres ? 'lower(?)' : '?';
+    const nocase = postgres ? '' : ' COLLATE NOCASE';
+    if (op === 'IN' || op === 'NOT IN') qb.whereRaw(`${left}${nocase} ${op} (${values.map(() => right).join(', ')})`, [column, ...values]);
+    else qb.whereRaw(`${left} ${op} ${right}${nocase}`, [column, values[0]!]);
   }
 
   /** A condition's bound values: its values of the column's type, or for the text operators the LIKE pattern. */
