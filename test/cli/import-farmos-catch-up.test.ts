@@ -1,0 +1,71 @@
+// `tilth import farmos` run again and again while the old farm is in use (issue 37): signing in at
+// the source as its first administrator, then giving the accounts passwords here.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { tilthAsync, type CommandResult } from '../support/tilth-command.ts';
+import { createTestDatabase, startTestServer, startTestServerAsAdmin, ADMIN, type TestServer } from '../support/server.ts';
+import { buildSampleFarm, type SampleFarm } from '../support/sample-farm.ts';
+import { createUser } from '../../runtime/accounts/users.ts';
+
+let source: TestServer;
+let sourceToken: string;
+let sourceDir: string;
+let farm: SampleFarm;
+let passwordFile: string;
+
+before(async () => {
+  sourceDir = mkdtempSync(join(tmpdir(), 'tilth-source-'));
+  ({ server: source, token: sourceToken } = await startTestServerAsAdmin({ database: { env: { TILTH_DATA_DIR: sourceDir, DATABASE_URL: '' }, drop: async () => rmSync(sourceDir, { recursive: true, force: true }) } }));
+  farm = await buildSampleFarm(source.url, sourceToken, async (name) => (await createUser(source.ctx.db.knex, { name, password: `${name}-password-1`, roles: ['farm_worker'], mail: `${name}@example.org` })).uuid);
+  passwordFile = join(sourceDir, 'password.txt');
+  writeFileSync(passwordFile, `${ADMIN.password}\n`);
+});
+after(async () => {
+  await source?.close();
+  rmSync(sourceDir, { recursive: true, force: true });
+});
+
+/** The README's command: signed in at the source as its administrator (which moves that account's sign-in times there). */
+const importArgs = (...extra: string[]) => ['import', 'farmos', '--url', source.url, '--username', ADMIN.name, '--password-file', passwordFile, ...extra];
+
+const eventsOf = (run: CommandResult) => run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+test('a fresh farm: every run after the first succeeds, and an account given a password here is no difference', async () => {
+  const targetDb = await createTestDatabase({ migrated: true });
+  try {
+    const first = await tilthAsync(importArgs('--json'), targetDb.env).done;
+    assert.equal(first.status, 0, first.stdout + first.stderr);
+
+    // Nothing changed at the source but the administrator's sign-in times: nothing fails, no account is rewritten.
+    const second = await tilthAsync(importArgs('--json'), targetDb.env).done;
+    assert.equal(second.status, 0, second.stdout + second.stderr);
+    const events = eventsOf(second);
+    assert.deepEqual(events.filter((e) => e.event === 'failed'), []);
+    const users = events.find((e) => e.event === 'summary').counts.find((c: { type: string }) => c.type === 'user--user');
+    assert.deepEqual([users.created, users.updated], [0, 0], second.stdout);
+
+    // The README's next step: each account gets a password here. The farm is no different for it.
+    const password = await tilthAsync(['user', 'password', '--name', 'ann', '--password', 'ann-new-password-1'], targetDb.env).done;
+    assert.equal(password.status, 0, password.stdout + password.stderr);
+    const verified = await tilthAsync(importArgs('--verify-only'), targetDb.env).done;
+    assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+    assert.doesNotMatch(verified.stdout, /^Differs/m);
+
+    // A served field of an account edited here is still a difference, named as any other.
+    const target = await startTestServer({ database: targetDb });
+    try {
+      await target.ctx.db.knex('users').where('name', 'ann').update({ mail: 'ann@here.example.org' });
+    } finally {
+      await target.close();
+    }
+    const differs = await tilthAsync(importArgs('--verify-only'), targetDb.env).done;
+    assert.equal(differs.status, 1, differs.stdout + differs.stderr);
+    assert.match(differs.stdout, new RegExp(`^Differs: user--user ${farm.users[0]} mail: source ann@example.org, here ann@here.example.org$`, 'm'));
+    assert.match(differs.stdout, /^Verification: 1 differences\.$/m);
+  } finally {
+    await targetDb.drop();
+  }
+});
