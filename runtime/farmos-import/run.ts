@@ -33,7 +33,7 @@ import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { FarmSource, SourceError, type SourceResource } from './source.ts';
 import { ReadingsDigest, sourceDigest, sourceReadings } from './readings.ts';
-import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
+import { digestOf, ImportMap, type MapEntry, type MapRow } from './mapping.ts';
 import { writeNewRecords, writeRecord, type WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
 
@@ -267,13 +267,17 @@ export class FarmImport {
       // time). A page on which a record fails, or waits for a later one, is stored again with a
       // savepoint per record, so that only that record is left out. Users and files always are
       // (account rules; bytes placed once).
-      if (entityType !== 'user' && entityType !== 'file' && (await this.storeWhole(rt, todo, counts))) return [];
+      if (entityType !== 'user' && entityType !== 'file' && (await this.storeWhole(rt, todo, known, counts))) return [];
       await this.ctx.db.knex.transaction(async (trx) => {
         await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
         for (const t of todo) {
           if (users?.has(t.resource.id)) {
             counts.unchanged++;
+            continue;
+          }
+          if (this.isLocal(t.resource.id, here, known)) {
+            this.fail(rt, t.resource, this.localConflict(rt), counts);
             continue;
           }
           try {
@@ -299,13 +303,15 @@ export class FarmImport {
     return deferred;
   }
 
-  /** A page's records in one transaction with their map rows (one statement per 100); false, and nothing written, when one of them fails. */
-  private async storeWhole(rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, counts: BundleCounts): Promise<boolean> {
+  /** A page's records in one transaction with their map rows (one statement per 100); false, and nothing written, when one of them fails (or is this farm's own). */
+  private async storeWhole(rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, known: Map<string, MapRow>, counts: BundleCounts): Promise<boolean> {
     const tally = { created: 0, updated: 0 };
     try {
       await this.ctx.db.knex.transaction(async (trx) => {
         await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
+        // Stored a record at a time instead, which names it.
+        if (todo.some((t) => this.isLocal(t.resource.id, here, known))) throw this.localConflict(rt);
         // Records new here (without past revisions to carry) go in together, a statement per table;
         // the rest one at a time. Together fails as a whole, on a record that refers to another of
         // the same page (a parent): its savepoint is undone and they too go one at a time.
@@ -326,6 +332,20 @@ export class FarmImport {
     counts.created += tally.created;
     counts.updated += tally.updated;
     return true;
+  }
+
+  /**
+   * A record here with a source record's UUID that no run of this import from this source stored
+   * (the map holds what one did, killed or not: its row is written with the record): one of this
+   * farm's own, or another source's. It is never written: a source must not be able to take over
+   * an account or change a record of this farm by serving its UUID.
+   */
+  private isLocal(uuid: string, here: Map<string, unknown>, known: Map<string, MapRow>): boolean {
+    return here.has(uuid) && !known.has(uuid);
+  }
+
+  private localConflict(rt: ResourceType): ApiError {
+    return new ApiError(409, `this farm has a ${rt.entityType.entityType} of its own with this UUID (not one imported from ${this.source.base}): it is left as it is.`);
   }
 
   private entry(rt: ResourceType, resource: SourceResource, digest: string, sha256?: string): MapEntry {

@@ -1,5 +1,7 @@
 // `tilth import farmos` run again and again while the old farm is in use (issue 37): signing in at
-// the source as its first administrator, then giving the accounts passwords here.
+// the source as its first administrator, then giving the accounts passwords here. And a source
+// serving records with the UUIDs of records of this farm's own: they are named as conflicts, never
+// overwritten.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -7,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tilthAsync, type CommandResult } from '../support/tilth-command.ts';
 import { createTestDatabase, startTestServer, startTestServerAsAdmin, ADMIN, type TestServer } from '../support/server.ts';
+import { request } from '../support/http.ts';
 import { buildSampleFarm, type SampleFarm } from '../support/sample-farm.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
 
@@ -66,6 +69,32 @@ test('a fresh farm: every run after the first succeeds, and an account given a p
     assert.match(differs.stdout, new RegExp(`^Differs: user--user ${farm.users[0]} mail: source ann@example.org, here ann@here.example.org$`, 'm'));
     assert.match(differs.stdout, /^Verification: 1 differences\.$/m);
   } finally {
+    await targetDb.drop();
+  }
+});
+
+test('records of this farm that share a UUID with the source\'s are conflicts, named, and never overwritten', async () => {
+  const targetDb = await createTestDatabase({ migrated: true });
+  const { server: target, token } = await startTestServerAsAdmin({ database: targetDb });
+  try {
+    // A local viewer with the UUID of the source's ann, and a local log with the UUID of one of the source's logs.
+    await createUser(target.ctx.db.knex, { name: 'viewer', password: 'viewer-password-1', roles: ['farm_viewer'], mail: 'viewer@here.example.org', uuid: farm.users[0] });
+    const log = await request(`${target.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', id: farm.moved, attributes: { name: 'Our own log', status: 'pending' } } } });
+    assert.equal(log.status, 201, log.text);
+
+    for (const run of [1, 2]) {
+      const result = await tilthAsync(importArgs('--json', '--no-verify'), targetDb.env).done;
+      assert.equal(result.status, 1, `run ${run}: ${result.stdout}${result.stderr}`);
+      const failed = eventsOf(result).filter((e) => e.event === 'failed');
+      assert.deepEqual(failed.map((f) => [f.type, f.uuid]).sort(), [['log--activity', farm.moved], ['user--user', farm.users[0]]], result.stdout);
+      for (const f of failed) assert.match(f.reason, /^this farm has a (user|log) of its own with this UUID \(not one imported from http:\/\/127\.0\.0\.1:\d+\): it is left as it is\.$/);
+    }
+    const viewer = (await request(`${target.url}/api/user/user/${farm.users[0]}`, { token })).body.data;
+    assert.deepEqual([viewer.attributes.name, viewer.attributes.mail, viewer.relationships.roles.data.map((r: any) => r.meta.drupal_internal__target_id)], ['viewer', 'viewer@here.example.org', ['farm_viewer']]);
+    const ours = (await request(`${target.url}/api/log/activity/${farm.moved}`, { token })).body.data;
+    assert.deepEqual([ours.attributes.name, ours.attributes.status], ['Our own log', 'pending']);
+  } finally {
+    await target.close();
     await targetDb.drop();
   }
 });
