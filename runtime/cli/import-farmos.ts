@@ -13,6 +13,7 @@ import { FarmSource, SourceError, type SourceAuth } from '../farmos-import/sourc
 import { FarmImport, sourceTypes } from '../farmos-import/run.ts';
 import { verifyFarm, type Difference } from '../farmos-import/verify.ts';
 import { progressFor, summaryTable } from '../farmos-import/progress.ts';
+import { formatTimestamp } from '../values/timestamps.ts';
 
 /** Read a password without echoing it (a terminal), or the first line of standard input (a pipe). */
 async function promptPassword(): Promise<string> {
@@ -79,8 +80,9 @@ async function authFrom(values: Record<string, unknown>): Promise<SourceAuth> {
   return { kind: 'password', username: values.username as string, password, clientId: typeof values['client-id'] === 'string' ? values['client-id'] : 'farm', scope };
 }
 
-function describe(d: Difference): string {
-  const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+/** A difference as a person reads it: a timestamp field's values as dates (ISO 8601, UTC), as the API serves them, not Unix seconds. */
+function describe(d: Difference, timestamp: boolean): string {
+  const show = (v: unknown) => (timestamp && typeof v === 'number' ? formatTimestamp(v) : typeof v === 'string' ? v : JSON.stringify(v));
   return `${d.type} ${d.uuid} ${d.field}: source ${show(d.source)}, here ${show(d.here)}`;
 }
 
@@ -140,7 +142,7 @@ export const importFarmosCommand: Command = {
         }
         if (values['no-verify'] && !values['verify-only']) return failed ? 1 : 0;
         const differences = await verifyFarm(ctx, source, supported, progress, userRemap);
-        for (const d of differences.slice(0, 200)) say(`Differs: ${describe(d)}`, { event: 'differs', ...d });
+        for (const d of differences.slice(0, 200)) say(`Differs: ${describe(d, ctx.registry.get(d.type)?.fieldsByName.get(d.field)?.type === 'timestamp')}`, { event: 'differs', ...d });
         if (differences.length > 200) say(`… and ${differences.length - 200} more differences.`, { event: 'differs_more', count: differences.length - 200 });
         say(differences.length ? `Verification: ${differences.length} differences.` : `Verified: this farm has what ${source.base} has.`, { event: 'verified', differences: differences.length });
         return failed || differences.length ? 1 : 0;

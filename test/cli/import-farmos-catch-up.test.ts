@@ -1,7 +1,7 @@
 // `tilth import farmos` run again and again while the old farm is in use (issue 37): signing in at
-// the source as its first administrator, then giving the accounts passwords here. And a source
-// serving records with the UUIDs of records of this farm's own: they are named as conflicts, never
-// overwritten.
+// the source as its first administrator, giving the accounts passwords here, a file attached at
+// the source after it was copied. And a source serving records with the UUIDs of records of this
+// farm's own: they are named as conflicts, never overwritten.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,7 +36,7 @@ const importArgs = (...extra: string[]) => ['import', 'farmos', '--url', source.
 
 const eventsOf = (run: CommandResult) => run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 
-test('a fresh farm: every run after the first succeeds, and an account given a password here is no difference', async () => {
+test('a fresh farm: every run after the first succeeds, an account given a password here is no difference, a file attached at the source later is copied', async () => {
   const targetDb = await createTestDatabase({ migrated: true });
   try {
     const first = await tilthAsync(importArgs('--json'), targetDb.env).done;
@@ -56,6 +56,23 @@ test('a fresh farm: every run after the first succeeds, and an account given a p
     const verified = await tilthAsync(importArgs('--verify-only'), targetDb.env).done;
     assert.equal(verified.status, 0, verified.stdout + verified.stderr);
     assert.doesNotMatch(verified.stdout, /^Differs/m);
+
+    // A file uploaded at the source after a run, then attached there (its status turns true, its `changed` stays).
+    const upload = await request(`${source.url}/api/log/observation/file`, { method: 'POST', token: sourceToken, headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="photo.txt"', Accept: 'application/vnd.api+json' }, body: 'a photo\n' });
+    assert.equal(upload.status, 201, upload.text);
+    assert.equal(upload.body.data.attributes.status, false);
+    const third = await tilthAsync(importArgs('--json'), targetDb.env).done;
+    assert.equal(third.status, 0, third.stdout + third.stderr);
+    // Some time goes by (more than the margin a run reads back from): it was uploaded long ago.
+    await source.ctx.db.knex('files').where('uuid', upload.body.data.id).update({ created: 1_700_000_000, changed: 1_700_000_000 });
+    const attached = await request(`${source.url}/api/log/observation/${farm.fileLog}/relationships/file`, { method: 'POST', token: sourceToken, json: { data: [{ type: 'file--file', id: upload.body.data.id }] } });
+    assert.ok(attached.status < 300, attached.text);
+    const file = (await request(`${source.url}/api/file/file/${upload.body.data.id}`, { token: sourceToken })).body.data;
+    assert.equal(file.attributes.status, true);
+    assert.equal(file.attributes.changed, '2023-11-14T22:13:20+00:00');
+    const fourth = await tilthAsync(importArgs(), targetDb.env).done;
+    assert.equal(fourth.status, 0, fourth.stdout + fourth.stderr);
+    assert.match(fourth.stdout, /^Verified: /m);
 
     // A served field of an account edited here is still a difference, named as any other.
     const target = await startTestServer({ database: targetDb });

@@ -188,7 +188,8 @@ test('--verify-only copies nothing and names each record and field that differ, 
   const run = await tilthAsync(['import', 'farmos', '--url', source.url, '--token-file', join(sourceDir, 'token.txt'), '--verify-only'], targetDb.env).done;
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} name: source Buttercup, here Renamed here$`, 'm'));
-  assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} changed: source \\d+, here \\d+$`, 'm'));
+  // Times as dates, as the API serves them.
+  assert.match(run.stdout, new RegExp(`^Differs: asset--animal ${farm.calf} changed: source \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\+00:00, here \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\+00:00$`, 'm'));
   assert.match(run.stdout, /^Verification: 2 differences\.$/m);
   assert.equal((await request(`${target.url}/api/asset/animal/${farm.calf}`, { token: targetToken })).body.data.attributes.name, 'Renamed here', 'nothing copied');
 });
