@@ -35,7 +35,7 @@ import { FarmSource, SourceError, type SourceResource } from './source.ts';
 import { ReadingsDigest, sourceDigest, sourceReadings } from './readings.ts';
 import { digestOf, ImportMap, type MapEntry, type MapRow } from './mapping.ts';
 import { writeNewRecords, writeRecord, type WriteContext } from './records.ts';
-import type { BundleCounts, Progress } from './progress.ts';
+import { READINGS_BY_STREAM, READINGS_COUNTS, type BundleCounts, type Progress } from './progress.ts';
 
 /** Members every Drupal entity serves that are bookkeeping, not data to carry. */
 const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
@@ -510,12 +510,14 @@ export class FarmImport {
    * at a time (readings.ts): a stream copied before is first summed up at the source (one read);
    * only when that differs, or the stream is new here, are its readings read again and written, in
    * one transaction per stream (a stream is never left half copied), a page of them at a time.
+   * Counted by stream, in the summary as in the progress lines: a stream's readings are copied
+   * whole or not at all, and which of the readings of a replaced stream differed is not known.
    */
   private async copyReadings(rt: ResourceType): Promise<void> {
     const uuids = [...(this.seen.get('data_stream') ?? [])];
     if (!uuids.length) return;
-    this.progress.phase('data stream readings', uuids.length);
-    const counts: BundleCounts = { type: 'readings', read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+    this.progress.phase(READINGS_BY_STREAM, uuids.length);
+    const counts: BundleCounts = { type: READINGS_COUNTS, read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
     this.report.counts.push(counts);
     const known = await this.map.rows(this.ctx.db.knex, 'data_stream_readings', uuids);
     for (const uuid of uuids) {
@@ -524,8 +526,8 @@ export class FarmImport {
         if (recorded) {
           const there = await sourceDigest(this.source, uuid);
           if (there.digest() === recorded) {
-            counts.read += there.size;
-            counts.unchanged += there.size;
+            counts.read++;
+            counts.unchanged++;
             this.progress.advance(1);
             continue;
           }
@@ -542,9 +544,9 @@ export class FarmImport {
             copied.add(page);
           }
           await this.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: copied.digest(), bundle: rt.bundle.bundle }]);
-          counts.read += copied.size;
-          if (before) counts.updated += copied.size;
-          else counts.created += copied.size;
+          counts.read++;
+          if (before || recorded) counts.updated++;
+          else counts.created++;
         });
       } catch (error) {
         counts.failed++;

@@ -39,8 +39,16 @@ const eventsOf = (run: CommandResult) => run.stdout.split('\n').filter(Boolean).
 test('a fresh farm: every run after the first succeeds, an account given a password here is no difference, a file attached at the source later is copied', async () => {
   const targetDb = await createTestDatabase({ migrated: true });
   try {
-    const first = await tilthAsync(importArgs('--json'), targetDb.env).done;
+    const first = await tilthAsync(importArgs(), targetDb.env).done;
     assert.equal(first.status, 0, first.stdout + first.stderr);
+    // The summary adds up: the table's total is the sentence's; the readings are counted apart, by data stream, in the table and as they go.
+    const total = first.stdout.match(/^total +(\d+) +(\d+) +(\d+) +\d+ +(\d+)$/m);
+    const sentence = first.stdout.match(/^Imported from \S+: (\d+) records created, (\d+) updated, 0 pruned, (\d+) failed; the readings of 1 data stream copied, in [\d.]+ s\.$/m);
+    assert.ok(total && sentence, first.stdout);
+    assert.deepEqual([total[2], total[3], total[4]], [sentence[1], sentence[2], sentence[3]], first.stdout);
+    assert.equal(Number(total[2]), 27, 'every record of the sample farm: 3 users, 4 terms, 1 file, 1 data stream, 9 assets, 2 quantities, 7 logs');
+    assert.match(first.stdout, /^readings \(streams\) +1 +1 +0 +0 +0$/m);
+    assert.match(first.stderr, /^readings \(streams\): 1 of about 1 records, .* \(done\)$/m);
 
     // Nothing changed at the source but the administrator's sign-in times: nothing fails, no account is rewritten.
     const second = await tilthAsync(importArgs('--json'), targetDb.env).done;
