@@ -98,6 +98,24 @@ test('a fresh farm: every run after the first succeeds, an account given a passw
   }
 });
 
+test('a fresh farm whose first run was SIGKILLed: the runs after it succeed', async () => {
+  const targetDb = await createTestDatabase({ migrated: true });
+  try {
+    // Killed once the users are stored (user 1 among them), in the middle of the terms.
+    const killed = tilthAsync(importArgs('--json', '--no-verify'), targetDb.env, (text) => {
+      if (text.includes('"phase":"taxonomy terms"')) killed.kill();
+    });
+    assert.equal((await killed.done).signal, 'SIGKILL');
+    for (const run of [1, 2]) {
+      const result = await tilthAsync(importArgs(), targetDb.env).done;
+      assert.equal(result.status, 0, `run ${run}: ${result.stdout}${result.stderr}`);
+      assert.match(result.stdout, /^Verified: /m);
+    }
+  } finally {
+    await targetDb.drop();
+  }
+});
+
 test('records of this farm that share a UUID with the source\'s are conflicts, named, and never overwritten', async () => {
   const targetDb = await createTestDatabase({ migrated: true });
   const { server: target, token } = await startTestServerAsAdmin({ database: targetDb });
