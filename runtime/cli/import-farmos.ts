@@ -12,8 +12,9 @@ import { ImportError } from '../imports/run.ts';
 import { FarmSource, SourceError, type SourceAuth } from '../farmos-import/source.ts';
 import { FarmImport, sourceTypes } from '../farmos-import/run.ts';
 import { verifyFarm, type Difference } from '../farmos-import/verify.ts';
-import { printable, progressFor, summaryTable } from '../farmos-import/progress.ts';
+import { printable, progressFor, READINGS_COUNTS, summaryTable } from '../farmos-import/progress.ts';
 import { loadConfig } from '../config.ts';
+import { formatTimestamp } from '../values/timestamps.ts';
 
 /** Read a password without echoing it (a terminal), or the first line of standard input (a pipe). */
 async function promptPassword(): Promise<string> {
@@ -80,13 +81,21 @@ async function authFrom(values: Record<string, unknown>): Promise<SourceAuth> {
   return { kind: 'password', username: values.username as string, password, clientId: typeof values['client-id'] === 'string' ? values['client-id'] : 'farm', scope };
 }
 
-function describe(d: Difference): string {
-  const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+/** A difference as a person reads it: a timestamp field's values as dates (ISO 8601, UTC), as the API serves them, not Unix seconds; nothing the source said reaches the terminal raw. */
+function describe(d: Difference, timestamp: boolean): string {
+  const show = (v: unknown) => (timestamp && typeof v === 'number' ? formatTimestamp(v) : typeof v === 'string' ? v : JSON.stringify(v));
   return printable(`${d.type} ${d.uuid} ${d.field}: source ${show(d.source)}, here ${show(d.here)}`);
 }
 
 /** A list of names from the source, for a line of the human-readable output. */
 const names = (list: Iterable<string>) => [...list].map(printable).join(', ');
+
+/** The summary sentence's part on readings, by data stream (none when no stream's readings were copied or failed). */
+function readingsClause(streams: { copied: number; failed: number }): string {
+  if (!streams.copied && !streams.failed) return '';
+  const of = (n: number) => `${n} data stream${n === 1 ? '' : 's'}`;
+  return `; the readings of ${of(streams.copied)} copied${streams.failed ? `, of ${of(streams.failed)} failed` : ''}`;
+}
 
 export const importFarmosCommand: Command = {
   name: ['import', 'farmos'],
@@ -126,7 +135,7 @@ export const importFarmosCommand: Command = {
       const source = new FarmSource(url, auth, { attempts: retries, timeoutMs: timeout * 1000, maxDocumentBytes });
       await source.signIn();
       return await withAppContext(async (ctx) => {
-        const { supported } = await sourceTypes(source, ctx);
+        const { supported, unsupported } = await sourceTypes(source, ctx);
         let failed = 0;
         let userRemap = new Map<string, string>();
         if (!values['verify-only']) {
@@ -134,8 +143,13 @@ export const importFarmosCommand: Command = {
           const importer = new FarmImport(ctx, source, progress, { prune: Boolean(values.prune), revisions: Boolean(values.revisions) });
           const report = await importer.run();
           userRemap = importer.userRemap;
-          const created = report.counts.filter((c) => c.type !== 'readings').reduce((n, c) => n + c.created, 0);
-          const updated = report.counts.filter((c) => c.type !== 'readings').reduce((n, c) => n + c.updated, 0);
+          // The sentence's numbers are the table's total, of records; the readings are counted apart, by data stream.
+          const records = report.counts.filter((c) => c.type !== READINGS_COUNTS);
+          const created = records.reduce((n, c) => n + c.created, 0);
+          const updated = records.reduce((n, c) => n + c.updated, 0);
+          const recordsFailed = records.reduce((n, c) => n + c.failed, 0);
+          const readings = report.counts.find((c) => c.type === READINGS_COUNTS);
+          const streams = { copied: (readings?.created ?? 0) + (readings?.updated ?? 0), failed: readings?.failed ?? 0 };
           failed = report.failures.length;
           say(`\n${summaryTable(report.counts)}\n`, { event: 'summary', counts: report.counts });
           // What the source named (types, fields, UUIDs, reasons, user names) is printed through printable(): no escape sequence of its reaches the terminal.
@@ -144,15 +158,18 @@ export const importFarmosCommand: Command = {
           for (const f of report.failures) say(`Failed: ${printable(`${f.type} ${f.uuid}: ${f.reason}`)}`, { event: 'failed', ...f });
           if (report.needPassword.length) say(`These accounts came without a password (farmOS does not give them out): ${names(report.needPassword)}. Set each with: tilth user password --name NAME`, { event: 'need_password', users: report.needPassword });
           if (report.matchedUsers.length) say(`Already here under the same name (kept as they are): ${names(report.matchedUsers)}.`, { event: 'matched_users', users: report.matchedUsers });
-          say(`Imported from ${source.base}: ${created} created, ${updated} updated, ${report.pruned} pruned, ${failed} failed, in ${((Date.now() - started) / 1000).toFixed(1)} s.`, { event: 'done', created, updated, pruned: report.pruned, failed, ms: Date.now() - started });
+          say(`Imported from ${source.base}: ${created} records created, ${updated} updated, ${report.pruned} pruned, ${recordsFailed} failed${readingsClause(streams)}, in ${((Date.now() - started) / 1000).toFixed(1)} s.`, { event: 'done', created, updated, pruned: report.pruned, failed: recordsFailed, readingStreams: streams, ms: Date.now() - started });
         } else {
           userRemap = await new FarmImport(ctx, source, progress).matchUsers();
         }
         if (values['no-verify'] && !values['verify-only']) return failed ? 1 : 0;
         const differences = await verifyFarm(ctx, source, supported, progress, userRemap);
-        for (const d of differences.slice(0, 200)) say(`Differs: ${describe(d)}`, { event: 'differs', ...d });
+        for (const d of differences.slice(0, 200)) say(`Differs: ${describe(d, ctx.registry.get(d.type)?.fieldsByName.get(d.field)?.type === 'timestamp')}`, { event: 'differs', ...d });
         if (differences.length > 200) say(`… and ${differences.length - 200} more differences.`, { event: 'differs_more', count: differences.length - 200 });
-        say(differences.length ? `Verification: ${differences.length} differences.` : `Verified: this farm has what ${source.base} has.`, { event: 'verified', differences: differences.length });
+        // A record type this farm has not was not compared at all: the verdict says so.
+        const skipped = unsupported.length ? `${unsupported.join(', ')} not compared (this farm has no such record type)` : '';
+        const verdict = differences.length ? `Verification: ${differences.length} differences${skipped ? `; ${skipped}` : ''}.` : `Verified: this farm has what ${source.base} has${skipped ? `, but ${skipped}` : ''}.`;
+        say(verdict, { event: 'verified', differences: differences.length, notCompared: unsupported });
         return failed || differences.length ? 1 : 0;
       });
     } catch (error) {

@@ -31,11 +31,20 @@ export interface MapEntry {
   sha256?: string | null;
 }
 
+/**
+ * A user's attributes that move at the source without a change to the account: its sign-in times
+ * (each run that signs in as an account moves them), and `changed`, which a password set there
+ * moves (a password is never carried). In a digest, they would have every run rewrite the account.
+ */
+const MOVING_USER_ATTRIBUTES = ['access', 'login', 'changed'];
+
 /** A stable digest of what a source record says: its attributes and relationships, keys sorted, the source's own numbers left out. */
 export function digestOf(resource: SourceResource): string {
   const relationships: Record<string, unknown> = {};
   for (const [name, member] of Object.entries(resource.relationships ?? {})) relationships[name] = member?.data ?? null;
-  return createHash('sha256').update(stableJson({ type: resource.type, attributes: resource.attributes ?? {}, relationships })).digest('hex');
+  const attributes = { ...resource.attributes };
+  if (resource.type === 'user--user') for (const name of MOVING_USER_ATTRIBUTES) delete attributes[name];
+  return createHash('sha256').update(stableJson({ type: resource.type, attributes, relationships })).digest('hex');
 }
 
 /** JSON with object keys sorted and the source's own numbers and links left out (one JSON.stringify: much faster than one per key). */

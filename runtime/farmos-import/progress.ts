@@ -153,14 +153,26 @@ class JsonLines extends Counting {
   }
 }
 
-/** The summary: per bundle, what the source has and what this run did with it. */
+/** The counts of data stream readings (`type: 'readings'`): by data stream, not by record. */
+export const READINGS_COUNTS = 'readings';
+/** Their name in the table and the progress lines, which say the unit. */
+export const READINGS_BY_STREAM = 'readings (streams)';
+
+/**
+ * The summary: per bundle, what the source has and what this run did with it, and the total of
+ * records (the summary sentence's numbers). The readings, counted by data stream, come after the
+ * total: added to it, a stream would count twice.
+ */
 export function summaryTable(rows: readonly BundleCounts[]): string {
   const head = ['bundle', 'read', 'created', 'updated', 'unchanged', 'failed'];
   // Bundles the source has none of, and this run did nothing with, are left out.
-  const body = rows.filter((r) => r.read || r.created || r.updated || r.failed).map((r) => [r.type, r.read, r.created, r.updated, r.unchanged, r.failed].map(String));
+  const cells = (r: BundleCounts) => [r.type === READINGS_COUNTS ? READINGS_BY_STREAM : r.type, r.read, r.created, r.updated, r.unchanged, r.failed].map(String);
+  const shown = rows.filter((r) => r.read || r.created || r.updated || r.failed);
+  const body = shown.filter((r) => r.type !== READINGS_COUNTS).map(cells);
+  const readings = shown.filter((r) => r.type === READINGS_COUNTS).map(cells);
   const total = ['total', ...[1, 2, 3, 4, 5].map((i) => String(body.reduce((n, r) => n + Number(r[i]), 0)))];
-  const all = [head, ...body, total];
+  const all = [head, ...body, total, ...readings];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [fmt(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt), fmt(total)].join('\n');
+  return [fmt(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt), fmt(total), ...readings.map(fmt)].join('\n');
 }

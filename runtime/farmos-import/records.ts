@@ -252,7 +252,10 @@ async function writeUser(db: Db, rt: ResourceType, resource: SourceResource, cur
   const input = { values, secrets: new Map() };
   let id: number;
   if (current) {
-    await s.entities.update(db, current, input, w.system);
+    // Only an account an earlier run of this import created is updated (run.ts): the source's copy
+    // of it is carried as the account itself would save it, so that user 1 here (the source's
+    // first administrator, on a farm that had no accounts) is kept up to date too.
+    await s.entities.update(db, current, input, { ...w.system, userId: current.id });
     id = current.id;
   } else {
     id = (await s.entities.create(db, rt, { ...input, id: resource.id }, w.system)).id;

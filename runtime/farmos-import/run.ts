@@ -33,9 +33,9 @@ import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { FarmSource, SourceError, type SourceResource } from './source.ts';
 import { sourceDigest, spooledReadings, spoolSourceReadings } from './readings.ts';
-import { digestOf, ImportMap, type MapEntry } from './mapping.ts';
+import { digestOf, ImportMap, type MapEntry, type MapRow } from './mapping.ts';
 import { writeNewRecords, writeRecord, type WriteContext } from './records.ts';
-import type { BundleCounts, Progress } from './progress.ts';
+import { READINGS_BY_STREAM, READINGS_COUNTS, type BundleCounts, type Progress } from './progress.ts';
 
 /** Members every Drupal entity serves that are bookkeeping, not data to carry. */
 const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
@@ -48,10 +48,15 @@ const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default',
 const MARK_MARGIN_SECONDS = 60;
 
 /**
- * Read whole on every run: users (few; each run matches them by name) and data streams (few; their
- * readings change without their `changed`, and each run compares them).
+ * Read whole on every run: users (few; each run matches them by name), data streams (few; their
+ * readings change without their `changed`, and each run compares them) and files: a file uploaded
+ * at the source is kept (its `status` turns true) when a record first refers to it, and its
+ * `changed` does not move. File records are few beside logs, and one whose digest is unchanged
+ * costs its share of a page read, nothing more (its bytes are downloaded only when it changed).
+ * Reading back what verification found different would cost a second pass and still leave a run
+ * with --no-verify behind.
  */
-const READ_WHOLE = new Set(['user', 'data_stream']);
+const READ_WHOLE = new Set(['user', 'file', 'data_stream']);
 
 /** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
 export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
@@ -269,13 +274,17 @@ export class FarmImport {
       // time). A page on which a record fails, or waits for a later one, is stored again with a
       // savepoint per record, so that only that record is left out. Users and files always are
       // (account rules; bytes placed once).
-      if (entityType !== 'user' && entityType !== 'file' && (await this.storeWhole(rt, todo, counts))) return [];
+      if (entityType !== 'user' && entityType !== 'file' && (await this.storeWhole(rt, todo, known, counts))) return [];
       await this.ctx.db.knex.transaction(async (trx) => {
         await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
         for (const t of todo) {
           if (users?.has(t.resource.id)) {
             counts.unchanged++;
+            continue;
+          }
+          if (this.isLocal(t.resource.id, here, known)) {
+            this.fail(rt, t.resource, this.localConflict(rt), counts);
             continue;
           }
           try {
@@ -301,13 +310,15 @@ export class FarmImport {
     return deferred;
   }
 
-  /** A page's records in one transaction with their map rows (one statement per 100); false, and nothing written, when one of them fails. */
-  private async storeWhole(rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, counts: BundleCounts): Promise<boolean> {
+  /** A page's records in one transaction with their map rows (one statement per 100); false, and nothing written, when one of them fails (or is this farm's own). */
+  private async storeWhole(rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, known: Map<string, MapRow>, counts: BundleCounts): Promise<boolean> {
     const tally = { created: 0, updated: 0 };
     try {
       await this.ctx.db.knex.transaction(async (trx) => {
         await this.placements.requestRebuild(trx);
         const here = await this.recordsHere(trx, rt, todo.map((t) => t.resource.id));
+        // Stored a record at a time instead, which names it.
+        if (todo.some((t) => this.isLocal(t.resource.id, here, known))) throw this.localConflict(rt);
         // Records new here (without past revisions to carry) go in together, a statement per table;
         // the rest one at a time. Together fails as a whole, on a record that refers to another of
         // the same page (a parent): its savepoint is undone and they too go one at a time.
@@ -328,6 +339,20 @@ export class FarmImport {
     counts.created += tally.created;
     counts.updated += tally.updated;
     return true;
+  }
+
+  /**
+   * A record here with a source record's UUID that no run of this import from this source stored
+   * (the map holds what one did, killed or not: its row is written with the record): one of this
+   * farm's own, or another source's. It is never written: a source must not be able to take over
+   * an account or change a record of this farm by serving its UUID.
+   */
+  private isLocal(uuid: string, here: Map<string, unknown>, known: Map<string, MapRow>): boolean {
+    return here.has(uuid) && !known.has(uuid);
+  }
+
+  private localConflict(rt: ResourceType): ApiError {
+    return new ApiError(409, `this farm has a ${rt.entityType.entityType} of its own with this UUID (not one imported from ${this.source.base}): it is left as it is.`);
   }
 
   private entry(rt: ResourceType, resource: SourceResource, digest: string, sha256?: string): MapEntry {
@@ -534,12 +559,14 @@ export class FarmImport {
    * at a time (readings.ts): a stream copied before is first summed up at the source (one read);
    * only when that differs, or the stream is new here, are its readings read again and written, in
    * one transaction per stream (a stream is never left half copied), a page of them at a time.
+   * Counted by stream, in the summary as in the progress lines: a stream's readings are copied
+   * whole or not at all, and which of the readings of a replaced stream differed is not known.
    */
   private async copyReadings(rt: ResourceType): Promise<void> {
     const uuids = [...(this.seen.get('data_stream') ?? [])];
     if (!uuids.length) return;
-    this.progress.phase('data stream readings', uuids.length);
-    const counts: BundleCounts = { type: 'readings', read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
+    this.progress.phase(READINGS_BY_STREAM, uuids.length);
+    const counts: BundleCounts = { type: READINGS_COUNTS, read: 0, created: 0, updated: 0, unchanged: 0, failed: 0 };
     this.report.counts.push(counts);
     const known = await this.map.rows(this.ctx.db.knex, 'data_stream_readings', uuids);
     for (const uuid of uuids) {
@@ -548,8 +575,8 @@ export class FarmImport {
         if (recorded) {
           const there = await sourceDigest(this.source, uuid);
           if (there.digest() === recorded) {
-            counts.read += there.size;
-            counts.unchanged += there.size;
+            counts.read++;
+            counts.unchanged++;
             this.progress.advance(1);
             continue;
           }
@@ -568,9 +595,9 @@ export class FarmImport {
             }
             // What is written is what is summed up: the map's digest is of the readings stored.
             await this.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: spooled.digest.digest(), bundle: rt.bundle.bundle }]);
-            counts.read += spooled.digest.size;
-            if (before) counts.updated += spooled.digest.size;
-            else counts.created += spooled.digest.size;
+            counts.read++;
+            if (before || recorded) counts.updated++;
+            else counts.created++;
           });
         } finally {
           spooled.discard();

@@ -29,6 +29,13 @@ export interface Difference {
 /** Members that are each farm's own bookkeeping, not the farm's records. */
 const OWN_ATTRIBUTES = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_log_message', 'revision_created', 'uri', 'pass', 'access', 'login', 'init', 'preferred_langcode', 'preferred_admin_langcode', 'timezone']);
 const OWN_RELATIONSHIPS = new Set(['revision_user']);
+/**
+ * An account is compared by what it is on both farms, not by its times: `changed` moves here when
+ * it is given a password (as the README says to do after a move), `access` and `login` with each
+ * sign-in on either side.
+ */
+const ACCOUNT_ATTRIBUTES = new Set(['name', 'mail', 'status', 'timezone']);
+const ACCOUNT_RELATIONSHIPS = new Set(['roles']);
 /** Item properties worth comparing on a relationship item (files and images). */
 const ITEM_META = ['description', 'display', 'alt', 'title', 'width', 'height'];
 
@@ -139,14 +146,17 @@ class FarmVerifier {
 /** The differences between a source record and the same record here, field by field. */
 export function compare(rt: ResourceType, source: SourceResource, here: SourceResource, users: ReadonlyMap<string, string>): Difference[] {
   const out: Difference[] = [];
+  const account = rt.entityType.access === 'user';
   for (const [name, value] of Object.entries(source.attributes ?? {})) {
-    if (name.startsWith('drupal_internal__') || OWN_ATTRIBUTES.has(name) || !rt.fieldsByName.has(name)) continue;
+    if (account ? !ACCOUNT_ATTRIBUTES.has(name) : name.startsWith('drupal_internal__') || OWN_ATTRIBUTES.has(name)) continue;
+    if (!rt.fieldsByName.has(name)) continue;
     const a = normalise(value);
     const b = normalise(here.attributes?.[name]);
     if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
   }
   for (const [name, member] of Object.entries(source.relationships ?? {})) {
-    if (name === rt.entityType.bundleKey || OWN_RELATIONSHIPS.has(name) || !rt.fieldsByName.has(name)) continue;
+    if (account ? !ACCOUNT_RELATIONSHIPS.has(name) : name === rt.entityType.bundleKey || OWN_RELATIONSHIPS.has(name)) continue;
+    if (!rt.fieldsByName.has(name)) continue;
     const a = identifiers(member?.data, users);
     const b = identifiers(here.relationships?.[name]?.data, users);
     if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });

@@ -62,6 +62,8 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
   assert.ok(differing.length > 0);
   assert.deepEqual([...new Set(differing)].sort(), [FIXTURE.badFile, FIXTURE.dangling].sort(), out);
   assert.match(out, /^Differs: log--observation \(unread\) \(records\): source .*answered 500/m);
+  // The verdict says what it did not compare.
+  assert.match(out, /^Verification: \d+ differences; plan--crop not compared \(this farm has no such record type\)\.$/m);
   // The glitches (a 500, an HTML page, a truncated body) were retried.
   assert.deepEqual(
     fixture.queries.filter((r) => r.startsWith('GET /api/asset/land?')).map((q) => (q.includes('sort=-') ? 'highest' : 'page')),
