@@ -3,8 +3,11 @@
 // nothing it should not, and sends nothing to another host.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, type Dirent } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, type Dirent } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { createUser } from '../../runtime/accounts/users.ts';
 import { createTestDatabase } from '../support/server.ts';
 import { tilthAsync, type CommandResult } from '../support/tilth-command.ts';
 import { startHostileSource, hostileFarm, HOSTILE, HOSTILE_CLIENT, type HostileSource } from '../support/hostile-source.ts';
@@ -20,6 +23,8 @@ after(async () => {
 });
 // Each attack on a farm of its own: what one run stored (and its marks) is not the next one's.
 afterEach(async () => {
+  await openKnex?.destroy();
+  openKnex = null;
   await targetDb?.drop();
 });
 beforeEach(async () => {
@@ -42,6 +47,13 @@ async function importFrom(args: string[], env: Record<string, string> = {}, limi
   return { ...result, ms: Date.now() - started };
 }
 
+let openKnex: Knex | null = null;
+/** A connection to the farm being imported into (closed after each test). */
+async function targetKnex(): Promise<Knex> {
+  openKnex ??= knexFactory(targetDb.env.DATABASE_URL ? { client: 'pg', connection: targetDb.env.DATABASE_URL } : { client: 'better-sqlite3', connection: { filename: join(targetDb.env.TILTH_DATA_DIR!, 'tilth.sqlite') }, useNullAsDefault: true });
+  return openKnex;
+}
+
 /** The files the import stored anywhere in the data folder's file store (imported bytes keep their URI's path), less the waiting room. */
 function importedFiles(): string[] {
   const dir = join(targetDb.env.TILTH_DATA_DIR!, 'files');
@@ -57,7 +69,7 @@ test('an endless JSON page is read up to TILTH_IMPORT_MAX_DOCUMENT_MB, then name
   const run = await importFrom(['--no-verify'], { TILTH_IMPORT_MAX_DOCUMENT_MB: '1' });
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stdout, new RegExp(`^Failed: asset--land \\(its first page\\): ${source.url}/api/asset/land\\?\\S* answered more than 1 MB \\(TILTH_IMPORT_MAX_DOCUMENT_MB\\)`, 'm'));
-  assert.match(run.stdout, /^Imported from .*: 2 created, 0 updated, 0 pruned, 2 failed/m, 'the summary is printed');
+  assert.match(run.stdout, /^Imported from .*: 2 records created, 0 updated, 0 pruned, 2 failed/m, 'the summary is printed');
   assert.match(run.stdout, /^user--user\s+1\s+1\s/m, 'the other bundles came across');
   assert.match(run.stdout, /^file--file\s+1\s+1\s/m);
   assert.ok(source.endlessBytes < 32 * 1024 * 1024, `it stopped reading: ${source.endlessBytes} bytes were sent`);
@@ -131,7 +143,7 @@ test('a source that stops sending mid-answer: after --timeout, a failure naming 
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.doesNotMatch(run.stderr, /TypeError/);
   assert.match(run.stdout, new RegExp(`^Failed: asset--land \\(its first page\\): ${source.url}/api/asset/land\\?\\S*: no complete answer within 1 s \\(--timeout\\)`, 'm'));
-  assert.match(run.stdout, /^Imported from .*: 2 created, 0 updated, 0 pruned, 2 failed/m, 'the summary is printed');
+  assert.match(run.stdout, /^Imported from .*: 2 records created, 0 updated, 0 pruned, 2 failed/m, 'the summary is printed');
 });
 
 test('escape sequences and line breaks in what the source says do not reach the terminal', async () => {
@@ -163,4 +175,56 @@ test('--url of a page that is not the farm: the error says what to give', async 
   const run = await importFrom(['--url', `${source.url}/farm/dashboard`, '--no-verify']);
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stderr, new RegExp(`${source.url}/farm/dashboard/oauth/token answered 401, which is not an OAuth answer: give --url the farm's own address`));
+});
+
+test('a source that does every hostile thing at once: the run ends, names each, stores nothing it should not, sends nothing elsewhere, and takes over nobody', async () => {
+  const outside = mkdtempSync(join(tmpdir(), 'tilth-outside-'));
+  const climb = `${'../'.repeat(30)}${outside.slice(1)}`;
+  const intruder = '00000000-0000-4000-8000-000000000666';
+  const evil = '00000000-0000-4000-8000-000000000401';
+  const sizeless = '00000000-0000-4000-8000-000000000402';
+  // An account of this farm whose UUID the source also serves, as an administrator with its own e-mail.
+  const viewer = await createUser(await targetKnex(), { name: 'local-viewer', password: 'viewer-password-1', mail: 'viewer@example.org', roles: ['farm_viewer'], uuid: intruder });
+  source.farm['user--user']!.push(
+    { type: 'user--user', id: intruder, attributes: { drupal_internal__uid: 3, name: 'local-viewer', mail: 'attacker@example.net', status: true, timezone: 'UTC' }, relationships: { roles: { data: [{ type: 'user_role--user_role', id: '00000000-0000-4000-8000-000000000700', meta: { drupal_internal__target_id: 'administrator' } }] } } },
+    { type: 'user--user', id: '00000000-0000-4000-8000-000000000667', attributes: { drupal_internal__uid: 4, name: 'mole\x1b[2K\rVerified: ok\x9b31m', mail: 'mole@example.net', status: true, timezone: 'UTC' }, relationships: { roles: { data: [] } } },
+  );
+  source.files['/elsewhere/evil.txt'] = '#!/bin/sh\necho owned\n';
+  source.farm['file--file']!.push(
+    { type: 'file--file', id: evil, attributes: { drupal_internal__fid: 2, filename: `${climb}/evil.sh`, uri: { value: `private://${climb}/evil-uri.sh`, url: '/elsewhere/evil.txt' }, filemime: 'text/html\r\nSet-Cookie: a=b', filesize: Buffer.byteLength(source.files['/elsewhere/evil.txt']!), status: true }, relationships: {} },
+    { type: 'file--file', id: sizeless, attributes: { drupal_internal__fid: 3, filename: 'sizeless.txt', uri: { value: 'private://2021-06/sizeless.txt', url: '/elsewhere/evil.txt' }, filemime: 'text/plain', status: true }, relationships: {} },
+  );
+  source.behave.endlessPage = '/api/asset/land';
+  source.behave.selfNextHistory = true;
+  source.behave.redirectFilesTo = `${source.internal.url}/latest/meta-data`;
+  source.behave.failWith = { path: '/api/log/activity', detail: 'Boom\x1b[2K\r\nVerified: this farm has what you wanted.' };
+  try {
+    const run = await importFrom(['--revisions', '--timeout', '5'], { TILTH_IMPORT_MAX_DOCUMENT_MB: '1' }, 90_000);
+    const out = run.stdout + run.stderr;
+    assert.equal(run.status, 1, out);
+    assert.ok(source.endlessBytes < 32 * 1024 * 1024, `the endless page was cut: ${source.endlessBytes} bytes`);
+    assert.match(run.stdout, /^Failed: asset--land \(its first page\): .*answered more than 1 MB/m);
+    assert.match(run.stdout, new RegExp(`^Failed: file--file ${HOSTILE.map}: .*redirects to ${source.internal.url}`, 'm'));
+    assert.match(run.stdout, new RegExp(`^Failed: file--file ${sizeless}: the source does not state its filesize`, 'm'));
+    assert.match(run.stdout, new RegExp(`^Failed: user--user ${intruder}: this farm has a user of its own with this UUID`, 'm'));
+    assert.deepEqual(source.internal.requests, [], 'nothing reached the internal address');
+    assert.deepEqual(readdirSync(outside), [], 'nothing written outside the data folder');
+    assert.deepEqual(importedFiles().map((f) => f.split(sep).pop()), ['evil.sh'], 'only the file that came whole, under its reduced name');
+    assert.doesNotMatch(out, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/, 'no control characters reach the terminal');
+    assert.doesNotMatch(out, /^Verified/m, 'no line fakes the verification');
+    const knex = await targetKnex();
+    const account = await knex('users').where('uuid', intruder).first('name', 'mail');
+    assert.deepEqual({ ...account }, { name: 'local-viewer', mail: 'viewer@example.org' }, 'the local account is as it was');
+    assert.deepEqual((await knex('user_role').where('user_id', viewer.id).select('role')).map((r: { role: string }) => r.role), ['farm_viewer'], 'and keeps its roles');
+    assert.equal((await knex('files').where('uuid', evil).first('filemime'))?.filemime, 'application/octet-stream');
+
+    // And a token endpoint that redirects: the credentials go nowhere else.
+    source.behave.redirectTokenTo = `${source.internal.url}/oauth/token`;
+    const again = await importFrom(['--no-verify']);
+    assert.equal(again.status, 1);
+    assert.match(again.stderr, /redirects to/);
+    assert.deepEqual(source.internal.requests, []);
+  } finally {
+    rmSync(outside, { recursive: true, force: true });
+  }
 });
