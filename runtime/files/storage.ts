@@ -7,9 +7,13 @@
  * atomically, so processes sharing the folder never overwrite each other's files). Nothing of a
  * failed upload stays behind, and what a process that died mid-upload left in `tmp/` is removed
  * when the server next starts (sweepAbandonedUploads).
+ *
+ * Durability: the bytes are synced before the temporary file is closed, and the directory a file
+ * is placed in after the rename (syncPlaced), so a file's record, committed after `place`, never
+ * outlives its bytes in a power cut.
  */
-import { closeSync, createWriteStream, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join, extname, basename, resolve, sep } from 'node:path';
+import { closeSync, createWriteStream, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join, extname, basename, dirname, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
@@ -191,6 +195,16 @@ function reserve(path: string): boolean {
   }
 }
 
+/** Sync a directory, so that the entries made in it (a file renamed in, a directory made) survive a power cut. */
+function syncDirectory(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export interface FileLimits {
   maxBytes: number;
   /** Milliseconds the body may send nothing before the upload ends with 408. */
@@ -199,6 +213,8 @@ export interface FileLimits {
 
 export class FileStore {
   readonly root: string;
+  /** Directories files were placed in whose parents this process has synced (syncPlaced). */
+  private readonly durableDirs = new Set<string>();
 
   constructor(
     dataDir: string,
@@ -228,7 +244,8 @@ export class FileStore {
       timer = setTimeout(() => ((stalled = true), abort.abort()), stallMs);
     };
     body.on('data', onData);
-    const out = createWriteStream(tmp, { flags: 'wx' });
+    // flush: the bytes are synced (fsync) before the file closes, off the event loop, with no transaction open.
+    const out = createWriteStream(tmp, { flags: 'wx', flush: true });
     try {
       await pipeline([body, ...(decode ? [decode] : []), counter, out], { signal: abort.signal });
     } catch (error) {
@@ -239,6 +256,8 @@ export class FileStore {
       if (stalled) throw new ApiError(408, `The upload sent nothing for ${stallMs / 1000} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was stored.`, { headers: { Connection: 'close' } });
       if (error instanceof ApiError) throw error;
       if (diskFull(error)) throw insufficientStorage();
+      // The disk refused to sync the bytes: the server's trouble (500), not an interrupted upload.
+      if ((error as { syscall?: unknown }).syscall === 'fsync') throw error;
       if (decode && typeof (error as { code?: string }).code === 'string' && /^Z_|ERR_BROTLI|ERR__ERROR/.test((error as { code: string }).code)) {
         throw new ApiError(400, `The body does not decompress as its Content-Encoding (${body.headers?.['content-encoding']}) says.`);
       }
@@ -293,6 +312,7 @@ export class FileStore {
       }
       try {
         onDisk(() => renameSync(tmp, target));
+        this.syncPlaced(dir);
       } catch (error) {
         rmSync(target, { force: true });
         throw error;
@@ -306,6 +326,23 @@ export class FileStore {
     const tmpDir = join(this.root, TMP_DIR);
     onDisk(() => mkdirSync(tmpDir, { recursive: true }));
     return join(tmpDir, randomBytes(12).toString('hex'));
+  }
+
+  /**
+   * Sync the directory a file was just renamed into; and, the first time this process places a
+   * file there, those above it up to the data directory: `place` may have made any of them, and a
+   * directory's entry lives in its parent. (Another process that made one synced it the same way.)
+   */
+  private syncPlaced(dir: string): void {
+    const full = join(this.root, dir);
+    onDisk(() => syncDirectory(full));
+    if (this.durableDirs.has(full)) return;
+    const stop = dirname(this.root);
+    for (let at = full; at !== stop && dirname(at) !== at; ) {
+      at = dirname(at);
+      onDisk(() => syncDirectory(at));
+    }
+    this.durableDirs.add(full);
   }
 
   /** Forget a received file that was not placed (a no-op once placed). */

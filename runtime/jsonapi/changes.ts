@@ -4,25 +4,38 @@
  * each once with its latest state, as a resource identifier with `meta.version`, `meta.changed`
  * and `meta.deleted: true` for a tombstone; `meta.cursor` to continue from, always; `links.next`
  * while more follow at once. `filter[type]` (one or several), `page[limit]` (1–500, default 100)
- * and `include=records` (the live records, rendered as the collections render them).
+ * and `include=records` (the live records, rendered as the collections render them; then at most
+ * 50 a page, and a page ends early where the response budget does).
  *
  * Access is the collections': only types the caller may view, tombstones included; users the
  * caller may not see (blocked ones, for all but account administrators) are left out.
  */
-import express, { type Request, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import type { JsonApiServices } from './handlers/services.ts';
 import { principalOf, type Principal } from '../access/principal.ts';
 import { mayOnType, mayOnRecord, requireAuthenticated } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
 import { FEED_START, decodeCursor, encodeCursor, pruneTombstones, readFeed, type FeedRow } from '../storage/change-feed.ts';
-import { JSONAPI_VERSION } from './document.ts';
+import { DocumentPieces, JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendBytes } from './document.ts';
 import { formatTimestamp } from '../values/timestamps.ts';
 import type { EntityRecord } from '../storage/records.ts';
 
 export const CHANGES_PATH = '/api/changes';
 export const MAX_CHANGES_LIMIT = 500;
 const DEFAULT_CHANGES_LIMIT = 100;
+/**
+ * With include=records a page holds at most this many entries (and the default), as a collection
+ * page does: a page of 500 records of megabytes each once took the server's memory (issue 41). A
+ * larger page[limit] is taken as this one, links.next going on; no farmOS client reads this feed.
+ */
+export const MAX_CHANGES_WITH_RECORDS = 50;
+/** The most records loaded at once while a page is filled: what is loaded past the budget stays little. */
+const RECORDS_PER_LOAD = 16;
+/** Records loaded first, before their size is known. */
+const FIRST_LOAD = 2;
+/** The longest cursor there can be (decodeCursor's widest fields), to keep room for links.next. */
+const LONGEST_CURSOR = { issued: 999_999_999_999, txid: '9'.repeat(20), position: Number.MAX_SAFE_INTEGER };
 const DAY = 86_400;
 /** Tombstones are pruned a day after their cursors expire: a transaction may commit a while after it wrote. */
 const PRUNE_MARGIN = DAY;
@@ -49,14 +62,35 @@ function requestedTypes(params: QueryObject): string[] | null {
   return [...new Set(values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean))];
 }
 
-function pageLimit(params: QueryObject): number {
+/** page[limit], or its default; with records, at most MAX_CHANGES_WITH_RECORDS (a larger one is taken as that). */
+function pageLimit(params: QueryObject, withRecords: boolean): number {
   const page = params.page;
-  if (page === undefined) return DEFAULT_CHANGES_LIMIT;
+  const most = withRecords ? MAX_CHANGES_WITH_RECORDS : MAX_CHANGES_LIMIT;
+  if (page === undefined) return Math.min(DEFAULT_CHANGES_LIMIT, most);
   const raw = typeof page === 'object' && !Array.isArray(page) ? page.limit : undefined;
   if (typeof page !== 'object' || Array.isArray(page) || Object.keys(page).some((k) => k !== 'limit') || typeof raw !== 'string' || !/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_CHANGES_LIMIT) {
     throw badParameter('page[limit]', `The change feed pages only by page[limit], a whole number from 1 to ${MAX_CHANGES_LIMIT}.`);
   }
-  return Number(raw);
+  return Math.min(Number(raw), most);
+}
+
+/** A feed row as the page lists it: a resource identifier with its version. */
+function entryOf(r: FeedRow): Record<string, unknown> {
+  return { type: r.type, id: r.uuid, meta: { version: r.position, changed: formatTimestamp(r.changed), ...(r.deleted ? { deleted: true } : {}) } };
+}
+
+/** The bytes of a page around its entries and records, at most: room kept for them in the budget. */
+function frameBytes(self: { href: string }, nextLink: (cursor: string) => { href: string }): number {
+  const longest = encodeCursor(LONGEST_CURSOR);
+  return Buffer.byteLength(`{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[],"included":[],"meta":${JSON.stringify({ cursor: longest })},"links":${JSON.stringify({ self, next: nextLink(longest) })}}`);
+}
+
+/** What a page sends: its entries, its records (JSON text), and where it was cut short, if it was. */
+interface PageText {
+  entries: string[];
+  records: Array<{ text: string; bytes: number }>;
+  /** The last row sent, when the budget ended the page before its last row. */
+  cutAfter: FeedRow | null;
 }
 
 export function changesRoutes(s: JsonApiServices): Router {
@@ -85,13 +119,71 @@ export function changesRoutes(s: JsonApiServices): Router {
     return rows.filter((r) => r.entityType !== 'user' || r.deleted || !hidden.has(r.entityId));
   };
 
-  /** The live records of these rows, loaded a type at a time, rendered as the collections do. */
-  const included = async (principal: Principal, rows: FeedRow[]) => {
+  /** The live records of these rows, loaded a type at a time, by `entityType:id`. */
+  const liveRecords = async (rows: FeedRow[]): Promise<Map<string, EntityRecord>> => {
     const byType = new Map<string, number[]>();
     for (const r of rows) if (!r.deleted) byType.set(r.entityType, [...(byType.get(r.entityType) ?? []), r.entityId]);
-    const records: EntityRecord[] = [];
-    for (const [entityType, ids] of byType) records.push(...(await s.loader.load(s.knex, entityType, ids, null)));
-    return records.map((r) => s.serializer.resourceObject(r, principal, undefined));
+    const out = new Map<string, EntityRecord>();
+    for (const [entityType, ids] of byType) for (const record of await s.loader.load(s.knex, entityType, ids, null)) out.set(`${entityType}:${record.id}`, record);
+    return out;
+  };
+
+  /**
+   * The page's entries and (`withRecords`) live records, rendered as the collections render them,
+   * in feed order, until the next row would take them past `budget` bytes: the page then ends
+   * after the last row that fits, and the next page starts after it. Records are loaded a few at a
+   * time (as many as the bytes left have room for, by the largest seen so far) and kept as text
+   * only, so what a page holds is bounded by the budget, not by page[limit] times a record's size.
+   * A record that alone is past the budget is a 413 naming it.
+   */
+  const pageText = async (principal: Principal, rows: FeedRow[], withRecords: boolean, budget: number): Promise<PageText> => {
+    const page: PageText = { entries: [], records: [], cutAfter: null };
+    let used = 0;
+    let largest = 0;
+    for (let i = 0; i < rows.length; ) {
+      const count = withRecords ? Math.max(1, Math.min(RECORDS_PER_LOAD, largest ? Math.floor((budget - used) / largest) : FIRST_LOAD)) : rows.length;
+      const batch = rows.slice(i, i + count);
+      const loaded = withRecords ? await liveRecords(batch) : new Map<string, EntityRecord>();
+      for (const row of batch) {
+        const entry = JSON.stringify(entryOf(row));
+        const record = loaded.get(`${row.entityType}:${row.entityId}`);
+        const text = record ? JSON.stringify(s.serializer.resourceObject(record, principal, undefined)) : null;
+        const bytes = text === null ? 0 : Buffer.byteLength(text);
+        // Each with the comma before it.
+        const adds = Buffer.byteLength(entry) + 1 + (text === null ? 0 : bytes + 1);
+        if (used + adds > budget) {
+          if (i === 0) throw recordTooLarge(row);
+          page.cutAfter = rows[i - 1]!;
+          return page;
+        }
+        used += adds;
+        largest = Math.max(largest, bytes);
+        page.entries.push(entry);
+        if (text !== null) page.records.push({ text, bytes });
+        i++;
+      }
+    }
+    return page;
+  };
+
+  const recordTooLarge = (row: FeedRow) =>
+    new ApiError(413, `The record ${row.type} ${row.uuid} alone is larger than the ${config.responseMaxBytes} bytes an answer may hold (TILTH_RESPONSE_MAX_BYTES): read the feed past it without include=records.`, { source: { parameter: 'include' } });
+
+  /** The page as one JSON:API document, in bytes (no joined copy of its text: see DocumentPieces). */
+  const send = (res: Response, page: PageText, withRecords: boolean, meta: Record<string, unknown>, links: Record<string, { href: string }>) => {
+    const body = new DocumentPieces();
+    body.push(`{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[${page.entries.join(',')}]`);
+    if (withRecords) {
+      body.push(',"included":[');
+      page.records.forEach((r, n) => {
+        if (n) body.push(',', 1);
+        body.push(r.text, r.bytes);
+      });
+      body.push(']');
+      page.records.length = 0;
+    }
+    body.push(`,"meta":${JSON.stringify(meta)},"links":${JSON.stringify(links)}}`);
+    sendBytes(res, `${JSONAPI_MEDIA_TYPE}; charset=utf-8`, body.toBuffer());
   };
 
   const prune = (now: number) => {
@@ -118,23 +210,21 @@ export function changesRoutes(s: JsonApiServices): Router {
     }
     const include = single(params, 'include');
     if (include !== undefined && include !== 'records') throw badParameter('include', 'The change feed includes only "records" (include=records).');
-    const limit = pageLimit(params);
+    const limit = pageLimit(params, include !== undefined);
     const types = readableTypes(principal, requestedTypes(params));
     prune(now);
 
-    const { rows, next, more } = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false };
-    const shown = await visible(principal, rows);
+    const read = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false };
+    const shown = await visible(principal, read.rows);
+    const self = { href: `${config.baseUrl}${req.originalUrl}` };
+    const nextLink = (at: string) => ({ href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}` });
+    const page = await pageText(principal, shown, include !== undefined, config.responseMaxBytes - frameBytes(self, nextLink));
+    // Cut short by the budget: go on after the last row sent (a shorter page is a page like another).
+    const next = page.cutAfter ? { issued: now, txid: page.cutAfter.txid, position: page.cutAfter.position } : read.next;
     const nextCursor = encodeCursor(next);
-    const doc: Record<string, unknown> = {
-      jsonapi: JSONAPI_VERSION,
-      data: shown.map((r) => ({ type: r.type, id: r.uuid, meta: { version: r.position, changed: formatTimestamp(r.changed), ...(r.deleted ? { deleted: true } : {}) } })),
-    };
-    if (include) doc.included = await included(principal, shown);
-    doc.meta = { cursor: nextCursor };
-    const links: Record<string, { href: string }> = { self: { href: `${config.baseUrl}${req.originalUrl}` } };
-    if (more) links.next = { href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: nextCursor })}` };
-    doc.links = links;
-    s.documents.send(res, 200, doc);
+    const links: Record<string, { href: string }> = { self };
+    if (read.more || page.cutAfter) links.next = nextLink(nextCursor);
+    send(res, page, include !== undefined, { cursor: nextCursor }, links);
   });
   router.all(CHANGES_PATH, (req) => {
     throw methodNotAllowed(req.method, ['GET']);

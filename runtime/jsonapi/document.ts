@@ -77,6 +77,31 @@ export function sendDocument(res: Response, status: number, body: unknown, maxBy
 }
 
 /**
+ * A document's JSON text kept as the pieces it was written in, its UTF-8 size counted as it grows,
+ * and made into bytes once at the end without a joined copy of the text: at its peak an answer
+ * holds its pieces and its bytes, about twice its size (a string joined, then encoded, is more).
+ */
+export class DocumentPieces {
+  private readonly pieces: string[] = [];
+  bytes = 0;
+
+  /** `bytes`: the text's UTF-8 size, when the caller has counted it already. */
+  push(text: string, bytes = Buffer.byteLength(text)): void {
+    this.pieces.push(text);
+    this.bytes += bytes;
+  }
+
+  /** The bytes of the whole text; the pieces are let go. */
+  toBuffer(): Buffer {
+    const out = Buffer.allocUnsafe(this.bytes);
+    let at = 0;
+    for (const piece of this.pieces) at += out.write(piece, at);
+    this.pieces.length = 0;
+    return out;
+  }
+}
+
+/**
  * A 200 answer of text or bytes kept ready, with its full Content-Type. Spelled out because
  * Express adds the charset to a string's type but not to a Buffer's.
  */

@@ -324,6 +324,64 @@ test('since=0 with include=records is the union of every collection', async () =
   }
 });
 
+test('with include=records a page holds at most 50 (a larger page[limit] is taken as 50) and links.next goes on', async () => {
+  const own = await startTestServer();
+  try {
+    const client = new Api(own.url, await passwordToken(own.url, ADMIN.name, ADMIN.password));
+    const made = new Set<string>();
+    for (let i = 0; i < 55; i++) made.add((await client.create('log--activity', { name: `Log ${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z' })).id);
+    const first = await client.get('/api/changes?since=0&filter[type]=log--activity&include=records&page[limit]=500');
+    assert.equal(first.status, 200, first.text.slice(0, 300));
+    assert.equal(first.body.data.length, 50, 'page[limit]=500 with records: 50');
+    assert.equal(first.body.included.length, 50);
+    assert.ok(first.body.links.next, 'links.next to the rest');
+    assert.equal((await client.get('/api/changes?since=0&filter[type]=log--activity&include=records')).body.data.length, 50, 'the default with records: 50');
+    assert.equal((await client.get('/api/changes?since=0&filter[type]=log--activity&page[limit]=500')).body.data.length, 55, 'without records, up to 500 as before');
+    const all = await follow(client, '0', '&filter[type]=log--activity&include=records&page[limit]=500');
+    assert.deepEqual(all.entries.map((e) => e.id).sort(), [...made].sort(), 'every log once');
+    assert.equal(all.pages, 2);
+  } finally {
+    await own.close();
+  }
+});
+
+test('a page with records ends where the response budget does, the next one starts after it; a record alone past the budget is a 413 naming it', async () => {
+  const budget = 64 * 1024;
+  const own = await startTestServer({ env: { TILTH_RESPONSE_MAX_BYTES: String(budget) } });
+  try {
+    const client = new Api(own.url, await passwordToken(own.url, ADMIN.name, ADMIN.password));
+    // About 40 KB each as served (the notes' value and processed): one a page.
+    const logs: string[] = [];
+    for (let i = 0; i < 5; i++) logs.push((await client.create('log--activity', { name: `Long ${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z', notes: { value: 'n'.repeat(20_000) } })).id);
+    let next: string | undefined = '/api/changes?since=0&filter[type]=log--activity&include=records&page[limit]=500';
+    const entries: string[] = [];
+    const included: string[] = [];
+    let cursor = '0';
+    while (next) {
+      const res: { status: number; text: string; body: any } = await client.get(next);
+      assert.equal(res.status, 200, res.text.slice(0, 300));
+      assert.ok(Buffer.byteLength(res.text) <= budget, `within the budget: ${Buffer.byteLength(res.text)}`);
+      assert.ok(res.body.data.length >= 1);
+      entries.push(...res.body.data.map((e: any) => e.id));
+      included.push(...res.body.included.map((r: any) => r.id));
+      cursor = res.body.meta.cursor;
+      next = res.body.links.next?.href;
+    }
+    assert.deepEqual(entries, logs, 'every log once, in the order written');
+    assert.deepEqual(included, logs, 'each with its record');
+
+    const huge = await client.create('log--activity', { name: 'Huge', status: 'done', timestamp: '2024-05-01T08:00:00Z', notes: { value: 'n'.repeat(40_000) } });
+    const refused = await client.get(`/api/changes?since=${cursor}&filter[type]=log--activity&include=records`);
+    assert.equal(refused.status, 413, refused.text.slice(0, 300));
+    assert.match(refused.body.errors[0].detail, new RegExp(`log--activity ${huge.id}`), 'the record is named');
+    assert.equal(refused.body.errors[0].source.parameter, 'include');
+    const listed = await client.get(`/api/changes?since=${cursor}&filter[type]=log--activity`);
+    assert.deepEqual(listed.body.data.map((e: any) => e.id), [huge.id], 'without records the feed goes past it');
+  } finally {
+    await own.close();
+  }
+});
+
 test('bad parameters are 400s naming them; an expired cursor is 410 cursor_expired', async () => {
   for (const [query, parameter] of [
     ['', 'since'],
