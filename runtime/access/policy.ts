@@ -54,6 +54,8 @@ export function mayOnRecord(principal: Principal, et: EntityTypeDescriptor, op: 
     if (op === 'update') return own || isAccountAdmin(principal);
     return isAccountAdmin(principal);
   }
+  // An unpublished term is seen by those who may see unpublished terms only, as in farmOS.
+  if (et.access === 'taxonomy' && op === 'view' && record.values?.get('status') === false && !principal.permissions.has('taxonomy:view_unpublished')) return false;
   return principal.permissions.has(permissionFor(et, op));
 }
 
@@ -72,6 +74,7 @@ export function assertMayOnType(principal: Principal, et: EntityTypeDescriptor, 
  * when it may view every row. Applied to collections and inside relationship paths.
  */
 export function viewCondition(principal: Principal, et: EntityTypeDescriptor, alias: string): ((qb: Knex.QueryBuilder) => void) | null {
+  if (et.access === 'taxonomy') return principal.permissions.has('taxonomy:view_unpublished') ? null : (qb) => void qb.where(`${alias}.status`, true);
   if (et.access !== 'user' || isAccountAdmin(principal)) return null;
   return (qb) => {
     qb.where((w) => {

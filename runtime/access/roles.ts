@@ -20,6 +20,8 @@ export type Permission =
   | 'taxonomy:create'
   | 'taxonomy:update'
   | 'taxonomy:delete'
+  /** Unpublished terms (status false): Drupal's "view unpublished terms" / "administer taxonomy", which no farm role has. */
+  | 'taxonomy:view_unpublished'
   | 'user:view'
   | 'user:administer'
   | 'client:administer'
@@ -36,7 +38,7 @@ export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   // Like every farmOS managed role it has "access content", which is what lets Drupal users see
   // taxonomy terms; it gets no other record rights (farmos-behaviour.md §6.5).
   farm_account_admin: ['taxonomy:view', 'user:view', 'user:administer', 'language:view'],
-  administrator: [...VIEW, ...WRITE, ...CONFIGURE, 'user:administer'],
+  administrator: [...VIEW, ...WRITE, ...CONFIGURE, 'user:administer', 'taxonomy:view_unpublished'],
 };
 
 export const ROLE_LABELS: Record<Role, string> = {

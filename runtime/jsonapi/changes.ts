@@ -13,7 +13,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { JsonApiServices } from './handlers/services.ts';
 import { principalOf, type Principal } from '../access/principal.ts';
-import { mayOnType, mayOnRecord, requireAuthenticated } from '../access/policy.ts';
+import { mayOnType, requireAuthenticated, viewCondition } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
 import { FEED_START, decodeCursor, encodeCursor, pruneTombstones, readFeed, type FeedRow } from '../storage/change-feed.ts';
@@ -109,14 +109,25 @@ export function changesRoutes(s: JsonApiServices): Router {
     return asked;
   };
 
-  /** Drop the rows of records the caller may not see although it may see their type (blocked users). */
+  /**
+   * Drop the rows of records the caller may not see although it may see their type (blocked
+   * users, unpublished terms): the access policy's own condition (viewCondition), asked of the
+   * page's live rows of each such entity type in one query.
+   */
   const visible = async (principal: Principal, rows: FeedRow[]): Promise<FeedRow[]> => {
-    const users = rows.filter((r) => !r.deleted && r.entityType === 'user');
-    if (!users.length) return rows;
-    const et = registry.model.entityTypes.user!;
-    const records = (await s.knex(et.table).whereIn('id', users.map((r) => r.entityId)).select('id', 'status')) as Array<{ id: number; status: unknown }>;
-    const hidden = new Set(records.filter((u) => !mayOnRecord(principal, et, 'view', { id: Number(u.id), values: new Map([['status', Boolean(u.status)]]) })).map((u) => Number(u.id)));
-    return rows.filter((r) => r.entityType !== 'user' || r.deleted || !hidden.has(r.entityId));
+    const hidden = new Set<string>();
+    const live = rows.filter((r) => !r.deleted);
+    for (const entityType of new Set(live.map((r) => r.entityType))) {
+      const et = registry.model.entityTypes[entityType]!;
+      const guard = viewCondition(principal, et, 'e');
+      if (!guard) continue;
+      const ids = live.filter((r) => r.entityType === entityType).map((r) => r.entityId);
+      const q = s.knex(`${et.table} as e`).whereIn('e.id', ids).select('e.id');
+      guard(q);
+      const seen = new Set(((await q) as Array<{ id: number | string }>).map((r) => Number(r.id)));
+      for (const id of ids) if (!seen.has(id)) hidden.add(`${entityType}:${id}`);
+    }
+    return hidden.size ? rows.filter((r) => r.deleted || !hidden.has(`${r.entityType}:${r.entityId}`)) : rows;
   };
 
   /** The live records of these rows, loaded a type at a time, by `entityType:id`. */
