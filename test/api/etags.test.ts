@@ -200,7 +200,7 @@ test('a related route about one resource (a to-one relationship) carries that re
   assert.equal(many.headers.get('etag'), null, 'a list of resources is not one resource');
 });
 
-test("a file upload answers with the created file's ETag (one file); an upload to a field of several files answers with the list, untagged", async () => {
+test("a file upload answers with the created file's ETag (one file); an upload into a record's field answers with the record's new ETag", async () => {
   const octet = (name: string) => ({ 'Content-Type': 'application/octet-stream', 'Content-Disposition': `file; filename="${name}"` });
   const created = await api.raw('POST', '/api/log/activity/file', 'day,kg\n1,12\n', octet('yield.csv'));
   assert.equal(created.status, 201, created.text);
@@ -212,8 +212,9 @@ test("a file upload answers with the created file's ETag (one file); an upload t
   const attached = await api.raw('POST', `/api/log/activity/${log.id}/file`, 'day,kg\n2,14\n', octet('more.csv'));
   assert.equal(attached.status, 200, attached.text);
   assert.equal(attached.body.data.length, 1);
-  assert.equal(attached.headers.get('etag'), null, 'the answer lists the field\'s files, as its related route does');
-  assert.ok(versionIn((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag')) > versionIn(log.etag), 'the log has a new version');
+  const logNow = (await api.get(`/api/log/activity/${log.id}`)).headers.get('etag');
+  assert.ok(versionIn(logNow) > versionIn(log.etag), 'the log has a new version');
+  assert.equal(attached.headers.get('etag'), logNow, "the answer carries it, as a relationship's write does");
 });
 
 test('If-Match tells nobody without the right to write a record that it changed: a viewer’s PATCH, DELETE and relationship write are refused as before, never 412 with the version', async () => {
@@ -233,4 +234,26 @@ test('If-Match tells nobody without the right to write a record that it changed:
     assert.equal(a.headers.get('etag'), null, 'no version given away');
   }
   assert.equal((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag'), log.etag, 'nothing changed');
+});
+
+test("an upload into a record's field is a write of the record: a stale If-Match is a 412 that stores nothing, and the 200 carries the record's new ETag", async () => {
+  const log = await newLog('With a photo of the soil');
+  const stale = log.etag;
+  const renamed = await rename(log.id, 'Soil, renamed elsewhere', stale);
+  const current = renamed.headers.get('etag')!;
+  const upload = (ifMatch: string) =>
+    api.raw('POST', `/api/log/activity/${log.id}/file`, 'soil notes', { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="soil.txt"', 'If-Match': ifMatch });
+  const refused = await upload(stale);
+  assert.equal(refused.status, 412, refused.text.slice(0, 300));
+  assert.equal(refused.headers.get('etag'), current, 'the 412 names the version to fetch');
+  assert.deepEqual((await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.file.data, [], 'nothing attached');
+  const files = await api.get('/api/file/file');
+  assert.ok(!files.body.data.some((f: any) => f.attributes.filename === 'soil.txt'), 'no file stored');
+
+  const accepted = await upload(current);
+  assert.equal(accepted.status, 200, accepted.text.slice(0, 300));
+  const after = await api.get(`/api/log/activity/${log.id}`);
+  assert.equal(after.body.data.relationships.file.data.length, 1);
+  assert.equal(accepted.headers.get('etag'), after.headers.get('etag'), "the answer carries the record's new ETag, for the next write");
+  assert.notEqual(accepted.headers.get('etag'), current);
 });

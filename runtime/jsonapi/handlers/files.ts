@@ -16,7 +16,7 @@ import type { Db, ItemValue, Reference } from '../../storage/records.ts';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
 import { versionOf } from '../../storage/change-feed.ts';
-import { entityTag } from './etags.ts';
+import { checkIfMatch, entityTag } from './etags.ts';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -122,13 +122,20 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
         assertMayOnType(principal, rt.entityType, 'update', 'this resource');
         s.records.assertMayOnRecord(principal, host, 'update');
       };
-      mayAttach(await s.records.find(s.knex, rt, route.id, principal));
+      // An upload into a field is a write of the record, as a relationship's POST is: If-Match
+      // names the record's version (checked before the bytes are read, and again when it is locked).
+      const before = await s.records.find(s.knex, rt, route.id, principal);
+      mayAttach(before);
+      const stale = await checkIfMatch(s.knex, req, before);
+      if (stale) throw stale;
       const filename = checkedName(req, route);
       const received = await receive(req, route, filename);
       const { doc, version } = await inTransaction(received, async (trx, placed) => {
         // Locked: concurrent uploads to one record each add to what the one before them saved.
         const host = await s.records.findForUpdate(trx, rt, route.id, principal);
+        const changed = await checkIfMatch(trx, req, host);
         mayAttach(host);
+        if (changed) throw changed;
         const id = await attach(trx, received, route, filename, true, principal, placed);
         const ref: Reference = { targetId: id, meta: {} };
         const current = host.values.get(field.name);
@@ -138,9 +145,10 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
         const refs = ((field.multiple ? updated!.values.get(field.name) : [updated!.values.get(field.name)]) as Reference[]).filter(Boolean);
         const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null);
         const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${host.uuid}/${field.name}`;
-        // The answer is the field's related route: tagged, as that route is, only when it is one file.
         const one = field.multiple ? null : (records[0] ?? null);
-        const version = one ? await versionOf(trx, 'file', one.id) : null;
+        // Tagged with the record's new version, as a relationship's write answers: what the next
+        // write of the record sends in If-Match.
+        const version = await versionOf(trx, rt.entityType.entityType, host.id);
         return { version, doc: await s.documents.document(trx, field.multiple ? records : one, principal, { ...s.requests.query(req), include: [] }, { self: { href: base } }) };
       });
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
