@@ -39,14 +39,16 @@ export function protectingPlaces(store: RecordStore, entityType: string): Refere
 
 /**
  * For each of these records of `entityType` that others reference, who does, field by field
- * (sorted by entity type, then field). Records among `ids` do not count.
+ * (sorted by entity type, then field). Records among `ids` do not count, nor those in `goingToo`
+ * (records of other types deleted in the same run: `import farmos --prune`).
  */
-export async function referrersOf(db: Db, store: RecordStore, entityType: string, ids: number[]): Promise<Map<number, Referrers[]>> {
+export async function referrersOf(db: Db, store: RecordStore, entityType: string, ids: number[], goingToo: ReadonlyMap<string, ReadonlySet<number>> = new Map()): Promise<Map<number, Referrers[]>> {
   const found = new Map<number, Referrers[]>();
   const places = [...protectingPlaces(store, entityType)].sort((a, b) => a.entityType.localeCompare(b.entityType) || a.field.localeCompare(b.field));
   for (const place of places) {
     const byTarget = new Map<number, number[]>();
     for (const { target, holder } of await store.referencesAt(db, place, ids)) {
+      if (goingToo.get(place.entityType)?.has(holder)) continue;
       const list = byTarget.get(target) ?? [];
       if (!byTarget.has(target)) byTarget.set(target, list);
       list.push(holder);
@@ -61,6 +63,23 @@ export async function referrersOf(db: Db, store: RecordStore, entityType: string
     }
   }
   return found;
+}
+
+/**
+ * Of these records of `entityType`, those that may be deleted together (with `goingToo`), and
+ * those kept because a record that stays references them, with who does: one a kept record of
+ * the same type references is kept too (a pruned parent term whose pruned child a local log
+ * names), so the split is made again until nothing more is kept.
+ */
+export async function splitReferenced(db: Db, store: RecordStore, entityType: string, ids: number[], goingToo: ReadonlyMap<string, ReadonlySet<number>> = new Map()): Promise<{ deletable: number[]; kept: Map<number, Referrers[]> }> {
+  let deletable = ids;
+  const kept = new Map<number, Referrers[]>();
+  for (;;) {
+    const referenced = await referrersOf(db, store, entityType, deletable, goingToo);
+    if (!referenced.size) return { deletable, kept };
+    for (const [id, referrers] of referenced) kept.set(id, referrers);
+    deletable = deletable.filter((id) => !referenced.has(id));
+  }
 }
 
 /** "3 log(s) (asset): <uuid>, <uuid>, <uuid> and 2 more; 1 data_stream(s) (asset): <uuid>" */
