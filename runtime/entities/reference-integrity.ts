@@ -48,7 +48,8 @@ export async function referrersOf(db: Db, store: RecordStore, entityType: string
   for (const place of places) {
     const byTarget = new Map<number, number[]>();
     for (const { target, holder } of await store.referencesAt(db, place, ids)) {
-      if (goingToo.get(place.entityType)?.has(holder)) continue;
+      // Records of the type itself go only if among `ids` (goingToo may still list those kept).
+      if (place.entityType !== entityType && goingToo.get(place.entityType)?.has(holder)) continue;
       const list = byTarget.get(target) ?? [];
       if (!byTarget.has(target)) byTarget.set(target, list);
       list.push(holder);

@@ -580,6 +580,7 @@ export class FarmImport {
       const table = store.entityType(entityType).table;
       const paths: string[] = [];
       const notPruned: Array<{ uuid: string; line: string }> = [];
+      let keptCount = 0;
       await knex.transaction(async (trx) => {
         const rows: Array<{ id: number; uuid: string; path?: string | null }> = [];
         for (const part of chunks(uuids, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'uuid', 'path'] : ['id', 'uuid'])) as typeof rows));
@@ -594,19 +595,20 @@ export class FarmImport {
         const { deletable, kept } = await splitReferenced(trx, store, entityType, ids, going);
         // The holders of the records kept are not changed: found again for those deleted.
         await store.delete(trx, entityType, deletable, kept.size && locked ? await store.holdersOf(trx, entityType, deletable) : locked);
+        for (const id of kept.keys()) going.get(entityType)!.delete(id);
         for (const record of await store.load(trx, entityType, [...kept.keys()])) {
           notPruned.push({ uuid: record.uuid, line: `${recordName(record)} is gone from the source, and not pruned: it is referenced by ${await describeReferrers(trx, store, kept.get(record.id)!)}.` });
-          going.get(entityType)!.delete(record.id);
         }
         // A record kept stays in the map: a later run prunes it once nothing here names it.
-        const keptUuids = new Set(notPruned.map((n) => n.uuid));
+        const keptUuids = new Set(rows.filter((r) => kept.has(Number(r.id))).map((r) => r.uuid));
+        keptCount = keptUuids.size;
         await this.map.forget(trx, entityType, uuids.filter((u) => !keptUuids.has(u)));
         for (const r of rows) if (typeof r.path === 'string' && !keptUuids.has(r.uuid)) paths.push(r.path);
       });
       // A pruned file's bytes go once its record is gone for good.
       for (const path of paths) this.files.remove(path);
       for (const { uuid, line } of notPruned) this.progress.note(line, { notPruned: entityType, uuid });
-      const pruned = uuids.length - notPruned.length;
+      const pruned = uuids.length - keptCount;
       this.report.pruned += pruned;
       if (pruned) this.progress.note(`Pruned ${pruned} ${entityType} record(s) the source no longer has.`, { pruned: entityType, count: pruned });
     }
