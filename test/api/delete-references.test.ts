@@ -86,3 +86,17 @@ test("a log's quantities go with it, and a quantity is not protected by the log 
   assert.equal((await api.get(path(quantity))).status, 404, "the log's quantity went with it");
   assert.equal((await api.delete(path(asset))).status, 204);
 });
+
+test('a DELETE in a subrequests blueprint is refused the same way, and changes nothing', async () => {
+  const asset = await api.create('asset--equipment', { name: 'Harrow' });
+  const log = await api.create('log--activity', { name: 'Harrowing', status: 'done' }, { asset: { data: [ref(asset)] } });
+  const headers = { Accept: 'application/vnd.api+json', 'Content-Type': 'application/vnd.api+json' };
+  const res = await api.raw('POST', '/subrequests?_format=json', JSON.stringify([{ requestId: 'delete-harrow', action: 'delete', uri: `/api/asset/equipment/${asset.id}`, headers }]), headers);
+  assert.ok(res.status < 300, res.text);
+  const [entry] = Object.values(res.body as Record<string, { headers: { status: [number] }; body: string }>);
+  assert.equal(entry!.headers.status[0], 403, entry!.body);
+  const error = JSON.parse(entry!.body).errors[0];
+  assert.equal(error.code, 'referenced');
+  assert.match(error.detail, new RegExp(`asset--equipment "Harrow" is referenced by 1 log\\(s\\) \\(asset\\): ${log.id}`));
+  assert.equal((await api.get(path(asset))).status, 200);
+});
