@@ -46,6 +46,7 @@ export const ERROR_CATALOGUE = {
   bad_parameter: { status: 400, meaning: 'A query parameter is invalid; `source.parameter` names it.' },
   unauthorized: { status: 401, meaning: 'No valid access token: sign in, or refresh the token.' },
   forbidden: { status: 403, meaning: "The token's scopes or the user's roles do not allow this." },
+  referenced: { status: 403, meaning: 'The record is not deleted: other records reference it (as in farmOS). The `detail` names them; delete them or change their references first.' },
   not_found: { status: 404, meaning: 'No such route, resource or revision (or one the caller may not know of).' },
   method_not_allowed: { status: 405, meaning: 'The route exists but not for this method; the `Allow` header lists those it takes.' },
   request_timeout: { status: 408, meaning: 'The request body stalled longer than `TILTH_BODY_TIMEOUT`; nothing was kept.' },

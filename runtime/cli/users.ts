@@ -1,12 +1,13 @@
 /** `tilth user create|password|block|roles|list`. */
 import type { Knex } from 'knex';
 import type { Command } from './command.ts';
-import { requireOption } from './command.ts';
+import { requireOption, UsageError } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { AccountError, accountNamed, createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
 import { FIRST_USER_ID } from '../access/accounts.ts';
 import { RecordStore, lockRows } from '../storage/records.ts';
 import { lockForDeletion } from '../entities/deletion-locks.ts';
+import { referencedRefusal } from '../entities/reference-integrity.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
 import { loadConfig } from '../config.ts';
@@ -16,16 +17,37 @@ import { ROLES } from '../access/roles.ts';
 
 
 /**
- * `tilth user delete`: the same deletion as DELETE /api/user/user/<uuid>, in a transaction;
- * references to the user are cleared. A server may be running on the same PostgreSQL database: as
- * that DELETE does, the user's row is locked first (its findForUpdate), then the records whose
- * references go (entities/deletion-locks.ts), so that a save of one of them waits for this, or
- * this for it, instead of the two deadlocking (test/cli/user-delete.test.ts).
+ * What `tilth user delete` does with the references other records hold to the user: refuse (the
+ * default, as DELETE /api/user/user/<uuid> refuses: entities/reference-integrity.ts), clear them
+ * (--clear-references), or give them to another user (--reassign-to: that user's id).
  */
-export async function deleteAccount(knex: Knex, store: RecordStore, id: number): Promise<void> {
+export type UserReferences = 'refuse' | 'clear' | { reassignTo: number };
+
+/**
+ * `tilth user delete`: the same deletion as DELETE /api/user/user/<uuid>, in a transaction. A user
+ * other records reference (their owner or author) is not deleted unless told what to do with the
+ * references (`references`); a revision's user is cleared in every case, as the API does. A
+ * server may be running on the same PostgreSQL database: as that DELETE does, the user's row (and
+ * the heir's) is locked first (its findForUpdate), then the records whose references change
+ * (entities/deletion-locks.ts), so that a save of one of them waits for this, or this for it,
+ * instead of the two deadlocking (test/cli/user-delete.test.ts); the references are checked after
+ * those locks, when no save can add one.
+ */
+export async function deleteAccount(knex: Knex, store: RecordStore, id: number, references: UserReferences = 'refuse'): Promise<void> {
+  const heir = typeof references === 'object' ? references.reassignTo : null;
+  if (heir === id) throw new AccountError('A user cannot be reassigned its own references: name another user with --reassign-to.');
   await knex.transaction(async (trx) => {
-    await lockRows(trx, store.entityType('user').table, [id]);
-    await store.delete(trx, 'user', [id], await lockForDeletion(trx, store, 'user', [id]));
+    await lockRows(trx, store.entityType('user').table, heir === null ? [id] : [id, heir]);
+    const holders = await lockForDeletion(trx, store, 'user', [id]);
+    if (references === 'refuse') {
+      const [user] = await store.load(trx, 'user', [id]);
+      const refusal = user ? await referencedRefusal(trx, store, user) : null;
+      if (refusal) throw new AccountError(`${refusal} Not deleted: add --reassign-to NAME to give these references to another user, or --clear-references to remove them.`);
+    }
+    if (heir === null) return store.delete(trx, 'user', [id], holders);
+    // Every reference moves, a revision's user too: none is left for the delete to clear.
+    await store.moveReferences(trx, 'user', id, heir);
+    await store.delete(trx, 'user', [id], new Map());
   });
 }
 
@@ -111,19 +133,25 @@ export const userCommands: Command[] = [
   },
   {
     name: ['user', 'delete'],
-    summary: 'Delete a user: their tokens go, their records stay without them. User 1 cannot be deleted (block it instead).',
-    usage: 'tilth user delete --name NAME',
+    summary: 'Delete a user: their tokens go. A user whose records name them (owner, author) is kept unless --reassign-to or --clear-references says what to do. User 1 cannot be deleted (block it instead).',
+    usage: 'tilth user delete --name NAME [--reassign-to NAME | --clear-references]',
     options: {
       name: { type: 'string', description: 'login name' },
+      'reassign-to': { type: 'string', description: "another user's login name: the records that name the deleted user (owner, author) name this one instead" },
+      'clear-references': { type: 'boolean', description: 'remove the references to the user from the records that name them' },
     } as Command['options'],
     async run(values) {
-      const user = await withExistingDatabase(async (knex) => {
+      if (values['reassign-to'] !== undefined && values['clear-references']) throw new UsageError('Give --reassign-to or --clear-references, not both.');
+      const { user, heir } = await withExistingDatabase(async (knex) => {
         const user = await accountNamed(knex, requireOption(values, 'name'));
         if (user.id === FIRST_USER_ID) throw new AccountError(`"${user.name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${user.name}).`);
-        await deleteAccount(knex, new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules)), user.id);
-        return user;
+        const heir = values['reassign-to'] !== undefined ? await accountNamed(knex, requireOption(values, 'reassign-to')) : null;
+        const references: UserReferences = heir ? { reassignTo: heir.id } : values['clear-references'] ? 'clear' : 'refuse';
+        await deleteAccount(knex, new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules)), user.id, references);
+        return { user, heir };
       });
-      process.stdout.write(`Deleted "${user.name}"; their tokens are revoked.\n`);
+      const after = heir ? `; their records name "${heir.name}" instead` : values['clear-references'] ? '; their records no longer name them' : '';
+      process.stdout.write(`Deleted "${user.name}"; their tokens are revoked${after}.\n`);
       return 0;
     },
   },

@@ -5,8 +5,12 @@
  * (farmos-import/run.ts), both of which may run beside a server on the same database. A deletion
  * of records of one entity type writes:
  *
- * - its holders, the records that refer to it (RecordStore.holdersOf): their references go, a
- *   single one set to NULL in their row, and each gets a change-feed row;
+ * - its holders, the records that refer to it (RecordStore.holdersOf): those whose references keep
+ *   it (entities/reference-integrity.ts) refuse the deletion, which checks them after step 2
+ *   below, when no save can add one; the references that do not (a log's file or quantity, a
+ *   revision's user; all of them with `tilth user delete --clear-references`) go, a single one set
+ *   to NULL in their row, or move to another user (`--reassign-to`), and each holder gets a
+ *   change-feed row;
  * - through EntityService.delete only (the `farm` argument; the importer rebuilds placements in
  *   transactions of their own at its end, and prunes quantities as records of their own):
  *   - for an asset, the assets whose placement rows it rewrites (Placements.assetsWrittenOnDelete):

@@ -26,6 +26,7 @@ import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts
 import { markFilesPermanent } from './file-usage.ts';
 import { recordChanges } from '../storage/change-feed.ts';
 import { lockForDeletion } from './deletion-locks.ts';
+import { refuseIfReferenced } from './reference-integrity.ts';
 
 function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
   return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
@@ -246,14 +247,17 @@ export class EntityService {
   }
 
   /**
-   * Delete a record and the quantities that go with a log; the records that referred to it lose
-   * the reference, and an asset's members and the assets placed in it get their placements rebuilt. On PostgreSQL, everything
-   * it writes besides the record is locked first (entities/deletion-locks.ts, which says in what
-   * order), then found: the quantities' check and the members see every save that ran beside it.
+   * Delete a record and the quantities that go with a log; a record other records reference is
+   * refused (403, as in farmOS: entities/reference-integrity.ts). The references that do not keep
+   * it (a log's file or quantity, a revision's user) go, and an asset's members and the assets
+   * placed in it get their placements rebuilt. On PostgreSQL, everything it writes besides the
+   * record is locked first (entities/deletion-locks.ts, which says in what order), then found:
+   * the references' check, the quantities' and the members see every save that ran beside it.
    */
   async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     await this.accounts.checkDelete(db, record, principal);
     const holders = await lockForDeletion(db, this.store, record.rt.entityType.entityType, [record.id], { placements: this.placements, rt: record.rt });
+    await refuseIfReferenced(db, this.store, record);
     const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
     const isAsset = record.rt.entityType.entityType === 'asset';
     const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];

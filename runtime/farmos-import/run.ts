@@ -21,6 +21,7 @@ import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { chunks, lockRows, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
 import { lockForDeletion } from '../entities/deletion-locks.ts';
+import { describeReferrers, recordName, splitReferenced } from '../entities/reference-integrity.ts';
 import { ApiError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
@@ -629,16 +630,41 @@ export class FarmImport {
         return;
       }
     }
-    for (const entityType of [...IMPORT_ORDER].reverse()) {
-      if (!supported.some((rt) => rt.entityType.entityType === entityType)) continue;
+    const knex = this.ctx.db.knex;
+    // Referencing records first (logs, then quantities, assets…): the reverse of IMPORT_ORDER.
+    const types = [...IMPORT_ORDER].reverse().filter((entityType) => supported.some((rt) => rt.entityType.entityType === entityType));
+    const gone = new Map<string, string[]>();
+    const going = new Map<string, Set<number>>();
+    for (const entityType of types) {
       const seen = this.seen.get(entityType) ?? new Set();
-      const gone = (await this.map.uuids(this.ctx.db.knex, entityType)).filter((u) => !seen.has(u));
-      if (!gone.length) continue;
+      const uuids = (await this.map.uuids(knex, entityType)).filter((u) => !seen.has(u));
+      gone.set(entityType, uuids);
+      const ids = new Set<number>();
+      for (const part of chunks(uuids, 500)) for (const r of (await knex(store.entityType(entityType).table).whereIn('uuid', part).select('id')) as Array<{ id: number }>) ids.add(Number(r.id));
+      going.set(entityType, ids);
+    }
+    // A record that a record staying here references is kept, as a DELETE refuses it
+    // (entities/reference-integrity.ts); references among the records going do not count, whatever
+    // their order (a sensor and its data stream name each other). Settled across the types first,
+    // then checked again in each deletion once its records are locked.
+    for (let more = true; more; ) {
+      more = false;
+      for (const [entityType, ids] of going) {
+        const { kept } = await splitReferenced(knex, store, entityType, [...ids], going);
+        for (const id of kept.keys()) ids.delete(id);
+        more ||= kept.size > 0;
+      }
+    }
+    for (const entityType of types) {
+      const uuids = gone.get(entityType)!;
+      if (!uuids.length) continue;
       const table = store.entityType(entityType).table;
       const paths: string[] = [];
-      await this.ctx.db.knex.transaction(async (trx) => {
-        const rows: Array<{ id: number; path?: string | null }> = [];
-        for (const part of chunks(gone, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'path'] : ['id'])) as typeof rows));
+      const notPruned: Array<{ uuid: string; line: string }> = [];
+      let keptCount = 0;
+      await knex.transaction(async (trx) => {
+        const rows: Array<{ id: number; uuid: string; path?: string | null }> = [];
+        for (const part of chunks(uuids, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'uuid', 'path'] : ['id', 'uuid'])) as typeof rows));
         await this.placements.requestRebuild(trx);
         // A server may be serving this database meanwhile (a farm synced again while in use): on
         // PostgreSQL the records are locked, then the records whose references go, as an API
@@ -646,14 +672,26 @@ export class FarmImport {
         // instead of deadlocking with it or having its new reference to a pruned record missed.
         const ids = rows.map((r) => Number(r.id));
         await lockRows(trx, table, ids);
-        await store.delete(trx, entityType, ids, await lockForDeletion(trx, store, entityType, ids));
-        await this.map.forget(trx, entityType, gone);
-        for (const r of rows) if (typeof r.path === 'string') paths.push(r.path);
+        const locked = await lockForDeletion(trx, store, entityType, ids);
+        const { deletable, kept } = await splitReferenced(trx, store, entityType, ids, going);
+        // The holders of the records kept are not changed: found again for those deleted.
+        await store.delete(trx, entityType, deletable, kept.size && locked ? await store.holdersOf(trx, entityType, deletable) : locked);
+        for (const id of kept.keys()) going.get(entityType)!.delete(id);
+        for (const record of await store.load(trx, entityType, [...kept.keys()])) {
+          notPruned.push({ uuid: record.uuid, line: `${recordName(record)} is gone from the source, and not pruned: it is referenced by ${await describeReferrers(trx, store, kept.get(record.id)!)}.` });
+        }
+        // A record kept stays in the map: a later run prunes it once nothing here names it.
+        const keptUuids = new Set(rows.filter((r) => kept.has(Number(r.id))).map((r) => r.uuid));
+        keptCount = keptUuids.size;
+        await this.map.forget(trx, entityType, uuids.filter((u) => !keptUuids.has(u)));
+        for (const r of rows) if (typeof r.path === 'string' && !keptUuids.has(r.uuid)) paths.push(r.path);
       });
       // A pruned file's bytes go once its record is gone for good.
       for (const path of paths) this.files.remove(path);
-      this.report.pruned += gone.length;
-      this.progress.note(`Pruned ${gone.length} ${entityType} record(s) the source no longer has.`, { pruned: entityType, count: gone.length });
+      for (const { uuid, line } of notPruned) this.progress.note(line, { notPruned: entityType, uuid });
+      const pruned = uuids.length - keptCount;
+      this.report.pruned += pruned;
+      if (pruned) this.progress.note(`Pruned ${pruned} ${entityType} record(s) the source no longer has.`, { pruned: entityType, count: pruned });
     }
   }
 

@@ -59,6 +59,21 @@ export function knownBundles(refs: readonly Reference[]): string[] | undefined {
   return refs.every((r) => r.bundle) ? [...new Set(refs.map((r) => r.bundle!))] : undefined;
 }
 
+/**
+ * A place a reference to records of `target` is kept: a single reference's column in the holding
+ * entity type's table, or a multi-valued field's side table (`side`); `field` is its field's name
+ * (one column or table serves the field in every bundle that has it), `fieldType` its type.
+ */
+export interface ReferencePlace {
+  entityType: string;
+  table: string;
+  column: string;
+  side: boolean;
+  target: string;
+  field: string;
+  fieldType: string;
+}
+
 /** How strongly lockRows locks: as an UPDATE of the row's other columns takes, or as a DELETE does. */
 export type RowLock = 'NO KEY UPDATE' | 'UPDATE';
 
@@ -658,14 +673,53 @@ export class RecordStore {
     for (const [owner, found] of holders) await recordChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
 
+  /**
+   * The references to these records held at one place (referencesTo), as pairs of the record
+   * referred to and the record holding the reference, in ascending holders; a record of the same
+   * type among `ids` is left out (it goes with them).
+   */
+  async referencesAt(db: Db, place: ReferencePlace, ids: number[]): Promise<Array<{ target: number; holder: number }>> {
+    const pairs: Array<{ target: number; holder: number }> = [];
+    const holder = place.side ? 'entity_id' : 'id';
+    for (const part of chunks(ids)) {
+      const rows = (await db(place.table).whereIn(place.column, part).distinct(`${holder} as holder`, `${place.column} as target`)) as Array<{ holder: number; target: number }>;
+      for (const row of rows) pairs.push({ target: Number(row.target), holder: Number(row.holder) });
+    }
+    const own = new Set(place.entityType === place.target ? ids : []);
+    return pairs.filter((p) => !own.has(p.holder)).sort((a, b) => a.holder - b.holder);
+  }
+
+  /** The UUIDs of these records, by id. */
+  async uuidsOf(db: Db, entityType: string, ids: number[]): Promise<Map<number, string>> {
+    const uuids = new Map<number, string>();
+    for (const part of chunks(ids)) {
+      for (const row of (await db(this.entityType(entityType).table).whereIn('id', part).select('id', 'uuid')) as Array<{ id: number; uuid: string }>) uuids.set(Number(row.id), row.uuid);
+    }
+    return uuids;
+  }
+
+  /**
+   * Make every reference to record `from` of the entity type refer to `to` instead (`tilth user
+   * delete --reassign-to`); a record that names both keeps one. The records changed get a new
+   * version in the change feed. On PostgreSQL the caller has locked them (entities/deletion-locks.ts).
+   */
+  async moveReferences(db: Db, entityType: string, from: number, to: number): Promise<void> {
+    const holders = await this.holdersOf(db, entityType, [from]);
+    for (const { table, column, side } of this.referencesTo(entityType)) {
+      if (side) await db(table).where(column, from).whereIn('entity_id', db(table).where(column, to).select('entity_id')).delete();
+      await db(table).where(column, from).update({ [column]: to });
+    }
+    for (const [owner, found] of holders) await recordChangedIds(db, owner, this.entityType(owner).table, [...found]);
+  }
+
   private referenceCache = new Map<string, Array<{ table: string; column: string }>>();
-  private holderCache = new Map<string, Array<{ entityType: string; table: string; column: string; side: boolean }>>();
+  private holderCache = new Map<string, ReferencePlace[]>();
 
   /**
    * Every place a record of the entity type can be referred to from: a single reference's column
    * in its entity table, or a multi-valued one's side table (`entity_id` → `target_id`).
    */
-  referencesTo(entityType: string): Array<{ entityType: string; table: string; column: string; side: boolean }> {
+  referencesTo(entityType: string): ReferencePlace[] {
     let cached = this.holderCache.get(entityType);
     if (cached) return cached;
     const seen = new Set<string>();
@@ -676,9 +730,9 @@ export class RecordStore {
         const owner = bundle.entityType;
         const entry =
           field.storage.kind === 'columns'
-            ? { entityType: owner, table: this.registry.model.entityTypes[owner]!.table, column: field.storage.columns.target_id!, side: false }
+            ? { entityType: owner, table: this.registry.model.entityTypes[owner]!.table, column: field.storage.columns.target_id!, side: false, target: entityType, field: field.name, fieldType: field.type }
             : field.storage.kind === 'table'
-              ? { entityType: owner, table: field.storage.table, column: field.storage.columns.target_id!, side: true }
+              ? { entityType: owner, table: field.storage.table, column: field.storage.columns.target_id!, side: true, target: entityType, field: field.name, fieldType: field.type }
               : null;
         if (!entry || seen.has(`${entry.table}.${entry.column}`)) continue;
         seen.add(`${entry.table}.${entry.column}`);

@@ -132,7 +132,7 @@ test("an asset whose computed fields change without a save of its own gets a new
   const goat = await api.create('asset--animal', { name: 'Nanny' }, { animal_type: { data: ref(cow) } });
   const tank = await api.create('asset--water', { name: 'Trough' });
   const move = await api.create('log--activity', { name: 'Bess to the east field', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true, geometry: { value: 'POINT (2 2)' } }, { asset: { data: [ref(bess)] }, location: { data: [ref(field)] } });
-  await api.create('log--activity', { name: 'Nanny to the barn', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true }, { asset: { data: [ref(goat)] }, location: { data: [ref(barn)] } });
+  const toBarn = await api.create('log--activity', { name: 'Nanny to the barn', status: 'done', timestamp: '2024-05-01T08:00:00Z', is_movement: true }, { asset: { data: [ref(goat)] }, location: { data: [ref(barn)] } });
   let cursor = (await caughtUp(api, (await follow(api, '0')).cursor, '', has(move.id))).cursor;
   const etag = async (asset: any) => (await api.get(`/api/${asset.type.replace('--', '/')}/${asset.id}`)).headers.get('etag')!;
   /** The entries after the cursor, read until a record created now shows every earlier commit is in. */
@@ -166,19 +166,21 @@ test("an asset whose computed fields change without a save of its own gets a new
   assert.ok(!has(bess.id)(unchanged), 'its asset, whose location and geometry are as they were, is not');
   assert.equal(await etag(bess), before, "the asset's version is unchanged");
 
-  // A location deleted: the asset that was in it is nowhere now.
+  // The movement log deleted (its location cannot be while the log names it): the asset that was there is nowhere now.
   before = await etag(goat);
-  assert.equal((await api.delete(`/api/asset/structure/${barn.id}`)).status, 204);
-  assert.ok(has(goat.id)(await since()), 'the asset placed in the deleted location is listed');
+  assert.equal((await api.delete(`/api/asset/structure/${barn.id}`)).status, 403);
+  assert.equal((await api.delete(`/api/log/activity/${toBarn.id}`)).status, 204);
+  assert.ok(has(goat.id)(await since()), 'the asset its deleted movement log placed is listed');
   assert.deepEqual((await fresh(goat, before)).relationships.location.data, []);
-  // And a group deleted: its member is in no group.
+  // And a group assignment deleted: its member is in no group.
   const herd = await api.create('asset--group', { name: 'Goat herd' });
-  await api.create('log--activity', { name: 'Nanny joins the herd', status: 'done', timestamp: '2024-05-02T08:00:00Z', is_group_assignment: true }, { asset: { data: [ref(goat)] }, group: { data: [ref(herd)] } });
+  const joins = await api.create('log--activity', { name: 'Nanny joins the herd', status: 'done', timestamp: '2024-05-02T08:00:00Z', is_group_assignment: true }, { asset: { data: [ref(goat)] }, group: { data: [ref(herd)] } });
   await since();
   before = await etag(goat);
   assert.deepEqual((await api.get(`/api/asset/animal/${goat.id}`)).body.data.relationships.group.data.map((r: any) => r.id), [herd.id]);
-  assert.equal((await api.delete(`/api/asset/group/${herd.id}`)).status, 204);
-  assert.ok(has(goat.id)(await since()), 'the member of the deleted group is listed');
+  assert.equal((await api.delete(`/api/asset/group/${herd.id}`)).status, 403);
+  assert.equal((await api.delete(`/api/log/activity/${joins.id}`)).status, 204);
+  assert.ok(has(goat.id)(await since()), 'the member of the deleted assignment is listed');
   assert.deepEqual((await fresh(goat, before)).relationships.group.data, []);
 
   // An inventory: the quantities of done logs that adjust it.
@@ -203,16 +205,20 @@ test("an asset whose computed fields change without a save of its own gets a new
   assert.deepEqual((await fresh(tank, before)).attributes.inventory, []);
   // An inventory shows its unit's name.
   const litres = await api.create('taxonomy_term--unit', { name: 'litres' });
-  await api.create('quantity--standard', { measure: 'volume', value: { decimal: '5' }, inventory_adjustment: 'increment' }, { inventory_asset: { data: ref(tank) }, units: { data: ref(litres) } });
+  const topUp = await api.create('quantity--standard', { measure: 'volume', value: { decimal: '5' }, inventory_adjustment: 'increment' }, { inventory_asset: { data: ref(tank) }, units: { data: ref(litres) } });
   await since();
   before = await etag(tank);
   assert.equal((await api.patch(`/api/taxonomy_term/unit/${litres.id}`, { data: { type: 'taxonomy_term--unit', id: litres.id, attributes: { name: 'liters' } } })).status, 200);
   assert.ok(has(tank.id)(await since()), 'it is listed when the unit of a quantity on it is renamed');
   assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.units), ['liters']);
+  // The unit a quantity names is not deleted (403): the inventory keeps showing it.
   before = await etag(tank);
-  assert.equal((await api.delete(`/api/taxonomy_term/unit/${litres.id}`)).status, 204);
-  assert.ok(has(tank.id)(await since()), 'and when that unit is deleted');
-  assert.deepEqual((await fresh(tank, before)).attributes.inventory.map((i: any) => i.units), ['']);
+  assert.equal((await api.delete(`/api/taxonomy_term/unit/${litres.id}`)).status, 403);
+  assert.ok(!has(tank.id)(await since()), 'a refused delete changes nothing');
+  assert.equal(await etag(tank), before);
+  assert.equal((await api.delete(`/api/quantity/standard/${topUp.id}`)).status, 204);
+  assert.ok(has(tank.id)(await since()), 'the asset is listed when the quantity that adjusted it is deleted');
+  assert.equal((await api.delete(`/api/taxonomy_term/unit/${litres.id}`)).status, 204, 'then the unit may go');
 });
 
 test('a done log dated seconds ahead: when its time comes, the asset it moves and the inventory it adjusts get a new version and are listed', async () => {
@@ -256,20 +262,21 @@ test('a done log dated seconds ahead: when its time comes, the asset it moves an
 test('deleting a record lists the records that referred to it; racing their saves, nothing fails', async () => {
   const { cursor } = await follow(api, '0');
   for (let round = 0; round < 3; round++) {
-    const tractor = await api.create('asset--equipment', { name: `Tractor ${round}` });
+    // A quantity several logs name (an entity_reference_revisions field, which does not keep it: farmOS lets it go).
+    const bales = await api.create('quantity--standard', { measure: 'count', value: { decimal: '10' } });
     const logs: any[] = [];
-    for (let i = 0; i < 4; i++) logs.push(await api.create('log--activity', { name: `Service ${round}.${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z' }, { asset: { data: [ref(tractor)] } }));
+    for (let i = 0; i < 4; i++) logs.push(await api.create('log--activity', { name: `Service ${round}.${i}`, status: 'done', timestamp: '2024-05-01T08:00:00Z' }, { quantity: { data: [ref(bales)] } }));
     const answers = await Promise.all([
-      api.delete(`/api/asset/equipment/${tractor.id}`),
+      api.delete(`/api/quantity/standard/${bales.id}`),
       ...logs.map((l, i) => api.patch(`/api/log/activity/${l.id}`, { data: { type: 'log--activity', id: l.id, attributes: { name: `Serviced ${round}.${i}` } } })),
     ]);
     assert.deepEqual(answers.map((a) => a.status), [204, 200, 200, 200, 200], answers.map((a) => a.text.slice(0, 200)).join(' | '));
-    const { entries } = await caughtUp(api, cursor, '', (e) => has(tractor.id, true)(e) && logs.every((l) => has(l.id)(e)));
-    assert.ok(has(tractor.id, true)(entries), 'the asset is a tombstone');
+    const { entries } = await caughtUp(api, cursor, '', (e) => has(bales.id, true)(e) && logs.every((l) => has(l.id)(e)));
+    assert.ok(has(bales.id, true)(entries), 'the quantity is a tombstone');
     for (const l of logs) {
       const entry = entries.find((e) => e.id === l.id);
       const now = await api.get(`/api/log/activity/${l.id}`);
-      assert.deepEqual(now.body.data.relationships.asset.data, [], 'the log no longer names the asset');
+      assert.deepEqual(now.body.data.relationships.quantity.data, [], 'the log no longer names the quantity');
       assert.equal(`"${entry.meta.version}"`, now.headers.get('etag'), "the log's last change is the feed's");
     }
   }

@@ -104,7 +104,7 @@ test('a future-dated movement takes effect when its time comes, with no write', 
   assert.deepEqual(got.body.data.relationships.location.data.map((r: Ref) => r.id), [pen.id]);
 });
 
-test('group members move with their group, and stop when the group is deleted or they leave it', async () => {
+test('group members move with their group, and stop when their assignment is deleted or they leave it', async () => {
   const east = ref(await post('/api/asset/land', { type: 'asset--land', attributes: { name: 'East field', land_type: 'field' } }));
   const west = ref(await post('/api/asset/land', { type: 'asset--land', attributes: { name: 'West field', land_type: 'field' } }));
   const herd = ref(await post('/api/asset/group', { type: 'asset--group', attributes: { name: 'Herd' } }));
@@ -137,7 +137,7 @@ test('group members move with their group, and stop when the group is deleted or
   assert.deepEqual(await list(`/api/asset/animal?filter[location.id]=${east.id}&sort=name`), ['Cow'], 'the cow was moved there on her own first');
   assert.deepEqual(await list(`/api/asset/animal?filter[location.id]=${west.id}&sort=name&as_of=${NOW - 7.5 * DAY}`), ['Bull']);
 
-  // Deleting the group: nobody moves with it any more.
+  // Leaving the group by deleting the assignment (the group itself is not deleted while logs name it): nobody moves with it any more.
   const rejoin = await post('/api/log/activity', {
     type: 'log--activity',
     attributes: { timestamp: NOW - 5 * DAY, status: 'done', is_group_assignment: true },
@@ -146,7 +146,10 @@ test('group members move with their group, and stop when the group is deleted or
   assert.ok(rejoin.id);
   await move([herd], [west], NOW - 4 * DAY);
   assert.deepEqual(await list(`/api/asset/animal?filter[location.id]=${west.id}&sort=name`), ['Bull', 'Cow']);
-  assert.equal((await request(`${server.url}/api/asset/group/${herd.id}`, { method: 'DELETE', token })).status, 204);
+  const refused = await request(`${server.url}/api/asset/group/${herd.id}`, { method: 'DELETE', token });
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(refused.body.errors[0].code, 'referenced');
+  assert.equal((await request(`${server.url}/api/log/activity/${rejoin.id}`, { method: 'DELETE', token })).status, 204);
   assert.deepEqual(await list(`/api/asset/animal?filter[location.id]=${east.id}&sort=name`), ['Cow']);
   assert.deepEqual(await list(`/api/asset/animal?filter[location.id]=${west.id}&sort=name`), ['Bull']);
 });

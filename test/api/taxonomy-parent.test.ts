@@ -1,8 +1,8 @@
 // A root taxonomy term's parent as Drupal's JSON:API shows it (issue 27 Part B row 5): the
 // "virtual" resource identifier, core's stand-in for the unstored <root> term (target_id 0),
 // which a client may send back as it read it. Filters on parent still see only real parents.
-// And (row 6) deleting a parent term keeps its children, as roots: a deliberate difference from
-// farmOS, which deletes children left without a parent (README, "Where Tilth differs from farmOS").
+// And (row 6) a parent term is not deleted while children name it, as farmOS refuses it
+// (entity_reference_integrity counts the parent field; issue 41 Part A).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
@@ -85,15 +85,18 @@ test('filters on parent see real parents only', async () => {
   assert.deepEqual(byName.body.data.map((t: any) => t.id), [child.id]);
 });
 
-test('deleting a parent term keeps its children, which become roots (Tilth keeps them; farmOS deletes them)', async () => {
+test('a parent term is not deleted while children name it (403, as in farmOS); once they are gone or moved it is', async () => {
   const parent = await api.create(TYPE, { name: 'Doomed parent' });
   const other = await api.create(TYPE, { name: 'Other parent' });
   const orphan = await api.create(TYPE, { name: 'Orphan' }, { parent: { data: [ref(parent)] } });
   const stepchild = await api.create(TYPE, { name: 'Two parents' }, { parent: { data: [ref(parent), ref(other)] } });
+  const refused = await api.delete(path(parent));
+  assert.equal(refused.status, 403, refused.text);
+  assert.match(refused.body.errors[0].detail, /is referenced by 2 taxonomy_term\(s\) \(parent\)/);
+  assert.deepEqual((await api.get(path(stepchild))).body.data.relationships.parent.data.map((p: any) => p.id), [parent.id, other.id], 'the children keep their parents');
+  assert.equal((await api.delete(path(orphan))).status, 204);
+  const moved = await api.patch(path(stepchild), { data: { type: TYPE, id: stepchild.id, relationships: { parent: { data: [ref(other)] } } } });
+  assert.equal(moved.status, 200, moved.text);
   assert.equal((await api.delete(path(parent))).status, 204);
-  const kept = await api.get(path(orphan));
-  assert.equal(kept.status, 200, 'the child is kept');
-  assert.deepEqual(kept.body.data.relationships.parent.data, [VIRTUAL], 'and is now at the root');
-  const still = await api.get(path(stepchild));
-  assert.deepEqual(still.body.data.relationships.parent.data.map((p: any) => p.id), [other.id], 'a child with another parent keeps that one');
+  assert.deepEqual((await api.get(path(stepchild))).body.data.relationships.parent.data.map((p: any) => p.id), [other.id]);
 });

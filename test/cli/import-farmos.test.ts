@@ -180,6 +180,52 @@ test('a change at the source is carried, a record created there is added, one de
   assert.equal((await request(`${target.url}/api/taxonomy_term/season/${added.body.data.id}`, { token: targetToken })).status, 200);
 });
 
+test('--prune keeps a record the source deleted that a record here still names, and says so; records the source deleted together go together', async () => {
+  const at = (url: string, token: string) => async (method: string, path: string, json?: unknown) => request(`${url}${path}`, { method, token, ...(json ? { json } : {}) });
+  const src = at(source.url, sourceToken);
+  const here = at(target.url, targetToken);
+  const term = async (name: string, parent?: string) => {
+    const made = await src('POST', '/api/taxonomy_term/plant_type', { data: { type: 'taxonomy_term--plant_type', attributes: { name }, relationships: parent ? { parent: { data: [{ type: 'taxonomy_term--plant_type', id: parent }] } } : {} } });
+    assert.equal(made.status, 201, made.text);
+    return made.body.data.id as string;
+  };
+  const brassicas = await term('Prune brassicas');
+  const kale = await term('Prune kale', brassicas);
+  const kept = await term('Prune kept');
+  const roots = await term('Prune roots');
+  const beet = await term('Prune beet', roots);
+  const copied = await tilthAsync(importArgs('--no-verify'), targetDb.env).done;
+  assert.equal(copied.status, 0, copied.stdout + copied.stderr);
+  // Plants of this farm name two of the terms.
+  const plant = async (name: string, type: string) => {
+    const made = await here('POST', '/api/asset/plant', { data: { type: 'asset--plant', attributes: { name }, relationships: { plant_type: { data: [{ type: 'taxonomy_term--plant_type', id: type }] } } } });
+    assert.equal(made.status, 201, made.text);
+    return made.body.data.id as string;
+  };
+  const local = [await plant('Local bed', kept), await plant('Local beets', beet)];
+  // The source deletes them all, children first (it refuses a parent its children name).
+  for (const id of [kale, brassicas, kept, beet, roots]) assert.equal((await src('DELETE', `/api/taxonomy_term/plant_type/${id}`)).status, 204);
+
+  const run = await tilthAsync(importArgs('--prune', '--json', '--no-verify'), targetDb.env).done;
+  assert.equal(run.status, 0, 'a record kept does not fail the run: ' + run.stdout + run.stderr);
+  const events = run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const notes = new Map(events.filter((e) => e.notPruned).map((e) => [e.uuid, e.message]));
+  assert.deepEqual([...notes.keys()].sort(), [kept, beet, roots].sort(), run.stdout);
+  assert.match(notes.get(kept)!, new RegExp(`"Prune kept" is gone from the source, and not pruned: it is referenced by 1 asset\\(s\\) \\(plant_type\\): ${local[0]}`));
+  assert.match(notes.get(roots)!, new RegExp(`referenced by 1 taxonomy_term\\(s\\) \\(parent\\): ${beet}`), 'a parent whose kept child names it is kept too');
+  assert.equal(events.find((e) => e.event === 'done').pruned, 2, run.stdout);
+  for (const id of [kale, brassicas]) assert.equal((await here('GET', `/api/taxonomy_term/plant_type/${id}`)).status, 404, 'a parent and its child pruned together both go');
+  for (const id of [kept, beet, roots]) assert.equal((await here('GET', `/api/taxonomy_term/plant_type/${id}`)).status, 200);
+  assert.deepEqual((await here('GET', `/api/asset/plant/${local[1]}`)).body.data.relationships.plant_type.data.map((r: any) => r.id), [beet], 'the plant keeps its plant type');
+
+  // Once nothing here names them, a later run prunes them.
+  for (const id of local) assert.equal((await here('DELETE', `/api/asset/plant/${id}`)).status, 204);
+  const again = await tilthAsync(importArgs('--prune', '--json', '--no-verify'), targetDb.env).done;
+  assert.equal(again.status, 0, again.stdout + again.stderr);
+  assert.equal(again.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.event === 'done').pruned, 3, again.stdout);
+  for (const id of [kept, beet, roots]) assert.equal((await here('GET', `/api/taxonomy_term/plant_type/${id}`)).status, 404);
+});
+
 test('--verify-only copies nothing and names each record and field that differ, exiting non-zero', async () => {
   const changed = await request(`${target.url}/api/asset/animal/${farm.calf}`, { method: 'PATCH', token: targetToken, json: { data: { type: 'asset--animal', id: farm.calf, attributes: { name: 'Renamed here' } } } });
   assert.equal(changed.status, 200);

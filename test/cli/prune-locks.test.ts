@@ -1,7 +1,9 @@
 // `tilth import farmos --prune` beside a server that serves the farm it writes to (issue: deletions
-// made outside HTTP skip the PostgreSQL deletion locks). A user deleted at the source is pruned
-// here while the server saves a log assigned to that user; as for an API DELETE
-// (test/api/delete-locks.test.ts), both must succeed, and the log must lose the user.
+// made outside HTTP skip the PostgreSQL deletion locks). A quantity deleted at the source is pruned
+// here while the server saves a log of this farm that names it; as for an API DELETE
+// (test/api/delete-locks.test.ts), both must succeed, and the log must lose the quantity. (A log's
+// quantity field is an entity_reference_revisions field, which does not keep its quantity, as in
+// farmOS; a record an entity_reference names is kept by --prune: test/cli/import-farmos.test.ts.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -52,36 +54,36 @@ async function waiting(knex: Knex, count: number, seconds: number): Promise<void
   assert.fail(`${count} connection(s) never waited for a lock`);
 }
 
-test('--prune while a log assigned to a pruned user is saved: the import and the save succeed, the log loses the user', { skip: !postgres && 'row locks: PostgreSQL only (SQLite has one writer)' }, async (t) => {
-  const user = await sourceApi.create('user--user', { name: 'seasonal', mail: 'seasonal@example.org' });
+test('--prune while a log naming a pruned quantity is saved: the import and the save succeed, the log loses the quantity', { skip: !postgres && 'row locks: PostgreSQL only (SQLite has one writer)' }, async (t) => {
+  const quantity = await sourceApi.create('quantity--standard', { measure: 'count', value: { decimal: '12' } });
   const first = await tilthAsync(importArgs(), targetDb.env).done;
   assert.equal(first.status, 0, first.stdout + first.stderr);
-  // A log of this farm assigned to the imported user, which the source then deletes.
-  const created = await api.post('/api/log/activity', { data: { type: 'log--activity', attributes: { name: 'Harvest', status: 'pending' }, relationships: { owner: { data: [ref(user)] } } } });
+  // A log of this farm naming the imported quantity, which the source then deletes.
+  const created = await api.post('/api/log/harvest', { data: { type: 'log--harvest', attributes: { name: 'Harvest', status: 'pending' }, relationships: { quantity: { data: [ref(quantity)] } } } });
   assert.equal(created.status, 201, created.text);
   const log = created.body.data;
-  assert.equal((await sourceApi.delete(`/api/user/user/${user.id}`)).status, 204);
-  const admin = (await api.all('/api/user/user')).find((u) => u.attributes.name === 'admin');
+  assert.equal((await sourceApi.delete(`/api/quantity/standard/${quantity.id}`)).status, 204);
+  const extra = await api.create('quantity--standard', { measure: 'count', value: { decimal: '3' } });
 
   const beside = openDatabase({ databaseUrl: target.config.databaseUrl, dataDir: target.config.dataDir });
   t.after(() => beside.close());
   // The save is held where the race is: it has checked If-Match (and so holds the log's
-  // change-feed row) and is about to replace the log's owner rows, which a third connection holds.
+  // change-feed row) and is about to replace the log's quantity rows, which a third connection holds.
   const hold = await beside.knex.transaction();
-  await hold.raw('SELECT entity_id FROM log__owner WHERE entity_id = ? FOR UPDATE', [log.attributes.drupal_internal__id]);
-  const save = api.patch(`/api/log/activity/${log.id}`, { data: { type: 'log--activity', id: log.id, relationships: { owner: { data: [ref(user), ref(admin)] } } } }, { 'If-Match': created.headers.get('ETag')! });
+  await hold.raw('SELECT entity_id FROM log__quantity WHERE entity_id = ? FOR UPDATE', [log.attributes.drupal_internal__id]);
+  const save = api.patch(`/api/log/harvest/${log.id}`, { data: { type: 'log--harvest', id: log.id, relationships: { quantity: { data: [ref(quantity), ref(extra)] } } } }, { 'If-Match': created.headers.get('ETag')! });
   await waiting(beside.knex, 1, 10);
   const run = tilthAsync(importArgs('--prune'), targetDb.env).done;
   // The prune reaches the log (a command takes seconds to start).
   await waiting(beside.knex, 2, 60);
   await hold.rollback();
-  // Unlocked, the prune removed the owner row the save was about to replace, then waited for the
-  // log's change-feed row the save held: a deadlock, which broke off one of the two.
+  // Unlocked, the prune removed the quantity row the save was about to replace, then waited for
+  // the log's change-feed row the save held: a deadlock, which broke off one of the two.
   const [saved, pruned] = await Promise.all([save, run]);
   assert.equal(pruned.status, 0, pruned.stdout + pruned.stderr);
   assert.match(pruned.stdout, /1 pruned/);
   assert.equal(saved.status, 200, saved.text);
-  assert.equal((await api.get(`/api/user/user/${user.id}`)).status, 404);
-  const now = (await api.get(`/api/log/activity/${log.id}`)).body.data;
-  assert.deepEqual(now.relationships.owner.data.map((o: any) => o.id), [admin.id], 'the log is assigned to the other user only');
+  assert.equal((await api.get(`/api/quantity/standard/${quantity.id}`)).status, 404);
+  const now = (await api.get(`/api/log/harvest/${log.id}`)).body.data;
+  assert.deepEqual(now.relationships.quantity.data.map((q: any) => q.id), [extra.id], 'the log keeps only the quantity of this farm');
 });

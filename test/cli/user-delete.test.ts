@@ -3,8 +3,9 @@
 // own while the server saves the logs assigned to that user; as for an API DELETE
 // (test/api/delete-locks.test.ts), every answer must be one a client can act on (never a deadlock's
 // 409 or a 500), the deletion must succeed, and the logs must lose the user. The command itself,
-// run against the server's database, clears the references and the change feed lists them. On
-// SQLite (one writer) the same must hold.
+// run against the server's database, refuses a user records name (issue 41: as the API's DELETE
+// refuses it), unless told to clear the references or give them to another user; the change feed
+// lists the records changed. On SQLite (one writer) the same must hold.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
@@ -28,7 +29,7 @@ after(() => server.close());
 
 const NOW = Math.floor(Date.now() / 1000);
 /** The command against the server's database, as an operator runs it beside the server. */
-const deleteUser = (name: string) => tilthAsync(['user', 'delete', '--name', name], { TILTH_DATA_DIR: server.config.dataDir, DATABASE_URL: server.config.databaseUrl ?? '' }).done;
+const deleteUser = (name: string, ...options: string[]) => tilthAsync(['user', 'delete', '--name', name, ...options], { TILTH_DATA_DIR: server.config.dataDir, DATABASE_URL: server.config.databaseUrl ?? '' }).done;
 
 /** Every change-feed entry after `since`, read until `done` holds (PostgreSQL's feed trails running transactions), and the cursor after them. */
 async function feedAfter(since: string, done: (entries: any[]) => boolean = () => true): Promise<{ entries: any[]; cursor: string }> {
@@ -62,8 +63,9 @@ async function waiting(knex: Knex, count: number): Promise<void> {
   assert.fail(`${count} connection(s) never waited for a lock`);
 }
 
+for (const mode of ['clear', 'reassign'] as const)
 test(
-  'tilth user delete while a log assigned to the user is saved: both succeed, the log loses the user',
+  `tilth user delete (${mode === 'clear' ? '--clear-references' : '--reassign-to'}) while a log assigned to the user is saved: both succeed, the log ends assigned to the other user only`,
   { skip: !process.env.DATABASE_URL && 'row locks: PostgreSQL only (SQLite has one writer; the command beside a server is tested below)' },
   async (t) => {
     // The command's deletion, on a connection of its own as the command opens one; in this process,
@@ -71,18 +73,19 @@ test(
     const beside = openDatabase({ databaseUrl: server.config.databaseUrl, dataDir: server.config.dataDir });
     t.after(() => beside.close());
     const store = new RecordStore(server.ctx.registry);
-    const user = await api.create('user--user', { name: 'worker', mail: 'worker@example.org' });
+    const user = await api.create('user--user', { name: `worker-${mode}`, mail: `worker-${mode}@example.org` });
     const created = await api.post('/api/log/activity', { data: { type: 'log--activity', attributes: { name: 'Check', timestamp: NOW - 60, status: 'pending' }, relationships: { owner: { data: [ref(user)] } } } });
     assert.equal(created.status, 201, created.text);
     const log = created.body.data;
     const admin = (await api.all('/api/user/user')).find((u) => u.attributes.name === 'admin');
+    const references = mode === 'clear' ? ('clear' as const) : { reassignTo: admin.attributes.drupal_internal__uid as number };
     // The save is held where the race is: it has checked If-Match (and so holds the log's
     // change-feed row) and is about to replace the log's owner rows, which a third connection holds.
     const hold = await beside.knex.transaction();
     await hold.raw('SELECT entity_id FROM log__owner WHERE entity_id = ? FOR UPDATE', [log.attributes.drupal_internal__id]);
     const save = api.patch(`/api/log/activity/${log.id}`, { data: { type: 'log--activity', id: log.id, relationships: { owner: { data: [ref(user), ref(admin)] } } } }, { 'If-Match': created.headers.get('ETag')! });
     await waiting(beside.knex, 1);
-    const deletion = deleteAccount(beside.knex, store, user.attributes.drupal_internal__uid).then(
+    const deletion = deleteAccount(beside.knex, store, user.attributes.drupal_internal__uid, references).then(
       () => 'deleted',
       (error: Error) => `failed: ${error.message}`,
     );
@@ -99,12 +102,12 @@ test(
   },
 );
 
-test('tilth user delete clears the references to the user, which the change feed lists with the tombstone', async () => {
+test('tilth user delete --clear-references clears the references to the user, which the change feed lists with the tombstone', async () => {
   const user = await api.create('user--user', { name: 'dana', mail: 'dana@example.org' });
   const log = await api.create('log--activity', { name: 'Fence check', timestamp: NOW - 60, status: 'done' }, { owner: { data: [ref(user)] }, uid: { data: ref(user) } });
   const asset = await api.create('asset--equipment', { name: 'Quad' }, { owner: { data: [ref(user)] } });
   const since = await newestCursor();
-  const deleted = await deleteUser('dana');
+  const deleted = await deleteUser('dana', '--clear-references');
   assert.equal(deleted.status, 0, deleted.stderr);
   assert.match(deleted.stdout, /Deleted "dana"/);
   assert.equal((await api.get(`/api/user/user/${user.id}`)).status, 404);
@@ -116,4 +119,43 @@ test('tilth user delete clears the references to the user, which the change feed
   const ids = entries.map((e) => e.id);
   for (const id of [log.id, asset.id]) assert.ok(ids.includes(id), `the feed lists ${id}, changed by the deletion:\n${JSON.stringify(entries.map((e) => [e.type, e.id, e.meta]))}`);
   assert.ok(entries.some((e) => e.id === user.id && e.meta.deleted), 'and the user as deleted');
+});
+
+test('tilth user delete refuses a user records name, saying how to go on; nothing changes', async () => {
+  const user = await api.create('user--user', { name: 'erin', mail: 'erin@example.org' });
+  const log = await api.create('log--activity', { name: 'Mend gate', timestamp: NOW - 60, status: 'done' }, { owner: { data: [ref(user)] } });
+  const refused = await deleteUser('erin');
+  assert.notEqual(refused.status, 0, refused.stdout);
+  assert.match(refused.stderr, new RegExp(`user--user "erin" is referenced by 1 log\\(s\\) \\(owner\\): ${log.id}`));
+  assert.match(refused.stderr, /--reassign-to NAME/);
+  assert.match(refused.stderr, /--clear-references/);
+  assert.equal((await api.get(`/api/user/user/${user.id}`)).status, 200, 'the user is kept');
+  assert.deepEqual((await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.owner.data.map((o: any) => o.id), [user.id], 'the log keeps its owner');
+  const both = await deleteUser('erin', '--reassign-to', 'admin', '--clear-references');
+  assert.notEqual(both.status, 0);
+  assert.match(both.stderr, /not both/);
+});
+
+test('tilth user delete --reassign-to gives the records that name the user to another one; the change feed lists them', async () => {
+  const user = await api.create('user--user', { name: 'fran', mail: 'fran@example.org' });
+  const heir = await api.create('user--user', { name: 'gil', mail: 'gil@example.org' });
+  const log = await api.create('log--activity', { name: 'Count sheep', timestamp: NOW - 60, status: 'done' }, { owner: { data: [ref(user)] }, uid: { data: ref(user) } });
+  const shared = await api.create('log--activity', { name: 'Shear sheep', timestamp: NOW - 60, status: 'done' }, { owner: { data: [ref(heir), ref(user)] } });
+  const asset = await api.create('asset--equipment', { name: 'Shears' }, { owner: { data: [ref(user)] } });
+  const since = await newestCursor();
+  const deleted = await deleteUser('fran', '--reassign-to', 'gil');
+  assert.equal(deleted.status, 0, deleted.stderr);
+  assert.match(deleted.stdout, /Deleted "fran".*name "gil" instead/);
+  assert.equal((await api.get(`/api/user/user/${user.id}`)).status, 404);
+  const now = (await api.get(`/api/log/activity/${log.id}`)).body.data;
+  assert.deepEqual(now.relationships.owner.data.map((o: any) => o.id), [heir.id], 'the owner moves to the heir');
+  assert.equal(now.relationships.uid.data.id, heir.id, 'and so does the author');
+  assert.deepEqual((await api.get(`/api/log/activity/${shared.id}`)).body.data.relationships.owner.data.map((o: any) => o.id), [heir.id], 'a log naming both names the heir once');
+  assert.deepEqual((await api.get(`/api/asset/equipment/${asset.id}`)).body.data.relationships.owner.data.map((o: any) => o.id), [heir.id]);
+  const { entries } = await feedAfter(since, (e) => e.some((x) => x.id === user.id));
+  for (const id of [log.id, shared.id, asset.id]) assert.ok(entries.some((e) => e.id === id), `the feed lists ${id}, changed by the deletion`);
+  assert.ok(entries.some((e) => e.id === user.id && e.meta.deleted), 'and the user as deleted');
+  const unknown = await deleteUser('gil', '--reassign-to', 'nobody-here');
+  assert.notEqual(unknown.status, 0);
+  assert.equal((await api.get(`/api/user/user/${heir.id}`)).status, 200, 'an unknown heir deletes nothing');
 });
