@@ -126,3 +126,14 @@ test('a field module added by the command is listed and its script served (JavaS
   assert.deepEqual((await request(`${server.url}/api/field_module/field_module`, { token })).body.data, []);
   assert.equal((await fetch(`${server.url}/fieldkit/js/tasks/index.js`)).status, 404);
 });
+
+test('add-module --file of something that is not a file: a device that never ends, a folder: one line each, nothing read without bound, nothing added', async () => {
+  for (const [path, said] of [['/dev/zero', /--file \/dev\/zero is not a regular file/], ['/etc', /--file \/etc is not a regular file/]] as const) {
+    const run = await tilth('fieldkit', 'add-module', '--name', 'odd', '--label', 'Odd', '--file', path);
+    assert.notEqual(run.code, 0);
+    assert.match(run.stderr, said);
+    assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+  }
+  const listed = await tilth('fieldkit', 'list-modules');
+  assert.doesNotMatch(listed.stdout, /^odd\t/m);
+});
