@@ -225,7 +225,10 @@ export function changesRoutes(s: JsonApiServices): Router {
     const types = readableTypes(principal, requestedTypes(params));
     prune(now);
 
-    const read = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false };
+    const read = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false, ahead: false };
+    if (read.ahead) {
+      throw new ApiError(410, 'This cursor is ahead of this farm\'s change feed (the farm was restored from a backup, or lost its last moments in a power cut): sync in full (since=0) and continue from the new cursor.', { code: 'cursor_expired', source: { parameter: 'since' } });
+    }
     const shown = await visible(principal, read.rows);
     const self = { href: `${config.baseUrl}${req.originalUrl}` };
     const nextLink = (at: string) => ({ href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}` });

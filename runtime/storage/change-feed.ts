@@ -170,7 +170,7 @@ export function decodeCursor(text: string): FeedCursor | null {
  * The rows after `cursor`, in commit order, of these resource types, at most `limit`; and the
  * cursor to continue from. `more` says a full page was read and others may follow at once.
  */
-export async function readFeed(db: Db, cursor: FeedCursor, types: readonly string[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean }> {
+export async function readFeed(db: Db, cursor: FeedCursor, types: readonly string[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
   const postgres = isPostgres(db);
   const columns = `position, entity_type, entity_id, type, uuid, deleted, changed${postgres ? ', txid::text AS txid' : ''}`;
   let raw: Array<Record<string, unknown>>;
@@ -207,7 +207,12 @@ export async function readFeed(db: Db, cursor: FeedCursor, types: readonly strin
   let next: FeedCursor;
   if (more) next = { issued: now, txid: last!.txid, position: last!.position };
   else next = laterOf(horizon, last ? { issued: now, txid: last.txid, position: last.position } : { ...cursor, issued: now });
-  return { rows, next, more };
+  // A cursor past the horizon was issued by a database that had written more than this one has:
+  // a farm restored from an older backup, or commits a power cut took back before they reached
+  // the disk (a read may see a commit a moment before it is synced). The horizon never moves back
+  // otherwise (new transaction ids and positions only grow).
+  const ahead = postgres ? BigInt(cursor.txid) > BigInt(horizon.txid) : cursor.position > horizon.position;
+  return { rows, next, more, ahead };
 }
 
 const XID_SPACE = 2n ** 32n;

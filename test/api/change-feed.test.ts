@@ -472,3 +472,19 @@ test('the upgrade that brings due changes finds the moves already stored that ta
   const due = await farm.ctx.db.knex('tilth_due_changes').select('entity_type', 'due_ts');
   assert.deepEqual(due.map((r) => [r.entity_type, Number(r.due_ts)]), [['asset', at]], "the kid's move, due next hour");
 });
+
+test('a cursor ahead of the feed (a farm restored from an older backup, or a commit a power cut took back) is a 410 cursor_expired, not a page that skips what comes next', async () => {
+  const first = await api.get('/api/changes?since=0&page[limit]=500');
+  assert.equal(first.status, 200);
+  const cursor = first.body.meta.cursor as string;
+  const [issued, txid, position] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
+  // What this farm had not yet written when the backup was taken: the cursor a client holds is past it.
+  const ahead = Buffer.from(process.env.DATABASE_URL ? `${issued}.${BigInt(txid!) + 1000n}.${position}` : `${issued}.${txid}.${Number(position) + 1000}`).toString('base64url');
+  const res = await api.get(`/api/changes?since=${ahead}`);
+  assert.equal(res.status, 410, res.text.slice(0, 300));
+  assert.equal(res.body.errors[0].code, 'cursor_expired');
+  assert.equal(res.body.errors[0].source.parameter, 'since');
+  assert.match(res.body.errors[0].detail, /since=0/);
+  // The cursor as given is still good.
+  assert.equal((await api.get(`/api/changes?since=${cursor}`)).status, 200);
+});
