@@ -257,3 +257,16 @@ test("an upload into a record's field is a write of the record: a stale If-Match
   assert.equal(accepted.headers.get('etag'), after.headers.get('etag'), "the answer carries the record's new ETag, for the next write");
   assert.notEqual(accepted.headers.get('etag'), current);
 });
+
+test('If-None-Match names a representation: the tag of the whole record is no 304 for a sparse fieldset, and a weak tag (from a compressing proxy) matches, as RFC 9110 compares for GET', async () => {
+  const log = await newLog('Representations');
+  const whole = await api.get(`/api/log/activity/${log.id}`);
+  const sparsePath = `/api/log/activity/${log.id}?fields[log--activity]=name`;
+  const sparse = await api.get(sparsePath);
+  const sparseTag = sparse.headers.get('etag')!;
+  assert.notEqual(sparseTag, whole.headers.get('etag'));
+  assert.equal((await api.get(sparsePath, { 'If-None-Match': whole.headers.get('etag')! })).status, 200, "the whole record's tag is not this representation's");
+  assert.equal((await api.get(sparsePath, { 'If-None-Match': sparseTag })).status, 304);
+  assert.equal((await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': `W/${whole.headers.get('etag')}` })).status, 304, 'a weak tag of the same version');
+  assert.equal((await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': `"1", ${whole.headers.get('etag')}` })).status, 304, 'one of a list');
+});

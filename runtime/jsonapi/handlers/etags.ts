@@ -12,8 +12,8 @@
  *   one named, checked with the record's row and feed row locked (PostgreSQL, so two writes with
  *   the same ETag cannot both pass; SQLite has one writer), else 412 `precondition_failed`.
  *   Without it, the last write wins, as farmOS.js, farmOS.py and Field Kit expect.
- * - `If-None-Match` on GET: 304 when the version is unchanged (never with `include`, as included
- *   records change on their own).
+ * - `If-None-Match` on GET: 304 when the tag of this representation is unchanged, compared weakly
+ *   (never with `include`, as included records change on their own).
  */
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
@@ -47,12 +47,17 @@ export async function setEntityTag(db: Db, res: Response, req: Request, entityTy
   return version;
 }
 
-/** True (and the 304 sent) when a GET's If-None-Match names the current version. */
+/**
+ * True (and the 304 sent) when a GET's If-None-Match names this representation as it is now: its
+ * tag exactly (a sparse fieldset's differs from the whole record's), compared weakly as RFC 9110
+ * §13.1.2 says for GET, so the `W/` a compressing proxy adds still matches.
+ */
 export function sentNotModified(req: Request, res: Response, version: number | null): boolean {
   const header = req.get('If-None-Match');
   if (!header || version === null || /(^|&)include=/i.test(req.originalUrl.split('?')[1] ?? '')) return false;
-  const named = namedVersions(header);
-  if (named !== '*' && !named.has(version)) return false;
+  const current = entityTag(version, req);
+  const named = header.trim() === '*' || header.split(',').some((part) => part.trim().replace(/^W\//, '') === current);
+  if (!named) return false;
   res.status(304).end();
   return true;
 }
