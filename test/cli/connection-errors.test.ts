@@ -10,6 +10,10 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { tilthAsync } from '../support/tilth-command.ts';
 import { startChildServer } from '../support/child-server.ts';
+import knexFactory from 'knex';
+
+/** The PostgreSQL server the tests use (DATABASE_URL's, or the default one): a database on it is made and dropped here. */
+const SERVER = (process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test').replace(/\/[^/]*$/, '');
 
 const dirs: string[] = [];
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -25,17 +29,23 @@ function assertNoTrace(stderr: string, what: string): void {
 }
 
 test('a missing PostgreSQL database or a refused port: one line, no stack trace, from serve, migrate, restore and user list', async () => {
-  // A backup to restore (from SQLite: restore reads the file first, then opens DATABASE_URL).
-  const source = scratch();
+  // A backup of a PostgreSQL farm to restore (restore reads the file first, then opens DATABASE_URL).
+  const source = `tilth_source_${randomBytes(4).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: `${SERVER}/postgres` });
+  await admin.raw(`CREATE DATABASE ${source}`);
+  after(async () => {
+    await admin.raw(`DROP DATABASE IF EXISTS ${source}`);
+    await admin.destroy();
+  });
   const file = join(scratch(), 'farm.tar.gz');
-  assert.equal((await tilthAsync(['migrate'], { TILTH_DATA_DIR: source }).done).status, 0);
-  const backup = await tilthAsync(['backup', file], { TILTH_DATA_DIR: source }).done;
+  assert.equal((await tilthAsync(['migrate'], { DATABASE_URL: `${SERVER}/${source}` }).done).status, 0);
+  const backup = await tilthAsync(['backup', file], { DATABASE_URL: `${SERVER}/${source}`, TILTH_DATA_DIR: scratch() }).done;
   assert.equal(backup.status, 0, backup.stderr);
 
   const name = `tilth_missing_${randomBytes(4).toString('hex')}`;
   const commands = [['serve'], ['migrate'], ['restore', file], ['user', 'list']];
   for (const [url, said] of [
-    [`postgres://postgres@127.0.0.1:5432/${name}`, new RegExp(`database "${name}" does not exist.*create it.*CREATE DATABASE ${name}`)],
+    [`${SERVER}/${name}`, new RegExp(`database "${name}" does not exist.*create it.*CREATE DATABASE ${name}`)],
     ['postgres://postgres@127.0.0.1:1/tilth', /ECONNREFUSED 127\.0\.0\.1:1/],
   ] as const) {
     const runs = await Promise.all(commands.map((args) => tilthAsync(args, { DATABASE_URL: url, TILTH_DATA_DIR: scratch(), PORT: '0' }).done));
