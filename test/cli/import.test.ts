@@ -102,3 +102,41 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a CSV exported by another farm imports here: its owner, uid and asset UUIDs, unknown here, give way to the names beside them; an unknown one without a name is named by its column", async () => {
+  // Issue 41 Part E, item 4: the other farm's UUIDs won over the names, and the row was refused
+  // with the API's "The resource identified by user--user:… could not be found", naming no column.
+  const database = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-import-'));
+  const server = await startChildServer(database.env);
+  try {
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const field = await request(`${server.url}/api/asset/land`, { method: 'POST', token, json: { data: { type: 'asset--land', attributes: { name: 'North field', land_type: 'field' } } } });
+    assert.equal(field.status, 201, field.text);
+    const elsewhere = (n: number) => `0b0e7a1c-5d1e-4c3a-9f0e-00000000000${n}`; // the other farm's records
+    writeFileSync(
+      join(dir, 'other-farm.csv'),
+      'id,type,name,status,owner,owner.id,uid,uid.id,asset,asset.id\r\n' +
+        `${elsewhere(1)},log--activity,Plough,done,${ADMIN.name},${elsewhere(2)},${ADMIN.name},${elsewhere(2)},North field,${elsewhere(3)}\r\n`,
+    );
+    const imported = tilth(['import', 'csv', join(dir, 'other-farm.csv')], database.env);
+    assert.equal(imported.status, 0, imported.stderr);
+    const log = (await request(`${server.url}/api/log/activity?include=owner,uid,asset`, { token })).body;
+    assert.equal(log.data.length, 1);
+    const related = (name: string) => log.data[0].relationships[name].data;
+    const admin = log.included.find((r: { type: string }) => r.type === 'user--user');
+    assert.equal(admin.attributes.name, ADMIN.name);
+    assert.deepEqual([related('owner')[0].id, related('uid').id, related('asset')[0].id], [admin.id, admin.id, field.body.data.id], "this farm's records, found by name");
+
+    // An unknown UUID with no name beside it: the row and the column are named.
+    writeFileSync(join(dir, 'no-names.csv'), `type,name,owner.id\r\nlog--activity,Harrow,${elsewhere(4)}\r\n`);
+    const refused = tilth(['import', 'csv', join(dir, 'no-names.csv')], database.env);
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(refused.stderr, new RegExp(`row 2: owner\\.id "${elsewhere(4)}" names no record here.*owner`));
+    assert.equal((await request(`${server.url}/api/log/activity`, { token })).body.data.length, 1, 'nothing of it was kept');
+  } finally {
+    await server.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
