@@ -140,3 +140,38 @@ test("a CSV exported by another farm imports here: its owner, uid and asset UUID
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('import geo twice: features whose name and shape are already there are skipped and counted; --allow-duplicates creates them anyway', async () => {
+  // Issue 41 Part E, item 5: the second import silently made every field twice.
+  const database = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-import-'));
+  const server = await startChildServer(database.env);
+  try {
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const names = async (bundle: string) => (await request(`${server.url}/api/asset/${bundle}?sort=name`, { token })).body.data.map((a: { attributes: { name: string } }) => a.attributes.name);
+    writeFileSync(join(dir, 'fields.kml'), KML);
+    const first = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field'], database.env);
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /created 2 asset--land/);
+
+    // The same file again, with one field added and one redrawn: only those two are new.
+    const more = KML.replace('-72.5,42.2 -72.4,42.2', '-72.5,42.2 -72.41,42.2').replace('</Folder>', '<Placemark><name>East field</name><Point><coordinates>-72.3,42.3</coordinates></Point></Placemark></Folder>');
+    writeFileSync(join(dir, 'more.kml'), more);
+    const again = tilth(['import', 'geo', join(dir, 'more.kml'), '--bundle', 'land', '--land-type', 'field'], database.env);
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(again.stdout, /created 2 asset--land; skipped 1 already here \(same name and shape\): placemark 1 \("North field"\)/);
+    assert.deepEqual(await names('land'), ['East field', 'North field', 'South field', 'South field']);
+    // The same shapes as structures are not land's duplicates.
+    const structures = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'structure'], database.env);
+    assert.match(structures.stdout, /created 2 asset--structure\.$/m);
+
+    const forced = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field', '--allow-duplicates'], database.env);
+    assert.equal(forced.status, 0, forced.stderr);
+    assert.match(forced.stdout, /created 2 asset--land\.$/m);
+    assert.deepEqual(await names('land'), ['East field', 'North field', 'North field', 'South field', 'South field', 'South field']);
+  } finally {
+    await server.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
