@@ -53,8 +53,8 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
     assert.equal(buildings.status, 0, buildings.stderr);
     assert.equal((await get('asset/structure')).length, 2);
 
-    // A bad land type: the whole file is refused, naming the feature.
-    const bad = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'moonbase'], database.env);
+    // A bad land type: the whole file is refused, naming the feature (with --allow-duplicates, since its fields are there already).
+    const bad = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'moonbase', '--allow-duplicates'], database.env);
     assert.equal(bad.status, 1);
     assert.match(bad.stderr, /placemark 1 \("North field"\): land_type/);
     assert.equal((await get('asset/land')).length, 2, 'nothing was added');
@@ -162,7 +162,7 @@ test('import geo twice: features whose name and shape are already there are skip
     assert.match(again.stdout, /created 2 asset--land; skipped 1 already here \(same name and shape\): placemark 1 \("North field"\)/);
     assert.deepEqual(await names('land'), ['East field', 'North field', 'South field', 'South field']);
     // The same shapes as structures are not land's duplicates.
-    const structures = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'structure'], database.env);
+    const structures = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'structure', '--structure-type', 'building'], database.env);
     assert.match(structures.stdout, /created 2 asset--structure\.$/m);
 
     const forced = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field', '--allow-duplicates'], database.env);
