@@ -150,3 +150,14 @@ test('a first start on a busy port creates no administrator: it names the port, 
   await second.done;
   assert.match(out, /Created the administrator "admin" with the password: \S+/, 'the second start creates the administrator and prints its password');
 });
+
+test('help lists each option apart from its description, and no empty Options block', async () => {
+  // Issue 41 Part E, item 6: `--client-secret-file VALUEa file…`, and an empty line under "Options:" for backup and restore.
+  const helps = await Promise.all([['import', 'farmos'], ['backup'], ['restore']].map((args) => tilthAsync([...args, '--help'], {}).done));
+  for (const help of helps) {
+    assert.equal(help.status, 0, help.stderr);
+    assert.doesNotMatch(help.stdout, /Options:\n\n/, help.stdout);
+    for (const line of help.stdout.slice(help.stdout.indexOf('Options:\n') + 9).trimEnd().split('\n')) assert.match(line, /^ {2}--[a-z-]+( VALUE)? {2,}\S/, `an option line: ${JSON.stringify(line)}`);
+  }
+  assert.match(helps[0]!.stdout, /--client-secret-file VALUE {2,}a file holding/);
+});
