@@ -92,11 +92,13 @@ function createDatabaseHint(): string {
 }
 
 function describeOptions(command: Command): string {
-  const lines = Object.entries(command.options).map(([name, o]) => {
-    const desc = (o as { description?: string }).description ?? '';
-    return `  --${name}${o.type === 'string' ? ' VALUE' : ''}`.padEnd(26) + desc;
-  });
-  return `Options:\n${lines.join('\n')}\n  --help                  show this help\n`;
+  const options = [
+    ...Object.entries(command.options).map(([name, o]) => [`--${name}${o.type === 'string' ? ' VALUE' : ''}`, (o as { description?: string }).description ?? ''] as const),
+    ['--help', 'show this help'] as const,
+  ];
+  // The descriptions line up two spaces past the longest option, however long a new one is.
+  const width = Math.max(24, ...options.map(([option]) => option.length + 2));
+  return `Options:\n${options.map(([option, description]) => `  ${option.padEnd(width)}${description}`).join('\n')}\n`;
 }
 
 process.exitCode = await main(process.argv.slice(2));
