@@ -1,8 +1,8 @@
 /**
- * Starting and stopping a Tilth server: open the database, check or apply migrations, create
- * the first administrator and the default client (on PostgreSQL under a lock, so that processes
- * started together do this once: storage/process-lock.ts), then listen. Tests start real servers through
- * this on an ephemeral port.
+ * Starting and stopping a Tilth server: open the database, bind the port (answering 503 until
+ * started), check or apply migrations, create the first administrator and the default client (on
+ * PostgreSQL under a lock, so that processes started together do this once: storage/process-lock.ts),
+ * then serve. Tests start real servers through this on an ephemeral port.
  */
 import { fillIfPending } from './storage/change-feed.ts';
 import type { Server, ServerResponse } from 'node:http';
