@@ -1,11 +1,11 @@
 /**
- * Starting and stopping a Tilth server: open the database, check or apply migrations, create
- * the first administrator and the default client (on PostgreSQL under a lock, so that processes
- * started together do this once: storage/process-lock.ts), then listen. Tests start real servers through
- * this on an ephemeral port.
+ * Starting and stopping a Tilth server: open the database, bind the port (answering 503 until
+ * started), check or apply migrations, create the first administrator and the default client (on
+ * PostgreSQL under a lock, so that processes started together do this once: storage/process-lock.ts),
+ * then serve. Tests start real servers through this on an ephemeral port.
  */
 import { fillIfPending } from './storage/change-feed.ts';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { createAppServer } from './http/node-server.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -21,6 +21,8 @@ import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
 import { ModelRegistry } from './model/registry.ts';
 import { createLogger } from './http/logging.ts';
 import { createApp } from './http/app.ts';
+import { ApiError, toJsonApiErrorDocument } from './errors.ts';
+import { JSONAPI_MEDIA_TYPE } from './jsonapi/document.ts';
 import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
 import { PasswordGuard } from './accounts/password-guard.ts';
@@ -61,6 +63,12 @@ async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; pas
   return { name: ctx.config.adminUser, password: ctx.config.adminPassword ? null : password };
 }
 
+/** The answer to a request that comes while the server is still starting (migrating, creating the administrator). */
+function answerStarting(res: ServerResponse): void {
+  const { status, headers, body } = toJsonApiErrorDocument(new ApiError(503, 'The server is starting (checking or applying migrations); retry in a moment.', { headers: { 'Retry-After': '1' } }));
+  res.writeHead(status, { ...headers, 'Content-Type': JSONAPI_MEDIA_TYPE, 'Cache-Control': 'no-store' }).end(JSON.stringify(body));
+}
+
 /** The settings every process over one database must share (storage/process-lock.ts), by their variables. */
 function sharedSettings(config: Config): SharedSettings {
   return { TILTH_BASE_URL: config.baseUrl, TILTH_MODULES: [...config.modules].sort().join(','), TILTH_FARM_NAME: config.farmName };
@@ -77,12 +85,29 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   // One process per SQLite file; on PostgreSQL the start-up work below runs once at a time.
   let claim: { release(): void } | null = null;
   let running = null as { record(): Promise<void>; leave(): Promise<void> } | null;
+  let bound: Server | null = null;
   try {
     if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
     const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds), knownAddressesFor(db));
     const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
     const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
     const oauth = createOAuth(ctx);
+    // The port is bound before the start-up work: a busy one then fails the start before the first
+    // administrator is created (its password, shown once, was lost with the failed start). Until
+    // that work is done every request is answered 503, starting.
+    const app = createApp(ctx, oauth);
+    let started = false;
+    const server = createAppServer(app, (req, res) => (started ? app(req, res) : answerStarting(res)));
+    bound = server;
+    server.keepAliveTimeout = 65_000;
+    server.maxConnections = config.maxConnections;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    const loopback = address.family === 'IPv6' ? (address.address === '::' ? '[::1]' : `[${address.address}]`) : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+    ctx.internalUrl = `http://${loopback}:${address.port}`;
     const admin = await withStartLock(db, async () => {
       // First: a process whose settings differ from the running ones' changes nothing.
       if (config.databaseUrl) running = await joinRunningProcesses(config.databaseUrl, db, sharedSettings(config));
@@ -110,17 +135,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await oauth.bootstrap();
       return created;
     });
-    const app = createApp(ctx, oauth);
-    const server = createAppServer(app);
-    server.keepAliveTimeout = 65_000;
-    server.maxConnections = config.maxConnections;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
-    const address = server.address() as AddressInfo;
-    const loopback = address.family === 'IPv6' ? (address.address === '::' ? '[::1]' : `[${address.address}]`) : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
-    ctx.internalUrl = `http://${loopback}:${address.port}`;
+    started = true;
     const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
     // Before the line that says it serves, which is what people (and scripts) wait for.
     const linksWarning = networkLinksWarning({ ...config, port: address.port });
@@ -155,6 +170,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         })()),
     };
   } catch (error) {
+    // A start that failed after binding (a migration, a setting differing from running processes') lets the port go.
+    if (bound?.listening) await new Promise<void>((resolve) => {
+      bound!.close(() => resolve());
+      bound!.closeAllConnections();
+    });
     await running?.leave();
     await db.close();
     claim?.release();

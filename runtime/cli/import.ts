@@ -18,6 +18,9 @@ import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { shapesFromGeoJson, shapesFromKml, GeoFileError } from '../imports/geo.ts';
 import { recordsFromCsv, CsvFileError } from '../imports/csv.ts';
 import { runImport, ImportError, type ImportItem } from '../imports/run.ts';
+import type { ResourceType } from '../model/registry.ts';
+import { columnOf } from '../model/storage-of.ts';
+import { sameShape } from '../values/geometry.ts';
 
 /** The user an import acts as: --as NAME, or user 1. Their rights apply, as to a token of theirs. */
 async function actingUser(ctx: AppContext, name: unknown): Promise<Principal> {
@@ -40,11 +43,29 @@ function readText(file: string): string {
   }
 }
 
-async function importing(file: string, ctx: AppContext, principal: Principal, items: ImportItem[]): Promise<number> {
+async function importing(file: string, ctx: AppContext, principal: Principal, items: ImportItem[], skipped: ImportItem[] = []): Promise<number> {
   const created = await runImport(new JsonApiServices(ctx), ctx.db.knex, items, principal);
   const summary = [...created].map(([type, n]) => `${n} ${type}`).join(', ') || 'nothing';
-  process.stdout.write(`Imported ${file} as ${principal.userName}: created ${summary}.\n`);
+  const skips = skipped.length ? `; skipped ${skipped.length} already here (same name and shape): ${skipped.map((item) => item.where).join(', ')}` : '';
+  process.stdout.write(`Imported ${file} as ${principal.userName}: created ${summary}${skips}.\n`);
   return 0;
+}
+
+/**
+ * The shapes of a geo import that the farm already has as assets of that bundle, by name and
+ * shape: a file imported again (or one that overlaps an earlier one) creates only what is new.
+ */
+async function alreadyThere(ctx: AppContext, rt: ResourceType, items: ImportItem[]): Promise<Set<ImportItem>> {
+  const et = rt.entityType;
+  const shapeColumn = columnOf(rt.fieldsByName.get('intrinsic_geometry'));
+  const attributesOf = (item: ImportItem) => (item.document as { data: { attributes: { name: string; intrinsic_geometry: string } } }).data.attributes;
+  if (!shapeColumn) return new Set();
+  const rows: Array<{ name: string; shape: string | null }> = await ctx.db
+    .knex(et.table)
+    .where('bundle', rt.bundle.bundle)
+    .whereIn(et.labelField, [...new Set(items.map((item) => attributesOf(item).name))])
+    .select(`${et.labelField} as name`, `${shapeColumn} as shape`);
+  return new Set(items.filter((item) => rows.some((row) => row.name === attributesOf(item).name && row.shape !== null && sameShape(row.shape, attributesOf(item).intrinsic_geometry))));
 }
 
 /** A file's own mistake ("it is not valid JSON") becomes an import error naming the file. */
@@ -63,11 +84,12 @@ export const importCommands: Command[] = [
   {
     name: ['import', 'geo'],
     summary: 'Create land, structure or water assets from the shapes of a KML or GeoJSON file (e.g. field boundaries).',
-    usage: 'tilth import geo FILE.kml|FILE.geojson --bundle land|structure|water [--land-type TYPE] [--structure-type TYPE] [--as USER]',
+    usage: 'tilth import geo FILE.kml|FILE.geojson --bundle land|structure|water [--land-type TYPE] [--structure-type TYPE] [--allow-duplicates] [--as USER]',
     options: {
       bundle: { type: 'string', description: 'land, structure or water' },
       'land-type': { type: 'string', description: 'land_type of land assets (e.g. field, bed, paddock)' },
       'structure-type': { type: 'string', description: 'structure_type of structure assets (e.g. building, greenhouse)' },
+      'allow-duplicates': { type: 'boolean', description: 'create a feature even when an asset of the bundle has its name and shape (skipped otherwise)' },
       as: { type: 'string', description: 'the user the assets are created as (default: user 1)' },
     } as Command['options'],
     positionals: true,
@@ -88,7 +110,8 @@ export const importCommands: Command[] = [
           if (shape.description) attributes.notes = { value: shape.description };
           return { where: `${shape.where}${shape.name ? ` ("${shape.name}")` : ''}`, rt, document: { data: { type: rt.type, attributes } } };
         });
-        return importing(file, ctx, principal, items);
+        const skipped = values['allow-duplicates'] ? new Set<ImportItem>() : await alreadyThere(ctx, rt, items);
+        return importing(file, ctx, principal, items.filter((item) => !skipped.has(item)), [...skipped]);
       });
     },
   },

@@ -6,6 +6,7 @@ import { importCommands } from './import.ts';
 import { importFarmosCommand } from './import-farmos.ts';
 import { ImportError } from '../imports/run.ts';
 import { BackupError } from '../storage/backup.ts';
+import { SqliteInUseError } from '../storage/process-lock.ts';
 import { clientCommands } from './clients.ts';
 import { fieldKitCommands } from './fieldkit.ts';
 import { parseCommandArgs, UsageError, type Command } from './command.ts';
@@ -61,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${error.message}\n`);
       return 2;
     }
-    if (error instanceof AccountError || error instanceof MigrationMismatchError || error instanceof MigrationChecksumError || error instanceof MigrationFailedError || error instanceof GeneratedLoadError || error instanceof SiteOutputError || error instanceof BackupError || error instanceof ImportError) {
+    if (error instanceof AccountError || error instanceof MigrationMismatchError || error instanceof MigrationChecksumError || error instanceof MigrationFailedError || error instanceof GeneratedLoadError || error instanceof SiteOutputError || error instanceof BackupError || error instanceof ImportError || error instanceof SqliteInUseError) {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }
@@ -71,19 +72,33 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
     if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === '28P01' || code === '28000' || code === '3D000') {
-      process.stderr.write(`DATABASE_URL: cannot use that database: ${(error as Error).message.split('\n')[0]}\n`);
+      process.stderr.write(`DATABASE_URL: cannot use that database: ${(error as Error).message.split('\n')[0]}${code === '3D000' ? createDatabaseHint() : ''}\n`);
       return 2;
     }
     throw error;
   }
 }
 
+/** Tilth creates the tables, never the database itself (its user may not be allowed to): the statement that does. */
+function createDatabaseHint(): string {
+  let name = '';
+  try {
+    name = decodeURIComponent(new URL(process.env.DATABASE_URL ?? '').pathname.slice(1));
+  } catch {
+    // Not a URL: the hint goes without the name.
+  }
+  const quoted = /^[a-z_][a-z0-9_]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
+  return `; create it with \`CREATE DATABASE ${name ? quoted : '…'};\` (psql, as a user allowed to), then run the command again`;
+}
+
 function describeOptions(command: Command): string {
-  const lines = Object.entries(command.options).map(([name, o]) => {
-    const desc = (o as { description?: string }).description ?? '';
-    return `  --${name}${o.type === 'string' ? ' VALUE' : ''}`.padEnd(26) + desc;
-  });
-  return `Options:\n${lines.join('\n')}\n  --help                  show this help\n`;
+  const options = [
+    ...Object.entries(command.options).map(([name, o]) => [`--${name}${o.type === 'string' ? ' VALUE' : ''}`, (o as { description?: string }).description ?? ''] as const),
+    ['--help', 'show this help'] as const,
+  ];
+  // The descriptions line up two spaces past the longest option, however long a new one is.
+  const width = Math.max(24, ...options.map(([option]) => option.length + 2));
+  return `Options:\n${options.map(([option, description]) => `  ${option.padEnd(width)}${description}`).join('\n')}\n`;
 }
 
 process.exitCode = await main(process.argv.slice(2));

@@ -15,7 +15,6 @@ import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
 import { OAUTH_PATHS, type OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
 import { fromDatabaseError } from '../storage/db-errors.ts';
-import { databaseAhead } from '../storage/migrations.ts';
 import { LANGUAGE_PATH, languageRoutes } from '../jsonapi/languages.ts';
 import { CHANGES_PATH } from '../jsonapi/changes.ts';
 import { FIELD_MODULE_SCRIPT_PATHS, fieldModuleRoutes } from './field-modules.ts';
@@ -26,6 +25,7 @@ import { createMetrics } from './metrics.ts';
 import { DATA_STREAM_PATHS, dataStreamRoutes } from './data-streams.ts';
 import { securityHeaders } from './security-headers.ts';
 import { mergeScopes, scoped } from './scoped.ts';
+import { AheadWatch, WRITE_PATHS, databaseAheadError } from './database-ahead.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -41,10 +41,11 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.set('query parser', () => ({}));
 
   const metrics = createMetrics(ctx);
+  const ahead = new AheadWatch(ctx);
   app.use(requestLogger(ctx.logger));
   app.use(metrics.observe);
   // Before authentication: a health check needs no token, and a stale one must not fail it.
-  app.get('/health', healthHandler(ctx));
+  app.get('/health', healthHandler(ctx, ahead));
   // Every page and document from here on carries helmet's headers (X-Frame-Options, nosniff…).
   app.use(securityHeaders());
   // Routers without a mount path see only the requests under their own paths, and those at one
@@ -56,6 +57,8 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(scoped([...OAUTH_PATHS, ...FIELD_MODULE_SCRIPT_PATHS], oauth.router, fieldModuleRoutes(ctx)));
 
   app.use(oauth.authenticate);
+  // A database migrated past this code (by a process beside it) takes no writes from it: before any body is read.
+  app.use(scoped(WRITE_PATHS, ahead.refuseWrites()));
   // Metrics, and sensor readings: bodies of any media type, read by their own parser (before express.json).
   app.use(scoped(['/metrics', ...DATA_STREAM_PATHS], express.Router().get('/metrics', metrics.handler), dataStreamRoutes(ctx)));
   // Every route from here on needs a token for a body: one sent without is refused unread.
@@ -89,19 +92,12 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     // A failure this code cannot explain may be a schema it does not know: another process of a
     // newer release migrated the database (README, "Scaling out"). Then say so with a 503, as
     // /health does, so the load balancer and the client retry elsewhere, rather than a 500.
-    if (!(e instanceof ApiError) && (await databaseAhead(ctx.db.knex, ctx.generated.migrations))) e = databaseAheadError();
+    if (!(e instanceof ApiError) && (await ahead.checkNow())) e = databaseAheadError('answer');
     const rendered = toJsonApiErrorDocument(e);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
   });
   return app;
-}
-
-/** The answer of a process whose code is older than the database's migrations. */
-function databaseAheadError(): ApiError {
-  return new ApiError(503, 'The database was migrated by a newer release of Tilth than this process runs, so it cannot answer: retry the request (another process may take it). This process must be restarted with the new release.', {
-    headers: { 'Retry-After': '5' },
-  });
 }
 
 /** Express's and body-parser's own errors (a path that does not decode, bad JSON, too large, bad charset) as JSON:API errors. */

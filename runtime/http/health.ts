@@ -7,14 +7,17 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { migrationStatus } from '../storage/migrations.ts';
 import { TILTH_VERSION } from '../version.ts';
+import type { AheadWatch } from './database-ahead.ts';
 
-export function healthHandler(ctx: AppContext) {
+/** Each check also tells `ahead` what it found, so writes are refused from the health check on. */
+export function healthHandler(ctx: AppContext, ahead: AheadWatch) {
   return async (_req: Request, res: Response): Promise<void> => {
     let database: 'ok' | 'unreachable' = 'ok';
     let migrations: 'current' | 'behind' | 'ahead' | 'unknown' = 'unknown';
     try {
       const status = await migrationStatus(ctx.db.knex, ctx.generated.migrations);
       migrations = status.unknown.length ? 'ahead' : status.pending.length ? 'behind' : 'current';
+      ahead.record(migrations === 'ahead');
     } catch {
       database = 'unreachable';
     }

@@ -6,10 +6,11 @@
  * 11,400 req/s this way on the project's 2-core machine. Express's swap is then to the prototype
  * the object already has, which changes nothing.
  */
-import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
+import { createServer, IncomingMessage, ServerResponse, type RequestListener, type Server } from 'node:http';
 import type { Express } from 'express';
 
-export function createAppServer(app: Express): Server {
+/** `handler` answers the requests (the app itself unless given: a server may answer before its app is ready). */
+export function createAppServer(app: Express, handler: RequestListener = app as unknown as RequestListener): Server {
   function Request(this: IncomingMessage, ...args: unknown[]) {
     Reflect.apply(IncomingMessage, this, args);
   }
@@ -18,5 +19,5 @@ export function createAppServer(app: Express): Server {
     Reflect.apply(ServerResponse, this, args);
   }
   Response.prototype = app.response;
-  return createServer({ IncomingMessage: Request as unknown as typeof IncomingMessage, ServerResponse: Response as unknown as typeof ServerResponse }, app);
+  return createServer({ IncomingMessage: Request as unknown as typeof IncomingMessage, ServerResponse: Response as unknown as typeof ServerResponse }, handler);
 }

@@ -3,7 +3,8 @@
  * with its UUID (`id`), its `type`, its attributes as text, and each relationship as a names
  * column and a UUIDs column (`asset`, `asset.id`). Each row becomes a JSON:API resource document,
  * so an import is checked exactly as the API checks what clients send. Related records are found
- * by UUID, or else by name; a name that fits no record or several is the row's mistake.
+ * by UUID, or by name when there is no UUID or one this farm does not have (an export from another
+ * farm); a name that fits no record or several is the row's mistake, named by its column.
  */
 import { parse } from 'csv-parse/sync';
 import type { Knex } from 'knex';
@@ -66,7 +67,7 @@ export async function recordsFromCsv(text: string, registry: ModelRegistry, db: 
         if (value !== undefined) attributes[field.name] = value;
         continue;
       }
-      const ids = col.has(`${field.name}.id`) ? cells[col.get(`${field.name}.id`)!]!.split(/,\s*/).filter(Boolean) : [];
+      let ids = col.has(`${field.name}.id`) ? cells[col.get(`${field.name}.id`)!]!.split(/,\s*/).filter(Boolean) : [];
       const names = col.has(field.name) ? cells[col.get(field.name)!]!.split(/,\s*/).filter(Boolean) : [];
       if (!ids.length && !names.length) continue;
       const targets = registry.targetsOf(field);
@@ -74,9 +75,15 @@ export async function recordsFromCsv(text: string, registry: ModelRegistry, db: 
       if (!et) continue;
       // The export writes quantities as text ("picked (Weight) 12.5 kg"), which names no record.
       if (!ids.length && et.entityType === 'quantity') throw new CsvFileError(`row ${row}: ${field.name} "${names.join(', ')}" is the quantities' text; give their UUIDs in ${field.name}.id.`);
-      const found = ids.length
-        ? await db(et.table).whereIn('uuid', ids.map((id) => id.toLowerCase())).select('uuid', 'bundle')
-        : await db(et.table).whereIn(et.labelField, names).select('uuid', 'bundle', `${et.labelField} as label`);
+      let found = ids.length ? await db(et.table).whereIn('uuid', ids.map((id) => id.toLowerCase())).select('uuid', 'bundle') : [];
+      // UUIDs this farm does not have: an export from another farm (its users, its assets). The
+      // names beside them then say which of this farm's records are meant.
+      const unknown = ids.find((id) => !found.some((r: { uuid: string }) => r.uuid === id.toLowerCase()));
+      if (unknown !== undefined) {
+        if (!names.length) throw new CsvFileError(`row ${row}: ${field.name}.id "${unknown}" names no record here (an export from another farm?); give the records' names in a ${field.name} column instead.`);
+        ids = [];
+      }
+      if (!ids.length) found = await db(et.table).whereIn(et.labelField, names).select('uuid', 'bundle', `${et.labelField} as label`);
       if (!ids.length) {
         for (const n of names) {
           const matches = found.filter((r: { label: string }) => r.label === n).length;
@@ -86,7 +93,6 @@ export async function recordsFromCsv(text: string, registry: ModelRegistry, db: 
       const byUuid = new Map(found.map((r: { uuid: string; bundle: string }) => [r.uuid, r.bundle]));
       const data = (ids.length ? ids.map((id) => id.toLowerCase()) : found.map((r: { uuid: string }) => r.uuid)).map((id) => {
         const bundle = byUuid.get(id);
-        // An unknown UUID is left for the API's own check, which names it.
         return { type: `${et.entityType}--${bundle ?? targets[0]!.bundle.bundle}`, id };
       });
       relationships[field.name] = { data: field.multiple ? data : (data[0] ?? null) };

@@ -177,7 +177,9 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
     const resources = records.map((r) => s.serializer.resourceObject(r, principal, query.fields.get(rt.type)));
     const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
     for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);
-    const name = (ref: { type: string; id: string }) => labels.get(ref.id) ?? '';
+    // A configuration record (a log's log_type, an asset's asset_type) has no row to name it: its
+    // machine name, the relationship's target id, is what farmOS shows and the bundle is called.
+    const name = (ref: Ref) => labels.get(ref.id) ?? ref.meta?.drupal_internal__target_id?.toString() ?? '';
     let out = '';
     if (!headed) {
       // The columns: what the first batch shows (the fields the caller may see), in field order.
@@ -195,7 +197,7 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
       headed = true;
     }
     for (const r of resources) {
-      const related = (k: string) => [(r.relationships[k] as { data?: unknown } | undefined)?.data ?? []].flat().filter(Boolean) as Array<{ type: string; id: string }>;
+      const related = (k: string) => refsOf(r.relationships[k]);
       if (format === 'csv') {
         const cells = [r.id, r.type];
         for (const [k, kind] of columns) {
@@ -225,7 +227,7 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   res.end(format === 'csv' ? '' : format === 'geojson' ? ']}\n' : '</Document></kml>\n');
 }
 
-type Ref = { type: string; id: string };
+type Ref = { type: string; id: string; meta?: { drupal_internal__target_id?: string | number } };
 
 const refsOf = (rel: unknown): Ref[] => [(rel as { data?: unknown } | undefined)?.data ?? []].flat().filter(Boolean) as Ref[];
 

@@ -25,7 +25,13 @@ export type Dialect = 'sqlite' | 'postgres';
  * writes the values in, and failures are logged (a full disk, a bug), so every request's data
  * (names, notes, a data stream's key) would reach the operator's log.
  */
-const KNEX_ERRORS = { compileSqlOnError: false } as const;
+const KNEX_ERRORS = {
+  compileSqlOnError: false,
+  // Knex prints "Acquire connection error" with the driver's stack trace before it throws the same
+  // error to the caller, who says it in its own words (one line from the tilth command, a 503 and a
+  // log line from the server): the trace only buried that line. Its other warnings still show.
+  log: { warn: (message: string) => (message.startsWith('Acquire connection error') ? undefined : console.warn(message)) },
+} as const;
 
 /** How long an SQLite statement waits for another process's lock before SQLITE_BUSY (a 503). */
 const BUSY_TIMEOUT_MS = 5000;

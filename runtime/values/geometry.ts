@@ -163,6 +163,12 @@ export function parseWkt(text: string): GeofieldValue | null {
   return g ? derive(g, text) : null;
 }
 
+/** Whether two WKT texts draw the same shape, written alike or not (spaces, number forms); false if either does not parse. */
+export function sameShape(a: string, b: string): boolean {
+  const [ga, gb] = [parse(a), parse(b)];
+  return Boolean(ga && gb && ga.toWkt() === gb.toWkt());
+}
+
 /**
  * A value sent to be stored: WKT that parses, and a shape a map can draw on the Earth (closed
  * polygon rings of at least 4 points, lines of at least 2, latitudes within ±90°, longitudes

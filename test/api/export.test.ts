@@ -212,3 +212,13 @@ test('GeoJSON properties are typed: numbers and booleans as JSON numbers and boo
   assert.match(kml, /<Data name="quantity"><value>picked \(Weight\) 12\.5 kg, \(Count\) 3 crates<\/value><\/Data>/);
   assert.match(kml, /<Data name="is_movement"><value>false<\/value><\/Data>/);
 });
+
+test("CSV's log_type and GeoJSON's and KML's asset_type name the bundle, as the relationship's target id does", async () => {
+  // Issue 41 Part E, item 6: both were empty (the bundle is a configuration record, not one with a name in a table).
+  const [header, first] = parseCsv((await request(`${server.url}/api/log/activity?_format=csv&page[limit]=1&sort=name`, { token })).text);
+  assert.equal(first![header!.indexOf('log_type')], 'activity');
+  const geo = JSON.parse((await request(`${server.url}/api/asset/land?_format=geojson&sort=name`, { token })).text);
+  assert.deepEqual(geo.features.map((f: any) => f.properties.asset_type), ['land', 'land']);
+  const kml = (await request(`${server.url}/api/asset/land?_format=kml&sort=name`, { token })).text;
+  assert.match(kml, /<Data name="asset_type"><value>land<\/value><\/Data>/);
+});

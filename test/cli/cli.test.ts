@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { freePort } from '../support/child-server.ts';
 import { ROOT } from '../support/project.ts';
 import { tilthAsync } from '../support/tilth-command.ts';
@@ -122,4 +123,41 @@ test('serve --migrate (npm start) prints where it serves and the generated admin
     await new Promise((r) => child.once('exit', r));
     rmSync(dataDir, { recursive: true, force: true });
   }
+});
+
+test('a first start on a busy port creates no administrator: it names the port, and the next start prints the password', async (t) => {
+  // Issue 41 Part E, item 3: the first start migrated, created the administrator, then failed to
+  // listen; its password was printed nowhere and the next start printed nothing.
+  const database = await createTestDatabase();
+  const busy = createNetServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    busy.close();
+    await database.drop();
+  });
+  const env = { ...database.env, HOST: '127.0.0.1', TILTH_ADMIN_PASSWORD: '', TILTH_LOG_LEVEL: 'info' };
+  const port = (busy.address() as AddressInfo).port;
+  const refused = await tilthAsync(['serve', '--migrate'], { ...env, PORT: String(port) }).done;
+  assert.equal(refused.status, 1, refused.stderr);
+  assert.match(refused.stderr, new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
+  assert.doesNotMatch(refused.stdout, /Created the administrator/);
+
+  let out = '';
+  const second = tilthAsync(['serve', '--migrate'], { ...env, PORT: String(await freePort()) }, (text) => (out += text));
+  const deadline = Date.now() + 30_000;
+  while (!/Tilth is serving/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  second.kill();
+  await second.done;
+  assert.match(out, /Created the administrator "admin" with the password: \S+/, 'the second start creates the administrator and prints its password');
+});
+
+test('help lists each option apart from its description, and no empty Options block', async () => {
+  // Issue 41 Part E, item 6: `--client-secret-file VALUEa file…`, and an empty line under "Options:" for backup and restore.
+  const helps = await Promise.all([['import', 'farmos'], ['backup'], ['restore']].map((args) => tilthAsync([...args, '--help'], {}).done));
+  for (const help of helps) {
+    assert.equal(help.status, 0, help.stderr);
+    assert.doesNotMatch(help.stdout, /Options:\n\n/, help.stdout);
+    for (const line of help.stdout.slice(help.stdout.indexOf('Options:\n') + 9).trimEnd().split('\n')) assert.match(line, /^ {2}--[a-z-]+( VALUE)? {2,}\S/, `an option line: ${JSON.stringify(line)}`);
+  }
+  assert.match(helps[0]!.stdout, /--client-secret-file VALUE {2,}a file holding/);
 });

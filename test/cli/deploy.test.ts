@@ -134,3 +134,19 @@ test('.dockerignore, at the root the image is built from, keeps node_modules/ an
     .map((line) => line.replace(/^\/|^\*\*\//, '').replace(/\/$/, ''));
   for (const dir of ['node_modules', 'data', '.git']) assert.ok(patterns.includes(dir), `.dockerignore leaves out ${dir}/ (it has: ${patterns.join(', ')})`);
 });
+
+test('the systemd unit installs as the README asks (the runtime bundle made by `node bin/tilth.js version`), and the README says where a service keeps the first password', () => {
+  // Issue 41 Part E, item 6: the unit skipped the version step, and the README said the password
+  // is never logged while the unit and compose.yaml sent the reader to their logs for it.
+  const unit = read('deploy/tilth.service');
+  const install = unit.split('\n').filter((line) => line.startsWith('#'));
+  const npmCi = install.findIndex((line) => line.includes('npm ci'));
+  const version = install.findIndex((line) => /sudo node bin\/tilth\.js version/.test(line));
+  assert.ok(npmCi >= 0 && version > npmCi, `the unit's steps run node bin/tilth.js version after npm ci:\n${install.join('\n')}`);
+  const readme = read('README.md');
+  assert.doesNotMatch(readme, /printed on the terminal only, never logged/);
+  assert.match(unit, /journalctl -u tilth/);
+  assert.match(read('deploy/compose.yaml'), /compose\.yaml logs tilth/);
+  assert.match(readme, /journalctl -u tilth/, 'the README names where systemd keeps it');
+  assert.match(readme, /compose\.yaml logs tilth/, 'and where Docker keeps it');
+});

@@ -53,8 +53,8 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
     assert.equal(buildings.status, 0, buildings.stderr);
     assert.equal((await get('asset/structure')).length, 2);
 
-    // A bad land type: the whole file is refused, naming the feature.
-    const bad = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'moonbase'], database.env);
+    // A bad land type: the whole file is refused, naming the feature (with --allow-duplicates, since its fields are there already).
+    const bad = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'moonbase', '--allow-duplicates'], database.env);
     assert.equal(bad.status, 1);
     assert.match(bad.stderr, /placemark 1 \("North field"\): land_type/);
     assert.equal((await get('asset/land')).length, 2, 'nothing was added');
@@ -96,6 +96,79 @@ test('field boundaries from KML and GeoJSON, then logs from an exported CSV, eac
     const quantities = tilth(['import', 'csv', join(dir, 'quantities.csv')], database.env);
     assert.equal(quantities.status, 1, quantities.stdout);
     assert.match(quantities.stderr, /row 2: quantity "picked \(Weight\) 12\.5 kg" is the quantities' text; give their UUIDs in quantity\.id/);
+  } finally {
+    await server.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a CSV exported by another farm imports here: its owner, uid and asset UUIDs, unknown here, give way to the names beside them; an unknown one without a name is named by its column", async () => {
+  // Issue 41 Part E, item 4: the other farm's UUIDs won over the names, and the row was refused
+  // with the API's "The resource identified by user--user:… could not be found", naming no column.
+  const database = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-import-'));
+  const server = await startChildServer(database.env);
+  try {
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const field = await request(`${server.url}/api/asset/land`, { method: 'POST', token, json: { data: { type: 'asset--land', attributes: { name: 'North field', land_type: 'field' } } } });
+    assert.equal(field.status, 201, field.text);
+    const elsewhere = (n: number) => `0b0e7a1c-5d1e-4c3a-9f0e-00000000000${n}`; // the other farm's records
+    writeFileSync(
+      join(dir, 'other-farm.csv'),
+      'id,type,name,status,owner,owner.id,uid,uid.id,asset,asset.id\r\n' +
+        `${elsewhere(1)},log--activity,Plough,done,${ADMIN.name},${elsewhere(2)},${ADMIN.name},${elsewhere(2)},North field,${elsewhere(3)}\r\n`,
+    );
+    const imported = tilth(['import', 'csv', join(dir, 'other-farm.csv')], database.env);
+    assert.equal(imported.status, 0, imported.stderr);
+    const log = (await request(`${server.url}/api/log/activity?include=owner,uid,asset`, { token })).body;
+    assert.equal(log.data.length, 1);
+    const related = (name: string) => log.data[0].relationships[name].data;
+    const admin = log.included.find((r: { type: string }) => r.type === 'user--user');
+    assert.equal(admin.attributes.name, ADMIN.name);
+    assert.deepEqual([related('owner')[0].id, related('uid').id, related('asset')[0].id], [admin.id, admin.id, field.body.data.id], "this farm's records, found by name");
+
+    // An unknown UUID with no name beside it: the row and the column are named.
+    writeFileSync(join(dir, 'no-names.csv'), `type,name,owner.id\r\nlog--activity,Harrow,${elsewhere(4)}\r\n`);
+    const refused = tilth(['import', 'csv', join(dir, 'no-names.csv')], database.env);
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(refused.stderr, new RegExp(`row 2: owner\\.id "${elsewhere(4)}" names no record here.*owner`));
+    assert.equal((await request(`${server.url}/api/log/activity`, { token })).body.data.length, 1, 'nothing of it was kept');
+  } finally {
+    await server.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('import geo twice: features whose name and shape are already there are skipped and counted; --allow-duplicates creates them anyway', async () => {
+  // Issue 41 Part E, item 5: the second import silently made every field twice.
+  const database = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-import-'));
+  const server = await startChildServer(database.env);
+  try {
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const names = async (bundle: string) => (await request(`${server.url}/api/asset/${bundle}?sort=name`, { token })).body.data.map((a: { attributes: { name: string } }) => a.attributes.name);
+    writeFileSync(join(dir, 'fields.kml'), KML);
+    const first = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field'], database.env);
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /created 2 asset--land/);
+
+    // The same file again, with one field added and one redrawn: only those two are new.
+    const more = KML.replace('-72.5,42.2 -72.4,42.2', '-72.5,42.2 -72.41,42.2').replace('</Folder>', '<Placemark><name>East field</name><Point><coordinates>-72.3,42.3</coordinates></Point></Placemark></Folder>');
+    writeFileSync(join(dir, 'more.kml'), more);
+    const again = tilth(['import', 'geo', join(dir, 'more.kml'), '--bundle', 'land', '--land-type', 'field'], database.env);
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(again.stdout, /created 2 asset--land; skipped 1 already here \(same name and shape\): placemark 1 \("North field"\)/);
+    assert.deepEqual(await names('land'), ['East field', 'North field', 'South field', 'South field']);
+    // The same shapes as structures are not land's duplicates.
+    const structures = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'structure', '--structure-type', 'building'], database.env);
+    assert.match(structures.stdout, /created 2 asset--structure\.$/m);
+
+    const forced = tilth(['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field', '--allow-duplicates'], database.env);
+    assert.equal(forced.status, 0, forced.stderr);
+    assert.match(forced.stdout, /created 2 asset--land\.$/m);
+    assert.deepEqual(await names('land'), ['East field', 'North field', 'North field', 'South field', 'South field', 'South field']);
   } finally {
     await server.stop();
     await database.drop();

@@ -76,13 +76,13 @@ test("the README's curl tour runs as written, block by block, on a fresh farm", 
       'curl() { command curl -S --fail-with-body "$@"; }',
       ...blocks.map((b, i) => `echo "--- tour block ${i + 1}" >&2\n${b}`),
       'echo "--- end of the tour" >&2',
-      'printf "\\n%s\\n%s\\n%s\\n" "$TOKEN" "$SHEEP" "$TANK"',
+      'printf "\\n%s\\n%s\\n%s\\n%s\\n" "$TOKEN" "$SHEEP" "$TANK" "$SOIL_TEST"',
     ].join('\n');
     const run = spawnSync('bash', ['-c', script], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
     const last = run.stderr.match(/--- tour block \d+/g)?.pop() ?? 'before the first block';
     assert.equal(run.status, 0, `the tour failed in ${last}:\n${run.stderr.slice(-3000)}\n${run.stdout.slice(-1500)}`);
     assert.match(run.stderr, /--- end of the tour/);
-    const [token, sheep, tank] = run.stdout.trim().split('\n').slice(-3) as [string, string, string];
+    const [token, sheep, tank, soilTest] = run.stdout.trim().split('\n').slice(-4) as [string, string, string, string];
     // What the tour says it did, it did.
     const animal = await request(`${server.url}/api/asset/animal/${sheep}`, { token });
     assert.equal(animal.status, 200, animal.text);
@@ -92,6 +92,10 @@ test("the README's curl tour runs as written, block by block, on a fresh farm", 
     const harvests = await request(`${server.url}/api/log/harvest?include=quantity`, { token });
     assert.equal(harvests.body.data.length, 1, 'a harvest');
     assert.equal(harvests.body.included[0].attributes.value.decimal, '12.5', 'with its quantity');
+    // The uploaded report attached to the soil test, and a second sent straight onto its file field (issue 41 Part E, item 6).
+    const soil = await request(`${server.url}/api/log/observation/${soilTest}?include=file`, { token });
+    assert.equal(soil.status, 200, soil.text);
+    assert.deepEqual(soil.body.included.map((f: any) => f.attributes.filename).sort(), ['soil-2.pdf', 'soil.pdf']);
     const field = await request(`${server.url}/api/asset/land/6f1c2d70-0a43-4c55-9a53-2d6a0c1a0001`, { token });
     assert.equal(field.body.data.attributes.intrinsic_geometry.geo_type, 'Polygon', 'the field is drawn as a polygon');
   } finally {
