@@ -25,8 +25,9 @@ export interface ResourceObject {
   type: string;
   id: string;
   links: { self: { href: string } };
-  attributes: Record<string, unknown>;
-  relationships: Record<string, unknown>;
+  /** Left out when empty (a sparse fieldset naming none), as Drupal's `omitIfEmpty` does. */
+  attributes?: Record<string, unknown>;
+  relationships?: Record<string, unknown>;
 }
 
 export function resourcePath(record: { rt: { entityType: { entityType: string }; bundle: { bundle: string } }; uuid: string }): string {
@@ -113,7 +114,11 @@ export class Serializer {
         ? { data, links: { related: { href: `${self}/${field.name}${version}` }, self: { href: `${self}/relationships/${field.name}${version}` } } }
         : { data };
     }
-    return { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } }, attributes, relationships };
+    const object: ResourceObject = { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } } };
+    // farmOS leaves out a member a sparse fieldset empties, rather than sending {}.
+    if (Object.keys(attributes).length) object.attributes = attributes;
+    if (Object.keys(relationships).length) object.relationships = relationships;
+    return object;
   }
 }
 
