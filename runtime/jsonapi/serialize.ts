@@ -56,6 +56,23 @@ function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
   }
 }
 
+/**
+ * Identifiers of one field naming the same resource more than once, told apart by `meta.arity`
+ * (0, 1, … in their order), as Drupal serves them; an identifier that appears once has none.
+ */
+function withArity(identifiers: ResourceIdentifier[]): ResourceIdentifier[] {
+  const key = (i: ResourceIdentifier) => `${i.type}\u0000${i.id}`;
+  const count = new Map<string, number>();
+  for (const i of identifiers) count.set(key(i), (count.get(key(i)) ?? 0) + 1);
+  const next = new Map<string, number>();
+  return identifiers.map((i) => {
+    if (count.get(key(i))! < 2) return i;
+    const arity = next.get(key(i)) ?? 0;
+    next.set(key(i), arity + 1);
+    return { ...i, meta: { ...i.meta, arity } };
+  });
+}
+
 export class Serializer {
   private readonly base: string;
 
@@ -79,7 +96,7 @@ export class Serializer {
     if (field.multiple) {
       const refs = (value as ItemValue[] | undefined) ?? [];
       if (!refs.length && hasVirtualRoot(record.rt.entityType.entityType, field)) return [virtualIdentifier(record.rt.type)];
-      return refs.map((ref) => this.identifier(field, ref as Reference));
+      return withArity(refs.map((ref) => this.identifier(field, ref as Reference)));
     }
     return value ? this.identifier(field, value as Reference) : null;
   }
