@@ -7,13 +7,14 @@
  * and `include=records` (the live records, rendered as the collections render them; then at most
  * 50 a page, and a page ends early where the response budget does).
  *
- * Access is the collections': only types the caller may view, tombstones included; users the
- * caller may not see (blocked ones, for all but account administrators) are left out.
+ * Access is the collections': only types the caller may view, tombstones included. Blocked users
+ * are listed as the user collection lists them, and rendered as it renders them: by their name
+ * only, for all but account administrators (policy.ts labelOnly).
  */
 import express, { type Request, type Response, type Router } from 'express';
 import type { JsonApiServices } from './handlers/services.ts';
 import { principalOf, type Principal } from '../access/principal.ts';
-import { mayOnType, mayOnRecord, requireAuthenticated } from '../access/policy.ts';
+import { mayOnType, requireAuthenticated } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
 import { FEED_START, decodeCursor, encodeCursor, pruneTombstones, readFeed, type FeedRow } from '../storage/change-feed.ts';
@@ -107,16 +108,6 @@ export function changesRoutes(s: JsonApiServices): Router {
       if (!mayOnType(principal, rt.entityType, 'view')) throw forbidden(`The current user is not allowed to read ${type} resources, so not their changes either.`, { parameter: 'filter[type]' });
     }
     return asked;
-  };
-
-  /** Drop the rows of records the caller may not see although it may see their type (blocked users). */
-  const visible = async (principal: Principal, rows: FeedRow[]): Promise<FeedRow[]> => {
-    const users = rows.filter((r) => !r.deleted && r.entityType === 'user');
-    if (!users.length) return rows;
-    const et = registry.model.entityTypes.user!;
-    const records = (await s.knex(et.table).whereIn('id', users.map((r) => r.entityId)).select('id', 'status')) as Array<{ id: number; status: unknown }>;
-    const hidden = new Set(records.filter((u) => !mayOnRecord(principal, et, 'view', { id: Number(u.id), values: new Map([['status', Boolean(u.status)]]) })).map((u) => Number(u.id)));
-    return rows.filter((r) => r.entityType !== 'user' || r.deleted || !hidden.has(r.entityId));
   };
 
   /** The live records of these rows, loaded a type at a time, by `entityType:id`. */
@@ -215,10 +206,9 @@ export function changesRoutes(s: JsonApiServices): Router {
     prune(now);
 
     const read = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false };
-    const shown = await visible(principal, read.rows);
     const self = { href: `${config.baseUrl}${req.originalUrl}` };
     const nextLink = (at: string) => ({ href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}` });
-    const page = await pageText(principal, shown, include !== undefined, config.responseMaxBytes - frameBytes(self, nextLink));
+    const page = await pageText(principal, read.rows, include !== undefined, config.responseMaxBytes - frameBytes(self, nextLink));
     // Cut short by the budget: go on after the last row sent (a shorter page is a page like another).
     const next = page.cutAfter ? { issued: now, txid: page.cutAfter.txid, position: page.cutAfter.position } : read.next;
     const nextCursor = encodeCursor(next);

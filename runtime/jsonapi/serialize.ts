@@ -12,7 +12,7 @@ import { formatTimestamp } from '../values/timestamps.ts';
 import { fractionToDecimal } from '../values/fraction.ts';
 import { processText } from '../values/text.ts';
 import { bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
-import { fieldVisible } from '../access/policy.ts';
+import { fieldVisible, labelOnly } from '../access/policy.ts';
 import { hasVirtualRoot, virtualIdentifier } from './virtual.ts';
 
 export interface ResourceIdentifier {
@@ -73,6 +73,9 @@ function withArity(identifiers: ResourceIdentifier[]): ResourceIdentifier[] {
   });
 }
 
+/** The one attribute of a user seen by label only. */
+const LABEL_ATTRIBUTE = 'display_name';
+
 export class Serializer {
   private readonly base: string;
 
@@ -101,6 +104,13 @@ export class Serializer {
     return value ? this.identifier(field, value as Reference) : null;
   }
 
+  /** A record the principal sees by its label only (policy.ts labelOnly): `display_name` and nothing else, as Drupal's LabelOnlyResourceObject. */
+  private labelOnlyObject(record: EntityRecord, self: string, want: (name: string) => boolean): ResourceObject {
+    const object: ResourceObject = { type: record.rt.type, id: record.uuid, links: { self: { href: self } } };
+    if (want(LABEL_ATTRIBUTE)) object.attributes = { [LABEL_ATTRIBUTE]: record.values.get(LABEL_ATTRIBUTE) ?? null };
+    return object;
+  }
+
   resourceObject(record: EntityRecord, principal: Principal, fieldset?: ReadonlySet<string>): ResourceObject {
     const rt = record.rt;
     const path = resourcePath(record);
@@ -110,6 +120,7 @@ export class Serializer {
     const attributes: Record<string, unknown> = {};
     const relationships: Record<string, unknown> = {};
     const want = (name: string) => !fieldset || fieldset.has(name);
+    if (labelOnly(principal, record)) return this.labelOnlyObject(record, self, want);
     if (want(rt.entityType.internalId)) attributes[rt.entityType.internalId] = record.id;
     if (rt.entityType.revisionId && want(rt.entityType.revisionId)) attributes[rt.entityType.revisionId] = record.revisionId;
     for (const field of rt.attributes) {
