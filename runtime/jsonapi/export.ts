@@ -20,6 +20,10 @@ import type { Principal } from '../access/principal.ts';
 import { fieldsetsToRead, type JsonApiQuery } from './query/index.ts';
 import type { QueryCompiler } from './collection/compile.ts';
 import type { ResourceObject } from './serialize.ts';
+import { fetchPage } from './collection/page.ts';
+import { listCondition, viewCondition } from '../access/policy.ts';
+import { badParameter } from '../errors.ts';
+import { quoted } from './coerce.ts';
 
 /** A resource object with both members, empty or not: the columns of an export come from them. */
 type Resource = Required<ResourceObject>;
@@ -27,10 +31,6 @@ type Resource = Required<ResourceObject>;
 function withAllMembers(r: ResourceObject): Resource {
   return { ...r, attributes: r.attributes ?? {}, relationships: r.relationships ?? {} };
 }
-import { fetchPage } from './collection/page.ts';
-import { viewCondition } from '../access/policy.ts';
-import { badParameter } from '../errors.ts';
-import { quoted } from './coerce.ts';
 
 export type ExportFormat = 'csv' | 'geojson' | 'kml';
 
@@ -258,7 +258,8 @@ async function relatedLabels(s: JsonApiServices, resources: Resource[], principa
   for (const [entityType, uuids] of byType) {
     const et = s.ctx.registry.model.entityTypes[entityType]!;
     const qb = s.knex(`${et.table} as e`).whereIn('e.uuid', [...uuids]).select('e.uuid', `e.${et.labelField} as label`);
-    viewCondition(principal, et, 'e')?.(qb);
+    // Labels of what the caller is shown: a blocked owner too, by name, as documents show it.
+    listCondition(principal, et, 'e')?.(qb);
     for (const row of (await qb) as Array<{ uuid: string; label: string | null }>) labels.set(row.uuid, row.label ?? '');
   }
   return labels;

@@ -132,6 +132,11 @@ test("a blocked user is its name only to a non-administrator: listed, read, incl
   assert.ok(feed.body.data.some((e: any) => e.id === sam.uuid), 'the change feed lists the blocked user, as the collection does');
   labelOnly(feed.body.included.find((u: any) => u.id === sam.uuid), 'the change feed');
 
+  const csv = await viewer.get(`/api/log/activity?_format=csv&filter[id]=${log.id}`);
+  assert.equal(csv.status, 200, csv.text.slice(0, 300));
+  assert.match(csv.text, /"sam"/, 'the CSV names the blocked owner, as the document does');
+  assert.ok(!csv.text.includes('sam@example.org'));
+
   const full = await api.get(`/api/user/user/${sam.uuid}`);
   assert.equal(full.body.data.attributes.mail, 'sam@example.org', 'an administrator sees the whole account');
   assert.equal(full.body.data.attributes.status, false);
