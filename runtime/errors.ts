@@ -97,6 +97,8 @@ export interface ErrorObject {
   code?: string;
   source?: ErrorSource;
   meta?: Record<string, unknown>;
+  /** `via`: the request that failed, as Drupal's error objects name it. */
+  links?: { via: { href: string } };
 }
 
 /** A failure that maps to one HTTP status and one or more JSON:API error objects. */
@@ -252,14 +254,20 @@ export class OAuthError extends Error {
 
 export const JSONAPI_VERSION = { version: '1.0', meta: { links: { self: { href: 'http://jsonapi.org/format/1.0/' } } } };
 
-/** Render any thrown value as a JSON:API error document and its status. Unknown errors become a bare 500. */
-export function toJsonApiErrorDocument(error: unknown): { status: number; headers: Record<string, string>; body: { jsonapi: typeof JSONAPI_VERSION; errors: ErrorObject[] } } {
+/**
+ * Render any thrown value as a JSON:API error document and its status. Unknown errors become a
+ * bare 500. `via` is the absolute URI of the request that failed: every error object names it in
+ * `links.via`, as farmOS's do (farmos-behaviour.md §4.3), so a client logging one error knows
+ * which call of a batch it came from.
+ */
+export function toJsonApiErrorDocument(error: unknown, via: string): { status: number; headers: Record<string, string>; body: { jsonapi: typeof JSONAPI_VERSION; errors: ErrorObject[] } } {
+  const links = { via: { href: via } };
   if (error instanceof ApiError) {
-    return { status: error.status, headers: error.headers, body: { jsonapi: JSONAPI_VERSION, errors: error.toObjects() } };
+    return { status: error.status, headers: error.headers, body: { jsonapi: JSONAPI_VERSION, errors: error.toObjects().map((e) => ({ ...e, links })) } };
   }
   return {
     status: 500,
     headers: {},
-    body: { jsonapi: JSONAPI_VERSION, errors: [{ status: '500', title: reasonPhrase(500), code: 'internal_error', detail: 'The server could not complete the request. The error has been logged.' }] },
+    body: { jsonapi: JSONAPI_VERSION, errors: [{ status: '500', title: reasonPhrase(500), code: 'internal_error', detail: 'The server could not complete the request. The error has been logged.', links }] },
   };
 }

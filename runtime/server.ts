@@ -64,8 +64,8 @@ async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; pas
 }
 
 /** The answer to a request that comes while the server is still starting (migrating, creating the administrator). */
-function answerStarting(res: ServerResponse): void {
-  const { status, headers, body } = toJsonApiErrorDocument(new ApiError(503, 'The server is starting (checking or applying migrations); retry in a moment.', { headers: { 'Retry-After': '1' } }));
+function answerStarting(res: ServerResponse, via: string): void {
+  const { status, headers, body } = toJsonApiErrorDocument(new ApiError(503, 'The server is starting (checking or applying migrations); retry in a moment.', { headers: { 'Retry-After': '1' } }), via);
   res.writeHead(status, { ...headers, 'Content-Type': JSONAPI_MEDIA_TYPE, 'Cache-Control': 'no-store' }).end(JSON.stringify(body));
 }
 
@@ -97,7 +97,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // that work is done every request is answered 503, starting.
     const app = createApp(ctx, oauth);
     let started = false;
-    const server = createAppServer(app, (req, res) => (started ? app(req, res) : answerStarting(res)));
+    const server = createAppServer(app, (req, res) => (started ? app(req, res) : answerStarting(res, `${config.baseUrl}${req.url ?? ''}`)));
     bound = server;
     server.keepAliveTimeout = 65_000;
     server.maxConnections = config.maxConnections;

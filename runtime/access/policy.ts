@@ -46,11 +46,14 @@ export function mayOnType(principal: Principal, et: EntityTypeDescriptor, op: Op
   return principal.permissions.has(permissionFor(et, op));
 }
 
-/** May the principal do `op` on this particular record? Users may view and edit their own account. */
+/**
+ * May the principal do `op` on this particular record? Users may view and edit their own account.
+ * Anyone who may view users views a blocked one too, but by its name only (labelOnly).
+ */
 export function mayOnRecord(principal: Principal, et: EntityTypeDescriptor, op: Operation, record: { id: number; values?: Map<string, unknown> }): boolean {
   if (et.access === 'user') {
     const own = principal.userId !== null && principal.userId === record.id;
-    if (op === 'view') return own || isAccountAdmin(principal) || (principal.permissions.has('user:view') && record.values?.get('status') !== false);
+    if (op === 'view') return own || isAccountAdmin(principal) || principal.permissions.has('user:view');
     if (op === 'update') return own || isAccountAdmin(principal);
     return isAccountAdmin(principal);
   }
@@ -70,8 +73,29 @@ export function assertMayOnType(principal: Principal, et: EntityTypeDescriptor, 
 }
 
 /**
- * A condition limiting a query on the entity type's table to rows the principal may view, or null
- * when it may view every row. Applied to collections and inside relationship paths.
+ * Whether the principal sees this record by its label only: a blocked user, to anyone but its
+ * account administrators (and itself). farmOS grants "view label" on a blocked user and renders it
+ * with `display_name` alone, so a client can still show "owner: Sam" (farmos-behaviour.md §4.10).
+ */
+export function labelOnly(principal: Principal, record: { id: number; rt: { entityType: EntityTypeDescriptor }; values: Map<string, unknown> }): boolean {
+  if (record.rt.entityType.access !== 'user' || isAccountAdmin(principal)) return false;
+  if (principal.userId !== null && principal.userId === record.id) return false;
+  return record.values.get('status') === false;
+}
+
+/**
+ * The rows of a collection the principal is shown: blocked users too (by label only), to anyone
+ * who may view users; otherwise those of viewCondition. Null when every row is shown.
+ */
+export function listCondition(principal: Principal, et: EntityTypeDescriptor, alias: string): ((qb: Knex.QueryBuilder) => void) | null {
+  if (et.access === 'user' && principal.permissions.has('user:view')) return null;
+  return viewCondition(principal, et, alias);
+}
+
+/**
+ * A condition limiting a query on the entity type's table to rows the principal may view in full,
+ * or null when it may view every row. Applied inside relationship paths of filters and sorts, so
+ * that a blocked user's fields, which the principal sees only the label of, find nothing.
  */
 export function viewCondition(principal: Principal, et: EntityTypeDescriptor, alias: string): ((qb: Knex.QueryBuilder) => void) | null {
   if (et.access === 'taxonomy') return principal.permissions.has('taxonomy:view_unpublished') ? null : (qb) => void qb.where(`${alias}.status`, true);

@@ -93,7 +93,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     // newer release migrated the database (README, "Scaling out"). Then say so with a 503, as
     // /health does, so the load balancer and the client retry elsewhere, rather than a 500.
     if (!(e instanceof ApiError) && (await ahead.checkNow())) e = databaseAheadError('answer');
-    const rendered = toJsonApiErrorDocument(e);
+    const rendered = toJsonApiErrorDocument(e, `${ctx.config.baseUrl}${req.originalUrl}`);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
   });

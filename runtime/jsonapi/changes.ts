@@ -7,13 +7,14 @@
  * and `include=records` (the live records, rendered as the collections render them; then at most
  * 50 a page, and a page ends early where the response budget does).
  *
- * Access is the collections': only types the caller may view, tombstones included; users the
- * caller may not see (blocked ones, for all but account administrators) are left out.
+ * Access is the collections': only types the caller may view, tombstones included. Blocked users
+ * are listed as the user collection lists them, and rendered as it renders them: by their name
+ * only, for all but account administrators (policy.ts labelOnly).
  */
 import express, { type Request, type Response, type Router } from 'express';
 import type { JsonApiServices } from './handlers/services.ts';
 import { principalOf, type Principal } from '../access/principal.ts';
-import { mayOnType, requireAuthenticated, viewCondition } from '../access/policy.ts';
+import { listCondition, mayOnType, requireAuthenticated } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
 import { FEED_START, decodeCursor, encodeCursor, pruneTombstones, readFeed, type FeedRow } from '../storage/change-feed.ts';
@@ -110,16 +111,16 @@ export function changesRoutes(s: JsonApiServices): Router {
   };
 
   /**
-   * Drop the rows of records the caller may not see although it may see their type (blocked
-   * users, unpublished terms): the access policy's own condition (viewCondition), asked of the
-   * page's live rows of each such entity type in one query.
+   * Drop the rows of records the caller may not see although it may see their type (unpublished
+   * terms; blocked users are listed, by label only): the access policy's own condition for lists
+   * (listCondition), asked of the page's live rows of each such entity type in one query.
    */
   const visible = async (principal: Principal, rows: FeedRow[]): Promise<FeedRow[]> => {
     const hidden = new Set<string>();
     const live = rows.filter((r) => !r.deleted);
     for (const entityType of new Set(live.map((r) => r.entityType))) {
       const et = registry.model.entityTypes[entityType]!;
-      const guard = viewCondition(principal, et, 'e');
+      const guard = listCondition(principal, et, 'e');
       if (!guard) continue;
       const ids = live.filter((r) => r.entityType === entityType).map((r) => r.entityId);
       const q = s.knex(`${et.table} as e`).whereIn('e.id', ids).select('e.id');

@@ -21,9 +21,16 @@ import { fieldsetsToRead, type JsonApiQuery } from './query/index.ts';
 import type { QueryCompiler } from './collection/compile.ts';
 import type { ResourceObject } from './serialize.ts';
 import { fetchPage } from './collection/page.ts';
-import { viewCondition } from '../access/policy.ts';
+import { listCondition, viewCondition } from '../access/policy.ts';
 import { badParameter } from '../errors.ts';
 import { quoted } from './coerce.ts';
+
+/** A resource object with both members, empty or not: the columns of an export come from them. */
+type Resource = Required<ResourceObject>;
+
+function withAllMembers(r: ResourceObject): Resource {
+  return { ...r, attributes: r.attributes ?? {}, relationships: r.relationships ?? {} };
+}
 
 export type ExportFormat = 'csv' | 'geojson' | 'kml';
 
@@ -143,7 +150,7 @@ function kmlGeometry(g: { type: string; coordinates?: unknown; geometries?: unkn
   }
 }
 
-function geometryOf(resource: ResourceObject): { type: string; coordinates?: unknown } | null {
+function geometryOf(resource: Resource): { type: string; coordinates?: unknown } | null {
   const wkt = flatten(resource.attributes.geometry ?? resource.attributes.intrinsic_geometry);
   if (!wkt) return null;
   try {
@@ -174,7 +181,7 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   res.status(200).type(MEDIA_TYPES[format]).set('Content-Disposition', `attachment; filename="${filename}"`).set('Cache-Control', 'private, no-store');
   for (;;) {
     const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, fieldsetsToRead(query.fields, query.include), at, [rt.bundle.bundle]);
-    const resources = records.map((r) => s.serializer.resourceObject(r, principal, query.fields.get(rt.type)));
+    const resources = records.map((r) => withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(rt.type))));
     const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
     for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);
     // A configuration record (a log's log_type, an asset's asset_type) has no row to name it: its
@@ -237,7 +244,7 @@ const isQuantity = (ref: Ref) => ref.type.startsWith('quantity--');
  * The labels of the records a batch refers to (those `wanted` picks), one query per entity type,
  * hiding what the caller may not see.
  */
-async function relatedLabels(s: JsonApiServices, resources: ResourceObject[], principal: Principal, wanted: (ref: Ref) => boolean = () => true): Promise<Map<string, string>> {
+async function relatedLabels(s: JsonApiServices, resources: Resource[], principal: Principal, wanted: (ref: Ref) => boolean = () => true): Promise<Map<string, string>> {
   const byType = new Map<string, Set<string>>();
   for (const r of resources) {
     for (const rel of Object.values(r.relationships)) {
@@ -253,7 +260,8 @@ async function relatedLabels(s: JsonApiServices, resources: ResourceObject[], pr
   for (const [entityType, uuids] of byType) {
     const et = s.ctx.registry.model.entityTypes[entityType]!;
     const qb = s.knex(`${et.table} as e`).whereIn('e.uuid', [...uuids]).select('e.uuid', `e.${et.labelField} as label`);
-    viewCondition(principal, et, 'e')?.(qb);
+    // Labels of what the caller is shown: a blocked owner too, by name, as documents show it.
+    listCondition(principal, et, 'e')?.(qb);
     for (const row of (await qb) as Array<{ uuid: string; label: string | null }>) labels.set(row.uuid, row.label ?? '');
   }
   return labels;
@@ -265,7 +273,7 @@ async function relatedLabels(s: JsonApiServices, resources: ResourceObject[], pr
  * empty. Loaded for the whole batch at once (the quantities, then their units' names), hiding
  * what the caller may not see.
  */
-async function quantityTexts(s: JsonApiServices, resources: ResourceObject[], principal: Principal, at: number | undefined): Promise<Map<string, string>> {
+async function quantityTexts(s: JsonApiServices, resources: Resource[], principal: Principal, at: number | undefined): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   const et = s.ctx.registry.model.entityTypes.quantity;
   if (!et) return texts;
@@ -276,7 +284,7 @@ async function quantityTexts(s: JsonApiServices, resources: ResourceObject[], pr
   viewCondition(principal, et, 'e')?.(qb);
   const ids = ((await qb) as Array<{ id: number }>).map((row) => row.id);
   if (!ids.length) return texts;
-  const quantities = (await s.loader.load(s.knex, 'quantity', ids, null, at)).map((q) => s.serializer.resourceObject(q, principal));
+  const quantities = (await s.loader.load(s.knex, 'quantity', ids, null, at)).map((q) => withAllMembers(s.serializer.resourceObject(q, principal)));
   const units = await relatedLabels(s, quantities, principal, (ref) => ref.type === 'taxonomy_term--unit');
   for (const q of quantities) {
     const measure = q.attributes.measure;

@@ -12,7 +12,7 @@ import { formatTimestamp } from '../values/timestamps.ts';
 import { fractionToDecimal } from '../values/fraction.ts';
 import { processText } from '../values/text.ts';
 import { bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
-import { fieldVisible } from '../access/policy.ts';
+import { fieldVisible, labelOnly } from '../access/policy.ts';
 import { hasVirtualRoot, virtualIdentifier } from './virtual.ts';
 
 export interface ResourceIdentifier {
@@ -25,8 +25,9 @@ export interface ResourceObject {
   type: string;
   id: string;
   links: { self: { href: string } };
-  attributes: Record<string, unknown>;
-  relationships: Record<string, unknown>;
+  /** Left out when empty (a sparse fieldset naming none), as Drupal's `omitIfEmpty` does. */
+  attributes?: Record<string, unknown>;
+  relationships?: Record<string, unknown>;
 }
 
 export function resourcePath(record: { rt: { entityType: { entityType: string }; bundle: { bundle: string } }; uuid: string }): string {
@@ -55,6 +56,26 @@ function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
   }
 }
 
+/**
+ * Identifiers of one field naming the same resource more than once, told apart by `meta.arity`
+ * (0, 1, … in their order), as Drupal serves them; an identifier that appears once has none.
+ */
+function withArity(identifiers: ResourceIdentifier[]): ResourceIdentifier[] {
+  const key = (i: ResourceIdentifier) => `${i.type}\u0000${i.id}`;
+  const count = new Map<string, number>();
+  for (const i of identifiers) count.set(key(i), (count.get(key(i)) ?? 0) + 1);
+  const next = new Map<string, number>();
+  return identifiers.map((i) => {
+    if (count.get(key(i))! < 2) return i;
+    const arity = next.get(key(i)) ?? 0;
+    next.set(key(i), arity + 1);
+    return { ...i, meta: { ...i.meta, arity } };
+  });
+}
+
+/** The one attribute of a user seen by label only. */
+const LABEL_ATTRIBUTE = 'display_name';
+
 export class Serializer {
   private readonly base: string;
 
@@ -78,9 +99,16 @@ export class Serializer {
     if (field.multiple) {
       const refs = (value as ItemValue[] | undefined) ?? [];
       if (!refs.length && hasVirtualRoot(record.rt.entityType.entityType, field)) return [virtualIdentifier(record.rt.type)];
-      return refs.map((ref) => this.identifier(field, ref as Reference));
+      return withArity(refs.map((ref) => this.identifier(field, ref as Reference)));
     }
     return value ? this.identifier(field, value as Reference) : null;
+  }
+
+  /** A record the principal sees by its label only (policy.ts labelOnly): `display_name` and nothing else, as Drupal's LabelOnlyResourceObject. */
+  private labelOnlyObject(record: EntityRecord, self: string, want: (name: string) => boolean): ResourceObject {
+    const object: ResourceObject = { type: record.rt.type, id: record.uuid, links: { self: { href: self } } };
+    if (want(LABEL_ATTRIBUTE)) object.attributes = { [LABEL_ATTRIBUTE]: record.values.get(LABEL_ATTRIBUTE) ?? null };
+    return object;
   }
 
   resourceObject(record: EntityRecord, principal: Principal, fieldset?: ReadonlySet<string>): ResourceObject {
@@ -92,6 +120,7 @@ export class Serializer {
     const attributes: Record<string, unknown> = {};
     const relationships: Record<string, unknown> = {};
     const want = (name: string) => !fieldset || fieldset.has(name);
+    if (labelOnly(principal, record)) return this.labelOnlyObject(record, self, want);
     if (want(rt.entityType.internalId)) attributes[rt.entityType.internalId] = record.id;
     if (rt.entityType.revisionId && want(rt.entityType.revisionId)) attributes[rt.entityType.revisionId] = record.revisionId;
     for (const field of rt.attributes) {
@@ -113,7 +142,11 @@ export class Serializer {
         ? { data, links: { related: { href: `${self}/${field.name}${version}` }, self: { href: `${self}/relationships/${field.name}${version}` } } }
         : { data };
     }
-    return { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } }, attributes, relationships };
+    const object: ResourceObject = { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } } };
+    // farmOS leaves out a member a sparse fieldset empties, rather than sending {}.
+    if (Object.keys(attributes).length) object.attributes = attributes;
+    if (Object.keys(relationships).length) object.relationships = relationships;
+    return object;
   }
 }
 

@@ -175,7 +175,7 @@ class Runner {
     // a client sees exactly which writes did not happen and why.
     const failedDependency = sub.dependsOn.find((id) => this.outcomes.get(id)?.failed);
     if (failedDependency !== undefined) {
-      record(errorResponse(sub.requestId, new ApiError(424, `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`, { source: { pointer: `/${sub.index}/waitFor` } })));
+      record(errorResponse(this.via(sub.uri), sub.requestId, new ApiError(424, `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`, { source: { pointer: `/${sub.index}/waitFor` } })));
       return;
     }
 
@@ -196,7 +196,7 @@ class Runner {
           : this.expand(sub, 'body', sub.body, sub.bodyTokens, (v) => JSON.stringify(v).slice(1, -1)).map(([suffix, body]) => ({ suffix, body }));
     } catch (error) {
       if (!(error instanceof ApiError) || error instanceof BudgetExceeded) throw error;
-      record(errorResponse(sub.requestId, error));
+      record(errorResponse(this.via(sub.uri), sub.requestId, error));
       return;
     }
 
@@ -204,6 +204,7 @@ class Runner {
     if (this.sent + copies > this.limits.maxRequests) {
       record(
         errorResponse(
+          this.via(sub.uri),
           sub.requestId,
           new ApiError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${this.limits.maxRequests} sub-requests in one call (TILTH_SUBREQUEST_MAX_REQUESTS; ${this.sent} already sent).`, {
             source: { pointer: `/${sub.index}` },
@@ -309,16 +310,29 @@ class Runner {
     return out;
   }
 
+  /**
+   * The absolute URI a sub-request's error names in `links.via`: its uri on this server (the
+   * host it gives is never used), as the error documents of the sub-requests sent name theirs.
+   */
+  private via(uri: string): string {
+    try {
+      const url = new URL(uri, 'http://tilth.invalid/');
+      return `${this.ctx.config.baseUrl}${url.pathname}${url.search}`;
+    } catch {
+      return `${this.ctx.config.baseUrl}/subrequests`;
+    }
+  }
+
   /** Send one sub-request over loopback and capture its response. */
   private async send(sub: Subrequest, contentId: string, uri: string, body: string | undefined): Promise<Subresponse> {
     const target = apiPath(uri);
-    if (target instanceof ApiError) return errorResponse(contentId, new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }));
+    if (target instanceof ApiError) return errorResponse(this.via(uri), contentId, new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }));
     // The blueprint was checked for exports; a token's value may still have spelled `_format`.
     const format = exportParameter(target);
-    if (format !== null) return errorResponse(contentId, new ApiError(400, `The subrequest "${contentId}" asks for an export (_format=${format}). ${NO_EXPORTS}`, { source: { pointer: `/${sub.index}/uri` } }));
+    if (format !== null) return errorResponse(this.via(uri), contentId, new ApiError(400, `The subrequest "${contentId}" asks for an export (_format=${format}). ${NO_EXPORTS}`, { source: { pointer: `/${sub.index}/uri` } }));
     const sendsBody = body !== undefined && sub.method !== 'GET' && sub.method !== 'HEAD';
     if (sendsBody && Buffer.byteLength(body) > MAX_SUBREQUEST_BODY_BYTES) {
-      return errorResponse(contentId, new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, { source: { pointer: `/${sub.index}/body` } }));
+      return errorResponse(this.via(uri), contentId, new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, { source: { pointer: `/${sub.index}/body` } }));
     }
 
     const headers = new Headers();
@@ -351,6 +365,7 @@ class Runner {
       const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
       (this.res.locals.log ?? this.ctx.logger).warn({ err: error, contentId }, 'subrequest failed');
       return errorResponse(
+        this.via(uri),
         contentId,
         timedOut
           ? new ApiError(504, `The subrequest "${contentId}" took longer than ${SUBREQUEST_TIMEOUT_MS / 1000} seconds.`)
@@ -389,8 +404,9 @@ function apiPath(uri: string): string | ApiError {
   return `${url.pathname}${url.search}`;
 }
 
-function errorResponse(contentId: string, error: ApiError): Subresponse {
-  const rendered = toJsonApiErrorDocument(error);
+/** The error of a sub-request that was not sent; `via` is its uri, as its own error documents name it. */
+function errorResponse(via: string, contentId: string, error: ApiError): Subresponse {
+  const rendered = toJsonApiErrorDocument(error, via);
   return {
     contentId,
     status: rendered.status,

@@ -282,7 +282,7 @@ test('deleting a record lists the records that referred to it; racing their save
   }
 });
 
-test('access: only types the caller may read, tombstones included; blocked users only for account administrators', async () => {
+test('access: only types the caller may read, tombstones included; blocked users as the user collection lists them', async () => {
   const { cursor } = await follow(api, '0');
   const doomed = await api.create('log--activity', { name: 'Doomed', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
   await api.delete(`/api/log/activity/${doomed.id}`);
@@ -296,9 +296,9 @@ test('access: only types the caller may read, tombstones included; blocked users
   assert.ok(has(promoted.uuid)((await caughtUp(api, beforeRoles, '', has(promoted.uuid))).entries), 'a user whose roles changed is listed');
 
   const expect: Record<string, { logs: boolean; blockedUser: boolean }> = {
-    farm_viewer: { logs: true, blockedUser: false },
-    farm_worker: { logs: true, blockedUser: false },
-    farm_manager: { logs: true, blockedUser: false },
+    farm_viewer: { logs: true, blockedUser: true },
+    farm_worker: { logs: true, blockedUser: true },
+    farm_manager: { logs: true, blockedUser: true },
     farm_account_admin: { logs: false, blockedUser: true },
   };
   for (const [role, sees] of Object.entries(expect)) {

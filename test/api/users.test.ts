@@ -26,8 +26,9 @@ after(() => server.close());
 test('users see active users by name, their own e-mail only, and never a password hash', async () => {
   const res = await request(`${server.url}/api/user/user`, { token: viewerToken });
   assert.equal(res.status, 200);
-  const byName = new Map(res.body.data.map((u: any) => [u.attributes.name, u]));
-  assert.deepEqual([...byName.keys()].sort(), ['admin', 'vera', 'walt'], 'blocked users are hidden from non-admins');
+  const byName = new Map(res.body.data.map((u: any) => [u.attributes.display_name, u]));
+  assert.deepEqual([...byName.keys()].sort(), ['admin', 'gone', 'vera', 'walt'], 'blocked users are listed to non-admins too');
+  assert.deepEqual((byName.get('gone') as any).attributes, { display_name: 'gone' }, 'a blocked user by its name only, as farmOS shows it');
   const walt: any = byName.get('walt');
   assert.equal(walt.attributes.display_name, 'walt');
   assert.equal(walt.attributes.mail, undefined, "another user's e-mail is private");
@@ -78,7 +79,9 @@ test('a page query kept from one caller is not reused for another with other acc
 
   const workers = '/api/user/user?filter[name][operator]=IN&filter[name][value][]=gone&filter[name][value][]=walt&sort=-name';
   assert.deepEqual(names(await request(`${server.url}${workers}`, { token: adminToken })), ['gone', 'walt']);
-  assert.deepEqual(names(await request(`${server.url}${workers}`, { token: viewerToken })), ['walt'], 'a blocked user stays hidden from a viewer');
+  const seen = (await request(`${server.url}${workers}`, { token: viewerToken })).body.data;
+  assert.deepEqual(seen.map((u: any) => u.attributes.display_name), ['walt', 'gone'], 'a viewer finds the blocked user too, as farmOS lists it');
+  assert.deepEqual(seen[1].attributes, { display_name: 'gone' }, 'by its name only');
   const others = workers.replace('=gone', '=vera');
   assert.deepEqual(names(await request(`${server.url}${others}`, { token: viewerToken })), ['vera', 'walt'], 'the same shape with other values');
 });
@@ -120,7 +123,7 @@ test('an account administrator blocking a user over the API ends that user\'s to
 });
 
 test('filters, sorts and includes through relationships reveal nothing about users one may not see', async () => {
-  // "gone" is blocked: non-admins may not see that account, so it must not surface through logs either.
+  // "gone" is blocked: non-admins see its name only, so its other fields must not find logs either.
   const knex = server.ctx.db.knex;
   const gone = await knex('users').where('name', 'gone').first('uuid');
   const log = await request(`${server.url}/api/log/activity`, {
@@ -134,7 +137,7 @@ test('filters, sorts and includes through relationships reveal nothing about use
   assert.equal((await request(byName, { token: viewerToken })).body.data.length, 0, 'a viewer learns nothing about the blocked account');
   const included = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, { token: viewerToken });
   assert.equal(included.status, 200);
-  assert.deepEqual(included.body.included ?? [], [], 'the blocked owner is not included for a viewer');
+  assert.deepEqual(included.body.included.map((u: any) => u.attributes), [{ display_name: 'gone' }], 'the blocked owner is included by its name only, so a client can show "owner: gone"');
   const adminIncluded = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, { token: adminToken });
   assert.equal(adminIncluded.body.included[0].attributes.name, 'gone');
 });

@@ -14,7 +14,7 @@ import type { PageRequest } from '../query/page.ts';
 import { QueryCompiler, slot, slotName, type SortKey } from './compile.ts';
 import type { ResolvedPath } from './paths.ts';
 import type { ColumnType } from '../../model/field-types.ts';
-import { viewCondition } from '../../access/policy.ts';
+import { listCondition } from '../../access/policy.ts';
 import { selectRows } from '../../storage/sql.ts';
 import { BoundedMemo } from '../../values/bounded-memo.ts';
 
@@ -215,7 +215,7 @@ function buildPlan(
   offset: boolean,
 ): PagePlan {
   const qb = db(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
-  const guard = viewCondition(principal, rt.entityType, 'e');
+  const guard = listCondition(principal, rt.entityType, 'e');
   if (guard) guard(qb);
   qb.select('e.id as id');
   keys.forEach((k, i) => {

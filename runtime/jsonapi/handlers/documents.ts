@@ -57,7 +57,7 @@ export class DocumentWriter {
       const segment = path[path.length - 1]!;
       for (const record of levels.get(path.slice(0, -1).join('.')) ?? []) {
         const resource = this.serializer.resourceObject(record, principal, new Set([segment]));
-        const data = (resource.relationships[segment] as { data?: unknown } | undefined)?.data;
+        const data = (resource.relationships?.[segment] as { data?: unknown } | undefined)?.data;
         for (const ref of [data ?? []].flat() as Array<{ type: string; id: string }>) {
           const hit = this.configs.find(principal, ref.type, ref.id);
           if (hit) out.set(`${hit.type}:${hit.id}`, hit);

@@ -19,6 +19,8 @@ import { JSONAPI_VERSION } from '../document.ts';
 import { fieldsetsToRead } from '../query/index.ts';
 import { versionOf } from '../../storage/change-feed.ts';
 import { checkIfMatch, entityTag, sentNotModified, setEntityTag } from './etags.ts';
+import type { FieldDescriptor } from '../../model/descriptor.ts';
+import { isConfigEntityType } from '../../model/config-entities.ts';
 
 function links(s: JsonApiServices, record: EntityRecord, field: string) {
   const self = `${s.ctx.config.baseUrl}/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
@@ -30,14 +32,50 @@ function refsOf(record: EntityRecord, field: string): Reference[] {
   return ((Array.isArray(v) ? v : v ? [v] : []) as ItemValue[]).filter(Boolean) as Reference[];
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * What farmOS's relationship routes refuse with a 400 before any identifier is looked up (Drupal's
+ * relationship denormalizer, in its words): a to-many relationship takes a list and a to-one one
+ * identifier or null; each identifier's type is one the field takes; and no identifier comes
+ * twice unless `meta.arity` tells the copies apart. Items that are not identifiers at all are left
+ * to the resource reader, which names the member at fault.
+ */
+function assertRelationshipBody(f: FieldDescriptor, data: unknown, allowed: readonly string[]): void {
+  if (f.multiple ? !Array.isArray(data) : Array.isArray(data)) {
+    const takes = f.multiple ? 'a list of resource identifiers' : 'one resource identifier, or null';
+    throw badRequest(`Invalid body payload for the relationship. ${f.name} takes ${takes}.`, { pointer: '/data' });
+  }
+  const items = Array.isArray(data) ? data : data === null ? [] : [data];
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (!isObject(item) || typeof item.type !== 'string' || typeof item.id !== 'string') return;
+    const pointer = Array.isArray(data) ? `/data/${i}` : '/data';
+    if (allowed.length && !allowed.includes(item.type)) {
+      throw badRequest(`The provided type (${item.type}) does not match the destination resource types (${allowed.join(', ')}).`, { pointer: `${pointer}/type` });
+    }
+    const arity = isObject(item.meta) && Number.isInteger(item.meta.arity) ? item.meta.arity : null;
+    const key = JSON.stringify([item.type, item.id.toLowerCase(), arity]);
+    if (seen.has(key)) throw badRequest('Duplicate relationships are not permitted. Use `meta.arity` to distinguish resource identifiers with matching `type` and `id` values.', { pointer });
+    seen.add(key);
+  });
+}
+
 export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' | 'patch' | 'delete' | 'related', RouteHandler> {
   const field = (route: MatchedRoute) => route.field!;
+  /** The identifier types a relationship takes. */
+  const targetTypes = (f: FieldDescriptor): string[] => {
+    const target = f.target?.entityType;
+    if (target && isConfigEntityType(target)) return [`${target}--${target}`];
+    return s.ctx.registry.targetsOf(f).map((t) => t.type);
+  };
 
   /** Read the identifiers of a relationship request body through the resource reader. */
   async function identifiers(trx: Parameters<typeof s.input.read>[0], req: Request, route: MatchedRoute): Promise<{ value: ItemValue | ItemValue[]; sent: unknown[] }> {
     const body = req.body as Record<string, unknown> | undefined;
     if (!body || typeof body !== 'object' || !('data' in body)) throw badRequest('The request body must be a document with a "data" member holding resource identifiers.', { pointer: '/data' });
     const f = field(route);
+    assertRelationshipBody(f, body.data, targetTypes(f));
     const input = await s.input.read(trx, route.resourceType, { data: { type: route.resourceType.type, relationships: { [f.name]: { data: body.data } } } });
     const value = input.values.get(f.name) ?? (f.multiple ? [] : null);
     const sent = Array.isArray(body.data) ? body.data : body.data === null ? [] : [body.data];
