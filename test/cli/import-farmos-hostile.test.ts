@@ -177,6 +177,12 @@ test('--url of a page that is not the farm: the error says what to give', async 
   assert.match(run.stderr, new RegExp(`${source.url}/farm/dashboard/oauth/token answered 401, which is not an OAuth answer: give --url the farm's own address`));
 });
 
+test('--url of a server whose /api is not a farm\'s: the error says what to give', async () => {
+  const run = await importFrom(['--url', source.internal.url, '--no-verify']);
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, new RegExp(`${source.internal.url}/api lists no resource types, so it is not a farm's API: give --url the farm's own address`));
+});
+
 test('a source that does every hostile thing at once: the run ends, names each, stores nothing it should not, sends nothing elsewhere, and takes over nobody', async () => {
   const outside = mkdtempSync(join(tmpdir(), 'tilth-outside-'));
   const climb = `${'../'.repeat(30)}${outside.slice(1)}`;
