@@ -51,7 +51,7 @@ export const ERROR_CATALOGUE = {
   method_not_allowed: { status: 405, meaning: 'The route exists but not for this method; the `Allow` header lists those it takes.' },
   request_timeout: { status: 408, meaning: 'The request body stalled longer than `TILTH_BODY_TIMEOUT`; nothing was kept.' },
   conflict: { status: 409, meaning: 'The write collides with another: a UUID or unique value already taken, or a concurrent change.' },
-  cursor_expired: { status: 410, meaning: 'The change feed cursor is older than `TILTH_TOMBSTONE_DAYS`: deletions since may be forgotten. Sync in full from `since=0`.' },
+  cursor_expired: { status: 410, meaning: 'The change feed cursor is older than `TILTH_TOMBSTONE_DAYS` (deletions since may be forgotten), or ahead of the feed (a farm restored from a backup). Sync in full from `since=0`.' },
   precondition_failed: { status: 412, meaning: 'The record changed since the `ETag` sent in `If-Match`: read it again, merge, and retry with its new `ETag`.' },
   payload_too_large: { status: 413, meaning: 'The request or the response would exceed a configured byte budget.' },
   unsupported_media_type: { status: 415, meaning: 'The body is not in a type or encoding this route takes.' },
