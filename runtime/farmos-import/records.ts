@@ -59,6 +59,12 @@ export function cleanDocument(rt: ResourceType, resource: SourceResource, users:
 export interface UserMatch {
   userIds: Map<string, number>;
   userRemap: Map<string, string>;
+  /**
+   * UUIDs the source serves that are records of this farm's own (run.ts: never written): a source
+   * record's reference to one is left out, or a source could make this farm's account the author
+   * or owner of its records, or log its moves of this farm's assets.
+   */
+  conflicts: ReadonlySet<string>;
 }
 
 /**
@@ -69,6 +75,7 @@ export interface UserMatch {
 function remapIdentifiers(field: FieldDescriptor, data: unknown, users: UserMatch): unknown {
   const one = (item: any): any => {
     if (!item || typeof item !== 'object') return item;
+    if (typeof item.id === 'string' && users.conflicts.has(item.id)) return null;
     if (field.target?.entityType === 'user_role') {
       const name = item.meta?.drupal_internal__target_id;
       return typeof name === 'string' && isRole(name) ? configIdentifier('user_role', name) : null;
@@ -85,7 +92,7 @@ function userReference(resource: SourceResource, name: string, w: WriteContext):
   const member = resource.relationships?.[name];
   if (!member || !('data' in member)) return undefined;
   const data = member.data as { id?: string } | null;
-  if (!data?.id) return null;
+  if (!data?.id || w.conflicts.has(data.id)) return null;
   const id = w.userIds.get(w.userRemap.get(data.id) ?? data.id);
   return id === undefined ? null : { targetId: id, meta: {} };
 }

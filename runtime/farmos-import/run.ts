@@ -134,6 +134,8 @@ export class FarmImport {
   /** Resource types read whole this run (no mark from an earlier one): `seen` has all their UUIDs. */
   private readonly readWhole = new Set<string>();
   private readonly placements: Placements;
+  /** Source UUIDs that are this farm's own records (isLocal): references to them are left out (records.ts). */
+  private readonly conflicts = new Set<string>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -145,7 +147,7 @@ export class FarmImport {
     this.placements = new Placements(ctx.registry);
     this.map = new ImportMap(source.base);
     this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
-    this.w = { services: this.services, message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`, userIds: new Map(), userRemap: new Map(), system: systemPrincipal() };
+    this.w = { services: this.services, message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`, userIds: new Map(), userRemap: new Map(), conflicts: this.conflicts, system: systemPrincipal() };
   }
 
   async run(): Promise<ImportReport> {
@@ -286,6 +288,7 @@ export class FarmImport {
           }
           if (this.isLocal(t.resource.id, here, known)) {
             this.fail(rt, t.resource, this.localConflict(rt), counts);
+            this.conflicts.add(t.resource.id);
             continue;
           }
           try {

@@ -183,6 +183,23 @@ test('--url of a server whose /api is not a farm\'s: the error says what to give
   assert.match(run.stderr, new RegExp(`${source.internal.url}/api lists no resource types, so it is not a farm's API: give --url the farm's own address`));
 });
 
+test("a source's records that name a record of this farm by its UUID (an account, an asset) do not get it: the reference is left out", async () => {
+  const knex = await targetKnex();
+  // This farm's own account and field, whose UUIDs the source also serves (its grower and its field).
+  const local = await createUser(knex, { name: 'our-grower', password: 'our-grower-password-1', roles: ['farm_manager'], uuid: HOSTILE.grower });
+  const [field] = await knex('asset').insert({ uuid: HOSTILE.field, bundle: 'land', name: 'Our own field', status: 'active', land_type: 'field', is_location: true, is_fixed: true }).returning('id');
+  const log = source.farm['log--activity']![0]!;
+  log.relationships.owner = { data: [{ type: 'user--user', id: HOSTILE.grower, meta: { drupal_internal__target_id: 2 } }] };
+  const run = await importFrom(['--no-verify']);
+  assert.match(run.stdout, new RegExp(`^Failed: user--user ${HOSTILE.grower}: this farm has a user of its own`, 'm'), run.stdout);
+  assert.match(run.stdout, new RegExp(`^Failed: asset--land ${HOSTILE.field}: this farm has a asset of its own`, 'm'), run.stdout);
+  const stored = await knex('log').where('uuid', HOSTILE.walk).first('id', 'uid');
+  assert.ok(stored, `the log came across\n${run.stdout}`);
+  assert.notEqual(stored.uid === null ? null : Number(stored.uid), local.id, 'not authored by our account');
+  assert.deepEqual(await knex('log__owner').where('entity_id', stored.id).select('target_id'), [], 'not owned by our account');
+  assert.deepEqual(await knex('log__asset').where('entity_id', stored.id).select('target_id'), [], `not about our field (${JSON.stringify(field)})`);
+});
+
 test('a source that does every hostile thing at once: the run ends, names each, stores nothing it should not, sends nothing elsewhere, and takes over nobody', async () => {
   const outside = mkdtempSync(join(tmpdir(), 'tilth-outside-'));
   const climb = `${'../'.repeat(30)}${outside.slice(1)}`;
