@@ -151,6 +151,21 @@ export function notFound(detail: string, source?: ErrorSource): ApiError {
   return new ApiError(404, detail, { source });
 }
 
+/**
+ * A relationship item naming a record that is not here: the 404 Drupal answers, carrying the
+ * identifier it names, so a caller that waits for the record (the importer, for a parent later in
+ * its phase) tells it apart by its fields, not by its text.
+ */
+export class MissingReferenceError extends ApiError {
+  constructor(
+    readonly targetType: string,
+    readonly targetId: string,
+    source?: ErrorSource,
+  ) {
+    super(404, `The resource identified by ${targetType}:${targetId} (given as a relationship item) could not be found.`, { source });
+  }
+}
+
 export function methodNotAllowed(method: string, allowed: string[]): ApiError {
   return new ApiError(405, `The ${method} method is not supported for this route. Supported methods: ${allowed.join(', ')}.`, {
     headers: { Allow: allowed.join(', ') },

@@ -22,7 +22,7 @@ import type { ResourceType } from '../model/registry.ts';
 import { chunks, lockRows, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
 import { lockForDeletion } from '../entities/deletion-locks.ts';
 import { describeReferrers, recordName, splitReferenced } from '../entities/reference-integrity.ts';
-import { ApiError, ValidationError } from '../errors.ts';
+import { ApiError, MissingReferenceError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
@@ -714,7 +714,7 @@ export class FarmImport {
 
 /** A 404 for a relationship to a record of the same entity type: its target may come later in the phase. */
 function isMissingOwnType(error: unknown, entityType: string): boolean {
-  return error instanceof ApiError && error.status === 404 && new RegExp(`identified by ${entityType}--`).test(error.detail);
+  return error instanceof MissingReferenceError && error.targetType.startsWith(`${entityType}--`);
 }
 
 function reasonOf(error: unknown): string {

@@ -13,7 +13,15 @@
  */
 import { Readable } from 'node:stream';
 
-export class SourceError extends Error {}
+/** What the source would not give, named for the operator; `status` is the source's HTTP answer, when it gave one. */
+export class SourceError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
 
 /** An answer larger than the cap: not retried (it would be as large again). */
 class DocumentTooLarge extends SourceError {}
@@ -281,7 +289,7 @@ export class FarmSource {
       try {
         doc = await this.getJson(url);
       } catch (error) {
-        if (error instanceof SourceError && / answered 404/.test(error.message)) return [];
+        if (error instanceof SourceError && error.status === 404) return [];
         throw error;
       }
       const page = (doc?.data ?? []) as SourceResource[];
@@ -428,7 +436,7 @@ function readJson(res: Response, url: string, text: string): any {
     } catch {
       /* not JSON */
     }
-    throw new SourceError(`${url} answered ${res.status}${detail ? `: ${detail}` : ''}.`);
+    throw new SourceError(`${url} answered ${res.status}${detail ? `: ${detail}` : ''}.`, res.status);
   }
   try {
     return JSON.parse(text);

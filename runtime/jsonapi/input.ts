@@ -9,7 +9,7 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { SqlMemo, inTextList, isPostgres, quoteName, selectRows, textListParameter } from '../storage/sql.ts';
-import { badRequest, conflict, forbidden, notFound, ValidationError, type Violation } from '../errors.ts';
+import { badRequest, conflict, forbidden, MissingReferenceError, ValidationError, type Violation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
@@ -217,7 +217,7 @@ export class InputReader {
       for (const p of items) {
         const row = byUuid.get(p.id.toLowerCase());
         if (!row || !this.registry.get(`${entityType}--${row.bundle}`)) {
-          throw notFound(`The resource identified by ${p.type}:${p.id} (given as a relationship item) could not be found.`, { pointer: p.pointer });
+          throw new MissingReferenceError(p.type, p.id, { pointer: p.pointer });
         }
         const actual = `${entityType}--${row.bundle}`;
         if (actual !== p.type) {
@@ -293,7 +293,7 @@ function resolveConfigReference(p: PendingIdentifier, entityType: string, violat
     return;
   }
   const name = (CONFIG_NAMES[entityType] ?? []).find((n) => configIdentifier(entityType, n).id === p.id.toLowerCase());
-  if (!name) throw notFound(`The resource identified by ${p.type}:${p.id} (given as a relationship item) could not be found.`, { pointer: p.pointer });
+  if (!name) throw new MissingReferenceError(p.type, p.id, { pointer: p.pointer });
   p.ref = { targetId: 0, meta: { name } };
 }
 

@@ -265,6 +265,14 @@ export function directConnectionOf(db: Knex | Knex.Transaction): DirectConnectio
   return writer?.handle.inTransaction ? writer : undefined;
 }
 
+/**
+ * The Knex release whose private modules and methods this file extends (its better-sqlite3
+ * dialect, its SQLite transaction, `_query`, `runner`, `prepare`): package.json pins it, and
+ * test/unit/knex-version.test.ts fails when the installed one differs, so that an upgrade is a
+ * decision with this file read again, not a patch release that quietly breaks group commit.
+ */
+export const KNEX_EXTENDED_RELEASE = '3.3.0';
+
 // Knex's better-sqlite3 dialect, extended below; Knex exports it only by path.
 const BetterSqliteClient = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as new (config: unknown) => object;
 const READ_METHODS = new Set(['select', 'first', 'pluck']);
