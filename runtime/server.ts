@@ -15,6 +15,7 @@ import { assertMigrated, migrateLatest } from './storage/migrations.ts';
 import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
 import { DueChanges } from './storage/due-changes.ts';
+import { TombstonePruner } from './storage/change-feed.ts';
 import { InventoryChanges } from './farm/inventory.ts';
 import { claimSqliteDirectory, joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
 import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
@@ -152,6 +153,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // Records whose computed fields change when a moment comes get a new version then.
     const due = new DueChanges(db.knex, new Map(Object.entries(registry.model.entityTypes).map(([entityType, et]) => [entityType, et.table])), (err) => logger.warn({ err }, 'giving records due to change a new version failed'));
     due.start();
+    // Tombstones older than the days a cursor stays good go, at start and hourly (storage/change-feed.ts).
+    const tombstones = new TombstonePruner(db.knex, config.tombstoneDays, (err) => logger.warn({ err }, 'pruning the change feed failed'));
+    tombstones.start();
     let closing: Promise<void> | null = null;
     return {
       url,
@@ -164,6 +168,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
             server.closeAllConnections();
           });
           await due.stop();
+          await tombstones.stop();
           await running?.leave();
           await db.close();
           claim?.release();

@@ -17,7 +17,7 @@ import { principalOf, type Principal } from '../access/principal.ts';
 import { listCondition, mayOnType, requireAuthenticated } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
-import { FEED_START, decodeCursor, encodeCursor, pruneTombstones, readFeed, type FeedRow } from '../storage/change-feed.ts';
+import { FEED_START, decodeCursor, encodeCursor, readFeed, type FeedRow } from '../storage/change-feed.ts';
 import { DocumentPieces, JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendBytes } from './document.ts';
 import { formatTimestamp } from '../values/timestamps.ts';
 import type { EntityRecord } from '../storage/records.ts';
@@ -38,9 +38,6 @@ const FIRST_LOAD = 2;
 /** The longest cursor there can be (decodeCursor's widest fields), to keep room for links.next. */
 const LONGEST_CURSOR = { issued: 999_999_999_999, txid: '9'.repeat(20), position: Number.MAX_SAFE_INTEGER };
 const DAY = 86_400;
-/** Tombstones are pruned a day after their cursors expire: a transaction may commit a while after it wrote. */
-const PRUNE_MARGIN = DAY;
-const PRUNE_EVERY_MS = 3_600_000;
 
 function single(params: QueryObject, name: string): string | undefined {
   const v = params[name];
@@ -97,7 +94,6 @@ interface PageText {
 export function changesRoutes(s: JsonApiServices): Router {
   const router = express.Router();
   const { registry, config } = s.ctx;
-  let lastPrune = 0;
 
   /** Resource types the caller may read, of those asked for (403 naming one it may not). */
   const readableTypes = (principal: Principal, asked: string[] | null): string[] => {
@@ -198,11 +194,6 @@ export function changesRoutes(s: JsonApiServices): Router {
     sendBytes(res, `${JSONAPI_MEDIA_TYPE}; charset=utf-8`, body.toBuffer());
   };
 
-  const prune = (now: number) => {
-    if (Date.now() - lastPrune < PRUNE_EVERY_MS) return;
-    lastPrune = Date.now();
-    pruneTombstones(s.knex, Math.floor(now - config.tombstoneDays * DAY - PRUNE_MARGIN)).catch((err: unknown) => s.ctx.logger.warn({ err }, 'pruning the change feed failed'));
-  };
 
   router.get(CHANGES_PATH, async (req: Request, res) => {
     const principal = principalOf(res);
@@ -224,7 +215,6 @@ export function changesRoutes(s: JsonApiServices): Router {
     if (include !== undefined && include !== 'records') throw badParameter('include', 'The change feed includes only "records" (include=records).');
     const limit = pageLimit(params, include !== undefined);
     const types = readableTypes(principal, requestedTypes(params));
-    prune(now);
 
     const read = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false, ahead: false };
     if (read.ahead) {

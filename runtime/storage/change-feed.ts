@@ -254,6 +254,42 @@ export async function pruneTombstones(db: Db, before: number): Promise<number> {
   return execute(db, `DELETE FROM ${FEED_TABLE} WHERE deleted AND changed < ?`, [before]);
 }
 
+/** Tombstones are pruned a day after their cursors expire: a transaction may commit a while after it wrote. */
+const PRUNE_MARGIN_SECONDS = 86_400;
+const PRUNE_EVERY_MS = 3_600_000;
+
+/**
+ * The server's timer that deletes tombstones older than the days a cursor stays good, at start and
+ * then hourly: off the requests (a GET of the feed no longer deletes), and a farm nobody syncs
+ * is pruned too. Several processes over one database each prune; the deletes are the same.
+ */
+export class TombstonePruner {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly tombstoneDays: number,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.prune();
+    this.timer = setInterval(() => this.prune(), PRUNE_EVERY_MS).unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  private prune(): void {
+    const before = Math.floor(Date.now() / 1000 - this.tombstoneDays * 86_400 - PRUNE_MARGIN_SECONDS);
+    this.running = this.running.then(() => pruneTombstones(this.knex, before)).catch(this.onError);
+  }
+}
+
 /**
  * Fill the feed for records saved before it existed (a farm upgraded to the release that brought
  * it), when migration 0008 asked for it: one statement per entity table; then clear the request.

@@ -488,3 +488,30 @@ test('a cursor ahead of the feed (a farm restored from an older backup, or a com
   // The cursor as given is still good.
   assert.equal((await api.get(`/api/changes?since=${cursor}`)).status, 200);
 });
+
+test("tombstones older than the days a cursor stays good are pruned by the server's own timer, with no request of the feed", async () => {
+  const database = await createTestDatabase({ migrated: true });
+  try {
+    const first = await startTestServer({ database });
+    const client = new Api(first.url, await passwordToken(first.url, ADMIN.name, ADMIN.password));
+    const log = await client.create('log--activity', { name: 'Gone long ago', status: 'done' });
+    assert.equal((await client.delete(`/api/log/activity/${log.id}`)).status, 204);
+    // Its tombstone, as if written 400 days ago (TILTH_TOMBSTONE_DAYS is 365).
+    await first.ctx.db.knex('change_feed').where({ uuid: log.id, deleted: true }).update({ changed: Math.floor(Date.now() / 1000) - 400 * 86_400 });
+    await first.close();
+    // The next start prunes it, before anyone reads the feed.
+    const second = await startTestServer({ database });
+    try {
+      let left = 1;
+      for (let i = 0; i < 50 && left; i++) {
+        left = Number(((await second.ctx.db.knex('change_feed').where({ uuid: log.id }).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
+        if (left) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(left, 0, 'the old tombstone is gone');
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await database.drop();
+  }
+});
