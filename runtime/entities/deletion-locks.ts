@@ -71,7 +71,7 @@
  */
 import type { RecordStore, RowLock } from '../storage/records.ts';
 import { lockRows, type Db } from '../storage/records.ts';
-import { isPostgres } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 import type { Placements } from '../farm/placements.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { quantitiesOf } from '../farm/hooks.ts';
@@ -109,7 +109,7 @@ export interface FarmDeletion {
  * RecordStore.delete; undefined on SQLite, where nothing is locked and the delete finds them.
  */
 export async function lockForDeletion(db: Db, store: RecordStore, entityType: string, ids: number[], farm?: FarmDeletion): Promise<Map<string, Set<number>> | undefined> {
-  if (!isPostgres(db) || !ids.length) return undefined;
+  if (!dialectOf(db).locksRows || !ids.length) return undefined;
   await lockInOrder(db, store, await store.holdersOf(db, entityType, ids));
   await lockRows(db, store.entityType(entityType).table, ids, 'UPDATE');
   const holders = await store.holdersOf(db, entityType, ids);
