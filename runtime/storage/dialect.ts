@@ -2,12 +2,15 @@
  * What differs between SQLite and PostgreSQL, in one object per dialect, chosen once when the
  * database is opened (storage/database.ts), as the rate limiters are (access/rate-limiter.ts):
  * lists of ids or strings bound as one parameter, row locks by strength, transaction locks,
- * comparison without regard to case.
+ * comparison without regard to case, and the change feed's statements (storage/change-feed-*.ts).
  * Code that holds a `Database` reads `db.sql`; code that holds a Knex or a transaction asks
  * `dialectOf(db)`.
  */
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
+import type { FeedCursor } from './change-feed.ts';
+import { sqliteFeed } from './change-feed-sqlite.ts';
+import { postgresFeed } from './change-feed-postgres.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -24,6 +27,21 @@ export type DialectName = 'sqlite' | 'postgres';
  * save naming it.
  */
 export type RowLock = 'NO KEY UPDATE' | 'UPDATE';
+
+/** The change feed's statements in one dialect (storage/change-feed.ts is the API and says how the feed is read). */
+export interface FeedDialect {
+  /**
+   * Upsert `rows` feed rows, each bound as (entity type, entity id, type, uuid, deleted, changed);
+   * the positions they were given where the statement tells them (PostgreSQL), else null.
+   */
+  upsert(db: Db, rows: number, bindings: readonly Knex.RawBinding[]): Promise<Array<{ entity_id: number; position: number | string }> | null>;
+  /** The horizon, and the rows (at most `limit` + 1) after `cursor` up to it of these types, in commit order. */
+  read(db: Db, cursor: FeedCursor, types: readonly string[], limit: number, now: number): Promise<{ horizon: FeedCursor; rows: Array<Record<string, unknown>> }>;
+  /** Whether a cursor lies past the horizon (issued by a database that had written more than this one). */
+  ahead(cursor: FeedCursor, horizon: FeedCursor): boolean;
+  /** The statement that fills the feed for one entity table's records it has no row of; binds (entity type, entity type, deleted, changed, entity type). */
+  fillSql(table: string): string;
+}
 
 export interface SqlDialect {
   readonly name: DialectName;
@@ -71,6 +89,8 @@ export interface SqlDialect {
   readonly rangesOneBoundPerColumn: boolean;
   /** Whether NULL sorts before other values in this direction. */
   nullsFirst(direction: 'ASC' | 'DESC'): boolean;
+  /** The change feed's statements. */
+  readonly feed: FeedDialect;
 }
 
 function placeholders(count: number): string {
@@ -97,6 +117,10 @@ export const SQLITE: SqlDialect = {
   rangesOneBoundPerColumn: true,
   stringAggregate: (expression, separator) => `group_concat(${expression}, '${separator}')`,
   nullsFirst: (direction) => direction === 'ASC',
+  // A getter: the feed's files import this one's importers (a cycle Node resolves once loaded).
+  get feed() {
+    return sqliteFeed;
+  },
 };
 
 export const POSTGRES: SqlDialect = {
@@ -121,6 +145,9 @@ export const POSTGRES: SqlDialect = {
   rangesOneBoundPerColumn: false,
   stringAggregate: (expression, separator) => `string_agg(${expression}, '${separator}')`,
   nullsFirst: (direction) => direction === 'DESC',
+  get feed() {
+    return postgresFeed;
+  },
 };
 
 export const DIALECTS: Readonly<Record<DialectName, SqlDialect>> = { sqlite: SQLITE, postgres: POSTGRES };
