@@ -16,8 +16,8 @@ function upsertText(rows: number): string {
   let sql = upsertSql.get(rows);
   if (!sql) {
     sql =
-      `INSERT INTO ${TABLE} (entity_type, entity_id, type, uuid, deleted, changed, txid) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, pg_current_xact_id())').join(', ')} ` +
-      `ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('${TABLE}_position_seq'), txid = EXCLUDED.txid, type = EXCLUDED.type, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed ` +
+      `INSERT INTO ${TABLE} (entity_type, entity_id, bundle, uuid, deleted, changed, txid) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, pg_current_xact_id())').join(', ')} ` +
+      `ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('${TABLE}_position_seq'), txid = EXCLUDED.txid, bundle = EXCLUDED.bundle, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed ` +
       'RETURNING entity_id, position';
     upsertSql.set(rows, sql);
   }
@@ -61,13 +61,13 @@ export const postgresFeed: FeedDialect = {
     return selectRows<{ entity_id: number; position: number | string }>(db, upsertText(rows), bindings);
   },
 
-  async read(db, cursor, types, limit, now) {
+  async read(db, cursor, kinds, limit, now) {
     // The horizon first, in a statement of its own: see storage/change-feed.ts.
     const horizon = { issued: now, txid: await horizonOf(db), position: 0 };
     const rows = await selectRows(
       db,
-      `SELECT position, entity_type, entity_id, type, uuid, deleted, changed, txid::text AS txid FROM ${TABLE} WHERE txid < ?::xid8 AND (txid, position) > (?::xid8, ?) AND type = ANY(?::text[]) ORDER BY txid, position LIMIT ?`,
-      [horizon.txid, cursor.txid, cursor.position, textArray(types), limit + 1],
+      `SELECT position, entity_type, entity_id, bundle, uuid, deleted, changed, txid::text AS txid FROM ${TABLE} WHERE txid < ?::xid8 AND (txid, position) > (?::xid8, ?) AND entity_type || ' ' || bundle = ANY(?::text[]) ORDER BY txid, position LIMIT ?`,
+      [horizon.txid, cursor.txid, cursor.position, textArray(kinds), limit + 1],
     );
     return { horizon, rows };
   },
@@ -75,7 +75,7 @@ export const postgresFeed: FeedDialect = {
   ahead: (cursor, horizon) => BigInt(cursor.txid) > BigInt(horizon.txid),
 
   fillSql: (table) =>
-    `INSERT INTO ${TABLE} (entity_type, entity_id, type, uuid, deleted, changed, txid) ` +
-    `SELECT CAST(? AS TEXT), id, CAST(? AS TEXT) || '--' || bundle, uuid, ?, ?, pg_current_xact_id() FROM "${table}" e ` +
+    `INSERT INTO ${TABLE} (entity_type, entity_id, bundle, uuid, deleted, changed, txid) ` +
+    `SELECT CAST(? AS TEXT), id, bundle, uuid, ?, ?, pg_current_xact_id() FROM "${table}" e ` +
     `WHERE NOT EXISTS (SELECT 1 FROM ${TABLE} f WHERE f.entity_type = ? AND f.entity_id = e.id) ORDER BY id`,
 };

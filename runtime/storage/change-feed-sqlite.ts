@@ -14,7 +14,7 @@ const upsertSql = new Map<number, string>();
 function upsertText(rows: number): string {
   let sql = upsertSql.get(rows);
   if (!sql) {
-    sql = `INSERT OR REPLACE INTO ${TABLE} (entity_type, entity_id, type, uuid, deleted, changed) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?)').join(', ')}`;
+    sql = `INSERT OR REPLACE INTO ${TABLE} (entity_type, entity_id, bundle, uuid, deleted, changed) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?)').join(', ')}`;
     upsertSql.set(rows, sql);
   }
   return sql;
@@ -26,13 +26,13 @@ export const sqliteFeed: FeedDialect = {
     return null;
   },
 
-  async read(db, cursor, types, limit, now) {
+  async read(db, cursor, kinds, limit, now) {
     const [h] = await selectRows<{ h: number | null }>(db, `SELECT MAX(position) AS h FROM ${TABLE}`, []);
     const horizon = { issued: now, txid: '0', position: Number(h?.h ?? 0) };
     const rows = await selectRows(
       db,
-      `SELECT position, entity_type, entity_id, type, uuid, deleted, changed FROM ${TABLE} WHERE position > ? AND position <= ? AND type IN (SELECT value FROM json_each(?)) ORDER BY position LIMIT ?`,
-      [cursor.position, horizon.position, JSON.stringify(types), limit + 1],
+      `SELECT position, entity_type, entity_id, bundle, uuid, deleted, changed FROM ${TABLE} WHERE position > ? AND position <= ? AND entity_type || ' ' || bundle IN (SELECT value FROM json_each(?)) ORDER BY position LIMIT ?`,
+      [cursor.position, horizon.position, JSON.stringify(kinds), limit + 1],
     );
     return { horizon, rows: rows.map((r) => ({ ...r, txid: '0' })) };
   },
@@ -40,7 +40,7 @@ export const sqliteFeed: FeedDialect = {
   ahead: (cursor, horizon) => cursor.position > horizon.position,
 
   fillSql: (table) =>
-    `INSERT INTO ${TABLE} (entity_type, entity_id, type, uuid, deleted, changed) ` +
-    `SELECT CAST(? AS TEXT), id, CAST(? AS TEXT) || '--' || bundle, uuid, ?, ? FROM "${table}" e ` +
+    `INSERT INTO ${TABLE} (entity_type, entity_id, bundle, uuid, deleted, changed) ` +
+    `SELECT CAST(? AS TEXT), id, bundle, uuid, ?, ? FROM "${table}" e ` +
     `WHERE NOT EXISTS (SELECT 1 FROM ${TABLE} f WHERE f.entity_type = ? AND f.entity_id = e.id) ORDER BY id`,
 };

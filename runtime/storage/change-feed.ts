@@ -57,13 +57,19 @@ export interface ChangedRecord {
   bundle: string;
 }
 
+/** Records of one entity type and bundle: what a reader of the feed asks for (a face names it its own way). */
+export interface FeedKind {
+  entityType: string;
+  bundle: string;
+}
+
 /** One row of the feed as read. */
 export interface FeedRow {
   position: number;
   txid: string;
   entityType: string;
   entityId: number;
-  type: string;
+  bundle: string;
   uuid: string;
   deleted: boolean;
   changed: number;
@@ -104,7 +110,7 @@ export async function recordChanges(db: Db, entityType: string, records: readonl
   const feed = dialectOf(db).feed;
   for (let i = 0; i < list.length; i += ROWS_PER_STATEMENT) {
     const part = list.slice(i, i + ROWS_PER_STATEMENT);
-    const bindings = part.flatMap((r) => [entityType, r.id, `${entityType}--${r.bundle}`, r.uuid, deleted ? 1 : 0, now]);
+    const bindings = part.flatMap((r) => [entityType, r.id, r.bundle, r.uuid, deleted ? 1 : 0, now]);
     const rows = await feed.upsert(db, part.length, bindings);
     // Only PostgreSQL's upsert tells the positions (see `written`). Kept for a transaction only: one outside any would be seen by every later request.
     if (!rows || !(db as Knex.Transaction).isTransaction) continue;
@@ -151,19 +157,19 @@ export function decodeCursor(text: string): FeedCursor | null {
 }
 
 /**
- * The rows after `cursor`, in commit order, of these resource types, at most `limit`; and the
+ * The rows after `cursor`, in commit order, of records of these kinds, at most `limit`; and the
  * cursor to continue from. `more` says a full page was read and others may follow at once.
  */
-export async function readFeed(db: Db, cursor: FeedCursor, types: readonly string[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
+export async function readFeed(db: Db, cursor: FeedCursor, kinds: readonly FeedKind[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
   const feed = dialectOf(db).feed;
-  const { horizon, rows: raw } = await feed.read(db, cursor, types, limit, now);
+  const { horizon, rows: raw } = await feed.read(db, cursor, kinds.map(kindKey), limit, now);
   const more = raw.length > limit;
   const rows = raw.slice(0, limit).map((r) => ({
     position: Number(r.position),
     txid: String(r.txid),
     entityType: String(r.entity_type),
     entityId: Number(r.entity_id),
-    type: String(r.type),
+    bundle: String(r.bundle),
     uuid: String(r.uuid),
     deleted: Boolean(r.deleted),
     changed: Number(r.changed),
@@ -178,6 +184,11 @@ export async function readFeed(db: Db, cursor: FeedCursor, types: readonly strin
   // otherwise (new transaction ids and positions only grow).
   const ahead = feed.ahead(cursor, horizon);
   return { rows, next, more, ahead };
+}
+
+/** A kind as the feed's statements match it (`entity_type || ' ' || bundle`: machine names hold no space). */
+function kindKey(kind: FeedKind): string {
+  return `${kind.entityType} ${kind.bundle}`;
 }
 
 /** The later of two cursors, in feed order. */
@@ -242,7 +253,7 @@ export async function fillIfPending(knex: Knex, tables: ReadonlyArray<{ entityTy
   await knex.transaction(async (trx) => {
     for (const { entityType, table } of tables) {
       if (!(await trx.schema.hasTable(table))) continue;
-      filled += await execute(trx, feed.fillSql(table), [entityType, entityType, 0, now, entityType]);
+      filled += await execute(trx, feed.fillSql(table), [entityType, 0, now, entityType]);
     }
     await trx('tilth_pending_work').where('name', FEED_TABLE).delete();
   });
