@@ -63,6 +63,7 @@ export interface AccountClash {
 export async function accountClashes(db: Knex, values: { name?: string | null; mail?: string | null }, exceptId: number | null): Promise<AccountClash[]> {
   const wanted = (['name', 'mail'] as const).filter((f) => typeof values[f] === 'string' && values[f]);
   if (!wanted.length) return [];
+  // After the account's own row, before the rest (the global lock order, storage/locks.ts).
   await dialectOf(db).transactionLock(db, ACCOUNT_NAMES_LOCK);
   const taken = new Set<string>();
   const rows: Array<{ name: string | null; mail: string | null }> = await db('users').whereNot('id', exceptId ?? -1).select('name', 'mail');

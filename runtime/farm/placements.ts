@@ -274,6 +274,7 @@ export class Placements {
     // the second wait and then read the first's log. FOR NO KEY UPDATE, not FOR UPDATE: each
     // transaction already holds the KEY SHARE lock its log's reference to the asset took, which
     // FOR UPDATE would wait on (a deadlock between two movers) and FOR NO KEY UPDATE does not.
+    // Step 5 of the global lock order (storage/locks.ts).
     await lockRows(db, l.asset, ids);
     const stored = new Intervals();
     for (const [table, kind] of [[PLACEMENTS_TABLE, 'L'], [GROUPS_TABLE, 'G']] as const) {

@@ -136,6 +136,7 @@ export async function versionOf(db: Db, entityType: string, id: number, lock = f
   if (known !== undefined) return known;
   // FOR UPDATE, not the weaker NO KEY UPDATE: the upsert that follows an If-Match gives the row a
   // new position, its key, and takes FOR UPDATE itself (a weaker lock first would be upgraded).
+  // Step 4 of the global lock order (storage/locks.ts): after the record's row and its revision counter.
   const sql = `SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = ?${lock ? dialectOf(db).rowLock('UPDATE') : ''}`;
   const [row] = await selectRows<{ position: number | string }>(db, sql, [entityType, id]);
   return row ? Number(row.position) : null;

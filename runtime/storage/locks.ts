@@ -1,5 +1,6 @@
 /**
- * Row locks, one function per strength (what the strengths mean: storage/dialect.ts RowLock).
+ * The global lock order, and row locks, one function per strength (what the strengths mean:
+ * storage/dialect.ts RowLock).
  * On PostgreSQL they lock rows until the transaction ends; SQLite runs one write transaction at a
  * time, and they do nothing there.
  *
@@ -48,4 +49,50 @@ export async function lockToChangeWhere(db: Db, table: string, column: string, v
   const dialect = dialectOf(db);
   if (!dialect.locksRows) return;
   await selectRows(db, `SELECT 1 AS locked FROM ${quoteName(table)} WHERE ${quoteName(column)} = ?${dialect.rowLock('NO KEY UPDATE')}`, [value]);
+}
+
+/*
+ * THE GLOBAL LOCK ORDER (PostgreSQL). Two transactions that take locks in one order cannot
+ * deadlock over them, so every write takes its locks in this order, and cites it:
+ *
+ * 1. The record's own row: a route's findForUpdate (jsonapi/handlers/record-access.ts), or
+ *    lockRows for the records a command or the importer deletes.
+ * 2. The rows of the other records it writes, by entity type in ENTITY_LOCK_ORDER, each type's in
+ *    ascending ids (lockInOrder): for a save, the files it makes permanent (entities/file-usage.ts);
+ *    for a deletion, its holders, then what else it writes (entities/deletion-locks.ts).
+ * 3. The entity type's revision counter row (storage/revisions.ts nextNumber).
+ * 4. The record's change-feed row (storage/change-feed.ts: versionOf with a lock, the upsert).
+ * 5. The assets whose placements or inventories it rebuilds and a birth log's children, in one
+ *    ascending pass (farm/placements.ts rebuild, farm/inventory.ts apply, EntityService
+ *    applyBirths), each asset's feed row after its row: assets come last in ENTITY_LOCK_ORDER, so
+ *    this keeps to it.
+ *
+ * The one transaction lock (accounts/names.ts's, an advisory lock) is taken by account saves
+ * only, when they check names: after step 1, before step 2.
+ */
+
+/**
+ * Entity types in the order their rows are locked; any other type follows, by name. A log's save
+ * locks the files it makes permanent, then the assets it moves; an asset's save, its files; a
+ * log's deletion, its quantities before the assets it moves. Quantities, terms and users lock
+ * nothing else when saved, so their place is free.
+ */
+export const ENTITY_LOCK_ORDER: readonly string[] = ['log', 'quantity', 'file', 'asset'];
+
+function rank(entityType: string): number {
+  const i = ENTITY_LOCK_ORDER.indexOf(entityType);
+  return i < 0 ? ENTITY_LOCK_ORDER.length : i;
+}
+
+/** Records to lock (entity type → ids) in the global order: type by type (ENTITY_LOCK_ORDER, then by name), each type's ids ascending. */
+export function inLockOrder(records: ReadonlyMap<string, Iterable<number>>): Array<{ entityType: string; ids: number[] }> {
+  return [...records.keys()]
+    .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+    .map((entityType) => ({ entityType, ids: [...new Set(records.get(entityType)!)].sort((a, b) => a - b) }))
+    .filter((t) => t.ids.length > 0);
+}
+
+/** Lock these records in the global order (inLockOrder), each type at its strength (NO KEY UPDATE unless told). */
+export async function lockInOrder(db: Db, tableOf: (entityType: string) => string, records: ReadonlyMap<string, Iterable<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
+  for (const { entityType, ids } of inLockOrder(records)) await lockRows(db, tableOf(entityType), ids, strengths.get(entityType));
 }

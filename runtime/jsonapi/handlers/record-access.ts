@@ -37,7 +37,8 @@ export class RecordAccess {
    * other and each adds to what the previous one saved, instead of all reading the same field and
    * colliding on its side-table rows. FOR NO KEY UPDATE, as an UPDATE of the row takes
    * (storage/locks.ts lockToChange): it does not wait on the KEY SHARE locks that references to
-   * the record take. SQLite's writes are serialised already.
+   * the record take. SQLite's writes are serialised already. Step 1 of the global lock order
+   * (storage/locks.ts).
    */
   async findForUpdate(trx: Db, rt: ResourceType, uuid: string | undefined, principal: Principal): Promise<EntityRecord> {
     if (uuid && UUID.test(uuid)) await lockToChangeWhere(trx, rt.entityType.table, 'uuid', uuid.toLowerCase());
