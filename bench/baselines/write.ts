@@ -119,10 +119,10 @@ const flag = (b: boolean) => (POSTGRES ? b : b ? 1 : 0);
 
 const GEOMETRY = ['value', 'geo_type', 'lat', 'lon', 'left', 'top', 'right', 'bottom', 'geohash', 'latlon'];
 const FEED = POSTGRES
-  ? `INSERT INTO change_feed (entity_type, entity_id, type, uuid, deleted, changed, txid) VALUES ('log', ?, 'log--activity', ?, false, ?, pg_current_xact_id())
-     ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('change_feed_position_seq'), txid = EXCLUDED.txid, type = EXCLUDED.type, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed
+  ? `INSERT INTO change_feed (entity_type, entity_id, bundle, uuid, deleted, changed, txid) VALUES ('log', ?, 'activity', ?, false, ?, pg_current_xact_id())
+     ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('change_feed_position_seq'), txid = EXCLUDED.txid, bundle = EXCLUDED.bundle, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed
      RETURNING position`
-  : `INSERT OR REPLACE INTO change_feed (entity_type, entity_id, type, uuid, deleted, changed) VALUES ('log', ?, 'log--activity', ?, 0, ?) RETURNING position`;
+  : `INSERT OR REPLACE INTO change_feed (entity_type, entity_id, bundle, uuid, deleted, changed) VALUES ('log', ?, 'activity', ?, 0, ?) RETURNING position`;
 const NEXT_REVISION = `INSERT INTO entity_revision_counter (entity_type, last_id) VALUES ('log', 1) ON CONFLICT (entity_type) DO UPDATE SET last_id = entity_revision_counter.last_id + 1 RETURNING last_id`;
 const REVISION = `INSERT INTO entity_revision (entity_type, entity_id, revision_id, user_id, created, message, data) VALUES ('log', ?, ?, ?, ?, NULL, ?)`;
 

@@ -12,7 +12,7 @@
  * Names stored before these rules existed are left alone: only a new name is checked.
  */
 import type { Knex } from 'knex';
-import { isPostgres } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 
 /** The PostgreSQL advisory lock that makes two saves of account names wait for each other. */
 const ACCOUNT_NAMES_LOCK = 7_404_211_908;
@@ -63,7 +63,8 @@ export interface AccountClash {
 export async function accountClashes(db: Knex, values: { name?: string | null; mail?: string | null }, exceptId: number | null): Promise<AccountClash[]> {
   const wanted = (['name', 'mail'] as const).filter((f) => typeof values[f] === 'string' && values[f]);
   if (!wanted.length) return [];
-  if (isPostgres(db)) await db.raw('SELECT pg_advisory_xact_lock(?)', [ACCOUNT_NAMES_LOCK]);
+  // After the account's own row, before the rest (the global lock order, storage/locks.ts).
+  await dialectOf(db).transactionLock(db, ACCOUNT_NAMES_LOCK);
   const taken = new Set<string>();
   const rows: Array<{ name: string | null; mail: string | null }> = await db('users').whereNot('id', exceptId ?? -1).select('name', 'mail');
   for (const row of rows) {

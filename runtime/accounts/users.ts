@@ -9,7 +9,8 @@ import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
 import { accountClashes, normalizeUserName, userNameProblem } from './names.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
-import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
+import { selectRows } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 
 export interface UserAccount {
   id: number;
@@ -31,10 +32,10 @@ const now = () => Math.floor(Date.now() / 1000);
 
 /** The roles of some users, each list in name order: one statement, whatever the number of users. */
 async function rolesOf(knex: Knex, ids: number[]): Promise<Map<number, Role[]>> {
-  const postgres = isPostgres(knex);
+  const dialect = dialectOf(knex);
   const single = ids.length === 1;
-  const sql = `SELECT user_id, role FROM user_role WHERE ${inIdList(postgres, 'user_id', single)} ORDER BY role`;
-  const rows = ids.length ? await selectRows<{ user_id: number; role: string }>(knex, sql, [idListParameter(postgres, ids)]) : [];
+  const sql = `SELECT user_id, role FROM user_role WHERE ${dialect.inIdList('user_id', single)} ORDER BY role`;
+  const rows = ids.length ? await selectRows<{ user_id: number; role: string }>(knex, sql, [dialect.idListParameter(ids)]) : [];
   const out = new Map<number, Role[]>();
   for (const r of rows) if (isRole(r.role)) out.set(r.user_id, [...(out.get(r.user_id) ?? []), r.role]);
   return out;

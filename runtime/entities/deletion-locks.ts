@@ -34,7 +34,8 @@
  *   check that no other log names it ran before that save committed, and the quantity's delete
  *   then took that log's new reference with it.
  *
- * The order, so that no new deadlock cycle appears: the records' own rows first, in ascending ids
+ * The order, so that no new deadlock cycle appears, is the global one (storage/locks.ts, which
+ * defines it and sorts by it): the records' own rows first, in ascending ids
  * (the caller's: the route's findForUpdate, as every save locks its own record first, or
  * lockRows), then the others by entity type: logs,
  * quantities, files, assets, then any other type, each in ascending ids (lockRows). A log's save
@@ -71,23 +72,15 @@
  */
 import type { RecordStore, RowLock } from '../storage/records.ts';
 import { lockRows, type Db } from '../storage/records.ts';
-import { isPostgres } from '../storage/sql.ts';
+import { lockInOrder as lockInGlobalOrder } from '../storage/locks.ts';
+import { dialectOf } from '../storage/dialect.ts';
 import type { Placements } from '../farm/placements.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { quantitiesOf } from '../farm/hooks.ts';
 
-/** Entity types in the order their rows are locked; any other type follows, by name. */
-const LOCK_ORDER = ['log', 'quantity', 'file', 'asset'];
-
-function rank(entityType: string): number {
-  const i = LOCK_ORDER.indexOf(entityType);
-  return i < 0 ? LOCK_ORDER.length : i;
-}
-
-/** Lock these records, type by type in LOCK_ORDER, each type's in ascending ids. */
-async function lockInOrder(db: Db, store: RecordStore, records: Map<string, Set<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
-  const types = [...records.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-  for (const entityType of types) await lockRows(db, store.entityType(entityType).table, records.get(entityType)!, strengths.get(entityType));
+/** Lock these records in the global order (storage/locks.ts): type by type, each type's in ascending ids. */
+function lockInOrder(db: Db, store: RecordStore, records: Map<string, Set<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
+  return lockInGlobalOrder(db, (entityType) => store.entityType(entityType).table, records, strengths);
 }
 
 function add(records: Map<string, Set<number>>, entityType: string, ids: Iterable<number>): void {
@@ -109,7 +102,7 @@ export interface FarmDeletion {
  * RecordStore.delete; undefined on SQLite, where nothing is locked and the delete finds them.
  */
 export async function lockForDeletion(db: Db, store: RecordStore, entityType: string, ids: number[], farm?: FarmDeletion): Promise<Map<string, Set<number>> | undefined> {
-  if (!isPostgres(db) || !ids.length) return undefined;
+  if (!dialectOf(db).locksRows || !ids.length) return undefined;
   await lockInOrder(db, store, await store.holdersOf(db, entityType, ids));
   await lockRows(db, store.entityType(entityType).table, ids, 'UPDATE');
   const holders = await store.holdersOf(db, entityType, ids);

@@ -96,7 +96,7 @@ export class InventoryChanges {
     }
   }
 
-  /** Carry a plan out: the assets' rows locked first (as every save of an asset locks its row before its feed row), then their feed rows and moments. */
+  /** Carry a plan out: the assets' rows locked first (as every save of an asset locks its row before its feed row: the global lock order, storage/locks.ts), then their feed rows and moments. */
   async apply(db: Db, plan: InventoryPlan): Promise<void> {
     const assets = plannedAssets(plan);
     if (!this.layout || !assets.length) return;

@@ -24,7 +24,8 @@ import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, lockRows, type Db, type ItemValue, type Reference } from '../storage/records.ts';
-import { SqlMemo, idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
+import { SqlMemo, selectRows } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
 export const GROUPS_TABLE = 'asset_group';
@@ -157,17 +158,17 @@ export class Placements {
   private async intervalsAt(db: Db, table: string, assetIds: number[], time: number): Promise<IntervalRow[]> {
     if (!this.layout || !assetIds.length) return [];
     const out: IntervalRow[] = [];
-    const postgres = isPostgres(db);
+    const dialect = dialectOf(db);
     for (const part of chunks([...new Set(assetIds)])) {
       // Two texts per table and dialect (one asset, or a list bound as one parameter): built once.
       const single = part.length === 1;
       const asset = this.layout.asset;
       const sql = this.intervalSql.get(
-        `${table}:${postgres}:${single}`,
+        `${table}:${dialect.name}:${single}`,
         () => `SELECT p.entity_id, p.log_id, p.target_id, t.uuid, t.bundle FROM ${table} AS p LEFT JOIN ${asset} AS t ON t.id = p.target_id
-          WHERE ${inIdList(postgres, 'p.entity_id', single)} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`,
+          WHERE ${dialect.inIdList('p.entity_id', single)} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`,
       );
-      out.push(...(await selectRows<IntervalRow>(db, sql, [idListParameter(postgres, part), time, time])));
+      out.push(...(await selectRows<IntervalRow>(db, sql, [dialect.idListParameter(part), time, time])));
     }
     return out;
   }
@@ -273,6 +274,7 @@ export class Placements {
     // the second wait and then read the first's log. FOR NO KEY UPDATE, not FOR UPDATE: each
     // transaction already holds the KEY SHARE lock its log's reference to the asset took, which
     // FOR UPDATE would wait on (a deadlock between two movers) and FOR NO KEY UPDATE does not.
+    // Step 5 of the global lock order (storage/locks.ts).
     await lockRows(db, l.asset, ids);
     const stored = new Intervals();
     for (const [table, kind] of [[PLACEMENTS_TABLE, 'L'], [GROUPS_TABLE, 'G']] as const) {

@@ -18,6 +18,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Db, EntityRecord, Reference } from '../storage/records.ts';
+import { lockToChange } from '../storage/locks.ts';
 import { ANONYMOUS, principalOf, type Principal } from '../access/principal.ts';
 import { isAuthenticated, mayOnType } from '../access/policy.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
@@ -108,8 +109,11 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const tooLong = names.find((n) => n.length > NAME_MAX_LENGTH);
       if (tooLong) throw badRequest(`The value name "${tooLong.slice(0, 40)}…" is longer than ${NAME_MAX_LENGTH} characters; it names a data stream.`, { pointer: '' });
       await s.knex.transaction(async (trx) => {
-        // Serialise posts to one sensor, so that two of them do not both create a stream for a new name.
-        if (ctx.db.dialect === 'postgres') await trx(rt.entityType.table).where('id', sensor.id).forUpdate().first('id');
+        // Serialise posts to one sensor, so that two of them do not both create a stream for a new
+        // name. FOR NO KEY UPDATE (storage/locks.ts), not FOR UPDATE as before: two posts still
+        // take turns, but a post no longer waits on every log save naming the sensor (each holds
+        // a KEY SHARE lock on it), nor they on it.
+        await lockToChange(trx, rt.entityType.table, [sensor.id]);
         const streams = await ensureStreams(s, trx, sensor.id, names);
         const ids = new Map(streams.map((st) => [st.name, st.id]));
         await insertReadings(trx, readings.map((r) => ({ streamId: ids.get(r.name)!, timestamp: r.timestamp, value: r.value })));

@@ -17,7 +17,7 @@ import { principalOf, type Principal } from '../access/principal.ts';
 import { listCondition, mayOnType, requireAuthenticated } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
-import { FEED_START, decodeCursor, encodeCursor, readFeed, type FeedRow } from '../storage/change-feed.ts';
+import { FEED_START, decodeCursor, encodeCursor, readFeed, type FeedKind, type FeedRow } from '../storage/change-feed.ts';
 import { DocumentPieces, JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendBytes } from './document.ts';
 import { formatTimestamp } from '../values/timestamps.ts';
 import type { EntityRecord } from '../storage/records.ts';
@@ -72,9 +72,17 @@ function pageLimit(params: QueryObject, withRecords: boolean): number {
   return Math.min(Number(raw), most);
 }
 
-/** A feed row as the page lists it: a resource identifier with its version. */
+/** A feed row as the page lists it: a resource identifier (its 2.x resource type, wireType) with its version. */
 function entryOf(r: FeedRow): Record<string, unknown> {
-  return { type: r.type, id: r.uuid, meta: { version: r.position, changed: formatTimestamp(r.changed), ...(r.deleted ? { deleted: true } : {}) } };
+  return { type: wireType(r), id: r.uuid, meta: { version: r.position, changed: formatTimestamp(r.changed), ...(r.deleted ? { deleted: true } : {}) } };
+}
+
+/**
+ * The 2.x resource type of a feed row's record: the feed keeps its entity type and bundle
+ * (core migration 0014), and this face names them as ModelRegistry.typeName does.
+ */
+function wireType(r: FeedRow): string {
+  return `${r.entityType}--${r.bundle}`;
 }
 
 /** The bytes of a page around its entries and records, at most: room kept for them in the budget. */
@@ -175,7 +183,7 @@ export function changesRoutes(s: JsonApiServices): Router {
   };
 
   const recordTooLarge = (row: FeedRow) =>
-    new ApiError(413, `The record ${row.type} ${row.uuid} alone is larger than the ${config.responseMaxBytes} bytes an answer may hold (TILTH_RESPONSE_MAX_BYTES): read the feed past it without include=records.`, { source: { parameter: 'include' } });
+    new ApiError(413, `The record ${wireType(row)} ${row.uuid} alone is larger than the ${config.responseMaxBytes} bytes an answer may hold (TILTH_RESPONSE_MAX_BYTES): read the feed past it without include=records.`, { source: { parameter: 'include' } });
 
   /** The page as one JSON:API document, in bytes (no joined copy of its text: see DocumentPieces). */
   const send = (res: Response, page: PageText, withRecords: boolean, meta: Record<string, unknown>, links: Record<string, { href: string }>) => {
@@ -216,7 +224,8 @@ export function changesRoutes(s: JsonApiServices): Router {
     const limit = pageLimit(params, include !== undefined);
     const types = readableTypes(principal, requestedTypes(params));
 
-    const read = types.length ? await readFeed(s.knex, cursor, types, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false, ahead: false };
+    const kinds: FeedKind[] = types.map((type) => ({ entityType: registry.get(type)!.entityType.entityType, bundle: registry.get(type)!.bundle.bundle }));
+    const read = kinds.length ? await readFeed(s.knex, cursor, kinds, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false, ahead: false };
     if (read.ahead) {
       throw new ApiError(410, 'This cursor is ahead of this farm\'s change feed (the farm was restored from a backup, or lost its last moments in a power cut): sync in full (since=0) and continue from the new cursor.', { code: 'cursor_expired', source: { parameter: 'since' } });
     }

@@ -8,7 +8,8 @@
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
-import { SqlMemo, inTextList, isPostgres, quoteName, selectRows, textListParameter } from '../storage/sql.ts';
+import { SqlMemo, quoteName, selectRows } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 import { badRequest, conflict, forbidden, MissingReferenceError, ValidationError, type Violation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
@@ -210,9 +211,9 @@ export class InputReader {
       // read here with the target, so that saving needs no second look (revisions.ts pinTargetRevisions).
       const pins = Boolean(et.revisionId) && items.some((p) => p.field.type === 'entity_reference_revisions');
       const columns = ['id', 'uuid', 'bundle', et.labelField, ...filterColumns, ...(pins ? ['revision_id'] : [])];
-      const postgres = isPostgres(db);
-      const sql = this.sql.get(`${et.table}:${postgres}:${columns.join(',')}`, () => `SELECT ${columns.map(quoteName).join(', ')} FROM ${quoteName(et.table)} WHERE ${inTextList(postgres, 'uuid')}`);
-      const rows = uuids.length ? await selectRows<Record<string, unknown>>(db, sql, [textListParameter(postgres, uuids)]) : [];
+      const dialect = dialectOf(db);
+      const sql = this.sql.get(`${et.table}:${dialect.name}:${columns.join(',')}`, () => `SELECT ${columns.map(quoteName).join(', ')} FROM ${quoteName(et.table)} WHERE ${dialect.inTextList('uuid')}`);
+      const rows = uuids.length ? await selectRows<Record<string, unknown>>(db, sql, [dialect.textListParameter(uuids)]) : [];
       const byUuid = new Map(rows.map((r: Record<string, unknown>) => [String(r.uuid), r]));
       for (const p of items) {
         const row = byUuid.get(p.id.toLowerCase());

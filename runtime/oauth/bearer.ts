@@ -14,7 +14,8 @@ import type { Knex } from 'knex';
 import { ApiError, unauthorized } from '../errors.ts';
 import { effectivePermissions, isRole } from '../access/roles.ts';
 import { hashSecret } from './secrets.ts';
-import { isPostgres, selectRows } from '../storage/sql.ts';
+import { selectRows } from '../storage/sql.ts';
+import { dialectOf, type DialectName } from '../storage/dialect.ts';
 import { ChangeCache } from '../storage/change-cache.ts';
 import { setPrincipal, type Principal } from '../access/principal.ts';
 
@@ -46,7 +47,7 @@ interface TokenRow {
 }
 
 /** SQL by dialect: the token, its client, its user and the user's roles in one statement (it runs on every request). */
-const TOKEN_SQL = (aggregate: string) =>
+const tokenSql = (aggregate: string) =>
   `SELECT t.chain_id, c.client_id AS public_client_id, t.scopes, t.expires, t.revoked,
           u.id AS user_id, u.uuid AS user_uuid, u.name AS user_name, u.status AS user_status,
           (SELECT ${aggregate} FROM user_role r WHERE r.user_id = u.id) AS roles
@@ -54,11 +55,13 @@ const TOKEN_SQL = (aggregate: string) =>
      JOIN oauth_clients c ON c.id = t.client_id
      LEFT JOIN users u ON u.id = t.user_id
     WHERE t.token_hash = ?`;
-const SQLITE_TOKEN_SQL = TOKEN_SQL("group_concat(r.role, ' ')");
-const POSTGRES_TOKEN_SQL = TOKEN_SQL("string_agg(r.role, ' ')");
+const TOKEN_SQL = new Map<DialectName, string>();
 
 async function readToken(db: Knex, tokenHash: string): Promise<TokenRow | undefined> {
-  return (await selectRows<TokenRow>(db, isPostgres(db) ? POSTGRES_TOKEN_SQL : SQLITE_TOKEN_SQL, [tokenHash]))[0];
+  const dialect = dialectOf(db);
+  let sql = TOKEN_SQL.get(dialect.name);
+  if (!sql) TOKEN_SQL.set(dialect.name, (sql = tokenSql(dialect.stringAggregate('r.role', ' '))));
+  return (await selectRows<TokenRow>(db, sql, [tokenHash]))[0];
 }
 
 /** A live token's principal and when the token expires (seconds). */

@@ -6,7 +6,8 @@
 import type { Knex } from 'knex';
 import { isScope, SCOPES, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import { hashSecret, newSecret } from './secrets.ts';
-import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
+import { selectRows } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 
 import { GRANT_TYPES, isGrantType, type GrantType } from './grants/index.ts';
 
@@ -87,9 +88,9 @@ function toClient(row: ClientRow, origins: string[]): Client {
 async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>> {
   const out = new Map<number, string[]>();
   if (!ids.length) return out;
-  const postgres = isPostgres(db);
-  const sql = `SELECT client_id, origin FROM oauth_client_origins WHERE ${inIdList(postgres, 'client_id', ids.length === 1)} ORDER BY origin`;
-  const rows = await selectRows<{ client_id: number; origin: string }>(db, sql, [idListParameter(postgres, ids)]);
+  const dialect = dialectOf(db);
+  const sql = `SELECT client_id, origin FROM oauth_client_origins WHERE ${dialect.inIdList('client_id', ids.length === 1)} ORDER BY origin`;
+  const rows = await selectRows<{ client_id: number; origin: string }>(db, sql, [dialect.idListParameter(ids)]);
   for (const r of rows) out.set(r.client_id, [...(out.get(r.client_id) ?? []), r.origin]);
   return out;
 }

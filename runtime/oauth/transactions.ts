@@ -15,7 +15,7 @@ import { OAuthError } from '../errors.ts';
 import { findClientByRowId, type Client } from './clients.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 import { sessionOf } from './session.ts';
-import { isPostgres } from '../storage/sql.ts';
+import { lockToChangeWhere } from '../storage/locks.ts';
 import type { AuthorizeRequest } from './authorize-request.ts';
 
 /** How long the consent page may stay open before its answer is refused. */
@@ -58,8 +58,10 @@ export class DatabaseTransactionStore {
       .catch(() => undefined);
     await this.db.transaction(async (trx) => {
       // On PostgreSQL two requests of one sign-in at once would each count the other out: the
-      // session's row is locked until the end (SQLite runs one write transaction at a time).
-      if (isPostgres(trx)) await trx('oauth_sessions').where('session_hash', sessionHash).forUpdate().first('session_hash');
+      // session's row is locked until the end (SQLite runs one write transaction at a time). FOR NO
+      // KEY UPDATE (storage/locks.ts): it keeps a second request of the session out as FOR UPDATE
+      // did, without also waiting on the KEY SHARE locks the requests' rows naming the session take.
+      await lockToChangeWhere(trx, 'oauth_sessions', 'session_hash', sessionHash);
       // Make room for this one: the newest MAX_PENDING - 1 stay.
       const older = await trx('oauth_authorize_requests')
         .where('session_hash', sessionHash)

@@ -7,6 +7,9 @@
  * write's own transaction: an upsert per record changed, no trigger, nothing scanned.
  * Each upsert gives the row a new `position`, which is also the record's version (its ETag).
  *
+ * Each dialect's statements are in a file of its own (change-feed-sqlite.ts, change-feed-postgres.ts),
+ * reached through the database's dialect (storage/dialect.ts); this file is the API.
+ *
  * Reading in commit order, and why nothing is skipped:
  *
  * - SQLite has one writer, and group commit runs a batch's writes one after another on it, then
@@ -42,7 +45,8 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
-import { execute, idListParameter, inIdList, inTextList, isPostgres, selectRows, textListParameter } from './sql.ts';
+import { execute, selectRows } from './sql.ts';
+import { dialectOf } from './dialect.ts';
 
 export const FEED_TABLE = 'change_feed';
 
@@ -53,13 +57,19 @@ export interface ChangedRecord {
   bundle: string;
 }
 
+/** Records of one entity type and bundle: what a reader of the feed asks for (a face names it its own way). */
+export interface FeedKind {
+  entityType: string;
+  bundle: string;
+}
+
 /** One row of the feed as read. */
 export interface FeedRow {
   position: number;
   txid: string;
   entityType: string;
   entityId: number;
-  type: string;
+  bundle: string;
   uuid: string;
   deleted: boolean;
   changed: number;
@@ -76,20 +86,6 @@ export interface FeedCursor {
 export const FEED_START: FeedCursor = { issued: 0, txid: '0', position: 0 };
 
 const ROWS_PER_STATEMENT = 500;
-
-function sqliteUpsert(rows: number): string {
-  return `INSERT OR REPLACE INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?)').join(', ')}`;
-}
-
-function postgresUpsert(rows: number): string {
-  return (
-    `INSERT INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed, txid) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, pg_current_xact_id())').join(', ')} ` +
-    `ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('${FEED_TABLE}_position_seq'), txid = EXCLUDED.txid, type = EXCLUDED.type, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed ` +
-    'RETURNING entity_id, position'
-  );
-}
-
-const upsertSql = new Map<string, string>();
 
 /**
  * The versions a PostgreSQL transaction has given records (`entityType:id` → position), from its
@@ -111,21 +107,13 @@ export async function recordChanges(db: Db, entityType: string, records: readonl
   if (!records.length) return;
   // A record listed twice in one statement: once (PostgreSQL's ON CONFLICT refuses it twice).
   const list = [...new Map(records.map((r) => [r.id, r])).values()];
-  const postgres = isPostgres(db);
+  const feed = dialectOf(db).feed;
   for (let i = 0; i < list.length; i += ROWS_PER_STATEMENT) {
     const part = list.slice(i, i + ROWS_PER_STATEMENT);
-    const key = `${postgres}:${part.length}`;
-    let sql = upsertSql.get(key);
-    if (!sql) upsertSql.set(key, (sql = postgres ? postgresUpsert(part.length) : sqliteUpsert(part.length)));
-    const bindings = part.flatMap((r) => [entityType, r.id, `${entityType}--${r.bundle}`, r.uuid, deleted ? 1 : 0, now]);
-    if (!postgres) {
-      await execute(db, sql, bindings);
-      continue;
-    }
-    // selectRows for its RETURNING: a statement prepared once per connection, not parsed per write.
-    const rows = await selectRows<{ entity_id: number; position: number | string }>(db, sql, bindings);
-    // Kept for a transaction only: one outside any would be seen by every later request.
-    if (!(db as Knex.Transaction).isTransaction) continue;
+    const bindings = part.flatMap((r) => [entityType, r.id, r.bundle, r.uuid, deleted ? 1 : 0, now]);
+    const rows = await feed.upsert(db, part.length, bindings);
+    // Only PostgreSQL's upsert tells the positions (see `written`). Kept for a transaction only: one outside any would be seen by every later request.
+    if (!rows || !(db as Knex.Transaction).isTransaction) continue;
     let versions = written.get(db);
     if (!versions) written.set(db, (versions = new Map()));
     for (const r of rows) versions.set(`${entityType}:${r.entity_id}`, Number(r.position));
@@ -135,9 +123,9 @@ export async function recordChanges(db: Db, entityType: string, records: readonl
 /** `recordChanges` for records known by id only (a cascade): their UUIDs and bundles are read first. */
 export async function recordChangedIds(db: Db, entityType: string, table: string, ids: readonly number[]): Promise<void> {
   if (!ids.length) return;
-  const postgres = isPostgres(db);
+  const dialect = dialectOf(db);
   const unique = [...new Set(ids)];
-  const rows = await selectRows<{ id: number; uuid: string; bundle: string }>(db, `SELECT id, uuid, bundle FROM "${table}" WHERE ${inIdList(postgres, 'id', unique.length === 1)}`, [idListParameter(postgres, unique)]);
+  const rows = await selectRows<{ id: number; uuid: string; bundle: string }>(db, `SELECT id, uuid, bundle FROM "${table}" WHERE ${dialect.inIdList('id', unique.length === 1)}`, [dialect.idListParameter(unique)]);
   await recordChanges(db, entityType, rows.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), false);
 }
 
@@ -146,7 +134,10 @@ export async function versionOf(db: Db, entityType: string, id: number, lock = f
   // What this transaction wrote itself (PostgreSQL, see `written`); a lock always asks the row.
   const known = lock ? undefined : written.get(db)?.get(`${entityType}:${id}`);
   if (known !== undefined) return known;
-  const sql = `SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = ?${lock && isPostgres(db) ? ' FOR UPDATE' : ''}`;
+  // FOR UPDATE, not the weaker NO KEY UPDATE: the upsert that follows an If-Match gives the row a
+  // new position, its key, and takes FOR UPDATE itself (a weaker lock first would be upgraded).
+  // Step 4 of the global lock order (storage/locks.ts): after the record's row and its revision counter.
+  const sql = `SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = ?${lock ? dialectOf(db).rowLock('UPDATE') : ''}`;
   const [row] = await selectRows<{ position: number | string }>(db, sql, [entityType, id]);
   return row ? Number(row.position) : null;
 }
@@ -167,38 +158,19 @@ export function decodeCursor(text: string): FeedCursor | null {
 }
 
 /**
- * The rows after `cursor`, in commit order, of these resource types, at most `limit`; and the
+ * The rows after `cursor`, in commit order, of records of these kinds, at most `limit`; and the
  * cursor to continue from. `more` says a full page was read and others may follow at once.
  */
-export async function readFeed(db: Db, cursor: FeedCursor, types: readonly string[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
-  const postgres = isPostgres(db);
-  const columns = `position, entity_type, entity_id, type, uuid, deleted, changed${postgres ? ', txid::text AS txid' : ''}`;
-  let raw: Array<Record<string, unknown>>;
-  let horizon: FeedCursor;
-  if (postgres) {
-    // The horizon first, in a statement of its own: see the comment at the top.
-    horizon = { issued: now, txid: await postgresHorizon(db), position: 0 };
-    raw = await selectRows(
-      db,
-      `SELECT ${columns} FROM ${FEED_TABLE} WHERE txid < ?::xid8 AND (txid, position) > (?::xid8, ?) AND ${inTextList(true, 'type')} ORDER BY txid, position LIMIT ?`,
-      [horizon.txid, cursor.txid, cursor.position, textListParameter(true, types), limit + 1],
-    );
-  } else {
-    const [h] = await selectRows<{ h: number | null }>(db, `SELECT MAX(position) AS h FROM ${FEED_TABLE}`, []);
-    horizon = { issued: now, txid: '0', position: Number(h?.h ?? 0) };
-    raw = await selectRows(
-      db,
-      `SELECT ${columns} FROM ${FEED_TABLE} WHERE position > ? AND position <= ? AND ${inTextList(false, 'type')} ORDER BY position LIMIT ?`,
-      [cursor.position, horizon.position, textListParameter(false, types), limit + 1],
-    );
-  }
+export async function readFeed(db: Db, cursor: FeedCursor, kinds: readonly FeedKind[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
+  const feed = dialectOf(db).feed;
+  const { horizon, rows: raw } = await feed.read(db, cursor, kinds.map(kindKey), limit, now);
   const more = raw.length > limit;
   const rows = raw.slice(0, limit).map((r) => ({
     position: Number(r.position),
-    txid: postgres ? String(r.txid) : '0',
+    txid: String(r.txid),
     entityType: String(r.entity_type),
     entityId: Number(r.entity_id),
-    type: String(r.type),
+    bundle: String(r.bundle),
     uuid: String(r.uuid),
     deleted: Boolean(r.deleted),
     changed: Number(r.changed),
@@ -211,34 +183,13 @@ export async function readFeed(db: Db, cursor: FeedCursor, types: readonly strin
   // a farm restored from an older backup, or commits a power cut took back before they reached
   // the disk (a read may see a commit a moment before it is synced). The horizon never moves back
   // otherwise (new transaction ids and positions only grow).
-  const ahead = postgres ? BigInt(cursor.txid) > BigInt(horizon.txid) : cursor.position > horizon.position;
+  const ahead = feed.ahead(cursor, horizon);
   return { rows, next, more, ahead };
 }
 
-const XID_SPACE = 2n ** 32n;
-
-/**
- * The PostgreSQL horizon (see the comment at the top): the least of the snapshot's xmax and the
- * running transactions' ids of this database. pg_stat_activity gives 32-bit ids; each is widened
- * to a 64-bit one by its distance from xmax (a running id is within 2^31 of it, either side).
- */
-async function postgresHorizon(db: Db): Promise<string> {
-  const [row] = await selectRows<{ xmax: string; running: string[] | null }>(
-    db,
-    'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax, ARRAY(SELECT backend_xid::text FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL) AS running',
-    [],
-  );
-  const xmax = BigInt(row!.xmax);
-  let h = xmax;
-  for (const text of row!.running ?? []) {
-    // The signed distance from xmax, modulo 2^32: a running id may lie on either side of it (one
-    // handed out after the snapshot lies above, and cannot lower the horizon).
-    let distance = (BigInt(text) - (xmax % XID_SPACE)) % XID_SPACE;
-    if (distance > XID_SPACE / 2n) distance -= XID_SPACE;
-    else if (distance <= -XID_SPACE / 2n) distance += XID_SPACE;
-    if (xmax + distance < h) h = xmax + distance;
-  }
-  return h.toString();
+/** A kind as the feed's statements match it (`entity_type || ' ' || bundle`: machine names hold no space). */
+function kindKey(kind: FeedKind): string {
+  return `${kind.entityType} ${kind.bundle}`;
 }
 
 /** The later of two cursors, in feed order. */
@@ -297,17 +248,13 @@ export class TombstonePruner {
 export async function fillIfPending(knex: Knex, tables: ReadonlyArray<{ entityType: string; table: string }>): Promise<number> {
   if (!(await knex.schema.hasTable('tilth_pending_work'))) return 0;
   if (!(await knex('tilth_pending_work').where('name', FEED_TABLE).first())) return 0;
-  const postgres = isPostgres(knex);
+  const feed = dialectOf(knex).feed;
   const now = Math.floor(Date.now() / 1000);
   let filled = 0;
   await knex.transaction(async (trx) => {
     for (const { entityType, table } of tables) {
       if (!(await trx.schema.hasTable(table))) continue;
-      const sql =
-        `INSERT INTO ${FEED_TABLE} (entity_type, entity_id, type, uuid, deleted, changed${postgres ? ', txid' : ''}) ` +
-        `SELECT CAST(? AS TEXT), id, CAST(? AS TEXT) || '--' || bundle, uuid, ?, ?${postgres ? ', pg_current_xact_id()' : ''} FROM "${table}" e ` +
-        `WHERE NOT EXISTS (SELECT 1 FROM ${FEED_TABLE} f WHERE f.entity_type = ? AND f.entity_id = e.id) ORDER BY id`;
-      filled += await execute(trx, sql, [entityType, entityType, 0, now, entityType]);
+      filled += await execute(trx, feed.fillSql(table), [entityType, 0, now, entityType]);
     }
     await trx('tilth_pending_work').where('name', FEED_TABLE).delete();
   });

@@ -12,13 +12,14 @@ import pg from 'pg';
 import { ConfigError } from '../config.ts';
 import { GroupCommit, type Durability, type Savepoints } from './group-commit.ts';
 import { WalSync, WRITER_CHECKPOINT_PAGES } from './wal-sync.ts';
+import { POSTGRES, SQLITE, registerDialect, type DialectName, type SqlDialect } from './dialect.ts';
 
 // Counts and bigints come back from PostgreSQL as strings by default; timestamps here are
 // Unix seconds and ids are far below 2^53, so read them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => v);
 
-export type Dialect = 'sqlite' | 'postgres';
+export type Dialect = DialectName;
 
 /**
  * A failed statement's error names its SQL with placeholders, not its values: Knex's default
@@ -38,7 +39,9 @@ const BUSY_TIMEOUT_MS = 5000;
 
 export interface Database {
   knex: Knex;
+  /** The dialect's name; `sql` is the dialect itself (storage/dialect.ts), chosen here once. */
   dialect: Dialect;
+  sql: SqlDialect;
   close(): Promise<void>;
 }
 
@@ -50,7 +53,8 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       connection: options.databaseUrl,
       pool: { min: 0, max: 10 },
     });
-    return { knex, dialect: 'postgres', close: () => knex.destroy() };
+    registerDialect(knex, POSTGRES);
+    return { knex, dialect: 'postgres', sql: POSTGRES, close: () => knex.destroy() };
   }
   try {
     mkdirSync(options.dataDir, { recursive: true });
@@ -97,6 +101,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       },
     },
   });
+  registerDialect(knex, SQLITE);
   const reader = new ReadConnection(file, knex);
   const client = knex.client as SqliteClient;
   client.reader = reader;
@@ -117,6 +122,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
   return {
     knex,
     dialect: 'sqlite',
+    sql: SQLITE,
     close: async () => {
       groupCommit.close(new Error('The database was closed.'));
       await walSync?.close();

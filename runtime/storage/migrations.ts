@@ -14,7 +14,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { coreMigrations } from './core-migrations/index.ts';
-import { isPostgres } from './sql.ts';
+import { dialectOf } from './dialect.ts';
 import { collectingNotes } from './value-rewrites.ts';
 
 /** One migration, generated or the runtime's own (core migrations carry no recorded checksum). */
@@ -128,7 +128,7 @@ export async function migrateLatest(knex: Knex, generated: GeneratedMigration[],
   await assertChecksums(knex, migrations);
   // The SQLite writer keeps temporary data in memory (storage/database.ts), where its sorter never
   // spills: a migration's CREATE INDEX over a big farm's logs would be sorted wholly in RAM.
-  const sqlite = !isPostgres(knex);
+  const sqlite = dialectOf(knex).name === 'sqlite';
   if (sqlite && status.pending.length) await knex.raw('PRAGMA temp_store = FILE');
   let log: string[];
   // The statement of each failed query, by its error (Knex prefixes the statement to the message).

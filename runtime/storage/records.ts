@@ -10,7 +10,8 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { FIELD_TYPE_SPECS } from '../model/field-types.ts';
 import { decimalOutput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { RevisionStore } from './revisions.ts';
-import { SqlMemo, execute, idListParameter, inIdList, insertReturningId, isPostgres, quoteName as quote, returningRows, selectRows } from './sql.ts';
+import { SqlMemo, execute, insertReturningId, quoteName as quote, returningRows, selectRows } from './sql.ts';
+import { dialectOf, type SqlDialect } from './dialect.ts';
 import { directConnectionOf } from './database.ts';
 import { FEED_TABLE, recordChangedIds, recordChanges } from './change-feed.ts';
 
@@ -74,8 +75,8 @@ export interface ReferencePlace {
   fieldType: string;
 }
 
-/** How strongly lockRows locks: as an UPDATE of the row's other columns takes, or as a DELETE does. */
-export type RowLock = 'NO KEY UPDATE' | 'UPDATE';
+/** How strongly lockRows locks: as an UPDATE of the row's other columns takes, or as a DELETE does (storage/dialect.ts). */
+export type { RowLock } from './dialect.ts';
 
 /** SQL chunk size for IN lists; SQLite allows 32766 variables, PostgreSQL 65535. */
 const CHUNK = 5000;
@@ -88,26 +89,13 @@ export function chunks<T>(items: T[], size = CHUNK): T[][] {
 
 /**
  * Lock these rows of an entity table until the transaction ends, in ascending id order, on
- * PostgreSQL (SQLite has one writer). For a save that writes records other than its own (a birth
- * log's children, the assets whose placements it rebuilds): each such record is locked before it
- * is read and written, as a PATCH of it locks it first (jsonapi/handlers/record-access.ts
- * findForUpdate), so that the two wait for each other instead of both replacing its side-table
- * rows. Ascending ids: two saves locking overlapping sets cannot deadlock. FOR NO KEY UPDATE, as
- * an UPDATE of the row takes: it does not wait on the KEY SHARE locks that references to the row
- * take (a log being saved holds one on each asset it names).
- *
- * FOR UPDATE is for rows about to be deleted, or whose references must stop changing: it also
- * waits for, and then keeps out, the KEY SHARE lock a new reference to the row takes (a save
- * naming it), which FOR NO KEY UPDATE lets through (EntityService.delete, entities/deletion-locks.ts).
+ * PostgreSQL (SQLite has one writer): storage/locks.ts, which says what each strength is for.
+ * For a save that writes records other than its own (a birth log's children, the assets whose
+ * placements it rebuilds): each such record is locked before it is read and written, as a PATCH
+ * of it locks it first (jsonapi/handlers/record-access.ts findForUpdate), so that the two wait for
+ * each other instead of both replacing its side-table rows.
  */
-export async function lockRows(db: Db, table: string, ids: Iterable<number>, strength: RowLock = 'NO KEY UPDATE'): Promise<void> {
-  if (!isPostgres(db)) return;
-  const sorted = [...new Set(ids)].sort((a, b) => a - b);
-  for (const part of chunks(sorted)) {
-    const sql = `SELECT id FROM ${quote(table)} WHERE ${inIdList(true, 'id', part.length === 1)} ORDER BY id FOR ${strength}`;
-    await selectRows(db, sql, [idListParameter(true, part)]);
-  }
-}
+export { lockRows } from './locks.ts';
 
 /** Most bound parameters of one statement: SQLite's limit (32766) is the lower of the two (PostgreSQL's is 65535). */
 const MAX_PARAMETERS = 32766;
@@ -246,12 +234,12 @@ export class RecordStore {
    */
   async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[], bundles?: readonly string[]): Promise<EntityRecord[]> {
     if (!ids.length) return [];
-    const postgres = isPostgres(db);
+    const dialect = dialectOf(db);
     const selected = bundles ? this.columnsOf(entityType, bundles, fields) : null;
     const unique = [...new Set(ids)];
     const single = unique.length === 1;
-    const sql = this.sql.get(`load:${entityType}:${postgres}:${single}:${selected?.key ?? '*'}`, () => this.rowsSql(entityType, selected?.columns ?? null, inIdList(postgres, 'e.id', single)));
-    const rows = await selectRows<any>(db, sql, [idListParameter(postgres, unique)]);
+    const sql = this.sql.get(`load:${entityType}:${dialect.name}:${single}:${selected?.key ?? '*'}`, () => this.rowsSql(entityType, selected?.columns ?? null, dialect.inIdList('e.id', single)));
+    const rows = await selectRows<any>(db, sql, [dialect.idListParameter(unique)]);
     const { byId, unexpected } = await this.recordsOf(db, entityType, rows, fields, bundles);
     if (unexpected.length) for (const record of await this.load(db, entityType, unexpected, fields)) byId.set(record.id, record);
     return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
@@ -367,18 +355,18 @@ export class RecordStore {
    */
   private async loadSideTables(db: Db, sides: Array<{ field: FieldDescriptor; records: EntityRecord[] }>): Promise<void> {
     if (!sides.length) return;
-    const postgres = isPostgres(db);
+    const dialect = dialectOf(db);
     const owners = new Map<number, EntityRecord>();
     for (const side of sides) for (const r of side.records) owners.set(r.id, r);
     const single = owners.size === 1;
-    const sql = this.sql.get(`sides:${postgres}:${single}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(postgres, sides.map((s) => s.field), single));
-    const list = idListParameter(postgres, [...owners.keys()]);
+    const sql = this.sql.get(`sides:${dialect.name}:${single}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(dialect, sides.map((s) => s.field), single));
+    const list = dialect.idListParameter([...owners.keys()]);
     const rows = await selectRows<SideRow>(db, sql, sides.map(() => list));
     for (const row of rows) {
       const owner = owners.get(Number(row.entity_id));
       const side = sides[Number(row.k)];
       if (!owner || !side) continue;
-      const item = itemFromProps(side.field, postgres ? ((typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>) : sidePropsOf(side.field, row));
+      const item = itemFromProps(side.field, dialect.unionOfOneType ? ((typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>) : sidePropsOf(side.field, row));
       if (item === null) continue;
       if (row.t_uuid) Object.assign(item as Reference, { uuid: row.t_uuid, bundle: row.t_bundle, revisionId: row.t_rev ?? null });
       (owner.values.get(side.field.name) as ItemValue[] | undefined)?.push(item);
@@ -391,20 +379,20 @@ export class RecordStore {
    * PostgreSQL wants one type per column of a UNION, so there each branch selects its properties
    * as one JSON object instead. Each branch joins the reference's target.
    */
-  private sideTablesSql(postgres: boolean, fields: FieldDescriptor[], single: boolean): string {
+  private sideTablesSql(dialect: SqlDialect, fields: FieldDescriptor[], single: boolean): string {
     const width = Math.max(...fields.map((f) => Object.keys((f.storage as { columns: Record<string, string> }).columns).length));
     const branches = fields.map((field, i) => {
       const { table, columns } = field.storage as { table: string; columns: Record<string, string> };
       const target = isReferenceField(field) ? this.entityType(field.target!.entityType) : null;
       const stored = Object.values(columns);
-      const props = postgres
+      const props = dialect.unionOfOneType
         ? `json_build_object(${Object.entries(columns).flatMap(([prop, column]) => [`'${prop}'`, `s.${quote(column)}`]).join(', ')}) AS p`
         : Array.from({ length: width }, (_, j) => `${j < stored.length ? `s.${quote(stored[j]!)}` : 'NULL'} AS v${j}`).join(', ');
       const targetColumns = target
         ? `t.uuid AS t_uuid, t.bundle AS t_bundle, ${target.revisionId ? 't.revision_id' : 'CAST(NULL AS integer)'} AS t_rev`
         : 'CAST(NULL AS text) AS t_uuid, CAST(NULL AS text) AS t_bundle, CAST(NULL AS integer) AS t_rev';
       const join = target ? ` LEFT JOIN ${quote(target.table)} AS t ON t.id = s.target_id` : '';
-      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${inIdList(postgres, 's.entity_id', single)}`;
+      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${dialect.inIdList('s.entity_id', single)}`;
     });
     return `SELECT * FROM (${branches.join(' UNION ALL ')}) AS u ORDER BY entity_id, k, delta`;
   }
@@ -489,10 +477,10 @@ export class RecordStore {
     for (const [entityType, ids] of wanted) {
       const found = new Map<number, { uuid: string; bundle: string; revisionId: number | null }>();
       const et = this.entityType(entityType);
-      const postgres = isPostgres(db);
+      const dialect = dialectOf(db);
       const single = ids.size === 1;
-      const sql = this.sql.get(`targets:${entityType}:${postgres}:${single}`, () => `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${inIdList(postgres, 'id', single)}`);
-      for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(db, sql, [idListParameter(postgres, [...ids])])) {
+      const sql = this.sql.get(`targets:${entityType}:${dialect.name}:${single}`, () => `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${dialect.inIdList('id', single)}`);
+      for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(db, sql, [dialect.idListParameter([...ids])])) {
         found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null });
       }
       for (const { ref, entityType: et } of refs) {

@@ -11,7 +11,8 @@
 import type { ResourceType } from '../model/registry.ts';
 import type { EntityTypeDescriptor, FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from './records.ts';
-import { SqlMemo, execute, idListParameter, inIdList, isPostgres, quoteName, returningRows, selectRows } from './sql.ts';
+import { SqlMemo, execute, quoteName, returningRows, selectRows } from './sql.ts';
+import { dialectOf } from './dialect.ts';
 
 export interface RevisionRow {
   revisionId: number;
@@ -107,10 +108,10 @@ export class RevisionStore {
       if (!refs.length) continue;
       const table = this.entityType(field.target!.entityType).table;
       const ids = [...new Set(refs.map((r) => r.targetId))];
-      const postgres = isPostgres(db);
+      const dialect = dialectOf(db);
       const single = ids.length === 1;
-      const sql = this.sql.get(`${table}:${postgres}:${single}`, () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${inIdList(postgres, 'id', single)}`);
-      const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [idListParameter(postgres, ids)]);
+      const sql = this.sql.get(`${table}:${dialect.name}:${single}`, () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', single)}`);
+      const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [dialect.idListParameter(ids)]);
       const current = new Map(rows.map((r: { id: number; revision_id: number | null }) => [Number(r.id), r.revision_id ?? null]));
       for (const ref of refs) ref.revisionId = current.get(ref.targetId) ?? null;
     }

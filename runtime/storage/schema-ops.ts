@@ -1,7 +1,7 @@
 /** Applies the generator's schema operations with Knex, the same way on SQLite and PostgreSQL. */
 import type { Knex } from 'knex';
 import type { ColumnSpec, IndexSpec, SchemaOp } from '../model/descriptor.ts';
-import { isPostgres } from './sql.ts';
+import { dialectOf } from './dialect.ts';
 import { DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { moveField, rewriteValues } from './value-rewrites.ts';
 
@@ -72,7 +72,7 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
 
 /** An index with one column without regard to case (IndexSpec.caseless), in each dialect's words; Knex's builder has none. */
 async function createCaselessIndex(knex: Knex, table: string, index: IndexSpec): Promise<void> {
-  const postgres = isPostgres(knex);
-  const parts = index.columns.map((column) => (column !== index.caseless ? '??' : postgres ? 'lower(??)' : '?? COLLATE NOCASE'));
+  const caseless = dialectOf(knex).caselessIndexColumn;
+  const parts = index.columns.map((column) => (column !== index.caseless ? '??' : caseless));
   await knex.raw(`CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ?? ON ?? (${parts.join(', ')})`, [index.name, table, ...index.columns]);
 }

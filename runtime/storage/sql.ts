@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { directConnectionOf, readConnectionOf } from './database.ts';
+import { DIALECTS, dialectOf } from './dialect.ts';
 import { BoundedMemo } from '../values/bounded-memo.ts';
 
 /** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
@@ -17,8 +18,9 @@ export function quoteName(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+/** Whether `db` is PostgreSQL; prefer asking `dialectOf(db)` (storage/dialect.ts) what differs. */
 export function isPostgres(db: Db): boolean {
-  return (db.client.config as { client?: string }).client === 'pg';
+  return dialectOf(db).name === 'postgres';
 }
 
 /**
@@ -123,31 +125,29 @@ export async function insertReturningId(db: Db, sql: string, bindings: readonly 
   return Number(((await db.raw(sql, bindings)) as unknown as { lastInsertRowid: number | bigint }).lastInsertRowid);
 }
 
-/**
- * `<column> IN <the ids bound as one parameter>`, by dialect; `<column> = ?` for a single id. Two
- * texts, not one: SQLite answers `= ?` for one record (a log's ten side tables) in a fifteenth of
- * the time it takes to walk a one-element json_each ten times.
+/*
+ * The lists of ids and strings bound as one parameter are the dialect's (storage/dialect.ts:
+ * `dialectOf(db).inIdList` …). These take the old `postgres` flag, for callers not yet converted.
  */
+
+/** @deprecated `dialectOf(db).inIdList` */
 export function inIdList(postgres: boolean, column: string, single = false): string {
-  if (single) return `${column} = ?`;
-  return postgres ? `${column} = ANY(?::bigint[])` : `${column} IN (SELECT value FROM json_each(?))`;
+  return DIALECTS[postgres ? 'postgres' : 'sqlite'].inIdList(column, single);
 }
 
-/** The one parameter `inIdList` binds (the id itself when there is one). */
+/** @deprecated `dialectOf(db).idListParameter` */
 export function idListParameter(postgres: boolean, ids: readonly number[]): string | number {
-  if (ids.length === 1) return ids[0]!;
-  return postgres ? `{${ids.join(',')}}` : `[${ids.join(',')}]`;
+  return DIALECTS[postgres ? 'postgres' : 'sqlite'].idListParameter(ids);
 }
 
-/** `<column> IN <the strings bound as one parameter>`, by dialect (as inIdList, for text such as UUIDs). */
+/** @deprecated `dialectOf(db).inTextList` */
 export function inTextList(postgres: boolean, column: string): string {
-  return postgres ? `${column} = ANY(?::text[])` : `${column} IN (SELECT value FROM json_each(?))`;
+  return DIALECTS[postgres ? 'postgres' : 'sqlite'].inTextList(column);
 }
 
-/** The one parameter `inTextList` binds: a JSON array, or a PostgreSQL array literal with every element quoted. */
+/** @deprecated `dialectOf(db).textListParameter` */
 export function textListParameter(postgres: boolean, values: readonly string[]): string {
-  if (!postgres) return JSON.stringify(values);
-  return `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+  return DIALECTS[postgres ? 'postgres' : 'sqlite'].textListParameter(values);
 }
 
 /**

@@ -436,8 +436,9 @@ test("an existing farm's records are in the feed after the upgrade that brings i
   const knex = farm.ctx.db.knex;
   await knex.schema.dropTable('change_feed');
   await knex.schema.dropTable('field_module');
-  await knex('knex_migrations').where('name', 'core/0010_sync').delete();
-  await knex('tilth_migration_checksums').where('name', 'core/0010_sync').delete();
+  // 0014 reshaped the feed's table after 0010 made it: neither had run then.
+  await knex('knex_migrations').whereIn('name', ['core/0010_sync', 'core/0014_feed_bundles']).delete();
+  await knex('tilth_migration_checksums').whereIn('name', ['core/0010_sync', 'core/0014_feed_bundles']).delete();
   await farm.close();
 
   farm = await startTestServer({ database });
@@ -448,6 +449,39 @@ test("an existing farm's records are in the feed after the upgrade that brings i
   assert.ok(entries.some((e) => e.type === 'user--user'), 'and the users');
   const etag = (await client.get(`/api/log/activity/${log.id}`)).headers.get('etag');
   assert.match(etag ?? '', /^"\d+"$/, 'with a version each');
+});
+
+test("a farm's feed as the release before kept it (each row's 2.x resource type) reads the same after the upgrade that stores entity type and bundle (migration 0014)", async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  let farm = await startTestServer({ database });
+  let client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const log = await client.create('log--activity', { name: 'Before 0014', status: 'done', timestamp: '2024-05-01T08:00:00Z' });
+  const gone = await client.create('asset--equipment', { name: 'Sold tractor' });
+  assert.equal((await client.delete(`/api/asset/equipment/${gone.id}`)).status, 204);
+  const before = await caughtUp(client, '0', '', (entries) => has(log.id)(entries) && has(gone.id, true)(entries));
+  const shown = (entries: any[]) => entries.map((e) => [e.type, e.id, e.meta.version, Boolean(e.meta.deleted)]);
+  // The database as the release before left it: the feed's rows name their resource type, migration 0014 not applied.
+  const knex = farm.ctx.db.knex;
+  await knex.raw("ALTER TABLE change_feed ADD COLUMN type TEXT NOT NULL DEFAULT ''");
+  await knex.raw("UPDATE change_feed SET type = entity_type || '--' || bundle");
+  await knex.raw('ALTER TABLE change_feed DROP COLUMN bundle');
+  await knex('knex_migrations').where('name', 'core/0014_feed_bundles').delete();
+  await knex('tilth_migration_checksums').where('name', 'core/0014_feed_bundles').delete();
+  await farm.close();
+
+  farm = await startTestServer({ database });
+  t.after(() => farm.close());
+  client = new Api(farm.url, await passwordToken(farm.url, ADMIN.name, ADMIN.password));
+  const after = await follow(client, '0');
+  assert.deepEqual(shown(after.entries), shown(before.entries), 'every record, with its resource type, version and tombstone, as before');
+  assert.ok(after.entries.some((e) => e.type === 'log--activity' && e.id === log.id) && after.entries.some((e) => e.type === 'asset--equipment' && e.id === gone.id && e.meta.deleted));
+  const logs = await follow(client, '0', '&filter[type]=log--activity');
+  assert.deepEqual(logs.entries.map((e) => e.id), [log.id], 'filter[type] picks the migrated rows by their resource type');
+  // A cursor from before the upgrade goes on: the next change, and only it.
+  const next = await client.create('log--observation', { name: 'After 0014', status: 'done', timestamp: '2024-05-02T08:00:00Z' });
+  const later = await caughtUp(client, before.cursor, '', has(next.id));
+  assert.deepEqual(later.entries.map((e) => [e.type, e.id]), [['log--observation', next.id]]);
 });
 
 test('the upgrade that brings due changes finds the moves already stored that take effect later (migration 0013)', async (t) => {

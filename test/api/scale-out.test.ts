@@ -71,8 +71,9 @@ test('three processes started at once on an upgraded farm with pending work: all
         const knex = farm.ctx.db.knex;
         await knex.schema.dropTable('change_feed');
         await knex.schema.dropTable('field_module');
-        await knex('knex_migrations').where('name', 'core/0010_sync').delete();
-        await knex('tilth_migration_checksums').where('name', 'core/0010_sync').delete();
+        // 0014 reshaped the feed's table after 0010 made it: neither had run then.
+        await knex('knex_migrations').whereIn('name', ['core/0010_sync', 'core/0014_feed_bundles']).delete();
+        await knex('tilth_migration_checksums').whereIn('name', ['core/0010_sync', 'core/0014_feed_bundles']).delete();
         await knex('asset_location').delete();
         await knex('tilth_pending_work').insert({ name: 'asset_location' });
       } finally {
@@ -92,7 +93,7 @@ test('three processes started at once on an upgraded farm with pending work: all
   assert.deepEqual(lines.filter((l) => l.includes('Computed the locations of')).map((l) => /Computed the locations of (\d+) asset/.exec(l)![1]), ['2']);
   // Every record saved before the upgrade is in the feed once: the two assets from the rebuild
   // (their computed location is part of them), the rest (the log, the administrator) from the fill.
-  assert.deepEqual((await knex('change_feed').orderBy('type').select('type')).map((r) => r.type), ['asset--equipment', 'asset--land', 'log--activity', 'user--user']);
+  assert.deepEqual((await knex('change_feed').orderBy(['entity_type', 'bundle']).select('entity_type', 'bundle')).map((r) => `${r.entity_type}--${r.bundle}`), ['asset--equipment', 'asset--land', 'log--activity', 'user--user']);
   assert.deepEqual(lines.filter((l) => l.includes('record(s) in the change feed')).map((l) => /Listed (\d+) record/.exec(l)![1]), ['2']);
   assert.deepEqual(await knex('tilth_pending_work').select('name'), [], 'no work left pending');
   // What a user sees: the tractor is in the field again.

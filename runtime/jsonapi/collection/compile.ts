@@ -14,7 +14,7 @@
 import type { Knex } from 'knex';
 import type { ModelRegistry, ResourceType } from '../../model/registry.ts';
 import type { Principal } from '../../access/principal.ts';
-import type { Dialect } from '../../storage/database.ts';
+import type { SqlDialect } from '../../storage/dialect.ts';
 import type { FilterCondition, FilterGroup, FilterOperator } from '../query/filter.ts';
 import type { SortField } from '../query/sort.ts';
 import { resolvePath, type Hop, type ResolvedPath, type Terminal } from './paths.ts';
@@ -92,7 +92,7 @@ export class QueryCompiler {
   constructor(
     private readonly knex: Knex,
     private readonly registry: ModelRegistry,
-    private readonly dialect: Dialect,
+    private readonly dialect: SqlDialect,
   ) {}
 
   /**
@@ -119,7 +119,7 @@ export class QueryCompiler {
     });
     if (!group.members.length) return paths;
     // Knex runs these callbacks when it compiles the query, so what they need travels with them.
-    const range = options.rangeColumn && this.dialect === 'sqlite' ? `e.${options.rangeColumn}` : null;
+    const range = options.rangeColumn && this.dialect.rangesOneBoundPerColumn ? `e.${options.rangeColumn}` : null;
     qb.where((w) => this.group(w, group, principal, paths, index, range));
     return paths;
   }
@@ -250,8 +250,7 @@ export class QueryCompiler {
     }
     // The pattern itself is the value (bindingValues).
     const like = (pattern: Scalar) => {
-      if (this.dialect === 'postgres') qb.whereRaw(`${column} ILIKE ? ESCAPE '\\'`, [pattern]);
-      else qb.whereRaw(`${column} LIKE ? ESCAPE '\\'`, [pattern]);
+      qb.whereRaw(this.dialect.caselessLike(column), [pattern]);
     };
     const v = values[0]!;
     switch (op) {
@@ -296,12 +295,8 @@ export class QueryCompiler {
    * caseless index (generator/storage.ts).
    */
   private compareCaseless(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed: boolean): void {
-    const postgres = this.dialect === 'postgres';
-    const left = `${unindexed ? '+' : ''}${postgres ? 'lower(??)' : '??'}`;
-    const right = postgres ? 'lower(?)' : '?';
-    const nocase = postgres ? '' : ' COLLATE NOCASE';
-    if (op === 'IN' || op === 'NOT IN') qb.whereRaw(`${left}${nocase} ${op} (${values.map(() => right).join(', ')})`, [column, ...values]);
-    else qb.whereRaw(`${left} ${op} ${right}${nocase}`, [column, values[0]!]);
+    const sql = this.dialect.caselessCondition('??', op, op === 'IN' || op === 'NOT IN' ? values.length : 1, unindexed);
+    qb.whereRaw(sql, op === 'IN' || op === 'NOT IN' ? [column, ...values] : [column, values[0]!]);
   }
 
   /** A condition's bound values: its values of the column's type, or for the text operators the LIKE pattern. */
@@ -418,6 +413,6 @@ export class QueryCompiler {
 
   /** Whether NULL sorts before other values in this direction on this database. */
   nullsFirst(direction: 'ASC' | 'DESC'): boolean {
-    return this.dialect === 'sqlite' ? direction === 'ASC' : direction === 'DESC';
+    return this.dialect.nullsFirst(direction);
   }
 }

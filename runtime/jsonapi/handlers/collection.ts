@@ -19,7 +19,7 @@ function pageLink(s: JsonApiServices, req: Request, query: JsonApiQuery, page: R
 }
 
 export function collectionHandler(s: JsonApiServices): RouteHandler {
-  const compiler = new QueryCompiler(s.knex, s.ctx.registry, s.ctx.db.dialect);
+  const compiler = new QueryCompiler(s.knex, s.ctx.registry, s.ctx.db.sql);
   return async (req, res, route) => {
     const principal = principalOf(res);
     const rt = route.resourceType;

@@ -9,7 +9,7 @@ import type { ResourceType } from '../../model/registry.ts';
 import type { Db, EntityRecord } from '../../storage/records.ts';
 import type { RecordLoader } from '../../farm/loader.ts';
 import { UUID } from '../input.ts';
-import { isPostgres } from '../../storage/sql.ts';
+import { lockToChangeWhere } from '../../storage/locks.ts';
 import { notFound, forbidden, badParameter } from '../../errors.ts';
 import { assertMayOnType, mayOnRecord, requireAuthenticated } from '../../access/policy.ts';
 import { principalOf, type Principal } from '../../access/principal.ts';
@@ -35,14 +35,13 @@ export class RecordAccess {
    * `find` for a read-modify-write inside `trx`: on PostgreSQL the record's row is locked first, so
    * that concurrent changes of one record (twenty photos added to one log at once) wait for each
    * other and each adds to what the previous one saved, instead of all reading the same field and
-   * colliding on its side-table rows. FOR NO KEY UPDATE, as an UPDATE of the row takes: it does
-   * not wait on the KEY SHARE locks that references to the record take. SQLite's writes are
-   * serialised already.
+   * colliding on its side-table rows. FOR NO KEY UPDATE, as an UPDATE of the row takes
+   * (storage/locks.ts lockToChange): it does not wait on the KEY SHARE locks that references to
+   * the record take. SQLite's writes are serialised already. Step 1 of the global lock order
+   * (storage/locks.ts).
    */
   async findForUpdate(trx: Db, rt: ResourceType, uuid: string | undefined, principal: Principal): Promise<EntityRecord> {
-    if (isPostgres(trx) && uuid && UUID.test(uuid)) {
-      await trx(rt.entityType.table).where('uuid', uuid.toLowerCase()).forNoKeyUpdate().first('id');
-    }
+    if (uuid && UUID.test(uuid)) await lockToChangeWhere(trx, rt.entityType.table, 'uuid', uuid.toLowerCase());
     return this.find(trx, rt, uuid, principal);
   }
 

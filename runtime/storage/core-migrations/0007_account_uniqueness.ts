@@ -26,7 +26,7 @@ export async function up(knex: Knex): Promise<void> {
     const rows: Array<{ id: number; value: string; key: string }> = await knex('users')
       .whereRaw(`lower(${field}) IN (SELECT lower(${field}) FROM users WHERE ${field} IS NOT NULL AND ${field} <> '' GROUP BY lower(${field}) HAVING COUNT(*) > 1)`)
       .orderBy('id')
-      .select('id', { value: field }, knex.raw(`lower(${field}) AS ${knex.client.config.client === 'pg' ? '"key"' : 'key'}`));
+      .select('id', { value: field }, knex.raw(`lower(${field}) AS "key"`));
     const groups = new Map<string, string[]>();
     for (const row of rows) groups.set(row.key, [...(groups.get(row.key) ?? []), `"${row.value}" (user ${row.id})`]);
     for (const members of groups.values()) clashes.push(`${field} ${members.join(' and ')}`);

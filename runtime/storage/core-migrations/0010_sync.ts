@@ -16,9 +16,10 @@
  * so every server of a farm serves the same one and a backup holds it.
  */
 import type { Knex } from 'knex';
+import { dialectOf } from '../dialect.ts';
 
 export async function up(knex: Knex): Promise<void> {
-  const postgres = (knex.client.config as { client?: string }).client === 'pg';
+  const postgres = dialectOf(knex).name === 'postgres';
   await knex.schema.createTable('change_feed', (t) => {
     if (postgres) t.bigIncrements('position');
     else t.increments('position');

@@ -12,6 +12,7 @@ import * as sync from './0010_sync.ts';
 import * as fieldKitClient from './0011_fieldkit_client.ts';
 import * as importMarks from './0012_import_marks.ts';
 import * as dueChanges from './0013_due_changes.ts';
+import * as feedBundles from './0014_feed_bundles.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -27,4 +28,5 @@ export const coreMigrations = [
   { name: '0011_fieldkit_client', up: fieldKitClient.up, down: fieldKitClient.down },
   { name: '0012_import_marks', up: importMarks.up, down: importMarks.down },
   { name: '0013_due_changes', up: dueChanges.up, down: dueChanges.down },
+  { name: '0014_feed_bundles', up: feedBundles.up, down: feedBundles.down },
 ];
