@@ -22,7 +22,7 @@
  * It knows only what the benchmark sends: log--activity with asset, location and quantity
  * relationships (POST), a name and the asset relationship (PATCH). Anything else is a 404.
  *
- * Env: PORT, DB (the SQLite file) or DATABASE_URL, BASE_URL (Tilth's, for the links), HEADERS (a
+ * Env: PORT, DB (the SQLite file) or DATABASE_URL, SYNCHRONOUS (FULL or NORMAL, SQLite's), BASE_URL (Tilth's, for the links), HEADERS (a
  * JSON file: Tilth's headers for a 200, as [name, value] pairs).
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -46,7 +46,8 @@ type Transact = <T>(body: (tx: Tx) => Promise<T>) => Promise<T>;
 function sqliteTransact(): Transact {
   const db = new Database(process.env.DB!, { fileMustExist: true });
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  // FULL, Tilth's default; NORMAL when the run compares without syncs (run.ts --synchronous).
+  db.pragma(`synchronous = ${process.env.SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   // Statement journals in memory, as Tilth's writer keeps them (storage/database.ts). With
