@@ -72,7 +72,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       min: 1,
       max: 1,
       afterCreate: (conn: { pragma(s: string, options?: { simple?: boolean }): unknown; prepare(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
-        cachePreparedStatements(conn, knex);
+        cachePreparedStatements(conn, knex, 'writer');
         const wal = String(conn.pragma('journal_mode = WAL', { simple: true })).toLowerCase() === 'wal';
         conn.pragma('foreign_keys = ON');
         // Journals of statements and savepoints (group commit's) in memory, not in temporary
@@ -169,7 +169,7 @@ class ReadConnection {
       const connection = new BetterSqlite3(this.file);
       connection.pragma('query_only = ON');
       connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      cachePreparedStatements(connection, this.knex);
+      cachePreparedStatements(connection, this.knex, 'reader');
       this.connection = connection;
     }
     return this.connection;
@@ -455,23 +455,24 @@ interface StatementCache {
   sqlChars: number;
 }
 
-/** Per Knex instance (its client's config), the caches of its SQLite connections. */
-const statementCaches = new WeakMap<object, StatementCache[]>();
+/** Per Knex instance (its client's config), the cache of its writer's connection and of its reader's (the current one of each). */
+const statementCaches = new WeakMap<object, Map<'writer' | 'reader', StatementCache>>();
 
 /** The statements kept by this database's SQLite connections (writer and reader): how many, and their SQL text's length; none on PostgreSQL. */
 export function keptStatements(db: Knex): StatementCache | undefined {
   const caches = statementCaches.get(db.client.config as object);
   if (!caches) return undefined;
-  return caches.reduce((sum, c) => ({ statements: sum.statements + c.statements, sqlChars: sum.sqlChars + c.sqlChars }), { statements: 0, sqlChars: 0 });
+  return [...caches.values()].reduce((sum, c) => ({ statements: sum.statements + c.statements, sqlChars: sum.sqlChars + c.sqlChars }), { statements: 0, sqlChars: 0 });
 }
 
-function cachePreparedStatements(conn: { prepare(sql: string): unknown }, knex: Knex): void {
+function cachePreparedStatements(conn: { prepare(sql: string): unknown }, knex: Knex, role: 'writer' | 'reader'): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, unknown>();
   const stats: StatementCache = { statements: 0, sqlChars: 0 };
   const key = knex.client.config as object;
-  if (!statementCaches.has(key)) statementCaches.set(key, []);
-  statementCaches.get(key)!.push(stats);
+  if (!statementCaches.has(key)) statementCaches.set(key, new Map());
+  // A connection opened again replaces the one before it in the figures.
+  statementCaches.get(key)!.set(role, stats);
   conn.prepare = (sql: string) => {
     let statement = cache.get(sql);
     if (statement !== undefined) {
