@@ -17,7 +17,9 @@
  * --soak[=seconds] (the memory soak of issue 28: mixed reads and writes for 600 s or the seconds
  * given, Tilth's resident memory in the first and last minute; --soak-sample=N seconds between
  * samples, default 5). Rows MEM (memory) and STA (start) are measured in every run; --only=MEM,START
- * for them alone.
+ * for them alone. --synchronous=NORMAL runs the main server with TILTH_SQLITE_SYNCHRONOUS=NORMAL and
+ * the write baseline with `synchronous=NORMAL` (default FULL, Tilth's default): the price of
+ * durability is P4 and P5 of the two runs side by side (issue 41 Part F).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -50,6 +52,10 @@ if (!Number.isInteger(PROCESSES) || PROCESSES < 1) throw new Error(`--processes 
 const ONLY = args.has('only') ? new Set(args.get('only')!.split(',').map((id) => id.trim().toUpperCase())) : null;
 const runs = (id: string) => !ONLY || ONLY.has(id);
 // --soak[=seconds]: also the memory soak (issue 28), 600 s unless given; --soak-sample=N seconds between RSS samples.
+// --synchronous=NORMAL: SQLite's commits not synced (Tilth's TILTH_SQLITE_SYNCHRONOUS, the write baseline's pragma).
+const SYNCHRONOUS = (args.get('synchronous') ?? 'FULL').toUpperCase();
+if (SYNCHRONOUS !== 'FULL' && SYNCHRONOUS !== 'NORMAL') throw new Error(`--synchronous must be FULL or NORMAL, not ${SYNCHRONOUS}`);
+const SYNC_ENV: Record<string, string> = SYNCHRONOUS === 'FULL' ? {} : { TILTH_SQLITE_SYNCHRONOUS: SYNCHRONOUS };
 const SOAK = process.argv.includes('--soak') ? 600 : args.has('soak') ? Number(args.get('soak')) : 0;
 const SOAK_SAMPLE = Number(args.get('soak-sample') ?? 5);
 if (!(SOAK >= 0) || !(SOAK_SAMPLE > 0)) throw new Error('--soak and --soak-sample take a number of seconds');
@@ -164,7 +170,7 @@ interface Session {
 
 async function open(scale: Scale): Promise<Session> {
   const dir = await farm(scale);
-  const tilth = await startTilth(dir);
+  const tilth = await startTilth(dir, SYNC_ENV);
   const { access_token } = await passwordGrant(tilth.url);
   const work = join(dir, 'bench');
   mkdirSync(work);
@@ -217,7 +223,7 @@ const loadAverage = () => loadavg().map((x) => x.toFixed(2)).join(', ');
 const machine = { nproc: cpus().length, cpu, node: process.version, pinned: PINNED, loadAtStart: loadAverage(), load: loadAverage };
 
 async function main(): Promise<void> {
-  say(`bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}`);
+  say(`bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}${SYNCHRONOUS === 'FULL' ? '' : `, SQLite synchronous=${SYNCHRONOUS}`}`);
   say(`machine: ${machine.nproc} cores, ${cpu}, Node ${machine.node}, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned (no taskset or one core)'}; load average ${machine.loadAtStart}`);
   if (PROCESSES > 1) say(PG ? `PostgreSQL through ${PROCESSES} processes: ${placeProcesses(PROCESSES).description}` : '--processes has effect with --pg only');
 
@@ -262,7 +268,7 @@ async function main(): Promise<void> {
     // P8's baseline: a minimal Express 5 app with Tilth's middleware functions (baselines/express.ts).
     const minimal = await startBaseline('express.ts', { BODIES: bodiesFile, DB: db });
     // P4 and P5's: the same rows written by bare node:http, a transaction each (baselines/write.ts).
-    const writer = await startBaseline('write.ts', { DB: db, BASE_URL: T, HEADERS: headersFile });
+    const writer = await startBaseline('write.ts', { DB: db, BASE_URL: T, HEADERS: headersFile, SYNCHRONOUS });
     baselines.push(bare, ceiling, minimal, writer);
 
     // Checks: each baseline must answer as Tilth does, bytes and headers, or its ratios mean nothing.
@@ -500,7 +506,7 @@ async function startFigure(s: Session): Promise<Running> {
   for (let i = 0; i < 3; i++) {
     if (server) await server.stop();
     const began = performance.now();
-    server = await startTilth(s.dir);
+    server = await startTilth(s.dir, SYNC_ENV);
     times.push(Math.round(performance.now() - began));
     health = await (await fetch(`${server.url}/health`)).text();
   }

@@ -22,7 +22,7 @@
  * It knows only what the benchmark sends: log--activity with asset, location and quantity
  * relationships (POST), a name and the asset relationship (PATCH). Anything else is a 404.
  *
- * Env: PORT, DB (the SQLite file) or DATABASE_URL, BASE_URL (Tilth's, for the links), HEADERS (a
+ * Env: PORT, DB (the SQLite file) or DATABASE_URL, SYNCHRONOUS (FULL or NORMAL, SQLite's), BASE_URL (Tilth's, for the links), HEADERS (a
  * JSON file: Tilth's headers for a 200, as [name, value] pairs).
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -46,9 +46,15 @@ type Transact = <T>(body: (tx: Tx) => Promise<T>) => Promise<T>;
 function sqliteTransact(): Transact {
   const db = new Database(process.env.DB!, { fileMustExist: true });
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  // FULL, Tilth's default; NORMAL when the run compares without syncs (run.ts --synchronous).
+  db.pragma(`synchronous = ${process.env.SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
+  // Statement journals in memory, as Tilth's writer keeps them (storage/database.ts). With
+  // SQLite's default each POST made a temporary file and removed it again, and wrote some 160
+  // pages a request into it and the log (strace: 165,133 pwrite64, 1,023 openat and 1,022 unlink
+  // for about 1,000 POSTs): file-system work that is neither the rows' nor durability's (issue 41 Part F).
+  db.pragma('temp_store = MEMORY');
   const statements = new Map<string, Database.Statement>();
   const prepared = (sql: string) => {
     let s = statements.get(sql);

@@ -14,7 +14,8 @@ import type { AppContext } from '../context.ts';
 import { principalOf } from '../access/principal.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { isAccountAdmin, requireAuthenticated } from '../access/policy.ts';
-import { queuedWrites, walSyncStats } from '../storage/database.ts';
+import { KEPT_SQL_CHARS, keptStatements, queuedWrites, walSyncStats } from '../storage/database.ts';
+import { isPostgres } from '../storage/sql.ts';
 
 const UUID_SEGMENT = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi;
 const KNOWN_PREFIXES = ['/api', '/oauth', '/subrequests', '/.well-known', '/health', '/metrics'];
@@ -89,6 +90,26 @@ export function createMetrics(ctx: AppContext): Metrics {
         },
       });
     }
+  }
+  // SQLite's prepared statements kept for reuse (storage/database.ts), bounded by count and by
+  // their SQL text: what they hold is native memory, outside the JavaScript heap.
+  if (!isPostgres(ctx.db.knex)) {
+    new Gauge({
+      name: 'tilth_sqlite_statements_kept',
+      help: "SQLite statements kept prepared for reuse, over the server's connections.",
+      registers: [registry],
+      collect() {
+        this.set(keptStatements(ctx.db.knex)?.statements ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'tilth_sqlite_statements_kept_sql_chars',
+      help: `The SQL text of the statements kept, in characters (at most ${KEPT_SQL_CHARS} a connection).`,
+      registers: [registry],
+      collect() {
+        this.set(keptStatements(ctx.db.knex)?.sqlChars ?? 0);
+      },
+    });
   }
   const started = Date.now();
   new Gauge({

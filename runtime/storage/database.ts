@@ -76,7 +76,7 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
       min: 1,
       max: 1,
       afterCreate: (conn: { pragma(s: string, options?: { simple?: boolean }): unknown; prepare(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
-        cachePreparedStatements(conn);
+        cachePreparedStatements(conn, knex, 'writer');
         const wal = String(conn.pragma('journal_mode = WAL', { simple: true })).toLowerCase() === 'wal';
         conn.pragma('foreign_keys = ON');
         // Journals of statements and savepoints (group commit's) in memory, not in temporary
@@ -175,7 +175,7 @@ class ReadConnection {
       const connection = new BetterSqlite3(this.file);
       connection.pragma('query_only = ON');
       connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      cachePreparedStatements(connection);
+      cachePreparedStatements(connection, this.knex, 'reader');
       this.connection = connection;
     }
     return this.connection;
@@ -441,22 +441,64 @@ export async function openExistingDatabase(options: { databaseUrl: string | null
  * Knex prepares every query afresh; on SQLite that is a large share of a request's time. The
  * same SQL text (with new bindings) reuses its statement: better-sqlite3 statements are reusable,
  * and the single connection runs one statement at a time.
+ *
+ * What is kept is bounded by its SQL text as well as by count, least recently used first out
+ * (issue 41 Part F). Statements whose text grows with the number of ids they name (Knex's
+ * `whereIn`, a multi-row INSERT: an asset's placements rebuilt over its logs) make a new text for
+ * each count, each compiled program as large as its text or more; under a stream of writes to
+ * the same animals (their histories growing by a log each time) a thousand of them, kept per
+ * connection, were most of what grew in the server's memory.
  */
 const ONE_OFF = /^(?:SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT) trx\d/;
+/** Most statements kept per connection. */
+const KEPT_STATEMENTS = 1000;
+/** Most SQL text (characters) of the statements kept per connection. */
+export const KEPT_SQL_CHARS = 1024 * 1024;
 
-function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void {
+/** The statements one connection keeps: how many and their SQL text's length (the metrics). */
+interface StatementCache {
+  statements: number;
+  sqlChars: number;
+}
+
+/** Per Knex instance (its client's config), the cache of its writer's connection and of its reader's (the current one of each). */
+const statementCaches = new WeakMap<object, Map<'writer' | 'reader', StatementCache>>();
+
+/** The statements kept by this database's SQLite connections (writer and reader): how many, and their SQL text's length; none on PostgreSQL. */
+export function keptStatements(db: Knex): StatementCache | undefined {
+  const caches = statementCaches.get(db.client.config as object);
+  if (!caches) return undefined;
+  return [...caches.values()].reduce((sum, c) => ({ statements: sum.statements + c.statements, sqlChars: sum.sqlChars + c.sqlChars }), { statements: 0, sqlChars: 0 });
+}
+
+function cachePreparedStatements(conn: { prepare(sql: string): unknown }, knex: Knex, role: 'writer' | 'reader'): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, unknown>();
+  const stats: StatementCache = { statements: 0, sqlChars: 0 };
+  const key = knex.client.config as object;
+  if (!statementCaches.has(key)) statementCaches.set(key, new Map());
+  // A connection opened again replaces the one before it in the figures.
+  statementCaches.get(key)!.set(role, stats);
   conn.prepare = (sql: string) => {
     let statement = cache.get(sql);
-    if (statement === undefined) {
-      statement = prepare(sql);
-      // Knex names each savepoint afresh (`SAVEPOINT trx123`): never run twice, so not kept,
-      // where they would push out the statements that are.
-      if (ONE_OFF.test(sql)) return statement;
-      if (cache.size >= 1000) cache.delete(cache.keys().next().value!);
+    if (statement !== undefined) {
+      // Most recently used last: the first in the map is the first out.
+      cache.delete(sql);
       cache.set(sql, statement);
+      return statement;
     }
+    statement = prepare(sql);
+    // Knex names each savepoint afresh (`SAVEPOINT trx123`): never run twice, so not kept,
+    // where they would push out the statements that are.
+    if (ONE_OFF.test(sql) || sql.length > KEPT_SQL_CHARS) return statement;
+    while (cache.size >= KEPT_STATEMENTS || stats.sqlChars + sql.length > KEPT_SQL_CHARS) {
+      const oldest = cache.keys().next().value!;
+      cache.delete(oldest);
+      stats.sqlChars -= oldest.length;
+    }
+    cache.set(sql, statement);
+    stats.sqlChars += sql.length;
+    stats.statements = cache.size;
     return statement;
   };
 }
