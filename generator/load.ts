@@ -20,8 +20,8 @@ interface SourceBase {
   module: string | null;
   /** Tilth's own definitions/, or the farm's site folder (TILTH_SITE_DIR), whose output is generated apart. */
   origin: Origin;
-  /** Line of the node at a JSON path (keys and indexes), or of its nearest existing parent. */
-  lineOf(path: Array<string | number>, key?: boolean): number | undefined;
+  /** Line of the node at a JSON path (keys and indexes), or of its nearest existing parent; `atKey`: of the path's last key, not its value. */
+  lineOf(path: Array<string | number>, options?: { atKey?: boolean }): number | undefined;
 }
 
 /** A definition file that passed the meta-schema, its data typed by the types generated from it. */
@@ -58,10 +58,10 @@ function kindOf(inside: string[]): { kind: FileKind; module: string | null } {
 }
 
 function lineFinder(doc: Document, counter: LineCounter) {
-  return (path: Array<string | number>, key = false): number | undefined => {
+  return (path: Array<string | number>, { atKey = false }: { atKey?: boolean } = {}): number | undefined => {
     for (let n = path.length; n >= 0; n--) {
       const prefix = path.slice(0, n);
-      if (key && n === path.length && n > 0) {
+      if (atKey && n === path.length && n > 0) {
         const parent = doc.getIn(prefix.slice(0, -1), true);
         if (isMap(parent)) {
           const pair = parent.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === prefix[prefix.length - 1]);
@@ -188,7 +188,7 @@ export function loadDefinitions(definitionsDir: string, rootDir: string, origin:
         const id = d.path.join('.') + '|' + d.sentence;
         if (seen.has(id)) continue;
         seen.add(id);
-        errors.push(new DefinitionError(path, lineOf(d.path, d.key), d.sentence));
+        errors.push(new DefinitionError(path, lineOf(d.path, { atKey: d.key }), d.sentence));
       }
       continue;
     }

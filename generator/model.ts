@@ -39,8 +39,9 @@ interface PendingBundle {
 /** Every problem found, each with its file and line. */
 class Problems {
   readonly errors: DefinitionError[] = [];
-  fail(file: SourceFile, path: Array<string | number>, sentence: string, key = false): void {
-    this.errors.push(new DefinitionError(file.path, file.lineOf(path, key), sentence));
+  /** `atKey`: the line of the path's last key (the name is the problem), not of its value. */
+  fail(file: SourceFile, path: Array<string | number>, sentence: string, options: { atKey?: boolean } = {}): void {
+    this.errors.push(new DefinitionError(file.path, file.lineOf(path, options), sentence));
   }
 }
 
@@ -219,9 +220,9 @@ class FieldNormaliser {
     const type = raw.type as FieldType;
     const spec = FIELD_TYPE_SPECS[type];
     let ok = true;
-    const bad = (sub: Array<string | number>, sentence: string, key = false) => {
+    const bad = (sub: Array<string | number>, sentence: string, options: { atKey?: boolean } = {}) => {
       ok = false;
-      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`, key);
+      this.problems.fail(file, [...path, ...sub], `field "${name}": ${sentence}`, options);
     };
     if (RESERVED.has(name)) bad([], `"${name}" is reserved by JSON:API or by storage; choose another name.`);
     const isReference = REFERENCE_TYPES.has(type);
@@ -294,8 +295,8 @@ class FieldNormaliser {
       }
       const allowed = new Set((raw.allowed_values ?? []).map((v) => v.value));
       for (const [from, to] of Object.entries(map)) {
-        if (allowed.has(from)) bad([key, from], `"${from}" is still an allowed value; a value renamed or removed must leave allowed_values.`, true);
-        else if (from in former) bad([key, from], `"${from}" is both renamed and removed; say once what its records get.`, true);
+        if (allowed.has(from)) bad([key, from], `"${from}" is still an allowed value; a value renamed or removed must leave allowed_values.`, { atKey: true });
+        else if (from in former) bad([key, from], `"${from}" is both renamed and removed; say once what its records get.`, { atKey: true });
         else if (to !== null && !allowed.has(to)) bad([key, from], `"${from}" would become "${to}", which is not an allowed value. Allowed: ${[...allowed].join(', ')}.`);
         else if (to === null && raw.required && !raw.multiple) bad([key, from], `"${from}" would be cleared, but the field is required: name the allowed value its records get instead.`);
         else former[from] = to;
@@ -375,7 +376,7 @@ function attachFields(bundle: PendingBundle, base: PendingField[], fields: Field
     const tagTypes = file.data.id_tag_types;
     if (tagTypes) {
       const tags = bundle.fields.filter((f) => f.descriptor.type === 'id_tag');
-      if (!tags.length) problems.fail(file, ['id_tag_types'], `id_tag_types needs an id_tag field, and ${et} has none.`, true);
+      if (!tags.length) problems.fail(file, ['id_tag_types'], `id_tag_types needs an id_tag field, and ${et} has none.`, { atKey: true });
       for (const { descriptor } of tags) {
         const known = descriptor.allowedValues ?? [];
         descriptor.allowedValues = [...known, ...tagTypes.filter((t) => !known.some((k) => k.value === t.value))];
@@ -383,12 +384,12 @@ function attachFields(bundle: PendingBundle, base: PendingField[], fields: Field
     }
     for (const [name, value] of Object.entries(bundle.defaults)) {
       const field = bundle.fields.find((f) => f.descriptor.name === name);
-      if (!field) problems.fail(file, ['defaults', name], `defaults names "${name}", which is not a base field of ${et}.`, true);
+      if (!field) problems.fail(file, ['defaults', name], `defaults names "${name}", which is not a base field of ${et}.`, { atKey: true });
       else field.descriptor.default = value as string | number | boolean;
     }
     for (const [name, raw] of Object.entries(file.data.fields ?? {})) {
       if (base.some((f) => f.descriptor.name === name)) {
-        problems.fail(file, ['fields', name], `field "${name}" duplicates a base field that every ${et} already has (definitions/entity-types/${et}.yaml).`, true);
+        problems.fail(file, ['fields', name], `field "${name}" duplicates a base field that every ${et} already has (definitions/entity-types/${et}.yaml).`, { atKey: true });
         continue;
       }
       const descriptor = fields.normalise(file, name, raw, et, bundle.descriptor.bundle);
@@ -430,7 +431,7 @@ function checkSharedStorage(bundles: PendingBundle[], problems: Problems): void 
         p.file,
         p.path,
         `field "${p.descriptor.name}" is ${signature(p.descriptor)} here but ${canonical} in ${example.file.path}; a field name shared by bundles of one entity type must have the same type, cardinality and target.`,
-        true,
+        { atKey: true },
       );
     }
   }

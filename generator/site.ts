@@ -130,7 +130,7 @@ export function emitSite(options: {
   const ops = diffSchema([...coreMigrations, ...siteMigrations], options.desiredTables, options.rewrites);
   let added: string | null = null;
   if (ops.length) {
-    added = migrationName(siteMigrations.length + 1, ops, false);
+    added = migrationName(siteMigrations.length + 1, ops, { initial: false });
     const text = JSON.stringify({ $comment: `${SITE_STAMP} Applied migrations are never rewritten: a later change adds a new file.`, ops }, null, 2) + '\n';
     files.set(`migrations/${added}.json`, text);
     listed.push({ name: added, checksum: migrationChecksum(text) });

@@ -12,7 +12,7 @@ import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, MoveFieldOp, Re
 const INDEXED_TYPES = new Set(['boolean', 'decimal', 'email', 'integer', 'list_string', 'string', 'timestamp']);
 
 /** PostgreSQL truncates identifiers at 63 bytes; keep names unique and short. */
-export function indexName(table: string, columns: string[], unique = false): string {
+export function indexName(table: string, columns: string[], { unique = false }: { unique?: boolean } = {}): string {
   const name = `${table}_${columns.join('_')}_${unique ? 'uniq' : 'idx'}`;
   if (name.length <= 60) return name;
   const hash = createHash('sha1').update(name).digest('hex').slice(0, 8);
@@ -54,7 +54,7 @@ export function tablesFor(model: DataModel): TableSpec[] {
     ];
     if (type.revisionId) columns.push({ name: 'revision_id', type: 'integer', nullable: true });
     const indexes: IndexSpec[] = [
-      { name: indexName(table, ['uuid'], true), columns: ['uuid'], unique: true },
+      { name: indexName(table, ['uuid'], { unique: true }), columns: ['uuid'], unique: true },
       { name: indexName(table, ['bundle', 'id']), columns: ['bundle', 'id'], unique: false },
     ];
     const sideTables: TableSpec[] = [];

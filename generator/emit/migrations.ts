@@ -193,8 +193,8 @@ export function diffSchema(existing: ExistingMigration[], desired: TableSpec[], 
   return [...creates, ...sideCreates, ...adds, ...indexes, ...pendingRewrites];
 }
 
-/** `0003_create_log__grazed_animals_and_more`: the number and what the first operation does (Tilth's own first one is `0001_initial`). */
-export function migrationName(number: number, ops: SchemaOp[], initial = true): string {
+/** `0003_create_log__grazed_animals_and_more`: the number and what the first operation does (Tilth's own first one is `0001_initial`; `initial: false`, a site series', names its first by what it does too). */
+export function migrationName(number: number, ops: SchemaOp[], { initial = true }: { initial?: boolean } = {}): string {
   const n = String(number).padStart(4, '0');
   if (number === 1 && initial) return `${n}_initial`;
   const first = ops[0]!;

@@ -37,7 +37,7 @@ const QUERY_PARAMETERS = [
 
 const ERRORS = { $ref: '#/components/responses/Error' };
 
-function document(schemaRef: string, many: boolean): Schema {
+function document(schemaRef: string, { many }: { many: boolean }): Schema {
   return {
     'application/vnd.api+json': {
       schema: { type: 'object', properties: { data: many ? { type: 'array', items: { $ref: schemaRef } } : { $ref: schemaRef }, included: { type: 'array' }, links: { type: 'object' }, meta: { type: 'object' } } },
@@ -53,18 +53,18 @@ function pathsOf(bundle: BundleDescriptor, model: DataModel): Record<string, Sch
   const module = bundle.module ? { 'x-tilth-module': bundle.module } : {};
   const id = { name: 'id', in: 'path', required: true, description: 'The resource UUID.', schema: { type: 'string', format: 'uuid' } };
   const base = `/api/${bundle.entityType}/${bundle.bundle}`;
-  const body = { required: true, content: document(ref, false) };
+  const body = { required: true, content: document(ref, { many: false }) };
   return {
     [base]: {
       ...module,
-      get: { tags, summary: `List ${title} resources`, operationId: `list:${bundle.type}`, parameters: QUERY_PARAMETERS, responses: { 200: { description: 'A page of resources.', content: document(ref, true) }, default: ERRORS } },
-      post: { tags, summary: `Create a ${title}`, operationId: `create:${bundle.type}`, requestBody: body, responses: { 201: { description: 'Created.', content: document(ref, false) }, default: ERRORS } },
+      get: { tags, summary: `List ${title} resources`, operationId: `list:${bundle.type}`, parameters: QUERY_PARAMETERS, responses: { 200: { description: 'A page of resources.', content: document(ref, { many: true }) }, default: ERRORS } },
+      post: { tags, summary: `Create a ${title}`, operationId: `create:${bundle.type}`, requestBody: body, responses: { 201: { description: 'Created.', content: document(ref, { many: false }) }, default: ERRORS } },
     },
     [`${base}/{id}`]: {
       ...module,
       parameters: [id],
-      get: { tags, summary: `Get one ${title}`, operationId: `get:${bundle.type}`, parameters: QUERY_PARAMETERS.filter((p) => p.name === 'include' || p.name === 'fields'), responses: { 200: { description: 'The resource.', content: document(ref, false) }, default: ERRORS } },
-      patch: { tags, summary: `Change a ${title}`, operationId: `update:${bundle.type}`, requestBody: body, responses: { 200: { description: 'The changed resource.', content: document(ref, false) }, default: ERRORS } },
+      get: { tags, summary: `Get one ${title}`, operationId: `get:${bundle.type}`, parameters: QUERY_PARAMETERS.filter((p) => p.name === 'include' || p.name === 'fields'), responses: { 200: { description: 'The resource.', content: document(ref, { many: false }) }, default: ERRORS } },
+      patch: { tags, summary: `Change a ${title}`, operationId: `update:${bundle.type}`, requestBody: body, responses: { 200: { description: 'The changed resource.', content: document(ref, { many: false }) }, default: ERRORS } },
       delete: { tags, summary: `Delete a ${title}`, operationId: `delete:${bundle.type}`, responses: { 204: { description: 'Deleted.' }, default: ERRORS } },
     },
   };

@@ -133,14 +133,14 @@ export class InventoryChanges {
    * it; and, for a done log dated ahead, the moment they count from.
    */
   private async ofLog(db: Db, before: Values | null, after: Values | null, dependents: number[]): Promise<InventoryPlan> {
-    const now = await this.assetsOf(db, dependents, false);
+    const now = await this.assetsOf(db, dependents, { adjusting: false });
     const done = (v: Values | null) => v?.get('status') === 'done';
     const [was, is] = [refs(before, 'quantity'), refs(after, 'quantity')];
     const at = Number(after?.get('timestamp'));
-    const due = done(after) && at > Date.now() / 1000 ? (await this.assetsOf(db, is, true)).map((id) => ({ id, at })) : [];
+    const due = done(after) && at > Date.now() / 1000 ? (await this.assetsOf(db, is, { adjusting: true })).map((id) => ({ id, at })) : [];
     if (!done(before) && !done(after)) return { now, due };
     if (before && after && done(before) === done(after) && same(before, after, 'timestamp') && sameIds(was, is)) return { now, due };
-    return { now: [...new Set([...now, ...(await this.assetsOf(db, [...was, ...is], true))])], due };
+    return { now: [...new Set([...now, ...(await this.assetsOf(db, [...was, ...is], { adjusting: true }))])], due };
   }
 
   /**
@@ -184,7 +184,7 @@ export class InventoryChanges {
    * shape: every save of a log with quantities asks this, and Knex's query builder compiling it
    * afresh was a twentieth of a POST's time (issue 41 Part F).
    */
-  private async assetsOf(db: Db, quantities: number[], adjusting: boolean): Promise<number[]> {
+  private async assetsOf(db: Db, quantities: number[], { adjusting }: { adjusting: boolean }): Promise<number[]> {
     const ids = [...new Set(quantities)];
     if (!ids.length) return [];
     const l = this.layout!;

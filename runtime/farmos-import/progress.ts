@@ -101,7 +101,8 @@ abstract class Counting implements Progress {
     const etaSeconds = expected === null || perMs <= 0 ? null : Math.round((expected - this.records) / perMs / 1000);
     return { phase: this.name, records: this.records, expected, bytes: this.bytes, ms, rate: rate(this.records, ms), bytesRate: rate(this.bytes, ms), etaSeconds };
   }
-  protected line(final = false): string {
+  /** The phase's line; `final`, once it is done: no time left. */
+  protected line({ final = false }: { final?: boolean } = {}): string {
     const s = this.status();
     const of = s.expected !== null ? ` of about ${s.expected}` : '';
     const bytes = s.bytes ? `, ${mb(s.bytes)} MB (${mb(s.bytesRate)} MB/s)` : '';
@@ -122,7 +123,7 @@ class TerminalLine extends Counting {
     this.out.write(`\r\x1b[2K${this.line()}`);
   }
   done(): void {
-    this.out.write(`\r\x1b[2K${this.line(true)}\n`);
+    this.out.write(`\r\x1b[2K${this.line({ final: true })}\n`);
   }
   note(line: string): void {
     this.out.write(`\r\x1b[2K${printable(line)}\n`);
@@ -134,7 +135,7 @@ class PlainLines extends Counting {
     this.out.write(`${this.line()}\n`);
   }
   done(): void {
-    this.out.write(`${this.line(true)} (done)\n`);
+    this.out.write(`${this.line({ final: true })} (done)\n`);
   }
   note(line: string): void {
     this.out.write(`${printable(line)}\n`);

@@ -126,7 +126,7 @@ export class FarmSource {
     );
     if (this.auth.scope) form.set('scope', this.auth.scope);
     const url = `${this.base}/oauth/token`;
-    const res = await this.send(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, false);
+    const res = await this.send(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, { authorized: false });
     // An OAuth error is a JSON body with a 400 or 401: read it whatever the status.
     const text = await this.readText(res, url);
     let body: Record<string, unknown> = {};
@@ -327,8 +327,9 @@ export class FarmSource {
   /**
    * One request, retried with backoff on network errors and the statuses that mean "try later".
    * A 401 with credentials that can sign in again (a token that expired mid-import) signs in once more.
+   * `authorized: false` is the sign-in's own request: no bearer token, no signing in again, no redirect followed.
    */
-  private async send(url: string, init: RequestInit, authorized = true): Promise<Response> {
+  private async send(url: string, init: RequestInit, { authorized = true }: { authorized?: boolean } = {}): Promise<Response> {
     let signedInAgain = false;
     let redirects = 0;
     for (let attempt = 1; ; attempt++) {

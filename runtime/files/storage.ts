@@ -277,7 +277,7 @@ export class FileStore {
   place(tmp: string, entityType: string, filename: string, now = new Date()): string {
     if (!/^[a-z][a-z0-9_]*$/.test(entityType)) throw new Error(`Not an entity type to store files under: ${printable(entityType)}.`);
     const month = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
-    const placed = this.placeIn(tmp, ['farm', entityType, month].join('/'), safeFilename(filename), false);
+    const placed = this.placeIn(tmp, ['farm', entityType, month].join('/'), safeFilename(filename), { exact: false });
     return placed!;
   }
 
@@ -289,11 +289,11 @@ export class FileStore {
     const safe = safeStoredPath(path);
     if (!safe) return null;
     const slash = safe.lastIndexOf('/');
-    return this.placeIn(tmp, safe.slice(0, slash), safe.slice(slash + 1), true);
+    return this.placeIn(tmp, safe.slice(0, slash), safe.slice(slash + 1), { exact: true });
   }
 
   /** Move `tmp` to `<dir>/<filename>`, or to `<stem>_<n><ext>` when that is taken (unless `exact`: then null). */
-  private placeIn(tmp: string, dir: string, filename: string, exact: boolean): string | null {
+  private placeIn(tmp: string, dir: string, filename: string, { exact }: { exact: boolean }): string | null {
     const folder = this.inside(dir);
     if (!folder || this.inside(`${dir}/${filename}`) === null) throw new Error(`Refused to place a file outside ${this.root}: ${printable(`${dir}/${filename}`)}.`);
     onDisk(() => mkdirSync(folder, { recursive: true }));

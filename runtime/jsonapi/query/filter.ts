@@ -88,7 +88,7 @@ function readEntry(key: string, item: unknown): Entry {
   const at = `filter[${key}]`;
   if (key === ROOT_GROUP_KEY) throw fail(at, key, `'${ROOT_GROUP_KEY}' is a reserved filter id.`);
   // Extreme shorthand, `filter[status]=done`: the key is the path.
-  if (!isContainer(item)) return readCondition(key, { value: item }, at, key, true);
+  if (!isContainer(item)) return readCondition(key, { value: item }, at, key, { bare: true });
   if (hasKey(item, 'group')) return readGroup(key, item, at);
   if (hasKey(item, 'condition')) {
     rejectUnknownKeys(item, new Set(['condition']), at, key, "a filter with a 'condition' key");
@@ -130,7 +130,7 @@ function readGroup(key: string, item: Container, at: string): Entry {
  * `bare` the filter parameter itself is the value (`filter[status]=done`). A path taken from
  * the filter key is blamed on `base`, since the client sent no `[path]` parameter.
  */
-function readCondition(key: string, fields: Container, base: string, defaultPath: string | undefined, bare = false): Entry {
+function readCondition(key: string, fields: Container, base: string, defaultPath: string | undefined, { bare = false }: { bare?: boolean } = {}): Entry {
   rejectUnknownKeys(fields, CONDITION_KEYS, base, key, 'a filter condition');
   const pathParameter = hasKey(fields, 'path') || defaultPath === undefined ? `${base}[path]` : base;
   const path = readPath(fields, defaultPath, pathParameter, key);

@@ -5,7 +5,7 @@
  * A code is single-use and lives config.authorizationCodeLifetime seconds. Presenting a used code
  * again revokes the tokens issued for it (RFC 6749 §4.1.2): someone else holds the code.
  */
-import oauth2orize, { type ExchangeDoneFunction, type OAuth2Req } from 'oauth2orize';
+import oauth2orize, { type ExchangeDoneFunction, type IssueGrantCodeDoneFunction, type OAuth2Req } from 'oauth2orize';
 import { OAuthError } from '../../errors.ts';
 import { findUser } from '../../accounts/users.ts';
 import type { UserAccount } from '../../accounts/users.ts';
@@ -19,7 +19,7 @@ import type { OAuthDeps } from '../deps.ts';
 
 /** oauth2orize grant module issuing codes for response_type=code. */
 export function codeGrant({ ctx }: OAuthDeps) {
-  return oauth2orize.grant.code<Client, UserAccount>((client, redirectUri, user, _ares, oauthReq: OAuth2Req, done) => {
+  return oauth2orize.grant.code<Client, UserAccount>((client, redirectUri, user, _ares, oauthReq: OAuth2Req, done: IssueGrantCodeDoneFunction) => {
     const areq = oauthReq as unknown as AuthorizeRequest;
     tokenStore(ctx.db.knex)
       .issueCode(
@@ -64,7 +64,7 @@ export function authorizationCodeExchange({ ctx }: OAuthDeps) {
         const user = await findUser(trx, { id: record.userId });
         if (!user || !user.status) return new OAuthError('invalid_grant', 'The user account is blocked.');
         const grant = { chainId: record.chainId, clientRowId: client.id, userId: user.id, scopes: record.scopes };
-        return issueTokens(store, ctx.config, grant, allowsGrant(client, 'refresh_token'));
+        return issueTokens(store, ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });
       });
       if (outcome instanceof OAuthError) throw outcome;
       return outcome;

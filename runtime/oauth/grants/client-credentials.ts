@@ -25,7 +25,7 @@ export function clientCredentialsExchange({ ctx }: OAuthDeps) {
         const user = client.userId === null ? null : await findUser(trx, { id: client.userId });
         if (!user) throw new OAuthError('invalid_grant', 'The client has no user to act as; register it again with --user.');
         if (!user.status) throw new OAuthError('invalid_grant', `The user the client acts as is blocked.`);
-        return issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes }, false);
+        return issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes }, { withRefresh: false });
       });
     }),
   );

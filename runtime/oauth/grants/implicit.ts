@@ -17,7 +17,7 @@ import type { GrantDefinition } from './grant.ts';
 function tokenResponse({ ctx }: OAuthDeps) {
   return oauth2orize.grant.token((client: Client, user: UserAccount, _ares: unknown, areq: AuthorizeRequest, done: (err: Error | null, token?: string, params?: object) => void) => {
     ctx.db.knex
-      .transaction((trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, false))
+      .transaction((trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, { withRefresh: false }))
       .then((t) => done(null, t.accessToken, t.params), done);
   });
 }

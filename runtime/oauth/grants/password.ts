@@ -42,7 +42,7 @@ export function passwordExchange({ ctx }: OAuthDeps) {
       return knex.transaction(async (trx) => {
         await recordLogin(trx, account.id);
         const grant = { chainId: newChainId(), clientRowId: client.id, userId: account.id, scopes };
-        return issueTokens(tokenStore(trx), ctx.config, grant, allowsGrant(client, 'refresh_token'));
+        return issueTokens(tokenStore(trx), ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });
       });
     }),
   );

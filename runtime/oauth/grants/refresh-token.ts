@@ -47,7 +47,7 @@ export function refreshTokenExchange({ ctx }: OAuthDeps) {
         // Two refreshes racing with one token: the loser is treated as the replay it looks like.
         if (!(await store.markRotated(record.id))) return reuse(store, record.chainId, Math.floor(Date.now() / 1000));
         await store.revokeAccessTokensOfChain(record.chainId);
-        return issueTokens(store, ctx.config, { chainId: record.chainId, clientRowId: client.id, userId: user.id, scopes }, true);
+        return issueTokens(store, ctx.config, { chainId: record.chainId, clientRowId: client.id, userId: user.id, scopes }, { withRefresh: true });
       });
       if (outcome instanceof OAuthError) throw outcome;
       return outcome;

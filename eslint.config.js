@@ -1,0 +1,146 @@
+// @ts-check
+/**
+ * The lint step (issue 40 §6): a few rules that matter here, not a style guide (Prettier formats).
+ *
+ * - Floating promises: a promise nobody awaits loses its error (an unhandled rejection ends the
+ *   process) and its ordering (a write that may land after the response). `void` marks one left
+ *   running on purpose, with a comment saying why.
+ * - No Knex transaction outside runtime/storage/: storage/database.ts turns `knex.transaction(cb)`
+ *   on SQLite into a savepoint in a batch shared with other requests, under rules nothing else
+ *   enforces (never `trx.commit()`, await every statement). New code asks storage for its
+ *   transaction; TRANSACTION_CALLERS lists today's callers, and it only shrinks.
+ * - Imports across layers: generated code imports only runtime/public.ts (and other generated
+ *   files, and Knex for its types), and the runtime never imports the generator or the tests. The
+ *   whole rank table stays in test/generator/layers.test.ts (RANKS), the one place it is kept.
+ *
+ * Typed rules read the program of tsconfig.json, so .ts files only; the few .js files (bin/,
+ * scripts/) get the rules that need no types.
+ */
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+/**
+ * Files outside runtime/storage/ that call `.transaction(` today (issue 40 §5: they move to the
+ * database's own transaction API, `db.write`, and leave this list as they do). Add nothing here.
+ */
+const TRANSACTION_CALLERS = [
+  'runtime/accounts/credentials.ts',
+  'runtime/accounts/users.ts',
+  'runtime/cli/users.ts',
+  'runtime/farm/placements.ts',
+  'runtime/farmos-import/run.ts', // and two savepoints on the page's transaction (trx.transaction)
+  'runtime/http/data-streams.ts',
+  'runtime/imports/run.ts',
+  'runtime/jsonapi/handlers/create.ts',
+  'runtime/jsonapi/handlers/files.ts',
+  'runtime/jsonapi/handlers/individual.ts',
+  'runtime/jsonapi/handlers/relationships.ts',
+  'runtime/oauth/clients.ts',
+  'runtime/oauth/grants/authorization-code.ts',
+  'runtime/oauth/grants/client-credentials.ts',
+  'runtime/oauth/grants/implicit.ts',
+  'runtime/oauth/grants/password.ts',
+  'runtime/oauth/grants/refresh-token.ts',
+  'runtime/oauth/revoke.ts',
+  'runtime/oauth/session.ts',
+  'runtime/oauth/transactions.ts',
+];
+
+export default defineConfig([
+  {
+    // Not our code: what runs make (bundles, results, scratch), the farm's own site folder, and
+    // test fixtures, which are data (a licence file among them).
+    ignores: [
+      '.cache/',
+      'site/',
+      'dist/',
+      'coverage/',
+      'bench/results/',
+      'bench/.data/',
+      '.tilth-test-*/',
+      'stress-results/',
+      'test/fixtures/',
+    ],
+  },
+  {
+    // Generated files open with a blanket `eslint-disable`, and only a few rules run: a directive
+    // that disables nothing is not worth a warning.
+    linterOptions: { reportUnusedDisableDirectives: 'off' },
+  },
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    rules: {
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          // node:test's top-level test() and describe() return promises the runner itself awaits.
+          // A subtest (t.test) is not on this list: one not awaited is cancelled with its parent.
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['runtime/**/*.ts', 'generator/**/*.ts'],
+    ignores: ['runtime/storage/**', ...TRANSACTION_CALLERS],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'MemberExpression[property.name="transaction"]',
+          message:
+            'A Knex transaction outside runtime/storage/ (issue 40 §5): storage/database.ts makes it a savepoint in a shared batch on SQLite. Ask storage for the transaction instead.',
+        },
+      ],
+    },
+  },
+  {
+    files: ['generated/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?:\\.\\./)+(?:runtime/(?!public\\.ts$)|generator/|test/|bench/|scripts/)',
+              message:
+                'Generated code imports only runtime/public.ts, other generated files and Knex (ARCHITECTURE.md).',
+            },
+            {
+              regex: '^(?![./]|knex$)',
+              message: 'Generated code imports no package but Knex, for its types (ARCHITECTURE.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['runtime/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?:\\.\\./)+(?:generator|test|bench|scripts)/',
+              message:
+                'The runtime never imports the generator, the tests, the bench or the scripts (ARCHITECTURE.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+]);
