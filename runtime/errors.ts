@@ -34,6 +34,11 @@ export interface ErrorSource {
   pointer?: string;
   /** The query parameter at fault, e.g. `filter` or `page[limit]`. */
   parameter?: string;
+  /**
+   * The field at fault, in the domain's words (entities/, accounts/, access/): each face places
+   * it (the JSON:API face as `pointer`, jsonapi/errors.ts).
+   */
+  field?: FieldRef;
 }
 
 /**
@@ -189,31 +194,44 @@ export function tooManyRequests(detail: string, retryAfterSeconds: number): ApiE
   return new ApiError(429, detail, { headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
 }
 
-/** One violated rule of one field, collected into a 422. */
+/** A field of a record as a rule names it: its name, and whether it holds values or references (the model's kind). */
+export interface FieldRef {
+  kind: 'attribute' | 'relationship';
+  name: string;
+}
+
+/**
+ * One violated rule of one field, collected into a 422: in the domain's words, a field and the
+ * item of it at fault. Each face places it on its own wire (the JSON:API face's `source.pointer`,
+ * jsonapi/errors.ts; a form's message by the field).
+ */
 export interface Violation {
-  /** JSON Pointer, e.g. `/data/attributes/name` or `/data/relationships/asset/data/0`. */
-  pointer: string;
+  /** The field at fault; null for the record as a whole. */
+  field: FieldRef | null;
+  /** The item of a multi-valued field at fault, counted from 0. */
+  item?: number;
   /** Plain sentence naming the field and what is wrong. */
   detail: string;
 }
 
-/** The JSON Pointer of a field in a request document: `/data/attributes/name`, `/data/relationships/asset`. */
-export function fieldPointer(field: { kind: 'attribute' | 'relationship'; name: string }): string {
-  return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
+/** A violation a face found in its own wire, where it is no field (JSON:API: `/data/id`, a relationship's `/data`): placed by that face. */
+export interface WireViolation {
+  /** JSON Pointer into the request document, e.g. `/data/id`. */
+  pointer: string;
+  detail: string;
 }
 
-/** 422: the document is well formed but breaks the schema; one error object per violation. */
+/**
+ * 422: the input is well formed but breaks the record type's rules; one error object per
+ * violation, which the face renders (jsonapi/errors.ts makes each one's pointer).
+ */
 export class ValidationError extends ApiError {
-  readonly violations: Violation[];
+  readonly violations: ReadonlyArray<Violation | WireViolation>;
 
-  constructor(violations: Violation[]) {
+  constructor(violations: ReadonlyArray<Violation | WireViolation>) {
     super(422, violations.map((v) => v.detail).join(' '));
     this.name = 'ValidationError';
     this.violations = violations;
-  }
-
-  override toObjects(): ErrorObject[] {
-    return this.violations.map((v) => ({ status: '422', title: reasonPhrase(422), code: this.code, detail: v.detail, source: { pointer: v.pointer } }));
   }
 }
 
@@ -271,14 +289,19 @@ export const JSONAPI_VERSION = { version: '1.0', meta: { links: { self: { href: 
 
 /**
  * Render any thrown value as a JSON:API error document and its status. Unknown errors become a
- * bare 500. `via` is the absolute URI of the request that failed: every error object names it in
+ * bare 500. `objects`: a face's error objects of an ApiError (the JSON:API face places a 422's
+ * violations: jsonapi/errors.ts). `via` is the absolute URI of the request that failed: every error object names it in
  * `links.via`, as farmOS's do (farmos-behaviour.md §4.3), so a client logging one error knows
  * which call of a batch it came from.
  */
-export function toJsonApiErrorDocument(error: unknown, via: string): { status: number; headers: Record<string, string>; body: { jsonapi: typeof JSONAPI_VERSION; errors: ErrorObject[] } } {
+export function toJsonApiErrorDocument(
+  error: unknown,
+  via: string,
+  objects: (error: ApiError) => ErrorObject[] = (e) => e.toObjects(),
+): { status: number; headers: Record<string, string>; body: { jsonapi: typeof JSONAPI_VERSION; errors: ErrorObject[] } } {
   const links = { via: { href: via } };
   if (error instanceof ApiError) {
-    return { status: error.status, headers: error.headers, body: { jsonapi: JSONAPI_VERSION, errors: error.toObjects().map((e) => ({ ...e, links })) } };
+    return { status: error.status, headers: error.headers, body: { jsonapi: JSONAPI_VERSION, errors: objects(error).map((e) => ({ ...e, links })) } };
   }
   return {
     status: 500,

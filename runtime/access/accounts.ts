@@ -53,14 +53,14 @@ export function assertMayChangeAccount(principal: Principal, target: { id: numbe
   if (!change) return;
   if (!isAccountAdmin(principal)) {
     const [field] = change.adminFields;
-    if (field) throw forbidden(`${field}: only account administrators may change ${field}.`, { pointer: `/data/attributes/${field}` });
-    if (change.roles) throw forbidden('roles: only account administrators may change roles.', { pointer: '/data/relationships/roles' });
+    if (field) throw forbidden(`${field}: only account administrators may change ${field}.`, { field: { kind: 'attribute', name: field } });
+    if (change.roles) throw forbidden('roles: only account administrators may change roles.', { field: { kind: 'relationship', name: 'roles' } });
   }
   if (change.roles) {
     const added = change.roles.filter((r) => !target?.roles.includes(r));
     const beyond = rolesBeyond(principal, added);
     if (beyond.length) {
-      throw forbidden(`roles: the current token may not grant ${beyond.join(', ')}: nobody may grant rights they do not have themselves.`, { pointer: '/data/relationships/roles' });
+      throw forbidden(`roles: the current token may not grant ${beyond.join(', ')}: nobody may grant rights they do not have themselves.`, { field: { kind: 'relationship', name: 'roles' } });
     }
   }
 }

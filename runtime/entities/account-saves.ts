@@ -9,7 +9,7 @@
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
-import { fieldPointer, forbidden, tooManyRequests, ValidationError, type Violation } from '../errors.ts';
+import { forbidden, tooManyRequests, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { hashPassword } from '../accounts/passwords.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
@@ -43,16 +43,16 @@ export class AccountSaves {
     const hashed = new Map<string, string>();
     for (const [name, secret] of secrets) {
       const field = rt.fieldsByName.get(name)!;
-      if (secret.value.length < 8) throw new ValidationError([{ pointer: fieldPointer(field), detail: `${name}: a password must be at least 8 characters long.` }]);
-      if (secret.value.length > 1024) throw new ValidationError([{ pointer: fieldPointer(field), detail: `${name}: a password may be at most 1024 characters long.` }]);
+      if (secret.value.length < 8) throw new ValidationError([{ field, detail: `${name}: a password must be at least 8 characters long.` }]);
+      if (secret.value.length > 1024) throw new ValidationError([{ field, detail: `${name}: a password may be at most 1024 characters long.` }]);
       // One's own account asks for the current password, whatever one's role: else a stolen
       // access token of an administrator would set a new password and lock the owner out.
       // Other callers are refused later unless they administer accounts, and must not spend
       // the owner's failed-password count.
       if (targetId !== null && principal.userId === targetId) {
-        if (!secret.existing) throw forbidden(`${name}: to change your password, send the current one as ${name}.existing.`, { pointer: fieldPointer(field) });
+        if (!secret.existing) throw forbidden(`${name}: to change your password, send the current one as ${name}.existing.`, { field });
         const check = await this.passwords.confirm(db, targetId, secret.existing, address);
-        if (check === 'wrong') throw forbidden(`${name}: the current password (${name}.existing) is wrong.`, { pointer: fieldPointer(field) });
+        if (check === 'wrong') throw forbidden(`${name}: the current password (${name}.existing) is wrong.`, { field });
         if (check !== 'ok') throw tooManyRequests(`${name}: too many wrong passwords for this account; try again in ${check.waitSeconds} seconds.`, check.waitSeconds);
       }
       hashed.set(name, await hashPassword(secret.value));
@@ -105,12 +105,12 @@ export class AccountSaves {
       values.set('name', name);
       const problem = record && name === record.values.get('name') ? null : userNameProblem(name);
       if (problem) {
-        violations.push({ pointer: '/data/attributes/name', detail: `name: ${problem}` });
+        violations.push({ field: { kind: 'attribute', name: 'name' }, detail: `name: ${problem}` });
         name = undefined;
       }
     }
     for (const clash of await accountClashes(db, { name, mail: changed('mail') }, record?.id ?? null)) {
-      violations.push({ pointer: `/data/attributes/${clash.field}`, detail: `${clash.field}: ${clash.message}` });
+      violations.push({ field: { kind: 'attribute', name: clash.field }, detail: `${clash.field}: ${clash.message}` });
     }
     if (violations.length) throw new ValidationError(violations);
   }

@@ -9,7 +9,7 @@ import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
 import { RecordStore, lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
-import { conflict, fieldPointer, ValidationError, type Violation } from '../errors.ts';
+import { conflict, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
 import { copyMaterialType } from '../farm/material.ts';
@@ -77,7 +77,7 @@ export class EntityService {
     for (const field of rt.bundle.fields) {
       if ((!field.required && field.nullable !== false) || field.computed || field.auto) continue;
       if (only && !only.has(field.name)) continue;
-      if (isEmpty(values.get(field.name))) violations.push({ pointer: fieldPointer(field), detail: `${field.name}: This value should not be null (${field.label} is required).` });
+      if (isEmpty(values.get(field.name))) violations.push({ field, detail: `${field.name}: This value should not be null (${field.label} is required).` });
     }
     if (violations.length) throw new ValidationError(violations);
   }

@@ -34,7 +34,7 @@ export async function secondBirths(db: Db, registry: ModelRegistry, rt: Resource
     .whereIn('l.bundle', birthBundles)
     .whereNot('l.id', logId ?? -1)
     .select('a.name as child', 'l.name as log')) as Array<{ child: string; log: string }>;
-  return rows.map((r) => ({ pointer: '/data/relationships/asset', detail: `asset: ${r.child} already has a birth log (${r.log}); an animal is born once.` }));
+  return rows.map((r) => ({ field: assetField, detail: `asset: ${r.child} already has a birth log (${r.log}); an animal is born once.` }));
 }
 
 /**

@@ -15,15 +15,14 @@ const MAX_DEPTH = 100;
 export async function parentViolations(db: Db, rt: ResourceType, id: number | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Promise<Violation[]> {
   const field = rt.fieldsByName.get('parent');
   if (!field || field.target?.entityType !== rt.entityType.entityType || field.storage.kind !== 'table' || !values.has('parent')) return [];
-  const pointer = '/data/relationships/parent';
   const parents = ((values.get('parent') as Reference[] | null) ?? []).filter(Boolean).map((r) => r.targetId);
   const seen = new Set<number>();
   for (const p of parents) {
-    if (seen.has(p)) return [{ pointer, detail: 'parent: the same parent is listed twice.' }];
+    if (seen.has(p)) return [{ field, detail: 'parent: the same parent is listed twice.' }];
     seen.add(p);
   }
   if (id === null) return []; // a new record has no descendants yet
-  if (seen.has(id)) return [{ pointer, detail: 'parent: a record cannot be its own parent.' }];
+  if (seen.has(id)) return [{ field, detail: 'parent: a record cannot be its own parent.' }];
   const { table } = field.storage;
   let frontier = [...seen];
   const visited = new Set(frontier);
@@ -32,12 +31,12 @@ export async function parentViolations(db: Db, rt: ResourceType, id: number | nu
     frontier = [];
     for (const { target_id } of rows) {
       const ancestor = Number(target_id);
-      if (ancestor === id) return [{ pointer, detail: 'parent: one of these parents descends from this record, so the parent chain would loop.' }];
+      if (ancestor === id) return [{ field, detail: 'parent: one of these parents descends from this record, so the parent chain would loop.' }];
       if (!visited.has(ancestor)) {
         visited.add(ancestor);
         frontier.push(ancestor);
       }
     }
   }
-  return frontier.length ? [{ pointer, detail: `parent: the parent chain is more than ${MAX_DEPTH} levels deep.` }] : [];
+  return frontier.length ? [{ field, detail: `parent: the parent chain is more than ${MAX_DEPTH} levels deep.` }] : [];
 }

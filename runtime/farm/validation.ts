@@ -12,7 +12,6 @@
  * group…, parent of the parent…), one level per step with indexed queries, rather than by
  * listing everything located in or belonging to an asset; the answer is the same.
  */
-import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, knownBundles, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { ValidationError, type Violation } from '../errors.ts';
@@ -21,7 +20,6 @@ import { ComputedFields } from './computed.ts';
 type Values = Map<string, ItemValue | ItemValue[]>;
 
 const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] => ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean);
-const itemPointer = (field: FieldDescriptor, delta: number) => `/data/relationships/${field.name}/data/${delta}`;
 
 export class FarmValidation {
   private readonly store: RecordStore;
@@ -98,7 +96,7 @@ export class FarmValidation {
       const asset = assets.get(r.targetId);
       if (!asset || (bundles && !bundles.includes(asset.bundle))) return;
       if (targets.includes(r.targetId) || above.has(r.targetId)) {
-        violations.push({ pointer: itemPointer(assetField, delta), detail: `asset: ${labelOf(asset)} ${message}` });
+        violations.push({ field: assetField, item: delta, detail: `asset: ${labelOf(asset)} ${message}` });
       }
     });
     return violations;

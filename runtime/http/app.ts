@@ -10,7 +10,8 @@ import { entryPoint } from '../jsonapi/entry-point.ts';
 import { SchemaStore, schemaIndexHandler } from '../jsonapi/schemas.ts';
 import { createDispatcher } from '../jsonapi/router.ts';
 import { createResourceHandlers } from '../jsonapi/handlers/index.ts';
-import { ApiError, badRequest, notFound, OAuthError, toJsonApiErrorDocument } from '../errors.ts';
+import { ApiError, badRequest, notFound, OAuthError } from '../errors.ts';
+import { jsonApiErrorDocument } from '../jsonapi/errors.ts';
 import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
 import { OAUTH_PATHS, type OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
@@ -93,7 +94,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     // newer release migrated the database (README, "Scaling out"). Then say so with a 503, as
     // /health does, so the load balancer and the client retry elsewhere, rather than a 500.
     if (!(e instanceof ApiError) && (await ahead.checkNow())) e = databaseAheadError('answer');
-    const rendered = toJsonApiErrorDocument(e, `${ctx.config.baseUrl}${req.originalUrl}`);
+    const rendered = jsonApiErrorDocument(e, `${ctx.config.baseUrl}${req.originalUrl}`);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
   });

@@ -10,7 +10,7 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { SqlMemo, quoteName, selectRows } from '../storage/sql.ts';
 import { dialectOf } from '../storage/dialect.ts';
-import { badRequest, conflict, forbidden, MissingReferenceError, ValidationError, type Violation } from '../errors.ts';
+import { badRequest, conflict, forbidden, MissingReferenceError, ValidationError, type WireViolation } from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
@@ -52,7 +52,7 @@ interface Parsed {
   values: Map<string, ItemValue | ItemValue[]>;
   secrets: Map<string, Secret>;
   pending: PendingIdentifier[];
-  violations: Violation[];
+  violations: WireViolation[];
 }
 
 /** A parsed document with its resolved references in place; its problems thrown as one 422. */
@@ -90,7 +90,7 @@ export class InputReader {
    */
   async readMany(db: Db, rt: ResourceType, bodies: readonly unknown[]): Promise<EntityInput[]> {
     const parsed = bodies.map((body) => this.parse(rt, body));
-    const violations: Violation[] = [];
+    const violations: WireViolation[] = [];
     await this.resolve(db, parsed.flatMap((p) => p.pending), violations);
     if (violations.length) throw new ValidationError(violations);
     return parsed.map(finish);
@@ -103,7 +103,7 @@ export class InputReader {
     if (data.type !== rt.type) {
       throw conflict(`The type "${data.type}" does not match this endpoint, which takes ${rt.type}.`, { pointer: '/data/type' });
     }
-    const violations: Violation[] = [];
+    const violations: WireViolation[] = [];
     let id: string | undefined;
     if (data.id !== undefined && data.id !== null) {
       if (typeof data.id !== 'string' || !UUID.test(data.id)) {
@@ -186,7 +186,7 @@ export class InputReader {
   }
 
   /** Resolve identifiers to records, one query per target entity type; unknown UUIDs are 404. */
-  private async resolve(db: Db, pending: PendingIdentifier[], violations: Violation[]): Promise<void> {
+  private async resolve(db: Db, pending: PendingIdentifier[], violations: WireViolation[]): Promise<void> {
     const byEntityType = new Map<string, PendingIdentifier[]>();
     for (const p of pending) {
       if (p.field.target && isConfigEntityType(p.field.target.entityType)) {
@@ -287,7 +287,7 @@ export function readSecrets(rt: ResourceType, body: unknown): Map<string, Secret
 }
 
 /** A reference to a config entity (a role): its UUID is derived from its name. */
-function resolveConfigReference(p: PendingIdentifier, entityType: string, violations: Violation[]): void {
+function resolveConfigReference(p: PendingIdentifier, entityType: string, violations: WireViolation[]): void {
   const type = `${entityType}--${entityType}`;
   if (p.type !== type) {
     violations.push({ pointer: p.pointer, detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${type}.` });

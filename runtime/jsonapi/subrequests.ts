@@ -19,7 +19,8 @@
  */
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
-import { ApiError, badParameter, toJsonApiErrorDocument, type ErrorSource } from '../errors.ts';
+import { ApiError, badParameter, type ErrorSource } from '../errors.ts';
+import { jsonApiErrorDocument } from './errors.ts';
 import { requireAuthenticated } from '../access/policy.ts';
 import { principalOf } from '../access/principal.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
@@ -406,7 +407,7 @@ function apiPath(uri: string): string | ApiError {
 
 /** The error of a sub-request that was not sent; `via` is its uri, as its own error documents name it. */
 function errorResponse(via: string, contentId: string, error: ApiError): Subresponse {
-  const rendered = toJsonApiErrorDocument(error, via);
+  const rendered = jsonApiErrorDocument(error, via);
   return {
     contentId,
     status: rendered.status,

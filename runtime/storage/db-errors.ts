@@ -36,7 +36,7 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   // PostgreSQL SQLSTATE codes; better-sqlite3's SqliteError codes.
   if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     const taken = accountFieldTaken(e);
-    if (taken) return new ValidationError([{ pointer: `/data/attributes/${taken}`, detail: `${taken}: ${TAKEN}` }]);
+    if (taken) return new ValidationError([{ field: { kind: 'attribute', name: taken }, detail: `${taken}: ${TAKEN}` }]);
     return conflict('Conflict: another request created the same resource at the same time. Fetch it, or retry with another id.');
   }
   if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {

@@ -12,6 +12,7 @@ import { addUser, passwordGrant, token } from '../oauth/helpers.ts';
 import { AccountError, createUser } from '../../runtime/accounts/users.ts';
 import { fromDatabaseError } from '../../runtime/storage/db-errors.ts';
 import type { ValidationError } from '../../runtime/errors.ts';
+import { errorObjects } from '../../runtime/jsonapi/errors.ts';
 
 let server: TestServer;
 let adminToken: string;
@@ -157,7 +158,7 @@ test('the database refuses a second account with a taken name or e-mail address,
     // A save that loses this race answers as names.ts's check does: 422 naming the field, not a 409 or a 500.
     const answer = fromDatabaseError(error) as ValidationError;
     assert.equal(answer.status, 422);
-    assert.equal(answer.toObjects()[0]!.source?.pointer, `/data/attributes/${field}`);
+    assert.equal(errorObjects(answer)[0]!.source?.pointer, `/data/attributes/${field}`);
   }
   // Accounts without an e-mail address are many, and fine.
   await knex('users').insert([row(`nomail-a-${count}`, null), row(`nomail-b-${count}`, null)]);

@@ -63,6 +63,9 @@ const RANKS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'farm', paths: ['runtime/farm'] },
   // Saving records; and the context every face is handed (it names storage, model and accounts).
   { name: 'entities', paths: ['runtime/entities', 'runtime/context.ts'] },
+  // The commands every face runs on records (view, create, update, delete with a version, attach a
+  // file), each its sequence of lock, precondition, access, save and reload written once.
+  { name: 'usecases', paths: ['runtime/usecases'] },
   // The two HTTP faces: side by side, neither imports the other (APART below).
   { name: 'faces', paths: ['runtime/jsonapi', 'runtime/oauth'] },
   // The Express application; imports save as the JSON:API face saves, and copying a farm in reads as it reads.
@@ -132,8 +135,8 @@ test('the layer check names an upward import, an import between faces and an unr
     ]),
   );
   assert.deepEqual(violations, [
-    'runtime/farm/x.ts (rank 5, farm) imports ../jsonapi/loader.ts (rank 7, faces): an import that runs up',
-    'runtime/oauth/bearer.ts (runtime/oauth) imports ../jsonapi/router.ts (runtime/jsonapi): the two are kept apart at rank 7, faces',
+    'runtime/farm/x.ts (rank 5, farm) imports ../jsonapi/loader.ts (rank 8, faces): an import that runs up',
+    'runtime/oauth/bearer.ts (runtime/oauth) imports ../jsonapi/router.ts (runtime/jsonapi): the two are kept apart at rank 8, faces',
     'runtime/elsewhere/y.ts is in no rank: add its folder to RANKS in test/generator/layers.test.ts',
   ]);
 });

@@ -2,10 +2,7 @@
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../access/principal.ts';
-import { assertMayOnType } from '../../access/policy.ts';
-import { forbidden } from '../../errors.ts';
 import { readSecrets } from '../input.ts';
-import { versionOf } from '../../storage/change-feed.ts';
 import { entityTag } from './etags.ts';
 
 export function createHandler(s: JsonApiServices): RouteHandler {
@@ -13,24 +10,19 @@ export function createHandler(s: JsonApiServices): RouteHandler {
     const principal = principalOf(res);
     const rt = route.resourceType;
     const query = s.requests.query(req, rt);
-    assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
-    if (rt.entityType.access === 'file') {
-      // As in Drupal, a file comes into being only with its bytes.
-      throw forbidden('Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.', { pointer: '/data' });
-    }
+    // Before the body is read (its media type, its passwords hashed): the command checks again.
+    s.commands.assertMayCreate(principal, rt);
     s.requests.requireJsonApiBody(req);
     // Passwords are hashed before the transaction opens: argon2 takes its time.
     const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, null);
-    const { doc, location, version } = await s.knex.transaction(async (trx) => {
-      const input = await s.input.read(trx, rt, req.body);
-      const { id, uuid } = await s.entities.create(trx, rt, input, principal, hashed);
-      const [record] = await s.loader.load(trx, rt.entityType.entityType, [id], null, undefined, [rt.bundle.bundle]);
-      const location = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
-      const version = await versionOf(trx, rt.entityType.entityType, id);
-      return { doc: await s.documents.document(trx, record!, principal, query, { self: { href: location } }), location, version };
+    const location = (uuid: string) => `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
+    const { record, version, shown } = await s.commands.create(principal, rt, {
+      hashed,
+      read: (trx) => s.input.read(trx, rt, req.body),
+      present: (trx, created) => s.documents.document(trx, created, principal, query, { self: { href: location(created.uuid) } }),
     });
-    res.setHeader('Location', location);
+    res.setHeader('Location', location(record.uuid));
     if (version !== null) res.setHeader('ETag', entityTag(version, req));
-    s.documents.send(res, 201, doc);
+    s.documents.send(res, 201, shown);
   };
 }

@@ -17,9 +17,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Db, EntityRecord } from '../../storage/records.ts';
+import type { Db } from '../../storage/records.ts';
 import { versionOf } from '../../storage/change-feed.ts';
-import { ApiError } from '../../errors.ts';
+import type { IfMatch } from '../../usecases/if-match.ts';
 
 /** The ETag of a record at `version`, for this request's representation. */
 export function entityTag(version: number, req: Request): string {
@@ -63,23 +63,11 @@ export function sentNotModified(req: Request, res: Response, version: number | n
 }
 
 /**
- * The 412 for a PATCH or DELETE whose If-Match no longer names the record's version, or null.
- * Called with the record the write found and locked (RecordAccess.findForUpdate: its row, on
- * PostgreSQL), so an unknown UUID was the 404 it always was; this locks the record's feed row
- * until the transaction ends and compares. The record's row first, then its feed row: the order
- * every save takes them in (it updates the record, then its feed row), so that this cannot
- * deadlock with a save without If-Match. The caller throws the answer only after its access
- * checks, so that a caller who may not write the record gets the 403 it always got, not the
- * record's version.
+ * What a write's If-Match header names, for the commands (usecases/if-match.ts), which compare it
+ * with the record's version, its rows locked, after the access checks: undefined when there is
+ * none (the last write wins, as farmOS.js, farmOS.py and Field Kit expect).
  */
-export async function checkIfMatch(db: Db, req: Request, record: EntityRecord): Promise<ApiError | null> {
+export function ifMatchOf(req: Request): IfMatch | undefined {
   const header = req.get('If-Match');
-  if (header === undefined) return null;
-  const version = await versionOf(db, record.rt.entityType.entityType, record.id, true);
-  const named = namedVersions(header);
-  if (named === '*' || (version !== null && named.has(version))) return null;
-  return new ApiError(412, `The resource changed since the ETag sent in If-Match (it is now ${version === null ? 'unknown' : `"${version}"`}): GET it again, apply your change to it, and send that with its new ETag.`, {
-    code: 'precondition_failed',
-    headers: version === null ? {} : { ETag: `"${version}"` },
-  });
+  return header === undefined ? undefined : namedVersions(header);
 }

@@ -8,15 +8,15 @@
 import express, { type Request, type Router } from 'express';
 import type { RouteHandler, MatchedRoute } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
-import { principalOf, type Principal } from '../../access/principal.ts';
-import { assertMayOnType, requireAuthenticated, mayOnType } from '../../access/policy.ts';
-import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeOf, mimeTypeOr } from '../../files/storage.ts';
-import { ApiError, forbidden, notFound, unsupportedMediaType, ValidationError } from '../../errors.ts';
-import type { Db, ItemValue, Reference } from '../../storage/records.ts';
+import { principalOf } from '../../access/principal.ts';
+import { requireAuthenticated, mayOnType } from '../../access/policy.ts';
+import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeTypeOr } from '../../files/storage.ts';
+import { forbidden, notFound, unsupportedMediaType, ValidationError } from '../../errors.ts';
+import type { Reference } from '../../storage/records.ts';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
-import { versionOf } from '../../storage/change-feed.ts';
-import { checkIfMatch, entityTag } from './etags.ts';
+import { entityTag, ifMatchOf } from './etags.ts';
+import { FileCommands, type ReceivedFile } from '../../usecases/files.ts';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -27,11 +27,7 @@ function requireOctetStream(req: Request): void {
 const IMAGE_TYPES: Record<string, string> = { png: 'image/png', gif: 'image/gif', jpg: 'image/jpeg', jpeg: 'image/jpeg' };
 
 export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew: RouteHandler; upload: RouteHandler } {
-  const fileType = () => {
-    const rt = s.ctx.registry.get('file--file');
-    if (!rt) throw new ApiError(404, 'Files are not available.');
-    return rt;
-  };
+  const commands = new FileCommands(s.ctx.registry, s.commands, s.entities, files);
 
   /** The file name of an upload, checked against the field's extensions before any byte is read. */
   function checkedName(req: Request, route: MatchedRoute): string {
@@ -47,9 +43,9 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
 
   /**
    * Receive the bytes with no transaction open (a slow client holds up nobody), and check an
-   * image's content. The caller attaches the result in a short transaction, then discards it.
+   * image's content. The command attaches the result in a short transaction, then discards it.
    */
-  async function receive(req: Request, route: MatchedRoute, filename: string): Promise<{ tmp: string; size: number }> {
+  async function receive(req: Request, route: MatchedRoute, filename: string): Promise<ReceivedFile> {
     const received = await files.receive(req);
     const field = route.field!;
     if (field.type === 'image') {
@@ -60,56 +56,22 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
         throw new ValidationError([{ pointer: '/data', detail: `${field.name}: file validation failed: "${filename}" is ${found ? `a ${found.mime} file` : 'not an image'}, not the ${expected} its name says.` }]);
       }
     }
-    return received;
-  }
-
-  /** Place a received file and create its record inside `trx`; the placed file goes if the transaction fails. */
-  async function attach(trx: Db, received: { tmp: string; size: number }, route: MatchedRoute, filename: string, permanent: boolean, principal: Principal, placed: string[]): Promise<number> {
-    const path = files.place(received.tmp, route.resourceType.entityType.entityType, filename);
-    placed.push(path);
-    // Drupal names the file after where it was stored (renamed when the name was taken).
-    const stored = path.slice(path.lastIndexOf('/') + 1);
-    const values = new Map<string, ItemValue | ItemValue[]>([
-      ['filename', stored],
-      ['filemime', mimeOf(filename)],
-      ['filesize', received.size],
-      ['status', permanent],
-      ['path', path],
-    ]);
-    const { id } = await s.entities.create(trx, fileType(), { values, secrets: new Map() }, principal);
-    return id;
-  }
-
-  /** Run `work` in a transaction; on failure, remove what it placed on disk; always drop the temporary file. */
-  async function inTransaction<T>(received: { tmp: string }, work: (trx: Db, placed: string[]) => Promise<T>): Promise<T> {
-    const placed: string[] = [];
-    try {
-      return await s.knex.transaction((trx) => work(trx, placed));
-    } catch (error) {
-      for (const path of placed) files.remove(path);
-      throw error;
-    } finally {
-      files.discard(received.tmp);
-    }
+    return { ...received, filename };
   }
 
   return {
     async uploadNew(req, res, route) {
       const principal = principalOf(res);
       const rt = route.resourceType;
-      assertMayOnType(principal, rt.entityType, 'create', `files for ${rt.type}`);
+      commands.assertMayUpload(principal, rt);
       requireOctetStream(req);
-      const filename = checkedName(req, route);
-      const received = await receive(req, route, filename);
-      const { doc, version } = await inTransaction(received, async (trx, placed) => {
-        const id = await attach(trx, received, route, filename, false, principal, placed);
-        const [record] = await s.loader.load(trx, 'file', [id], null);
-        const version = await versionOf(trx, 'file', id);
-        return { version, doc: await s.documents.document(trx, record!, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record!.uuid}` } }) };
-      });
+      const received = await receive(req, route, checkedName(req, route));
+      const { version, shown } = await commands.upload(principal, rt, received, (trx, record) =>
+        s.documents.document(trx, record, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record.uuid}` } }),
+      );
       // The created file's ETag (RFC 9110 §15.3.2: a 201's validators are the new resource's).
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
-      s.documents.send(res, 201, doc);
+      s.documents.send(res, 201, shown);
     },
 
     async upload(req, res, route) {
@@ -117,42 +79,26 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const rt = route.resourceType;
       const field = route.field!;
       requireOctetStream(req);
-      // Access is checked before the bytes are read, and again in the transaction that attaches them.
-      const mayAttach = (host: Awaited<ReturnType<typeof s.records.find>>) => {
-        assertMayOnType(principal, rt.entityType, 'update', 'this resource');
-        s.records.assertMayOnRecord(principal, host, 'update');
-      };
       // An upload into a field is a write of the record, as a relationship's POST is: If-Match
-      // names the record's version (checked before the bytes are read, and again when it is locked).
-      const before = await s.records.find(s.knex, rt, route.id, principal);
-      mayAttach(before);
-      const stale = await checkIfMatch(s.knex, req, before);
-      if (stale) throw stale;
-      const filename = checkedName(req, route);
-      const received = await receive(req, route, filename);
-      const { doc, version } = await inTransaction(received, async (trx, placed) => {
-        // Locked: concurrent uploads to one record each add to what the one before them saved.
-        const host = await s.records.findForUpdate(trx, rt, route.id, principal);
-        const changed = await checkIfMatch(trx, req, host);
-        mayAttach(host);
-        if (changed) throw changed;
-        const id = await attach(trx, received, route, filename, true, principal, placed);
-        const ref: Reference = { targetId: id, meta: {} };
-        const current = host.values.get(field.name);
-        const next = field.multiple ? [...((current as ItemValue[] | undefined) ?? []), ref] : ref;
-        await s.entities.update(trx, host, { values: new Map([[field.name, next]]), secrets: new Map() }, principal);
-        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [host.id], null);
-        const refs = ((field.multiple ? updated!.values.get(field.name) : [updated!.values.get(field.name)]) as Reference[]).filter(Boolean);
-        const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null);
-        const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${host.uuid}/${field.name}`;
-        const one = field.multiple ? null : (records[0] ?? null);
-        // Tagged with the record's new version, as a relationship's write answers: what the next
-        // write of the record sends in If-Match.
-        const version = await versionOf(trx, rt.entityType.entityType, host.id);
-        return { version, doc: await s.documents.document(trx, field.multiple ? records : one, principal, { ...s.requests.query(req), include: [] }, { self: { href: base } }) };
+      // names the record's version. Access and If-Match are checked before the bytes are read,
+      // and again in the transaction that attaches them, with the record locked.
+      const ifMatch = ifMatchOf(req);
+      await commands.assertMayAttach(principal, rt, route.id, ifMatch);
+      const received = await receive(req, route, checkedName(req, route));
+      // Tagged with the record's new version, as a relationship's write answers: what the next
+      // write of the record sends in If-Match.
+      const { version, shown } = await commands.attach(principal, rt, route.id, field, received, {
+        ifMatch,
+        present: async (trx, updated) => {
+          const refs = ((field.multiple ? updated.values.get(field.name) : [updated.values.get(field.name)]) as Reference[]).filter(Boolean);
+          const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null);
+          const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}/${field.name}`;
+          const one = field.multiple ? null : (records[0] ?? null);
+          return s.documents.document(trx, field.multiple ? records : one, principal, { ...s.requests.query(req), include: [] }, { self: { href: base } });
+        },
       });
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
-      s.documents.send(res, 200, doc);
+      s.documents.send(res, 200, shown);
     },
   };
 }

@@ -3,12 +3,10 @@ import { clientAddress } from '../../access/client-address.ts';
 import type { RouteHandler } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../access/principal.ts';
-import { assertMayOnType } from '../../access/policy.ts';
 import { badRequest } from '../../errors.ts';
 import { readDataMember, readSecrets, UUID } from '../input.ts';
 import { quoted } from '../coerce.ts';
-import { versionOf } from '../../storage/change-feed.ts';
-import { checkIfMatch, entityTag, sentNotModified, setEntityTag } from './etags.ts';
+import { entityTag, ifMatchOf, sentNotModified, setEntityTag } from './etags.ts';
 
 export function individualHandlers(s: JsonApiServices): { get: RouteHandler; patch: RouteHandler; delete: RouteHandler } {
   return {
@@ -35,42 +33,25 @@ export function individualHandlers(s: JsonApiServices): { get: RouteHandler; pat
       // The account whose password changes (only a write with a password needs it looked up first).
       const target = secrets.size && route.id && UUID.test(route.id) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, route.id.toLowerCase()) : null;
       const hashed = await s.entities.hashSecrets(s.knex, rt, secrets, principal, target?.id ?? null, clientAddress(req, s.ctx.config.trustProxy));
-      let version: number | null = null;
-      const doc = await s.knex.transaction(async (trx) => {
-        // An unknown UUID is a 404 before anything else: farmOS.js PATCHes first and POSTs on 404.
-        // Locked first: two PATCHes at once that replace a multi-valued field must not both
-        // delete the rows of before and then collide inserting theirs (PostgreSQL's 409s).
-        const record = await s.records.findForUpdate(trx, rt, route.id, principal);
-        const changed = await checkIfMatch(trx, req, record);
-        assertMayOnType(principal, rt.entityType, 'update', 'this resource');
-        s.records.assertMayOnRecord(principal, record, 'update');
-        if (changed) throw changed;
-        const data = readDataMember(req.body);
-        if (data.id === undefined || data.id === null) throw badRequest('The resource object must include an "id" member matching the URL.', { pointer: '/data/id' });
-        if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
-          throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${quoted(data.id)}).`, { pointer: '/data/id' });
-        }
-        const input = await s.input.read(trx, rt, req.body, record);
-        await s.entities.update(trx, record, input, principal, hashed);
-        version = await versionOf(trx, rt.entityType.entityType, record.id);
-        const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null, undefined, [rt.bundle.bundle]);
-        return s.documents.document(trx, updated!, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}` } });
+      const { version, shown } = await s.commands.update(principal, rt, route.id, {
+        ifMatch: ifMatchOf(req),
+        hashed,
+        read: (trx, record) => {
+          const data = readDataMember(req.body);
+          if (data.id === undefined || data.id === null) throw badRequest('The resource object must include an "id" member matching the URL.', { pointer: '/data/id' });
+          if (typeof data.id !== 'string' || data.id.toLowerCase() !== record.uuid) {
+            throw badRequest(`The selected entity (${record.uuid}) does not match the ID in the payload (${quoted(data.id)}).`, { pointer: '/data/id' });
+          }
+          return s.input.read(trx, rt, req.body, record);
+        },
+        present: (trx, updated) => s.documents.document(trx, updated, principal, query, { self: { href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}` } }),
       });
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
-      s.documents.send(res, 200, doc);
+      s.documents.send(res, 200, shown);
     },
 
     async delete(req, res, route) {
-      const principal = principalOf(res);
-      const rt = route.resourceType;
-      await s.knex.transaction(async (trx) => {
-        const record = await s.records.findForUpdate(trx, rt, route.id, principal);
-        const changed = await checkIfMatch(trx, req, record);
-        assertMayOnType(principal, rt.entityType, 'delete', 'this resource');
-        s.records.assertMayOnRecord(principal, record, 'delete');
-        if (changed) throw changed;
-        await s.entities.delete(trx, record, principal);
-      });
+      await s.commands.delete(principalOf(res), route.resourceType, route.id, { ifMatch: ifMatchOf(req) });
       res.status(204).end();
     },
   };

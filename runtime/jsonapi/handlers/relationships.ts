@@ -12,13 +12,12 @@ import type { Request } from 'express';
 import type { RouteHandler, MatchedRoute } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../access/principal.ts';
-import { assertMayOnType, mayOnRecord, mayOnType } from '../../access/policy.ts';
+import { mayOnRecord, mayOnType } from '../../access/policy.ts';
 import { badRequest, conflict } from '../../errors.ts';
 import type { EntityRecord, ItemValue, Reference } from '../../storage/records.ts';
 import { JSONAPI_VERSION } from '../document.ts';
 import { fieldsetsToRead } from '../query/index.ts';
-import { versionOf } from '../../storage/change-feed.ts';
-import { checkIfMatch, entityTag, sentNotModified, setEntityTag } from './etags.ts';
+import { entityTag, ifMatchOf, sentNotModified, setEntityTag } from './etags.ts';
 import type { FieldDescriptor } from '../../model/descriptor.ts';
 import { isConfigEntityType } from '../../model/config-entities.ts';
 
@@ -88,37 +87,37 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
     const f = field(route);
     s.requests.requireJsonApiBody(req);
     if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
-    const result = await s.knex.transaction(async (trx) => {
-      // Locked first, as a PATCH of the record is: the new list is made from the current one.
-      const record = await s.records.findForUpdate(trx, rt, route.id, principal);
-      const changed = await checkIfMatch(trx, req, record);
-      assertMayOnType(principal, rt.entityType, 'update', 'this resource');
-      s.records.assertMayOnRecord(principal, record, 'update');
-      if (changed) throw changed;
-      const { value, sent } = await identifiers(trx, req, route);
-      const current = refsOf(record, f.name);
-      const key = (r: Reference) => r.targetId;
-      let next: ItemValue | ItemValue[];
-      if (op === 'patch') next = value;
-      else if (op === 'post') {
-        const have = new Set(current.map(key));
-        next = [...current, ...(value as Reference[]).filter((r) => !have.has(key(r)) && have.add(key(r)))];
-      } else {
-        const remove = new Set((value as Reference[]).map(key));
-        next = current.filter((r) => !remove.has(key(r)));
-      }
-      await s.entities.update(trx, record, { values: new Map([[f.name, next]]), secrets: new Map() }, principal);
-      const [updated] = await s.loader.load(trx, rt.entityType.entityType, [record.id], null);
-      const data = s.serializer.relationshipData(updated!, f);
-      const final = Array.isArray(data) ? data : data ? [data] : [];
-      const sentIds = new Set(sent.map((i) => (i as { id?: string })?.id));
-      const extra = op !== 'delete' && final.some((i) => !sentIds.has(i.id));
-      const version = await versionOf(trx, rt.entityType.entityType, record.id);
-      return { extra, version, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated!, f.name) } };
+    let sent: unknown[] = [];
+    const { version, shown } = await s.commands.update(principal, rt, route.id, {
+      ifMatch: ifMatchOf(req),
+      // The record locked first, as a PATCH of it is: the new list is made from the current one.
+      read: async (trx, record) => {
+        const read = await identifiers(trx, req, route);
+        sent = read.sent;
+        const current = refsOf(record, f.name);
+        const key = (r: Reference) => r.targetId;
+        let next: ItemValue | ItemValue[];
+        if (op === 'patch') next = read.value;
+        else if (op === 'post') {
+          const have = new Set(current.map(key));
+          next = [...current, ...(read.value as Reference[]).filter((r) => !have.has(key(r)) && have.add(key(r)))];
+        } else {
+          const remove = new Set((read.value as Reference[]).map(key));
+          next = current.filter((r) => !remove.has(key(r)));
+        }
+        return { values: new Map([[f.name, next]]), secrets: new Map() };
+      },
+      present: async (_trx, updated) => {
+        const data = s.serializer.relationshipData(updated, f);
+        const final = Array.isArray(data) ? data : data ? [data] : [];
+        const sentIds = new Set(sent.map((i) => (i as { id?: string })?.id));
+        const extra = op !== 'delete' && final.some((i) => !sentIds.has(i.id));
+        return { extra, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated, f.name) } };
+      },
     });
     // The record's new version, on the 204 too: a sync client sends it with its next If-Match.
-    if (result.version !== null) res.setHeader('ETag', entityTag(result.version, req));
-    if (result.extra) s.documents.send(res, 200, result.doc);
+    if (version !== null) res.setHeader('ETag', entityTag(version, req));
+    if (shown.extra) s.documents.send(res, 200, shown.doc);
     else res.status(204).end();
   }
 

@@ -13,6 +13,7 @@ import { ConfigCatalogue } from '../config-resources.ts';
 import { RequestReader } from './requests.ts';
 import { RecordAccess } from './record-access.ts';
 import { DocumentWriter } from './documents.ts';
+import { RecordCommands } from '../../usecases/records.ts';
 
 export class JsonApiServices {
   readonly loader: RecordLoader;
@@ -22,6 +23,8 @@ export class JsonApiServices {
   /** Log types, vocabularies, roles… served read-only (config-resources.ts). */
   readonly configs: ConfigCatalogue;
   readonly requests: RequestReader;
+  /** The commands on records every face runs (usecases/records.ts): view, create, update, delete. */
+  readonly commands: RecordCommands;
   readonly records: RecordAccess;
   readonly documents: DocumentWriter;
 
@@ -32,7 +35,8 @@ export class JsonApiServices {
     this.configs = new ConfigCatalogue(ctx);
     this.entities = new EntityService(this.loader.store, new LogGeometry(this.loader), ctx.passwords);
     this.requests = new RequestReader(ctx);
-    this.records = new RecordAccess(ctx.db.knex, this.loader, this.requests);
+    this.commands = new RecordCommands(ctx.db.knex, this.loader, this.entities);
+    this.records = new RecordAccess(ctx.db.knex, this.loader, this.requests, this.commands);
     this.documents = new DocumentWriter(ctx, this.loader, this.serializer, this.configs);
   }
 
