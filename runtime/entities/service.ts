@@ -24,7 +24,7 @@ import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from
 import { defaultFromCallback } from './default-callbacks.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
-import { recordChanges } from '../storage/change-feed.ts';
+import { inUnitOfWork, noteChanged } from '../storage/unit-of-work.ts';
 import { lockForDeletion } from './deletion-locks.ts';
 import { refuseIfReferenced } from './reference-integrity.ts';
 
@@ -116,7 +116,15 @@ export class EntityService {
     if (typeof sent !== 'string' || sent === record.values.get(REVISION_LOG_MESSAGE)) changes.set(REVISION_LOG_MESSAGE, '');
   }
 
-  async create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
+  /**
+   * Create a record. Every record the save touches (the record, the assets it moves, its files,
+   * a birth log's children) gets its one change-feed row when it returns (storage/unit-of-work.ts).
+   */
+  create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
+    return inUnitOfWork(db, () => this.createRecord(db, rt, input, principal, hashed, now));
+  }
+
+  private async createRecord(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets, now: number): Promise<{ id: number; uuid: string }> {
     const uuid = input.id ?? randomUUID();
     if (input.id && (await this.store.findByUuid(db, rt.entityType.entityType, uuid))) {
       throw conflict(`Conflict: a resource with the id ${uuid} already exists.`, { pointer: '/data/id' });
@@ -189,8 +197,9 @@ export class EntityService {
    * PostgreSQL, would otherwise replace its parent rows beside this save (a 409 from the two
    * inserts colliding, a deadlock, or the mother set over a parent this save did not see), and two
    * new birth logs of one child would both pass the check. Taken here, after the log's own row,
-   * revision counter and feed row and with the assets placements locks (a superset, when it
-   * rebuilds any), as every log save takes them; each child's feed row follows its lock.
+   * revision counter and with the assets placements locks (a superset, when it rebuilds any), as
+   * every log save takes them; every feed row, the children's too, comes after, when the save's
+   * unit of work ends (storage/unit-of-work.ts).
    */
   private async applyBirths(db: Db, rt: ResourceType, logId: number, created: boolean, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
     if (!children.length) return;
@@ -204,7 +213,12 @@ export class EntityService {
     for (const { child, changes } of childChanges(log, records, motherName)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
   }
 
-  async update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
+  /** Update a record; its feed rows as for create. */
+  update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
+    return inUnitOfWork(db, () => this.updateRecord(db, record, input, principal, hashed, now));
+  }
+
+  private async updateRecord(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets, now: number): Promise<void> {
     const rt = record.rt;
     const changes = new Map(input.values);
     this.blankRepeatedMessage(rt, changes, record);
@@ -233,8 +247,10 @@ export class EntityService {
     const children = childrenOf(rt, merged);
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
+    // A save with no changes is a new version too; the record is named with its UUID, which the
+    // feed would otherwise read again.
+    await noteChanged(db, rt.entityType.entityType, [record]);
     await this.store.update(db, rt, record.id, changes);
-    await recordChanges(db, rt.entityType.entityType, [record], false);
     await this.accounts.afterSave(db, rt, record.id, changes, record, input, principal);
     await markFilesPermanent(db, rt, changes, this.store.entityType('file').table);
     for (const [k, v] of changes) merged.set(k, v);
@@ -254,7 +270,11 @@ export class EntityService {
    * record is locked first (entities/deletion-locks.ts, which says in what order), then found:
    * the references' check, the quantities' and the members see every save that ran beside it.
    */
-  async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
+  delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
+    return inUnitOfWork(db, () => this.deleteRecord(db, record, principal));
+  }
+
+  private async deleteRecord(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     await this.accounts.checkDelete(db, record, principal);
     const holders = await lockForDeletion(db, this.store, record.rt.entityType.entityType, [record.id], { placements: this.placements, rt: record.rt });
     await refuseIfReferenced(db, this.store, record);

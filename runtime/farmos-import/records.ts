@@ -8,7 +8,7 @@
  * Users are the exception: they are saved through EntityService, which keeps their roles and the
  * account rules, and given their timestamps after.
  */
-import { recordChanges } from '../storage/change-feed.ts';
+import { inUnitOfWork } from '../storage/unit-of-work.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
@@ -135,7 +135,12 @@ function fillDefaults(rt: ResourceType, values: Values, now: number): void {
  * the caller's transaction (a savepoint of the page's); throws what InputReader throws for a bad
  * value or a relationship to a record that is not here.
  */
-export async function writeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values = new Map(), history: SourceResource[] = []): Promise<number> {
+export function writeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values = new Map(), history: SourceResource[] = []): Promise<number> {
+  // One feed row for the record, written at the end (storage/unit-of-work.ts).
+  return inUnitOfWork(db, () => storeRecord(db, rt, resource, current, w, extra, history));
+}
+
+async function storeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values, history: SourceResource[]): Promise<number> {
   const s = w.services;
   const { document } = cleanDocument(rt, resource, w);
   const input = await s.input.read(db, rt, document);
@@ -151,9 +156,6 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
   if (current) {
     id = current.id;
     await store.update(db, rt, id, values);
-    // RecordStore lists inserts and deletions in the change feed; a replaced record is listed here,
-    // so that offline clients (and If-Match) see the new version.
-    await recordChanges(db, entityType, [{ id, uuid: resource.id, bundle: rt.bundle.bundle }], false);
   } else {
     fillDefaults(rt, values, now);
     // Older revisions (from a Tilth source, --revisions) are numbered before the current one.
@@ -175,7 +177,12 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
  * writeRecord stores a new one without history. Throws what writeRecord would throw for any one of
  * them; nothing is then known of which: the caller stores them one at a time to find out.
  */
-export async function writeNewRecords(db: Db, rt: ResourceType, resources: readonly SourceResource[], w: WriteContext): Promise<number[]> {
+export function writeNewRecords(db: Db, rt: ResourceType, resources: readonly SourceResource[], w: WriteContext): Promise<number[]> {
+  // Their feed rows together, at the end (storage/unit-of-work.ts).
+  return inUnitOfWork(db, () => storeNewRecords(db, rt, resources, w));
+}
+
+async function storeNewRecords(db: Db, rt: ResourceType, resources: readonly SourceResource[], w: WriteContext): Promise<number[]> {
   const store = w.services.loader.store;
   const inputs = await w.services.input.readMany(db, rt, resources.map((r) => cleanDocument(rt, r, w).document));
   const now = Math.floor(Date.now() / 1000);
