@@ -10,6 +10,8 @@ import { hashPassword } from './passwords.ts';
 import { accountClashes, normalizeUserName, userNameProblem } from './names.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
 import { idListParameter, inIdList, isPostgres, selectRows } from '../storage/sql.ts';
+import { defaultValue, hasDefault } from '../model/defaults.ts';
+import { descriptor as USER_BUNDLE } from '../../generated/descriptors/user--user.ts';
 
 export interface UserAccount {
   id: number;
@@ -86,6 +88,19 @@ export function validatePassword(password: string): void {
   if (password.length > 1024) throw new AccountError('A password may be at most 1024 characters long.');
 }
 
+/**
+ * The columns a new account gets from the defaults definitions/entity-types/user.yaml declares
+ * (status, timezone, preferred language), applied as every new record's are (model/defaults.ts).
+ */
+function defaultColumns(now: number): Record<string, unknown> {
+  const columns: Record<string, unknown> = {};
+  for (const field of USER_BUNDLE.fields) {
+    if (field.computed || !hasDefault(field) || field.storage.kind !== 'columns' || !field.storage.columns.value) continue;
+    columns[field.storage.columns.value] = defaultValue(field, now);
+  }
+  return columns;
+}
+
 export async function createUser(
   knex: Knex,
   input: { name: string; password: string; mail?: string | null; roles?: string[]; uuid?: string },
@@ -101,7 +116,7 @@ export async function createUser(
     const t = now();
     const uuid = input.uuid ?? randomUUID();
     const [row] = await trx('users')
-      .insert({ uuid, bundle: 'user', name, pass, mail: input.mail ?? null, init: input.mail ?? null, status: true, timezone: 'UTC', preferred_langcode: 'en', created: t, changed: t })
+      .insert({ ...defaultColumns(t), uuid, bundle: 'user', name, pass, mail: input.mail ?? null, init: input.mail ?? null, created: t, changed: t })
       .returning('id');
     const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
     if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));

@@ -20,8 +20,8 @@ import { InventoryChanges, plannedAssets } from '../farm/inventory.ts';
 import { FarmValidation } from '../farm/validation.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
-import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from '../storage/revisions.ts';
-import { defaultFromCallback } from './default-callbacks.ts';
+import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision, writeRevision } from '../storage/revisions.ts';
+import { defaultValue } from '../model/defaults.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
 import { inUnitOfWork, noteChanged } from '../storage/unit-of-work.ts';
@@ -82,28 +82,10 @@ export class EntityService {
     if (violations.length) throw new ValidationError(violations);
   }
 
-  /**
-   * Record a save as a revision of the record: who, when, its message and the stored values. A
-   * bundle that keeps no new revisions (farmOS's vocabularies) rewrites its current one instead.
-   */
-  private async writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, reserved?: number): Promise<number | null> {
-    if (!rt.entityType.revisionId) return null;
-    const revisions = this.store.revisions;
-    const stored = new Map([...values].filter(([name]) => {
-      const field = rt.fieldsByName.get(name);
-      return field && !field.computed && field.storage.kind !== 'none';
-    }));
-    await revisions.pinTargetRevisions(db, rt, stored);
+  /** Record a save as a revision (storage/revisions.ts writeRevision): by the principal, now, with the message it sent. */
+  private writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, reserved?: number): Promise<number | null> {
     const message = values.get(REVISION_LOG_MESSAGE);
-    const text = typeof message === 'string' ? message : '';
-    const entityType = rt.entityType.entityType;
-    if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: text, values: stored }))) {
-      return current.revisionId;
-    }
-    const revisionId = await revisions.add(db, entityType, id, { userId: principal.userId, created: now, message: text, values: stored }, reserved);
-    // A new record was inserted with its revision's number (create); a save of one moves it on.
-    if (reserved === undefined) await this.store.update(db, rt, id, new Map(), { revision_id: revisionId });
-    return revisionId;
+    return writeRevision(db, this.store, rt, id, current, values, { userId: principal.userId, created: now, message: typeof message === 'string' ? message : '' }, reserved);
   }
 
   /**
@@ -139,16 +121,13 @@ export class EntityService {
         values.set(field.name, field.multiple ? (auto === null ? [] : [auto as ItemValue]) : auto);
         continue;
       }
-      // A generated key replaces an empty one too: farmOS.js sends "" for every string it was not given.
-      if (field.defaultCallback && isEmpty(values.get(field.name))) {
-        values.set(field.name, defaultFromCallback(field.defaultCallback));
-        continue;
-      }
-      // A null for a field with a default gets the default, except for a required (or not
-      // nullable) field: farmOS refuses that with a 422 (requireFields), it does not reset the value.
-      if (values.has(field.name) && !(isEmpty(values.get(field.name)) && field.default !== undefined && !field.multiple && values.get(field.name) === null && !field.required && field.nullable !== false)) continue;
-      if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
-      else if (!values.has(field.name)) values.set(field.name, field.multiple ? [] : null);
+      // The YAML's default (model/defaults.ts) for a field not sent. A generated key replaces an
+      // empty one too: farmOS.js sends "" for every string it was not given. A null for a field
+      // with a default gets the default, except for a required (or not nullable) field: farmOS
+      // refuses that with a 422 (requireFields), it does not reset the value.
+      const sent = values.get(field.name);
+      const resets = sent === null && field.default !== undefined && !field.multiple && !field.required && field.nullable !== false;
+      if (field.defaultCallback ? isEmpty(sent) : !values.has(field.name) || resets) values.set(field.name, defaultValue(field, now));
     }
     this.accounts.applySecrets(input, hashed, values);
     await this.accounts.checkChange(db, rt, null, input.values, principal);

@@ -12,13 +12,13 @@ import { inUnitOfWork } from '../storage/unit-of-work.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
-import { REVISION_LOG_MESSAGE, savesNewRevision, type RevisionInput } from '../storage/revisions.ts';
+import { REVISION_LOG_MESSAGE, storedValues, writeRevision, type RevisionInput } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { configIdentifier } from '../model/config-entities.ts';
 import { isRole } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
-import { defaultFromCallback } from '../entities/default-callbacks.ts';
+import { fillDefaults } from '../model/defaults.ts';
 import type { SourceResource } from './source.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
@@ -120,16 +120,6 @@ function sourceAutomatics(rt: ResourceType, resource: SourceResource, values: Va
   return { revisionCreated, revisionUser: revisionUser ? revisionUser.targetId : null };
 }
 
-/** A new record's fields the source did not send: their defaults, as a new record of this type has them. */
-function fillDefaults(rt: ResourceType, values: Values, now: number): void {
-  for (const field of rt.bundle.fields) {
-    if (field.computed || field.storage.kind === 'none' || values.has(field.name)) continue;
-    if (field.defaultCallback) values.set(field.name, defaultFromCallback(field.defaultCallback));
-    else if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
-    else values.set(field.name, field.multiple ? [] : null);
-  }
-}
-
 /**
  * Store one source record: created when `current` is null, else its fields replaced. Runs inside
  * the caller's transaction (a savepoint of the page's); throws what InputReader throws for a bad
@@ -157,7 +147,7 @@ async function storeRecord(db: Db, rt: ResourceType, resource: SourceResource, c
     id = current.id;
     await store.update(db, rt, id, values);
   } else {
-    fillDefaults(rt, values, now);
+    fillDefaults(rt.bundle.fields, values, now);
     // Older revisions (from a Tilth source, --revisions) are numbered before the current one.
     const older = rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
     const numbers: number[] = [];
@@ -166,7 +156,9 @@ async function storeRecord(db: Db, rt: ResourceType, resource: SourceResource, c
     id = await store.insert(db, rt, resource.id, values, reserved === undefined ? {} : { revision_id: reserved });
     for (const [i, revision] of older.entries()) await store.revisions.add(db, entityType, id, revision, numbers[i]);
   }
-  if (rt.entityType.revisionId) await writeRevision(db, rt, id, current, values, { userId: revisionUser, created: revisionCreated, message: w.message }, reserved, w);
+  const merged: Values = new Map(current?.values ?? []);
+  for (const [k, v] of values) merged.set(k, v);
+  await writeRevision(db, store, rt, id, current, merged, { userId: revisionUser, created: revisionCreated, message: w.message }, reserved);
   return id;
 }
 
@@ -189,7 +181,7 @@ async function storeNewRecords(db: Db, rt: ResourceType, resources: readonly Sou
   const records = resources.map((resource, i) => {
     const values: Values = new Map(inputs[i]!.values);
     const revision = importedValues(rt, resource, values, w, now, true);
-    fillDefaults(rt, values, now);
+    fillDefaults(rt.bundle.fields, values, now);
     return { resource, values, revision };
   });
   const entityType = rt.entityType.entityType;
@@ -216,14 +208,6 @@ function importedValues(rt: ResourceType, resource: SourceResource, values: Valu
   return revision;
 }
 
-/** The values a revision's snapshot keeps: the stored fields'. */
-function storedValues(rt: ResourceType, values: Values): Values {
-  return new Map([...values].filter(([name]) => {
-    const field = rt.fieldsByName.get(name);
-    return field && !field.computed && field.storage.kind !== 'none';
-  }));
-}
-
 /**
  * A record's past revisions as its source served them (oldest first), each read like the record
  * itself, with its own author, time and message. A revision that no longer reads (it names a
@@ -237,7 +221,7 @@ async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[
       const values: Values = new Map(input.values);
       const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
       const message = typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string' ? (revision.attributes[REVISION_LOG_MESSAGE] as string) : '';
-      fillDefaults(rt, values, now);
+      fillDefaults(rt.bundle.fields, values, now);
       const stored = storedValues(rt, values);
       await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
       out.push({ userId: revisionUser, created: revisionCreated, message, values: stored });
@@ -246,18 +230,6 @@ async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[
     }
   }
   return out;
-}
-
-async function writeRevision(db: Db, rt: ResourceType, id: number, current: EntityRecord | null, values: Values, meta: { userId: number | null; created: number; message: string }, reserved: number | undefined, w: WriteContext): Promise<void> {
-  const revisions = w.services.loader.store.revisions;
-  const merged: Values = new Map(current?.values ?? []);
-  for (const [k, v] of values) merged.set(k, v);
-  const stored = storedValues(rt, merged);
-  await revisions.pinTargetRevisions(db, rt, stored);
-  const entityType = rt.entityType.entityType;
-  if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))) return;
-  const revisionId = await revisions.add(db, entityType, id, { ...meta, values: stored }, reserved);
-  if (reserved === undefined) await w.services.loader.store.update(db, rt, id, new Map(), { revision_id: revisionId });
 }
 
 /** A user, saved as the API saves one (roles, account rules), then given the source's timestamps. */
