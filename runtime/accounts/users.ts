@@ -3,7 +3,7 @@
  * be, and that names and e-mail addresses name one account each, is names.ts's (the API's too).
  * Users are records of the `user` entity type (table `users`); roles live in `user_role`.
  */
-import { recordChangedIds, recordChanges } from '../storage/change-feed.ts';
+import { inUnitOfWork, noteChanged } from '../storage/unit-of-work.ts';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
@@ -110,7 +110,7 @@ export async function createUser(
   const roles = validateRoles(input.roles ?? []);
   if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail)) throw new AccountError(`"${input.mail}" is not an e-mail address.`);
   const pass = await hashPassword(input.password);
-  return knex.transaction(async (trx) => {
+  return knex.transaction((trx) => inUnitOfWork(trx, async () => {
     const [clash] = await accountClashes(trx, { name, mail: input.mail }, null);
     if (clash) throw new AccountError(`The ${clash.field === 'name' ? 'name' : 'e-mail address'} ${clash.message}`);
     const t = now();
@@ -120,9 +120,9 @@ export async function createUser(
       .returning('id');
     const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
     if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
-    await recordChanges(trx, 'user', [{ id, uuid, bundle: 'user' }], false);
+    await noteChanged(trx, 'user', [{ id, uuid, bundle: 'user' }]);
     return { id, uuid, name, mail: input.mail ?? null, status: true, roles };
-  });
+  }));
 }
 
 /**
@@ -146,28 +146,34 @@ export async function accountNamed(knex: Knex, typed: string): Promise<UserAccou
   return toAccount(row, await rolesOfUser(knex, row.id));
 }
 
+/**
+ * A change of an account, in a transaction of its own, kept as every write of a record is: the
+ * account is a new version (its ETag moves, the change feed lists it: storage/unit-of-work.ts),
+ * whatever of it the change shows (`changed`, its status, its roles relationship).
+ */
+async function changeAccount(knex: Knex, user: UserAccount, change: (trx: Knex.Transaction) => Promise<unknown>): Promise<void> {
+  await knex.transaction((trx) =>
+    inUnitOfWork(trx, async () => {
+      await change(trx);
+      await noteChanged(trx, 'user', [{ id: user.id, uuid: user.uuid, bundle: 'user' }]);
+    }),
+  );
+}
+
 /** Set the password of the account `name` names (accountNamed); returns the account. */
 export async function setPassword(knex: Knex, name: string, password: string): Promise<UserAccount> {
   validatePassword(password);
   const user = await accountNamed(knex, name);
   // Hashed before the transaction: no transaction waits on the hash.
   const pass = await hashPassword(password);
-  await knex.transaction(async (trx) => {
-    await trx('users').where('id', user.id).update({ pass, changed: now() });
-    // Its `changed` shows: the change feed lists it, and its ETag moves (storage/change-feed.ts).
-    await recordChangedIds(trx, 'user', 'users', [user.id]);
-  });
+  await changeAccount(knex, user, (trx) => trx('users').where('id', user.id).update({ pass, changed: now() }));
   return user;
 }
 
 /** Block or unblock the account `name` names (accountNamed); returns the account. */
 export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<UserAccount> {
   const user = await accountNamed(knex, name);
-  await knex.transaction(async (trx) => {
-    await trx('users').where('id', user.id).update({ status: !blocked, changed: now() });
-    // Its status shows: the change feed lists it (storage/change-feed.ts).
-    await recordChangedIds(trx, 'user', 'users', [user.id]);
-  });
+  await changeAccount(knex, user, (trx) => trx('users').where('id', user.id).update({ status: !blocked, changed: now() }));
   return user;
 }
 
@@ -175,11 +181,7 @@ export async function setBlocked(knex: Knex, name: string, blocked: boolean): Pr
 export async function setRoles(knex: Knex, name: string, roles: string[]): Promise<UserAccount> {
   const valid = validateRoles(roles);
   const user = await accountNamed(knex, name);
-  await knex.transaction(async (trx) => {
-    await replaceRoles(trx, user.id, valid);
-    // Its `roles` relationship shows: the change feed lists it (storage/change-feed.ts).
-    await recordChangedIds(trx, 'user', 'users', [user.id]);
-  });
+  await changeAccount(knex, user, (trx) => replaceRoles(trx, user.id, valid));
   return user;
 }
 
