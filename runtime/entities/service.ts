@@ -16,16 +16,16 @@ import { copyMaterialType } from '../farm/material.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
-import { InventoryChanges, plannedAssets } from '../farm/inventory.ts';
+import { InventoryChanges, plannedAssets, type InventoryPlan } from '../farm/inventory.ts';
 import { FarmValidation } from '../farm/validation.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
-import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision, writeRevision } from '../storage/revisions.ts';
-import { defaultValue } from '../model/defaults.ts';
+import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision, storedValues, writeRevision, type RevisionInput } from '../storage/revisions.ts';
+import { defaultValue, fillDefaults } from '../model/defaults.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
 import { inUnitOfWork, noteChanged } from '../storage/unit-of-work.ts';
-import { lockForDeletion } from './deletion-locks.ts';
+import { deleteUnderLocks, type Deletion } from './deletion-locks.ts';
 import { refuseIfReferenced } from './reference-integrity.ts';
 
 function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
@@ -160,6 +160,66 @@ export class EntityService {
     return { id, uuid };
   }
 
+  /**
+   * Store a record as another farm has it (the importer: farmos-import/records.ts): verbatim, with
+   * none of farmOS's save-time behaviour (no automatic values, generated names, births or
+   * placements: the importer rebuilds those at its end), but with the bookkeeping of every save: a
+   * new record's YAML defaults (model/defaults.ts), its revision by the given author, time and
+   * message (storage/revisions.ts writeRevision; `older` ones, from the source's history, numbered
+   * and written before it), and its change-feed row once (storage/unit-of-work.ts). `current`:
+   * the record here it replaces, or null for a new one. Returns its id.
+   */
+  saveVerbatim(db: Db, rt: ResourceType, uuid: string, current: EntityRecord | null, values: Map<string, ItemValue | ItemValue[]>, revision: Omit<RevisionInput, 'values'>, older: readonly RevisionInput[] = [], now = Math.floor(Date.now() / 1000)): Promise<number> {
+    return inUnitOfWork(db, async () => {
+      const store = this.store;
+      const entityType = rt.entityType.entityType;
+      let id: number;
+      let reserved: number | undefined;
+      if (current) {
+        id = current.id;
+        await store.update(db, rt, id, values);
+      } else {
+        fillDefaults(rt.bundle.fields, values, now);
+        // Older revisions are numbered before the current one.
+        const numbers: number[] = [];
+        for (let i = 0; i < older.length; i++) numbers.push(await store.revisions.nextNumber(db, entityType));
+        reserved = rt.entityType.revisionId ? await store.revisions.nextNumber(db, entityType) : undefined;
+        id = await store.insert(db, rt, uuid, values, reserved === undefined ? {} : { revision_id: reserved });
+        for (const [i, past] of older.entries()) await store.revisions.add(db, entityType, id, past, numbers[i]);
+      }
+      const merged = new Map(current?.values ?? []);
+      for (const [k, v] of values) merged.set(k, v);
+      await writeRevision(db, store, rt, id, current, merged, revision, reserved);
+      return id;
+    });
+  }
+
+  /**
+   * Many new records of one bundle stored verbatim at once (an import's page), as saveVerbatim
+   * stores a new one without history: one INSERT per table (RecordStore.insertMany), their first
+   * revisions numbered together and written in one statement per 500, their feed rows together.
+   * Returns the ids in row order.
+   */
+  createManyVerbatim(db: Db, rt: ResourceType, rows: ReadonlyArray<{ uuid: string; values: Map<string, ItemValue | ItemValue[]>; revision: Omit<RevisionInput, 'values'> }>, now = Math.floor(Date.now() / 1000)): Promise<number[]> {
+    return inUnitOfWork(db, async () => {
+      const store = this.store;
+      for (const row of rows) fillDefaults(rt.bundle.fields, row.values, now);
+      const entityType = rt.entityType.entityType;
+      const first = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, rows.length) : undefined;
+      const ids = await store.insertMany(db, rt, rows.map((r, i) => ({ uuid: r.uuid, values: r.values, extra: first === undefined ? {} : { revision_id: first + i } })));
+      if (first === undefined) return ids;
+      const revisions = [];
+      for (const [i, r] of rows.entries()) {
+        const stored = storedValues(rt, r.values);
+        // No statement: the references a revision pins were read with their target's revision (InputReader).
+        await store.revisions.pinTargetRevisions(db, rt, stored);
+        revisions.push({ entityId: ids[i]!, revisionId: first + i, input: { ...r.revision, values: stored } });
+      }
+      await store.revisions.addMany(db, entityType, revisions);
+      return ids;
+    });
+  }
+
   /** A parent listed twice, or a parent chain that loops back: 422 (farm/parents.ts). */
   private async checkParents(db: Db, rt: ResourceType, id: number | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Promise<void> {
     const violations = await parentViolations(db, rt, id, values);
@@ -255,17 +315,38 @@ export class EntityService {
 
   private async deleteRecord(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     await this.accounts.checkDelete(db, record, principal);
-    const holders = await lockForDeletion(db, this.store, record.rt.entityType.entityType, [record.id], { placements: this.placements, rt: record.rt });
-    await refuseIfReferenced(db, this.store, record);
-    const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
-    const isAsset = record.rt.entityType.entityType === 'asset';
-    const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
-    const inventory = await this.inventories.plan(db, record.rt.entityType.entityType, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
-    await this.store.delete(db, record.rt.entityType.entityType, [record.id], holders);
+    const entityType = record.rt.entityType.entityType;
+    const isAsset = entityType === 'asset';
+    let dependents: Awaited<ReturnType<typeof dependentsOnDelete>> = [];
+    let members: number[] = [];
+    let inventory: InventoryPlan | undefined;
+    await deleteUnderLocks(db, this.store, entityType, [record.id], {
+      farm: { placements: this.placements, rt: record.rt },
+      ownLocked: true,
+      going: async (ids) => {
+        await refuseIfReferenced(db, this.store, record);
+        return ids;
+      },
+      before: async () => {
+        dependents = await dependentsOnDelete(db, record.rt, [record.id]);
+        members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
+        inventory = await this.inventories.plan(db, entityType, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
+      },
+    });
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
-    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory));
+    if (entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory!));
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);
-    await this.inventories.apply(db, inventory);
+    await this.inventories.apply(db, inventory!);
+  }
+
+  /**
+   * Delete records of one entity type as records, with none of farmOS's behaviour on delete (no
+   * quantities with a log, no placements rebuilt: the importer rebuilds them at its end), under
+   * the deletion locks and in one unit of work (entities/deletion-locks.ts deleteUnderLocks):
+   * the importer's --prune. `going` picks, once everything is locked, the records that go.
+   */
+  deleteMany(db: Db, entityType: string, ids: number[], options: Pick<Deletion, 'going'> = {}): Promise<number[]> {
+    return deleteUnderLocks(db, this.store, entityType, ids, options);
   }
 }
 
