@@ -177,6 +177,8 @@ export class EntityService {
       let reserved: number | undefined;
       if (current) {
         id = current.id;
+        // Named with its UUID, which the feed would otherwise read again (as update does).
+        await noteChanged(db, entityType, [current]);
         await store.update(db, rt, id, values);
       } else {
         fillDefaults(rt.bundle.fields, values, now);
