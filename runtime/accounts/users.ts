@@ -3,7 +3,7 @@
  * be, and that names and e-mail addresses name one account each, is names.ts's (the API's too).
  * Users are records of the `user` entity type (table `users`); roles live in `user_role`.
  */
-import { recordChangedIds, recordChanges } from '../storage/change-feed.ts';
+import { inUnitOfWork, noteChanged } from '../storage/unit-of-work.ts';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashPassword } from './passwords.ts';
@@ -11,6 +11,8 @@ import { accountClashes, normalizeUserName, userNameProblem } from './names.ts';
 import { isRole, ROLES, type Role } from '../access/roles.ts';
 import { selectRows } from '../storage/sql.ts';
 import { dialectOf } from '../storage/dialect.ts';
+import { defaultValue, hasDefault } from '../model/defaults.ts';
+import { descriptor as USER_BUNDLE } from '../../generated/descriptors/user--user.ts';
 
 export interface UserAccount {
   id: number;
@@ -87,6 +89,19 @@ export function validatePassword(password: string): void {
   if (password.length > 1024) throw new AccountError('A password may be at most 1024 characters long.');
 }
 
+/**
+ * The columns a new account gets from the defaults definitions/entity-types/user.yaml declares
+ * (status, timezone, preferred language), applied as every new record's are (model/defaults.ts).
+ */
+function defaultColumns(now: number): Record<string, unknown> {
+  const columns: Record<string, unknown> = {};
+  for (const field of USER_BUNDLE.fields) {
+    if (field.computed || !hasDefault(field) || field.storage.kind !== 'columns' || !field.storage.columns.value) continue;
+    columns[field.storage.columns.value] = defaultValue(field, now);
+  }
+  return columns;
+}
+
 export async function createUser(
   knex: Knex,
   input: { name: string; password: string; mail?: string | null; roles?: string[]; uuid?: string },
@@ -96,19 +111,19 @@ export async function createUser(
   const roles = validateRoles(input.roles ?? []);
   if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail)) throw new AccountError(`"${input.mail}" is not an e-mail address.`);
   const pass = await hashPassword(input.password);
-  return knex.transaction(async (trx) => {
+  return knex.transaction((trx) => inUnitOfWork(trx, async () => {
     const [clash] = await accountClashes(trx, { name, mail: input.mail }, null);
     if (clash) throw new AccountError(`The ${clash.field === 'name' ? 'name' : 'e-mail address'} ${clash.message}`);
     const t = now();
     const uuid = input.uuid ?? randomUUID();
     const [row] = await trx('users')
-      .insert({ uuid, bundle: 'user', name, pass, mail: input.mail ?? null, init: input.mail ?? null, status: true, timezone: 'UTC', preferred_langcode: 'en', created: t, changed: t })
+      .insert({ ...defaultColumns(t), uuid, bundle: 'user', name, pass, mail: input.mail ?? null, init: input.mail ?? null, created: t, changed: t })
       .returning('id');
     const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
     if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
-    await recordChanges(trx, 'user', [{ id, uuid, bundle: 'user' }], false);
+    await noteChanged(trx, 'user', [{ id, uuid, bundle: 'user' }]);
     return { id, uuid, name, mail: input.mail ?? null, status: true, roles };
-  });
+  }));
 }
 
 /**
@@ -132,28 +147,34 @@ export async function accountNamed(knex: Knex, typed: string): Promise<UserAccou
   return toAccount(row, await rolesOfUser(knex, row.id));
 }
 
+/**
+ * A change of an account, in a transaction of its own, kept as every write of a record is: the
+ * account is a new version (its ETag moves, the change feed lists it: storage/unit-of-work.ts),
+ * whatever of it the change shows (`changed`, its status, its roles relationship).
+ */
+async function changeAccount(knex: Knex, user: UserAccount, change: (trx: Knex.Transaction) => Promise<unknown>): Promise<void> {
+  await knex.transaction((trx) =>
+    inUnitOfWork(trx, async () => {
+      await change(trx);
+      await noteChanged(trx, 'user', [{ id: user.id, uuid: user.uuid, bundle: 'user' }]);
+    }),
+  );
+}
+
 /** Set the password of the account `name` names (accountNamed); returns the account. */
 export async function setPassword(knex: Knex, name: string, password: string): Promise<UserAccount> {
   validatePassword(password);
   const user = await accountNamed(knex, name);
   // Hashed before the transaction: no transaction waits on the hash.
   const pass = await hashPassword(password);
-  await knex.transaction(async (trx) => {
-    await trx('users').where('id', user.id).update({ pass, changed: now() });
-    // Its `changed` shows: the change feed lists it, and its ETag moves (storage/change-feed.ts).
-    await recordChangedIds(trx, 'user', 'users', [user.id]);
-  });
+  await changeAccount(knex, user, (trx) => trx('users').where('id', user.id).update({ pass, changed: now() }));
   return user;
 }
 
 /** Block or unblock the account `name` names (accountNamed); returns the account. */
 export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<UserAccount> {
   const user = await accountNamed(knex, name);
-  await knex.transaction(async (trx) => {
-    await trx('users').where('id', user.id).update({ status: !blocked, changed: now() });
-    // Its status shows: the change feed lists it (storage/change-feed.ts).
-    await recordChangedIds(trx, 'user', 'users', [user.id]);
-  });
+  await changeAccount(knex, user, (trx) => trx('users').where('id', user.id).update({ status: !blocked, changed: now() }));
   return user;
 }
 
@@ -161,11 +182,7 @@ export async function setBlocked(knex: Knex, name: string, blocked: boolean): Pr
 export async function setRoles(knex: Knex, name: string, roles: string[]): Promise<UserAccount> {
   const valid = validateRoles(roles);
   const user = await accountNamed(knex, name);
-  await knex.transaction(async (trx) => {
-    await replaceRoles(trx, user.id, valid);
-    // Its `roles` relationship shows: the change feed lists it (storage/change-feed.ts).
-    await recordChangedIds(trx, 'user', 'users', [user.id]);
-  });
+  await changeAccount(knex, user, (trx) => replaceRoles(trx, user.id, valid));
   return user;
 }
 

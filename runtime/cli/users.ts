@@ -5,8 +5,8 @@ import { requireOption, UsageError } from './command.ts';
 import { withExistingDatabase } from './database.ts';
 import { AccountError, accountNamed, createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
 import { FIRST_USER_ID } from '../access/accounts.ts';
-import { RecordStore, lockRows } from '../storage/records.ts';
-import { lockForDeletion } from '../entities/deletion-locks.ts';
+import { RecordStore } from '../storage/records.ts';
+import { deleteUnderLocks } from '../entities/deletion-locks.ts';
 import { referencedRefusal } from '../entities/reference-integrity.ts';
 import { ModelRegistry } from '../model/registry.ts';
 import { loadGenerated } from '../generated.ts';
@@ -36,19 +36,22 @@ export type UserReferences = 'refuse' | 'clear' | { reassignTo: number };
 export async function deleteAccount(knex: Knex, store: RecordStore, id: number, references: UserReferences = 'refuse'): Promise<void> {
   const heir = typeof references === 'object' ? references.reassignTo : null;
   if (heir === id) throw new AccountError('A user cannot be reassigned its own references: name another user with --reassign-to.');
-  await knex.transaction(async (trx) => {
-    await lockRows(trx, store.entityType('user').table, heir === null ? [id] : [id, heir]);
-    const holders = await lockForDeletion(trx, store, 'user', [id]);
-    if (references === 'refuse') {
-      const [user] = await store.load(trx, 'user', [id]);
-      const refusal = user ? await referencedRefusal(trx, store, user) : null;
-      if (refusal) throw new AccountError(`${refusal} Not deleted: add --reassign-to NAME to give these references to another user, or --clear-references to remove them.`);
-    }
-    if (heir === null) return store.delete(trx, 'user', [id], holders);
-    // Every reference moves, a revision's user too: none is left for the delete to clear.
-    await store.moveReferences(trx, 'user', id, heir);
-    await store.delete(trx, 'user', [id], new Map());
-  });
+  await knex.transaction((trx) =>
+    deleteUnderLocks(trx, store, 'user', [id], {
+      alsoLock: heir === null ? [] : [heir],
+      going: async (ids) => {
+        if (references !== 'refuse') return ids;
+        const [user] = await store.load(trx, 'user', ids);
+        const refusal = user ? await referencedRefusal(trx, store, user) : null;
+        if (refusal) throw new AccountError(`${refusal} Not deleted: add --reassign-to NAME to give these references to another user, or --clear-references to remove them.`);
+        return ids;
+      },
+      // Every reference moves, a revision's user too: none is left for the delete to clear.
+      before: async () => {
+        if (heir !== null) await store.moveReferences(trx, 'user', id, heir);
+      },
+    }),
+  );
 }
 
 /** The --password given, or one generated (which the command then prints once). */

@@ -1,8 +1,9 @@
 /**
  * What a deletion locks on PostgreSQL before it writes records other than its own (SQLite has one
- * writer: nothing to do there). Every deletion goes through here: a DELETE of the API
- * (EntityService.delete), `tilth user delete` (cli/users.ts) and the importer's --prune
- * (farmos-import/run.ts), both of which may run beside a server on the same database. A deletion
+ * writer: nothing to do there). Every deletion goes through here, by deleteUnderLocks at the
+ * end: a DELETE of the API (EntityService.delete), `tilth user delete` (cli/users.ts) and the
+ * importer's --prune (EntityService.deleteMany, from farmos-import/run.ts), both of which may run
+ * beside a server on the same database. A deletion
  * of records of one entity type writes:
  *
  * - its holders, the records that refer to it (RecordStore.holdersOf): those whose references keep
@@ -77,6 +78,7 @@ import { dialectOf } from '../storage/dialect.ts';
 import type { Placements } from '../farm/placements.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { quantitiesOf } from '../farm/hooks.ts';
+import { inUnitOfWork } from '../storage/unit-of-work.ts';
 
 /** Lock these records in the global order (storage/locks.ts): type by type, each type's in ascending ids. */
 function lockInOrder(db: Db, store: RecordStore, records: Map<string, Set<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
@@ -115,4 +117,41 @@ export async function lockForDeletion(db: Db, store: RecordStore, entityType: st
   }
   await lockInOrder(db, store, written, strengths);
   return holders;
+}
+
+/** How deleteUnderLocks deletes: what it locks besides, what it checks and does before the delete. */
+export interface Deletion {
+  /** What EntityService.delete writes besides (an asset's placements, a log's quantities). */
+  farm?: FarmDeletion;
+  /** The records' own rows are locked already (the API's findForUpdate). */
+  ownLocked?: boolean;
+  /** Other records of the same type to lock with them (the user `tilth user delete` gives the references to). */
+  alsoLock?: readonly number[];
+  /**
+   * With everything locked: the records that go (the check of the references that keep them);
+   * every one by default. Throws to refuse the deletion.
+   */
+  going?: (ids: number[]) => Promise<number[]>;
+  /** With everything locked and checked, before the rows go: what else the deletion writes (references moved). */
+  before?: (going: number[]) => Promise<void>;
+}
+
+/**
+ * Delete records of one entity type under the locks described at the top, in one unit of work
+ * (storage/unit-of-work.ts: each record's feed row once, last): their rows locked, then what the
+ * deletion writes (lockForDeletion), then `going` says which go, then RecordStore.delete, with the
+ * holders found once (again, for the ones going, when some are kept). The one copy of this
+ * sequence: EntityService.delete and deleteMany (the importer's --prune), `tilth user delete`.
+ * Returns the ids deleted.
+ */
+export function deleteUnderLocks(db: Db, store: RecordStore, entityType: string, ids: number[], d: Deletion = {}): Promise<number[]> {
+  return inUnitOfWork(db, async () => {
+    if (!d.ownLocked) await lockRows(db, store.entityType(entityType).table, [...ids, ...(d.alsoLock ?? [])]);
+    const holders = await lockForDeletion(db, store, entityType, ids, d.farm);
+    const going = d.going ? await d.going(ids) : ids;
+    await d.before?.(going);
+    // The holders of the records kept are not changed: found again for those deleted.
+    await store.delete(db, entityType, going, holders && going.length < ids.length ? await store.holdersOf(db, entityType, going) : holders);
+    return going;
+  });
 }

@@ -1,6 +1,6 @@
 /** Drupal's file usage: files referenced by a saved record stop being temporary (files/storage.ts sweeps temporary ones). */
 import type { ResourceType } from '../model/registry.ts';
-import { recordChangedIds } from '../storage/change-feed.ts';
+import { noteChangedIds } from '../storage/unit-of-work.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 
 export async function markFilesPermanent(db: Db, rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>, fileTable: string): Promise<void> {
@@ -13,5 +13,5 @@ export async function markFilesPermanent(db: Db, rt: ResourceType, values: Reado
   if (!ids.length) return;
   const changed = await db(fileTable).whereIn('id', ids).where('status', false).update({ status: true });
   // A file's status shows: the change feed lists the files whose status changed (here, some of them).
-  if (changed) await recordChangedIds(db, 'file', fileTable, ids);
+  if (changed) await noteChangedIds(db, 'file', fileTable, ids);
 }

@@ -16,16 +16,16 @@ import { copyMaterialType } from '../farm/material.ts';
 import { childChanges, childrenOf, secondBirths } from '../farm/births.ts';
 import { parentViolations } from '../farm/parents.ts';
 import { Placements } from '../farm/placements.ts';
-import { InventoryChanges, plannedAssets } from '../farm/inventory.ts';
+import { InventoryChanges, plannedAssets, type InventoryPlan } from '../farm/inventory.ts';
 import { FarmValidation } from '../farm/validation.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
-import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision } from '../storage/revisions.ts';
-import { defaultFromCallback } from './default-callbacks.ts';
+import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision, storedValues, writeRevision, type RevisionInput } from '../storage/revisions.ts';
+import { defaultValue, fillDefaults } from '../model/defaults.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
-import { recordChanges } from '../storage/change-feed.ts';
-import { lockForDeletion } from './deletion-locks.ts';
+import { inUnitOfWork, noteChanged } from '../storage/unit-of-work.ts';
+import { deleteUnderLocks, type Deletion } from './deletion-locks.ts';
 import { refuseIfReferenced } from './reference-integrity.ts';
 
 function isEmpty(value: ItemValue | ItemValue[] | undefined): boolean {
@@ -82,28 +82,10 @@ export class EntityService {
     if (violations.length) throw new ValidationError(violations);
   }
 
-  /**
-   * Record a save as a revision of the record: who, when, its message and the stored values. A
-   * bundle that keeps no new revisions (farmOS's vocabularies) rewrites its current one instead.
-   */
-  private async writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, reserved?: number): Promise<number | null> {
-    if (!rt.entityType.revisionId) return null;
-    const revisions = this.store.revisions;
-    const stored = new Map([...values].filter(([name]) => {
-      const field = rt.fieldsByName.get(name);
-      return field && !field.computed && field.storage.kind !== 'none';
-    }));
-    await revisions.pinTargetRevisions(db, rt, stored);
+  /** Record a save as a revision (storage/revisions.ts writeRevision): by the principal, now, with the message it sent. */
+  private writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, reserved?: number): Promise<number | null> {
     const message = values.get(REVISION_LOG_MESSAGE);
-    const text = typeof message === 'string' ? message : '';
-    const entityType = rt.entityType.entityType;
-    if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: text, values: stored }))) {
-      return current.revisionId;
-    }
-    const revisionId = await revisions.add(db, entityType, id, { userId: principal.userId, created: now, message: text, values: stored }, reserved);
-    // A new record was inserted with its revision's number (create); a save of one moves it on.
-    if (reserved === undefined) await this.store.update(db, rt, id, new Map(), { revision_id: revisionId });
-    return revisionId;
+    return writeRevision(db, this.store, rt, id, current, values, { userId: principal.userId, created: now, message: typeof message === 'string' ? message : '' }, reserved);
   }
 
   /**
@@ -116,7 +98,15 @@ export class EntityService {
     if (typeof sent !== 'string' || sent === record.values.get(REVISION_LOG_MESSAGE)) changes.set(REVISION_LOG_MESSAGE, '');
   }
 
-  async create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
+  /**
+   * Create a record. Every record the save touches (the record, the assets it moves, its files,
+   * a birth log's children) gets its one change-feed row when it returns (storage/unit-of-work.ts).
+   */
+  create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
+    return inUnitOfWork(db, () => this.createRecord(db, rt, input, principal, hashed, now));
+  }
+
+  private async createRecord(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets, now: number): Promise<{ id: number; uuid: string }> {
     const uuid = input.id ?? randomUUID();
     if (input.id && (await this.store.findByUuid(db, rt.entityType.entityType, uuid))) {
       throw conflict(`Conflict: a resource with the id ${uuid} already exists.`, { pointer: '/data/id' });
@@ -131,16 +121,13 @@ export class EntityService {
         values.set(field.name, field.multiple ? (auto === null ? [] : [auto as ItemValue]) : auto);
         continue;
       }
-      // A generated key replaces an empty one too: farmOS.js sends "" for every string it was not given.
-      if (field.defaultCallback && isEmpty(values.get(field.name))) {
-        values.set(field.name, defaultFromCallback(field.defaultCallback));
-        continue;
-      }
-      // A null for a field with a default gets the default, except for a required (or not
-      // nullable) field: farmOS refuses that with a 422 (requireFields), it does not reset the value.
-      if (values.has(field.name) && !(isEmpty(values.get(field.name)) && field.default !== undefined && !field.multiple && values.get(field.name) === null && !field.required && field.nullable !== false)) continue;
-      if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
-      else if (!values.has(field.name)) values.set(field.name, field.multiple ? [] : null);
+      // The YAML's default (model/defaults.ts) for a field not sent. A generated key replaces an
+      // empty one too: farmOS.js sends "" for every string it was not given. A null for a field
+      // with a default gets the default, except for a required (or not nullable) field: farmOS
+      // refuses that with a 422 (requireFields), it does not reset the value.
+      const sent = values.get(field.name);
+      const resets = sent === null && field.default !== undefined && !field.multiple && !field.required && field.nullable !== false;
+      if (field.defaultCallback ? isEmpty(sent) : !values.has(field.name) || resets) values.set(field.name, defaultValue(field, now));
     }
     this.accounts.applySecrets(input, hashed, values);
     await this.accounts.checkChange(db, rt, null, input.values, principal);
@@ -173,6 +160,68 @@ export class EntityService {
     return { id, uuid };
   }
 
+  /**
+   * Store a record as another farm has it (the importer: farmos-import/records.ts): verbatim, with
+   * none of farmOS's save-time behaviour (no automatic values, generated names, births or
+   * placements: the importer rebuilds those at its end), but with the bookkeeping of every save: a
+   * new record's YAML defaults (model/defaults.ts), its revision by the given author, time and
+   * message (storage/revisions.ts writeRevision; `older` ones, from the source's history, numbered
+   * and written before it), and its change-feed row once (storage/unit-of-work.ts). `current`:
+   * the record here it replaces, or null for a new one. Returns its id.
+   */
+  saveVerbatim(db: Db, rt: ResourceType, uuid: string, current: EntityRecord | null, values: Map<string, ItemValue | ItemValue[]>, revision: Omit<RevisionInput, 'values'>, older: readonly RevisionInput[] = [], now = Math.floor(Date.now() / 1000)): Promise<number> {
+    return inUnitOfWork(db, async () => {
+      const store = this.store;
+      const entityType = rt.entityType.entityType;
+      let id: number;
+      let reserved: number | undefined;
+      if (current) {
+        id = current.id;
+        // Named with its UUID, which the feed would otherwise read again (as update does).
+        await noteChanged(db, entityType, [current]);
+        await store.update(db, rt, id, values);
+      } else {
+        fillDefaults(rt.bundle.fields, values, now);
+        // Older revisions are numbered before the current one.
+        const numbers: number[] = [];
+        for (let i = 0; i < older.length; i++) numbers.push(await store.revisions.nextNumber(db, entityType));
+        reserved = rt.entityType.revisionId ? await store.revisions.nextNumber(db, entityType) : undefined;
+        id = await store.insert(db, rt, uuid, values, reserved === undefined ? {} : { revision_id: reserved });
+        for (const [i, past] of older.entries()) await store.revisions.add(db, entityType, id, past, numbers[i]);
+      }
+      const merged = new Map(current?.values ?? []);
+      for (const [k, v] of values) merged.set(k, v);
+      await writeRevision(db, store, rt, id, current, merged, revision, reserved);
+      return id;
+    });
+  }
+
+  /**
+   * Many new records of one bundle stored verbatim at once (an import's page), as saveVerbatim
+   * stores a new one without history: one INSERT per table (RecordStore.insertMany), their first
+   * revisions numbered together and written in one statement per 500, their feed rows together.
+   * Returns the ids in row order.
+   */
+  createManyVerbatim(db: Db, rt: ResourceType, rows: ReadonlyArray<{ uuid: string; values: Map<string, ItemValue | ItemValue[]>; revision: Omit<RevisionInput, 'values'> }>, now = Math.floor(Date.now() / 1000)): Promise<number[]> {
+    return inUnitOfWork(db, async () => {
+      const store = this.store;
+      for (const row of rows) fillDefaults(rt.bundle.fields, row.values, now);
+      const entityType = rt.entityType.entityType;
+      const first = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, rows.length) : undefined;
+      const ids = await store.insertMany(db, rt, rows.map((r, i) => ({ uuid: r.uuid, values: r.values, extra: first === undefined ? {} : { revision_id: first + i } })));
+      if (first === undefined) return ids;
+      const revisions = [];
+      for (const [i, r] of rows.entries()) {
+        const stored = storedValues(rt, r.values);
+        // No statement: the references a revision pins were read with their target's revision (InputReader).
+        await store.revisions.pinTargetRevisions(db, rt, stored);
+        revisions.push({ entityId: ids[i]!, revisionId: first + i, input: { ...r.revision, values: stored } });
+      }
+      await store.revisions.addMany(db, entityType, revisions);
+      return ids;
+    });
+  }
+
   /** A parent listed twice, or a parent chain that loops back: 422 (farm/parents.ts). */
   private async checkParents(db: Db, rt: ResourceType, id: number | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Promise<void> {
     const violations = await parentViolations(db, rt, id, values);
@@ -189,8 +238,9 @@ export class EntityService {
    * PostgreSQL, would otherwise replace its parent rows beside this save (a 409 from the two
    * inserts colliding, a deadlock, or the mother set over a parent this save did not see), and two
    * new birth logs of one child would both pass the check. Taken here, after the log's own row,
-   * revision counter and feed row and with the assets placements locks (a superset, when it
-   * rebuilds any), as every log save takes them; each child's feed row follows its lock.
+   * revision counter and with the assets placements locks (a superset, when it rebuilds any), as
+   * every log save takes them; every feed row, the children's too, comes after, when the save's
+   * unit of work ends (storage/unit-of-work.ts).
    */
   private async applyBirths(db: Db, rt: ResourceType, logId: number, created: boolean, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
     if (!children.length) return;
@@ -204,7 +254,12 @@ export class EntityService {
     for (const { child, changes } of childChanges(log, records, motherName)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
   }
 
-  async update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
+  /** Update a record; its feed rows as for create. */
+  update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
+    return inUnitOfWork(db, () => this.updateRecord(db, record, input, principal, hashed, now));
+  }
+
+  private async updateRecord(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets, now: number): Promise<void> {
     const rt = record.rt;
     const changes = new Map(input.values);
     this.blankRepeatedMessage(rt, changes, record);
@@ -233,8 +288,10 @@ export class EntityService {
     const children = childrenOf(rt, merged);
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
+    // A save with no changes is a new version too; the record is named with its UUID, which the
+    // feed would otherwise read again.
+    await noteChanged(db, rt.entityType.entityType, [record]);
     await this.store.update(db, rt, record.id, changes);
-    await recordChanges(db, rt.entityType.entityType, [record], false);
     await this.accounts.afterSave(db, rt, record.id, changes, record, input, principal);
     await markFilesPermanent(db, rt, changes, this.store.entityType('file').table);
     for (const [k, v] of changes) merged.set(k, v);
@@ -254,19 +311,44 @@ export class EntityService {
    * record is locked first (entities/deletion-locks.ts, which says in what order), then found:
    * the references' check, the quantities' and the members see every save that ran beside it.
    */
-  async delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
+  delete(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
+    return inUnitOfWork(db, () => this.deleteRecord(db, record, principal));
+  }
+
+  private async deleteRecord(db: Db, record: EntityRecord, principal: Principal): Promise<void> {
     await this.accounts.checkDelete(db, record, principal);
-    const holders = await lockForDeletion(db, this.store, record.rt.entityType.entityType, [record.id], { placements: this.placements, rt: record.rt });
-    await refuseIfReferenced(db, this.store, record);
-    const dependents = await dependentsOnDelete(db, record.rt, [record.id]);
-    const isAsset = record.rt.entityType.entityType === 'asset';
-    const members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
-    const inventory = await this.inventories.plan(db, record.rt.entityType.entityType, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
-    await this.store.delete(db, record.rt.entityType.entityType, [record.id], holders);
+    const entityType = record.rt.entityType.entityType;
+    const isAsset = entityType === 'asset';
+    let dependents: Awaited<ReturnType<typeof dependentsOnDelete>> = [];
+    let members: number[] = [];
+    let inventory: InventoryPlan | undefined;
+    await deleteUnderLocks(db, this.store, entityType, [record.id], {
+      farm: { placements: this.placements, rt: record.rt },
+      ownLocked: true,
+      going: async (ids) => {
+        await refuseIfReferenced(db, this.store, record);
+        return ids;
+      },
+      before: async () => {
+        dependents = await dependentsOnDelete(db, record.rt, [record.id]);
+        members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
+        inventory = await this.inventories.plan(db, entityType, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
+      },
+    });
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
-    if (record.rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory));
+    if (entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory!));
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);
-    await this.inventories.apply(db, inventory);
+    await this.inventories.apply(db, inventory!);
+  }
+
+  /**
+   * Delete records of one entity type as records, with none of farmOS's behaviour on delete (no
+   * quantities with a log, no placements rebuilt: the importer rebuilds them at its end), under
+   * the deletion locks and in one unit of work (entities/deletion-locks.ts deleteUnderLocks):
+   * the importer's --prune. `going` picks, once everything is locked, the records that go.
+   */
+  deleteMany(db: Db, entityType: string, ids: number[], options: Pick<Deletion, 'going'> = {}): Promise<number[]> {
+    return deleteUnderLocks(db, this.store, entityType, ids, options);
   }
 }
 

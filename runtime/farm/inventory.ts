@@ -10,7 +10,7 @@
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
-import { recordChangedIds } from '../storage/change-feed.ts';
+import { noteChangedIds } from '../storage/unit-of-work.ts';
 import { SqlMemo, idListParameter, inIdList, isPostgres, quoteName, selectRows } from '../storage/sql.ts';
 import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import { farmDecimal } from './decimal.ts';
@@ -98,12 +98,12 @@ export class InventoryChanges {
     }
   }
 
-  /** Carry a plan out: the assets' rows locked first (as every save of an asset locks its row before its feed row: the global lock order, storage/locks.ts), then their feed rows and moments. */
+  /** Carry a plan out: the assets' rows locked first (as every save of an asset locks its row before its feed row: the global lock order, storage/locks.ts), then their feed rows (noted for the save's unit of work: storage/unit-of-work.ts) and moments. */
   async apply(db: Db, plan: InventoryPlan): Promise<void> {
     const assets = plannedAssets(plan);
     if (!this.layout || !assets.length) return;
     await lockRows(db, this.layout.asset, assets);
-    await recordChangedIds(db, 'asset', this.layout.asset, plan.now);
+    await noteChangedIds(db, 'asset', this.layout.asset, plan.now);
     await recordDueChanges(db, 'asset', plan.due);
   }
 

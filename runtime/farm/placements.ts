@@ -19,7 +19,7 @@
  * asset's `is_fixed` changed, and a group deleted (its members). EntityService calls these inside
  * its write transaction.
  */
-import { recordChangedIds } from '../storage/change-feed.ts';
+import { noteChangedIds } from '../storage/unit-of-work.ts';
 import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
@@ -233,7 +233,7 @@ export class Placements {
     await db(PLACEMENTS_TABLE).where('target_id', assetId).update({ target_id: null });
     await db(GROUPS_TABLE).where('entity_id', assetId).orWhere('target_id', assetId).delete();
     await this.rebuild(db, members);
-    await recordChangedIds(db, 'asset', this.layout.asset, showing.filter((id) => id !== assetId));
+    await noteChangedIds(db, 'asset', this.layout.asset, showing.filter((id) => id !== assetId));
   }
 
   /** Assets ever assigned to any of these groups, by a group-assignment log of any status. */
@@ -309,7 +309,7 @@ export class Placements {
     const rebuilt = new Intervals();
     for (const r of await this.storeMemberships(db, ids, assignments)) rebuilt.add('G', r);
     if (movable.length) for (const r of await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())])) rebuilt.add('L', r);
-    await recordChangedIds(db, 'asset', l.asset, listAll ? ids : ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
+    await noteChangedIds(db, 'asset', l.asset, listAll ? ids : ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
     // An interval that starts or ends in the future changes what the asset shows then.
     await recordDueChanges(db, 'asset', rebuilt.moments());
   }

@@ -1,24 +1,26 @@
 /**
  * One source record stored as it was, not re-interpreted: its document is read by the same
  * InputReader as a JSON:API write (so every value is checked and every relationship resolved by
- * UUID), then written straight to storage with the source's `created`, `changed`, owner and
- * revision author, and a revision whose message says where it came from. None of the save-time
- * behaviour of the API runs (no generated names, no owner defaulting, no birth side effects, no
- * per-record location work): the farm's computed placements are rebuilt once at the end (run.ts).
- * Users are the exception: they are saved through EntityService, which keeps their roles and the
- * account rules, and given their timestamps after.
+ * UUID), then stored by EntityService's verbatim mode (saveVerbatim, createManyVerbatim) with the
+ * source's `created`, `changed`, owner and revision author, and a revision whose message says
+ * where it came from. None of the save-time behaviour of the API runs (no generated names, no
+ * owner defaulting, no birth side effects, no per-record location work: the farm's computed
+ * placements are rebuilt once at the end, run.ts), but its bookkeeping does: defaults, revisions,
+ * one change-feed row per record. Users are the exception: they are saved as the API saves them
+ * (EntityService create and update), which keeps their roles and the account rules, and given
+ * their timestamps after.
  */
-import { recordChanges } from '../storage/change-feed.ts';
+import { inUnitOfWork } from '../storage/unit-of-work.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.ts';
-import { REVISION_LOG_MESSAGE, savesNewRevision, type RevisionInput } from '../storage/revisions.ts';
+import { REVISION_LOG_MESSAGE, storedValues, type RevisionInput } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { configIdentifier } from '../model/config-entities.ts';
 import { isRole } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
-import { defaultFromCallback } from '../entities/default-callbacks.ts';
+import { fillDefaults } from '../model/defaults.ts';
 import type { SourceResource } from './source.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
@@ -120,16 +122,6 @@ function sourceAutomatics(rt: ResourceType, resource: SourceResource, values: Va
   return { revisionCreated, revisionUser: revisionUser ? revisionUser.targetId : null };
 }
 
-/** A new record's fields the source did not send: their defaults, as a new record of this type has them. */
-function fillDefaults(rt: ResourceType, values: Values, now: number): void {
-  for (const field of rt.bundle.fields) {
-    if (field.computed || field.storage.kind === 'none' || values.has(field.name)) continue;
-    if (field.defaultCallback) values.set(field.name, defaultFromCallback(field.defaultCallback));
-    else if (field.default !== undefined) values.set(field.name, typeof field.default === 'object' ? now : field.default);
-    else values.set(field.name, field.multiple ? [] : null);
-  }
-}
-
 /**
  * Store one source record: created when `current` is null, else its fields replaced. Runs inside
  * the caller's transaction (a savepoint of the page's); throws what InputReader throws for a bad
@@ -142,62 +134,30 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
   const now = Math.floor(Date.now() / 1000);
   const values: Values = new Map(input.values);
   for (const [k, v] of extra) values.set(k, v);
-  if (rt.entityType.access === 'user') return writeUser(db, rt, resource, current, values, w, now);
+  // A user's save and its timestamps after it: one unit of work, one feed row (storage/unit-of-work.ts).
+  if (rt.entityType.access === 'user') return inUnitOfWork(db, () => writeUser(db, rt, resource, current, values, w, now));
   const { revisionCreated, revisionUser } = importedValues(rt, resource, values, w, now, current === null);
-  const store = s.loader.store;
-  const entityType = rt.entityType.entityType;
-  let id: number;
-  let reserved: number | undefined;
-  if (current) {
-    id = current.id;
-    await store.update(db, rt, id, values);
-    // RecordStore lists inserts and deletions in the change feed; a replaced record is listed here,
-    // so that offline clients (and If-Match) see the new version.
-    await recordChanges(db, entityType, [{ id, uuid: resource.id, bundle: rt.bundle.bundle }], false);
-  } else {
-    fillDefaults(rt, values, now);
-    // Older revisions (from a Tilth source, --revisions) are numbered before the current one.
-    const older = rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
-    const numbers: number[] = [];
-    for (let i = 0; i < older.length; i++) numbers.push(await store.revisions.nextNumber(db, entityType));
-    reserved = rt.entityType.revisionId ? await store.revisions.nextNumber(db, entityType) : undefined;
-    id = await store.insert(db, rt, resource.id, values, reserved === undefined ? {} : { revision_id: reserved });
-    for (const [i, revision] of older.entries()) await store.revisions.add(db, entityType, id, revision, numbers[i]);
-  }
-  if (rt.entityType.revisionId) await writeRevision(db, rt, id, current, values, { userId: revisionUser, created: revisionCreated, message: w.message }, reserved, w);
-  return id;
+  // Older revisions (from a Tilth source, --revisions), for a new record.
+  const older = !current && rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
+  return s.entities.saveVerbatim(db, rt, resource.id, current, values, { userId: revisionUser, created: revisionCreated, message: w.message }, older, now);
 }
 
 /**
  * Store many source records of one bundle that are all new here (a page of a first run) at once:
- * their documents read together (one lookup per target entity type for the page), inserted with
- * one statement per table, their first revisions numbered and written together. Each record as
- * writeRecord stores a new one without history. Throws what writeRecord would throw for any one of
- * them; nothing is then known of which: the caller stores them one at a time to find out.
+ * their documents read together (one lookup per target entity type for the page), then stored by
+ * EntityService.createManyVerbatim. Each record as writeRecord stores a new one without history.
+ * Throws what writeRecord would throw for any one of them; nothing is then known of which: the
+ * caller stores them one at a time to find out.
  */
 export async function writeNewRecords(db: Db, rt: ResourceType, resources: readonly SourceResource[], w: WriteContext): Promise<number[]> {
-  const store = w.services.loader.store;
   const inputs = await w.services.input.readMany(db, rt, resources.map((r) => cleanDocument(rt, r, w).document));
   const now = Math.floor(Date.now() / 1000);
-  const records = resources.map((resource, i) => {
+  const rows = resources.map((resource, i) => {
     const values: Values = new Map(inputs[i]!.values);
     const revision = importedValues(rt, resource, values, w, now, true);
-    fillDefaults(rt, values, now);
-    return { resource, values, revision };
+    return { uuid: resource.id, values, revision: { userId: revision.revisionUser, created: revision.revisionCreated, message: w.message } };
   });
-  const entityType = rt.entityType.entityType;
-  const first = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, records.length) : undefined;
-  const ids = await store.insertMany(db, rt, records.map((r, i) => ({ uuid: r.resource.id, values: r.values, extra: first === undefined ? {} : { revision_id: first + i } })));
-  if (first === undefined) return ids;
-  const revisions = [];
-  for (const [i, r] of records.entries()) {
-    const stored = storedValues(rt, r.values);
-    // No statement: the references a revision pins were read with their target's revision (InputReader).
-    await store.revisions.pinTargetRevisions(db, rt, stored);
-    revisions.push({ entityId: ids[i]!, revisionId: first + i, input: { userId: r.revision.revisionUser, created: r.revision.revisionCreated, message: w.message, values: stored } });
-  }
-  await store.revisions.addMany(db, entityType, revisions);
-  return ids;
+  return w.services.entities.createManyVerbatim(db, rt, rows, now);
 }
 
 /** The source's automatic fields (sourceAutomatics) and the revision fields saying where the record came from. */
@@ -207,14 +167,6 @@ function importedValues(rt: ResourceType, resource: SourceResource, values: Valu
   if (rt.fieldsByName.has('revision_created')) values.set('revision_created', revision.revisionCreated);
   if (rt.fieldsByName.has('revision_user')) values.set('revision_user', revision.revisionUser === null ? null : { targetId: revision.revisionUser, meta: {} });
   return revision;
-}
-
-/** The values a revision's snapshot keeps: the stored fields'. */
-function storedValues(rt: ResourceType, values: Values): Values {
-  return new Map([...values].filter(([name]) => {
-    const field = rt.fieldsByName.get(name);
-    return field && !field.computed && field.storage.kind !== 'none';
-  }));
 }
 
 /**
@@ -230,7 +182,7 @@ async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[
       const values: Values = new Map(input.values);
       const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
       const message = typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string' ? (revision.attributes[REVISION_LOG_MESSAGE] as string) : '';
-      fillDefaults(rt, values, now);
+      fillDefaults(rt.bundle.fields, values, now);
       const stored = storedValues(rt, values);
       await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
       out.push({ userId: revisionUser, created: revisionCreated, message, values: stored });
@@ -239,18 +191,6 @@ async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[
     }
   }
   return out;
-}
-
-async function writeRevision(db: Db, rt: ResourceType, id: number, current: EntityRecord | null, values: Values, meta: { userId: number | null; created: number; message: string }, reserved: number | undefined, w: WriteContext): Promise<void> {
-  const revisions = w.services.loader.store.revisions;
-  const merged: Values = new Map(current?.values ?? []);
-  for (const [k, v] of values) merged.set(k, v);
-  const stored = storedValues(rt, merged);
-  await revisions.pinTargetRevisions(db, rt, stored);
-  const entityType = rt.entityType.entityType;
-  if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))) return;
-  const revisionId = await revisions.add(db, entityType, id, { ...meta, values: stored }, reserved);
-  if (reserved === undefined) await w.services.loader.store.update(db, rt, id, new Map(), { revision_id: revisionId });
 }
 
 /** A user, saved as the API saves one (roles, account rules), then given the source's timestamps. */

@@ -19,9 +19,8 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
-import { chunks, lockRows, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
-import { lockForDeletion } from '../entities/deletion-locks.ts';
-import { describeReferrers, recordName, splitReferenced } from '../entities/reference-integrity.ts';
+import { chunks, type Db, type EntityRecord, type ItemValue } from '../storage/records.ts';
+import { describeReferrers, recordName, splitReferenced, type Referrers } from '../entities/reference-integrity.ts';
 import { ApiError, MissingReferenceError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
@@ -673,12 +672,15 @@ export class FarmImport {
         // PostgreSQL the records are locked, then the records whose references go, as an API
         // DELETE locks them (entities/deletion-locks.ts), so that a save of one waits for this
         // instead of deadlocking with it or having its new reference to a pruned record missed.
-        const ids = rows.map((r) => Number(r.id));
-        await lockRows(trx, table, ids);
-        const locked = await lockForDeletion(trx, store, entityType, ids);
-        const { deletable, kept } = await splitReferenced(trx, store, entityType, ids, going);
-        // The holders of the records kept are not changed: found again for those deleted.
-        await store.delete(trx, entityType, deletable, kept.size && locked ? await store.holdersOf(trx, entityType, deletable) : locked);
+        // EntityService.deleteMany takes the locks and checks the references once they are taken.
+        let kept = new Map<number, Referrers[]>();
+        await this.services.entities.deleteMany(trx, entityType, rows.map((r) => Number(r.id)), {
+          going: async (ids) => {
+            const split = await splitReferenced(trx, store, entityType, ids, going);
+            kept = split.kept;
+            return split.deletable;
+          },
+        });
         for (const id of kept.keys()) going.get(entityType)!.delete(id);
         for (const record of await store.load(trx, entityType, [...kept.keys()])) {
           notPruned.push({ uuid: record.uuid, line: `${recordName(record)} is gone from the source, and not pruned: it is referenced by ${await describeReferrers(trx, store, kept.get(record.id)!)}.` });

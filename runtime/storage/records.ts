@@ -13,7 +13,8 @@ import { RevisionStore } from './revisions.ts';
 import { SqlMemo, execute, insertReturningId, quoteName as quote, returningRows, selectRows } from './sql.ts';
 import { dialectOf, type SqlDialect } from './dialect.ts';
 import { directConnectionOf } from './database.ts';
-import { FEED_TABLE, recordChangedIds, recordChanges } from './change-feed.ts';
+import { FEED_TABLE } from './change-feed.ts';
+import { noteChanged, noteChangedIds, noteDeleted } from './unit-of-work.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -511,14 +512,14 @@ export class RecordStore {
     const sql = this.writeSql.get(`insert:${table}:${columns.join(',')}`, () => insertSql(table, columns));
     const id = await insertReturningId(db, sql, bindings as Knex.RawBinding[]);
     for (const { field, items } of side) await this.writeSide(db, field, id, items);
-    await recordChanges(db, rt.entityType.entityType, [{ id, uuid, bundle: rt.bundle.bundle }], false);
+    await noteChanged(db, rt.entityType.entityType, [{ id, uuid, bundle: rt.bundle.bundle }]);
     return id;
   }
 
   /**
    * Insert many new records of one bundle (an import's page) in a few statements: one multi-row
-   * INSERT per table (split only at the database's parameter limit), their change feed rows in
-   * one more. Each row as `insert` takes it. The API's writes go through `insert`; this is the
+   * INSERT per table (split only at the database's parameter limit), their change feed rows noted
+   * together (storage/unit-of-work.ts). Each row as `insert` takes it. The API's writes go through `insert`; this is the
    * bulk path of `tilth import farmos` (farmos-import/records.ts). Returns the ids in row order.
    */
   async insertMany(db: Db, rt: ResourceType, rows: ReadonlyArray<{ uuid: string; values: Map<string, ItemValue | ItemValue[]>; extra?: Record<string, unknown> }>): Promise<number[]> {
@@ -564,14 +565,18 @@ export class RecordStore {
         await execute(db, sql, part.flat() as Knex.RawBinding[]);
       }
     }
-    await recordChanges(db, rt.entityType.entityType, rows.map((row, i) => ({ id: ids[i]!, uuid: row.uuid, bundle: rt.bundle.bundle })), false);
+    await noteChanged(db, rt.entityType.entityType, rows.map((row, i) => ({ id: ids[i]!, uuid: row.uuid, bundle: rt.bundle.bundle })));
     return ids;
   }
 
-  /** Update the given fields of a record; fields not in `changes` stay as they are. */
+  /**
+   * Update the given fields of a record; fields not in `changes` stay as they are. The record gets
+   * its feed row (storage/unit-of-work.ts), as an insert and a delete do.
+   */
   async update(db: Db, rt: ResourceType, id: number, changes: Map<string, ItemValue | ItemValue[]>, extra: Record<string, unknown> = {}): Promise<void> {
     const columns = Object.keys(extra);
     const bindings: unknown[] = Object.values(extra);
+    if (changes.size || columns.length) await noteChangedIds(db, rt.entityType.entityType, rt.entityType.table, [id]);
     for (const [name, value] of changes) {
       const field = rt.fieldsByName.get(name)!;
       if (field.storage.kind === 'columns') this.columnValues(field, value as ItemValue, columns, bindings);
@@ -656,9 +661,10 @@ export class RecordStore {
       await db(et.table).whereIn('id', part).delete();
     }
     if (et.revisionId) for (const part of chunks(ids)) await this.revisions.deleteOf(db, entityType, part);
-    // The feed's rows last: a save locks its record's row, then its feed row, and so must this.
-    await recordChanges(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), true);
-    for (const [owner, found] of holders) await recordChangedIds(db, owner, this.entityType(owner).table, [...found]);
+    // The feed's rows are written when the write's unit of work ends (storage/unit-of-work.ts):
+    // after its rows, as a save locks its record's row, then its feed row.
+    await noteDeleted(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })));
+    for (const [owner, found] of holders) await noteChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
 
   /**
@@ -697,7 +703,7 @@ export class RecordStore {
       if (side) await db(table).where(column, from).whereIn('entity_id', db(table).where(column, to).select('entity_id')).delete();
       await db(table).where(column, from).update({ [column]: to });
     }
-    for (const [owner, found] of holders) await recordChangedIds(db, owner, this.entityType(owner).table, [...found]);
+    for (const [owner, found] of holders) await noteChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
 
   private referenceCache = new Map<string, Array<{ table: string; column: string }>>();

@@ -45,6 +45,43 @@ export const REVISION_METADATA_FIELDS: ReadonlySet<string> = new Set(['revision_
 /** The field holding a revision's log message. */
 export const REVISION_LOG_MESSAGE = 'revision_log_message';
 
+/** The values a revision's snapshot keeps: the stored fields' (not computed ones, nor those stored nowhere). */
+export function storedValues(rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Map<string, ItemValue | ItemValue[]> {
+  return new Map([...values].filter(([name]) => {
+    const field = rt.fieldsByName.get(name);
+    return field && !field.computed && field.storage.kind !== 'none';
+  }));
+}
+
+/** What writeRevision needs of RecordStore: its revisions, and the record's row to point at a new one. */
+interface RevisionedRecords {
+  readonly revisions: RevisionStore;
+  update(db: Db, rt: ResourceType, id: number, changes: Map<string, ItemValue | ItemValue[]>, extra?: Record<string, unknown>): Promise<void>;
+}
+
+/**
+ * Record a save of record `id` as a revision: who, when, its message and the stored `values` (the
+ * whole record as the save leaves it). The one place revisions are written: the entity service's
+ * saves and the importer's (with the source's author, time and message). A bundle that keeps no
+ * new revisions (farmOS's vocabularies) rewrites the record's current one instead. `reserved`: the
+ * number a new record was inserted with (nextNumber); otherwise the record's row is moved on to
+ * the new revision. Returns the revision's number; null for a type without revisions.
+ */
+export async function writeRevision(db: Db, records: RevisionedRecords, rt: ResourceType, id: number, current: { revisionId: number | null } | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>, meta: Omit<RevisionInput, 'values'>, reserved?: number): Promise<number | null> {
+  if (!rt.entityType.revisionId) return null;
+  const revisions = records.revisions;
+  const stored = storedValues(rt, values);
+  await revisions.pinTargetRevisions(db, rt, stored);
+  const entityType = rt.entityType.entityType;
+  if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))) {
+    return current.revisionId;
+  }
+  const revisionId = await revisions.add(db, entityType, id, { ...meta, values: stored }, reserved);
+  // A new record was inserted with its revision's number; a save of one moves it on.
+  if (reserved === undefined) await records.update(db, rt, id, new Map(), { revision_id: revisionId });
+  return revisionId;
+}
+
 const TABLE = 'entity_revision';
 const COUNTER = 'entity_revision_counter';
 
