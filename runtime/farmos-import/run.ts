@@ -26,9 +26,8 @@ import { ApiError, MissingReferenceError, ValidationError } from '../errors.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
-import { FileStore, mimeTypeOr, safeFilename, safeStoredPath } from '../files/storage.ts';
-import { Placements } from '../farm/placements.ts';
-import { InventoryChanges } from '../farm/inventory.ts';
+import { mimeTypeOr, safeFilename, safeStoredPath, type FileLimits, type FileStore } from '../files/storage.ts';
+import type { Placements } from '../farm/placements.ts';
 import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { savesNewRevision } from '../storage/revisions.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
@@ -58,6 +57,9 @@ const MARK_MARGIN_SECONDS = 60;
  * with --no-verify behind.
  */
 const READ_WHOLE = new Set(['user', 'file', 'data_stream']);
+
+/** A source's file is copied whatever its size (the farm's upload limit is for requests), and may stall two minutes. */
+const SOURCE_FILE_LIMITS: FileLimits = { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 };
 
 /** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
 export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
@@ -144,9 +146,10 @@ export class FarmImport {
     private readonly options: ImportOptions = {},
   ) {
     this.services = new JsonApiServices(ctx);
-    this.placements = new Placements(ctx.registry);
+    // The farm's own (context.ts): one Placements and one FileStore per farm.
+    this.placements = ctx.services.placements;
     this.map = new ImportMap(source.base);
-    this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
+    this.files = ctx.services.files;
     this.w = { services: this.services, message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`, userIds: new Map(), userRemap: new Map(), conflicts: this.conflicts, system: systemPrincipal() };
   }
 
@@ -480,7 +483,7 @@ export class FarmImport {
         done(null, chunk);
       },
     });
-    const received = await this.files.receive(Object.assign(body.pipe(hashing), { headers: {} }));
+    const received = await this.files.receive(Object.assign(body.pipe(hashing), { headers: {} }), SOURCE_FILE_LIMITS);
     this.progress.advance(0, received.size);
     if (stated !== received.size) {
       this.files.discard(received.tmp);
@@ -706,7 +709,7 @@ export class FarmImport {
     this.progress.phase('computed locations and groups');
     this.report.assetsRebuilt = await this.placements.rebuildIfPending(this.ctx.db.knex);
     // The adjustments it copied that are dated ahead count from their time: their moments, for the server's timer.
-    await new InventoryChanges(this.ctx.registry).recordAllDue(this.ctx.db.knex);
+    await this.ctx.services.inventories.recordAllDue(this.ctx.db.knex);
     this.progress.advance(this.report.assetsRebuilt);
     this.progress.done();
   }
