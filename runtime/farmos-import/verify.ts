@@ -14,7 +14,8 @@ import type { FileStore } from '../files/storage.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { SourceError, type FarmSource, type SourceResource } from './source.ts';
 import { digestOf, ImportMap, type MapRow } from './mapping.ts';
-import { storedSha256, systemPrincipal } from './run.ts';
+import { systemPrincipal } from './run-state.ts';
+import { storedSha256 } from './files.ts';
 import { sourceDigest, storedDigest } from './readings.ts';
 import type { Progress } from './progress.ts';
 
