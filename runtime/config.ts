@@ -8,9 +8,46 @@ import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 
-export interface Config {
+/**
+ * What one process has whatever farms it serves: where it listens, what it may hold in memory at
+ * once, how it logs and hashes, who may read its metrics (host/process.ts).
+ */
+export interface ProcessSettings {
   port: number;
   host: string;
+  logLevel: string;
+  /**
+   * How many reverse proxies stand in front of the server (TILTH_TRUST_PROXY, default 0). With N > 0
+   * the client address used for rate limiting is the N-th address from the right of
+   * X-Forwarded-For; with 0 the header is ignored, since any client could forge it.
+   */
+  trustProxy: number;
+  /** Who may read /metrics (TILTH_METRICS): `token` (an account administrator's), `public`, or `off`. */
+  metrics: 'token' | 'public' | 'off';
+  /** How costly a new password hash is (TILTH_PASSWORD_HASH); see `passwordHashCost`. */
+  passwordHash: PasswordHashCost;
+  /** The largest JSON:API response, in bytes (TILTH_RESPONSE_MAX_BYTES); above it, 413. */
+  responseMaxBytes: number;
+  /**
+   * What one subrequests call may hold: the bytes of all its responses, and how many it sends;
+   * and how many calls run at once in this process (TILTH_SUBREQUEST_MAX_CALLS; the next is a 503).
+   */
+  subrequests: { maxBytes: number; maxRequests: number; maxCalls: number };
+  /** Seconds a request body may stall (send nothing) before it ends with 408 (TILTH_BODY_TIMEOUT). */
+  bodyTimeoutSeconds: number;
+  /** Bytes the request bodies being read into memory may reserve at once (TILTH_BODY_BUDGET_MB). */
+  bodyBudgetBytes: number;
+  /** Connections the server keeps open at once; more are closed on arrival (TILTH_MAX_CONNECTIONS). */
+  maxConnections: number;
+  /** TILTH_LOG_FORMAT: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. */
+  logFormat: 'auto' | 'json' | 'pretty';
+}
+
+/**
+ * What belongs to one farm: its address and name, its database and data folder, its modules and
+ * site folder, its first administrator, its token lifetimes and limits (host/farm.ts).
+ */
+export interface FarmSettings {
   /** Public base URL used in every link, without a trailing slash. */
   baseUrl: string;
   /** True when TILTH_BASE_URL is unset and `baseUrl` is the default, http://localhost:$PORT. */
@@ -31,13 +68,6 @@ export interface Config {
   authorizationCodeLifetime: number;
   /** Attempts per window before the token endpoint and login form answer 429. */
   rateLimit: { windowSeconds: number; perAddress: number; perUsername: number };
-  logLevel: string;
-  /**
-   * How many reverse proxies stand in front of the server (TILTH_TRUST_PROXY, default 0). With N > 0
-   * the client address used for rate limiting is the N-th address from the right of
-   * X-Forwarded-For; with 0 the header is ignored, since any client could forge it.
-   */
-  trustProxy: number;
   /** Lifetime in seconds of the browser sign-in of the authorization (login and consent) pages. */
   loginSessionLifetime: number;
   /**
@@ -48,8 +78,6 @@ export interface Config {
    * SQLite itself runs `synchronous=NORMAL` either way, which keeps the file safe from corruption.
    */
   sqliteSynchronous: 'FULL' | 'NORMAL';
-  /** Who may read /metrics (TILTH_METRICS): `token` (an account administrator's), `public`, or `off`. */
-  metrics: 'token' | 'public' | 'off';
   /**
    * Seconds after a refresh token was rotated in which presenting it again is refused without
    * revoking its chain (TILTH_REFRESH_REUSE_GRACE): a client racing its own refresh (two tabs, a
@@ -60,25 +88,8 @@ export interface Config {
   fieldKitClient: boolean;
   /** Whether the default `farm` client must use PKCE too (TILTH_FARM_CLIENT_REQUIRE_PKCE=1). */
   farmClientRequiresPkce: boolean;
-  /** How costly a new password hash is (TILTH_PASSWORD_HASH); see `passwordHashCost`. */
-  passwordHash: PasswordHashCost;
-  /** The largest JSON:API response, in bytes (TILTH_RESPONSE_MAX_BYTES); above it, 413. */
-  responseMaxBytes: number;
-  /**
-   * What one subrequests call may hold: the bytes of all its responses, and how many it sends;
-   * and how many calls run at once in this process (TILTH_SUBREQUEST_MAX_CALLS; the next is a 503).
-   */
-  subrequests: { maxBytes: number; maxRequests: number; maxCalls: number };
   /** The largest file upload accepted, in bytes (TILTH_UPLOAD_MAX_BYTES). */
   uploadMaxBytes: number;
-  /** Seconds a request body may stall (send nothing) before it ends with 408 (TILTH_BODY_TIMEOUT). */
-  bodyTimeoutSeconds: number;
-  /** Bytes the request bodies being read into memory may reserve at once (TILTH_BODY_BUDGET_MB). */
-  bodyBudgetBytes: number;
-  /** Connections the server keeps open at once; more are closed on arrival (TILTH_MAX_CONNECTIONS). */
-  maxConnections: number;
-  /** TILTH_LOG_FORMAT: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. */
-  logFormat: 'auto' | 'json' | 'pretty';
   /**
    * Days the change feed keeps a deleted record's tombstone, and a cursor stays good
    * (TILTH_TOMBSTONE_DAYS, default 365; a fraction of a day is allowed). An older cursor is a 410.
@@ -87,6 +98,12 @@ export interface Config {
   /** The largest JSON document `tilth import farmos` reads from its source, in bytes (TILTH_IMPORT_MAX_DOCUMENT_MB). */
   importMaxDocumentBytes: number;
 }
+
+/**
+ * Every setting, as read from one environment: a process serving one farm (the server, every
+ * command) reads both halves at once. The environment's variables and their checks are unchanged.
+ */
+export type Config = ProcessSettings & FarmSettings;
 
 export class ConfigError extends Error {
   constructor(message: string) {

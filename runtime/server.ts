@@ -10,27 +10,16 @@ import { createAppServer } from './http/node-server.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, networkLinksWarning, type Config } from './config.ts';
-import { openDatabase } from './storage/database.ts';
 import { assertMigrated, migrateLatest } from './storage/migrations.ts';
-import { Placements } from './farm/placements.ts';
 import { sweepAbandonedUploads } from './files/storage.ts';
-import { DueChanges } from './storage/due-changes.ts';
-import { TombstonePruner } from './storage/change-feed.ts';
-import { InventoryChanges } from './farm/inventory.ts';
-import { claimSqliteDirectory, joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
-import { loadGenerated, DEFAULT_GENERATED_DIR } from './generated.ts';
-import { ModelRegistry } from './model/registry.ts';
-import { createLogger } from './http/logging.ts';
+import { joinRunningProcesses, withStartLock, type SharedSettings } from './storage/process-lock.ts';
 import { createApp } from './http/app.ts';
 import { ApiError, toJsonApiErrorDocument } from './errors.ts';
 import { JSONAPI_MEDIA_TYPE } from './jsonapi/document.ts';
-import { createOAuth } from './oauth/index.ts';
 import { createUser } from './accounts/users.ts';
-import { PasswordGuard } from './accounts/password-guard.ts';
-import { knownAddressesFor } from './accounts/known-addresses.ts';
-import { BodyLimits } from './access/body-limits.ts';
-import { generatePassword, usePasswordHashCost } from './accounts/passwords.ts';
-import { limiterFor } from './access/rate-limiter.ts';
+import { generatePassword } from './accounts/passwords.ts';
+import { createProcess } from './host/process.ts';
+import { openFarm, type Farm } from './host/farm.ts';
 import type { AppContext } from './context.ts';
 
 export interface StartOptions {
@@ -51,6 +40,8 @@ export interface StartOptions {
 export interface RunningServer {
   url: string;
   ctx: AppContext;
+  /** The farm it serves (host/farm.ts): its services graph, timers and database. */
+  farm: Farm;
   server: Server;
   close(): Promise<void>;
 }
@@ -77,22 +68,17 @@ function sharedSettings(config: Config): SharedSettings {
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
-  usePasswordHashCost(config.passwordHash);
-  const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
+  const processContext = createProcess(config, { logger: options.logger });
+  const logger = processContext.logger;
   const announce = options.announce ?? (() => {});
-  const generated = await loadGenerated(options.generatedDir ?? DEFAULT_GENERATED_DIR, config.siteDir);
-  const registry = new ModelRegistry(generated.model, config.modules);
-  const db = openDatabase(config);
-  // One process per SQLite file; on PostgreSQL the start-up work below runs once at a time.
-  let claim: { release(): void } | null = null;
+  // The one path every process opens a farm by (host/farm.ts): on SQLite it claims the data folder.
+  const farm = await openFarm(processContext, config, { use: 'serve', generatedDir: options.generatedDir });
+  const { db, registry, generated } = farm;
   let running = null as { record(): Promise<void>; leave(): Promise<void> } | null;
   let bound: Server | null = null;
   try {
-    if (db.dialect === 'sqlite') claim = claimSqliteDirectory(config.dataDir);
-    const passwords = new PasswordGuard(limiterFor(db, 'password', config.rateLimit.perUsername, config.rateLimit.windowSeconds), knownAddressesFor(db));
-    const bodies = new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes });
-    const ctx: AppContext = { config, db, registry, generated, logger, passwords, bodies, internalUrl: '' };
-    const oauth = createOAuth(ctx);
+    const ctx = farm.ctx;
+    const oauth = farm.oauth;
     // The port is bound before the start-up work: a busy one then fails the start before the first
     // administrator is created (its password, shown once, was lost with the failed start). Until
     // that work is done every request is answered 503, starting.
@@ -121,10 +107,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         await assertMigrated(db.knex, generated.migrations);
       }
       // A farm upgraded to the release that stores placements gets them computed once, before serving.
-      const placed = await new Placements(registry).rebuildIfPending(db.knex);
+      const placed = await farm.services.placements.rebuildIfPending(db.knex);
       if (placed) announce(`Computed the locations of ${placed} asset(s).`);
       // Adjustments dated ahead whose moments are not recorded yet (a farm upgraded to the release that records them).
-      await new InventoryChanges(registry).recordAllDue(db.knex);
+      await farm.services.inventories.recordAllDue(db.knex);
       // A farm upgraded to the release with the change feed gets a row for each of its records, once.
       const fed = await fillIfPending(db.knex, Object.entries(registry.model.entityTypes).map(([entityType, et]) => ({ entityType, table: et.table })));
       if (fed) announce(`Listed ${fed} record(s) in the change feed.`);
@@ -150,16 +136,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         announce(`Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`, true);
       } else announce(`Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`);
     }
-    // Records whose computed fields change when a moment comes get a new version then.
-    const due = new DueChanges(db.knex, new Map(Object.entries(registry.model.entityTypes).map(([entityType, et]) => [entityType, et.table])), (err) => logger.warn({ err }, 'giving records due to change a new version failed'));
-    due.start();
-    // Tombstones older than the days a cursor stays good go, at start and hourly (storage/change-feed.ts).
-    const tombstones = new TombstonePruner(db.knex, config.tombstoneDays, (err) => logger.warn({ err }, 'pruning the change feed failed'));
-    tombstones.start();
+    // The due-changes timer and the tombstone pruner (host/farm.ts startTimers).
+    farm.startTimers();
     let closing: Promise<void> | null = null;
     return {
       url,
       ctx,
+      farm,
       server,
       close: () =>
         (closing ??= (async () => {
@@ -167,11 +150,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
             server.close(() => resolve());
             server.closeAllConnections();
           });
-          await due.stop();
-          await tombstones.stop();
+          await farm.stopTimers();
           await running?.leave();
-          await db.close();
-          claim?.release();
+          await farm.close();
         })()),
     };
   } catch (error) {
@@ -181,8 +162,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       bound!.closeAllConnections();
     });
     await running?.leave();
-    await db.close();
-    claim?.release();
+    await farm.close();
     throw error;
   }
 }

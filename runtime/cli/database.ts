@@ -1,55 +1,37 @@
 /**
- * The database of a command: opened from the one configuration the server uses, only if it
- * already exists (see openExistingDatabase), migrated to this code, and named on stderr so that a
- * person sees which farm a command touched while scripts still read stdout alone.
+ * The farm of a command: opened from the one configuration the server uses, by the one path the
+ * server opens it by (host/farm.ts openFarm), only if its database already exists (see
+ * openExistingDatabase), migrated to this code, and named on stderr so that a person sees which
+ * farm a command touched while scripts still read stdout alone.
  */
 import type { Knex } from 'knex';
-import { describeDatabase, loadConfig, type Config } from '../config.ts';
+import { describeDatabase, loadConfig } from '../config.ts';
 import type { AppContext } from '../context.ts';
-import { ModelRegistry } from '../model/registry.ts';
 import { createLogger } from '../http/logging.ts';
-import { PasswordGuard } from '../accounts/password-guard.ts';
-import { usePasswordHashCost } from '../accounts/passwords.ts';
-import { BodyLimits } from '../access/body-limits.ts';
-import { RateLimiter } from '../access/rate-limiter.ts';
-import { openExistingDatabase, type Database } from '../storage/database.ts';
-import { assertMigrated } from '../storage/migrations.ts';
-import { loadGenerated, type GeneratedArtifacts } from '../generated.ts';
+import { createProcess } from '../host/process.ts';
+import { openFarm, type Farm } from '../host/farm.ts';
 
-/** The configured database, opened if it exists, named on stderr and checked to be migrated, for `fn`; closed after. */
-async function withMigratedDatabase<T>(fn: (opened: { config: Config; db: Database; generated: GeneratedArtifacts }) => Promise<T>): Promise<T> {
+/** The configured farm, opened if its database exists, named on stderr and checked to be migrated, for `fn`; closed after. */
+export async function withFarm<T>(fn: (farm: Farm) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  usePasswordHashCost(config.passwordHash);
-  const db = await openExistingDatabase(config);
+  // A command's process logs nothing: what it says goes to stdout and stderr.
+  const farm = await openFarm(createProcess(config, { logger: createLogger('silent') }), config, { opened: () => process.stderr.write(`Using the ${describeDatabase(config)}.\n`) });
   try {
-    process.stderr.write(`Using the ${describeDatabase(config)}.\n`);
-    const generated = await loadGenerated(undefined, config.siteDir);
-    await assertMigrated(db.knex, generated.migrations);
-    return await fn({ config, db, generated });
+    return await fn(farm);
   } finally {
-    await db.close();
+    await farm.close();
   }
 }
 
 export function withExistingDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
-  return withMigratedDatabase(({ db }) => fn(db.knex));
+  return withFarm((farm) => fn(farm.db.knex));
 }
 
 /**
- * The application context of a running server, for commands that save records the way the API
- * does (imports): the same model, validation and farm behaviour, without listening.
+ * The context of the farm a server would serve, for commands that save records the way the API
+ * does (imports): the same model, services graph, validation, farm behaviour and rate limiters
+ * (in the database on PostgreSQL, counting with the servers'), without listening.
  */
 export function withAppContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
-  return withMigratedDatabase(({ config, db, generated }) =>
-    fn({
-      config,
-      db,
-      registry: new ModelRegistry(generated.model, config.modules),
-      generated,
-      logger: createLogger('silent'),
-      passwords: new PasswordGuard(new RateLimiter(config.rateLimit.perUsername, config.rateLimit.windowSeconds)),
-      bodies: new BodyLimits({ stallMs: config.bodyTimeoutSeconds * 1000, budgetBytes: config.bodyBudgetBytes }),
-      internalUrl: '',
-    }),
-  );
+  return withFarm((farm) => fn(farm.ctx));
 }

@@ -3,10 +3,10 @@ import type { Command } from './command.ts';
 import { describeDatabase, loadConfig } from '../config.ts';
 import { startServer } from '../server.ts';
 import { createLogger } from '../http/logging.ts';
-import { openDatabase } from '../storage/database.ts';
 import { migrateLatest, migrationStatus } from '../storage/migrations.ts';
 import { withStartLock } from '../storage/process-lock.ts';
-import { loadGenerated } from '../generated.ts';
+import { createProcess } from '../host/process.ts';
+import { openFarm } from '../host/farm.ts';
 
 export const serveCommand: Command = {
   name: ['serve'],
@@ -44,10 +44,10 @@ export const migrateCommand: Command = {
   } as Command['options'],
   async run(values) {
     const config = loadConfig();
-    const generated = await loadGenerated(undefined, config.siteDir);
-    const db = openDatabase(config);
+    // Opened as the server opens it (host/farm.ts), created if missing, not yet checked.
+    const farm = await openFarm(createProcess(config, { logger: createLogger('silent') }), config, { use: 'migrate', opened: () => process.stdout.write(`Using the ${describeDatabase(config)}.\n`) });
+    const { db, generated } = farm;
     try {
-      process.stdout.write(`Using the ${describeDatabase(config)}.\n`);
       if (values.status) {
         const status = await migrationStatus(db.knex, generated.migrations);
         for (const name of status.applied) {
@@ -65,7 +65,7 @@ export const migrateCommand: Command = {
       process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${lines.join('\n')}\n` : 'The database is up to date.\n');
       return 0;
     } finally {
-      await db.close();
+      await farm.close();
     }
   },
 };

@@ -2,15 +2,12 @@
 import type { Knex } from 'knex';
 import type { Command } from './command.ts';
 import { requireOption, UsageError } from './command.ts';
-import { withExistingDatabase } from './database.ts';
+import { withExistingDatabase, withFarm } from './database.ts';
 import { AccountError, accountNamed, createUser, listUsers, setBlocked, setPassword, setRoles } from '../accounts/users.ts';
 import { FIRST_USER_ID } from '../access/accounts.ts';
-import { RecordStore } from '../storage/records.ts';
+import type { RecordStore } from '../storage/records.ts';
 import { deleteUnderLocks } from '../entities/deletion-locks.ts';
 import { referencedRefusal } from '../entities/reference-integrity.ts';
-import { ModelRegistry } from '../model/registry.ts';
-import { loadGenerated } from '../generated.ts';
-import { loadConfig } from '../config.ts';
 import { revokeUserCredentials } from '../accounts/credentials.ts';
 import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
@@ -145,12 +142,13 @@ export const userCommands: Command[] = [
     } as Command['options'],
     async run(values) {
       if (values['reassign-to'] !== undefined && values['clear-references']) throw new UsageError('Give --reassign-to or --clear-references, not both.');
-      const { user, heir } = await withExistingDatabase(async (knex) => {
+      const { user, heir } = await withFarm(async (farm) => {
+        const knex = farm.db.knex;
         const user = await accountNamed(knex, requireOption(values, 'name'));
         if (user.id === FIRST_USER_ID) throw new AccountError(`"${user.name}" is user 1, the first administrator, and cannot be deleted; block it instead (tilth user block --name ${user.name}).`);
         const heir = values['reassign-to'] !== undefined ? await accountNamed(knex, requireOption(values, 'reassign-to')) : null;
         const references: UserReferences = heir ? { reassignTo: heir.id } : values['clear-references'] ? 'clear' : 'refuse';
-        await deleteAccount(knex, new RecordStore(new ModelRegistry((await loadGenerated(undefined, loadConfig().siteDir)).model, loadConfig().modules)), user.id, references);
+        await deleteAccount(knex, farm.services.store, user.id, references);
         return { user, heir };
       });
       const after = heir ? `; their records name "${heir.name}" instead` : values['clear-references'] ? '; their records no longer name them' : '';

@@ -43,14 +43,16 @@ export class EntityService {
   /** Passwords, account rules, unique names, roles and credentials (entities/account-saves.ts). */
   private readonly accounts: AccountSaves;
 
+  /** `shared`: the farm's placements and inventories (context.ts buildFarmServices), built once per farm. */
   constructor(
     readonly store: RecordStore,
     private readonly logGeometry: LogGeometry,
     passwords: PasswordGuard,
+    shared: { placements?: Placements; inventories?: InventoryChanges } = {},
   ) {
-    this.farmRules = new FarmValidation(store.registry);
-    this.placements = new Placements(store.registry);
-    this.inventories = new InventoryChanges(store.registry);
+    this.placements = shared.placements ?? new Placements(store.registry);
+    this.farmRules = new FarmValidation(store.registry, { store, placements: this.placements });
+    this.inventories = shared.inventories ?? new InventoryChanges(store.registry);
     this.accounts = new AccountSaves(passwords);
   }
 

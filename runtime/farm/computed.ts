@@ -24,10 +24,10 @@ export class ComputedFields {
 
   private readonly registry: ModelRegistry;
 
-  /** `store`: the caller's, so that the statements it keeps serve both. */
-  constructor(store: RecordStore, baseUrl: string) {
+  /** `store` (and `placements`, when given): the caller's, so that the statements they keep serve both. */
+  constructor(store: RecordStore, baseUrl: string, placements?: Placements) {
     this.registry = store.registry;
-    this.placements = new Placements(this.registry);
+    this.placements = placements ?? new Placements(this.registry);
     this.geometryOfLogs = logValuesReader(store, ['geometry']);
     this.basePath = baseUrl ? new URL(baseUrl).pathname.replace(/\/+$/, '') : '';
   }

@@ -4,18 +4,21 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, type Db, type EntityRecord } from '../storage/records.ts';
 import type { RevisionRow } from '../storage/revisions.ts';
 import { ComputedFields } from './computed.ts';
+import type { Placements } from './placements.ts';
 import { COMPUTED_NEEDS } from '../model/computed-needs.ts';
 
 export class RecordLoader {
   readonly store: RecordStore;
   private readonly computed: ComputedFields;
 
+  /** `shared`: the farm's store and placements (context.ts buildFarmServices), so that the statements they keep serve every part. */
   constructor(
     readonly registry: ModelRegistry,
     baseUrl: string,
+    shared: { store?: RecordStore; placements?: Placements } = {},
   ) {
-    this.store = new RecordStore(registry);
-    this.computed = new ComputedFields(this.store, baseUrl);
+    this.store = shared.store ?? new RecordStore(registry);
+    this.computed = new ComputedFields(this.store, baseUrl, shared.placements);
   }
 
   /**

@@ -16,6 +16,7 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import { RecordStore, knownBundles, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { ValidationError, type Violation } from '../errors.ts';
 import { ComputedFields } from './computed.ts';
+import type { Placements } from './placements.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
 
@@ -25,10 +26,11 @@ export class FarmValidation {
   private readonly store: RecordStore;
   private readonly computed: ComputedFields;
 
-  constructor(registry: ModelRegistry) {
-    this.store = new RecordStore(registry);
+  /** `shared`: the farm's store and placements (context.ts buildFarmServices), so that the statements they keep serve every part. */
+  constructor(registry: ModelRegistry, shared: { store?: RecordStore; placements?: Placements } = {}) {
+    this.store = shared.store ?? new RecordStore(registry);
     // Only location and group are computed here; they need no base URL.
-    this.computed = new ComputedFields(this.store, '');
+    this.computed = new ComputedFields(this.store, '', shared.placements);
   }
 
   /** Throw a ValidationError listing every rule the record as it would be saved breaks. */

@@ -10,11 +10,12 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
-import { FileStore } from '../files/storage.ts';
+import type { FileStore } from '../files/storage.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { SourceError, type FarmSource, type SourceResource } from './source.ts';
 import { digestOf, ImportMap, type MapRow } from './mapping.ts';
-import { storedSha256, systemPrincipal } from './run.ts';
+import { systemPrincipal } from './run-state.ts';
+import { storedSha256 } from './files.ts';
 import { sourceDigest, storedDigest } from './readings.ts';
 import type { Progress } from './progress.ts';
 
@@ -74,7 +75,7 @@ class FarmVerifier {
   ) {
     this.services = new JsonApiServices(ctx);
     this.map = new ImportMap(source.base);
-    this.files = new FileStore(ctx.config.dataDir, { maxBytes: Number.MAX_SAFE_INTEGER, stallMs: 120_000 });
+    this.files = ctx.services.files;
   }
 
   /** Compare every record of a resource type, a source page at a time; returns the UUIDs the source listed. */

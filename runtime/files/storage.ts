@@ -223,11 +223,15 @@ export class FileStore {
     this.root = resolve(dataDir, 'files');
   }
 
-  /** Stream a request body to a temporary file (no database involved). Returns it and its size. */
-  async receive(body: Readable & { headers?: Record<string, string | string[] | undefined> }): Promise<{ tmp: string; size: number }> {
+  /**
+   * Stream a request body to a temporary file (no database involved). Returns it and its size.
+   * `limits`: the farm's for uploads (TILTH_UPLOAD_MAX_BYTES, TILTH_BODY_TIMEOUT) unless a caller
+   * that is not serving a request says its own (the importer's download of a source's file).
+   */
+  async receive(body: Readable & { headers?: Record<string, string | string[] | undefined> }, limits: FileLimits = this.limits): Promise<{ tmp: string; size: number }> {
     const decode = decoder(body.headers?.['content-encoding'] as string | undefined);
     const tmp = this.temporaryPath();
-    const { maxBytes, stallMs } = this.limits;
+    const { maxBytes, stallMs } = limits;
     let size = 0;
     let stalled = false;
     const abort = new AbortController();

@@ -70,7 +70,7 @@ const RANKS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   { name: 'faces', paths: ['runtime/jsonapi', 'runtime/oauth'] },
   // The Express application; imports save as the JSON:API face saves, and copying a farm in reads as it reads.
   { name: 'http', paths: ['runtime/http', 'runtime/imports', 'runtime/farmos-import'] },
-  { name: 'top', paths: ['runtime/cli', 'runtime/server.ts'] },
+  { name: 'top', paths: ['runtime/cli', 'runtime/server.ts', 'runtime/host'] },
 ];
 
 /** Places of one rank that must not import each other. */

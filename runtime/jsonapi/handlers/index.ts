@@ -10,7 +10,6 @@ import { createHandler } from './create.ts';
 import { collectionHandler } from './collection.ts';
 import { relationshipHandlers } from './relationships.ts';
 import { fileHandlers, fileDownloadRoutes } from './files.ts';
-import { FileStore } from '../../files/storage.ts';
 import { revisionHistoryRoutes } from './revision-history.ts';
 import type { Router } from 'express';
 import type { ConfigCatalogue } from '../config-resources.ts';
@@ -21,7 +20,8 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { h
   const services = new JsonApiServices(ctx);
   const individual = individualHandlers(services);
   const relationships = relationshipHandlers(services);
-  const files = new FileStore(ctx.config.dataDir, { maxBytes: ctx.config.uploadMaxBytes, stallMs: ctx.config.bodyTimeoutSeconds * 1000 });
+  // The farm's one FileStore, with its upload limits (context.ts buildFarmServices).
+  const files = ctx.services.files;
   const uploads = fileHandlers(services, files);
   const handlers: Record<HandlerName, RouteHandler> = {
     'schema.resource': (_req, res, route) => {

@@ -1,14 +1,13 @@
 /**
- * The pieces every JSON:API handler uses, built once per server: a composition root, each piece
+ * The pieces every JSON:API handler uses, over the farm's services graph (context.ts): each piece
  * with one job (reading requests, finding records the caller may touch, writing documents,
  * loading, serialising, reading input, saving).
  */
 import type { AppContext } from '../../context.ts';
-import { RecordLoader } from '../../farm/loader.ts';
+import type { RecordLoader } from '../../farm/loader.ts';
 import { Serializer } from '../serialize.ts';
 import { InputReader } from '../input.ts';
-import { EntityService } from '../../entities/service.ts';
-import { LogGeometry } from '../../farm/log-geometry.ts';
+import type { EntityService } from '../../entities/service.ts';
 import { ConfigCatalogue } from '../config-resources.ts';
 import { RequestReader } from './requests.ts';
 import { RecordAccess } from './record-access.ts';
@@ -29,11 +28,12 @@ export class JsonApiServices {
   readonly documents: DocumentWriter;
 
   constructor(readonly ctx: AppContext) {
-    this.loader = new RecordLoader(ctx.registry, ctx.config.baseUrl);
+    // The farm's services graph, built once per farm (context.ts): every face and command shares it.
+    this.loader = ctx.services.loader;
     this.serializer = new Serializer(ctx);
     this.input = new InputReader(ctx.registry);
     this.configs = new ConfigCatalogue(ctx);
-    this.entities = new EntityService(this.loader.store, new LogGeometry(this.loader), ctx.passwords);
+    this.entities = ctx.services.entities;
     this.requests = new RequestReader(ctx);
     this.commands = new RecordCommands(ctx.db.knex, this.loader, this.entities);
     this.records = new RecordAccess(ctx.db.knex, this.loader, this.requests, this.commands);
