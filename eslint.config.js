@@ -20,31 +20,10 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 /**
- * Files outside runtime/storage/ that call `.transaction(` today (issue 40 §5: they move to the
- * database's own transaction API, `db.write`, and leave this list as they do). Add nothing here.
+ * Files outside runtime/storage/ allowed to call `.transaction(`: none. Every transaction is opened
+ * through the database's own API, `write` in runtime/storage/transactions.ts (issue 40 §5).
  */
-const TRANSACTION_CALLERS = [
-  'runtime/accounts/credentials.ts',
-  'runtime/accounts/users.ts',
-  'runtime/cli/users.ts',
-  'runtime/farm/placements.ts',
-  'runtime/farmos-import/run.ts', // and two savepoints on the page's transaction (trx.transaction)
-  'runtime/http/data-streams.ts',
-  'runtime/imports/run.ts',
-  'runtime/jsonapi/handlers/create.ts',
-  'runtime/jsonapi/handlers/files.ts',
-  'runtime/jsonapi/handlers/individual.ts',
-  'runtime/jsonapi/handlers/relationships.ts',
-  'runtime/oauth/clients.ts',
-  'runtime/oauth/grants/authorization-code.ts',
-  'runtime/oauth/grants/client-credentials.ts',
-  'runtime/oauth/grants/implicit.ts',
-  'runtime/oauth/grants/password.ts',
-  'runtime/oauth/grants/refresh-token.ts',
-  'runtime/oauth/revoke.ts',
-  'runtime/oauth/session.ts',
-  'runtime/oauth/transactions.ts',
-];
+const TRANSACTION_CALLERS = [];
 
 export default defineConfig([
   {

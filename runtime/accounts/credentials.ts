@@ -7,9 +7,10 @@
  * An account rule, so it lives below the faces: saving a user (entities/) and `tilth user` call it.
  */
 import type { Knex } from 'knex';
+import { write } from '../storage/transactions.ts';
 
 export async function revokeUserCredentials(db: Knex, userId: number, keepChainId?: string): Promise<void> {
-  await db.transaction(async (trx) => {
+  await write(db, async (trx) => {
     const revoked = Math.floor(Date.now() / 1000);
     for (const table of ['oauth_access_tokens', 'oauth_refresh_tokens']) {
       const q = trx(table).where('user_id', userId).whereNull('revoked');

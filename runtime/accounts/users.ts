@@ -13,6 +13,7 @@ import { selectRows } from '../storage/sql.ts';
 import { dialectOf } from '../storage/dialect.ts';
 import { defaultValue, hasDefault } from '../model/defaults.ts';
 import { descriptor as USER_BUNDLE } from '../../generated/descriptors/user--user.ts';
+import { write } from '../storage/transactions.ts';
 
 export interface UserAccount {
   id: number;
@@ -111,7 +112,7 @@ export async function createUser(
   const roles = validateRoles(input.roles ?? []);
   if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail)) throw new AccountError(`"${input.mail}" is not an e-mail address.`);
   const pass = await hashPassword(input.password);
-  return knex.transaction((trx) => inUnitOfWork(trx, async () => {
+  return write(knex, (trx) => inUnitOfWork(trx, async () => {
     const [clash] = await accountClashes(trx, { name, mail: input.mail }, null);
     if (clash) throw new AccountError(`The ${clash.field === 'name' ? 'name' : 'e-mail address'} ${clash.message}`);
     const t = now();
@@ -153,7 +154,7 @@ export async function accountNamed(knex: Knex, typed: string): Promise<UserAccou
  * whatever of it the change shows (`changed`, its status, its roles relationship).
  */
 async function changeAccount(knex: Knex, user: UserAccount, change: (trx: Knex.Transaction) => Promise<unknown>): Promise<void> {
-  await knex.transaction((trx) =>
+  await write(knex, (trx) =>
     inUnitOfWork(trx, async () => {
       await change(trx);
       await noteChanged(trx, 'user', [{ id: user.id, uuid: user.uuid, bundle: 'user' }]);

@@ -11,6 +11,7 @@ import { referencedRefusal } from '../entities/reference-integrity.ts';
 import { revokeUserCredentials } from '../accounts/credentials.ts';
 import { generatePassword } from '../accounts/passwords.ts';
 import { ROLES } from '../access/roles.ts';
+import { write } from '../storage/transactions.ts';
 
 
 /**
@@ -33,7 +34,7 @@ export type UserReferences = 'refuse' | 'clear' | { reassignTo: number };
 export async function deleteAccount(knex: Knex, store: RecordStore, id: number, references: UserReferences = 'refuse'): Promise<void> {
   const heir = typeof references === 'object' ? references.reassignTo : null;
   if (heir === id) throw new AccountError('A user cannot be reassigned its own references: name another user with --reassign-to.');
-  await knex.transaction((trx) =>
+  await write(knex, (trx) =>
     deleteUnderLocks(trx, store, 'user', [id], {
       alsoLock: heir === null ? [] : [heir],
       going: async (ids) => {

@@ -26,6 +26,7 @@ import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, lockRows, type Db, type ItemValue, type Reference } from '../storage/records.ts';
 import { SqlMemo, selectRows } from '../storage/sql.ts';
 import { dialectOf } from '../storage/dialect.ts';
+import { write } from '../storage/transactions.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
 export const GROUPS_TABLE = 'asset_group';
@@ -421,7 +422,7 @@ export class Placements {
     for (let after = 0; ; ) {
       const ids = ((await knex(this.layout.asset).where('id', '>', after).orderBy('id').limit(1000).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
       if (!ids.length) break;
-      await knex.transaction((trx) => this.rebuild(trx, ids, { listAll: true }));
+      await write(knex, (trx) => this.rebuild(trx, ids, { listAll: true }));
       done += ids.length;
       after = ids[ids.length - 1]!;
     }

@@ -5,6 +5,7 @@ import { SourceError } from './source.ts';
 import { sourceDigest, spooledReadings, spoolSourceReadings } from './readings.ts';
 import { READINGS_BY_STREAM, READINGS_COUNTS, type BundleCounts } from './progress.ts';
 import { reasonOf, type ImportRun } from './run-state.ts';
+import { write } from '../storage/transactions.ts';
 
 /**
  * Each data stream's readings, replaced when they differ from what was copied last time, a page
@@ -37,7 +38,7 @@ export async function copyReadings(run: ImportRun, rt: ResourceType): Promise<vo
       // on the disk only, never on the source.
       const spooled = await spoolSourceReadings(run.source, uuid, run.files.temporaryPath());
       try {
-        await run.ctx.db.knex.transaction(async (trx) => {
+        await write(run.ctx.db.knex, async (trx) => {
           const stream = await run.services.loader.store.findByUuid(trx, 'data_stream', uuid);
           if (!stream) throw new SourceError('its data stream was not stored.');
           const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);

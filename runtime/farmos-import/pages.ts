@@ -16,6 +16,7 @@ import { writeNewRecords, writeRecord } from './records.ts';
 import type { BundleCounts } from './progress.ts';
 import type { ImportRun } from './run-state.ts';
 import { download, placeImported } from './files.ts';
+import { write } from '../storage/transactions.ts';
 
 /** Members every Drupal entity serves that are bookkeeping, not data to carry. */
 const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
@@ -67,7 +68,7 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
     // savepoint per record, so that only that record is left out. Users and files always are
     // (account rules; bytes placed once).
     if (entityType !== 'user' && entityType !== 'file' && (await storeWhole(run, rt, todo, known, counts))) return [];
-    await run.ctx.db.knex.transaction(async (trx) => {
+    await write(run.ctx.db.knex, async (trx) => {
       await run.placements.requestRebuild(trx);
       const here = await recordsHere(run, trx, rt, todo.map((t) => t.resource.id));
       for (const t of todo) {
@@ -81,7 +82,7 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
           continue;
         }
         try {
-          const created = await trx.transaction(async (sp) => {
+          const created = await write(trx, async (sp) => {
             const c = await storeOne(run, sp, rt, t.resource, here.get(t.resource.id) ?? null, t.bytes, placed, t.history);
             await run.map.recordMany(sp, entityType, [entry(rt, t.resource, t.digest, t.bytes?.sha256)]);
             return c;
@@ -107,7 +108,7 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
 async function storeWhole(run: ImportRun, rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, known: Map<string, MapRow>, counts: BundleCounts): Promise<boolean> {
   const tally = { created: 0, updated: 0 };
   try {
-    await run.ctx.db.knex.transaction(async (trx) => {
+    await write(run.ctx.db.knex, async (trx) => {
       await run.placements.requestRebuild(trx);
       const here = await recordsHere(run, trx, rt, todo.map((t) => t.resource.id));
       // Stored a record at a time instead, which names it.
@@ -116,7 +117,7 @@ async function storeWhole(run: ImportRun, rt: ResourceType, todo: Array<{ resour
       // the rest one at a time. Together fails as a whole, on a record that refers to another of
       // the same page (a parent): its savepoint is undone and they too go one at a time.
       const fresh = todo.filter((t) => !here.has(t.resource.id) && !t.history?.length);
-      const together = fresh.length > 1 && (await trx.transaction((sp) => writeNewRecords(sp, rt, fresh.map((t) => t.resource), run.w)).then(() => true, () => false));
+      const together = fresh.length > 1 && (await write(trx, (sp) => writeNewRecords(sp, rt, fresh.map((t) => t.resource), run.w)).then(() => true, () => false));
       if (together) tally.created += fresh.length;
       const done = new Set(together ? fresh : []);
       for (const t of todo.filter((t) => !done.has(t))) {

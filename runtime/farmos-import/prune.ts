@@ -4,6 +4,7 @@ import { chunks } from '../storage/records.ts';
 import { describeReferrers, recordName, splitReferenced, type Referrers } from '../entities/reference-integrity.ts';
 import { SourceError } from './source.ts';
 import { IMPORT_ORDER, type ImportRun } from './run-state.ts';
+import { write } from '../storage/transactions.ts';
 
 /** --prune: delete what this source's earlier runs copied and it no longer lists. */
 export async function prune(run: ImportRun, supported: ResourceType[]): Promise<void> {
@@ -54,7 +55,7 @@ export async function prune(run: ImportRun, supported: ResourceType[]): Promise<
     const paths: string[] = [];
     const notPruned: Array<{ uuid: string; line: string }> = [];
     let keptCount = 0;
-    await knex.transaction(async (trx) => {
+    await write(knex, async (trx) => {
       const rows: Array<{ id: number; uuid: string; path?: string | null }> = [];
       for (const part of chunks(uuids, 500)) rows.push(...((await trx(table).whereIn('uuid', part).select(entityType === 'file' ? ['id', 'uuid', 'path'] : ['id', 'uuid'])) as typeof rows));
       await run.placements.requestRebuild(trx);

@@ -25,6 +25,7 @@ import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { UUID } from '../jsonapi/input.ts';
 import { ApiError, badRequest, forbidden, methodNotAllowed, notFound } from '../errors.ts';
 import { insertReadings, keysMatch, queryReadings, readingsFromPayload, readingsQueryFrom, type StreamRef } from '../farm/data-streams.ts';
+import { write } from '../storage/transactions.ts';
 
 /** Largest readings body accepted: the same as a JSON:API document. */
 const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -86,7 +87,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const payload = await readPayload(req, res);
       const name = streamRef(stream).name;
       const { readings } = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
-      await s.knex.transaction((trx) => insertReadings(trx, readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value }))));
+      await write(s.knex, (trx) => insertReadings(trx, readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value }))));
       res.status(201).end();
     }),
   );
@@ -108,7 +109,7 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const { readings, names } = readingsFromPayload(payload, nowSeconds(), () => true);
       const tooLong = names.find((n) => n.length > NAME_MAX_LENGTH);
       if (tooLong) throw badRequest(`The value name "${tooLong.slice(0, 40)}…" is longer than ${NAME_MAX_LENGTH} characters; it names a data stream.`, { pointer: '' });
-      await s.knex.transaction(async (trx) => {
+      await write(s.knex, async (trx) => {
         // Serialise posts to one sensor, so that two of them do not both create a stream for a new
         // name. FOR NO KEY UPDATE (storage/locks.ts), not FOR UPDATE as before: two posts still
         // take turns, but a post no longer waits on every log save naming the sensor (each holds

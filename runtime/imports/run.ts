@@ -9,6 +9,7 @@ import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { ApiError, ValidationError } from '../errors.ts';
+import { write } from '../storage/transactions.ts';
 
 export class ImportError extends Error {}
 
@@ -22,7 +23,7 @@ export interface ImportItem {
 /** Import the items; returns how many of each resource type were created. */
 export async function runImport(s: JsonApiServices, db: Knex, items: ImportItem[], principal: Principal): Promise<Map<string, number>> {
   const created = new Map<string, number>();
-  await db.transaction(async (trx) => {
+  await write(db, async (trx) => {
     for (const item of items) {
       try {
         const input = await s.input.read(trx, item.rt, item.document);

@@ -10,6 +10,7 @@ import { selectRows } from '../storage/sql.ts';
 import { dialectOf } from '../storage/dialect.ts';
 
 import { GRANT_TYPES, isGrantType, type GrantType } from './grants/index.ts';
+import { write } from '../storage/transactions.ts';
 
 export { allowsGrant, GRANT_TYPES, type GrantType } from './grants/index.ts';
 
@@ -212,7 +213,7 @@ export async function createClient(db: Knex, input: NewClient): Promise<{ client
   }
   if (grants.includes('refresh_token') && grants.length === 1) throw new ClientError('refresh_token alone issues nothing: add the grant that issues the first token.');
 
-  return db.transaction(async (trx) => {
+  return write(db, async (trx) => {
     if (await trx('oauth_clients').where('client_id', input.clientId).first('id')) throw new ClientError(`A client "${input.clientId}" already exists.`);
     let userId: number | null = null;
     if (input.userName) {
@@ -262,7 +263,7 @@ export async function updateClient(db: Knex, clientId: string, changes: ClientCh
   if (defaultScopes && !defaultScopes.length) throw new ClientError('A client needs at least one scope.');
   const origins = changes.allowedOrigins && [...new Set(changes.allowedOrigins.map((o) => o.trim()).filter(Boolean))];
   origins?.forEach(checkOrigin);
-  return db.transaction(async (trx) => {
+  return write(db, async (trx) => {
     const existing = await findClient(trx, clientId);
     if (!existing) throw new ClientError(`There is no client "${clientId}".`);
     const uris = redirectUris ?? existing.redirectUris;

@@ -13,6 +13,7 @@ import { tokenStore } from './tokens.ts';
 import { noStore } from './token-endpoint.ts';
 import { oauthErrors } from './oauth-errors.ts';
 import type { OAuthDeps } from './deps.ts';
+import { write } from '../storage/transactions.ts';
 
 /** The steps of POST /oauth/revoke. */
 export function revocationEndpoint(deps: OAuthDeps): Array<RequestHandler | ErrorRequestHandler> {
@@ -21,7 +22,7 @@ export function revocationEndpoint(deps: OAuthDeps): Array<RequestHandler | Erro
     const client = res.locals.client!;
     const { token, token_type_hint: hint } = req.body as Record<string, string | undefined>;
     if (!token) throw new OAuthError('invalid_request', 'The request has no token to revoke.');
-    await db.transaction(async (trx) => {
+    await write(db, async (trx) => {
       const store = tokenStore(trx);
       // The hint only orders the lookups (§2.1); an unknown hint is ignored.
       const refreshFirst = hint === 'refresh_token';

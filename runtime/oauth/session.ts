@@ -14,6 +14,7 @@ import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import { findUser, type UserAccount } from '../accounts/users.ts';
 import { constantTimeEqual, hashSecret, newSecret, sign } from './secrets.ts';
+import { write } from '../storage/transactions.ts';
 
 const SESSION_COOKIE = 'tilth_session';
 const BROWSER_COOKIE = 'tilth_browser';
@@ -97,7 +98,7 @@ export class LoginSessions {
     const previous = this.unsigned(readCookie(req, SESSION_COOKIE), 'session');
     const id = newSecret();
     const t = Math.floor(Date.now() / 1000);
-    await this.db.transaction(async (trx) => {
+    await write(this.db, async (trx) => {
       if (previous) await trx('oauth_sessions').where('session_hash', hashSecret(previous)).delete();
       await trx('oauth_sessions').insert({ session_hash: hashSecret(id), user_id: userId, created: t, expires: t + this.options.lifetime });
     });

@@ -17,6 +17,7 @@ import { hashSecret, newSecret } from './secrets.ts';
 import { sessionOf } from './session.ts';
 import { lockToChangeWhere } from '../storage/locks.ts';
 import type { AuthorizeRequest } from './authorize-request.ts';
+import { write } from '../storage/transactions.ts';
 
 /** How long the consent page may stay open before its answer is refused. */
 const TRANSACTION_LIFETIME = 600;
@@ -56,7 +57,7 @@ export class DatabaseTransactionStore {
       .where('expires', '<=', t)
       .delete()
       .catch(() => undefined);
-    await this.db.transaction(async (trx) => {
+    await write(this.db, async (trx) => {
       // On PostgreSQL two requests of one sign-in at once would each count the other out: the
       // session's row is locked until the end (SQLite runs one write transaction at a time). FOR NO
       // KEY UPDATE (storage/locks.ts): it keeps a second request of the session out as FOR UPDATE

@@ -16,6 +16,7 @@ import { ApiError } from '../errors.ts';
 import type { RecordCommands, Present, Saved } from './records.ts';
 import { staleVersion, type IfMatch } from './if-match.ts';
 import type { ModelRegistry } from '../model/registry.ts';
+import { write } from '../storage/transactions.ts';
 
 /** Bytes received to a temporary file, not yet placed. */
 export interface ReceivedFile {
@@ -100,7 +101,7 @@ export class FileCommands {
   private async inTransaction<T>(received: ReceivedFile, work: (trx: Db, placed: string[]) => Promise<T>): Promise<T> {
     const placed: string[] = [];
     try {
-      return await this.records.knex.transaction((trx) => work(trx, placed));
+      return await write(this.records.knex, (trx) => work(trx, placed));
     } catch (error) {
       for (const path of placed) this.files.remove(path);
       throw error;

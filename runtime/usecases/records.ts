@@ -24,6 +24,7 @@ import type { EntityInput } from '../entities/input.ts';
 import { assertMayOnRecord, recordNotFound } from './access.ts';
 import { forbidden } from '../errors.ts';
 import { staleVersion, type IfMatch } from './if-match.ts';
+import { write } from '../storage/transactions.ts';
 
 /** A record's UUID as a route or form names it: checked here, any case. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -86,7 +87,7 @@ export class RecordCommands {
    */
   async create<T>(principal: Principal, rt: ResourceType, input: { read: (trx: Db) => Promise<EntityInput>; hashed?: HashedSecrets; present: Present<T> }): Promise<Saved<T>> {
     this.assertMayCreate(principal, rt);
-    return this.knex.transaction(async (trx) => {
+    return write(this.knex, async (trx) => {
       const { id } = await this.entities.create(trx, rt, await input.read(trx), principal, input.hashed);
       return this.reloadedIn(trx, rt, id, input.present);
     });
@@ -110,7 +111,7 @@ export class RecordCommands {
     uuid: string | undefined,
     input: { ifMatch?: IfMatch; read: (trx: Db, record: EntityRecord) => Promise<EntityInput>; hashed?: HashedSecrets; present: Present<T> },
   ): Promise<Saved<T>> {
-    return this.knex.transaction(async (trx) => {
+    return write(this.knex, async (trx) => {
       const record = await this.lockedForWrite(trx, principal, rt, uuid, 'update', input.ifMatch);
       await this.entities.update(trx, record, await input.read(trx, record), principal, input.hashed);
       return this.reloadedIn(trx, rt, record.id, input.present);
@@ -119,7 +120,7 @@ export class RecordCommands {
 
   /** Delete the record `uuid` names (`ifMatch` as for update). */
   async delete(principal: Principal, rt: ResourceType, uuid: string | undefined, input: { ifMatch?: IfMatch } = {}): Promise<void> {
-    await this.knex.transaction(async (trx) => {
+    await write(this.knex, async (trx) => {
       const record = await this.lockedForWrite(trx, principal, rt, uuid, 'delete', input.ifMatch);
       await this.entities.delete(trx, record, principal);
     });

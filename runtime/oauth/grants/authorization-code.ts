@@ -16,6 +16,7 @@ import { issueTokens, respondWith, type IssuedTokens } from '../issue.ts';
 import { constantTimeEqual, PKCE_VALUE, pkceS256 } from '../secrets.ts';
 import type { AuthorizeRequest } from '../authorize-request.ts';
 import type { OAuthDeps } from '../deps.ts';
+import { write } from '../../storage/transactions.ts';
 
 /** oauth2orize grant module issuing codes for response_type=code. */
 export function codeGrant({ ctx }: OAuthDeps) {
@@ -46,7 +47,7 @@ export function authorizationCodeExchange({ ctx }: OAuthDeps) {
     respondWith(done, async () => {
       // Revoking after a replay must be committed although the request fails, so the transaction
       // returns the failure and it is thrown after the commit.
-      const outcome = await knex.transaction(async (trx): Promise<IssuedTokens | OAuthError> => {
+      const outcome = await write(knex, async (trx): Promise<IssuedTokens | OAuthError> => {
         const store = tokenStore(trx);
         const record = await store.findCode(code);
         if (!record) return new OAuthError('invalid_grant', 'The authorization code is invalid.');

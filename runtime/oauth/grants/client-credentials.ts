@@ -13,6 +13,7 @@ import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith } from '../issue.ts';
 import type { OAuthDeps } from '../deps.ts';
 import type { GrantDefinition } from './grant.ts';
+import { write } from '../../storage/transactions.ts';
 
 /** oauth2orize exchange for grant_type=client_credentials. */
 export function clientCredentialsExchange({ ctx }: OAuthDeps) {
@@ -21,7 +22,7 @@ export function clientCredentialsExchange({ ctx }: OAuthDeps) {
     respondWith(done, async () => {
       if (!client.confidential) throw new OAuthError('unauthorized_client', 'The client_credentials grant is only for confidential clients.');
       const scopes = resolveScopes(parseScope(body.scope), client);
-      return knex.transaction(async (trx) => {
+      return write(knex, async (trx) => {
         const user = client.userId === null ? null : await findUser(trx, { id: client.userId });
         if (!user) throw new OAuthError('invalid_grant', 'The client has no user to act as; register it again with --user.');
         if (!user.status) throw new OAuthError('invalid_grant', `The user the client acts as is blocked.`);

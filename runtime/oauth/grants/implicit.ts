@@ -9,6 +9,7 @@ import type { UserAccount } from '../../accounts/users.ts';
 import type { Client } from '../clients.ts';
 import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens } from '../issue.ts';
+import { write } from '../../storage/transactions.ts';
 import type { AuthorizeRequest } from '../authorize-request.ts';
 import type { OAuthDeps } from '../deps.ts';
 import type { GrantDefinition } from './grant.ts';
@@ -16,8 +17,7 @@ import type { GrantDefinition } from './grant.ts';
 /** oauth2orize grant module issuing access tokens for response_type=token. */
 function tokenResponse({ ctx }: OAuthDeps) {
   return oauth2orize.grant.token((client: Client, user: UserAccount, _ares: unknown, areq: AuthorizeRequest, done: (err: Error | null, token?: string, params?: object) => void) => {
-    ctx.db.knex
-      .transaction((trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, { withRefresh: false }))
+    write(ctx.db.knex, (trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, { withRefresh: false }))
       .then((t) => done(null, t.accessToken, t.params), done);
   });
 }

@@ -13,6 +13,7 @@ import { newChainId, tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith } from '../issue.ts';
 import type { OAuthDeps } from '../deps.ts';
 import type { TokenRequestInfo } from '../token-endpoint.ts';
+import { write } from '../../storage/transactions.ts';
 
 /** oauth2orize exchange for grant_type=password. */
 export function passwordExchange({ ctx }: OAuthDeps) {
@@ -39,7 +40,7 @@ export function passwordExchange({ ctx }: OAuthDeps) {
       }
       const account = check.account;
 
-      return knex.transaction(async (trx) => {
+      return write(knex, async (trx) => {
         await recordLogin(trx, account.id);
         const grant = { chainId: newChainId(), clientRowId: client.id, userId: account.id, scopes };
         return issueTokens(tokenStore(trx), ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });

@@ -14,6 +14,7 @@ import { tokenStore } from '../tokens.ts';
 import { issueTokens, respondWith, type IssuedTokens } from '../issue.ts';
 import type { OAuthDeps } from '../deps.ts';
 import type { GrantDefinition } from './grant.ts';
+import { write } from '../../storage/transactions.ts';
 
 /** oauth2orize exchange for grant_type=refresh_token. The form body's scope is parsed by scopes.ts, as in password.ts. */
 export function refreshTokenExchange({ ctx }: OAuthDeps) {
@@ -33,7 +34,7 @@ export function refreshTokenExchange({ ctx }: OAuthDeps) {
     respondWith(done, async () => {
       // A replay's revocation must be committed although the request fails: the transaction
       // returns the failure, which is thrown after the commit.
-      const outcome = await knex.transaction(async (trx): Promise<IssuedTokens | OAuthError> => {
+      const outcome = await write(knex, async (trx): Promise<IssuedTokens | OAuthError> => {
         const store = tokenStore(trx);
         const record = await store.findRefreshToken(refreshToken);
         if (!record) return new OAuthError('invalid_grant', 'The refresh token is invalid.');
