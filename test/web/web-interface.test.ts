@@ -104,6 +104,21 @@ test('sign in and out: the cookie is HttpOnly and SameSite=Lax, a new id at sign
   }
 });
 
+test('a password change through the API ends the web session at once', async () => {
+  const name = `pat-${Date.now()}`;
+  const user = await createUser(server.ctx.db.knex, { name, password: 'pat-password-1', roles: ['farm_worker'] });
+  const { context, page } = await openBrowser();
+  try {
+    await signIn(page, { name, password: 'pat-password-1' });
+    const res = await request(`${server.url}/api/user/user/${user.uuid}`, { method: 'PATCH', token, json: { data: { type: 'user--user', id: user.uuid, attributes: { pass: { value: 'pat-password-2' } } } } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await page.goto(`${server.url}/farm`);
+    assert.equal(new URL(page.url()).pathname, '/farm/sign-in', 'signed out by the new password');
+  } finally {
+    await context.close();
+  }
+});
+
 test('a new id at every sign-in, and blocking the account ends its session', async () => {
   const name = `bea-${Date.now()}`;
   await createUser(server.ctx.db.knex, { name, password: 'bea-password-1', roles: ['farm_worker'] });
