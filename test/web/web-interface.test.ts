@@ -292,3 +292,48 @@ test('lists: the URL holds the filters and sort, the count is shown; an unknown 
     await context.close();
   }
 });
+
+test('a list page costs the same statements for 30 rows as for 2: no query per row', async () => {
+  const post = async (path: string, data: unknown) => {
+    const res = await request(`${server.url}/api/${path}`, { method: 'POST', token, json: { data } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.data as { type: string; id: string };
+  };
+  const asset = await post('asset/equipment', { type: 'asset--equipment', attributes: { name: 'Tractor' } });
+  const category = await post('taxonomy_term/log_category', { type: 'taxonomy_term--log_category', attributes: { name: 'Machinery' } });
+  const admin = (await request(`${server.url}/api/user/user?filter[name]=${ADMIN.name}`, { token })).body.data[0];
+  const observe = (n: number) =>
+    post('log/observation', {
+      type: 'log--observation',
+      attributes: { name: `Look at the tractor ${n}`, status: 'done' },
+      relationships: { asset: { data: [{ type: asset.type, id: asset.id }] }, category: { data: [{ type: category.type, id: category.id }] }, owner: { data: [{ type: 'user--user', id: admin.id }] } },
+    });
+  const { context, page } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    const statements = async () => {
+      const knex = server.ctx.db.knex;
+      const log: string[] = [];
+      const listener = (q: { sql: string }) => log.push(q.sql);
+      knex.on('query', listener);
+      try {
+        const res = await page.request.get(`${server.url}/farm/log/observation?status=done`);
+        assert.equal(res.status(), 200);
+        return { count: log.length, html: await res.text() };
+      } finally {
+        knex.removeListener('query', listener);
+      }
+    };
+    for (let n = 0; n < 2; n++) await observe(n);
+    const few = await statements();
+    assert.equal((few.html.match(/Look at the tractor/g) ?? []).length, 2);
+    for (let n = 2; n < 30; n++) await observe(n);
+    const many = await statements();
+    assert.equal((many.html.match(/Look at the tractor/g) ?? []).length, 30);
+    assert.match(many.html, /Tractor<\/a>/, 'the asset column names the asset');
+    assert.match(many.html, /Machinery<\/a>/, 'the category column names the term');
+    assert.equal(many.count, few.count, `statements for 30 rows (${many.count}) = for 2 (${few.count})`);
+  } finally {
+    await context.close();
+  }
+});
