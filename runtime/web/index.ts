@@ -11,6 +11,7 @@
  *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
  *   GET|POST /farm/<entity type>/<bundle>/new    the create form
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
+ *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -27,7 +28,7 @@ import { STYLE, STYLE_PATH } from './style.ts';
 import { Formats } from './format.ts';
 import { WebReads } from './reads.ts';
 import { WebSessions } from './session.ts';
-import { ListPages } from './lists.ts';
+import { ListPages, TASKS } from './lists.ts';
 import { RecordPages } from './records.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
@@ -97,6 +98,10 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   router.post('/farm/:entityType/:bundle/:uuid/edit', web.signedIn, web.formBody, web.checkCsrf, asyncPage(async (req, res) => {
     const b = bundleOf(req);
     return b ? records.save(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+  }));
+  router.post('/farm/:entityType/:bundle/:uuid/done', web.signedIn, web.formBody, web.checkCsrf, asyncPage(async (req, res) => {
+    const b = bundleOf(req);
+    return b && b.rt.entityType.entityType === TASKS.entityType ? records.markDone(req, res, b.rt, String(req.params.uuid)) : notFoundPage(res);
   }));
   router.use((_req: Request, res: Response) => notFoundPage(res));
 

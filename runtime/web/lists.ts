@@ -23,7 +23,7 @@ export const PAGE_SIZE = 50;
 const DAY = 86_400;
 
 /** farmOS's tasks: pending logs, by their date, owned by someone (the log entity type's base fields). */
-const TASKS = { entityType: 'log', status: 'status', pending: 'pending', date: 'timestamp', owner: 'owner' } as const;
+export const TASKS = { entityType: 'log', status: 'status', pending: 'pending', done: 'done', date: 'timestamp', owner: 'owner' } as const;
 /** Active assets: their status. */
 const ACTIVE = { entityType: 'asset', status: 'status', value: 'active' } as const;
 /** Entity types with lists, in the navigation's order. */
@@ -107,11 +107,18 @@ export class ListPages {
     };
     const late = await tasks(null, now);
     const upcoming = await tasks(now, now + 14 * DAY);
+    const { csrfToken } = webState(res);
+    const mayComplete = logs.length > 0 && mayOnType(principal, logs[0]!.rt.entityType, 'update');
+    const returnTo = mine ? '/farm?tasks=mine' : '/farm';
     const taskList = (rows: Array<{ resource: Resource; ui: BundleUi }>) =>
       rows.length
         ? html`<ul class="plain">${rows.map(
             ({ resource, ui }) =>
-              html`<li><a href="${recordPath(resource)}">${labelOf(resource, 'name')}</a> <span class="badge">${ui.label}</span> <span class="muted">${this.formats.dateTime.format(new Date(String(resource.attributes?.[TASKS.date])))}</span></li>`,
+              html`<li><a href="${recordPath(resource)}">${labelOf(resource, this.ctx.registry.model.entityTypes[TASKS.entityType]?.labelField)}</a> <span class="badge">${ui.label}</span> <span class="muted">${this.formats.dateTime.format(new Date(String(resource.attributes?.[TASKS.date])))}</span>${
+                mayComplete
+                  ? html`<form class="inline" method="post" action="${recordPath(resource)}/done"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="return_to" value="${returnTo}"><button class="button secondary" type="submit" aria-label="${M.dashboard.markDoneOf(labelOf(resource, this.ctx.registry.model.entityTypes[TASKS.entityType]?.labelField))}">${M.dashboard.markDone}</button></form>`
+                  : ''
+              }</li>`,
           )}</ul>`
         : html`<p class="muted">${M.dashboard.noTasks}</p>`;
 

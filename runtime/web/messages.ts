@@ -32,6 +32,8 @@ export const M = {
     activeAssets: 'Active assets',
     logsThisWeek: 'Logs this week',
     lists: 'Lists',
+    markDone: 'Mark done',
+    markDoneOf: (name: string) => `Mark ${name} done`,
     count: (n: number) => new Intl.NumberFormat().format(n),
   },
   list: {

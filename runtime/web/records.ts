@@ -24,8 +24,8 @@ import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
 import { attributeValue, labelOf, recordPath, relationshipValue, type Formats, type Resource } from './format.ts';
 import type { WebReads } from './reads.ts';
-import { formValue, webState, type Form, type WebSessions } from './session.ts';
-import type { ListPages } from './lists.ts';
+import { formValue, safeReturn, webState, type Form, type WebSessions } from './session.ts';
+import { TASKS, type ListPages } from './lists.ts';
 
 /** What a form shows: the values typed (or stored), and the messages by field. */
 interface FormState {
@@ -209,6 +209,19 @@ export class RecordPages {
       }
       throw error;
     }
+  }
+
+  /** POST /farm/log/<bundle>/<uuid>/done (after the CSRF check): a task marked done in place, saved as a PATCH of its status is; back to the dashboard. */
+  async markDone(req: Request, res: Response, rt: ResourceType, uuid: string): Promise<void> {
+    const { principal } = webState(res);
+    await this.services.knex.transaction(async (trx) => {
+      const record = await this.services.records.findForUpdate(trx, rt, uuid, principal);
+      assertMayOnType(principal, rt.entityType, 'update', 'this resource');
+      this.services.records.assertMayOnRecord(principal, record, 'update');
+      const input = await this.services.input.read(trx, rt, { data: { type: rt.type, id: record.uuid, attributes: { [TASKS.status]: TASKS.done } } }, record);
+      await this.services.entities.update(trx, record, input, principal);
+    });
+    res.redirect(303, safeReturn(formValue(req.body as Form, 'return_to')));
   }
 
   /** The JSON:API resource object's attributes and relationships for what the form sent. */

@@ -50,6 +50,7 @@ form.filters{display:grid;gap:0 1rem;grid-template-columns:1fr}
 @media (min-width:48rem){form.filters{grid-template-columns:repeat(3,1fr)}}
 .pager{display:flex;gap:.5rem;margin:1rem 0;flex-wrap:wrap}
 ul.plain{list-style:none;padding:0;margin:0}ul.plain li{padding:.35rem 0;border-bottom:1px solid #eee}
+form.inline{display:inline;margin-left:.5rem}
 .badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#e8e4d8;font-size:.85rem}
 `;
 

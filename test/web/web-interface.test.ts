@@ -337,3 +337,45 @@ test('a list page costs the same statements for 30 rows as for 2: no query per r
     await context.close();
   }
 });
+
+test('the dashboard: late and upcoming tasks, all or mine, and a late task marked done in place', async () => {
+  const now = Math.floor(Date.now() / 1000);
+  const iso = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d{3}Z$/, '+00:00');
+  const admin = (await request(`${server.url}/api/user/user?filter[name]=${ADMIN.name}`, { token })).body.data[0];
+  // A log without an owner is its author's (farmOS's default): the others' are the viewer's.
+  const vera = (await request(`${server.url}/api/user/user?filter[name]=${VIEWER.name}`, { token })).body.data[0];
+  const post = async (name: string, at: number, mine: boolean) => {
+    const res = await request(`${server.url}/api/log/maintenance`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'log--maintenance', attributes: { name, status: 'pending', timestamp: iso(at) }, relationships: { owner: { data: [{ type: 'user--user', id: mine ? admin.id : vera.id }] } } } },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.data.id as string;
+  };
+  const late = await post('Grease the baler', now - 3 * 86_400, true);
+  await post('Oil the chainsaw', now - 86_400, false);
+  await post('Service the tractor', now + 3 * 86_400, false);
+  await post('Next month', now + 30 * 86_400, true);
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    const section = async (id: string) => (await page.textContent(`section[aria-labelledby=${id}]`))!;
+    assert.match(await section('late'), /Grease the baler[\s\S]*Oil the chainsaw/, 'late tasks, oldest first');
+    assert.match(await section('upcoming'), /Service the tractor/);
+    assert.doesNotMatch(await section('upcoming'), /Next month/, 'the next 14 days only');
+    assert.match(await section('week'), /Maintenance/, 'logs this week by type');
+
+    await Promise.all([page.waitForURL(`${server.url}/farm?tasks=mine`), page.click('a[href="/farm?tasks=mine"]')]);
+    assert.match(await section('late'), /Grease the baler/);
+    assert.doesNotMatch(await section('late'), /Oil the chainsaw/, 'mine: owned by me');
+
+    await page.click('button[aria-label="Mark Grease the baler done"]');
+    await page.waitForURL(`${server.url}/farm?tasks=mine`);
+    assert.doesNotMatch(await section('late'), /Grease the baler/);
+    assert.equal((await request(`${server.url}/api/log/maintenance/${late}`, { token })).body.data.attributes.status, 'done');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
