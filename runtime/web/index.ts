@@ -13,6 +13,7 @@
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
  *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
+ *   GET|POST /farm/account/password              change my password (account.ts)
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -30,6 +31,7 @@ import { WebReads } from './reads.ts';
 import { WebSessions } from './session.ts';
 import { ListPages, TASKS } from './lists.ts';
 import { RecordPages } from './records.ts';
+import { AccountPages } from './account.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -53,6 +55,7 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   const web = new WebSessions(ctx, sessions, limiters);
   const lists = new ListPages(ctx, reads, web, formats);
   const records = new RecordPages(ctx, services, reads, web, lists, formats);
+  const account = new AccountPages(ctx, services, web, lists);
   const router = express.Router();
 
   router.get(STYLE_PATH, (_req, res) => {
@@ -72,6 +75,8 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     sendPage(res, status, page(title, web.chrome(null), html`<p>${text}</p><p><a href="/farm">${M.errors.home}</a></p>`));
 
   router.get('/farm', web.signedIn, asyncPage((req, res) => lists.dashboard(req, res)));
+  router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
+  router.post('/farm/account/password', web.signedIn, web.formBody, web.checkCsrf, asyncPage((req, res) => account.save(req, res)));
   router.get('/farm/:entityType', web.signedIn, asyncPage(async (req, res) => {
     if (!(await lists.index(res, String(req.params.entityType)))) notFoundPage(res);
   }));

@@ -26,7 +26,7 @@ export function page(title: string, chrome: Chrome, body: Html): string {
 <a class="farm" href="/farm">${chrome.farmName}</a>
 <nav class="main" aria-label="${M.nav.menu}"><ul>${chrome.nav.map((n) => html`<li><a href="${n.href}">${n.label}</a></li>`)}</ul></nav>
 <form method="post" action="/farm/sign-out"><input type="hidden" name="csrf_token" value="${chrome.csrfToken ?? ''}"><button type="submit">${M.nav.signOut}</button></form>
-<span class="muted-on-dark">${M.signIn.signedInAs(chrome.user.name)}</span>
+<a href="/farm/account/password">${M.signIn.signedInAs(chrome.user.name)}</a>
 </header>`
     : html`<header class="top"><span class="farm">${chrome.farmName}</span></header>`;
   return html`<!DOCTYPE html>

@@ -82,6 +82,17 @@ export const M = {
     notFoundReference: (value: string) => `No record named or with the ID “${value}” may be referred to here.`,
     sections: { main: '', sidebar: 'More' } as Record<string, string>,
   },
+  account: {
+    title: 'Change my password',
+    link: 'Password',
+    current: 'Current password',
+    new: 'New password',
+    again: 'New password again',
+    submit: 'Change my password',
+    after: 'Every sign-in of your account ends, here and in apps: sign in again with the new password.',
+    mismatch: 'The two new passwords differ. Type the same one twice.',
+    changed: 'Your password is changed. Sign in with the new one.',
+  },
   values: { yes: 'Yes', no: 'No' },
   errors: {
     forbidden: 'You may not do this',

@@ -130,7 +130,8 @@ export class WebSessions {
     router.get('/farm/sign-in', async (req, res) => {
       const returnTo = safeReturn(new URL(req.originalUrl, 'http://x').searchParams.get('return_to') ?? undefined);
       if (await this.sessions.attach(req)) return res.redirect(303, returnTo);
-      this.signInPage(req, res, 200, returnTo, undefined, '', new URL(req.originalUrl, 'http://x').searchParams.has('signed_out') ? M.signIn.signedOut : undefined);
+      const params = new URL(req.originalUrl, 'http://x').searchParams;
+      this.signInPage(req, res, 200, returnTo, undefined, '', params.has('signed_out') ? M.signIn.signedOut : params.has('password_changed') ? M.account.changed : undefined);
     });
     router.post('/farm/sign-in', this.formBody, async (req, res) => {
       const form = req.body as Form;

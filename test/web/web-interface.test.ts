@@ -379,3 +379,35 @@ test('the dashboard: late and upcoming tasks, all or mine, and a late task marke
     await context.close();
   }
 });
+
+test('change my password: the current one is asked for, and every sign-in of the account ends', async () => {
+  const name = `cam-${Date.now()}`;
+  await createUser(server.ctx.db.knex, { name, password: 'cam-password-1', roles: ['farm_worker'] });
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, { name, password: 'cam-password-1' });
+    await page.click(`a:text("Signed in as ${name}")`);
+    await page.waitForURL(`${server.url}/farm/account/password`);
+    const change = async (current: string, next: string, again: string) => {
+      await page.fill('#current', current);
+      await page.fill('#new', next);
+      await page.fill('#again', again);
+      await page.click('form.record button[type=submit]');
+    };
+    await change('cam-password-1', 'cam-password-2', 'cam-password-3');
+    assert.match((await page.textContent('[role=alert]'))!, /two new passwords differ/);
+    await change('not-my-password', 'cam-password-2', 'cam-password-2');
+    assert.match((await page.textContent('[role=alert]'))!, /\S/, 'a wrong current password is refused');
+    await assert.rejects(passwordToken(server.url, name, 'cam-password-2'), 'nothing changed yet');
+
+    await change('cam-password-1', 'cam-password-2', 'cam-password-2');
+    await page.waitForURL(/\/farm\/sign-in\?password_changed=1/);
+    assert.match((await page.textContent('[role=status]'))!, /password is changed/);
+    await page.goto(`${server.url}/farm`);
+    assert.equal(new URL(page.url()).pathname, '/farm/sign-in', 'this sign-in ended too');
+    assert.ok(await passwordToken(server.url, name, 'cam-password-2'), 'the new password is the account’s');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
