@@ -8,7 +8,15 @@ import type { SourceFile } from './load.ts';
 import type { FieldUi } from '../generated/meta-schema.ts';
 import { DefinitionError, DefinitionErrors } from './errors.ts';
 import type { BundleDescriptor, DataModel, FieldDescriptor } from '../runtime/model/descriptor.ts';
-import { defaultWidget, FILTER_KINDS, PLACEHOLDER_WIDGETS, WIDGETS, type BundleUi, type UiField, type UiFilter } from '../runtime/model/ui.ts';
+import {
+  defaultWidget,
+  FILTER_KINDS,
+  PLACEHOLDER_WIDGETS,
+  WIDGETS,
+  type BundleUi,
+  type UiField,
+  type UiFilter,
+} from '../runtime/model/ui.ts';
 
 interface Hinted {
   file: SourceFile;
@@ -17,7 +25,16 @@ interface Hinted {
 
 /** Default columns when no field of a bundle asks for one: the label field and this many more. */
 const DEFAULT_EXTRA_COLUMNS = 3;
-const SIMPLE_COLUMN_TYPES = new Set(['list_string', 'timestamp', 'boolean', 'integer', 'decimal', 'fraction', 'entity_reference', 'email']);
+const SIMPLE_COLUMN_TYPES = new Set([
+  'list_string',
+  'timestamp',
+  'boolean',
+  'integer',
+  'decimal',
+  'fraction',
+  'entity_reference',
+  'email',
+]);
 /** Reference filters are offered by default for these targets: short lists a person picks from. */
 const DEFAULT_REFERENCE_FILTER_TARGETS = new Set(['taxonomy_term', 'user', 'asset']);
 
@@ -50,31 +67,68 @@ function collectHints(files: SourceFile[]): { base: Map<string, Hinted>; own: Ma
 
 /** Check one field's hints against its descriptor. */
 function checkHints({ file, hints }: Hinted, field: FieldDescriptor, errors: DefinitionError[]): void {
-  const fail = (key: keyof FieldUi, sentence: string) => errors.push(new DefinitionError(file.path, file.lineOf(['fields', field.name, 'ui', key], true), `field "${field.name}" (ui.${key}): ${sentence}`));
+  const fail = (key: keyof FieldUi, sentence: string) =>
+    errors.push(
+      new DefinitionError(
+        file.path,
+        file.lineOf(['fields', field.name, 'ui', key], true),
+        `field "${field.name}" (ui.${key}): ${sentence}`,
+      ),
+    );
   const keys = Object.keys(hints).filter((k) => k !== 'hidden') as Array<keyof FieldUi>;
   if (field.internal || field.computed === 'constant' || field.visibility !== 'all') {
-    for (const key of keys) fail(key, `this field is never shown (${field.internal ? 'it is internal' : field.computed === 'constant' ? 'it is a constant' : `only ${field.visibility} may see it`}), so a hint means nothing here; remove it.`);
+    for (const key of keys)
+      fail(
+        key,
+        `this field is never shown (${field.internal ? 'it is internal' : field.computed === 'constant' ? 'it is a constant' : `only ${field.visibility} may see it`}), so a hint means nothing here; remove it.`,
+      );
     return;
   }
   const editable = isEdited(field);
   if (hints.widget !== undefined) {
-    if (!editable) fail('widget', `this field is never edited on a form (${field.readOnly ? 'it is read-only' : field.auto ? 'it is filled in automatically' : `a ${field.type} field has no widget`}); remove the widget.`);
-    else if (!WIDGETS[field.type].includes(hints.widget)) fail('widget', `"${hints.widget}" does not suit ${an(field.type)} field. Use one of: ${WIDGETS[field.type].join(', ')}.`);
-    else if (hints.widget === 'checkboxes' && !field.multiple) fail('widget', `"checkboxes" is for a field of several values; this one holds one. Use select or radios.`);
-    else if ((hints.widget === 'radios' || hints.widget === 'select') && field.type === 'list_string' && field.multiple) fail('widget', `"${hints.widget}" picks one value, but this field holds several. Use checkboxes.`);
+    if (!editable)
+      fail(
+        'widget',
+        `this field is never edited on a form (${field.readOnly ? 'it is read-only' : field.auto ? 'it is filled in automatically' : `a ${field.type} field has no widget`}); remove the widget.`,
+      );
+    else if (!WIDGETS[field.type].includes(hints.widget))
+      fail(
+        'widget',
+        `"${hints.widget}" does not suit ${an(field.type)} field. Use one of: ${WIDGETS[field.type].join(', ')}.`,
+      );
+    else if (hints.widget === 'checkboxes' && !field.multiple)
+      fail('widget', `"checkboxes" is for a field of several values; this one holds one. Use select or radios.`);
+    else if ((hints.widget === 'radios' || hints.widget === 'select') && field.type === 'list_string' && field.multiple)
+      fail('widget', `"${hints.widget}" picks one value, but this field holds several. Use checkboxes.`);
   }
   if (hints.placeholder !== undefined) {
     const widget = hints.widget ?? defaultWidget(field);
-    if (!editable || !widget || !PLACEHOLDER_WIDGETS.has(widget)) fail('placeholder', `a ${widget ?? 'read-only'} ${widget ? 'widget' : 'field'} shows no placeholder; only ${[...PLACEHOLDER_WIDGETS].join(', ')} inputs do.`);
+    if (!editable || !widget || !PLACEHOLDER_WIDGETS.has(widget))
+      fail(
+        'placeholder',
+        `a ${widget ?? 'read-only'} ${widget ? 'widget' : 'field'} shows no placeholder; only ${[...PLACEHOLDER_WIDGETS].join(', ')} inputs do.`,
+      );
   }
-  if (hints.filter === true && !FILTER_KINDS[field.type]) fail('filter', `a list cannot be filtered by ${an(field.type)} field. Fields of these types can: ${Object.keys(FILTER_KINDS).join(', ')}.`);
-  if (hints.list === true && field.type === 'inventory') fail('list', `an inventory is shown on the record's page only; remove list.`);
-  if (hints.hidden && keys.length) fail(keys[0]!, `the field is hidden, so its other hints mean nothing; remove them or "hidden".`);
+  if (hints.filter === true && !FILTER_KINDS[field.type])
+    fail(
+      'filter',
+      `a list cannot be filtered by ${an(field.type)} field. Fields of these types can: ${Object.keys(FILTER_KINDS).join(', ')}.`,
+    );
+  if (hints.list === true && field.type === 'inventory')
+    fail('list', `an inventory is shown on the record's page only; remove list.`);
+  if (hints.hidden && keys.length)
+    fail(keys[0]!, `the field is hidden, so its other hints mean nothing; remove them or "hidden".`);
 }
 
-function describeBundle(bundle: BundleDescriptor, model: DataModel, hintOf: (name: string) => FieldUi | undefined): BundleUi {
+function describeBundle(
+  bundle: BundleDescriptor,
+  model: DataModel,
+  hintOf: (name: string) => FieldUi | undefined,
+): BundleUi {
   const entityType = model.entityTypes[bundle.entityType]!;
-  const visible = bundle.fields.map((field, index) => ({ field, index, hints: hintOf(field.name) })).filter((f) => shown(f.field, f.hints));
+  const visible = bundle.fields
+    .map((field, index) => ({ field, index, hints: hintOf(field.name) }))
+    .filter((f) => shown(f.field, f.hints));
   // Fields with an order first (lower first), then the rest in definition order.
   visible.sort((a, b) => {
     const oa = a.hints?.order;
@@ -97,15 +151,28 @@ function describeBundle(bundle: BundleDescriptor, model: DataModel, hintOf: (nam
       multiple: field.multiple,
     };
   });
-  const sections = [...new Set(['main', ...fields.map((f) => f.section)])].filter((s) => s !== 'sidebar' && fields.some((f) => f.section === s));
+  const sections = [...new Set(['main', ...fields.map((f) => f.section)])].filter(
+    (s) => s !== 'sidebar' && fields.some((f) => f.section === s),
+  );
   if (fields.some((f) => f.section === 'sidebar')) sections.push('sidebar');
 
   // Columns: the label field and every field that asks for one; without any asking, a few simple ones.
   const asked = visible.filter((f) => f.hints?.list === true);
   const labelField = visible.find((f) => f.field.name === entityType.labelField);
-  const columns = visible.filter((f) => f === labelField ? f.hints?.list !== false : f.hints?.list === true);
+  const columns = visible.filter((f) => (f === labelField ? f.hints?.list !== false : f.hints?.list === true));
   if (!asked.length) {
-    columns.push(...visible.filter((f) => f !== labelField && f.hints?.list !== false && !f.field.multiple && !f.field.auto && SIMPLE_COLUMN_TYPES.has(f.field.type)).slice(0, DEFAULT_EXTRA_COLUMNS));
+    columns.push(
+      ...visible
+        .filter(
+          (f) =>
+            f !== labelField &&
+            f.hints?.list !== false &&
+            !f.field.multiple &&
+            !f.field.auto &&
+            SIMPLE_COLUMN_TYPES.has(f.field.type),
+        )
+        .slice(0, DEFAULT_EXTRA_COLUMNS),
+    );
   }
   columns.sort((a, b) => visible.indexOf(a) - visible.indexOf(b));
 
@@ -118,7 +185,7 @@ function describeBundle(bundle: BundleDescriptor, model: DataModel, hintOf: (nam
       !field.computed &&
       !field.auto &&
       (field.name === entityType.labelField ||
-        kind === 'equals' && field.type === 'list_string' ||
+        (kind === 'equals' && field.type === 'list_string') ||
         kind === 'boolean' ||
         kind === 'range' ||
         (kind === 'reference' && DEFAULT_REFERENCE_FILTER_TARGETS.has(field.target?.entityType ?? '')));
@@ -126,7 +193,9 @@ function describeBundle(bundle: BundleDescriptor, model: DataModel, hintOf: (nam
   }
 
   // Newest first by the first column that is a date every record has; otherwise by the label, A to Z.
-  const dated = columns.find((c) => c.field.type === 'timestamp' && !c.field.auto && (c.field.required || c.field.nullable === false));
+  const dated = columns.find(
+    (c) => c.field.type === 'timestamp' && !c.field.auto && (c.field.required || c.field.nullable === false),
+  );
   const sort = dated ? `-${dated.field.name}` : labelField ? labelField.field.name : entityType.internalId;
 
   return {

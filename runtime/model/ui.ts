@@ -35,7 +35,16 @@ export const WIDGETS: Readonly<Record<FieldType, readonly Widget[]>> = {
 };
 
 /** Widgets that show a placeholder in an empty input. */
-export const PLACEHOLDER_WIDGETS: ReadonlySet<Widget> = new Set(['text', 'textarea', 'email', 'number', 'decimal', 'fraction', 'reference', 'wkt']);
+export const PLACEHOLDER_WIDGETS: ReadonlySet<Widget> = new Set([
+  'text',
+  'textarea',
+  'email',
+  'number',
+  'decimal',
+  'fraction',
+  'reference',
+  'wkt',
+]);
 
 /** A list of allowed values this short or shorter is offered as radios, longer as a select. */
 export const RADIOS_UP_TO = 3;

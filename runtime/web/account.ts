@@ -53,10 +53,23 @@ export class AccountPages {
     if (!field || !rt) return this.form(res, 404);
     const next = formValue(form, 'new') ?? '';
     if (next !== (formValue(form, 'again') ?? '')) return this.form(res, 422, M.account.mismatch);
-    const body = { data: { type: USER_TYPE, id: session.user.uuid, attributes: { [field]: { value: next, existing: formValue(form, 'current') ?? '' } } } };
+    const body = {
+      data: {
+        type: USER_TYPE,
+        id: session.user.uuid,
+        attributes: { [field]: { value: next, existing: formValue(form, 'current') ?? '' } },
+      },
+    };
     const knex = this.services.knex;
     try {
-      const hashed = await this.services.entities.hashSecrets(knex, rt, readSecrets(rt, body), principal, session.user.id, clientAddress(req, this.ctx.config.trustProxy));
+      const hashed = await this.services.entities.hashSecrets(
+        knex,
+        rt,
+        readSecrets(rt, body),
+        principal,
+        session.user.id,
+        clientAddress(req, this.ctx.config.trustProxy),
+      );
       await knex.transaction(async (trx) => {
         const record = await this.services.records.findForUpdate(trx, rt, session.user.uuid, principal);
         this.services.records.assertMayOnRecord(principal, record, 'update');
@@ -64,7 +77,8 @@ export class AccountPages {
         await this.services.entities.update(trx, record, input, principal, hashed);
       });
     } catch (error) {
-      if (error instanceof ApiError && error.status < 500) return this.form(res, error.status === 429 ? 429 : 422, error.message);
+      if (error instanceof ApiError && error.status < 500)
+        return this.form(res, error.status === 429 ? 429 : 422, error.message);
       throw error;
     }
     res.redirect(303, '/farm/sign-in?password_changed=1');

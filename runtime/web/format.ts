@@ -38,7 +38,15 @@ export class Formats {
   /** The value of `YYYY-MM-DDTHH:MM` for a datetime-local input, in the farm's time zone. */
   inputDateTime(iso: string): string {
     const parts = Object.fromEntries(
-      new Intl.DateTimeFormat('en-CA', { timeZone: this.timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+      new Intl.DateTimeFormat('en-CA', {
+        timeZone: this.timeZone,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      })
         .formatToParts(new Date(iso))
         .map((p) => [p.type, p.value]),
     );
@@ -58,18 +66,34 @@ export class Formats {
 
   private offset(at: number): number {
     const parts = Object.fromEntries(
-      new Intl.DateTimeFormat('en-US', { timeZone: this.timeZone, year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric', hourCycle: 'h23' })
+      new Intl.DateTimeFormat('en-US', {
+        timeZone: this.timeZone,
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+        hourCycle: 'h23',
+      })
         .formatToParts(new Date(at))
         .map((p) => [p.type, p.value]),
     );
-    return Date.UTC(+parts.year!, +parts.month! - 1, +parts.day!, +parts.hour!, +parts.minute!, +parts.second!) - Math.floor(at / 1000) * 1000;
+    return (
+      Date.UTC(+parts.year!, +parts.month! - 1, +parts.day!, +parts.hour!, +parts.minute!, +parts.second!) -
+      Math.floor(at / 1000) * 1000
+    );
   }
 }
 
 /** The label people know a record by: its label field, or its type and short id. */
 export function labelOf(resource: Resource | undefined, labelField: string | undefined): string {
   const label = resource && labelField ? resource.attributes?.[labelField] : undefined;
-  return typeof label === 'string' && label.trim() ? label : resource ? `${resource.type.split('--')[1]} ${resource.id.slice(0, 8)}` : '';
+  return typeof label === 'string' && label.trim()
+    ? label
+    : resource
+      ? `${resource.type.split('--')[1]} ${resource.id.slice(0, 8)}`
+      : '';
 }
 
 /** The page of a record in the web interface. */
@@ -90,7 +114,9 @@ function oneValue(field: FieldDescriptor, v: unknown, ctx: RenderContext): Html 
   if (v === null || v === undefined || v === '') return '';
   switch (field.type) {
     case 'timestamp':
-      return typeof v === 'string' || typeof v === 'number' ? ctx.formats.dateTime.format(new Date(typeof v === 'number' ? v * 1000 : v)) : String(v);
+      return typeof v === 'string' || typeof v === 'number'
+        ? ctx.formats.dateTime.format(new Date(typeof v === 'number' ? v * 1000 : v))
+        : String(v);
     case 'boolean':
       return v ? M.values.yes : M.values.no;
     case 'list_string':
@@ -130,19 +156,26 @@ export function attributeValue(field: FieldDescriptor, value: unknown, ctx: Rend
   const list = Array.isArray(value) ? value : [value];
   const parts = list.map((v) => oneValue(field, v, ctx)).filter((p) => p !== '');
   if (!parts.length) return html`<span class="muted">${M.record.empty}</span>`;
-  return join(parts.map((p) => html`${p}`), field.type === 'id_tag' || field.type === 'inventory' ? '\n' : ', ');
+  return join(
+    parts.map((p) => html`${p}`),
+    field.type === 'id_tag' || field.type === 'inventory' ? '\n' : ', ',
+  );
 }
 
 /** A relationship's records as links to their pages, labelled from the included records. */
 export function relationshipValue(data: ResourceRef | ResourceRef[] | null | undefined, ctx: RenderContext): Html {
-  const refs = (Array.isArray(data) ? data : data ? [data] : []).filter((r) => r.id !== 'virtual' && !r.type.startsWith('user_role') && r.type.includes('--'));
+  const refs = (Array.isArray(data) ? data : data ? [data] : []).filter(
+    (r) => r.id !== 'virtual' && !r.type.startsWith('user_role') && r.type.includes('--'),
+  );
   if (!refs.length) return html`<span class="muted">${M.record.empty}</span>`;
   return join(
     refs.map((r) => {
       const included = ctx.included.get(`${r.type}:${r.id}`);
       if (!included) return html`<span class="muted">${M.record.hidden}</span>`;
       const label = labelOf(included, ctx.labelFieldOf(r.type.split('--')[0]!));
-      return r.type.startsWith('file--') ? html`<a href="${String((included.attributes?.uri as { url?: string } | undefined)?.url ?? '#')}">${label}</a>` : html`<a href="${recordPath(r)}">${label}</a>`;
+      return r.type.startsWith('file--')
+        ? html`<a href="${String((included.attributes?.uri as { url?: string } | undefined)?.url ?? '#')}">${label}</a>`
+        : html`<a href="${recordPath(r)}">${label}</a>`;
     }),
     ', ',
   );

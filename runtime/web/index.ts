@@ -69,45 +69,101 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     const ui = rt ? ctx.generated.ui.get(rt.type) : undefined;
     return rt && ui && rt.entityType.entityType !== 'file' ? { rt, ui } : null;
   };
-  const asyncPage = (handler: (req: Request, res: Response) => Promise<unknown>) => (req: Request, res: Response, next: NextFunction) => handler(req, res).catch(next);
+  const asyncPage =
+    (handler: (req: Request, res: Response) => Promise<unknown>) => (req: Request, res: Response, next: NextFunction) =>
+      handler(req, res).catch(next);
   const notFoundPage = (res: Response) => sendError(res, 404, M.errors.notFound, M.errors.notFoundText);
   const sendError = (res: Response, status: number, title: string, text: string) =>
-    sendPage(res, status, page(title, web.chrome(null), html`<p>${text}</p><p><a href="/farm">${M.errors.home}</a></p>`));
+    sendPage(
+      res,
+      status,
+      page(title, web.chrome(null), html`<p>${text}</p><p><a href="/farm">${M.errors.home}</a></p>`),
+    );
 
-  router.get('/farm', web.signedIn, asyncPage((req, res) => lists.dashboard(req, res)));
+  router.get(
+    '/farm',
+    web.signedIn,
+    asyncPage((req, res) => lists.dashboard(req, res)),
+  );
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
-  router.post('/farm/account/password', web.signedIn, web.formBody, web.checkCsrf, asyncPage((req, res) => account.save(req, res)));
-  router.get('/farm/:entityType', web.signedIn, asyncPage(async (req, res) => {
-    if (!(await lists.index(res, String(req.params.entityType)))) notFoundPage(res);
-  }));
-  router.get('/farm/:entityType/:bundle', web.signedIn, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b ? lists.list(req, res, b.rt, b.ui) : notFoundPage(res);
-  }));
-  router.get('/farm/:entityType/:bundle/new', web.signedIn, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b ? records.form(res, b.rt, b.ui, null) : notFoundPage(res);
-  }));
-  router.post('/farm/:entityType/:bundle/new', web.signedIn, web.formBody, web.checkCsrf, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b ? records.save(req, res, b.rt, b.ui, null) : notFoundPage(res);
-  }));
-  router.get('/farm/:entityType/:bundle/:uuid', web.signedIn, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b ? records.show(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
-  }));
-  router.get('/farm/:entityType/:bundle/:uuid/edit', web.signedIn, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b ? records.form(res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
-  }));
-  router.post('/farm/:entityType/:bundle/:uuid/edit', web.signedIn, web.formBody, web.checkCsrf, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b ? records.save(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
-  }));
-  router.post('/farm/:entityType/:bundle/:uuid/done', web.signedIn, web.formBody, web.checkCsrf, asyncPage(async (req, res) => {
-    const b = bundleOf(req);
-    return b && b.rt.entityType.entityType === TASKS.entityType ? records.markDone(req, res, b.rt, String(req.params.uuid)) : notFoundPage(res);
-  }));
+  router.post(
+    '/farm/account/password',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage((req, res) => account.save(req, res)),
+  );
+  router.get(
+    '/farm/:entityType',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      if (!(await lists.index(res, String(req.params.entityType)))) notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? lists.list(req, res, b.rt, b.ui) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/new',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.form(res, b.rt, b.ui, null) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/new',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.save(req, res, b.rt, b.ui, null) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/:uuid',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.show(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/:uuid/edit',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.form(res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/edit',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.save(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/done',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b && b.rt.entityType.entityType === TASKS.entityType
+        ? records.markDone(req, res, b.rt, String(req.params.uuid))
+        : notFoundPage(res);
+    }),
+  );
   router.use((_req: Request, res: Response) => notFoundPage(res));
 
   // Every failure is a plain page: 403 and 404 as the API answers them, never a stack trace.
@@ -115,7 +171,8 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     if (res.headersSent) return;
     const e = fromDatabaseError(error) ?? error;
     if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
-    if (e instanceof ApiError && (e.status === 403 || e.status === 401)) return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);
+    if (e instanceof ApiError && (e.status === 403 || e.status === 401))
+      return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);
     if (e instanceof ApiError && e.status < 500) return sendError(res, e.status, M.errors.badRequest, e.message);
     (res.locals.log ?? ctx.logger).error({ err: error }, 'web page failed');
     sendError(res, 500, M.errors.server, M.errors.serverText);

@@ -9,7 +9,8 @@ import { M } from './messages.ts';
 import { STYLE_PATH } from './style.ts';
 
 /** No script, no inline style, nothing from elsewhere; images from here (thumbnails) only. */
-export const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const PAGE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 export interface Chrome {
   farmName: string;

@@ -14,7 +14,15 @@ import type { Principal } from '../access/principal.ts';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
-import { attributeValue, labelOf, recordPath, relationshipValue, type Formats, type RenderContext, type Resource } from './format.ts';
+import {
+  attributeValue,
+  labelOf,
+  recordPath,
+  relationshipValue,
+  type Formats,
+  type RenderContext,
+  type Resource,
+} from './format.ts';
 import { COUNT_CAP, type WebReads } from './reads.ts';
 import { webState, type WebSessions } from './session.ts';
 
@@ -23,7 +31,14 @@ export const PAGE_SIZE = 50;
 const DAY = 86_400;
 
 /** farmOS's tasks: pending logs, by their date, owned by someone (the log entity type's base fields). */
-export const TASKS = { entityType: 'log', status: 'status', pending: 'pending', done: 'done', date: 'timestamp', owner: 'owner' } as const;
+export const TASKS = {
+  entityType: 'log',
+  status: 'status',
+  pending: 'pending',
+  done: 'done',
+  date: 'timestamp',
+  owner: 'owner',
+} as const;
 /** Active assets: their status. */
 const ACTIVE = { entityType: 'asset', status: 'status', value: 'active' } as const;
 /** Entity types with lists, in the navigation's order. */
@@ -74,13 +89,18 @@ export class ListPages {
     const out: Array<{ href: string; label: string }> = [{ href: '/farm', label: M.nav.dashboard }];
     for (const et of LISTED) {
       const type = this.ctx.registry.model.entityTypes[et];
-      if (type && this.listable(et, principal).length) out.push({ href: `/farm/${et}`, label: capitalise(type.labelPlural) });
+      if (type && this.listable(et, principal).length)
+        out.push({ href: `/farm/${et}`, label: capitalise(type.labelPlural) });
     }
     return out;
   }
 
   renderContext(included: Map<string, Resource>): RenderContext {
-    return { formats: this.formats, included, labelFieldOf: (et) => this.ctx.registry.model.entityTypes[et]?.labelField };
+    return {
+      formats: this.formats,
+      included,
+      labelFieldOf: (et) => this.ctx.registry.model.entityTypes[et]?.labelField,
+    };
   }
 
   private send(res: Response, status: number, title: string, body: Html): void {
@@ -97,13 +117,21 @@ export class ListPages {
     const tasks = async (from: number | null, to: number) => {
       const rows: Array<{ resource: Resource; ui: BundleUi }> = [];
       for (const { rt, ui } of logs) {
-        const q = new ApiQuery().condition(TASKS.status, '=', TASKS.pending).condition(TASKS.date, '<', String(to)).set('sort', TASKS.date).set('page[limit]', '10');
+        const q = new ApiQuery()
+          .condition(TASKS.status, '=', TASKS.pending)
+          .condition(TASKS.date, '<', String(to))
+          .set('sort', TASKS.date)
+          .set('page[limit]', '10');
         if (from !== null) q.condition(TASKS.date, '>=', String(from));
         if (mine && principal.userUuid) q.condition(`${TASKS.owner}.id`, '=', principal.userUuid);
         const result = await this.reads.list(rt, this.reads.query(rt, q.toString()), principal);
         for (const resource of result.resources) rows.push({ resource, ui });
       }
-      return rows.sort((a, b) => String(a.resource.attributes?.[TASKS.date]).localeCompare(String(b.resource.attributes?.[TASKS.date]))).slice(0, 20);
+      return rows
+        .sort((a, b) =>
+          String(a.resource.attributes?.[TASKS.date]).localeCompare(String(b.resource.attributes?.[TASKS.date])),
+        )
+        .slice(0, 20);
     };
     const late = await tasks(null, now);
     const upcoming = await tasks(now, now + 14 * DAY);
@@ -125,13 +153,33 @@ export class ListPages {
     const weekStart = now - 7 * DAY;
     const assetCounts: Html[] = [];
     for (const { rt, ui } of this.listable(ACTIVE.entityType, principal)) {
-      const n = await this.reads.count(rt, this.reads.query(rt, new ApiQuery().condition(ACTIVE.status, '=', ACTIVE.value).toString()), principal);
-      if (n) assetCounts.push(html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}?${ACTIVE.status}=${ACTIVE.value}">${ui.label}</a>: ${countText(n)}</li>`);
+      const n = await this.reads.count(
+        rt,
+        this.reads.query(rt, new ApiQuery().condition(ACTIVE.status, '=', ACTIVE.value).toString()),
+        principal,
+      );
+      if (n)
+        assetCounts.push(
+          html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}?${ACTIVE.status}=${ACTIVE.value}">${ui.label}</a>: ${countText(n)}</li>`,
+        );
     }
     const logCounts: Html[] = [];
     for (const { rt, ui } of logs) {
-      const n = await this.reads.count(rt, this.reads.query(rt, new ApiQuery().condition(TASKS.date, '>=', String(weekStart)).condition(TASKS.date, '<', String(now + 7 * DAY)).toString()), principal);
-      if (n) logCounts.push(html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">${ui.label}</a>: ${countText(n)}</li>`);
+      const n = await this.reads.count(
+        rt,
+        this.reads.query(
+          rt,
+          new ApiQuery()
+            .condition(TASKS.date, '>=', String(weekStart))
+            .condition(TASKS.date, '<', String(now + 7 * DAY))
+            .toString(),
+        ),
+        principal,
+      );
+      if (n)
+        logCounts.push(
+          html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">${ui.label}</a>: ${countText(n)}</li>`,
+        );
     }
     const toggle = html`<p class="actions" aria-label="${M.dashboard.show}">
 <a class="button ${mine ? 'secondary' : ''}" href="/farm" ${mine ? '' : html`aria-current="page"`}>${M.dashboard.all}</a>
@@ -161,7 +209,12 @@ export class ListPages {
     const type = this.ctx.registry.model.entityTypes[entityType];
     const bundles = this.listable(entityType, principal);
     if (!type || !bundles.length) return false;
-    this.send(res, 200, capitalise(type.labelPlural), html`<ul class="plain card">${bundles.map(({ rt, ui }) => html`<li><a href="/farm/${entityType}/${rt.bundle.bundle}">${ui.label}</a>${ui.description ? html` <span class="muted">${ui.description}</span>` : ''}</li>`)}</ul>`);
+    this.send(
+      res,
+      200,
+      capitalise(type.labelPlural),
+      html`<ul class="plain card">${bundles.map(({ rt, ui }) => html`<li><a href="/farm/${entityType}/${rt.bundle.bundle}">${ui.label}</a>${ui.description ? html` <span class="muted">${ui.description}</span>` : ''}</li>`)}</ul>`,
+    );
     return true;
   }
 
@@ -175,10 +228,12 @@ export class ListPages {
     });
     const q = new ApiQuery();
     for (const f of filters) this.applyFilter(q, rt, f, view);
-    const sortable = new Set(ui.list.columns.filter((c) => {
-      const field = rt.fieldsByName.get(c);
-      return field && field.kind === 'attribute' && !field.multiple && !field.computed;
-    }));
+    const sortable = new Set(
+      ui.list.columns.filter((c) => {
+        const field = rt.fieldsByName.get(c);
+        return field && field.kind === 'attribute' && !field.multiple && !field.computed;
+      }),
+    );
     const asked = view.get('sort') ?? '';
     const sort = sortable.has(asked.replace(/^-/, '')) ? asked : ui.list.sort;
     q.set('sort', sort).set('page[limit]', String(PAGE_SIZE));
@@ -210,10 +265,18 @@ export class ListPages {
       const nextSort = current && !descending ? `-${f.name}` : f.name;
       return html`<th scope="col" ${current ? html`aria-sort="${descending ? 'descending' : 'ascending'}"` : ''}><a href="${link({ sort: nextSort })}" aria-label="${M.list.sortBy(f.label, nextSort.startsWith('-'))}">${f.label}${current ? (descending ? ' ↓' : ' ↑') : ''}</a></th>`;
     });
-    const rows = result.resources.map((r) => html`<tr>${columns.map((f) => {
-      const value = f.kind === 'relationship' ? relationshipValue(r.relationships?.[f.name]?.data, ctx) : attributeValue(f, r.attributes?.[f.name], ctx);
-      return f.name === labelField ? html`<td><a href="${recordPath(r)}">${labelOf(r, labelField)}</a></td>` : html`<td>${value}</td>`;
-    })}</tr>`);
+    const rows = result.resources.map(
+      (r) =>
+        html`<tr>${columns.map((f) => {
+          const value =
+            f.kind === 'relationship'
+              ? relationshipValue(r.relationships?.[f.name]?.data, ctx)
+              : attributeValue(f, r.attributes?.[f.name], ctx);
+          return f.name === labelField
+            ? html`<td><a href="${recordPath(r)}">${labelOf(r, labelField)}</a></td>`
+            : html`<td>${value}</td>`;
+        })}</tr>`,
+    );
     const filterForm = html`<details class="card" ${[...view.keys()].some((k) => k !== 'sort' && k !== 'offset' && k !== 'cursor') ? 'open' : ''}><summary>${M.list.filters}</summary>
 <form class="filters" method="get" action="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">
 ${filters.map((f) => this.filterControl(rt, f, view))}
@@ -221,9 +284,14 @@ ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('so
 <div class="actions"><button class="primary" type="submit">${M.list.apply}</button><a class="button secondary" href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">${M.list.clear}</a></div>
 </form></details>`;
     const pager = html`<nav class="pager" aria-label="pages">${offset > 0 ? html`<a class="button secondary" href="${link({})}">${M.list.first}</a>` : ''}${
-      result.next ? html`<a class="button secondary" rel="next" href="${link({ offset: String(result.next.offset), cursor: result.next.cursor ?? null })}">${M.list.next}</a>` : ''
+      result.next
+        ? html`<a class="button secondary" rel="next" href="${link({ offset: String(result.next.offset), cursor: result.next.cursor ?? null })}">${M.list.next}</a>`
+        : ''
     }</nav>`;
-    const actions = mayOnType(principal, rt.entityType, 'create') && rt.entityType.access !== 'file' ? html`<div class="actions"><a class="button" href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new">${M.list.add(ui.label)}</a></div>` : '';
+    const actions =
+      mayOnType(principal, rt.entityType, 'create') && rt.entityType.access !== 'file'
+        ? html`<div class="actions"><a class="button" href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new">${M.list.add(ui.label)}</a></div>`
+        : '';
     const body = html`${actions}${filterForm}
 <p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), count > COUNT_CAP)}</p>
 ${rows.length ? html`<div class="table-wrap"><table><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${M.list.none}</p>`}

@@ -6,7 +6,16 @@
 export const M = {
   appName: 'Tilth',
   skipToContent: 'Skip to content',
-  nav: { dashboard: 'Dashboard', assets: 'Assets', logs: 'Logs', quantities: 'Quantities', terms: 'Taxonomy', people: 'People', signOut: 'Sign out', menu: 'Records' },
+  nav: {
+    dashboard: 'Dashboard',
+    assets: 'Assets',
+    logs: 'Logs',
+    quantities: 'Quantities',
+    terms: 'Taxonomy',
+    people: 'People',
+    signOut: 'Sign out',
+    menu: 'Records',
+  },
   signIn: {
     title: 'Sign in',
     heading: (farm: string) => `Sign in to ${farm}`,
@@ -49,7 +58,8 @@ export const M = {
     next: 'Next page',
     first: 'First page',
     none: 'No records match.',
-    about: (n: number, more: boolean) => `${more ? 'More than' : 'About'} ${new Intl.NumberFormat().format(n)} ${n === 1 && !more ? 'record' : 'records'}`,
+    about: (n: number, more: boolean) =>
+      `${more ? 'More than' : 'About'} ${new Intl.NumberFormat().format(n)} ${n === 1 && !more ? 'record' : 'records'}`,
     sortBy: (label: string, descending: boolean) => `Sort by ${label}${descending ? ', newest or largest first' : ''}`,
     add: (label: string) => `Add ${label}`,
     typeColumn: 'Type',
@@ -74,7 +84,8 @@ export const M = {
     cancel: 'Cancel',
     required: 'required',
     problems: 'The record was not saved. Please correct the fields marked below.',
-    conflict: 'Someone else changed this record since you opened the form. Nothing was saved: your changes are shown below, and the record as it is now is on its page.',
+    conflict:
+      'Someone else changed this record since you opened the form. Nothing was saved: your changes are shown below, and the record as it is now is on its page.',
     referenceHelp: 'One per line: the record’s exact name, or its ID (UUID).',
     wktHelp: 'Geometry as WKT, e.g. POINT (-72.5 42.3).',
     idTagHelp: 'One per line: type, then the ID, separated by a colon (ear_tag: 123).',

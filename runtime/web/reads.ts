@@ -50,12 +50,24 @@ export class WebReads {
   async list(rt: ResourceType, query: JsonApiQuery, principal: Principal): Promise<ListResult> {
     assertMayOnType(principal, rt.entityType, 'view', `${rt.type} resources`);
     const result = await fetchPage(this.knex, this.compiler, rt, query.filter, query.sort, query.page, principal);
-    const records = await this.services.loader.load(this.knex, rt.entityType.entityType, result.ids, fieldsetsToRead(query.fields, query.include), undefined, [rt.bundle.bundle]);
-    const doc = (await this.services.documents.document(this.knex, records, principal, query, {})) as { data: Resource[]; included?: Resource[] };
+    const records = await this.services.loader.load(
+      this.knex,
+      rt.entityType.entityType,
+      result.ids,
+      fieldsetsToRead(query.fields, query.include),
+      undefined,
+      [rt.bundle.bundle],
+    );
+    const doc = (await this.services.documents.document(this.knex, records, principal, query, {})) as {
+      data: Resource[];
+      included?: Resource[];
+    };
     return {
       resources: doc.data,
       included: indexed(doc.included),
-      next: result.hasMore ? { offset: query.page.offset + query.page.limit, ...(result.nextCursor ? { cursor: result.nextCursor } : {}) } : null,
+      next: result.hasMore
+        ? { offset: query.page.offset + query.page.limit, ...(result.nextCursor ? { cursor: result.nextCursor } : {}) }
+        : null,
     };
   }
 
@@ -78,12 +90,20 @@ export class WebReads {
   }
 
   /** One record the caller may see (404 otherwise, as the API), with the records its relationships name, and its version. */
-  async record(rt: ResourceType, uuid: string, principal: Principal, include: readonly string[]): Promise<{ resource: Resource; included: Map<string, Resource>; version: number | null }> {
+  async record(
+    rt: ResourceType,
+    uuid: string,
+    principal: Principal,
+    include: readonly string[],
+  ): Promise<{ resource: Resource; included: Map<string, Resource>; version: number | null }> {
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
     const query = this.query(rt, include.length ? `include=${include.join(',')}` : '');
     const record = await this.services.records.find(this.knex, rt, uuid, principal, null, { withVersion: true });
     this.services.records.assertMayOnRecord(principal, record, 'view');
-    const doc = (await this.services.documents.document(this.knex, record, principal, query, {})) as { data: Resource; included?: Resource[] };
+    const doc = (await this.services.documents.document(this.knex, record, principal, query, {})) as {
+      data: Resource;
+      included?: Resource[];
+    };
     return { resource: doc.data, included: indexed(doc.included), version: record.version ?? null };
   }
 }

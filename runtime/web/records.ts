@@ -67,7 +67,12 @@ export class RecordPages {
   /** GET /farm/<type>/<bundle>/<uuid>. */
   async show(req: Request, res: Response, rt: ResourceType, ui: BundleUi, uuid: string): Promise<void> {
     const { principal } = webState(res);
-    const include = ui.fields.filter((f) => this.field(rt, f)?.kind === 'relationship' && !this.field(rt, f)?.target?.entityType.startsWith('user_role')).map((f) => f.name);
+    const include = ui.fields
+      .filter(
+        (f) =>
+          this.field(rt, f)?.kind === 'relationship' && !this.field(rt, f)?.target?.entityType.startsWith('user_role'),
+      )
+      .map((f) => f.name);
     const { resource, included } = await this.reads.record(rt, uuid, principal, include);
     const ctx = this.lists.renderContext(included);
     const notice = new URL(req.originalUrl, 'http://x').searchParams.get('saved');
@@ -76,16 +81,22 @@ export class RecordPages {
       const rows = fields.map((f) => {
         const d = this.field(rt, f);
         if (!d) return '';
-        const value = d.kind === 'relationship' ? relationshipValue(resource.relationships?.[f.name]?.data, ctx) : attributeValue(d, resource.attributes?.[f.name], ctx);
+        const value =
+          d.kind === 'relationship'
+            ? relationshipValue(resource.relationships?.[f.name]?.data, ctx)
+            : attributeValue(d, resource.attributes?.[f.name], ctx);
         return html`<dt>${f.label}</dt><dd>${value}</dd>`;
       });
       const heading = M.form.sections[section] ?? humanise(section);
       return html`<section class="card">${heading ? html`<h2>${heading}</h2>` : ''}<dl class="fields">${rows}</dl></section>`;
     });
     const record = await this.services.records.find(this.services.knex, rt, uuid, principal);
-    const actions = mayOnType(principal, rt.entityType, 'update') && mayOnRecord(principal, rt.entityType, 'update', record) && ui.fields.some((f) => f.widget)
-      ? html`<div class="actions"><a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a></div>`
-      : '';
+    const actions =
+      mayOnType(principal, rt.entityType, 'update') &&
+      mayOnRecord(principal, rt.entityType, 'update', record) &&
+      ui.fields.some((f) => f.widget)
+        ? html`<div class="actions"><a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a></div>`
+        : '';
     const body = html`${notice ? html`<p class="notice" role="status">${notice === 'created' ? M.record.created : M.record.saved}</p>` : ''}${actions}${sections}${await this.revisions(rt, record.id, principal)}`;
     this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
   }
@@ -93,16 +104,22 @@ export class RecordPages {
   /** The record's revisions: when, who and the message, newest first. */
   private async revisions(rt: ResourceType, id: number, principal: Principal): Promise<Html> {
     if (!rt.entityType.revisionId) return html``;
-    const rows = await this.services.loader.store.revisions.list(this.services.knex, rt.entityType.entityType, id, { offset: 0, limit: 20 });
+    const rows = await this.services.loader.store.revisions.list(this.services.knex, rt.entityType.entityType, id, {
+      offset: 0,
+      limit: 20,
+    });
     const userIds = [...new Set(rows.map((r) => r.userId).filter((u): u is number => u !== null))];
     const names = new Map<number, string>();
     const users = this.ctx.registry.model.entityTypes.user;
     if (userIds.length && users && mayOnType(principal, users, 'view')) {
-      for (const u of await this.services.loader.load(this.services.knex, 'user', userIds, null)) names.set(u.id, String(u.values.get('name') ?? ''));
+      for (const u of await this.services.loader.load(this.services.knex, 'user', userIds, null))
+        names.set(u.id, String(u.values.get('name') ?? ''));
     }
-    if (!rows.length) return html`<section class="card"><h2>${M.record.revisions}</h2><p class="muted">${M.record.noRevisions}</p></section>`;
+    if (!rows.length)
+      return html`<section class="card"><h2>${M.record.revisions}</h2><p class="muted">${M.record.noRevisions}</p></section>`;
     return html`<section class="card"><h2>${M.record.revisions}</h2><div class="table-wrap"><table><thead><tr><th scope="col">${M.record.when}</th><th scope="col">${M.record.who}</th><th scope="col">${M.record.message}</th></tr></thead><tbody>${rows.map(
-      (r) => html`<tr><td>${this.formats.dateTime.format(new Date(r.created * 1000))}</td><td>${r.userId !== null ? (names.get(r.userId) ?? M.record.empty) : M.record.empty}</td><td>${r.message ?? ''}</td></tr>`,
+      (r) =>
+        html`<tr><td>${this.formats.dateTime.format(new Date(r.created * 1000))}</td><td>${r.userId !== null ? (names.get(r.userId) ?? M.record.empty) : M.record.empty}</td><td>${r.message ?? ''}</td></tr>`,
     )}</tbody></table></div></section>`;
   }
 
@@ -114,11 +131,20 @@ export class RecordPages {
       const values = new Map<string, string[]>();
       for (const f of ui.fields) {
         const d = this.field(rt, f);
-        if (d && f.widget && d.default !== undefined && typeof d.default !== 'object') values.set(f.name, [String(d.default)]);
+        if (d && f.widget && d.default !== undefined && typeof d.default !== 'object')
+          values.set(f.name, [String(d.default)]);
       }
       return this.renderForm(res, 200, rt, ui, null, { values, errors: new Map(), general: [], version: '' });
     }
-    const { resource, included, version } = await this.reads.record(rt, uuid, principal, ui.fields.filter((f) => f.widget === 'reference' || f.widget === 'select').filter((f) => this.field(rt, f)?.kind === 'relationship').map((f) => f.name));
+    const { resource, included, version } = await this.reads.record(
+      rt,
+      uuid,
+      principal,
+      ui.fields
+        .filter((f) => f.widget === 'reference' || f.widget === 'select')
+        .filter((f) => this.field(rt, f)?.kind === 'relationship')
+        .map((f) => f.name),
+    );
     const record = await this.services.records.find(this.services.knex, rt, uuid, principal);
     assertMayOnType(principal, rt.entityType, 'update', 'this resource');
     this.services.records.assertMayOnRecord(principal, record, 'update');
@@ -129,10 +155,18 @@ export class RecordPages {
       if (d.kind === 'relationship') {
         const data = resource.relationships?.[f.name]?.data;
         const refs = Array.isArray(data) ? data : data ? [data] : [];
-        values.set(f.name, refs.map((r) => labelOrId(included.get(`${r.type}:${r.id}`), r.id, this.ctx)));
+        values.set(
+          f.name,
+          refs.map((r) => labelOrId(included.get(`${r.type}:${r.id}`), r.id, this.ctx)),
+        );
       } else values.set(f.name, this.storedText(d, resource.attributes?.[f.name]));
     }
-    this.renderForm(res, 200, rt, ui, resource, { values, errors: new Map(), general: [], version: version === null ? '' : String(version) });
+    this.renderForm(res, 200, rt, ui, resource, {
+      values,
+      errors: new Map(),
+      general: [],
+      version: version === null ? '' : String(version),
+    });
   }
 
   /** A stored attribute as the text its input holds. */
@@ -180,7 +214,13 @@ export class RecordPages {
           const now = await versionOf(trx, rt.entityType.entityType, record.id, true);
           if (String(now ?? '') !== version) throw new StaleEdit();
         }
-        const body = { data: { type: rt.type, ...(record ? { id: record.uuid } : {}), ...(await this.document(trx, rt, ui, form, principal, uuid === null)) } };
+        const body = {
+          data: {
+            type: rt.type,
+            ...(record ? { id: record.uuid } : {}),
+            ...(await this.document(trx, rt, ui, form, principal, uuid === null)),
+          },
+        };
         const input = await this.services.input.read(trx, rt, body, record ?? undefined);
         if (record) {
           await this.services.entities.update(trx, record, input, principal);
@@ -201,10 +241,12 @@ export class RecordPages {
       if (error instanceof ApiError && (error.status === 422 || error.status === 400 || error.status === 409)) {
         for (const object of error.toObjects()) {
           const name = /^\/data\/(?:attributes|relationships)\/([^/]+)/.exec(object.source?.pointer ?? '')?.[1];
-          if (name && ui.fields.some((f) => f.name === name && f.widget)) state.errors.set(name, [...(state.errors.get(name) ?? []), object.detail]);
+          if (name && ui.fields.some((f) => f.name === name && f.widget))
+            state.errors.set(name, [...(state.errors.get(name) ?? []), object.detail]);
           else state.general.push(object.detail);
         }
-        if (!(error instanceof ValidationError) && !state.errors.size && !state.general.length) state.general.push(error.message);
+        if (!(error instanceof ValidationError) && !state.errors.size && !state.general.length)
+          state.general.push(error.message);
         return this.renderForm(res, 422, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
       }
       throw error;
@@ -218,14 +260,26 @@ export class RecordPages {
       const record = await this.services.records.findForUpdate(trx, rt, uuid, principal);
       assertMayOnType(principal, rt.entityType, 'update', 'this resource');
       this.services.records.assertMayOnRecord(principal, record, 'update');
-      const input = await this.services.input.read(trx, rt, { data: { type: rt.type, id: record.uuid, attributes: { [TASKS.status]: TASKS.done } } }, record);
+      const input = await this.services.input.read(
+        trx,
+        rt,
+        { data: { type: rt.type, id: record.uuid, attributes: { [TASKS.status]: TASKS.done } } },
+        record,
+      );
       await this.services.entities.update(trx, record, input, principal);
     });
     res.redirect(303, safeReturn(formValue(req.body as Form, 'return_to')));
   }
 
   /** The JSON:API resource object's attributes and relationships for what the form sent. */
-  private async document(db: Knex | Knex.Transaction, rt: ResourceType, ui: BundleUi, form: Form, principal: Principal, creating: boolean): Promise<{ attributes: Record<string, unknown>; relationships: Record<string, unknown> }> {
+  private async document(
+    db: Knex | Knex.Transaction,
+    rt: ResourceType,
+    ui: BundleUi,
+    form: Form,
+    principal: Principal,
+    creating: boolean,
+  ): Promise<{ attributes: Record<string, unknown>; relationships: Record<string, unknown> }> {
     const attributes: Record<string, unknown> = {};
     const relationships: Record<string, unknown> = {};
     for (const f of ui.fields) {
@@ -233,13 +287,24 @@ export class RecordPages {
       if (!d || !f.widget || f.widget === 'file') continue;
       const sent = form.get(f.name) ?? [];
       if (d.kind === 'relationship') {
-        const items = sent.flatMap((v) => v.split('\n')).map((v) => v.trim()).filter(Boolean);
+        const items = sent
+          .flatMap((v) => v.split('\n'))
+          .map((v) => v.trim())
+          .filter(Boolean);
         const refs = [];
         for (const item of items) refs.push(await this.resolveReference(db, d, item, principal));
         relationships[f.name] = { data: d.multiple ? refs : (refs[0] ?? null) };
         continue;
       }
-      const lines = f.widget === 'checkboxes' ? sent : d.multiple ? sent.flatMap((v) => v.split('\n')).map((v) => v.trim()).filter(Boolean) : sent.slice(0, 1);
+      const lines =
+        f.widget === 'checkboxes'
+          ? sent
+          : d.multiple
+            ? sent
+                .flatMap((v) => v.split('\n'))
+                .map((v) => v.trim())
+                .filter(Boolean)
+            : sent.slice(0, 1);
       const one = (text: string): unknown => {
         switch (f.widget) {
           case 'checkbox':
@@ -281,21 +346,55 @@ export class RecordPages {
   }
 
   /** A typed reference (a UUID, or a record's exact label) as a resource identifier the field may point at, read as the API reads. */
-  private async resolveReference(db: Knex | Knex.Transaction, d: FieldDescriptor, typed: string, principal: Principal): Promise<{ type: string; id: string }> {
+  private async resolveReference(
+    db: Knex | Knex.Transaction,
+    d: FieldDescriptor,
+    typed: string,
+    principal: Principal,
+  ): Promise<{ type: string; id: string }> {
     const targets = this.ctx.registry.targetsOf(d);
     const text = /\[([0-9a-fA-F-]{36})\]\s*$/.exec(typed)?.[1] ?? typed;
     if (UUID.test(text)) {
       for (const target of targets) {
         const found = await this.services.loader.store.findByUuid(db, target.entityType.entityType, text.toLowerCase());
-        if (found && targets.some((t) => t.bundle.bundle === found.bundle && t.entityType.entityType === target.entityType.entityType)) return { type: this.ctx.registry.typeName(target.entityType.entityType, found.bundle), id: text.toLowerCase() };
+        if (
+          found &&
+          targets.some(
+            (t) => t.bundle.bundle === found.bundle && t.entityType.entityType === target.entityType.entityType,
+          )
+        )
+          return {
+            type: this.ctx.registry.typeName(target.entityType.entityType, found.bundle),
+            id: text.toLowerCase(),
+          };
       }
     } else {
       for (const target of targets) {
         if (!mayOnType(principal, target.entityType, 'view')) continue;
-        const query = this.reads.query(target, new URLSearchParams({ 'filter[label][condition][path]': target.entityType.labelField, 'filter[label][condition][value]': text, 'page[limit]': '1' }).toString());
-        const { ids } = await fetchPage(db as Knex, this.reads.compiler, target, query.filter, query.sort, query.page, principal);
+        const query = this.reads.query(
+          target,
+          new URLSearchParams({
+            'filter[label][condition][path]': target.entityType.labelField,
+            'filter[label][condition][value]': text,
+            'page[limit]': '1',
+          }).toString(),
+        );
+        const { ids } = await fetchPage(
+          db as Knex,
+          this.reads.compiler,
+          target,
+          query.filter,
+          query.sort,
+          query.page,
+          principal,
+        );
         if (ids.length) {
-          const [record] = await this.services.loader.load(db, target.entityType.entityType, ids, new Map([[target.type, new Set([target.entityType.labelField])]]));
+          const [record] = await this.services.loader.load(
+            db,
+            target.entityType.entityType,
+            ids,
+            new Map([[target.type, new Set([target.entityType.labelField])]]),
+          );
           if (record) return { type: target.type, id: record.uuid };
         }
       }
@@ -303,9 +402,18 @@ export class RecordPages {
     throw new ReferenceProblem(d.name, M.form.notFoundReference(text));
   }
 
-  private renderForm(res: Response, status: number, rt: ResourceType, ui: BundleUi, resource: Pick<Resource, 'type' | 'id'> | null, state: FormState): void {
+  private renderForm(
+    res: Response,
+    status: number,
+    rt: ResourceType,
+    ui: BundleUi,
+    resource: Pick<Resource, 'type' | 'id'> | null,
+    state: FormState,
+  ): void {
     const { csrfToken } = webState(res);
-    const action = resource ? `${recordPath(resource)}/edit` : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new`;
+    const action = resource
+      ? `${recordPath(resource)}/edit`
+      : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new`;
     const sections = ui.sections.map((section) => {
       const fields = ui.fields.filter((f) => f.section === section && f.widget && f.widget !== 'file');
       if (!fields.length) return '';
@@ -313,7 +421,10 @@ export class RecordPages {
       const controls = fields.map((f) => this.control(rt, f, state));
       return heading ? html`<fieldset><legend>${heading}</legend>${controls}</fieldset>` : html`<div>${controls}</div>`;
     });
-    const problems = state.general.length || state.errors.size ? html`<div class="error" role="alert"><p>${M.form.problems}</p>${state.general.map((g) => html`<p>${g}</p>`)}</div>` : '';
+    const problems =
+      state.general.length || state.errors.size
+        ? html`<div class="error" role="alert"><p>${M.form.problems}</p>${state.general.map((g) => html`<p>${g}</p>`)}</div>`
+        : '';
     const body = html`${problems}<form class="record card" method="post" action="${action}" novalidate>
 <input type="hidden" name="csrf_token" value="${csrfToken}">
 ${resource ? html`<input type="hidden" name="version" value="${state.version}">` : ''}
@@ -329,7 +440,12 @@ ${sections}
     const id = `field-${f.name}`;
     const values = state.values.get(f.name) ?? [];
     const errors = state.errors.get(f.name) ?? [];
-    const describedBy = [f.description || d.kind === 'relationship' || f.widget === 'wkt' || f.widget === 'id_tag' ? `${id}-help` : '', errors.length ? `${id}-error` : ''].filter(Boolean).join(' ');
+    const describedBy = [
+      f.description || d.kind === 'relationship' || f.widget === 'wkt' || f.widget === 'id_tag' ? `${id}-help` : '',
+      errors.length ? `${id}-error` : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
     const aria = html`${describedBy ? html` aria-describedby="${describedBy}"` : ''}${errors.length ? html` aria-invalid="true"` : ''}${f.required ? html` aria-required="true"` : ''}`;
     const label = html`<label for="${id}">${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</label>`;
     const placeholder = f.placeholder ? html` placeholder="${f.placeholder}"` : '';
@@ -342,7 +458,9 @@ ${sections}
         break;
       case 'reference':
       case 'id_tag':
-        input = d.multiple ? html`${label}<textarea id="${id}" name="${f.name}"${placeholder}${aria}>${text}</textarea>` : html`${label}<input type="text" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${placeholder}${aria}>`;
+        input = d.multiple
+          ? html`${label}<textarea id="${id}" name="${f.name}"${placeholder}${aria}>${text}</textarea>`
+          : html`${label}<input type="text" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${placeholder}${aria}>`;
         break;
       case 'checkbox':
         input = html`<label class="choice" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="1" ${values.includes('1') || values.includes('true') ? 'checked' : ''}${aria}> ${f.label}</label>`;
@@ -353,9 +471,16 @@ ${sections}
       case 'radios':
       case 'checkboxes': {
         const type = f.widget === 'radios' ? 'radio' : 'checkbox';
-        const options = d.type === 'boolean' ? [{ value: '1', label: M.values.yes }, { value: '0', label: M.values.no }] : (d.allowedValues ?? []);
+        const options =
+          d.type === 'boolean'
+            ? [
+                { value: '1', label: M.values.yes },
+                { value: '0', label: M.values.no },
+              ]
+            : (d.allowedValues ?? []);
         input = html`<fieldset id="${id}"${aria}><legend>${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</legend>${options.map(
-          (a, i) => html`<label class="choice" for="${id}-${i}"><input type="${type}" id="${id}-${i}" name="${f.name}" value="${a.value}" ${values.includes(a.value) ? 'checked' : ''}> ${a.label}</label>`,
+          (a, i) =>
+            html`<label class="choice" for="${id}-${i}"><input type="${type}" id="${id}-${i}" name="${f.name}" value="${a.value}" ${values.includes(a.value) ? 'checked' : ''}> ${a.label}</label>`,
         )}</fieldset>`;
         break;
       }
@@ -380,7 +505,14 @@ ${sections}
           ? html`${label}<textarea id="${id}" name="${f.name}"${placeholder}${aria}>${text}</textarea>`
           : html`${label}<input type="text" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${d.maxLength ? html` maxlength="${d.maxLength}"` : ''}${placeholder}${aria}>`;
     }
-    const help = [f.description ?? '', d.kind === 'relationship' ? M.form.referenceHelp : '', f.widget === 'wkt' ? M.form.wktHelp : '', f.widget === 'id_tag' ? M.form.idTagHelp : ''].filter(Boolean).join(' ');
+    const help = [
+      f.description ?? '',
+      d.kind === 'relationship' ? M.form.referenceHelp : '',
+      f.widget === 'wkt' ? M.form.wktHelp : '',
+      f.widget === 'id_tag' ? M.form.idTagHelp : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
     return html`<div class="control">${input}${help ? html`<p class="help" id="${id}-help">${help}</p>` : ''}${errors.length ? html`<p class="field-error" id="${id}-error">${errors.join(' ')}</p>` : ''}</div>`;
   }
 }
@@ -390,7 +522,8 @@ class StaleEdit extends Error {}
 
 function labelOrId(resource: Resource | undefined, id: string, ctx: AppContext): string {
   if (!resource) return id;
-  const label = resource.attributes?.[ctx.registry.model.entityTypes[resource.type.split('--')[0]!]?.labelField ?? 'name'];
+  const label =
+    resource.attributes?.[ctx.registry.model.entityTypes[resource.type.split('--')[0]!]?.labelField ?? 'name'];
   // The ID in brackets keeps the very record when the form is saved again, whatever names others share.
   return typeof label === 'string' && label ? `${label} [${id}]` : id;
 }

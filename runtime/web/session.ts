@@ -56,7 +56,9 @@ function principalOf(session: LoginSession): Principal {
 
 /** A path under /farm to go back to after signing in; anything else is the dashboard. */
 export function safeReturn(value: string | undefined): string {
-  return value && /^\/farm(\/|$|\?)/.test(value) && !/[\r\n\\]/.test(value) && !value.startsWith('//') ? value : '/farm';
+  return value && /^\/farm(\/|$|\?)/.test(value) && !/[\r\n\\]/.test(value) && !value.startsWith('//')
+    ? value
+    : '/farm';
 }
 
 export function formValue(form: Form, name: string): string | undefined {
@@ -72,13 +74,16 @@ export class WebSessions {
     private readonly sessions: LoginSessions,
     private readonly limiters: Limiters,
   ) {
-    const read = ctx.bodies.read(express.text({ type: 'application/x-www-form-urlencoded', limit: FORM_LIMIT_BYTES }), { limitBytes: FORM_LIMIT_BYTES });
+    const read = ctx.bodies.read(express.text({ type: 'application/x-www-form-urlencoded', limit: FORM_LIMIT_BYTES }), {
+      limitBytes: FORM_LIMIT_BYTES,
+    });
     this.formBody = (req: Request, res: Response, next: NextFunction) => {
       read(req, res, (error?: unknown) => {
         if (error) return next(error);
         const form: Form = new Map();
         // A browser sends a textarea's line breaks as CR LF (HTML's form encoding): kept as the LF typed.
-        for (const [name, value] of new URLSearchParams(typeof req.body === 'string' ? req.body : '')) form.set(name, [...(form.get(name) ?? []), value.replace(/\r\n?/g, '\n')]);
+        for (const [name, value] of new URLSearchParams(typeof req.body === 'string' ? req.body : ''))
+          form.set(name, [...(form.get(name) ?? []), value.replace(/\r\n?/g, '\n')]);
         req.body = form;
         next();
       });
@@ -88,7 +93,11 @@ export class WebSessions {
   /** Pages for signed-in people: attaches the session and principal, or sends the browser to sign in (a POST too: nothing is done). */
   readonly signedIn: RequestHandler = async (req, res, next) => {
     const session = await this.sessions.attach(req);
-    if (!session) return res.redirect(303, `/farm/sign-in?return_to=${encodeURIComponent(req.method === 'GET' ? req.originalUrl : '/farm')}`);
+    if (!session)
+      return res.redirect(
+        303,
+        `/farm/sign-in?return_to=${encodeURIComponent(req.method === 'GET' ? req.originalUrl : '/farm')}`,
+      );
     const principal = principalOf(session);
     setPrincipal(res, principal);
     states.set(res, { session, principal, csrfToken: this.sessions.sessionCsrfToken(session) });
@@ -99,17 +108,34 @@ export class WebSessions {
   readonly checkCsrf: RequestHandler = (req, res, next) => {
     const state = webState(res);
     if (!this.sessions.checkSessionCsrfToken(state.session, formValue(req.body as Form, 'csrf_token'))) {
-      return sendPage(res, 403, page(M.errors.forbidden, this.chrome(null), html`<p class="error" role="alert">${M.errors.csrf}</p>`));
+      return sendPage(
+        res,
+        403,
+        page(M.errors.forbidden, this.chrome(null), html`<p class="error" role="alert">${M.errors.csrf}</p>`),
+      );
     }
     next();
   };
 
   /** The page frame for this request's person (or nobody). */
   chrome(state: WebState | null, nav: Chrome['nav'] = []): Chrome {
-    return { farmName: this.ctx.config.farmName, user: state ? { name: state.session.user.name } : null, csrfToken: state?.csrfToken ?? null, nav };
+    return {
+      farmName: this.ctx.config.farmName,
+      user: state ? { name: state.session.user.name } : null,
+      csrfToken: state?.csrfToken ?? null,
+      nav,
+    };
   }
 
-  private signInPage(req: Request, res: Response, status: number, returnTo: string, error?: string, username = '', notice?: string): void {
+  private signInPage(
+    req: Request,
+    res: Response,
+    status: number,
+    returnTo: string,
+    error?: string,
+    username = '',
+    notice?: string,
+  ): void {
     const token = this.sessions.loginCsrfToken(req, res);
     const body = html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <form class="record card" method="post" action="/farm/sign-in">
@@ -131,7 +157,15 @@ export class WebSessions {
       const returnTo = safeReturn(new URL(req.originalUrl, 'http://x').searchParams.get('return_to') ?? undefined);
       if (await this.sessions.attach(req)) return res.redirect(303, returnTo);
       const params = new URL(req.originalUrl, 'http://x').searchParams;
-      this.signInPage(req, res, 200, returnTo, undefined, '', params.has('signed_out') ? M.signIn.signedOut : params.has('password_changed') ? M.account.changed : undefined);
+      this.signInPage(
+        req,
+        res,
+        200,
+        returnTo,
+        undefined,
+        '',
+        params.has('signed_out') ? M.signIn.signedOut : params.has('password_changed') ? M.account.changed : undefined,
+      );
     });
     router.post('/farm/sign-in', this.formBody, async (req, res) => {
       const form = req.body as Form;
@@ -142,11 +176,15 @@ export class WebSessions {
         res.set('Retry-After', String(addressWait));
         return this.signInPage(req, res, 429, returnTo, M.signIn.tooMany(addressWait));
       }
-      if (!this.sessions.checkLoginCsrfToken(req, formValue(form, 'csrf_token'))) return this.signInPage(req, res, 403, returnTo, M.signIn.expired);
+      if (!this.sessions.checkLoginCsrfToken(req, formValue(form, 'csrf_token')))
+        return this.signInPage(req, res, 403, returnTo, M.signIn.expired);
       const username = formValue(form, 'username') ?? '';
       const password = formValue(form, 'password') ?? '';
       const db = this.ctx.db.knex;
-      const check = username && password ? await this.ctx.passwords.login(db, username, password, address) : { outcome: 'wrong' as const, userId: null };
+      const check =
+        username && password
+          ? await this.ctx.passwords.login(db, username, password, address)
+          : { outcome: 'wrong' as const, userId: null };
       if (check.outcome === 'wait') {
         res.set('Retry-After', String(check.seconds));
         return this.signInPage(req, res, 429, returnTo, M.signIn.tooMany(check.seconds), username);

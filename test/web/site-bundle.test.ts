@@ -42,8 +42,22 @@ test("a site bundle's form, page and list, generated with no code", async () => 
   const site = join(p.root, 'site');
   p.write('site/definitions/asset/beehive.yaml', BEEHIVE);
   await generate({ root: p.root, siteDir: site });
-  const { server, token } = await startTestServerAsAdmin({ generatedDir: join(p.root, 'generated'), env: { TILTH_SITE_DIR: site } });
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  const { server, token } = await startTestServerAsAdmin({
+    generatedDir: join(p.root, 'generated'),
+    env: { TILTH_SITE_DIR: site },
+  });
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
   try {
     const page = await browser.newPage();
     await page.goto(`${server.url}/farm/asset/beehive/new`);
@@ -53,11 +67,16 @@ test("a site bundle's form, page and list, generated with no code", async () => 
     await page.waitForURL(`${server.url}/farm/asset/beehive/new`);
     assert.equal(await page.textContent('h1'), 'New Beehive');
     // Widgets from the field types, the hint's order and placeholder.
-    assert.equal(await page.getAttribute('form.record input[type=checkbox][name=queen_marked]', 'id'), 'field-queen_marked');
+    assert.equal(
+      await page.getAttribute('form.record input[type=checkbox][name=queen_marked]', 'id'),
+      'field-queen_marked',
+    );
     assert.equal(await page.getAttribute('#field-frames', 'type'), 'number');
     assert.equal(await page.$eval('#field-colour', (e) => e.tagName), 'SELECT', 'four allowed values: a select');
     assert.equal(await page.getAttribute('#field-apiary_notes', 'placeholder'), 'By the gate');
-    const order = await page.$$eval('form.record [name]:not([type=hidden])', (els) => els.map((e) => (e as HTMLInputElement).name));
+    const order = await page.$$eval('form.record [name]:not([type=hidden])', (els) =>
+      els.map((e) => (e as HTMLInputElement).name),
+    );
     assert.equal(order[0], 'apiary_notes', 'order: -1 puts it first');
 
     await page.fill('#field-name', 'Hive 7');
@@ -70,10 +89,17 @@ test("a site bundle's form, page and list, generated with no code", async () => 
     const id = new URL(page.url()).pathname.split('/').pop()!;
     const read = await request(`${server.url}/api/asset/beehive/${id}`, { token });
     const a = read.body.data.attributes;
-    assert.deepEqual([a.name, a.apiary_notes, a.frames, a.colour, a.queen_marked, a.status], ['Hive 7', 'Under the walnut', 10, 'yellow', true, 'active']);
+    assert.deepEqual(
+      [a.name, a.apiary_notes, a.frames, a.colour, a.queen_marked, a.status],
+      ['Hive 7', 'Under the walnut', 10, 'yellow', true, 'active'],
+    );
     assert.match((await page.textContent('main'))!, /Yellow/, 'the page shows the value by its label');
 
-    await request(`${server.url}/api/asset/beehive`, { method: 'POST', token, json: { data: { type: 'asset--beehive', attributes: { name: 'Hive 8', colour: 'red' } } } });
+    await request(`${server.url}/api/asset/beehive`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'asset--beehive', attributes: { name: 'Hive 8', colour: 'red' } } },
+    });
     await page.goto(`${server.url}/farm/asset/beehive?colour=yellow`);
     const rows = await page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.textContent));
     assert.equal(rows.length, 1);

@@ -18,7 +18,18 @@ before(async () => {
   server = await startTestServer({ env: { TILTH_FARM_NAME: 'Willow Creek' } });
   token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
   await createUser(server.ctx.db.knex, { name: VIEWER.name, password: VIEWER.password, roles: ['farm_viewer'] });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
 });
 after(async () => {
   await browser?.close();
@@ -31,7 +42,13 @@ async function openBrowser(): Promise<{ context: BrowserContext; page: Page; err
   const page = await context.newPage();
   const errors: string[] = [];
   // A 4xx page (a 422 form, a 409 conflict) is logged by Chromium as a failed load: expected, not an error of the page's.
-  page.on('console', (m) => m.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()) && errors.push(m.text()));
+  page.on(
+    'console',
+    (m) =>
+      m.type() === 'error' &&
+      !/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()) &&
+      errors.push(m.text()),
+  );
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('dialog', (d) => {
     errors.push(`a dialog opened: ${d.message()}`);
@@ -50,7 +67,13 @@ async function signIn(page: Page, who: { name: string; password: string }): Prom
 }
 
 async function createLog(name: string): Promise<{ id: string }> {
-  const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name, status: 'pending', timestamp: '2024-03-01T10:00:00+00:00' } } } });
+  const res = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token,
+    json: {
+      data: { type: 'log--activity', attributes: { name, status: 'pending', timestamp: '2024-03-01T10:00:00+00:00' } },
+    },
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.data;
 }
@@ -84,7 +107,9 @@ test('sign in and out: the cookie is HttpOnly and SameSite=Lax, a new id at sign
     assert.equal(cookie.path, '/');
 
     // Signed in on the OAuth pages too: the authorize endpoint shows the consent page, not the login form.
-    const authorize = await page.request.get(`${server.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: server.url, scope: 'user_access', state: 'x' })}`);
+    const authorize = await page.request.get(
+      `${server.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: server.url, scope: 'user_access', state: 'x' })}`,
+    );
     assert.match(await authorize.text(), /Authorize Farm default\?/);
     // And `/` leads a signed-in browser to the dashboard.
     await page.goto(`${server.url}/`);
@@ -110,7 +135,11 @@ test('a password change through the API ends the web session at once', async () 
   const { context, page } = await openBrowser();
   try {
     await signIn(page, { name, password: 'pat-password-1' });
-    const res = await request(`${server.url}/api/user/user/${user.uuid}`, { method: 'PATCH', token, json: { data: { type: 'user--user', id: user.uuid, attributes: { pass: { value: 'pat-password-2' } } } } });
+    const res = await request(`${server.url}/api/user/user/${user.uuid}`, {
+      method: 'PATCH',
+      token,
+      json: { data: { type: 'user--user', id: user.uuid, attributes: { pass: { value: 'pat-password-2' } } } },
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     await page.goto(`${server.url}/farm`);
     assert.equal(new URL(page.url()).pathname, '/farm/sign-in', 'signed out by the new password');
@@ -149,7 +178,9 @@ test('a POST without the CSRF token is refused with 403 and changes nothing', as
     await page.goto(`${server.url}/farm/log/activity/${log.id}/edit`);
     const version = await page.inputValue('input[name=version]');
     for (const csrf of [undefined, 'forged-token']) {
-      const res = await page.request.post(`${server.url}/farm/log/activity/${log.id}/edit`, { form: { ...(csrf ? { csrf_token: csrf } : {}), version, name: 'Hijacked', status: 'done' } });
+      const res = await page.request.post(`${server.url}/farm/log/activity/${log.id}/edit`, {
+        form: { ...(csrf ? { csrf_token: csrf } : {}), version, name: 'Hijacked', status: 'done' },
+      });
       assert.equal(res.status(), 403);
       assert.match(await res.text(), /security token/);
     }
@@ -171,7 +202,13 @@ test('a log created through the generated form reads back through the API as ent
     await page.click('text=Add Activity');
     assert.equal(new URL(page.url()).pathname, '/farm/log/activity/new');
     // Everything required is marked, every input has a label.
-    const unlabelled = await page.$$eval('form.record input:not([type=hidden]), form.record select, form.record textarea', (els) => els.filter((e) => !e.id || !document.querySelector(`label[for="${e.id}"]`)).map((e) => (e as HTMLInputElement).name));
+    const unlabelled = await page.$$eval(
+      'form.record input:not([type=hidden]), form.record select, form.record textarea',
+      (els) =>
+        els
+          .filter((e) => !e.id || !document.querySelector(`label[for="${e.id}"]`))
+          .map((e) => (e as HTMLInputElement).name),
+    );
     assert.deepEqual(unlabelled, []);
 
     // A 422: a value the field does not take is shown beside it, with what was typed kept.
@@ -199,9 +236,22 @@ test('a log created through the generated form reads back through the API as ent
     assert.match(attributes.geometry.value, /^POINT \(-72\.5 42\.3\)$/);
     // The farm's wall clock (the server's time zone here) as the instant the API holds.
     const typed = new Date(attributes.timestamp);
-    const shown = new Intl.DateTimeFormat('en-CA', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(typed).replace(', ', 'T');
+    const shown = new Intl.DateTimeFormat('en-CA', {
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    })
+      .format(typed)
+      .replace(', ', 'T');
     assert.equal(shown, '2024-05-02T08:30');
-    assert.equal(read.body.data.relationships.uid.data.id, (await request(`${server.url}/api/user/user?filter[name]=${ADMIN.name}`, { token })).body.data[0].id, 'the author is the person signed in');
+    assert.equal(
+      read.body.data.relationships.uid.data.id,
+      (await request(`${server.url}/api/user/user?filter[name]=${ADMIN.name}`, { token })).body.data[0].id,
+      'the author is the person signed in',
+    );
 
     // The record's page shows it, with its revision.
     assert.equal(await page.textContent('h1'), 'Mow the orchard');
@@ -215,11 +265,17 @@ test('a log created through the generated form reads back through the API as ent
     await page.click('form.record button[type=submit]');
     await page.waitForURL(/\?saved=saved/);
     await second.fill('#field-name', 'Mow it once');
-    const [answer] = await Promise.all([second.waitForResponse((r) => r.request().method() === 'POST'), second.click('form.record button[type=submit]')]);
+    const [answer] = await Promise.all([
+      second.waitForResponse((r) => r.request().method() === 'POST'),
+      second.click('form.record button[type=submit]'),
+    ]);
     assert.equal(answer.status(), 409);
     assert.match((await second.textContent('[role=alert]'))!, /changed this record since you opened the form/);
     assert.equal(await second.inputValue('#field-name'), 'Mow it once');
-    assert.equal((await request(`${server.url}/api/log/activity/${id}`, { token })).body.data.attributes.name, 'Mow the orchard twice');
+    assert.equal(
+      (await request(`${server.url}/api/log/activity/${id}`, { token })).body.data.attributes.name,
+      'Mow the orchard twice',
+    );
     assert.deepEqual(errors, []);
   } finally {
     await context.close();
@@ -240,12 +296,22 @@ test('a viewer sees no edit buttons, and a direct POST of a form is refused', as
     const form = await page.request.get(`${server.url}/farm/log/activity/${log.id}/edit`);
     assert.equal(form.status(), 403);
     const csrf = await page.inputValue('header input[name=csrf_token]');
-    const post = await page.request.post(`${server.url}/farm/log/activity/${log.id}/edit`, { form: { csrf_token: csrf, name: 'Viewer was here' } });
+    const post = await page.request.post(`${server.url}/farm/log/activity/${log.id}/edit`, {
+      form: { csrf_token: csrf, name: 'Viewer was here' },
+    });
     assert.equal(post.status(), 403);
-    const create = await page.request.post(`${server.url}/farm/log/activity/new`, { form: { csrf_token: csrf, name: 'Viewer log', status: 'done' } });
+    const create = await page.request.post(`${server.url}/farm/log/activity/new`, {
+      form: { csrf_token: csrf, name: 'Viewer log', status: 'done' },
+    });
     assert.equal(create.status(), 403);
-    assert.equal((await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes.name, 'Inspect hives');
-    assert.equal((await request(`${server.url}/api/log/activity?filter[name]=Viewer log`, { token })).body.data.length, 0);
+    assert.equal(
+      (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes.name,
+      'Inspect hives',
+    );
+    assert.equal(
+      (await request(`${server.url}/api/log/activity?filter[name]=Viewer log`, { token })).body.data.length,
+      0,
+    );
   } finally {
     await context.close();
   }
@@ -253,18 +319,35 @@ test('a viewer sees no edit buttons, and a direct POST of a form is refused', as
 
 test('markup typed into a string field is shown as text on the list and the record page: nothing runs', async () => {
   const hostile = `<img src=x onerror="alert(1)">"><script>alert(2)</script><a href="javascript:alert(3)">x</a>`;
-  const res = await request(`${server.url}/api/asset/equipment`, { method: 'POST', token, json: { data: { type: 'asset--equipment', attributes: { name: hostile, notes: { value: hostile, format: 'default' }, manufacturer: hostile } } } });
+  const res = await request(`${server.url}/api/asset/equipment`, {
+    method: 'POST',
+    token,
+    json: {
+      data: {
+        type: 'asset--equipment',
+        attributes: { name: hostile, notes: { value: hostile, format: 'default' }, manufacturer: hostile },
+      },
+    },
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const id = res.body.data.id;
   const { context, page, errors } = await openBrowser();
   try {
     await signIn(page, ADMIN);
-    for (const path of ['/farm/asset/equipment', `/farm/asset/equipment/${id}`, `/farm/asset/equipment/${id}/edit`, `/farm/asset/equipment?name=${encodeURIComponent(hostile)}`]) {
+    for (const path of [
+      '/farm/asset/equipment',
+      `/farm/asset/equipment/${id}`,
+      `/farm/asset/equipment/${id}/edit`,
+      `/farm/asset/equipment?name=${encodeURIComponent(hostile)}`,
+    ]) {
       await page.goto(`${server.url}${path}`);
       assert.equal(await page.$$eval('script', (s) => s.length), 0, `${path}: no script element`);
       assert.equal(await page.$$eval('img', (s) => s.length), 0, `${path}: no image element`);
       assert.equal(await page.$$eval('a[href^="javascript:"]', (s) => s.length), 0, `${path}: no javascript: link`);
-      assert.ok((await page.textContent('main'))!.includes('<script>alert(2)</script>'), `${path}: the text is shown as typed`);
+      assert.ok(
+        (await page.textContent('main'))!.includes('<script>alert(2)</script>'),
+        `${path}: the text is shown as typed`,
+      );
     }
     assert.deepEqual(errors, [], 'nothing ran');
   } finally {
@@ -284,7 +367,10 @@ test('lists: the URL holds the filters and sort, the count is shown; an unknown 
     assert.match((await page.textContent('[role=status]'))!, /About 1 record/);
     await page.goto(`${server.url}/farm/log/activity?sort=name`);
     const sorted = await page.$$eval('tbody tr td:first-child', (tds) => tds.map((t) => t.textContent!));
-    assert.deepEqual(sorted, [...sorted].sort((a, b) => a.localeCompare(b)));
+    assert.deepEqual(
+      sorted,
+      [...sorted].sort((a, b) => a.localeCompare(b)),
+    );
     const res = await page.request.get(`${server.url}/farm/log/nonsense`);
     assert.equal(res.status(), 404);
     assert.match(await res.text(), /Not found/);
@@ -300,13 +386,20 @@ test('a list page costs the same statements for 30 rows as for 2: no query per r
     return res.body.data as { type: string; id: string };
   };
   const asset = await post('asset/equipment', { type: 'asset--equipment', attributes: { name: 'Tractor' } });
-  const category = await post('taxonomy_term/log_category', { type: 'taxonomy_term--log_category', attributes: { name: 'Machinery' } });
+  const category = await post('taxonomy_term/log_category', {
+    type: 'taxonomy_term--log_category',
+    attributes: { name: 'Machinery' },
+  });
   const admin = (await request(`${server.url}/api/user/user?filter[name]=${ADMIN.name}`, { token })).body.data[0];
   const observe = (n: number) =>
     post('log/observation', {
       type: 'log--observation',
       attributes: { name: `Look at the tractor ${n}`, status: 'done' },
-      relationships: { asset: { data: [{ type: asset.type, id: asset.id }] }, category: { data: [{ type: category.type, id: category.id }] }, owner: { data: [{ type: 'user--user', id: admin.id }] } },
+      relationships: {
+        asset: { data: [{ type: asset.type, id: asset.id }] },
+        category: { data: [{ type: category.type, id: category.id }] },
+        owner: { data: [{ type: 'user--user', id: admin.id }] },
+      },
     });
   const { context, page } = await openBrowser();
   try {
@@ -348,7 +441,13 @@ test('the dashboard: late and upcoming tasks, all or mine, and a late task marke
     const res = await request(`${server.url}/api/log/maintenance`, {
       method: 'POST',
       token,
-      json: { data: { type: 'log--maintenance', attributes: { name, status: 'pending', timestamp: iso(at) }, relationships: { owner: { data: [{ type: 'user--user', id: mine ? admin.id : vera.id }] } } } },
+      json: {
+        data: {
+          type: 'log--maintenance',
+          attributes: { name, status: 'pending', timestamp: iso(at) },
+          relationships: { owner: { data: [{ type: 'user--user', id: mine ? admin.id : vera.id }] } },
+        },
+      },
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data.id as string;
@@ -373,7 +472,10 @@ test('the dashboard: late and upcoming tasks, all or mine, and a late task marke
     await page.click('button[aria-label="Mark Grease the baler done"]');
     await page.waitForURL(`${server.url}/farm?tasks=mine`);
     assert.doesNotMatch(await section('late'), /Grease the baler/);
-    assert.equal((await request(`${server.url}/api/log/maintenance/${late}`, { token })).body.data.attributes.status, 'done');
+    assert.equal(
+      (await request(`${server.url}/api/log/maintenance/${late}`, { token })).body.data.attributes.status,
+      'done',
+    );
     assert.deepEqual(errors, []);
   } finally {
     await context.close();
