@@ -96,10 +96,44 @@ auto?: ("created" | "changed" | "author" | "editor")
 internal?: boolean
 visibility?: ("all" | "self" | "admin" | "editors")
 default_callback?: "unique_key"
+ui?: FieldUi
 }
 export interface AllowedValue {
 value: string
 label: string
+}
+/**
+ * Hints for the web interface (runtime/model/ui.ts). Every key is optional: defaults come from the field's type.
+ */
+export interface FieldUi {
+/**
+ * the field's place on forms and the record page: lower first; fields without one keep their definition order after those with one
+ */
+order?: number
+/**
+ * main (the default), sidebar, or the machine name of a section of its own
+ */
+section?: string
+/**
+ * true: a column of the bundle's list; false: never one (the label field is one by default)
+ */
+list?: boolean
+/**
+ * true: offered as a filter of the bundle's list; false: never offered
+ */
+filter?: boolean
+/**
+ * the form control; it must suit the field's type (runtime/model/ui.ts, WIDGETS)
+ */
+widget?: ("text" | "textarea" | "email" | "number" | "decimal" | "fraction" | "select" | "radios" | "checkboxes" | "checkbox" | "datetime" | "date" | "reference" | "file" | "id_tag" | "wkt" | "password")
+/**
+ * example text shown in an empty text, number or reference input
+ */
+placeholder?: string
+/**
+ * true: left out of forms and the record page (the API still has it)
+ */
+hidden?: boolean
 }
 export interface EntityTypeFile {
 entity_type: MachineName

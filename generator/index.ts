@@ -16,6 +16,9 @@ import { emitOpenApi } from './emit/openapi.ts';
 import { emitTypes } from './emit/types.ts';
 import { emitMetaTypes } from './emit/meta-types.ts';
 import { emitRoutes } from './emit/routes.ts';
+import { emitUi } from './emit/ui.ts';
+import { STAMP } from './emit/stamp.ts';
+import { buildUi } from './ui.ts';
 import { emitMigrations, indexDifferences, readExistingMigrations } from './emit/migrations.ts';
 
 export { DefinitionError, DefinitionErrors } from './errors.ts';
@@ -100,6 +103,7 @@ export async function generate({ root, siteDir = join(root, 'site'), check = fal
   const outDir = join(root, 'generated');
   const files = loadBoth(root, siteDir);
   const model = buildModel(files.core);
+  const ui = buildUi(files.core, model);
   const migrationsDir = join(outDir, 'migrations');
   const existing = await readExistingMigrations(migrationsDir);
   const indexDiffers = indexDifferences(migrationsDir, existing.map((m) => m.file));
@@ -112,6 +116,7 @@ export async function generate({ root, siteDir = join(root, 'site'), check = fal
     ...(await emitTypes(model)),
     ...(await emitMetaTypes()),
     ...emitRoutes(model),
+    ...emitUi(ui, STAMP),
     ...migrations.files,
   ]);
   const { changed, removed } = sync(outDir, desired, root, check);
@@ -122,10 +127,12 @@ export async function generate({ root, siteDir = join(root, 'site'), check = fal
   let siteMigrationAdded: string | null = null;
   if (files.site.length || siteMigrations.length) {
     const full = buildModel([...files.core, ...files.site]);
+    const fullUi = buildUi([...files.core, ...files.site], full);
     const coreMigrations = migrations.added ? [...existing, { name: migrations.added, file: `${migrations.added}.ts`, ops: migrations.addedOps, recorded: null }] : existing;
     const site = emitSite({
       core: model,
       full,
+      ui: fullUi,
       coreMigrations,
       siteMigrations,
       desiredTables: tablesFor(full),

@@ -9,6 +9,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { DataModel, SchemaOp } from './model/descriptor.ts';
 import type { RouteEntry } from './model/routes.ts';
+import type { BundleUi } from './model/ui.ts';
 import { modelFingerprint } from './model/fingerprint.ts';
 import { SITE_SERIES, type SiteModelFile } from './model/site.ts';
 import type { GeneratedMigration } from './storage/migrations.ts';
@@ -21,6 +22,8 @@ export interface GeneratedArtifacts {
   migrations: GeneratedMigration[];
   /** Resource schema text by resource type, with the `{base_url}` placeholder. */
   schemas: Map<string, string>;
+  /** The web interface's description of each bundle (generated/ui/), by resource type; a bundle generated before there was one has none. */
+  ui: Map<string, BundleUi>;
   /** The site folder's generated/ that was merged in, or null when the site has none. */
   siteGeneratedDir: string | null;
 }
@@ -87,9 +90,10 @@ export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR, siteDir: stri
       for (const file of readdirSync(join(dir, 'schemas'))) {
         if (file.endsWith('.json')) schemas.set(file.slice(0, -5), readFileSync(join(dir, 'schemas', file), 'utf8'));
       }
+      const ui = readUi(join(dir, 'ui'));
       // Each migration knows its file, whose checksum is compared with the one recorded when applied.
       const withFiles = migrations.map((m) => ({ ...m, file: join(dir, 'migrations', `${m.name}.ts`) }));
-      const core: GeneratedArtifacts = { dir, model, routes, migrations: withFiles, schemas, siteGeneratedDir: null };
+      const core: GeneratedArtifacts = { dir, model, routes, migrations: withFiles, schemas, ui, siteGeneratedDir: null };
       return siteDir ? withSite(core, siteDir) : core;
     })();
     cache.set(key, loaded);
@@ -125,6 +129,8 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
     if (!existsSync(file)) throw new SiteOutputError(`${file} is missing. Run \`npm run generate\`, which writes it again.`);
     schemas.set(bundle.type, readFileSync(file, 'utf8'));
   }
+  const ui = new Map(core.ui);
+  for (const [type, description] of readUi(join(out, 'ui'))) ui.set(type, description);
   const migrations: GeneratedMigration[] = site.migrations.map(({ name, checksum }) => {
     const file = join(out, 'migrations', `${name}.json`);
     if (!existsSync(file)) throw new SiteOutputError(`${modelFile} lists the migration ${name}, but ${file} does not exist. Restore it (it may already be applied), or run \`npm run generate -- --check\`, which names what differs.`);
@@ -145,5 +151,17 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
     bundles: [...core.model.bundles, ...site.bundles].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
     modules: [...core.model.modules, ...site.modules],
   };
-  return { ...core, model, routes: [...core.routes, ...site.routes], migrations: [...core.migrations, ...migrations], schemas, siteGeneratedDir: out };
+  return { ...core, model, routes: [...core.routes, ...site.routes], migrations: [...core.migrations, ...migrations], schemas, ui, siteGeneratedDir: out };
+}
+
+/** The UI descriptions in a generated ui/ folder, by resource type (none when the folder is missing: output generated before it existed). */
+function readUi(dir: string): Map<string, BundleUi> {
+  const ui = new Map<string, BundleUi>();
+  if (!existsSync(dir)) return ui;
+  for (const file of readdirSync(dir)) {
+    if (!file.endsWith('.json')) continue;
+    const { $comment: _, ...description } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as BundleUi & { $comment?: string };
+    ui.set(description.type, description);
+  }
+  return ui;
 }

@@ -27,6 +27,7 @@ import { DATA_STREAM_PATHS, dataStreamRoutes } from './data-streams.ts';
 import { securityHeaders } from './security-headers.ts';
 import { mergeScopes, scoped } from './scoped.ts';
 import { AheadWatch, WRITE_PATHS, databaseAheadError } from './database-ahead.ts';
+import { WEB_PATHS, rootForSignedIn, webRoutes } from '../web/index.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -52,7 +53,9 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   // Routers without a mount path see only the requests under their own paths, and those at one
   // place in the chain are one layer for every other request (http/scoped.ts). The pages for a
   // person with a browser: the front door and the API's documentation.
-  app.use(scoped(mergeScopes(FRONT_DOOR_PATHS, OPENAPI_PATHS), frontDoorRoutes(ctx), openApiRoutes(ctx)));
+  app.use(scoped(mergeScopes(FRONT_DOOR_PATHS, OPENAPI_PATHS), rootForSignedIn(oauth.sessions), frontDoorRoutes(ctx), openApiRoutes(ctx)));
+  // The web interface (runtime/web/): its own pages, signed in with the OAuth pages' session cookie, not a token.
+  app.use(scoped(WEB_PATHS, webRoutes({ ctx, sessions: oauth.sessions, limiters: oauth.limiters })));
   app.use(oauth.cors);
   // Signing in, and Field Kit's field module scripts, public as farmOS serves them: before authentication.
   app.use(scoped([...OAUTH_PATHS, ...FIELD_MODULE_SCRIPT_PATHS], oauth.router, fieldModuleRoutes(ctx)));

@@ -9,6 +9,7 @@
  *   <site>/generated/model.json                        what the runtime loads (this shape)
  *   <site>/generated/schemas/<type>.json               their resource schemas
  *   <site>/generated/openapi.json                      their part of the OpenAPI document
+ *   <site>/generated/ui/<type>.json                    their web interface (model/ui.ts)
  *   <site>/generated/migrations/NNNN_<slug>.json       their migrations: { "ops": SchemaOp[] }
  */
 import type { BundleDescriptor, ModuleDescriptor } from './descriptor.ts';

@@ -21,7 +21,7 @@ import { revocationEndpoint } from './revoke.ts';
 import { metadataHandler } from './metadata.ts';
 import { authorizeRoutes } from './authorize.ts';
 import { LoginSessions, loadCookieKey } from './session.ts';
-import { createLimiters } from './rate-limit.ts';
+import { createLimiters, type Limiters } from './rate-limit.ts';
 import type { OAuthDeps } from './deps.ts';
 
 /** Where the OAuth router answers: every path of its routes starts with one of these (app.ts scopes it to them). */
@@ -37,6 +37,10 @@ export interface OAuthComponents {
   authenticate: [RequestHandler, ErrorRequestHandler];
   /** CORS headers for the origins clients registered. */
   cors: RequestHandler;
+  /** Who is signed in with a browser, shared with the web interface (runtime/web/). */
+  sessions: LoginSessions;
+  /** The sign-in rate limits, shared with the web interface's sign-in form. */
+  limiters: Limiters;
   /** Runs at start after migrations: creates the default `farm` client and loads the cookie key. */
   bootstrap(): Promise<void>;
 }
@@ -62,7 +66,7 @@ export function createOAuth(ctx: AppContext): OAuthComponents {
   router.post('/oauth/revoke', ...revocationEndpoint(deps));
   router.get('/.well-known/oauth-authorization-server', metadataHandler(ctx.config.baseUrl));
   router.use(authorizeRoutes(deps, server, sessions));
-  // Who this browser is signed in as, for the front door (the sign-in cookie is sent only under /oauth).
+  // Who this browser is signed in as, for the front door's script.
   router.get('/oauth/session', async (req, res) => {
     const session = await sessions.attach(req);
     res.set('Cache-Control', 'no-store').json(session ? { signed_in: true, name: session.user.name } : { signed_in: false });
@@ -70,6 +74,8 @@ export function createOAuth(ctx: AppContext): OAuthComponents {
 
   return {
     router,
+    sessions,
+    limiters: deps.limiters,
     authenticate: bearerAuthentication(db),
     cors: corsMiddleware(db),
     async bootstrap() {

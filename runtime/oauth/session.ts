@@ -3,7 +3,8 @@
  *
  * - The sign-in is a database row (oauth_sessions) found through a cookie holding a random
  *   session id and its HMAC signature; only the id's hash is stored. The cookie is HttpOnly,
- *   SameSite=Lax, limited to /oauth and Secure on https. A successful login always starts a new
+ *   SameSite=Lax and Secure on https, for the whole site: the web interface (runtime/web/) signs
+ *   in with the same session, so a person signed in on the OAuth pages is signed in there too. A successful login always starts a new
  *   session id (no session fixation).
  * - The login form's CSRF token is bound to a second random cookie (`tilth_browser`), since there
  *   is no session before signing in; the consent form's is bound to the session. Both tokens are
@@ -18,7 +19,9 @@ import { write } from '../storage/transactions.ts';
 
 const SESSION_COOKIE = 'tilth_session';
 const BROWSER_COOKIE = 'tilth_browser';
-const COOKIE_PATH = '/oauth';
+const COOKIE_PATH = '/';
+/** Where the session cookie was kept before the web interface shared it: an old one a browser still sends is cleared at sign-in and sign-out. */
+const FORMER_COOKIE_PATH = '/oauth';
 const KEY_STATE = 'oauth_cookie_key';
 
 export interface LoginSession {
@@ -35,15 +38,21 @@ export function sessionOf(req: Request): LoginSession | undefined {
   return sessions.get(req);
 }
 
-/** The value of one cookie of the request, or undefined. */
-function readCookie(req: Request, name: string): string | undefined {
+/** Every value of one cookie the request sent (the same name under two paths: the more specific first), in order. */
+function readCookies(req: Request, name: string): string[] {
   const header = req.headers.cookie;
-  if (!header) return undefined;
+  if (!header) return [];
+  const out: string[] = [];
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq !== -1 && part.slice(0, eq).trim() === name) out.push(part.slice(eq + 1).trim());
   }
-  return undefined;
+  return out;
+}
+
+/** The value of one cookie of the request, or undefined. */
+function readCookie(req: Request, name: string): string | undefined {
+  return readCookies(req, name)[0];
 }
 
 /** Load the cookie key shared by every server process, creating it on first start. */
@@ -81,16 +90,21 @@ export class LoginSessions {
 
   /** Find the signed-in, still active user of this browser, and remember the session for the request. */
   async attach(req: Request): Promise<LoginSession | null> {
-    const id = this.unsigned(readCookie(req, SESSION_COOKIE), 'session');
-    if (!id) return null;
-    const hash = hashSecret(id);
-    const row = await this.db('oauth_sessions').where('session_hash', hash).where('expires', '>', Math.floor(Date.now() / 1000)).first('user_id');
-    if (!row) return null;
-    const user = await findUser(this.db, { id: row.user_id });
-    if (!user || !user.status) return null;
-    const session = { id, hash, user };
-    sessions.set(req, session);
-    return session;
+    // Usually one cookie; two when a browser still holds one from before the cookie's path was
+    // the whole site (FORMER_COOKIE_PATH): the live one counts.
+    for (const cookie of readCookies(req, SESSION_COOKIE)) {
+      const id = this.unsigned(cookie, 'session');
+      if (!id) continue;
+      const hash = hashSecret(id);
+      const row = await this.db('oauth_sessions').where('session_hash', hash).where('expires', '>', Math.floor(Date.now() / 1000)).first('user_id');
+      if (!row) continue;
+      const user = await findUser(this.db, { id: row.user_id });
+      if (!user || !user.status) return null;
+      const session = { id, hash, user };
+      sessions.set(req, session);
+      return session;
+    }
+    return null;
   }
 
   /** Sign a user in: a new session row and cookie, replacing any earlier session of this browser. */
@@ -102,13 +116,17 @@ export class LoginSessions {
       if (previous) await trx('oauth_sessions').where('session_hash', hashSecret(previous)).delete();
       await trx('oauth_sessions').insert({ session_hash: hashSecret(id), user_id: userId, created: t, expires: t + this.options.lifetime });
     });
+    if (readCookies(req, SESSION_COOKIE).length > 1) res.clearCookie(SESSION_COOKIE, { path: FORMER_COOKIE_PATH });
     this.setCookie(res, SESSION_COOKIE, this.signed(id, 'session'), this.options.lifetime);
   }
 
   /** Sign out: the session row and its cookie go. */
   async end(req: Request, res: Response): Promise<void> {
-    const id = this.unsigned(readCookie(req, SESSION_COOKIE), 'session');
-    if (id) await this.db('oauth_sessions').where('session_hash', hashSecret(id)).delete();
+    const ids = readCookies(req, SESSION_COOKIE)
+      .map((cookie) => this.unsigned(cookie, 'session'))
+      .filter((id): id is string => id !== null);
+    if (ids.length) await this.db('oauth_sessions').whereIn('session_hash', ids.map(hashSecret)).delete();
+    if (readCookies(req, SESSION_COOKIE).length > 1) res.clearCookie(SESSION_COOKIE, { path: FORMER_COOKIE_PATH });
     res.clearCookie(SESSION_COOKIE, { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax', secure: this.options.secure });
   }
 

@@ -1,6 +1,7 @@
 // The front door and the API documentation (operations issue, item 7), in Debian's Chromium:
 // both pages render with no console error; the front door names the farm and the version, says
-// whether the browser is signed in, and links to the API, its documentation and the sign-in page;
+// whether the browser is signed in, and links to the API, its documentation and the sign-in page
+// (once signed in, `/` leads to the web interface);
 // /api/openapi.json describes every served bundle and none of a switched-off module.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,14 +40,17 @@ test('the front door names the farm and version, knows who is signed in, and lin
     await page.waitForFunction(() => document.getElementById('session')!.textContent === 'Not signed in.');
     for (const href of ['/api', '/api/docs']) assert.ok(await page.$(`a[href="${href}"]`), `a link to ${href}`);
 
-    // Sign in through the link: the login and consent pages, then back here.
+    // Sign in through the link: the login and consent pages, then back to `/`, which leads a
+    // signed-in browser on to the web interface's dashboard (issue 38).
     await page.click('#sign-in');
     await page.fill('input[name=username]', ADMIN.name);
     await page.fill('input[name=password]', ADMIN.password);
     await page.click('button[type=submit]');
     await page.click('button[value=allow]');
-    await page.waitForURL(`${server.url}/`);
-    await page.waitForFunction(() => document.getElementById('session')!.textContent === 'Signed in as admin.');
+    await page.waitForURL(`${server.url}/farm`);
+    assert.match((await page.textContent('header'))!, /Signed in as admin/);
+    // Its script still knows who is signed in (the session cookie is the whole site's).
+    assert.equal((await (await page.request.get(`${server.url}/oauth/session`)).json()).name, 'admin');
     assert.deepEqual(errors, [], 'no console errors');
   } finally {
     await page.close();

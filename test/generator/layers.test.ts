@@ -66,8 +66,9 @@ const RANKS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   // The commands every face runs on records (view, create, update, delete with a version, attach a
   // file), each its sequence of lock, precondition, access, save and reload written once.
   { name: 'usecases', paths: ['runtime/usecases'] },
-  // The two HTTP faces: side by side, neither imports the other (APART below).
-  { name: 'faces', paths: ['runtime/jsonapi', 'runtime/oauth'] },
+  // The HTTP faces: side by side, JSON:API and OAuth never import each other (APART below); the
+  // web interface reads and saves through the JSON:API face's parts and signs in with OAuth's session.
+  { name: 'faces', paths: ['runtime/jsonapi', 'runtime/oauth', 'runtime/web'] },
   // The Express application; imports save as the JSON:API face saves, and copying a farm in reads as it reads.
   { name: 'http', paths: ['runtime/http', 'runtime/imports', 'runtime/farmos-import'] },
   { name: 'top', paths: ['runtime/cli', 'runtime/server.ts', 'runtime/host'] },

@@ -1,0 +1,193 @@
+/**
+ * The web interface (issue 38): server-rendered pages under /farm for people with a browser,
+ * generated from the same definitions as the API (generated/ui/, model/ui.ts) and run by one
+ * generic set of pages, with no per-bundle code and no script. Reads and writes go through the
+ * JSON:API face's parts (reads.ts, records.ts), so the policy, validation, revisions and change
+ * feed are the API's own.
+ *
+ *   GET  /farm                                   dashboard (lists.ts)
+ *   GET  /farm/<entity type>                     its bundles
+ *   GET  /farm/<entity type>/<bundle>            a list: filters, sort and page in the URL
+ *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
+ *   GET|POST /farm/<entity type>/<bundle>/new    the create form
+ *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
+ *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
+ *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
+ *   GET|POST /farm/account/password              change my password (account.ts)
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { AppContext } from '../context.ts';
+import type { LoginSessions } from '../oauth/session.ts';
+import type { Limiters } from '../oauth/rate-limit.ts';
+import { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { ApiError } from '../errors.ts';
+import { fromDatabaseError } from '../storage/db-errors.ts';
+import { html } from './html.ts';
+import { M } from './messages.ts';
+import { page, sendPage } from './layout.ts';
+import { STYLE, STYLE_PATH } from './style.ts';
+import { Formats } from './format.ts';
+import { WebReads } from './reads.ts';
+import { WebSessions } from './session.ts';
+import { ListPages, TASKS } from './lists.ts';
+import { RecordPages } from './records.ts';
+import { AccountPages } from './account.ts';
+
+/** Where webRoutes answers (app.ts scopes it to these). */
+export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
+
+export interface WebDeps {
+  ctx: AppContext;
+  /** The OAuth pages' sign-in, shared (oauth/index.ts). */
+  sessions: LoginSessions;
+  limiters: Limiters;
+}
+
+/** The farm's time zone: the server's (a setting of its own is to come, issue 38 "Text in one place"). */
+function farmTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+}
+
+export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
+  const services = new JsonApiServices(ctx);
+  const formats = new Formats(undefined, farmTimeZone());
+  const reads = new WebReads(services);
+  const web = new WebSessions(ctx, sessions, limiters);
+  const lists = new ListPages(ctx, reads, web, formats);
+  const records = new RecordPages(ctx, services, reads, web, lists, formats);
+  const account = new AccountPages(ctx, services, web, lists);
+  const router = express.Router();
+
+  router.get(STYLE_PATH, (_req, res) => {
+    res.type('text/css').set('Cache-Control', 'public, max-age=31536000, immutable').send(STYLE);
+  });
+  router.use(web.routes());
+
+  /** The resource type and UI description of a path's entity type and bundle, or null (a 404). */
+  const bundleOf = (req: Request) => {
+    const rt = ctx.registry.get(ctx.registry.typeName(String(req.params.entityType), String(req.params.bundle)));
+    const ui = rt ? ctx.generated.ui.get(rt.type) : undefined;
+    return rt && ui && rt.entityType.entityType !== 'file' ? { rt, ui } : null;
+  };
+  const asyncPage =
+    (handler: (req: Request, res: Response) => Promise<unknown>) => (req: Request, res: Response, next: NextFunction) =>
+      handler(req, res).catch(next);
+  const notFoundPage = (res: Response) => sendError(res, 404, M.errors.notFound, M.errors.notFoundText);
+  const sendError = (res: Response, status: number, title: string, text: string) =>
+    sendPage(
+      res,
+      status,
+      page(title, web.chrome(null), html`<p>${text}</p><p><a href="/farm">${M.errors.home}</a></p>`),
+    );
+
+  router.get(
+    '/farm',
+    web.signedIn,
+    asyncPage((req, res) => lists.dashboard(req, res)),
+  );
+  router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
+  router.post(
+    '/farm/account/password',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage((req, res) => account.save(req, res)),
+  );
+  router.get(
+    '/farm/:entityType',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      if (!(await lists.index(res, String(req.params.entityType)))) notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? lists.list(req, res, b.rt, b.ui) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/new',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.form(res, b.rt, b.ui, null) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/new',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.save(req, res, b.rt, b.ui, null) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/:uuid',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.show(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/:uuid/edit',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.form(res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/edit',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.save(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/done',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b && b.rt.entityType.entityType === TASKS.entityType
+        ? records.markDone(req, res, b.rt, String(req.params.uuid))
+        : notFoundPage(res);
+    }),
+  );
+  router.use((_req: Request, res: Response) => notFoundPage(res));
+
+  // Every failure is a plain page: 403 and 404 as the API answers them, never a stack trace.
+  router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) return;
+    const e = fromDatabaseError(error) ?? error;
+    if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
+    if (e instanceof ApiError && (e.status === 403 || e.status === 401))
+      return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);
+    if (e instanceof ApiError && e.status < 500) return sendError(res, e.status, M.errors.badRequest, e.message);
+    (res.locals.log ?? ctx.logger).error({ err: error }, 'web page failed');
+    sendError(res, 500, M.errors.server, M.errors.serverText);
+  });
+  return router;
+}
+
+/**
+ * `GET /` for a browser signed in: to the dashboard. Everyone else (API clients, a browser not
+ * signed in) gets the front door as before.
+ */
+export function rootForSignedIn(sessions: LoginSessions): express.RequestHandler {
+  return (req, res, next) => {
+    // With a query (back from the authorization flow) the front door cleans the address first.
+    if (req.method !== 'GET' || req.path !== '/' || !req.headers.cookie || req.originalUrl.includes('?')) return next();
+    sessions.attach(req).then((session) => (session ? res.redirect(303, '/farm') : next()), next);
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * What the pages read, through the JSON:API face's own parts, so a page can show nothing the API
+ * would not: the query is written as the API's query string and parsed by its parser, the page of
+ * ids comes from its collection compiler and keyset pager (with the access policy's conditions),
+ * the records from farm/loader.ts, and the resource objects and included records from its document
+ * writer (which applies field visibility and include access). A list page is a fixed number of
+ * statements whatever its rows: one page of ids, one load, one level of includes per path.
+ */
+import type { Knex } from 'knex';
+import type { Principal } from '../access/principal.ts';
+import { assertMayOnType, listCondition } from '../access/policy.ts';
+import type { ResourceType } from '../model/registry.ts';
+import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { QueryCompiler, slotName } from '../jsonapi/collection/compile.ts';
+import { fetchPage } from '../jsonapi/collection/page.ts';
+import { validateIncludes } from '../jsonapi/include.ts';
+import { fieldsetsToRead, parseJsonApiQuery, type JsonApiQuery } from '../jsonapi/query/index.ts';
+import { selectRows } from '../storage/sql.ts';
+import type { Resource } from './format.ts';
+
+export interface ListResult {
+  resources: Resource[];
+  included: Map<string, Resource>;
+  /** The cursor and offset of the next page, when there is one. */
+  next: { offset: number; cursor?: string } | null;
+}
+
+/** Counting stops here: a list says "more than" beyond it, rather than scanning a whole farm. */
+export const COUNT_CAP = 1000;
+
+export class WebReads {
+  readonly compiler: QueryCompiler;
+
+  constructor(readonly services: JsonApiServices) {
+    this.compiler = new QueryCompiler(services.knex, services.ctx.registry, services.ctx.db.sql);
+  }
+
+  private get knex(): Knex {
+    return this.services.knex;
+  }
+
+  /** The API's query for a query string (validated as the API validates it). */
+  query(rt: ResourceType, queryString: string): JsonApiQuery {
+    const query = parseJsonApiQuery(queryString);
+    if (query.include.length) validateIncludes(this.services.ctx.registry, rt, query.include);
+    return query;
+  }
+
+  /** One page of a bundle's records, with the records its relationships name. */
+  async list(rt: ResourceType, query: JsonApiQuery, principal: Principal): Promise<ListResult> {
+    assertMayOnType(principal, rt.entityType, 'view', `${rt.type} resources`);
+    const result = await fetchPage(this.knex, this.compiler, rt, query.filter, query.sort, query.page, principal);
+    const records = await this.services.loader.load(
+      this.knex,
+      rt.entityType.entityType,
+      result.ids,
+      fieldsetsToRead(query.fields, query.include),
+      undefined,
+      [rt.bundle.bundle],
+    );
+    const doc = (await this.services.documents.document(this.knex, records, principal, query, {})) as {
+      data: Resource[];
+      included?: Resource[];
+    };
+    return {
+      resources: doc.data,
+      included: indexed(doc.included),
+      next: result.hasMore
+        ? { offset: query.page.offset + query.page.limit, ...(result.nextCursor ? { cursor: result.nextCursor } : {}) }
+        : null,
+    };
+  }
+
+  /** How many records of a bundle the filter matches and the caller may see, up to COUNT_CAP + 1. */
+  async count(rt: ResourceType, query: JsonApiQuery, principal: Principal): Promise<number> {
+    const qb = this.knex(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
+    const guard = listCondition(principal, rt.entityType, 'e');
+    if (guard) guard(qb);
+    const paths = this.compiler.applyFilter(qb, rt, query.filter, principal);
+    qb.select('e.id').limit(COUNT_CAP + 1);
+    const values = new Map<string, string | number | boolean>([['at', Math.floor(Date.now() / 1000)]]);
+    this.compiler.filterValues(paths, query.filter, values);
+    const { sql, bindings } = qb.toSQL();
+    const bound = bindings.map((b) => {
+      const name = slotName(b);
+      return name === null ? b : values.get(name)!;
+    });
+    const [row] = await selectRows(this.knex, `select count(*) as n from (${sql}) as counted`, bound);
+    return Number(row?.n ?? 0);
+  }
+
+  /** One record the caller may see (404 otherwise, as the API), with the records its relationships name, and its version. */
+  async record(
+    rt: ResourceType,
+    uuid: string,
+    principal: Principal,
+    include: readonly string[],
+  ): Promise<{ resource: Resource; included: Map<string, Resource>; version: number | null }> {
+    assertMayOnType(principal, rt.entityType, 'view', 'this resource');
+    const query = this.query(rt, include.length ? `include=${include.join(',')}` : '');
+    const record = await this.services.commands.view(principal, rt, uuid, { withVersion: true });
+    const doc = (await this.services.documents.document(this.knex, record, principal, query, {})) as {
+      data: Resource;
+      included?: Resource[];
+    };
+    return { resource: doc.data, included: indexed(doc.included), version: record.version ?? null };
+  }
+}
+
+function indexed(list: Resource[] | undefined): Map<string, Resource> {
+  return new Map((list ?? []).map((r) => [`${r.type}:${r.id}`, r]));
+}
