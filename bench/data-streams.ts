@@ -28,7 +28,13 @@ const BATCH_MINUTES = Math.ceil(1_000_000 / STREAMS);
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tilth-bench-streams-'));
-  const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', TILTH_DATA_DIR: dataDir, TILTH_ADMIN_PASSWORD: PASSWORD, TILTH_LOG_LEVEL: 'silent' };
+  const env: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    TILTH_DATA_DIR: dataDir,
+    TILTH_ADMIN_PASSWORD: PASSWORD,
+    TILTH_LOG_LEVEL: 'silent',
+  };
   if (process.env.DATABASE_URL) env.DATABASE_URL = process.env.DATABASE_URL;
   const server = await startServer({ config: loadConfig(env), migrate: true, logger: createLogger('silent') });
   const base = server.ctx.internalUrl;
@@ -44,12 +50,18 @@ async function main(): Promise<void> {
         body: JSON.stringify({ data: { type: 'data_stream--basic', attributes: { name: `probe_${i}` } } }),
       });
       const body = (await res.json()) as any;
-      streams.push({ id: body.data.id, key: body.data.attributes.private_key, rowId: body.data.attributes.drupal_internal__id });
+      streams.push({
+        id: body.data.id,
+        key: body.data.attributes.private_key,
+        rowId: body.data.attributes.drupal_internal__id,
+      });
     }
     const ids = streams.map((s) => s.rowId);
     const minutes = Math.ceil(READINGS / STREAMS);
     const t0 = 1_600_000_000;
-    process.stdout.write(`Loading ${minutes * STREAMS} readings (${STREAMS} streams × ${minutes} minutes) on ${dialect}…\n`);
+    process.stdout.write(
+      `Loading ${minutes * STREAMS} readings (${STREAMS} streams × ${minutes} minutes) on ${dialect}…\n`,
+    );
     const loadStarted = Date.now();
     for (let from = 0; from < minutes; from += BATCH_MINUTES) {
       const to = Math.min(minutes, from + BATCH_MINUTES) - 1;
@@ -70,7 +82,9 @@ async function main(): Promise<void> {
           [t0, from, to, ids],
         );
       }
-      process.stdout.write(`  ${Math.min(minutes, to + 1) * STREAMS} rows, ${((Date.now() - loadStarted) / 1000).toFixed(0)} s\n`);
+      process.stdout.write(
+        `  ${Math.min(minutes, to + 1) * STREAMS} rows, ${((Date.now() - loadStarted) / 1000).toFixed(0)} s\n`,
+      );
     }
     if (dialect === 'postgres') await knex.raw('ANALYZE data_stream_basic');
     const loadSeconds = (Date.now() - loadStarted) / 1000;
@@ -103,7 +117,12 @@ async function main(): Promise<void> {
 }
 
 async function passwordToken(base: string): Promise<string> {
-  const form = new URLSearchParams({ grant_type: 'password', username: 'admin', password: PASSWORD, client_id: 'farm' });
+  const form = new URLSearchParams({
+    grant_type: 'password',
+    username: 'admin',
+    password: PASSWORD,
+    client_id: 'farm',
+  });
   const res = await fetch(`${base}/oauth/token`, { method: 'POST', body: form });
   return ((await res.json()) as { access_token: string }).access_token;
 }

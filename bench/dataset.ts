@@ -50,7 +50,12 @@ export function prng(seed: number): () => number {
 /** A version 4 UUID from the seeded generator (crypto.randomUUID would make every farm different). */
 function uuidFrom(rand: () => number): string {
   // At most four hex digits per draw: a draw carries 32 bits, and more would leave trailing zeros.
-  const hex = (n: number): string => (n > 4 ? hex(4) + hex(n - 4) : Math.floor(rand() * 16 ** n).toString(16).padStart(n, '0'));
+  const hex = (n: number): string =>
+    n > 4
+      ? hex(4) + hex(n - 4)
+      : Math.floor(rand() * 16 ** n)
+          .toString(16)
+          .padStart(n, '0');
   const variant = (8 + Math.floor(rand() * 4)).toString(16);
   return `${hex(8)}-${hex(4)}-4${hex(3)}-${variant}${hex(3)}-${hex(12)}`;
 }
@@ -61,14 +66,31 @@ export const HISTORY_START = HISTORY_END - 10 * 365 * 86_400;
 
 // Bundle shares: what a working farm records most (observations and activities) down to the rare.
 const LOG_BUNDLES: Array<[string, number]> = [
-  ['activity', 0.3], ['observation', 0.25], ['input', 0.1], ['harvest', 0.1], ['seeding', 0.06],
-  ['maintenance', 0.07], ['medical', 0.05], ['transplanting', 0.04], ['birth', 0.03],
+  ['activity', 0.3],
+  ['observation', 0.25],
+  ['input', 0.1],
+  ['harvest', 0.1],
+  ['seeding', 0.06],
+  ['maintenance', 0.07],
+  ['medical', 0.05],
+  ['transplanting', 0.04],
+  ['birth', 0.03],
 ];
 const ASSET_BUNDLES: Array<[string, number]> = [
-  ['land', 0.01], ['structure', 0.005], ['plant', 0.4], ['animal', 0.45], ['equipment', 0.085], ['group', 0.05],
+  ['land', 0.01],
+  ['structure', 0.005],
+  ['plant', 0.4],
+  ['animal', 0.45],
+  ['equipment', 0.085],
+  ['group', 0.05],
 ];
 const TERM_BUNDLES: Array<[string, number]> = [
-  ['animal_type', 0.2], ['plant_type', 0.4], ['log_category', 0.1], ['unit', 0.1], ['material_type', 0.1], ['season', 0.1],
+  ['animal_type', 0.2],
+  ['plant_type', 0.4],
+  ['log_category', 0.1],
+  ['unit', 0.1],
+  ['material_type', 0.1],
+  ['season', 0.1],
 ];
 const MEASURES = ['weight', 'count', 'volume', 'area', 'length', 'value', 'time', 'rate'];
 
@@ -115,30 +137,40 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
 
   const load = db.transaction(() => {
     // Users: the server's admin is id 1; the rest are farm workers who own and record things.
-    const userIns = db.prepare(`INSERT INTO users (uuid, bundle, preferred_langcode, name, pass, mail, timezone, status, created, changed, access, login, init)
+    const userIns =
+      db.prepare(`INSERT INTO users (uuid, bundle, preferred_langcode, name, pass, mail, timezone, status, created, changed, access, login, init)
       VALUES (?, 'user', 'en', ?, NULL, ?, 'UTC', 1, ?, ?, 0, 0, ?)`);
     const roleIns = db.prepare(`INSERT INTO user_role (user_id, role) VALUES (?, ?)`);
     const userIds: number[] = [1];
     for (let i = 1; i < size.users; i++) {
-      const id = Number(userIns.run(uuidFrom(rand), `worker${i}`, `worker${i}@farm.example`, t0, t0, `worker${i}@farm.example`).lastInsertRowid);
+      const id = Number(
+        userIns.run(uuidFrom(rand), `worker${i}`, `worker${i}@farm.example`, t0, t0, `worker${i}@farm.example`)
+          .lastInsertRowid,
+      );
       roleIns.run(id, i % 5 === 0 ? 'farm_manager' : 'farm_worker');
       userIds.push(id);
     }
     const someUser = () => userIds[int(userIds.length)]!;
 
     // Terms by vocabulary.
-    const termIns = db.prepare(`INSERT INTO taxonomy_term (uuid, bundle, revision_created, revision_log_message, status, name, weight, changed, revision_user)
+    const termIns =
+      db.prepare(`INSERT INTO taxonomy_term (uuid, bundle, revision_created, revision_log_message, status, name, weight, changed, revision_user)
       VALUES (?, ?, ?, '', 1, ?, 0, ?, 1)`);
     const terms = new Map<string, number[]>();
     for (const [bundle, n] of counts(size.terms, TERM_BUNDLES)) {
       const ids: number[] = [];
-      for (let i = 0; i < n; i++) ids.push(Number(termIns.run(uuidFrom(rand), bundle, t0, `${bundle} ${i}`, t0).lastInsertRowid));
+      for (let i = 0; i < n; i++)
+        ids.push(Number(termIns.run(uuidFrom(rand), bundle, t0, `${bundle} ${i}`, t0).lastInsertRowid));
       terms.set(bundle, ids);
     }
-    const term = (bundle: string) => { const ids = terms.get(bundle)!; return ids[int(ids.length)]!; };
+    const term = (bundle: string) => {
+      const ids = terms.get(bundle)!;
+      return ids[int(ids.length)]!;
+    };
 
     // Assets: fixed land and structures (the locations), then what lives and works on them.
-    const assetIns = db.prepare(`INSERT INTO asset (uuid, bundle, revision_created, revision_log_message, name, status, created, changed,
+    const assetIns =
+      db.prepare(`INSERT INTO asset (uuid, bundle, revision_created, revision_log_message, name, status, created, changed,
         intrinsic_geometry__value, intrinsic_geometry__geo_type, intrinsic_geometry__lat, intrinsic_geometry__lon,
         intrinsic_geometry__left, intrinsic_geometry__top, intrinsic_geometry__right, intrinsic_geometry__bottom, intrinsic_geometry__latlon,
         is_location, is_fixed, revision_user, uid, animal_type, birthdate, sex, land_type, structure_type, manufacturer, model)
@@ -154,18 +186,30 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
         const lat = 45 + rand() * 0.1;
         const lon = -93 - rand() * 0.1;
         const t = t0 + int(HISTORY_END - t0);
-        const id = Number(assetIns.run({
-          uuid: uuidFrom(rand), bundle, t, name: `${bundle} ${i}`, status: rand() < 0.9 ? 'active' : 'archived',
-          geo: fixed ? `POINT(${lon.toFixed(6)} ${lat.toFixed(6)})` : null, geoType: fixed ? 'Point' : null,
-          lat: fixed ? +lat.toFixed(6) : null, lon: fixed ? +lon.toFixed(6) : null, latlon: fixed ? `${+lat.toFixed(6)},${+lon.toFixed(6)}` : null,
-          isLocation: fixed ? 1 : 0, isFixed: fixed ? 1 : 0, user: someUser(),
-          animalType: bundle === 'animal' ? term('animal_type') : null,
-          birthdate: bundle === 'animal' ? t - int(3 * 365 * 86_400) : null,
-          sex: bundle === 'animal' ? (rand() < 0.5 ? 'F' : 'M') : null,
-          landType: bundle === 'land' ? (['field', 'bed', 'paddock', 'property'][int(4)]!) : null,
-          structureType: bundle === 'structure' ? (['building', 'greenhouse'][int(2)]!) : null,
-          manufacturer: bundle === 'equipment' ? 'Bench Tractors' : null, model: bundle === 'equipment' ? `M${int(100)}` : null,
-        }).lastInsertRowid);
+        const id = Number(
+          assetIns.run({
+            uuid: uuidFrom(rand),
+            bundle,
+            t,
+            name: `${bundle} ${i}`,
+            status: rand() < 0.9 ? 'active' : 'archived',
+            geo: fixed ? `POINT(${lon.toFixed(6)} ${lat.toFixed(6)})` : null,
+            geoType: fixed ? 'Point' : null,
+            lat: fixed ? +lat.toFixed(6) : null,
+            lon: fixed ? +lon.toFixed(6) : null,
+            latlon: fixed ? `${+lat.toFixed(6)},${+lon.toFixed(6)}` : null,
+            isLocation: fixed ? 1 : 0,
+            isFixed: fixed ? 1 : 0,
+            user: someUser(),
+            animalType: bundle === 'animal' ? term('animal_type') : null,
+            birthdate: bundle === 'animal' ? t - int(3 * 365 * 86_400) : null,
+            sex: bundle === 'animal' ? (rand() < 0.5 ? 'F' : 'M') : null,
+            landType: bundle === 'land' ? ['field', 'bed', 'paddock', 'property'][int(4)]! : null,
+            structureType: bundle === 'structure' ? ['building', 'greenhouse'][int(2)]! : null,
+            manufacturer: bundle === 'equipment' ? 'Bench Tractors' : null,
+            model: bundle === 'equipment' ? `M${int(100)}` : null,
+          }).lastInsertRowid,
+        );
         if (bundle === 'plant') plantTypeIns.run(id, term('plant_type'));
         ids.push(id);
       }
@@ -179,14 +223,16 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
     const anyAsset = [...movable, ...assets.get('equipment')!, ...locations];
 
     // Logs, with their assets, locations and quantities in the side tables.
-    const logIns = db.prepare(`INSERT INTO log (uuid, bundle, revision_created, revision_log_message, name, timestamp, status, created, changed,
+    const logIns =
+      db.prepare(`INSERT INTO log (uuid, bundle, revision_created, revision_log_message, name, timestamp, status, created, changed,
         is_movement, is_group_assignment, revision_user, uid)
       VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, 0, ?, ?)`);
     const logAssetIns = db.prepare(`INSERT INTO log__asset (entity_id, delta, target_id) VALUES (?, ?, ?)`);
     const logLocationIns = db.prepare(`INSERT INTO log__location (entity_id, delta, target_id) VALUES (?, 0, ?)`);
     const logQuantityIns = db.prepare(`INSERT INTO log__quantity (entity_id, delta, target_id) VALUES (?, 0, ?)`);
     const logOwnerIns = db.prepare(`INSERT INTO log__owner (entity_id, delta, target_id) VALUES (?, 0, ?)`);
-    const quantityIns = db.prepare(`INSERT INTO quantity (uuid, bundle, revision_created, revision_log_message, measure, value__numerator, value__denominator,
+    const quantityIns =
+      db.prepare(`INSERT INTO quantity (uuid, bundle, revision_created, revision_log_message, measure, value__numerator, value__denominator,
         label, created, changed, revision_user, uid, units)
       VALUES (?, 'standard', ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     const quantityShare = size.quantities / size.logs;
@@ -197,7 +243,21 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
       const status = rand() < 0.2 ? 'pending' : 'done';
       const movement = rand() < 0.1;
       const user = someUser();
-      const id = Number(logIns.run(uuidFrom(rand), bundle, timestamp, `${bundle} ${i}`, timestamp, status, timestamp, timestamp, movement ? 1 : 0, user, user).lastInsertRowid);
+      const id = Number(
+        logIns.run(
+          uuidFrom(rand),
+          bundle,
+          timestamp,
+          `${bundle} ${i}`,
+          timestamp,
+          status,
+          timestamp,
+          timestamp,
+          movement ? 1 : 0,
+          user,
+          user,
+        ).lastInsertRowid,
+      );
       if (movement) {
         logLocationIns.run(id, locations[int(locations.length)]);
         logAssetIns.run(id, 0, movable[int(movable.length)]);
@@ -208,7 +268,21 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
       if (rand() < 0.3) logOwnerIns.run(id, user);
       if (quantities < size.quantities && rand() < quantityShare) {
         const denominator = [1, 10, 100][int(3)]!;
-        const q = Number(quantityIns.run(uuidFrom(rand), timestamp, MEASURES[int(MEASURES.length)], 1 + int(100_000), denominator, `q${i}`, timestamp, timestamp, user, user, term('unit')).lastInsertRowid);
+        const q = Number(
+          quantityIns.run(
+            uuidFrom(rand),
+            timestamp,
+            MEASURES[int(MEASURES.length)],
+            1 + int(100_000),
+            denominator,
+            `q${i}`,
+            timestamp,
+            timestamp,
+            user,
+            user,
+            term('unit'),
+          ).lastInsertRowid,
+        );
         logQuantityIns.run(id, q);
         quantities++;
       }
@@ -219,7 +293,9 @@ export function loadFarm(file: string, scale: Scale, seed: number): void {
   // ask it to compute them at its next start, as an upgraded farm does (core migration 0005). So
   // is the change feed (0010): without its rows the farm's feed held only the assets the
   // placements touched, and P10 read a feed a tenth of the farm's size (farm-M: 10,001 rows).
-  db.prepare(`INSERT INTO tilth_pending_work (name) VALUES ('asset_location'), ('change_feed') ON CONFLICT DO NOTHING`).run();
+  db.prepare(
+    `INSERT INTO tilth_pending_work (name) VALUES ('asset_location'), ('change_feed') ON CONFLICT DO NOTHING`,
+  ).run();
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
 }
@@ -242,7 +318,14 @@ export function cacheFile(root: string, scale: Scale, seed: number): string {
  * Put farm `scale` into `dataDir/tilth.sqlite`: copied from the cache when there, else made by
  * `migrate(dataDir)` (which runs and stops the server) and `loadFarm`, then cached.
  */
-export async function prepareFarm(root: string, dataDir: string, scale: Scale, seed: number, migrate: (dataDir: string) => Promise<void>, log: (s: string) => void): Promise<LoadedFarm> {
+export async function prepareFarm(
+  root: string,
+  dataDir: string,
+  scale: Scale,
+  seed: number,
+  migrate: (dataDir: string) => Promise<void>,
+  log: (s: string) => void,
+): Promise<LoadedFarm> {
   const target = join(dataDir, 'tilth.sqlite');
   const cached = cacheFile(root, scale, seed);
   if (existsSync(cached)) {
@@ -266,7 +349,8 @@ export async function prepareFarm(root: string, dataDir: string, scale: Scale, s
     // Farms of this scale and seed made under other migrations (or an older generator) are stale.
     const prefix = `farm-${scale}-seed${seed}-`;
     for (const f of readdirSync(join(root, 'bench', '.data'))) {
-      if (f.startsWith(prefix) && join(root, 'bench', '.data', f) !== cached) rmSync(join(root, 'bench', '.data', f), { force: true });
+      if (f.startsWith(prefix) && join(root, 'bench', '.data', f) !== cached)
+        rmSync(join(root, 'bench', '.data', f), { force: true });
     }
     rmSync(work, { recursive: true, force: true });
   }

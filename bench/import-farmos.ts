@@ -15,22 +15,43 @@ import pg from 'pg';
 import { prepareFarm, type Scale } from './dataset.ts';
 import { ADMIN, ROOT, startTilth } from './processes.ts';
 
-const args = new Map(process.argv.slice(2).map((a) => { const [k, v] = a.replace(/^--/, '').split('='); return [k!, v ?? '1']; }));
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? '1'];
+  }),
+);
 const SCALE = (args.get('scale') ?? 'S') as Scale;
 const PG = args.has('pg') ? 'postgres://postgres@127.0.0.1:5432' : null;
 const say = (s: string) => process.stdout.write(`${s}\n`);
 
-function importer(url: string, token: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ ms: number; done: Record<string, unknown>; status: number | null; stderr: string }> {
+function importer(
+  url: string,
+  token: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<{ ms: number; done: Record<string, unknown>; status: number | null; stderr: string }> {
   const started = Date.now();
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/tilth.js', 'import', 'farmos', '--url', url, `--token=${token}`, '--json', '--no-verify'], { cwd: ROOT, env: { ...process.env, TILTH_LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, 'bin/tilth.js', 'import', 'farmos', '--url', url, `--token=${token}`, '--json', '--no-verify'],
+    { cwd: ROOT, env: { ...process.env, TILTH_LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (c) => (out += c));
   child.stderr.on('data', (c) => (err += c));
-  return new Promise((resolve) => child.on('close', (status) => {
-    const done = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((e) => e.event === 'done') ?? {};
-    resolve({ ms: Date.now() - started, done, status, stderr: err });
-  }));
+  return new Promise((resolve) =>
+    child.on('close', (status) => {
+      const done =
+        out
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l))
+          .find((e) => e.event === 'done') ?? {};
+      resolve({ ms: Date.now() - started, done, status, stderr: err });
+    }),
+  );
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'tilth-bench-import-'));
@@ -42,10 +63,22 @@ const pgName = `bench_import_${process.pid}`;
 try {
   await prepareFarm(ROOT, sourceDir, SCALE, 1, async (d) => (await startTilth(d)).stop(), say);
   const lite = new Database(join(sourceDir, 'tilth.sqlite'), { readonly: true });
-  const records = ['users', 'taxonomy_term', 'files', 'data_stream', 'asset', 'quantity', 'log'].reduce((n, t) => n + Number((lite.prepare(`SELECT count(*) AS n FROM "${t}"`).get() as { n: number }).n), 0);
+  const records = ['users', 'taxonomy_term', 'files', 'data_stream', 'asset', 'quantity', 'log'].reduce(
+    (n, t) => n + Number((lite.prepare(`SELECT count(*) AS n FROM "${t}"`).get() as { n: number }).n),
+    0,
+  );
   lite.close();
   const source = await startTilth(sourceDir, {}, null);
-  const res = await fetch(`${source.url}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' }) });
+  const res = await fetch(`${source.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'password',
+      username: ADMIN.name,
+      password: ADMIN.password,
+      client_id: 'farm',
+    }),
+  });
   const { access_token: token } = (await res.json()) as { access_token: string };
   const env: Record<string, string> = { TILTH_DATA_DIR: targetDir, DATABASE_URL: '' };
   if (PG) {
@@ -59,14 +92,21 @@ try {
   await (await startTilth(targetDir, { DATABASE_URL: env.DATABASE_URL! }, null)).stop();
   const profDir = join(ROOT, 'bench', 'results', `import-prof-${Date.now()}`);
   const load1 = loadavg()[0]!.toFixed(1);
-  const first = await importer(source.url, token, env, args.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+  const first = await importer(
+    source.url,
+    token,
+    env,
+    args.has('cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
+  );
   if (first.status !== 0) throw new Error(`first run: ${first.status} ${first.stderr}`);
   const load2 = loadavg()[0]!.toFixed(1);
   const second = await importer(source.url, token, env);
   if (second.status !== 0) throw new Error(`second run: ${second.status} ${second.stderr}`);
   await source.stop();
   const rate = Math.round((records * 1000) / first.ms);
-  say(`farm-${SCALE} (${records} records) into ${PG ? 'PostgreSQL' : 'SQLite'}: first run ${(first.ms / 1000).toFixed(1)} s (${rate} records/s; created ${first.done.created}, load average ${load1}), second run ${(second.ms / 1000).toFixed(1)} s (created ${second.done.created}, updated ${second.done.updated}; ${Math.round((second.ms / first.ms) * 1000) / 10}% of the first, load average ${load2}); ${(process.env.TILTH_IMPORT_NOTE ?? '')}`);
+  say(
+    `farm-${SCALE} (${records} records) into ${PG ? 'PostgreSQL' : 'SQLite'}: first run ${(first.ms / 1000).toFixed(1)} s (${rate} records/s; created ${first.done.created}, load average ${load1}), second run ${(second.ms / 1000).toFixed(1)} s (created ${second.done.created}, updated ${second.done.updated}; ${Math.round((second.ms / first.ms) * 1000) / 10}% of the first, load average ${load2}); ${process.env.TILTH_IMPORT_NOTE ?? ''}`,
+  );
   if (args.has('cpu-prof')) say(`profile: ${profDir}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -88,7 +88,14 @@ function requestMaker(spec: LoadSpec): RequestMaker | null {
           const path = pick();
           const id = path.slice(path.lastIndexOf('/') + 1);
           const asset = spec.assets![n++ % spec.assets!.length]!;
-          const body = { data: { type: 'log--activity', id, attributes: { name: `Renamed ${n}` }, relationships: { asset: { data: [asset] } } } };
+          const body = {
+            data: {
+              type: 'log--activity',
+              id,
+              attributes: { name: `Renamed ${n}` },
+              relationships: { asset: { data: [asset] } },
+            },
+          };
           return { method: 'PATCH', path, body: JSON.stringify(body) };
         },
       };
@@ -100,7 +107,14 @@ function requestMaker(spec: LoadSpec): RequestMaker | null {
       // context is reset after every pass over the request list, so it cannot carry the chain.)
       const pool = [...list];
       return {
-        next: () => ({ method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: pool.shift() ?? '', ...spec.form }).toString() }),
+        next: () => ({
+          method: 'POST',
+          body: new URLSearchParams({
+            grant_type: 'refresh_token',
+            refresh_token: pool.shift() ?? '',
+            ...spec.form,
+          }).toString(),
+        }),
         onResponse: (status, body) => {
           if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
         },
@@ -112,7 +126,12 @@ function requestMaker(spec: LoadSpec): RequestMaker | null {
 async function closedLoop(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResult> {
   type Req = { method?: string; path?: string; body?: string | Buffer; headers?: Record<string, string> };
   const requests = maker
-    ? [{ setupRequest: (req: Req) => ({ ...req, ...maker.next() }), ...(maker.onResponse ? { onResponse: maker.onResponse } : {}) } as unknown as autocannon.Request]
+    ? [
+        {
+          setupRequest: (req: Req) => ({ ...req, ...maker.next() }),
+          ...(maker.onResponse ? { onResponse: maker.onResponse } : {}),
+        } as unknown as autocannon.Request,
+      ]
     : undefined;
   const r = await autocannon({
     url: spec.url,
@@ -159,10 +178,19 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
     const finish = () => {
       agent.destroy();
       latencies.sort((a, b) => a - b);
-      const at = (q: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!) : 0);
+      const at = (q: number) =>
+        latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!) : 0;
       lateness.sort((a, b) => a - b);
       const lateP99 = Math.round(10 * (lateness[Math.floor(0.99 * lateness.length)] ?? 0)) / 10;
-      resolve({ rps: Math.round(latencies.length / Math.max(0.001, (last - start) / 1000)), p50: at(0.5), p99: at(0.99), requests: latencies.length, errors, non2xx, lateP99 });
+      resolve({
+        rps: Math.round(latencies.length / Math.max(0.001, (last - start) / 1000)),
+        p50: at(0.5),
+        p99: at(0.99),
+        requests: latencies.length,
+        errors,
+        non2xx,
+        lateP99,
+      });
     };
     const settled = () => {
       if (++done === total) finish();
@@ -172,22 +200,35 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
       lateness.push(sentAt - due);
       const out = maker?.next() ?? {};
       const body = out.body ?? spec.body;
-      const headers = { ...spec.headers, ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) };
-      const req = httpRequest({ agent, host: url.hostname, port: url.port, method: out.method ?? spec.method ?? 'GET', path: out.path ?? `${url.pathname}${url.search}`, headers }, (res) => {
-        // The body is read only when the workload needs it (refresh tokens): a 200 KB page a
-        // hundred times a second would otherwise keep this process busy enough to send late.
-        const chunks: Buffer[] = [];
-        if (maker?.onResponse) res.on('data', (c: Buffer) => chunks.push(c));
-        else res.resume();
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          last = performance.now();
-          latencies.push(last - sentAt);
-          if (status < 200 || status > 299) non2xx++;
-          maker?.onResponse?.(status, Buffer.concat(chunks).toString());
-          settled();
-        });
-      });
+      const headers = {
+        ...spec.headers,
+        ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}),
+      };
+      const req = httpRequest(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          method: out.method ?? spec.method ?? 'GET',
+          path: out.path ?? `${url.pathname}${url.search}`,
+          headers,
+        },
+        (res) => {
+          // The body is read only when the workload needs it (refresh tokens): a 200 KB page a
+          // hundred times a second would otherwise keep this process busy enough to send late.
+          const chunks: Buffer[] = [];
+          if (maker?.onResponse) res.on('data', (c: Buffer) => chunks.push(c));
+          else res.resume();
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            last = performance.now();
+            latencies.push(last - sentAt);
+            if (status < 200 || status > 299) non2xx++;
+            maker?.onResponse?.(status, Buffer.concat(chunks).toString());
+            settled();
+          });
+        },
+      );
       req.setTimeout(TIMEOUT_MS, () => req.destroy(new Error('timeout')));
       req.on('error', () => {
         errors++;

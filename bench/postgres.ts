@@ -9,7 +9,20 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 
 /** The tables the dataset fills, parents first. Users, oauth and state rows Tilth makes itself. */
-const TABLES = ['users', 'user_role', 'taxonomy_term', 'asset', 'asset__plant_type', 'asset__parent', 'quantity', 'log', 'log__asset', 'log__location', 'log__quantity', 'log__owner'];
+const TABLES = [
+  'users',
+  'user_role',
+  'taxonomy_term',
+  'asset',
+  'asset__plant_type',
+  'asset__parent',
+  'quantity',
+  'log',
+  'log__asset',
+  'log__location',
+  'log__quantity',
+  'log__owner',
+];
 const WITH_ID = new Set(['users', 'taxonomy_term', 'asset', 'quantity', 'log']);
 
 export function databaseUrl(server: string, name: string): string {
@@ -39,21 +52,33 @@ export async function copyFarm(sqliteFile: string, url: string): Promise<void> {
     for (const table of TABLES) {
       // User 1 is the admin Tilth made on this database at its first start.
       const where = table === 'users' ? ' WHERE id > 1' : table === 'user_role' ? ' WHERE user_id > 1' : '';
-      const booleans = (await client.query(`SELECT column_name FROM information_schema.columns WHERE table_name = $1 AND data_type = 'boolean'`, [table])).rows.map((r: { column_name: string }) => r.column_name);
+      const booleans = (
+        await client.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_name = $1 AND data_type = 'boolean'`,
+          [table],
+        )
+      ).rows.map((r: { column_name: string }) => r.column_name);
       let batch: unknown[] = [];
       const flush = async () => {
         if (!batch.length) return;
-        await client.query(`INSERT INTO "${table}" SELECT * FROM json_populate_recordset(NULL::"${table}", $1::json)`, [JSON.stringify(batch)]);
+        await client.query(`INSERT INTO "${table}" SELECT * FROM json_populate_recordset(NULL::"${table}", $1::json)`, [
+          JSON.stringify(batch),
+        ]);
         batch = [];
       };
-      for (const row of lite.prepare(`SELECT * FROM "${table}"${where}`).iterate() as Iterable<Record<string, unknown>>) {
+      for (const row of lite.prepare(`SELECT * FROM "${table}"${where}`).iterate() as Iterable<
+        Record<string, unknown>
+      >) {
         // SQLite keeps booleans as 1/0; PostgreSQL's JSON → boolean wants true/false.
         for (const k of booleans) if (typeof row[k] === 'number') row[k] = row[k] === 1;
         batch.push(row);
         if (batch.length === 5000) await flush();
       }
       await flush();
-      if (WITH_ID.has(table)) await client.query(`SELECT setval(pg_get_serial_sequence('"${table}"', 'id'), (SELECT max(id) FROM "${table}"))`);
+      if (WITH_ID.has(table))
+        await client.query(
+          `SELECT setval(pg_get_serial_sequence('"${table}"', 'id'), (SELECT max(id) FROM "${table}"))`,
+        );
     }
     // The change feed is not copied (its positions are PostgreSQL's own, by transaction id): Tilth's
     // next start fills it from the copied records, as it fills an upgraded farm's. Without it the

@@ -30,11 +30,28 @@ import { prepareFarm, prng, type Scale } from './dataset.ts';
 import { ADMIN, PINNED, ROOT, placeProcesses, startBaseline, startTilth, type Running } from './processes.ts';
 import { admin, copyFarm, databaseUrl } from './postgres.ts';
 import { headerDifferences, recordHeaders, type HeaderList } from './baselines/headers.ts';
-import { CLOSED_CONNECTIONS, RATE_CONNECTIONS, clean, firstDifference, fmt, load, p1Path, ratio, sumLoads, writeJson, type Row } from './workloads.ts';
+import {
+  CLOSED_CONNECTIONS,
+  RATE_CONNECTIONS,
+  clean,
+  firstDifference,
+  fmt,
+  load,
+  p1Path,
+  ratio,
+  sumLoads,
+  writeJson,
+  type Row,
+} from './workloads.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 import { checkWrites } from './write-check.ts';
 
-const args = new Map(process.argv.slice(2).map((a) => { const [k, v] = a.replace(/^--/, '').split('='); return [k!, v ?? '1']; }));
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? '1'];
+  }),
+);
 const QUICK = args.has('quick');
 const SEED = Number(args.get('seed') ?? 1);
 const SECONDS = Number(args.get('seconds') ?? (QUICK ? 2 : 10));
@@ -47,14 +64,23 @@ const PG = args.has('pg') ? (args.get('pg') === '1' ? 'postgres://postgres@127.0
 const PG_SCALE = (args.get('pg-scale') ?? (QUICK ? 'S' : 'M')) as Scale;
 // --processes=N (N ≥ 2, with --pg): the PostgreSQL leg also measures N processes against one.
 const PROCESSES = Number(args.get('processes') ?? 1);
-if (!Number.isInteger(PROCESSES) || PROCESSES < 1) throw new Error(`--processes must be a whole number of at least 1, not ${args.get('processes')}`);
+if (!Number.isInteger(PROCESSES) || PROCESSES < 1)
+  throw new Error(`--processes must be a whole number of at least 1, not ${args.get('processes')}`);
 // --only=P0,P3: only those workloads (ids as in the table; G and PG too), after the checks.
-const ONLY = args.has('only') ? new Set(args.get('only')!.split(',').map((id) => id.trim().toUpperCase())) : null;
+const ONLY = args.has('only')
+  ? new Set(
+      args
+        .get('only')!
+        .split(',')
+        .map((id) => id.trim().toUpperCase()),
+    )
+  : null;
 const runs = (id: string) => !ONLY || ONLY.has(id);
 // --soak[=seconds]: also the memory soak (issue 28), 600 s unless given; --soak-sample=N seconds between RSS samples.
 // --synchronous=NORMAL: SQLite's commits not synced (Tilth's TILTH_SQLITE_SYNCHRONOUS, the write baseline's pragma).
 const SYNCHRONOUS = (args.get('synchronous') ?? 'FULL').toUpperCase();
-if (SYNCHRONOUS !== 'FULL' && SYNCHRONOUS !== 'NORMAL') throw new Error(`--synchronous must be FULL or NORMAL, not ${SYNCHRONOUS}`);
+if (SYNCHRONOUS !== 'FULL' && SYNCHRONOUS !== 'NORMAL')
+  throw new Error(`--synchronous must be FULL or NORMAL, not ${SYNCHRONOUS}`);
 const SYNC_ENV: Record<string, string> = SYNCHRONOUS === 'FULL' ? {} : { TILTH_SQLITE_SYNCHRONOUS: SYNCHRONOUS };
 const SOAK = process.argv.includes('--soak') ? 600 : args.has('soak') ? Number(args.get('soak')) : 0;
 const SOAK_SAMPLE = Number(args.get('soak-sample') ?? 5);
@@ -83,7 +109,13 @@ async function body(url: string, init: RequestInit = {}): Promise<Buffer> {
  * Whether a baseline answers `path` as Tilth does: the same bytes and the same headers (but those
  * made per response, baselines/headers.ts). Adds a check row saying where they differ.
  */
-async function sameAnswer(what: string, tilth: string, baseline: { name: string; url: string }, path: string, headers?: Record<string, string>): Promise<boolean> {
+async function sameAnswer(
+  what: string,
+  tilth: string,
+  baseline: { name: string; url: string },
+  path: string,
+  headers?: Record<string, string>,
+): Promise<boolean> {
   const a = await answer(`${tilth}${path}`, { headers });
   const res = await fetch(`${baseline.url}${path}`, { headers });
   const b = Buffer.from(await res.arrayBuffer());
@@ -91,8 +123,12 @@ async function sameAnswer(what: string, tilth: string, baseline: { name: string;
   const differences = headerDifferences(a.headers, res.headers);
   const context = (x: Buffer) => JSON.stringify(x.subarray(Math.max(0, at - 60), at + 60).toString());
   const figure = [
-    at < 0 ? `identical bytes (${a.bytes.length})` : `bytes DIFFER at ${at} (Tilth ${a.bytes.length}, ${baseline.name} ${b.length}): Tilth ${context(a.bytes)}, ${baseline.name} ${context(b)}`,
-    differences.length ? `headers DIFFER: ${differences.join('; ')}` : `the same ${recordHeaders(a.headers).length} headers`,
+    at < 0
+      ? `identical bytes (${a.bytes.length})`
+      : `bytes DIFFER at ${at} (Tilth ${a.bytes.length}, ${baseline.name} ${b.length}): Tilth ${context(a.bytes)}, ${baseline.name} ${context(b)}`,
+    differences.length
+      ? `headers DIFFER: ${differences.join('; ')}`
+      : `the same ${recordHeaders(a.headers).length} headers`,
   ].join('; ');
   const same = at < 0 && differences.length === 0;
   add({ id: 'chk', what: `${baseline.name} = Tilth's answer, ${what}`, figure, target: 'identical', met: same });
@@ -103,11 +139,35 @@ async function sameAnswer(what: string, tilth: string, baseline: { name: string;
  * Whether the write baseline answers and writes as Tilth does, for one POST of P4 and one PATCH of
  * P5 (write-check.ts). Adds a check row.
  */
-async function sameWrites(where: string, db: { file: string | null; url: string | null }, tilth: string, writer: string, headers: Record<string, string>, postBody: string, patchPath: string, asset: { type: string; id: string }): Promise<boolean> {
+async function sameWrites(
+  where: string,
+  db: { file: string | null; url: string | null },
+  tilth: string,
+  writer: string,
+  headers: Record<string, string>,
+  postBody: string,
+  patchPath: string,
+  asset: { type: string; id: string },
+): Promise<boolean> {
   const id = patchPath.slice(patchPath.lastIndexOf('/') + 1);
-  const patchBody = JSON.stringify({ data: { type: 'log--activity', id, attributes: { name: 'Renamed by the check' }, relationships: { asset: { data: [asset] } } } });
+  const patchBody = JSON.stringify({
+    data: {
+      type: 'log--activity',
+      id,
+      attributes: { name: 'Renamed by the check' },
+      relationships: { asset: { data: [asset] } },
+    },
+  });
   const differences = await checkWrites(db, tilth, writer, headers, postBody, patchPath, patchBody);
-  add({ id: 'chk', what: `${where}: write baseline = Tilth's answer and rows, a POST of P4 and a PATCH of P5`, figure: differences.length ? differences.join('; ') : 'identical answers (but the new ids, times and feed position) and the same rows', target: 'identical', met: differences.length === 0 });
+  add({
+    id: 'chk',
+    what: `${where}: write baseline = Tilth's answer and rows, a POST of P4 and a PATCH of P5`,
+    figure: differences.length
+      ? differences.join('; ')
+      : 'identical answers (but the new ids, times and feed position) and the same rows',
+    target: 'identical',
+    met: differences.length === 0,
+  });
   return differences.length === 0;
 }
 
@@ -115,7 +175,12 @@ async function passwordGrant(base: string): Promise<{ access_token: string; refr
   const res = await fetch(`${base}/oauth/token`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' }),
+    body: new URLSearchParams({
+      grant_type: 'password',
+      username: ADMIN.name,
+      password: ADMIN.password,
+      client_id: 'farm',
+    }),
   });
   if (!res.ok) throw new Error(`password grant: ${res.status} ${await res.text()}`);
   return (await res.json()) as { access_token: string; refresh_token: string };
@@ -148,17 +213,24 @@ function postBodies(file: string): string[] {
   const field = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'land' LIMIT 1`).pluck().get() as string;
   const quantities = sdb.prepare(`SELECT uuid FROM quantity LIMIT 500`).pluck().all() as string[];
   sdb.close();
-  return quantities.map((q, i) => JSON.stringify({
-    data: {
-      type: 'log--activity',
-      attributes: { name: `Bench write ${i}`, status: 'done', timestamp: '2025-06-01T08:00:00+00:00' },
-      relationships: {
-        asset: { data: [{ type: 'asset--animal', id: animals[(2 * i) % animals.length] }, { type: 'asset--animal', id: animals[(2 * i + 1) % animals.length] }] },
-        location: { data: [{ type: 'asset--land', id: field }] },
-        quantity: { data: [{ type: 'quantity--standard', id: q }] },
+  return quantities.map((q, i) =>
+    JSON.stringify({
+      data: {
+        type: 'log--activity',
+        attributes: { name: `Bench write ${i}`, status: 'done', timestamp: '2025-06-01T08:00:00+00:00' },
+        relationships: {
+          asset: {
+            data: [
+              { type: 'asset--animal', id: animals[(2 * i) % animals.length] },
+              { type: 'asset--animal', id: animals[(2 * i + 1) % animals.length] },
+            ],
+          },
+          location: { data: [{ type: 'asset--land', id: field }] },
+          quantity: { data: [{ type: 'quantity--standard', id: q }] },
+        },
       },
-    },
-  }));
+    }),
+  );
 }
 
 interface Session {
@@ -182,7 +254,8 @@ async function close(s: Session): Promise<void> {
   rmSync(s.dir, { recursive: true, force: true });
 }
 
-const closed = (url: string, extra: Partial<LoadSpec> = {}) => load({ url, seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...extra });
+const closed = (url: string, extra: Partial<LoadSpec> = {}) =>
+  load({ url, seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...extra });
 /**
  * Seconds of warm-up (bench/load.ts) before a figure measured once, the first of its kind on its
  * server: the writes, P6, P7's client credentials and PostgreSQL's POST. Figures measured in
@@ -207,7 +280,8 @@ async function pair(a: () => Promise<LoadResult>, b: () => Promise<LoadResult>):
   const best = (x: LoadResult, y: LoadResult) => (y.rps > x.rps ? y : x);
   return [best(a1, a2), best(b1, b2)];
 }
-const atRate = (url: string, rate: number, extra: Partial<LoadSpec> = {}) => load({ url, seconds: SECONDS, connections: RATE_CONNECTIONS, rate, ...extra });
+const atRate = (url: string, rate: number, extra: Partial<LoadSpec> = {}) =>
+  load({ url, seconds: SECONDS, connections: RATE_CONNECTIONS, rate, ...extra });
 
 /** One of the reads G compares between farms (P1, P3 or P6) on a session's Tilth, closed loop. */
 function growthFigure(s: Session, k: 'P1' | 'P3' | 'P6', p3List: string): Promise<LoadResult> {
@@ -219,19 +293,57 @@ function growthFigure(s: Session, k: 'P1' | 'P3' | 'P6', p3List: string): Promis
 const started = Date.now();
 const cpu = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
 /** The machine is shared: its load average (1, 5, 15 minutes) goes with the figures. */
-const loadAverage = () => loadavg().map((x) => x.toFixed(2)).join(', ');
-const machine = { nproc: cpus().length, cpu, node: process.version, pinned: PINNED, loadAtStart: loadAverage(), load: loadAverage };
+const loadAverage = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ');
+const machine = {
+  nproc: cpus().length,
+  cpu,
+  node: process.version,
+  pinned: PINNED,
+  loadAtStart: loadAverage(),
+  load: loadAverage,
+};
 
 async function main(): Promise<void> {
-  say(`bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}${SYNCHRONOUS === 'FULL' ? '' : `, SQLite synchronous=${SYNCHRONOUS}`}`);
-  say(`machine: ${machine.nproc} cores, ${cpu}, Node ${machine.node}, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned (no taskset or one core)'}; load average ${machine.loadAtStart}`);
-  if (PROCESSES > 1) say(PG ? `PostgreSQL through ${PROCESSES} processes: ${placeProcesses(PROCESSES).description}` : '--processes has effect with --pg only');
+  say(
+    `bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}${SYNCHRONOUS === 'FULL' ? '' : `, SQLite synchronous=${SYNCHRONOUS}`}`,
+  );
+  say(
+    `machine: ${machine.nproc} cores, ${cpu}, Node ${machine.node}, ${PINNED ? 'server on core 0, load on core 1' : 'NOT pinned (no taskset or one core)'}; load average ${machine.loadAtStart}`,
+  );
+  if (PROCESSES > 1)
+    say(
+      PG
+        ? `PostgreSQL through ${PROCESSES} processes: ${placeProcesses(PROCESSES).description}`
+        : '--processes has effect with --pg only',
+    );
 
   // Client for P7's client_credentials grant, made with Tilth's own CLI before the server starts.
   const s = await open(MAIN);
-  const cli = execFileSync(process.execPath, ['bin/tilth.js', 'client', 'create', '--id', 'bench', '--label', 'Bench', '--confidential', '--grant', 'client_credentials', '--user', ADMIN.name], {
-    cwd: ROOT, env: { ...process.env, TILTH_DATA_DIR: s.dir, TILTH_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'],
-  }).toString();
+  const cli = execFileSync(
+    process.execPath,
+    [
+      'bin/tilth.js',
+      'client',
+      'create',
+      '--id',
+      'bench',
+      '--label',
+      'Bench',
+      '--confidential',
+      '--grant',
+      'client_credentials',
+      '--user',
+      ADMIN.name,
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, TILTH_DATA_DIR: s.dir, TILTH_LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  ).toString();
   const secret = /secret[^:]*:\s*(\S+)/i.exec(cli)?.[1];
   const T = s.tilth.url;
   const baselines: Running[] = [];
@@ -243,12 +355,23 @@ async function main(): Promise<void> {
     const firstPage = first.bytes;
     const firstDoc = JSON.parse(firstPage.toString()) as { links: { next?: { href: string } } };
     const nextHref = firstDoc.links.next?.href;
-    const fingerprint = nextHref ? (JSON.parse(Buffer.from(new URL(nextHref).searchParams.get('page[cursor]')!, 'base64url').toString()) as { h: string }).h : '';
+    const fingerprint = nextHref
+      ? (
+          JSON.parse(Buffer.from(new URL(nextHref).searchParams.get('page[cursor]')!, 'base64url').toString()) as {
+            h: string;
+          }
+        ).h
+      : '';
 
     // The baselines, on the same database file.
     // Every baseline answers with Tilth's headers as well as its bytes (baselines/headers.ts).
     const headersFile = writeJson(s.work, 'headers.json', recordHeaders(first.headers));
-    const rendered = await startBaseline('rendered.ts', { DB: db, BASE_URL: T, FINGERPRINT: fingerprint, HEADERS: headersFile });
+    const rendered = await startBaseline('rendered.ts', {
+      DB: db,
+      BASE_URL: T,
+      FINGERPRINT: fingerprint,
+      HEADERS: headersFile,
+    });
     baselines.push(rendered);
     const schemaPath = '/api/schema';
     const resourceSchemaPath = '/api/log/activity/resource/schema';
@@ -273,7 +396,12 @@ async function main(): Promise<void> {
 
     // Checks: each baseline must answer as Tilth does, bytes and headers, or its ratios mean nothing.
     const p2 = `${p1}&include=asset,quantity`;
-    const checks: Array<[string, string]> = [['P1 first page', p1], ['P2 first page (included)', p2], ['P3 one log', `/api/log/activity/${uuids[0]}`], ['P3 another log', `/api/log/activity/${uuids[1]}`]];
+    const checks: Array<[string, string]> = [
+      ['P1 first page', p1],
+      ['P2 first page (included)', p2],
+      ['P3 one log', `/api/log/activity/${uuids[0]}`],
+      ['P3 another log', `/api/log/activity/${uuids[1]}`],
+    ];
     if (nextHref) checks.push(['P1 second page (links.next)', new URL(nextHref).pathname + new URL(nextHref).search]);
     let renderedSame = true;
     const check = async (what: string, path: string) => {
@@ -283,43 +411,110 @@ async function main(): Promise<void> {
     // The static baselines too, each with its own verdict.
     const bareSame = await sameAnswer('GET /api', T, { name: 'bare (token check)', url: bare.url }, '/api', s.auth);
     let ceilingSame = true;
-    for (const path of [schemaPath, resourceSchemaPath]) ceilingSame &&= await sameAnswer(`GET ${path}`, T, { name: 'static', url: ceiling.url }, path);
+    for (const path of [schemaPath, resourceSchemaPath])
+      ceilingSame &&= await sameAnswer(`GET ${path}`, T, { name: 'static', url: ceiling.url }, path);
     let minimalSame = true;
-    for (const path of [schemaPath, resourceSchemaPath]) minimalSame &&= await sameAnswer(`GET ${path}`, T, { name: 'minimal Express', url: minimal.url }, path);
+    for (const path of [schemaPath, resourceSchemaPath])
+      minimalSame &&= await sameAnswer(`GET ${path}`, T, { name: 'minimal Express', url: minimal.url }, path);
 
     // P0: per-request overhead, against a bare server with the same bytes and the same token check.
     if (runs('P0')) {
-      const [t, b] = await pair(() => closed(`${T}/api`, { headers: s.auth }), () => closed(`${bare.url}/api`, { headers: s.auth }));
-      add({ id: 'P0', what: 'GET /api with a token', figure: `${fmt(t)}; bare ${b.rps.toLocaleString('en')} req/s; ${ratio(t, b)}×`, target: '≥ 0.5× bare', met: bareSame ? clean(t) && clean(b) && ratio(t, b) >= 0.5 : 'n/a', detail: { tilth: t, bare: b } });
+      const [t, b] = await pair(
+        () => closed(`${T}/api`, { headers: s.auth }),
+        () => closed(`${bare.url}/api`, { headers: s.auth }),
+      );
+      add({
+        id: 'P0',
+        what: 'GET /api with a token',
+        figure: `${fmt(t)}; bare ${b.rps.toLocaleString('en')} req/s; ${ratio(t, b)}×`,
+        target: '≥ 0.5× bare',
+        met: bareSame ? clean(t) && clean(b) && ratio(t, b) >= 0.5 : 'n/a',
+        detail: { tilth: t, bare: b },
+      });
     }
 
     // P1: the page of logs.
     let p1Tilth: LoadResult | undefined;
     if (runs('P1')) {
-      const [t, r] = await pair(() => closed(`${T}${p1}`, { headers: s.auth }), () => closed(`${rendered.url}${p1}`, { headers: s.auth }));
+      const [t, r] = await pair(
+        () => closed(`${T}${p1}`, { headers: s.auth }),
+        () => closed(`${rendered.url}${p1}`, { headers: s.auth }),
+      );
       p1Tilth = t;
       const st = await closed(`${ceiling.url}${p1}`);
-      add({ id: 'P1', what: `page of 50 activity logs (${(firstPage.length / 1024).toFixed(0)} KB)`, figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')}, static ${st.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered, ${ratio(t, st)}× static`, target: '≥ 0.75× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.75 : 'n/a', detail: { tilth: t, rendered: r, static: st } });
+      add({
+        id: 'P1',
+        what: `page of 50 activity logs (${(firstPage.length / 1024).toFixed(0)} KB)`,
+        figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')}, static ${st.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered, ${ratio(t, st)}× static`,
+        target: '≥ 0.75× rendered',
+        met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.75 : 'n/a',
+        detail: { tilth: t, rendered: r, static: st },
+      });
       const f = await atRate(`${T}${p1}`, 100, { headers: s.auth });
-      add({ id: 'P1', what: 'page of logs at 100 req/s', figure: fmt(f), target: 'p99 ≤ 20 ms', met: clean(f) && f.p99 <= 20, detail: { tilth: f } });
+      add({
+        id: 'P1',
+        what: 'page of logs at 100 req/s',
+        figure: fmt(f),
+        target: 'p99 ≤ 20 ms',
+        met: clean(f) && f.p99 <= 20,
+        detail: { tilth: f },
+      });
     }
 
     // P2: P1 with its assets and quantities included.
     if (runs('P2')) {
       const size = (await body(`${T}${p2}`, { headers: s.auth })).length;
-      const [t, r] = await pair(() => closed(`${T}${p2}`, { headers: s.auth }), () => closed(`${rendered.url}${p2}`, { headers: s.auth }));
-      add({ id: 'P2', what: `P1 + include=asset,quantity (${(size / 1024).toFixed(0)} KB)`, figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered${p1Tilth ? `, ${ratio(t, p1Tilth)}× P1` : ''}`, target: '≥ 0.65× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.65 : 'n/a', detail: { tilth: t, rendered: r } });
+      const [t, r] = await pair(
+        () => closed(`${T}${p2}`, { headers: s.auth }),
+        () => closed(`${rendered.url}${p2}`, { headers: s.auth }),
+      );
+      add({
+        id: 'P2',
+        what: `P1 + include=asset,quantity (${(size / 1024).toFixed(0)} KB)`,
+        figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}× rendered${p1Tilth ? `, ${ratio(t, p1Tilth)}× P1` : ''}`,
+        target: '≥ 0.65× rendered',
+        met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.65 : 'n/a',
+        detail: { tilth: t, rendered: r },
+      });
       const f = await atRate(`${T}${p2}`, 50, { headers: s.auth });
-      add({ id: 'P2', what: 'P2 at 50 req/s', figure: fmt(f), target: 'p99 ≤ 40 ms', met: clean(f) && f.p99 <= 40, detail: { tilth: f } });
+      add({
+        id: 'P2',
+        what: 'P2 at 50 req/s',
+        figure: fmt(f),
+        target: 'p99 ≤ 40 ms',
+        met: clean(f) && f.p99 <= 40,
+        detail: { tilth: f },
+      });
     }
 
     // P3: one log by UUID, a different one each request.
     if (runs('P3')) {
-      const list = writeJson(s.work, 'p3.json', uuids.map((u) => `/api/log/activity/${u}`));
-      const [t, r] = await pair(() => closed(T, { headers: s.auth, mode: 'randomPath', list }), () => closed(rendered.url, { headers: s.auth, mode: 'randomPath', list }));
-      add({ id: 'P3', what: 'one log by UUID, random', figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}×`, target: '≥ 0.75× rendered', met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.75 : 'n/a', detail: { tilth: t, rendered: r } });
+      const list = writeJson(
+        s.work,
+        'p3.json',
+        uuids.map((u) => `/api/log/activity/${u}`),
+      );
+      const [t, r] = await pair(
+        () => closed(T, { headers: s.auth, mode: 'randomPath', list }),
+        () => closed(rendered.url, { headers: s.auth, mode: 'randomPath', list }),
+      );
+      add({
+        id: 'P3',
+        what: 'one log by UUID, random',
+        figure: `${fmt(t)}; rendered ${r.rps.toLocaleString('en')} req/s; ${ratio(t, r)}×`,
+        target: '≥ 0.75× rendered',
+        met: renderedSame && clean(t) && clean(r) ? ratio(t, r) >= 0.75 : 'n/a',
+        detail: { tilth: t, rendered: r },
+      });
       const f = await atRate(T, 500, { headers: s.auth, mode: 'randomPath', list });
-      add({ id: 'P3', what: 'one log at 500 req/s', figure: fmt(f), target: 'p99 ≤ 5 ms', met: clean(f) && f.p99 <= 5, detail: { tilth: f } });
+      add({
+        id: 'P3',
+        what: 'one log at 500 req/s',
+        figure: fmt(f),
+        target: 'p99 ≤ 5 ms',
+        met: clean(f) && f.p99 <= 5,
+        detail: { tilth: f },
+      });
     }
 
     // P4, P5: writes. References come from the farm: animals, a field, existing quantities.
@@ -330,39 +525,119 @@ async function main(): Promise<void> {
       const posts = postBodies(db);
       const postList = writeJson(s.work, 'posts.json', posts);
       const writeHeaders = { ...s.auth, 'Content-Type': JSONAPI };
-      const patchList = writeJson(s.work, 'patch.json', uuids.slice(0, 1000).map((u) => `/api/log/activity/${u}`));
+      const patchList = writeJson(
+        s.work,
+        'patch.json',
+        uuids.slice(0, 1000).map((u) => `/api/log/activity/${u}`),
+      );
       const assets = animals.map((id) => ({ type: 'asset--animal', id }));
       // The write baseline must answer and write as Tilth does (write-check.ts), or its ratios mean nothing.
-      const writeSame = await sameWrites('SQLite', { file: db, url: null }, T, writer.url, writeHeaders, posts[0]!, `/api/log/activity/${uuids[1999]}`, assets[0]!);
-      const [t, wb] = await pair(
-        () => closed(`${T}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList, ...warm }),
-        () => closed(`${writer.url}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList, ...warm }),
+      const writeSame = await sameWrites(
+        'SQLite',
+        { file: db, url: null },
+        T,
+        writer.url,
+        writeHeaders,
+        posts[0]!,
+        `/api/log/activity/${uuids[1999]}`,
+        assets[0]!,
       );
-      add({ id: 'P4', what: 'POST a log (2 assets, location, quantity)', figure: `${fmt(t)}; write baseline ${wb.rps.toLocaleString('en')} req/s; ${ratio(t, wb)}×`, target: '≥ 1,000 req/s and ≥ 0.5× write', met: writeSame ? clean(t) && clean(wb) && t.rps >= 1000 && ratio(t, wb) >= 0.5 : 'n/a', detail: { tilth: t, write: wb } });
-      const f = await atRate(`${T}/api/log/activity`, 100, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList });
-      add({ id: 'P4', what: 'POST at 100 req/s', figure: fmt(f), target: 'p99 ≤ 20 ms', met: clean(f) && f.p99 <= 20, detail: { tilth: f } });
+      const [t, wb] = await pair(
+        () =>
+          closed(`${T}/api/log/activity`, {
+            method: 'POST',
+            headers: writeHeaders,
+            mode: 'postLog',
+            list: postList,
+            ...warm,
+          }),
+        () =>
+          closed(`${writer.url}/api/log/activity`, {
+            method: 'POST',
+            headers: writeHeaders,
+            mode: 'postLog',
+            list: postList,
+            ...warm,
+          }),
+      );
+      add({
+        id: 'P4',
+        what: 'POST a log (2 assets, location, quantity)',
+        figure: `${fmt(t)}; write baseline ${wb.rps.toLocaleString('en')} req/s; ${ratio(t, wb)}×`,
+        target: '≥ 1,000 req/s and ≥ 0.5× write',
+        met: writeSame ? clean(t) && clean(wb) && t.rps >= 1000 && ratio(t, wb) >= 0.5 : 'n/a',
+        detail: { tilth: t, write: wb },
+      });
+      const f = await atRate(`${T}/api/log/activity`, 100, {
+        method: 'POST',
+        headers: writeHeaders,
+        mode: 'postLog',
+        list: postList,
+      });
+      add({
+        id: 'P4',
+        what: 'POST at 100 req/s',
+        figure: fmt(f),
+        target: 'p99 ≤ 20 ms',
+        met: clean(f) && f.p99 <= 20,
+        detail: { tilth: f },
+      });
 
       const [pt, pw] = await pair(
         () => closed(T, { headers: writeHeaders, mode: 'patchLog', list: patchList, assets, ...warm }),
         () => closed(writer.url, { headers: writeHeaders, mode: 'patchLog', list: patchList, assets, ...warm }),
       );
-      add({ id: 'P5', what: 'PATCH a name and a relationship', figure: `${fmt(pt)}; write baseline ${pw.rps.toLocaleString('en')} req/s; ${ratio(pt, pw)}×`, target: '≥ 1,000 req/s and ≥ 0.5× write', met: writeSame ? clean(pt) && clean(pw) && pt.rps >= 1000 && ratio(pt, pw) >= 0.5 : 'n/a', detail: { tilth: pt, write: pw } });
+      add({
+        id: 'P5',
+        what: 'PATCH a name and a relationship',
+        figure: `${fmt(pt)}; write baseline ${pw.rps.toLocaleString('en')} req/s; ${ratio(pt, pw)}×`,
+        target: '≥ 1,000 req/s and ≥ 0.5× write',
+        met: writeSame ? clean(pt) && clean(pw) && pt.rps >= 1000 && ratio(pt, pw) >= 0.5 : 'n/a',
+        detail: { tilth: pt, write: pw },
+      });
       const pf = await atRate(T, 100, { headers: writeHeaders, mode: 'patchLog', list: patchList, assets });
-      add({ id: 'P5', what: 'PATCH at 100 req/s', figure: fmt(pf), target: 'p99 ≤ 20 ms', met: clean(pf) && pf.p99 <= 20, detail: { tilth: pf } });
+      add({
+        id: 'P5',
+        what: 'PATCH at 100 req/s',
+        figure: fmt(pf),
+        target: 'p99 ≤ 20 ms',
+        met: clean(pf) && pf.p99 <= 20,
+        detail: { tilth: pf },
+      });
       // SQLite's log, after the writes: it stays short only if checkpoints let it start afresh.
       const wal = existsSync(`${db}-wal`) ? statSync(`${db}-wal`).size : 0;
-      add({ id: 'P5', what: "SQLite's log after the writes of P4 and P5", figure: `${(wal / 1e6).toFixed(1)} MB (the database ${(statSync(db).size / 1e6).toFixed(0)} MB)`, target: '', met: null, detail: { walBytes: wal } });
+      add({
+        id: 'P5',
+        what: "SQLite's log after the writes of P4 and P5",
+        figure: `${(wal / 1e6).toFixed(1)} MB (the database ${(statSync(db).size / 1e6).toFixed(0)} MB)`,
+        target: '',
+        met: null,
+        detail: { walBytes: wal },
+      });
     }
 
     // P6: animals with their computed location and geometry, and the same page without them.
     if (runs('P6')) {
-      const page = JSON.parse((await body(`${T}/api/asset/animal`, { headers: s.auth })).toString()) as { data: Array<{ attributes: object; relationships: object }> };
-      const fields = page.data.length ? [...Object.keys(page.data[0]!.attributes), ...Object.keys(page.data[0]!.relationships)].filter((f) => f !== 'location' && f !== 'geometry') : [];
+      const page = JSON.parse((await body(`${T}/api/asset/animal`, { headers: s.auth })).toString()) as {
+        data: Array<{ attributes: object; relationships: object }>;
+      };
+      const fields = page.data.length
+        ? [...Object.keys(page.data[0]!.attributes), ...Object.keys(page.data[0]!.relationships)].filter(
+            (f) => f !== 'location' && f !== 'geometry',
+          )
+        : [];
       const without = `/api/asset/animal?fields%5Basset--animal%5D=${fields.join(',')}`;
       const t = await closed(`${T}/api/asset/animal`, { headers: s.auth, ...warm });
       const w = await closed(`${T}${without}`, { headers: s.auth, ...warm });
       const cost = +(w.rps / Math.max(1, t.rps)).toFixed(3);
-      add({ id: 'P6', what: 'page of 50 animals with location', figure: `${fmt(t)}; without location ${w.rps.toLocaleString('en')} req/s; costs ${cost}×`, target: '≤ 1.3× the page without location', met: clean(t) && clean(w) && cost <= 1.3, detail: { tilth: t, withoutLocation: w } });
+      add({
+        id: 'P6',
+        what: 'page of 50 animals with location',
+        figure: `${fmt(t)}; without location ${w.rps.toLocaleString('en')} req/s; costs ${cost}×`,
+        target: '≤ 1.3× the page without location',
+        met: clean(t) && clean(w) && cost <= 1.3,
+        detail: { tilth: t, withoutLocation: w },
+      });
       const sdb = new Database(db, { readonly: true });
       const place = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'land' LIMIT 1`).pluck().get() as string;
       sdb.close();
@@ -370,15 +645,35 @@ async function main(): Promise<void> {
       const probe = await fetch(`${T}${inX}`, { headers: s.auth });
       await probe.arrayBuffer();
       if (probe.status !== 200) {
-        add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: `unsupported (${probe.status})`, target: 'p99 ≤ 20 ms', met: false });
+        add({
+          id: 'P6',
+          what: 'animals in location X (filter[location.id])',
+          figure: `unsupported (${probe.status})`,
+          target: 'p99 ≤ 20 ms',
+          met: false,
+        });
       } else {
         // The issue names no rate for this p99; every other p99 target is at a fixed rate (a closed
         // loop's p99 is mostly the wait behind the other connections), so it is measured at P1's
         // 100 req/s, and the closed loop is reported beside it.
         const f = await closed(`${T}${inX}`, { headers: s.auth, ...warm });
-        add({ id: 'P6', what: 'animals in location X (filter[location.id])', figure: fmt(f), target: '', met: null, detail: { tilth: f } });
+        add({
+          id: 'P6',
+          what: 'animals in location X (filter[location.id])',
+          figure: fmt(f),
+          target: '',
+          met: null,
+          detail: { tilth: f },
+        });
         const r = await atRate(`${T}${inX}`, 100, { headers: s.auth });
-        add({ id: 'P6', what: 'animals in location X at 100 req/s', figure: fmt(r), target: 'p99 ≤ 20 ms', met: clean(r) && r.p99 <= 20, detail: { tilth: r } });
+        add({
+          id: 'P6',
+          what: 'animals in location X at 100 req/s',
+          figure: fmt(r),
+          target: 'p99 ≤ 20 ms',
+          met: clean(r) && r.p99 <= 20,
+          detail: { tilth: r },
+        });
       }
     }
 
@@ -389,14 +684,66 @@ async function main(): Promise<void> {
       // One chain per connection: each is a password grant, and argon2id is slow on purpose.
       for (let i = 0; i < CLOSED_CONNECTIONS; i++) refreshTokens.push((await passwordGrant(T)).refresh_token);
       const list = writeJson(s.work, 'refresh.json', refreshTokens);
-      const r = await closed(`${T}/oauth/token`, { method: 'POST', headers: form, mode: 'refresh', list, form: { client_id: 'farm' } });
-      add({ id: 'P7', what: 'refresh grant', figure: fmt(r), target: '≥ 500 req/s', met: clean(r) && r.rps >= 500, detail: { tilth: r } });
+      const r = await closed(`${T}/oauth/token`, {
+        method: 'POST',
+        headers: form,
+        mode: 'refresh',
+        list,
+        form: { client_id: 'farm' },
+      });
+      add({
+        id: 'P7',
+        what: 'refresh grant',
+        figure: fmt(r),
+        target: '≥ 500 req/s',
+        met: clean(r) && r.rps >= 500,
+        detail: { tilth: r },
+      });
       if (secret) {
-        const c = await closed(`${T}/oauth/token`, { method: 'POST', headers: form, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'bench', client_secret: secret }).toString(), ...warm });
-        add({ id: 'P7', what: 'client_credentials grant', figure: fmt(c), target: '≥ 500 req/s', met: clean(c) && c.rps >= 500, detail: { tilth: c } });
-      } else add({ id: 'P7', what: 'client_credentials grant', figure: `no client secret from the CLI: ${cli.slice(0, 200)}`, target: '≥ 500 req/s', met: 'n/a' });
-      const p = await closed(`${T}/oauth/token`, { method: 'POST', headers: form, body: new URLSearchParams({ grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' }).toString() });
-      add({ id: 'P7', what: 'password grant (argon2id by design)', figure: fmt(p), target: '', met: null, detail: { tilth: p } });
+        const c = await closed(`${T}/oauth/token`, {
+          method: 'POST',
+          headers: form,
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            client_id: 'bench',
+            client_secret: secret,
+          }).toString(),
+          ...warm,
+        });
+        add({
+          id: 'P7',
+          what: 'client_credentials grant',
+          figure: fmt(c),
+          target: '≥ 500 req/s',
+          met: clean(c) && c.rps >= 500,
+          detail: { tilth: c },
+        });
+      } else
+        add({
+          id: 'P7',
+          what: 'client_credentials grant',
+          figure: `no client secret from the CLI: ${cli.slice(0, 200)}`,
+          target: '≥ 500 req/s',
+          met: 'n/a',
+        });
+      const p = await closed(`${T}/oauth/token`, {
+        method: 'POST',
+        headers: form,
+        body: new URLSearchParams({
+          grant_type: 'password',
+          username: ADMIN.name,
+          password: ADMIN.password,
+          client_id: 'farm',
+        }).toString(),
+      });
+      add({
+        id: 'P7',
+        what: 'password grant (argon2id by design)',
+        figure: fmt(p),
+        target: '',
+        met: null,
+        detail: { tilth: p },
+      });
       // The grants autocannon sent last are still hashing on the server's core when it stops, and
       // would fall on P8's figure. Hashes start first in, first out on the thread pool, so one more
       // grant's answer comes when the queue has (all but) drained.
@@ -406,9 +753,19 @@ async function main(): Promise<void> {
     // P8: schemas, against a minimal Express 5 app with Tilth's middleware functions sending the
     // same bytes (issue 28: Express stays, so its floor is the baseline); *static* as a figure only.
     for (const path of runs('P8') ? [schemaPath, resourceSchemaPath] : []) {
-      const [t, m] = await pair(() => closed(`${T}${path}`), () => closed(`${minimal.url}${path}`));
+      const [t, m] = await pair(
+        () => closed(`${T}${path}`),
+        () => closed(`${minimal.url}${path}`),
+      );
       const st = await closed(`${ceiling.url}${path}`);
-      add({ id: 'P8', what: `GET ${path}`, figure: `${fmt(t)}; minimal Express ${m.rps.toLocaleString('en')} req/s; ${ratio(t, m)}×; static ${st.rps.toLocaleString('en')} req/s, ${ceilingSame ? ratio(t, st) : 'n/a'}×`, target: '≥ 0.9× minimal Express', met: minimalSame ? clean(t) && clean(m) && ratio(t, m) >= 0.9 : 'n/a', detail: { tilth: t, minimalExpress: m, static: st } });
+      add({
+        id: 'P8',
+        what: `GET ${path}`,
+        figure: `${fmt(t)}; minimal Express ${m.rps.toLocaleString('en')} req/s; ${ratio(t, m)}×; static ${st.rps.toLocaleString('en')} req/s, ${ceilingSame ? ratio(t, st) : 'n/a'}×`,
+        target: '≥ 0.9× minimal Express',
+        met: minimalSame ? clean(t) && clean(m) && ratio(t, m) >= 0.9 : 'n/a',
+        detail: { tilth: t, minimalExpress: m, static: st },
+      });
     }
 
     // P9: page 2,000 of P1 (or the last page, on a smaller farm) reached through links.next.
@@ -419,7 +776,9 @@ async function main(): Promise<void> {
       const walk = Date.now();
       while (href && pageNo < 2000) {
         path = new URL(href).pathname + new URL(href).search;
-        const doc = JSON.parse((await body(`${T}${path}`, { headers: s.auth })).toString()) as { links: { next?: { href: string } } };
+        const doc = JSON.parse((await body(`${T}${path}`, { headers: s.auth })).toString()) as {
+          links: { next?: { href: string } };
+        };
         href = doc.links.next?.href;
         pageNo++;
       }
@@ -427,28 +786,55 @@ async function main(): Promise<void> {
       await check(`P9 page ${pageNo}, after the writes of P4 and P5`, path);
       // Against P1's first page measured again now, alternately, as every other ratio is taken:
       // the P1 figure from minutes earlier (before the writes of P4 and P5) moved with the machine.
-      const [t, first] = await pair(() => closed(`${T}${path}`, { headers: s.auth }), () => closed(`${T}${p1}`, { headers: s.auth }));
+      const [t, first] = await pair(
+        () => closed(`${T}${path}`, { headers: s.auth }),
+        () => closed(`${T}${p1}`, { headers: s.auth }),
+      );
       // The same deep page from the rendered baseline (same keyset SQL): is the page itself slow, or Tilth?
       const r = await closed(`${rendered.url}${path}`, { headers: s.auth });
       // A farm too small for 2,000 pages ends on a short last page: cheaper, and not what P9 asks.
       const deepEnough = pageNo >= 2000;
-      add({ id: 'P9', what: `page ${pageNo} of P1 through links.next (walked in ${walkSeconds.toFixed(1)} s)${deepEnough ? '' : ', the last page: farm too small for page 2,000'}`, figure: `${fmt(t)}; page 1 ${first.rps.toLocaleString('en')} req/s alongside; ${ratio(t, first)}× P1; rendered ${r.rps.toLocaleString('en')} req/s here`, target: '≥ 0.9× P1', met: !deepEnough ? 'n/a' : clean(t) && clean(first) ? ratio(t, first) >= 0.9 : false, detail: { tilth: t, p1: first, p1Earlier: p1Tilth, rendered: r, page: pageNo } });
+      add({
+        id: 'P9',
+        what: `page ${pageNo} of P1 through links.next (walked in ${walkSeconds.toFixed(1)} s)${deepEnough ? '' : ', the last page: farm too small for page 2,000'}`,
+        figure: `${fmt(t)}; page 1 ${first.rps.toLocaleString('en')} req/s alongside; ${ratio(t, first)}× P1; rendered ${r.rps.toLocaleString('en')} req/s here`,
+        target: '≥ 0.9× P1',
+        met: !deepEnough ? 'n/a' : clean(t) && clean(first) ? ratio(t, first) >= 0.9 : false,
+        detail: { tilth: t, p1: first, p1Earlier: p1Tilth, rendered: r, page: pageNo },
+      });
     }
 
     // P10 (issue 25): a page of 100 changes of the change feed at 100 req/s. The cursor is the
     // one after the first 500 changes, so every request reads the same 100 rows of the feed.
     if (runs('P10')) {
-      const first = JSON.parse((await body(`${T}/api/changes?since=0&page%5Blimit%5D=500`, { headers: s.auth })).toString()) as { data: unknown[]; meta: { cursor: string } };
+      const first = JSON.parse(
+        (await body(`${T}/api/changes?since=0&page%5Blimit%5D=500`, { headers: s.auth })).toString(),
+      ) as { data: unknown[]; meta: { cursor: string } };
       const feedPage = `${T}/api/changes?since=${first.meta.cursor}&page%5Blimit%5D=100`;
-      const rows = (JSON.parse((await body(feedPage, { headers: s.auth })).toString()) as { data: unknown[] }).data.length;
+      const rows = (JSON.parse((await body(feedPage, { headers: s.auth })).toString()) as { data: unknown[] }).data
+        .length;
       const f = await atRate(feedPage, 100, { headers: s.auth });
-      add({ id: 'P10', what: `a change feed page of ${rows} changes at 100 req/s`, figure: fmt(f), target: 'p99 ≤ 20 ms', met: rows === 100 && clean(f) && f.p99 <= 20, detail: { tilth: f, rows } });
+      add({
+        id: 'P10',
+        what: `a change feed page of ${rows} changes at 100 req/s`,
+        figure: fmt(f),
+        target: 'p99 ≤ 20 ms',
+        met: rows === 100 && clean(f) && f.p99 <= 20,
+        detail: { tilth: f, rows },
+      });
     }
 
     // Memory: the server's resident set after the workloads so far (the whole run's, in a full run).
     if (runs('MEM')) {
       const rss = residentBytes(s.tilth.child.pid!);
-      add({ id: 'MEM', what: `Tilth's resident memory after the run (farm-${MAIN})`, figure: rss === null ? 'not measured (no /proc)' : `${(rss / 2 ** 20).toFixed(0)} MB`, target: '≤ 256 MB', met: rss === null ? 'n/a' : rss <= 256 * 2 ** 20, detail: { rssBytes: rss } });
+      add({
+        id: 'MEM',
+        what: `Tilth's resident memory after the run (farm-${MAIN})`,
+        figure: rss === null ? 'not measured (no /proc)' : `${(rss / 2 ** 20).toFixed(0)} MB`,
+        target: '≤ 256 MB',
+        met: rss === null ? 'n/a' : rss <= 256 * 2 ** 20,
+        detail: { rssBytes: rss },
+      });
     }
     if (SOAK) await soak(s, uuids, postBodies(db), db);
 
@@ -459,12 +845,35 @@ async function main(): Promise<void> {
     const sessions = new Map<Scale, Session>([[MAIN, s]]);
     if (runs('G')) {
       try {
-        for (const scale of [SMALL, BIG]) if (!sessions.has(scale)) { say(`G: farm-${scale}…`); sessions.set(scale, await open(scale)); }
-        const lists = new Map([...sessions].map(([scale, x]) => [scale, writeJson(x.work, 'g-uuids.json', sampleLogs(join(x.dir, 'tilth.sqlite'), 2000).map((u) => `/api/log/activity/${u}`))]));
+        for (const scale of [SMALL, BIG])
+          if (!sessions.has(scale)) {
+            say(`G: farm-${scale}…`);
+            sessions.set(scale, await open(scale));
+          }
+        const lists = new Map(
+          [...sessions].map(([scale, x]) => [
+            scale,
+            writeJson(
+              x.work,
+              'g-uuids.json',
+              sampleLogs(join(x.dir, 'tilth.sqlite'), 2000).map((u) => `/api/log/activity/${u}`),
+            ),
+          ]),
+        );
         for (const k of ['P1', 'P3', 'P6'] as const) {
-          const [big, small] = await pair(() => growthFigure(sessions.get(BIG)!, k, lists.get(BIG)!), () => growthFigure(sessions.get(SMALL)!, k, lists.get(SMALL)!));
+          const [big, small] = await pair(
+            () => growthFigure(sessions.get(BIG)!, k, lists.get(BIG)!),
+            () => growthFigure(sessions.get(SMALL)!, k, lists.get(SMALL)!),
+          );
           const r = ratio(big, small);
-          add({ id: 'G', what: `${k} on farm-${BIG} against farm-${SMALL}`, figure: `${big.rps.toLocaleString('en')} against ${small.rps.toLocaleString('en')} req/s; ${r}×`, target: '≥ 0.85×', met: clean(big) && clean(small) && r >= 0.85, detail: { big, small } });
+          add({
+            id: 'G',
+            what: `${k} on farm-${BIG} against farm-${SMALL}`,
+            figure: `${big.rps.toLocaleString('en')} against ${small.rps.toLocaleString('en')} req/s; ${r}×`,
+            target: '≥ 0.85×',
+            met: clean(big) && clean(small) && r >= 0.85,
+            detail: { big, small },
+          });
         }
       } finally {
         for (const [scale, x] of sessions) if (scale !== MAIN) await close(x);
@@ -512,7 +921,14 @@ async function startFigure(s: Session): Promise<Running> {
   }
   const median = [...times].sort((a, b) => a - b)[1]!;
   const current = (JSON.parse(health) as { migrations?: string }).migrations === 'current';
-  add({ id: 'STA', what: `\`tilth serve\` ready (/health 200) on farm-${MAIN}, nothing pending`, figure: `${(median / 1000).toFixed(2)} s (median of ${times.map((t) => (t / 1000).toFixed(2)).join(', ')} s); migrations ${current ? 'current' : health}`, target: '≤ 2 s', met: current && median <= 2000, detail: { ms: times, health } });
+  add({
+    id: 'STA',
+    what: `\`tilth serve\` ready (/health 200) on farm-${MAIN}, nothing pending`,
+    figure: `${(median / 1000).toFixed(2)} s (median of ${times.map((t) => (t / 1000).toFixed(2)).join(', ')} s); migrations ${current ? 'current' : health}`,
+    target: '≤ 2 s',
+    met: current && median <= 2000,
+    detail: { ms: times, health },
+  });
   return server!;
 }
 
@@ -524,11 +940,21 @@ async function startFigure(s: Session): Promise<Running> {
  */
 async function soak(s: Session, uuids: string[], posts: string[], db: string): Promise<void> {
   const pid = s.tilth.child.pid!;
-  const paths = writeJson(s.work, 'soak-p3.json', uuids.map((u) => `/api/log/activity/${u}`));
+  const paths = writeJson(
+    s.work,
+    'soak-p3.json',
+    uuids.map((u) => `/api/log/activity/${u}`),
+  );
   const postList = writeJson(s.work, 'soak-posts.json', posts);
-  const patchList = writeJson(s.work, 'soak-patch.json', uuids.slice(1000, 1999).map((u) => `/api/log/activity/${u}`));
+  const patchList = writeJson(
+    s.work,
+    'soak-patch.json',
+    uuids.slice(1000, 1999).map((u) => `/api/log/activity/${u}`),
+  );
   const sdb = new Database(db, { readonly: true });
-  const assets = (sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[]).map((id) => ({ type: 'asset--animal', id }));
+  const assets = (
+    sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 200`).pluck().all() as string[]
+  ).map((id) => ({ type: 'asset--animal', id }));
   sdb.close();
   const writeHeaders = { ...s.auth, 'Content-Type': JSONAPI };
   say(`soak: ${SOAK} s of mixed reads and writes, resident memory sampled every ${SOAK_SAMPLE} s…`);
@@ -543,8 +969,24 @@ async function soak(s: Session, uuids: string[], posts: string[], db: string): P
     loads = await Promise.all([
       load({ url: s.tilth.url, seconds: SOAK, connections: 3, headers: s.auth, mode: 'randomPath', list: paths }),
       load({ url: `${s.tilth.url}${p1Path()}`, seconds: SOAK, connections: 1, headers: s.auth }),
-      load({ url: `${s.tilth.url}/api/log/activity`, seconds: SOAK, connections: 2, method: 'POST', headers: writeHeaders, mode: 'postLog', list: postList }),
-      load({ url: s.tilth.url, seconds: SOAK, connections: 2, headers: writeHeaders, mode: 'patchLog', list: patchList, assets }),
+      load({
+        url: `${s.tilth.url}/api/log/activity`,
+        seconds: SOAK,
+        connections: 2,
+        method: 'POST',
+        headers: writeHeaders,
+        mode: 'postLog',
+        list: postList,
+      }),
+      load({
+        url: s.tilth.url,
+        seconds: SOAK,
+        connections: 2,
+        headers: writeHeaders,
+        mode: 'patchLog',
+        list: patchList,
+        assets,
+      }),
     ]);
   } finally {
     clearInterval(timer);
@@ -585,22 +1027,55 @@ async function postgresLeg(server: string): Promise<void> {
     const firstAnswer = await answer(`${T}${p1}`, { headers: auth });
     const first = JSON.parse(firstAnswer.bytes.toString()) as { links: { next?: { href: string } } };
     const next = first.links.next?.href;
-    const fingerprint = next ? (JSON.parse(Buffer.from(new URL(next).searchParams.get('page[cursor]')!, 'base64url').toString()) as { h: string }).h : '';
+    const fingerprint = next
+      ? (
+          JSON.parse(Buffer.from(new URL(next).searchParams.get('page[cursor]')!, 'base64url').toString()) as {
+            h: string;
+          }
+        ).h
+      : '';
     const headersFile = writeJson(dir, 'pg-headers.json', recordHeaders(firstAnswer.headers));
-    const rendered = await startBaseline('rendered.ts', { DATABASE_URL: url, BASE_URL: T, FINGERPRINT: fingerprint, HEADERS: headersFile });
+    const rendered = await startBaseline('rendered.ts', {
+      DATABASE_URL: url,
+      BASE_URL: T,
+      FINGERPRINT: fingerprint,
+      HEADERS: headersFile,
+    });
     running.push(rendered);
     const uuids = sampleLogs(join(dir, 'tilth.sqlite'), 2000);
     let same = true;
-    const paths: Array<[string, string]> = [['P1 first page', p1], ['P3 one log', `/api/log/activity/${uuids[0]}`]];
+    const paths: Array<[string, string]> = [
+      ['P1 first page', p1],
+      ['P3 one log', `/api/log/activity/${uuids[0]}`],
+    ];
     if (next) paths.push(['P1 second page', new URL(next).pathname + new URL(next).search]);
-    for (const [what, path] of paths) same &&= await sameAnswer(what, T, { name: 'PostgreSQL: rendered', url: rendered.url }, path, auth);
+    for (const [what, path] of paths)
+      same &&= await sameAnswer(what, T, { name: 'PostgreSQL: rendered', url: rendered.url }, path, auth);
     const t1 = await closed(`${T}${p1}`, { headers: auth });
     const r1 = await closed(`${rendered.url}${p1}`, { headers: auth });
-    add({ id: 'PG1', what: `PostgreSQL farm-${PG_SCALE}: page of 50 logs`, figure: `${fmt(t1)}; rendered (pg) ${r1.rps.toLocaleString('en')} req/s; ${same ? ratio(t1, r1) : 'n/a'}×`, target: '≥ 0.6× rendered (pg)', met: same ? clean(t1) && clean(r1) && ratio(t1, r1) >= 0.6 : 'n/a', detail: { tilth: t1, rendered: r1 } });
-    const list = writeJson(dir, 'pg-p3.json', uuids.map((u) => `/api/log/activity/${u}`));
+    add({
+      id: 'PG1',
+      what: `PostgreSQL farm-${PG_SCALE}: page of 50 logs`,
+      figure: `${fmt(t1)}; rendered (pg) ${r1.rps.toLocaleString('en')} req/s; ${same ? ratio(t1, r1) : 'n/a'}×`,
+      target: '≥ 0.6× rendered (pg)',
+      met: same ? clean(t1) && clean(r1) && ratio(t1, r1) >= 0.6 : 'n/a',
+      detail: { tilth: t1, rendered: r1 },
+    });
+    const list = writeJson(
+      dir,
+      'pg-p3.json',
+      uuids.map((u) => `/api/log/activity/${u}`),
+    );
     const t3 = await closed(T, { headers: auth, mode: 'randomPath', list });
     const r3 = await closed(rendered.url, { headers: auth, mode: 'randomPath', list });
-    add({ id: 'PG3', what: `PostgreSQL farm-${PG_SCALE}: one log by UUID`, figure: `${fmt(t3)}; rendered (pg) ${r3.rps.toLocaleString('en')} req/s; ${same ? ratio(t3, r3) : 'n/a'}×`, target: '≥ 0.6× rendered (pg)', met: same ? clean(t3) && clean(r3) && ratio(t3, r3) >= 0.6 : 'n/a', detail: { tilth: t3, rendered: r3 } });
+    add({
+      id: 'PG3',
+      what: `PostgreSQL farm-${PG_SCALE}: one log by UUID`,
+      figure: `${fmt(t3)}; rendered (pg) ${r3.rps.toLocaleString('en')} req/s; ${same ? ratio(t3, r3) : 'n/a'}×`,
+      target: '≥ 0.6× rendered (pg)',
+      met: same ? clean(t3) && clean(r3) && ratio(t3, r3) >= 0.6 : 'n/a',
+      detail: { tilth: t3, rendered: r3 },
+    });
     const posts = writeJson(dir, 'pg-posts.json', postBodies(join(dir, 'tilth.sqlite')));
     // Against the write baseline on `pg` (baselines/write.ts), checked first as on SQLite.
     const writer = await startBaseline('write.ts', { DATABASE_URL: url, BASE_URL: T, HEADERS: headersFile });
@@ -610,10 +1085,38 @@ async function postgresLeg(server: string): Promise<void> {
     const animal = sdb.prepare(`SELECT uuid FROM asset WHERE bundle = 'animal' LIMIT 1`).pluck().get() as string;
     sdb.close();
     const postList = JSON.parse(readFileSync(posts, 'utf8')) as string[];
-    const writeSame = await sameWrites('PostgreSQL', { file: null, url }, T, writer.url, writeHeaders, postList[0]!, `/api/log/activity/${uuids[1999]}`, { type: 'asset--animal', id: animal });
-    const t4 = await closed(`${T}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: posts, ...warm });
-    const w4 = await closed(`${writer.url}/api/log/activity`, { method: 'POST', headers: writeHeaders, mode: 'postLog', list: posts, ...warm });
-    add({ id: 'PG4', what: `PostgreSQL farm-${PG_SCALE}: POST a log`, figure: `${fmt(t4)}; write baseline (pg) ${w4.rps.toLocaleString('en')} req/s; ${ratio(t4, w4)}×`, target: '≥ 500 req/s and ≥ 0.5× write (pg)', met: writeSame ? clean(t4) && clean(w4) && t4.rps >= 500 && ratio(t4, w4) >= 0.5 : 'n/a', detail: { tilth: t4, write: w4 } });
+    const writeSame = await sameWrites(
+      'PostgreSQL',
+      { file: null, url },
+      T,
+      writer.url,
+      writeHeaders,
+      postList[0]!,
+      `/api/log/activity/${uuids[1999]}`,
+      { type: 'asset--animal', id: animal },
+    );
+    const t4 = await closed(`${T}/api/log/activity`, {
+      method: 'POST',
+      headers: writeHeaders,
+      mode: 'postLog',
+      list: posts,
+      ...warm,
+    });
+    const w4 = await closed(`${writer.url}/api/log/activity`, {
+      method: 'POST',
+      headers: writeHeaders,
+      mode: 'postLog',
+      list: posts,
+      ...warm,
+    });
+    add({
+      id: 'PG4',
+      what: `PostgreSQL farm-${PG_SCALE}: POST a log`,
+      figure: `${fmt(t4)}; write baseline (pg) ${w4.rps.toLocaleString('en')} req/s; ${ratio(t4, w4)}×`,
+      target: '≥ 500 req/s and ≥ 0.5× write (pg)',
+      met: writeSame ? clean(t4) && clean(w4) && t4.rps >= 500 && ratio(t4, w4) >= 0.5 : 'n/a',
+      detail: { tilth: t4, write: w4 },
+    });
     if (PROCESSES > 1) {
       for (const r of running.splice(0)) await r.stop();
       await scaleOut(dir, url, { p1, p3: list, posts });
@@ -646,31 +1149,80 @@ async function scaleOut(dir: string, url: string, lists: { p1: string; p3: strin
       servers.push(server);
     }
     const auth = { Authorization: `Bearer ${(await passwordGrant(servers[0]!.url)).access_token}`, Accept: JSONAPI };
-    const workloads: Array<{ id: string; what: string; spec: (server: string) => Partial<LoadSpec> & { url: string }; target: number }> = [
+    const workloads: Array<{
+      id: string;
+      what: string;
+      spec: (server: string) => Partial<LoadSpec> & { url: string };
+      target: number;
+    }> = [
       { id: 'PS1', what: 'page of 50 logs', spec: (t) => ({ url: `${t}${lists.p1}`, headers: auth }), target: 1.7 },
-      { id: 'PS3', what: 'one log by UUID', spec: (t) => ({ url: t, headers: auth, mode: 'randomPath', list: lists.p3 }), target: 1.7 },
-      { id: 'PS4', what: 'POST a log', spec: (t) => ({ url: `${t}/api/log/activity`, method: 'POST', headers: { ...auth, 'Content-Type': JSONAPI }, mode: 'postLog', list: lists.posts }), target: 1 },
+      {
+        id: 'PS3',
+        what: 'one log by UUID',
+        spec: (t) => ({ url: t, headers: auth, mode: 'randomPath', list: lists.p3 }),
+        target: 1.7,
+      },
+      {
+        id: 'PS4',
+        what: 'POST a log',
+        spec: (t) => ({
+          url: `${t}/api/log/activity`,
+          method: 'POST',
+          headers: { ...auth, 'Content-Type': JSONAPI },
+          mode: 'postLog',
+          list: lists.posts,
+        }),
+        target: 1,
+      },
     ];
     // Where the cores went during a run (after its warm-up): the machine's busy share from
     // /proc/stat, and the servers' own from /proc/<pid>/stat. A machine already busy through one
     // process has nothing to give a second.
     type Measured = LoadResult & { cores?: { busy: number; tilth: number } };
-    const through = (n: number, spec: (server: string) => Partial<LoadSpec> & { url: string }) => async (): Promise<Measured> => {
-      const cpu = cpuWindow(servers.map((s) => s.child.pid!), WARMUP);
-      const result: Measured = sumLoads(await Promise.all(servers.slice(0, n).map((s) => load({ seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...warm, ...spec(s.url) }, place.load))));
-      result.cores = await cpu;
-      return result;
-    };
+    const through =
+      (n: number, spec: (server: string) => Partial<LoadSpec> & { url: string }) => async (): Promise<Measured> => {
+        const cpu = cpuWindow(
+          servers.map((s) => s.child.pid!),
+          WARMUP,
+        );
+        const result: Measured = sumLoads(
+          await Promise.all(
+            servers
+              .slice(0, n)
+              .map((s) =>
+                load({ seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...warm, ...spec(s.url) }, place.load),
+              ),
+          ),
+        );
+        result.cores = await cpu;
+        return result;
+      };
     // The same concurrency through one server: as many load processes as the N-process run, all
     // aimed at the first server. Writes through two processes were slower than through one
     // (2026-11-26); this tells the number of processes apart from the number of transactions at once.
-    const concurrentOnOne = (spec: (server: string) => Partial<LoadSpec> & { url: string }) => async (): Promise<Measured> => {
-      const cpu = cpuWindow(servers.map((s) => s.child.pid!), WARMUP);
-      const result: Measured = sumLoads(await Promise.all(servers.slice(0, PROCESSES).map(() => load({ seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...warm, ...spec(servers[0]!.url) }, place.load))));
-      result.cores = await cpu;
-      return result;
-    };
-    const cores = (r: Measured) => (r.cores ? `; cores busy ${r.cores.busy} of ${cpus().length}, Tilth's ${r.cores.tilth}` : '');
+    const concurrentOnOne =
+      (spec: (server: string) => Partial<LoadSpec> & { url: string }) => async (): Promise<Measured> => {
+        const cpu = cpuWindow(
+          servers.map((s) => s.child.pid!),
+          WARMUP,
+        );
+        const result: Measured = sumLoads(
+          await Promise.all(
+            servers
+              .slice(0, PROCESSES)
+              .map(() =>
+                load(
+                  { seconds: SECONDS, connections: CLOSED_CONNECTIONS, ...warm, ...spec(servers[0]!.url) },
+                  place.load,
+                ),
+              ),
+          ),
+        );
+        result.cores = await cpu;
+        return result;
+      };
+    const cores = (r: Measured) =>
+      r.cores ? `; cores busy ${r.cores.busy} of ${cpus().length}, Tilth's ${r.cores.tilth}` : '';
     for (const w of workloads) {
       const [many, one] = await pair(through(PROCESSES, w.spec), through(1, w.spec));
       const r = ratio(many, one);
@@ -743,19 +1295,44 @@ function report(): void {
     '',
     '| id | workload | measured | target | met |',
     '|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.id} | ${r.what} | ${r.figure.replace(/\|/g, '\\|')} | ${r.target} | ${r.met === null ? '' : r.met === 'n/a' ? 'not measured' : r.met ? 'yes' : 'no'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.id} | ${r.what} | ${r.figure.replace(/\|/g, '\\|')} | ${r.target} | ${r.met === null ? '' : r.met === 'n/a' ? 'not measured' : r.met ? 'yes' : 'no'} |`,
+    ),
     '',
     `bench: ${met} of ${counted.length} targets met`,
   ].join('\n');
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = when.replace(/[:.]/g, '-');
-  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, quick: QUICK, main: MAIN, small: SMALL, big: BIG, seconds: SECONDS, seed: SEED, processes: PROCESSES, machine: { ...machine, loadAtEnd: loadAverage() }, seconds_total: Math.round((Date.now() - started) / 1000), rows }, null, 2));
+  writeFileSync(
+    join(dir, `${stamp}.json`),
+    JSON.stringify(
+      {
+        when,
+        quick: QUICK,
+        main: MAIN,
+        small: SMALL,
+        big: BIG,
+        seconds: SECONDS,
+        seed: SEED,
+        processes: PROCESSES,
+        machine: { ...machine, loadAtEnd: loadAverage() },
+        seconds_total: Math.round((Date.now() - started) / 1000),
+        rows,
+      },
+      null,
+      2,
+    ),
+  );
   writeFileSync(join(dir, `${stamp}.md`), `${md}\n`);
   say('');
   say(md.split('\n').slice(0, -1).join('\n'));
   say(`results: bench/results/${stamp}.{json,md}; ${Math.round((Date.now() - started) / 1000)} s`);
-  if (failedChecks.length) say(`FAILED CHECK: a baseline's answer differs from Tilth's (${failedChecks.map((r) => r.what).join('; ')}); its ratios count as not met.`);
+  if (failedChecks.length)
+    say(
+      `FAILED CHECK: a baseline's answer differs from Tilth's (${failedChecks.map((r) => r.what).join('; ')}); its ratios count as not met.`,
+    );
   say(`bench: ${met} of ${counted.length} targets met`);
 }
 

@@ -17,7 +17,8 @@ export const RATE_CONNECTIONS = 16;
 /** One autocannon run in the load process, on `cores` (a taskset list; null: unpinned). */
 export function load(spec: LoadSpec, cores: string | null = LOAD_CORE): Promise<LoadResult> {
   const args = ['--import', 'tsx', join('bench', 'load.ts')];
-  const [cmd, argv] = PINNED && cores !== null ? ['taskset', ['-c', cores, process.execPath, ...args]] : [process.execPath, args];
+  const [cmd, argv] =
+    PINNED && cores !== null ? ['taskset', ['-c', cores, process.execPath, ...args]] : [process.execPath, args];
   return new Promise((resolve, reject) => {
     const child = spawn(cmd as string, argv as string[], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
@@ -58,7 +59,8 @@ export interface Row {
   detail?: Record<string, unknown>;
 }
 
-export const fmt = (r: LoadResult) => `${r.rps.toLocaleString('en')} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${r.errors || r.non2xx ? ` (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`;
+export const fmt = (r: LoadResult) =>
+  `${r.rps.toLocaleString('en')} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${r.errors || r.non2xx ? ` (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`;
 /** A run whose requests failed measured nothing: its figures are not counted as met. */
 export const clean = (r: LoadResult) => r.errors === 0 && r.non2xx === 0 && r.requests > 0;
 /**
@@ -68,7 +70,14 @@ export const clean = (r: LoadResult) => r.errors === 0 && r.non2xx === 0 && r.re
  */
 export function sumLoads(parts: LoadResult[]): LoadResult {
   const sum = (k: 'rps' | 'requests' | 'errors' | 'non2xx') => parts.reduce((n, r) => n + r[k], 0);
-  return { rps: sum('rps'), p50: Math.max(...parts.map((r) => r.p50)), p99: Math.max(...parts.map((r) => r.p99)), requests: sum('requests'), errors: sum('errors'), non2xx: sum('non2xx') };
+  return {
+    rps: sum('rps'),
+    p50: Math.max(...parts.map((r) => r.p50)),
+    p99: Math.max(...parts.map((r) => r.p99)),
+    requests: sum('requests'),
+    errors: sum('errors'),
+    non2xx: sum('non2xx'),
+  };
 }
 export const ratio = (a: LoadResult, b: LoadResult) => +(a.rps / Math.max(1, b.rps)).toFixed(3);
 

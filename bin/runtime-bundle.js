@@ -13,7 +13,18 @@
  * the bundle whose inputs it checked.
  */
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -35,7 +46,9 @@ const BUILDER = readFileSync(fileURLToPath(import.meta.url));
  * @param {(path: string) => Buffer | string} read
  */
 export function bundleKey(root, inputs, read = (path) => readFileSync(path)) {
-  const hash = createHash('sha256').update(BUILDER).update(`\0${resolve(root)}\0`);
+  const hash = createHash('sha256')
+    .update(BUILDER)
+    .update(`\0${resolve(root)}\0`);
   for (const input of inputs) {
     let content;
     try {
@@ -97,7 +110,9 @@ async function buildBundle(dir, root) {
   // runs through tsx without paying for a build it could not keep; its installer makes the bundle.
   mkdirSync(dir, { recursive: true });
   accessSync(dir, constants.W_OK);
-  const esbuild = /** @type {typeof import('esbuild')} */ (createRequire(createRequire(join(root, 'package.json')).resolve('tsx/package.json'))('esbuild'));
+  const esbuild = /** @type {typeof import('esbuild')} */ (
+    createRequire(createRequire(join(root, 'package.json')).resolve('tsx/package.json'))('esbuild')
+  );
   /** @type {Map<string, Buffer>} */
   const read = new Map();
   const result = await esbuild.build({
@@ -119,10 +134,16 @@ async function buildBundle(dir, root) {
           build.onLoad({ filter: /\.(ts|mts|js|mjs|json)$/ }, (args) => {
             const content = readFileSync(args.path);
             read.set(relative(root, args.path), content);
-            const ext = /** @type {'ts' | 'js' | 'json'} */ (args.path.endsWith('.json') ? 'json' : args.path.endsWith('ts') ? 'ts' : 'js');
+            const ext = /** @type {'ts' | 'js' | 'json'} */ (
+              args.path.endsWith('.json') ? 'json' : args.path.endsWith('ts') ? 'ts' : 'js'
+            );
             if (ext === 'json') return { contents: content, loader: 'json' };
             const own = { url: pathToFileURL(args.path).href, filename: args.path, dirname: dirname(args.path) };
-            const text = content.toString('utf8').replace(/\bimport\.meta\.(url|dirname|filename)\b/g, (_, part) => JSON.stringify(own[/** @type {'url' | 'dirname' | 'filename'} */ (part)]));
+            const text = content
+              .toString('utf8')
+              .replace(/\bimport\.meta\.(url|dirname|filename)\b/g, (_, part) =>
+                JSON.stringify(own[/** @type {'url' | 'dirname' | 'filename'} */ (part)]),
+              );
             return { contents: text, loader: ext };
           });
         },
@@ -137,7 +158,10 @@ async function buildBundle(dir, root) {
   const map = result.outputFiles.find((f) => f.path.endsWith('.map'));
   if (!code || !map) return null;
   writeAtomically(join(dir, `${name}.map`), map.contents);
-  writeAtomically(join(dir, name), code.text.replace(/\/\/# sourceMappingURL=main\.mjs\.map\s*$/, `//# sourceMappingURL=${name}.map\n`));
+  writeAtomically(
+    join(dir, name),
+    code.text.replace(/\/\/# sourceMappingURL=main\.mjs\.map\s*$/, `//# sourceMappingURL=${name}.map\n`),
+  );
   writeAtomically(join(dir, 'manifest.json'), JSON.stringify({ key, inputs }));
   removeOld(dir, name);
   return pathToFileURL(join(dir, name)).href;

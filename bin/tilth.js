@@ -5,7 +5,10 @@
 // loading them one by one through tsx takes; the generator, or the runtime when no bundle can be
 // made (or TILTH_RUNTIME_BUNDLE=off), runs through tsx as the sources are.
 const command = process.argv[2];
-const bundle = command === 'generate' || process.env.TILTH_RUNTIME_BUNDLE === 'off' ? null : await (await import('./runtime-bundle.js')).runtimeBundle();
+const bundle =
+  command === 'generate' || process.env.TILTH_RUNTIME_BUNDLE === 'off'
+    ? null
+    : await (await import('./runtime-bundle.js')).runtimeBundle();
 if (bundle) {
   // Stack traces name the sources, as under tsx.
   process.setSourceMapsEnabled(true);

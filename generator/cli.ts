@@ -23,7 +23,15 @@ with Tilth's and written to the site folder's generated/, with migrations of the
 async function main(): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: process.argv.slice(3), options: { check: { type: 'boolean' }, root: { type: 'string' }, site: { type: 'string' }, help: { type: 'boolean' } } }).values;
+    args = parseArgs({
+      args: process.argv.slice(3),
+      options: {
+        check: { type: 'boolean' },
+        root: { type: 'string' },
+        site: { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    }).values;
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n\n${HELP}`);
     return 2;
@@ -44,20 +52,30 @@ async function main(): Promise<number> {
         ...result.indexDiffers.map((d) => `  index:     ${d}`),
       ];
       if (stale.length) {
-        process.stderr.write(`generated/ is out of date with definitions/ (or the site folder's generated/ with its definitions/). Run \`npm run generate\` and commit the result.\n${stale.join('\n')}\n`);
+        process.stderr.write(
+          `generated/ is out of date with definitions/ (or the site folder's generated/ with its definitions/). Run \`npm run generate\` and commit the result.\n${stale.join('\n')}\n`,
+        );
         return 1;
       }
       process.stdout.write('generated/ is up to date.\n');
       return 0;
     }
-    for (const d of result.indexDiffers) process.stdout.write(`Rewrote generated/migrations/index.ts, which did not match the files: ${d}.\n`);
-    if (result.migrationAdded) process.stdout.write(`Added migration generated/migrations/${result.migrationAdded}.ts\n`);
+    for (const d of result.indexDiffers)
+      process.stdout.write(`Rewrote generated/migrations/index.ts, which did not match the files: ${d}.\n`);
+    if (result.migrationAdded)
+      process.stdout.write(`Added migration generated/migrations/${result.migrationAdded}.ts\n`);
     if (result.siteMigrationAdded) process.stdout.write(`Added the site's migration ${result.siteMigrationAdded}\n`);
-    process.stdout.write(result.changed.length || result.removed.length ? `Wrote ${result.changed.length} file(s), removed ${result.removed.length}.\n` : 'generated/ was already up to date.\n');
+    process.stdout.write(
+      result.changed.length || result.removed.length
+        ? `Wrote ${result.changed.length} file(s), removed ${result.removed.length}.\n`
+        : 'generated/ was already up to date.\n',
+    );
     return 0;
   } catch (error) {
     if (error instanceof DefinitionErrors) {
-      process.stderr.write(`The definitions have ${error.errors.length} problem(s); nothing was generated.\n${error.message}\n`);
+      process.stderr.write(
+        `The definitions have ${error.errors.length} problem(s); nothing was generated.\n${error.message}\n`,
+      );
       return 1;
     }
     if (error instanceof Error && !(error instanceof TypeError) && !(error instanceof ReferenceError)) {

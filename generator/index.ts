@@ -77,7 +77,12 @@ function loadBoth(root: string, siteDir: string): { core: SourceFile[]; site: So
 }
 
 /** Write (or in check mode compare) `desired` into `outDir`, removing files it does not hold. Paths are reported relative to `root`. */
-function sync(outDir: string, desired: FileMap, root: string, check: boolean): { changed: string[]; removed: string[] } {
+function sync(
+  outDir: string,
+  desired: FileMap,
+  root: string,
+  check: boolean,
+): { changed: string[]; removed: string[] } {
   const changed: string[] = [];
   for (const [path, content] of [...desired].sort(([a], [b]) => a.localeCompare(b))) {
     const full = join(outDir, path);
@@ -99,15 +104,27 @@ function sync(outDir: string, desired: FileMap, root: string, check: boolean): {
   return { changed, removed };
 }
 
-export async function generate({ root, siteDir = join(root, 'site'), check = false }: GenerateOptions): Promise<GenerateResult> {
+export async function generate({
+  root,
+  siteDir = join(root, 'site'),
+  check = false,
+}: GenerateOptions): Promise<GenerateResult> {
   const outDir = join(root, 'generated');
   const files = loadBoth(root, siteDir);
   const model = buildModel(files.core);
   const ui = buildUi(files.core, model);
   const migrationsDir = join(outDir, 'migrations');
   const existing = await readExistingMigrations(migrationsDir);
-  const indexDiffers = indexDifferences(migrationsDir, existing.map((m) => m.file));
-  const migrations = emitMigrations(existing, tablesFor(model), (file) => readFileSync(join(migrationsDir, file), 'utf8'), valueRewritesFor(model));
+  const indexDiffers = indexDifferences(
+    migrationsDir,
+    existing.map((m) => m.file),
+  );
+  const migrations = emitMigrations(
+    existing,
+    tablesFor(model),
+    (file) => readFileSync(join(migrationsDir, file), 'utf8'),
+    valueRewritesFor(model),
+  );
 
   const desired: FileMap = new Map([
     ...emitDescriptors(model),
@@ -128,7 +145,12 @@ export async function generate({ root, siteDir = join(root, 'site'), check = fal
   if (files.site.length || siteMigrations.length) {
     const full = buildModel([...files.core, ...files.site]);
     const fullUi = buildUi([...files.core, ...files.site], full);
-    const coreMigrations = migrations.added ? [...existing, { name: migrations.added, file: `${migrations.added}.ts`, ops: migrations.addedOps, recorded: null }] : existing;
+    const coreMigrations = migrations.added
+      ? [
+          ...existing,
+          { name: migrations.added, file: `${migrations.added}.ts`, ops: migrations.addedOps, recorded: null },
+        ]
+      : existing;
     const site = emitSite({
       core: model,
       full,

@@ -26,7 +26,11 @@ interface SourceBase {
 
 /** A definition file that passed the meta-schema, its data typed by the types generated from it. */
 export type SourceFile = SourceBase &
-  ({ kind: 'bundleFile'; data: BundleFile } | { kind: 'entityTypeFile'; data: EntityTypeFile } | { kind: 'moduleFile'; data: ModuleFile });
+  (
+    | { kind: 'bundleFile'; data: BundleFile }
+    | { kind: 'entityTypeFile'; data: EntityTypeFile }
+    | { kind: 'moduleFile'; data: ModuleFile }
+  );
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 ajv.addSchema(metaSchema);
@@ -64,7 +68,9 @@ function lineFinder(doc: Document, counter: LineCounter) {
       if (atKey && n === path.length && n > 0) {
         const parent = doc.getIn(prefix.slice(0, -1), true);
         if (isMap(parent)) {
-          const pair = parent.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === prefix[prefix.length - 1]);
+          const pair = parent.items.find(
+            (p) => isPair(p) && isScalar(p.key) && p.key.value === prefix[prefix.length - 1],
+          );
           const range = pair && isScalar(pair.key) ? pair.key.range : undefined;
           if (range) return counter.linePos(range[0]).line;
         }
@@ -89,30 +95,59 @@ function describe(error: ErrorObject, data: unknown): { path: Array<string | num
   switch (error.keyword) {
     case 'additionalProperties': {
       const extra = (error.params as { additionalProperty: string }).additionalProperty;
-      return { path: [...path, extra], key: true, sentence: `${where}unknown key "${extra}". Check the spelling against definitions/README.md.` };
+      return {
+        path: [...path, extra],
+        key: true,
+        sentence: `${where}unknown key "${extra}". Check the spelling against definitions/README.md.`,
+      };
     }
     case 'required':
-      return { path, key: false, sentence: `${where}missing required key "${(error.params as { missingProperty: string }).missingProperty}".` };
+      return {
+        path,
+        key: false,
+        sentence: `${where}missing required key "${(error.params as { missingProperty: string }).missingProperty}".`,
+      };
     case 'enum': {
       const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.join(', ');
       const last = path[path.length - 1];
-      if (last === 'type') return { path, key: false, sentence: `${where}unknown field type "${value}". Field types are: ${allowed}.` };
+      if (last === 'type')
+        return { path, key: false, sentence: `${where}unknown field type "${value}". Field types are: ${allowed}.` };
       return { path, key: false, sentence: `${where}"${value}" is not allowed here. Use one of: ${allowed}.` };
     }
     case 'pattern':
     case 'maxLength':
       if ((error.params as { pattern?: string }).pattern === '^[a-z][a-z0-9_]*$' || error.keyword === 'maxLength') {
-        return { path, key: false, sentence: `${where}"${value}" is not a machine name: use lower case letters, digits and underscores, starting with a letter, at most 32 characters.` };
+        return {
+          path,
+          key: false,
+          sentence: `${where}"${value}" is not a machine name: use lower case letters, digits and underscores, starting with a letter, at most 32 characters.`,
+        };
       }
-      return { path, key: false, sentence: `${where}"${value}" does not match ${(error.params as { pattern: string }).pattern}.` };
+      return {
+        path,
+        key: false,
+        sentence: `${where}"${value}" does not match ${(error.params as { pattern: string }).pattern}.`,
+      };
     case 'type':
       if (path.includes('allowed_values')) {
-        return { path, key: false, sentence: `${where}each allowed value must be a mapping with "value" and "label" strings, e.g. { value: done, label: Done }.` };
+        return {
+          path,
+          key: false,
+          sentence: `${where}each allowed value must be a mapping with "value" and "label" strings, e.g. { value: done, label: Done }.`,
+        };
       }
-      return { path, key: false, sentence: `${where}expected ${(error.params as { type: string }).type}, found ${Array.isArray(value) ? 'a list' : value === null ? 'nothing' : typeof value}.` };
+      return {
+        path,
+        key: false,
+        sentence: `${where}expected ${(error.params as { type: string }).type}, found ${Array.isArray(value) ? 'a list' : value === null ? 'nothing' : typeof value}.`,
+      };
     case 'maximum':
       if (path[path.length - 1] === 'precision' || path[path.length - 1] === 'scale') {
-        return { path, key: false, sentence: `${where}at most 15 digits: SQLite keeps a decimal as a 64-bit float, which holds 15 digits exactly, and both databases must answer the same digits.` };
+        return {
+          path,
+          key: false,
+          sentence: `${where}at most 15 digits: SQLite keeps a decimal as a 64-bit float, which holds 15 digits exactly, and both databases must answer the same digits.`,
+        };
       }
       return { path, key: false, sentence: `${where}${error.message ?? 'is too large'}.` };
     case 'propertyNames':
@@ -126,7 +161,12 @@ function describePath(path: Array<string | number>): string {
   if (path[0] === 'fields' && typeof path[1] === 'string') {
     // The sentence names a key of the field itself; deeper places (allowed_values.2) are shown.
     const rest = path.slice(2);
-    const tail = rest.length > 1 ? ` (${rest.join('.')})` : rest.length === 1 && !['type'].includes(String(rest[0])) ? ` (${rest[0]})` : '';
+    const tail =
+      rest.length > 1
+        ? ` (${rest.join('.')})`
+        : rest.length === 1 && !['type'].includes(String(rest[0]))
+          ? ` (${rest[0]})`
+          : '';
     return `field "${path[1]}"${tail}: `;
   }
   return path.length ? `${path.join('.')}: ` : '';
@@ -134,12 +174,15 @@ function describePath(path: Array<string | number>): string {
 
 /** A YAML parse error as a sentence: the yaml package's message, and for layout errors what usually causes them. */
 function yamlSentence(code: string, message: string): string {
-  if (code === 'DUPLICATE_KEY') return 'a key is defined twice in the same mapping (a duplicate field?). Each field name may appear once.';
+  if (code === 'DUPLICATE_KEY')
+    return 'a key is defined twice in the same mapping (a duplicate field?). Each field name may appear once.';
   const text = message.split('\n')[0]!;
   const hint =
     code === 'TAB_AS_INDENT'
       ? ' Indent with spaces.'
-      : ['BAD_INDENT', 'BLOCK_AS_IMPLICIT_KEY', 'MULTILINE_IMPLICIT_KEY', 'MISSING_CHAR', 'UNEXPECTED_TOKEN'].includes(code)
+      : ['BAD_INDENT', 'BLOCK_AS_IMPLICIT_KEY', 'MULTILINE_IMPLICIT_KEY', 'MISSING_CHAR', 'UNEXPECTED_TOKEN'].includes(
+            code,
+          )
         ? ' Check the indentation of this line and the next: the keys of one mapping start in the same column, indented with spaces.'
         : '';
   return `this is not valid YAML: ${text}.${hint}`;
@@ -156,7 +199,11 @@ export function loadDefinitions(definitionsDir: string, rootDir: string, origin:
   for (const full of listYaml(definitionsDir)) {
     const path = shownPath(rootDir, full);
     const counter = new LineCounter();
-    const doc = parseDocument(readFileSync(full, 'utf8'), { lineCounter: counter, uniqueKeys: true, prettyErrors: false });
+    const doc = parseDocument(readFileSync(full, 'utf8'), {
+      lineCounter: counter,
+      uniqueKeys: true,
+      prettyErrors: false,
+    });
     if (doc.errors.length) {
       // One mistake in YAML's layout (a tab, a key indented differently from its neighbours)
       // makes the parser report several follow-on errors, some lines away and one often a false
@@ -175,7 +222,13 @@ export function loadDefinitions(definitionsDir: string, rootDir: string, origin:
     }
     const { kind, module } = kindOf(relative(definitionsDir, full).split(sep));
     if (origin === 'site' && kind === 'entityTypeFile') {
-      errors.push(new DefinitionError(path, 1, "a site folder adds bundles and modules, not entity types: entity types are Tilth's own (definitions/entity-types/). Put a bundle in <entity type>/<bundle>.yaml."));
+      errors.push(
+        new DefinitionError(
+          path,
+          1,
+          "a site folder adds bundles and modules, not entity types: entity types are Tilth's own (definitions/entity-types/). Put a bundle in <entity type>/<bundle>.yaml.",
+        ),
+      );
       continue;
     }
     const lineOf = lineFinder(doc, counter);

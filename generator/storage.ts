@@ -6,7 +6,15 @@
  */
 import { createHash } from 'node:crypto';
 import { FIELD_TYPE_SPECS, storedProperties } from '../runtime/model/field-types.ts';
-import type { ColumnSpec, DataModel, FieldDescriptor, IndexSpec, MoveFieldOp, RewriteValuesOp, TableSpec } from '../runtime/model/descriptor.ts';
+import type {
+  ColumnSpec,
+  DataModel,
+  FieldDescriptor,
+  IndexSpec,
+  MoveFieldOp,
+  RewriteValuesOp,
+  TableSpec,
+} from '../runtime/model/descriptor.ts';
 
 /** Field types whose single value is worth an index for filtering and sorting. */
 const INDEXED_TYPES = new Set(['boolean', 'decimal', 'email', 'integer', 'list_string', 'string', 'timestamp']);
@@ -39,7 +47,9 @@ function storageFor(table: string, field: FieldDescriptor): FieldDescriptor['sto
 
 /** A decimal column's precision and scale when its field names them (absent: the storage every migration so far made, (30, 10)). */
 function numericSize(field: FieldDescriptor, column: string): Pick<ColumnSpec, 'precision' | 'scale'> {
-  return column === 'decimal' && field.precision !== undefined ? { precision: field.precision, scale: field.scale! } : {};
+  return column === 'decimal' && field.precision !== undefined
+    ? { precision: field.precision, scale: field.scale! }
+    : {};
 }
 
 /** The tables the model needs, in a stable order. */
@@ -66,31 +76,59 @@ export function tablesFor(model: DataModel): TableSpec[] {
         const spec = FIELD_TYPE_SPECS[field.type];
         if (field.storage.kind === 'columns') {
           for (const [prop, column] of Object.entries(field.storage.columns)) {
-            columns.push({ name: column, type: spec.properties[prop]!.column, nullable: true, ...numericSize(field, spec.properties[prop]!.column) });
+            columns.push({
+              name: column,
+              type: spec.properties[prop]!.column,
+              nullable: true,
+              ...numericSize(field, spec.properties[prop]!.column),
+            });
           }
           if (spec.kind === 'relationship') {
             const col = field.storage.columns.target_id!;
             indexes.push({ name: indexName(table, [col]), columns: [col], unique: false });
           } else if (INDEXED_TYPES.has(field.type)) {
             // Not text_long: notes.value filters are substring searches, which no index helps.
-            indexes.push({ name: indexName(table, ['bundle', field.name, 'id']), columns: ['bundle', field.name, 'id'], unique: false });
+            indexes.push({
+              name: indexName(table, ['bundle', field.name, 'id']),
+              columns: ['bundle', field.name, 'id'],
+              unique: false,
+            });
             // The label (name) is what scripts look records up by, and `=`/`IN` on a string ignore
             // case as farmOS's do (jsonapi/collection/compile.ts): an index of it without case too.
             // Only the label: a site's own string fields would each need a migration of the site.
             if (field.type === 'string' && field.name === type.labelField) {
-              indexes.push({ name: indexName(table, ['bundle', `${field.name}_ci`, 'id']), columns: ['bundle', field.name, 'id'], unique: false, caseless: field.name });
+              indexes.push({
+                name: indexName(table, ['bundle', `${field.name}_ci`, 'id']),
+                columns: ['bundle', field.name, 'id'],
+                unique: false,
+                caseless: field.name,
+              });
             }
           }
         } else if (field.storage.kind === 'table') {
           const side = field.storage.table;
           const sideColumns: ColumnSpec[] = [
-            { name: 'entity_id', type: 'integer', nullable: false, references: { table, column: 'id', onDelete: 'CASCADE' } },
+            {
+              name: 'entity_id',
+              type: 'integer',
+              nullable: false,
+              references: { table, column: 'id', onDelete: 'CASCADE' },
+            },
             { name: 'delta', type: 'integer', nullable: false },
           ];
           for (const [prop, column] of Object.entries(field.storage.columns)) {
-            const colSpec: ColumnSpec = { name: column, type: spec.properties[prop]!.column, nullable: prop !== 'target_id', ...numericSize(field, spec.properties[prop]!.column) };
+            const colSpec: ColumnSpec = {
+              name: column,
+              type: spec.properties[prop]!.column,
+              nullable: prop !== 'target_id',
+              ...numericSize(field, spec.properties[prop]!.column),
+            };
             if (prop === 'target_id' && field.target) {
-              colSpec.references = { table: model.entityTypes[field.target.entityType]!.table, column: 'id', onDelete: 'CASCADE' };
+              colSpec.references = {
+                table: model.entityTypes[field.target.entityType]!.table,
+                column: 'id',
+                onDelete: 'CASCADE',
+              };
             }
             sideColumns.push(colSpec);
           }
@@ -99,7 +137,9 @@ export function tablesFor(model: DataModel): TableSpec[] {
             name: side,
             columns: sideColumns,
             primaryKey: ['entity_id', 'delta'],
-            indexes: lookup ? [{ name: indexName(side, [lookup, 'entity_id']), columns: [lookup, 'entity_id'], unique: false }] : [],
+            indexes: lookup
+              ? [{ name: indexName(side, [lookup, 'entity_id']), columns: [lookup, 'entity_id'], unique: false }]
+              : [],
           });
         }
       }
@@ -120,14 +160,46 @@ export function valueRewritesFor(model: DataModel): Array<RewriteValuesOp | Move
     for (const field of bundle.fields) {
       if (field.renamedFrom && field.storage.kind !== 'none') {
         // The former field had this field's type and cardinality (diffSchema checks its storage exists with those columns).
-        const from = storageFor(table, { ...field, name: field.renamedFrom, type: field.convertedFrom ?? field.type }) as MoveFieldOp['from']['storage'];
-        const convert = field.convertedFrom ? { convert: { from: field.convertedFrom, to: field.type, ...(field.precision !== undefined ? { precision: field.precision, scale: field.scale } : {}) } } : {};
-        ops.push({ op: 'moveField', entityType: bundle.entityType, table, bundle: bundle.bundle, from: { field: field.renamedFrom, storage: from }, to: { field: field.name, storage: field.storage }, ...convert });
+        const from = storageFor(table, {
+          ...field,
+          name: field.renamedFrom,
+          type: field.convertedFrom ?? field.type,
+        }) as MoveFieldOp['from']['storage'];
+        const convert = field.convertedFrom
+          ? {
+              convert: {
+                from: field.convertedFrom,
+                to: field.type,
+                ...(field.precision !== undefined ? { precision: field.precision, scale: field.scale } : {}),
+              },
+            }
+          : {};
+        ops.push({
+          op: 'moveField',
+          entityType: bundle.entityType,
+          table,
+          bundle: bundle.bundle,
+          from: { field: field.renamedFrom, storage: from },
+          to: { field: field.name, storage: field.storage },
+          ...convert,
+        });
       }
       if (!field.formerValues || field.storage.kind === 'none') continue;
       const storage: RewriteValuesOp['storage'] =
-        field.storage.kind === 'table' ? { kind: 'table', table: field.storage.table, column: field.storage.columns.value! } : { kind: 'column', column: field.storage.columns.value! };
-      for (const [from, to] of Object.entries(field.formerValues)) ops.push({ op: 'rewriteValues', entityType: bundle.entityType, table, bundle: bundle.bundle, field: field.name, storage, from, to });
+        field.storage.kind === 'table'
+          ? { kind: 'table', table: field.storage.table, column: field.storage.columns.value! }
+          : { kind: 'column', column: field.storage.columns.value! };
+      for (const [from, to] of Object.entries(field.formerValues))
+        ops.push({
+          op: 'rewriteValues',
+          entityType: bundle.entityType,
+          table,
+          bundle: bundle.bundle,
+          field: field.name,
+          storage,
+          from,
+          to,
+        });
     }
   }
   return ops;

@@ -127,7 +127,9 @@ export function readEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.Pr
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ConfigError(`TILTH_ENV_FILE names ${resolve(file)}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}).`);
+    throw new ConfigError(
+      `TILTH_ENV_FILE names ${resolve(file)}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}).`,
+    );
   }
   return { ...parseEnv(text), ...env };
 }
@@ -143,7 +145,9 @@ function isLoopback(host: string): boolean {
  * links, with TILTH_BASE_URL unset, say http://localhost:…: a phone or another computer on the
  * farm's network cannot follow them. Null when the links are right.
  */
-export function networkLinksWarning(config: Pick<Config, 'host' | 'port' | 'baseUrl' | 'baseUrlDefaulted'>): string | null {
+export function networkLinksWarning(
+  config: Pick<Config, 'host' | 'port' | 'baseUrl' | 'baseUrlDefaulted'>,
+): string | null {
   if (!config.baseUrlDefaulted || isLoopback(config.host)) return null;
   const wildcard = config.host === '0.0.0.0' || config.host === '::' || config.host === '[::]';
   let address = wildcard ? null : config.host;
@@ -189,7 +193,8 @@ export type PasswordHashCost = 'strong' | 'owasp-minimum';
 
 export function passwordHashCost(env: NodeJS.ProcessEnv): PasswordHashCost {
   const cost = env.TILTH_PASSWORD_HASH || 'strong';
-  if (cost !== 'strong' && cost !== 'owasp-minimum') throw new ConfigError(`TILTH_PASSWORD_HASH must be "strong" or "owasp-minimum"; it is "${cost}".`);
+  if (cost !== 'strong' && cost !== 'owasp-minimum')
+    throw new ConfigError(`TILTH_PASSWORD_HASH must be "strong" or "owasp-minimum"; it is "${cost}".`);
   return cost;
 }
 
@@ -197,7 +202,8 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, 
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || value > max) throw new ConfigError(`${name} must be a number above 0 and at most ${max}; it is "${raw}".`);
+  if (!Number.isFinite(value) || value <= 0 || value > max)
+    throw new ConfigError(`${name} must be a number above 0 and at most ${max}; it is "${raw}".`);
   return value;
 }
 
@@ -211,25 +217,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
     if (url.search || url.hash) throw new Error();
   } catch {
-    throw new ConfigError(`TILTH_BASE_URL must be an absolute http(s) URL without query or fragment; it is "${baseUrl}".`);
+    throw new ConfigError(
+      `TILTH_BASE_URL must be an absolute http(s) URL without query or fragment; it is "${baseUrl}".`,
+    );
   }
   baseUrl = baseUrl.replace(/\/+$/, '');
   const databaseUrl = env.DATABASE_URL || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError(`DATABASE_URL must start with postgres:// (leave it unset for the embedded SQLite database); it is "${databaseUrl.replace(/\/\/[^@]*@/, '//…@')}".`);
+    throw new ConfigError(
+      `DATABASE_URL must start with postgres:// (leave it unset for the embedded SQLite database); it is "${databaseUrl.replace(/\/\/[^@]*@/, '//…@')}".`,
+    );
   }
   const system = env.TILTH_SYSTEM_OF_MEASUREMENT || 'metric';
-  if (system !== 'metric' && system !== 'us') throw new ConfigError(`TILTH_SYSTEM_OF_MEASUREMENT must be "metric" or "us"; it is "${system}".`);
+  if (system !== 'metric' && system !== 'us')
+    throw new ConfigError(`TILTH_SYSTEM_OF_MEASUREMENT must be "metric" or "us"; it is "${system}".`);
   const logLevel = env.TILTH_LOG_LEVEL || 'info';
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`TILTH_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; it is "${logLevel}".`);
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(`TILTH_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; it is "${logLevel}".`);
   const dataDir = resolve(env.TILTH_DATA_DIR || './data');
-  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) throw new ConfigError(`TILTH_DATA_DIR must be a directory; ${dataDir} is a file.`);
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory())
+    throw new ConfigError(`TILTH_DATA_DIR must be a directory; ${dataDir} is a file.`);
   const synchronous = (env.TILTH_SQLITE_SYNCHRONOUS || 'FULL').toUpperCase();
-  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError(`TILTH_SQLITE_SYNCHRONOUS must be "FULL" or "NORMAL"; it is "${env.TILTH_SQLITE_SYNCHRONOUS}".`);
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
+    throw new ConfigError(
+      `TILTH_SQLITE_SYNCHRONOUS must be "FULL" or "NORMAL"; it is "${env.TILTH_SQLITE_SYNCHRONOUS}".`,
+    );
   const logFormat = env.TILTH_LOG_FORMAT || 'auto';
-  if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError(`TILTH_LOG_FORMAT must be "auto", "json" or "pretty"; it is "${logFormat}".`);
+  if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty')
+    throw new ConfigError(`TILTH_LOG_FORMAT must be "auto", "json" or "pretty"; it is "${logFormat}".`);
   const metrics = env.TILTH_METRICS || 'token';
-  if (metrics !== 'token' && metrics !== 'public' && metrics !== 'off') throw new ConfigError(`TILTH_METRICS must be "token", "public" or "off"; it is "${metrics}".`);
+  if (metrics !== 'token' && metrics !== 'public' && metrics !== 'off')
+    throw new ConfigError(`TILTH_METRICS must be "token", "public" or "off"; it is "${metrics}".`);
   const modules = (env.TILTH_MODULES || '')
     .split(',')
     .map((m) => m.trim())
@@ -237,7 +255,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
   // The site folder's default is beside definitions/ in the checkout, wherever the command runs
   // from, as `npm run generate` finds it; .gitignore keeps it out of Tilth's own tree.
   const siteDir = resolve(env.TILTH_SITE_DIR || join(import.meta.dirname, '..', 'site'));
-  if (existsSync(siteDir) && !statSync(siteDir).isDirectory()) throw new ConfigError(`TILTH_SITE_DIR must be a directory; ${siteDir} is a file.`);
+  if (existsSync(siteDir) && !statSync(siteDir).isDirectory())
+    throw new ConfigError(`TILTH_SITE_DIR must be a directory; ${siteDir} is a file.`);
   return {
     port,
     host,

@@ -36,13 +36,20 @@ export interface FarmServices {
 }
 
 /** Build a farm's services graph, once (host/farm.ts). */
-export function buildFarmServices(config: Pick<Config, 'baseUrl' | 'dataDir' | 'uploadMaxBytes' | 'bodyTimeoutSeconds'>, registry: ModelRegistry, passwords: PasswordGuard): FarmServices {
+export function buildFarmServices(
+  config: Pick<Config, 'baseUrl' | 'dataDir' | 'uploadMaxBytes' | 'bodyTimeoutSeconds'>,
+  registry: ModelRegistry,
+  passwords: PasswordGuard,
+): FarmServices {
   const store = new RecordStore(registry);
   const placements = new Placements(registry);
   const inventories = new InventoryChanges(registry);
   const loader = new RecordLoader(registry, config.baseUrl, { store, placements });
   const entities = new EntityService(store, new LogGeometry(loader), passwords, { placements, inventories });
-  const files = new FileStore(config.dataDir, { maxBytes: config.uploadMaxBytes, stallMs: config.bodyTimeoutSeconds * 1000 });
+  const files = new FileStore(config.dataDir, {
+    maxBytes: config.uploadMaxBytes,
+    stallMs: config.bodyTimeoutSeconds * 1000,
+  });
   return { store, placements, inventories, loader, entities, files };
 }
 

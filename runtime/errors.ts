@@ -51,23 +51,54 @@ export const ERROR_CATALOGUE = {
   bad_parameter: { status: 400, meaning: 'A query parameter is invalid; `source.parameter` names it.' },
   unauthorized: { status: 401, meaning: 'No valid access token: sign in, or refresh the token.' },
   forbidden: { status: 403, meaning: "The token's scopes or the user's roles do not allow this." },
-  referenced: { status: 403, meaning: 'The record is not deleted: other records reference it (as in farmOS). The `detail` names them; delete them or change their references first.' },
+  referenced: {
+    status: 403,
+    meaning:
+      'The record is not deleted: other records reference it (as in farmOS). The `detail` names them; delete them or change their references first.',
+  },
   not_found: { status: 404, meaning: 'No such route, resource or revision (or one the caller may not know of).' },
-  method_not_allowed: { status: 405, meaning: 'The route exists but not for this method; the `Allow` header lists those it takes.' },
-  request_timeout: { status: 408, meaning: 'The request body stalled longer than `TILTH_BODY_TIMEOUT`; nothing was kept.' },
-  conflict: { status: 409, meaning: 'The write collides with another: a UUID or unique value already taken, or a concurrent change.' },
-  cursor_expired: { status: 410, meaning: 'The change feed cursor is older than `TILTH_TOMBSTONE_DAYS` (deletions since may be forgotten), or ahead of the feed (a farm restored from a backup). Sync in full from `since=0`.' },
-  precondition_failed: { status: 412, meaning: 'The record changed since the `ETag` sent in `If-Match`: read it again, merge, and retry with its new `ETag`.' },
+  method_not_allowed: {
+    status: 405,
+    meaning: 'The route exists but not for this method; the `Allow` header lists those it takes.',
+  },
+  request_timeout: {
+    status: 408,
+    meaning: 'The request body stalled longer than `TILTH_BODY_TIMEOUT`; nothing was kept.',
+  },
+  conflict: {
+    status: 409,
+    meaning: 'The write collides with another: a UUID or unique value already taken, or a concurrent change.',
+  },
+  cursor_expired: {
+    status: 410,
+    meaning:
+      'The change feed cursor is older than `TILTH_TOMBSTONE_DAYS` (deletions since may be forgotten), or ahead of the feed (a farm restored from a backup). Sync in full from `since=0`.',
+  },
+  precondition_failed: {
+    status: 412,
+    meaning:
+      'The record changed since the `ETag` sent in `If-Match`: read it again, merge, and retry with its new `ETag`.',
+  },
   payload_too_large: { status: 413, meaning: 'The request or the response would exceed a configured byte budget.' },
   unsupported_media_type: { status: 415, meaning: 'The body is not in a type or encoding this route takes.' },
-  invalid_value: { status: 422, meaning: 'A value breaks a rule of the record type; `source.pointer` names the field (one error per violation).' },
+  invalid_value: {
+    status: 422,
+    meaning: 'A value breaks a rule of the record type; `source.pointer` names the field (one error per violation).',
+  },
   failed_dependency: { status: 424, meaning: 'A subrequest was not sent because one it waits for failed.' },
   rate_limited: { status: 429, meaning: 'Too many attempts; retry after the `Retry-After` header.' },
   internal_error: { status: 500, meaning: 'A fault in the server; it is logged with the request id.' },
   bad_gateway: { status: 502, meaning: 'A subrequest could not be sent.' },
-  unavailable: { status: 503, meaning: 'The database is busy, the server is starting, or it is reading as many request bodies, or running as many subrequests calls, as it holds at once; retry after `Retry-After`.' },
+  unavailable: {
+    status: 503,
+    meaning:
+      'The database is busy, the server is starting, or it is reading as many request bodies, or running as many subrequests calls, as it holds at once; retry after `Retry-After`.',
+  },
   gateway_timeout: { status: 504, meaning: 'A subrequest took too long.' },
-  insufficient_storage: { status: 507, meaning: "The server's disk is full; nothing was saved. The farm's administrator must make room." },
+  insufficient_storage: {
+    status: 507,
+    meaning: "The server's disk is full; nothing was saved. The farm's administrator must make room.",
+  },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -114,7 +145,11 @@ export class ApiError extends Error {
   /** Extra response headers (Allow on 405, WWW-Authenticate on 401, Retry-After on 429). */
   readonly headers: Record<string, string>;
 
-  constructor(status: number, detail: string, options: { source?: ErrorSource; code?: ErrorCode; headers?: Record<string, string> } = {}) {
+  constructor(
+    status: number,
+    detail: string,
+    options: { source?: ErrorSource; code?: ErrorCode; headers?: Record<string, string> } = {},
+  ) {
     super(detail);
     this.name = 'ApiError';
     this.status = status;
@@ -128,7 +163,12 @@ export class ApiError extends Error {
   }
 
   toObjects(): ErrorObject[] {
-    const object: ErrorObject = { status: String(this.status), title: reasonPhrase(this.status), code: this.code, detail: this.message };
+    const object: ErrorObject = {
+      status: String(this.status),
+      title: reasonPhrase(this.status),
+      code: this.code,
+      detail: this.message,
+    };
     if (this.source) object.source = this.source;
     return [object];
   }
@@ -167,14 +207,22 @@ export class MissingReferenceError extends ApiError {
     readonly targetId: string,
     source?: ErrorSource,
   ) {
-    super(404, `The resource identified by ${targetType}:${targetId} (given as a relationship item) could not be found.`, { source });
+    super(
+      404,
+      `The resource identified by ${targetType}:${targetId} (given as a relationship item) could not be found.`,
+      { source },
+    );
   }
 }
 
 export function methodNotAllowed(method: string, allowed: string[]): ApiError {
-  return new ApiError(405, `The ${method} method is not supported for this route. Supported methods: ${allowed.join(', ')}.`, {
-    headers: { Allow: allowed.join(', ') },
-  });
+  return new ApiError(
+    405,
+    `The ${method} method is not supported for this route. Supported methods: ${allowed.join(', ')}.`,
+    {
+      headers: { Allow: allowed.join(', ') },
+    },
+  );
 }
 
 export function conflict(detail: string, source?: ErrorSource): ApiError {
@@ -183,7 +231,10 @@ export function conflict(detail: string, source?: ErrorSource): ApiError {
 
 /** 507: the disk (or the database's size limit) is full. Not the client's fault: the operator must make room. */
 export function insufficientStorage(): ApiError {
-  return new ApiError(507, "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.");
+  return new ApiError(
+    507,
+    "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.",
+  );
 }
 
 export function unsupportedMediaType(detail: string): ApiError {
@@ -272,7 +323,11 @@ export class OAuthError extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
 
-  constructor(error: OAuthErrorCode, description: string, options: { status?: number; headers?: Record<string, string> } = {}) {
+  constructor(
+    error: OAuthErrorCode,
+    description: string,
+    options: { status?: number; headers?: Record<string, string> } = {},
+  ) {
     super(description);
     this.name = 'OAuthError';
     this.error = error;
@@ -285,7 +340,10 @@ export class OAuthError extends Error {
   }
 }
 
-export const JSONAPI_VERSION = { version: '1.0', meta: { links: { self: { href: 'http://jsonapi.org/format/1.0/' } } } };
+export const JSONAPI_VERSION = {
+  version: '1.0',
+  meta: { links: { self: { href: 'http://jsonapi.org/format/1.0/' } } },
+};
 
 /**
  * Render any thrown value as a JSON:API error document and its status. Unknown errors become a
@@ -298,14 +356,33 @@ export function toJsonApiErrorDocument(
   error: unknown,
   via: string,
   objects: (error: ApiError) => ErrorObject[] = (e) => e.toObjects(),
-): { status: number; headers: Record<string, string>; body: { jsonapi: typeof JSONAPI_VERSION; errors: ErrorObject[] } } {
+): {
+  status: number;
+  headers: Record<string, string>;
+  body: { jsonapi: typeof JSONAPI_VERSION; errors: ErrorObject[] };
+} {
   const links = { via: { href: via } };
   if (error instanceof ApiError) {
-    return { status: error.status, headers: error.headers, body: { jsonapi: JSONAPI_VERSION, errors: objects(error).map((e) => ({ ...e, links })) } };
+    return {
+      status: error.status,
+      headers: error.headers,
+      body: { jsonapi: JSONAPI_VERSION, errors: objects(error).map((e) => ({ ...e, links })) },
+    };
   }
   return {
     status: 500,
     headers: {},
-    body: { jsonapi: JSONAPI_VERSION, errors: [{ status: '500', title: reasonPhrase(500), code: 'internal_error', detail: 'The server could not complete the request. The error has been logged.', links }] },
+    body: {
+      jsonapi: JSONAPI_VERSION,
+      errors: [
+        {
+          status: '500',
+          title: reasonPhrase(500),
+          code: 'internal_error',
+          detail: 'The server could not complete the request. The error has been logged.',
+          links,
+        },
+      ],
+    },
   };
 }

@@ -68,7 +68,10 @@ const cache = new Map<string, Promise<GeneratedArtifacts>>();
  * model, is refused with what to run: its bundles' descriptors carry Tilth's base fields, and its
  * migrations were diffed against Tilth's.
  */
-export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR, siteDir: string | null = null): Promise<GeneratedArtifacts> {
+export function loadGenerated(
+  dir: string = DEFAULT_GENERATED_DIR,
+  siteDir: string | null = null,
+): Promise<GeneratedArtifacts> {
   const key = `${dir}\0${siteDir ?? ''}`;
   let loaded = cache.get(key);
   if (!loaded) {
@@ -93,7 +96,15 @@ export function loadGenerated(dir: string = DEFAULT_GENERATED_DIR, siteDir: stri
       const ui = readUi(join(dir, 'ui'));
       // Each migration knows its file, whose checksum is compared with the one recorded when applied.
       const withFiles = migrations.map((m) => ({ ...m, file: join(dir, 'migrations', `${m.name}.ts`) }));
-      const core: GeneratedArtifacts = { dir, model, routes, migrations: withFiles, schemas, ui, siteGeneratedDir: null };
+      const core: GeneratedArtifacts = {
+        dir,
+        model,
+        routes,
+        migrations: withFiles,
+        schemas,
+        ui,
+        siteGeneratedDir: null,
+      };
       return siteDir ? withSite(core, siteDir) : core;
     })();
     cache.set(key, loaded);
@@ -107,7 +118,9 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
   const modelFile = join(out, 'model.json');
   if (!existsSync(modelFile)) {
     if (existsSync(join(siteDir, 'definitions'))) {
-      throw new SiteOutputError(`${join(siteDir, 'definitions')} has not been generated yet (${modelFile} is missing). Run \`npm run generate\`, then \`npx tilth migrate\`.`);
+      throw new SiteOutputError(
+        `${join(siteDir, 'definitions')} has not been generated yet (${modelFile} is missing). Run \`npm run generate\`, then \`npx tilth migrate\`.`,
+      );
     }
     return core;
   }
@@ -115,7 +128,9 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
   try {
     site = JSON.parse(readFileSync(modelFile, 'utf8')) as SiteModelFile;
   } catch (error) {
-    throw new SiteOutputError(`${modelFile} cannot be read: ${(error as Error).message.split('\n')[0]}. Run \`npm run generate\`, which writes it again.`);
+    throw new SiteOutputError(
+      `${modelFile} cannot be read: ${(error as Error).message.split('\n')[0]}. Run \`npm run generate\`, which writes it again.`,
+    );
   }
   if (site.core !== modelFingerprint(core.model)) {
     throw new SiteOutputError(
@@ -126,14 +141,18 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
   const schemas = new Map(core.schemas);
   for (const bundle of site.bundles) {
     const file = join(out, 'schemas', `${bundle.type}.json`);
-    if (!existsSync(file)) throw new SiteOutputError(`${file} is missing. Run \`npm run generate\`, which writes it again.`);
+    if (!existsSync(file))
+      throw new SiteOutputError(`${file} is missing. Run \`npm run generate\`, which writes it again.`);
     schemas.set(bundle.type, readFileSync(file, 'utf8'));
   }
   const ui = new Map(core.ui);
   for (const [type, description] of readUi(join(out, 'ui'))) ui.set(type, description);
   const migrations: GeneratedMigration[] = site.migrations.map(({ name, checksum }) => {
     const file = join(out, 'migrations', `${name}.json`);
-    if (!existsSync(file)) throw new SiteOutputError(`${modelFile} lists the migration ${name}, but ${file} does not exist. Restore it (it may already be applied), or run \`npm run generate -- --check\`, which names what differs.`);
+    if (!existsSync(file))
+      throw new SiteOutputError(
+        `${modelFile} lists the migration ${name}, but ${file} does not exist. Restore it (it may already be applied), or run \`npm run generate -- --check\`, which names what differs.`,
+      );
     const { ops } = JSON.parse(readFileSync(file, 'utf8')) as { ops: SchemaOp[] };
     return {
       name,
@@ -151,7 +170,15 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
     bundles: [...core.model.bundles, ...site.bundles].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
     modules: [...core.model.modules, ...site.modules],
   };
-  return { ...core, model, routes: [...core.routes, ...site.routes], migrations: [...core.migrations, ...migrations], schemas, ui, siteGeneratedDir: out };
+  return {
+    ...core,
+    model,
+    routes: [...core.routes, ...site.routes],
+    migrations: [...core.migrations, ...migrations],
+    schemas,
+    ui,
+    siteGeneratedDir: out,
+  };
 }
 
 /** The UI descriptions in a generated ui/ folder, by resource type (none when the folder is missing: output generated before it existed). */
@@ -160,7 +187,9 @@ function readUi(dir: string): Map<string, BundleUi> {
   if (!existsSync(dir)) return ui;
   for (const file of readdirSync(dir)) {
     if (!file.endsWith('.json')) continue;
-    const { $comment: _, ...description } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as BundleUi & { $comment?: string };
+    const { $comment: _, ...description } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as BundleUi & {
+      $comment?: string;
+    };
     ui.set(description.type, description);
   }
   return ui;

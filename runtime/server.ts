@@ -57,13 +57,24 @@ async function ensureAdministrator(ctx: AppContext): Promise<{ name: string; pas
 
 /** The answer to a request that comes while the server is still starting (migrating, creating the administrator). */
 function answerStarting(res: ServerResponse, via: string): void {
-  const { status, headers, body } = toJsonApiErrorDocument(new ApiError(503, 'The server is starting (checking or applying migrations); retry in a moment.', { headers: { 'Retry-After': '1' } }), via);
-  res.writeHead(status, { ...headers, 'Content-Type': JSONAPI_MEDIA_TYPE, 'Cache-Control': 'no-store' }).end(JSON.stringify(body));
+  const { status, headers, body } = toJsonApiErrorDocument(
+    new ApiError(503, 'The server is starting (checking or applying migrations); retry in a moment.', {
+      headers: { 'Retry-After': '1' },
+    }),
+    via,
+  );
+  res
+    .writeHead(status, { ...headers, 'Content-Type': JSONAPI_MEDIA_TYPE, 'Cache-Control': 'no-store' })
+    .end(JSON.stringify(body));
 }
 
 /** The settings every process over one database must share (storage/process-lock.ts), by their variables. */
 function sharedSettings(config: Config): SharedSettings {
-  return { TILTH_BASE_URL: config.baseUrl, TILTH_MODULES: [...config.modules].sort().join(','), TILTH_FARM_NAME: config.farmName };
+  return {
+    TILTH_BASE_URL: config.baseUrl,
+    TILTH_MODULES: [...config.modules].sort().join(','),
+    TILTH_FARM_NAME: config.farmName,
+  };
 }
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
@@ -84,7 +95,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     // that work is done every request is answered 503, starting.
     const app = createApp(ctx, oauth);
     let started = false;
-    const server = createAppServer(app, (req, res) => (started ? app(req, res) : answerStarting(res, `${config.baseUrl}${req.url ?? ''}`)));
+    const server = createAppServer(app, (req, res) =>
+      started ? app(req, res) : answerStarting(res, `${config.baseUrl}${req.url ?? ''}`),
+    );
     bound = server;
     server.keepAliveTimeout = 65_000;
     server.maxConnections = config.maxConnections;
@@ -93,7 +106,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       server.listen(config.port, config.host, () => resolve());
     });
     const address = server.address() as AddressInfo;
-    const loopback = address.family === 'IPv6' ? (address.address === '::' ? '[::1]' : `[${address.address}]`) : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+    const loopback =
+      address.family === 'IPv6'
+        ? address.address === '::'
+          ? '[::1]'
+          : `[${address.address}]`
+        : address.address === '0.0.0.0'
+          ? '127.0.0.1'
+          : address.address;
     ctx.internalUrl = `http://${loopback}:${address.port}`;
     const admin = await withStartLock(db, async () => {
       // First: a process whose settings differ from the running ones' changes nothing.
@@ -112,7 +132,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       // Adjustments dated ahead whose moments are not recorded yet (a farm upgraded to the release that records them).
       await farm.services.inventories.recordAllDue(db.knex);
       // A farm upgraded to the release with the change feed gets a row for each of its records, once.
-      const fed = await fillIfPending(db.knex, Object.entries(registry.model.entityTypes).map(([entityType, et]) => ({ entityType, table: et.table })));
+      const fed = await fillIfPending(
+        db.knex,
+        Object.entries(registry.model.entityTypes).map(([entityType, et]) => ({ entityType, table: et.table })),
+      );
       if (fed) announce(`Listed ${fed} record(s) in the change feed.`);
       // Uploads a process that died left half-received: idle for an hour, and for twice the body timeout.
       const swept = sweepAbandonedUploads(config.dataDir, Math.max(3_600_000, 2 * config.bodyTimeoutSeconds * 1000));
@@ -123,17 +146,25 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       return created;
     });
     started = true;
-    const url = config.port === 0 ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : config.baseUrl;
+    const url =
+      config.port === 0
+        ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+        : config.baseUrl;
     // Before the line that says it serves, which is what people (and scripts) wait for.
     const linksWarning = networkLinksWarning({ ...config, port: address.port });
     if (linksWarning) {
       logger.warn(linksWarning);
       options.warn?.(linksWarning);
     }
-    announce(`Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`);
+    announce(
+      `Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`,
+    );
     if (admin) {
       if (admin.password) {
-        announce(`Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`, true);
+        announce(
+          `Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`,
+          true,
+        );
       } else announce(`Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`);
     }
     // The due-changes timer and the tombstone pruner (host/farm.ts startTimers).
@@ -157,10 +188,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     };
   } catch (error) {
     // A start that failed after binding (a migration, a setting differing from running processes') lets the port go.
-    if (bound?.listening) await new Promise<void>((resolve) => {
-      bound!.close(() => resolve());
-      bound!.closeAllConnections();
-    });
+    if (bound?.listening)
+      await new Promise<void>((resolve) => {
+        bound!.close(() => resolve());
+        bound!.closeAllConnections();
+      });
     await running?.leave();
     await farm.close();
     throw error;

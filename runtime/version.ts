@@ -30,7 +30,9 @@ function gitCommit(root: string): string | null {
     if (SHA.test(head)) return head;
     const ref = /^ref:\s*(\S+)$/.exec(head)?.[1];
     if (!ref) return null;
-    const common = existsSync(join(gitDir, 'commondir')) ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim()) : gitDir;
+    const common = existsSync(join(gitDir, 'commondir'))
+      ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim())
+      : gitDir;
     for (const dir of [gitDir, common]) {
       const file = join(dir, ref);
       if (existsSync(file)) {

@@ -34,7 +34,10 @@ async function withAdmin(url: string, sql: string): Promise<void> {
 }
 
 /** Sample the farm's sessions while `on()`: the average number waiting on a lock and active, and the locks waited on. */
-async function sampleLockWaits(url: string, on: () => boolean): Promise<{ waiting: number; active: number; samples: number; by: string }> {
+async function sampleLockWaits(
+  url: string,
+  on: () => boolean,
+): Promise<{ waiting: number; active: number; samples: number; by: string }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   let waiting = 0;
@@ -47,7 +50,11 @@ async function sampleLockWaits(url: string, on: () => boolean): Promise<{ waitin
         "SELECT wait_event_type, wait_event, state FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
       );
       samples++;
-      for (const r of rows as Array<{ wait_event_type: string | null; wait_event: string | null; state: string | null }>) {
+      for (const r of rows as Array<{
+        wait_event_type: string | null;
+        wait_event: string | null;
+        state: string | null;
+      }>) {
         if (r.state === 'active' || r.state === 'idle in transaction') active++;
         if (r.wait_event_type === 'Lock') {
           waiting++;
@@ -60,12 +67,23 @@ async function sampleLockWaits(url: string, on: () => boolean): Promise<{ waitin
     await client.end();
   }
   const n = Math.max(1, samples);
-  return { waiting: waiting / n, active: active / n, samples, by: [...by].map(([event, count]) => `${event} ${(count / n).toFixed(2)}`).join(', ') || 'none' };
+  return {
+    waiting: waiting / n,
+    active: active / n,
+    samples,
+    by: [...by].map(([event, count]) => `${event} ${(count / n).toFixed(2)}`).join(', ') || 'none',
+  };
 }
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tilth-revision-writers-'));
-  const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', TILTH_DATA_DIR: dataDir, TILTH_ADMIN_PASSWORD: PASSWORD, TILTH_LOG_LEVEL: 'silent' };
+  const env: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    TILTH_DATA_DIR: dataDir,
+    TILTH_ADMIN_PASSWORD: PASSWORD,
+    TILTH_LOG_LEVEL: 'silent',
+  };
   let drop: (() => Promise<void>) | null = null;
   if (process.env.DATABASE_URL) {
     const name = `tilth_revwriters_${process.pid}`;
@@ -78,8 +96,15 @@ async function main(): Promise<void> {
   const server = await startServer({ config: loadConfig(env), migrate: true, logger: createLogger('silent') });
   const base = server.ctx.internalUrl;
   try {
-    const form = new URLSearchParams({ grant_type: 'password', username: 'admin', password: PASSWORD, client_id: 'farm' });
-    const token = ((await (await fetch(`${base}/oauth/token`, { method: 'POST', body: form })).json()) as { access_token: string }).access_token;
+    const form = new URLSearchParams({
+      grant_type: 'password',
+      username: 'admin',
+      password: PASSWORD,
+      client_id: 'farm',
+    });
+    const token = (
+      (await (await fetch(`${base}/oauth/token`, { method: 'POST', body: form })).json()) as { access_token: string }
+    ).access_token;
     const headers = { Authorization: `Bearer ${token}`, 'Content-Type': JSONAPI, Accept: JSONAPI };
     let counting = false;
     let stop = false;
@@ -90,7 +115,12 @@ async function main(): Promise<void> {
         const created = await fetch(`${base}/api/log/activity`, {
           method: 'POST',
           headers,
-          body: JSON.stringify({ data: { type: 'log--activity', attributes: { name: `Writer ${w} log ${i}`, status: 'done', timestamp: 1_700_000_000 + i } } }),
+          body: JSON.stringify({
+            data: {
+              type: 'log--activity',
+              attributes: { name: `Writer ${w} log ${i}`, status: 'done', timestamp: 1_700_000_000 + i },
+            },
+          }),
         });
         const body = (await created.json()) as any;
         if (created.status !== 201) failures++;
@@ -99,7 +129,13 @@ async function main(): Promise<void> {
         const patched = await fetch(`${base}/api/log/activity/${body.data.id}`, {
           method: 'PATCH',
           headers,
-          body: JSON.stringify({ data: { type: 'log--activity', id: body.data.id, attributes: { notes: { value: `Saved again by writer ${w}`, format: 'default' } } } }),
+          body: JSON.stringify({
+            data: {
+              type: 'log--activity',
+              id: body.data.id,
+              attributes: { notes: { value: `Saved again by writer ${w}`, format: 'default' } },
+            },
+          }),
         });
         await patched.arrayBuffer();
         if (patched.status !== 200) failures++;
@@ -117,8 +153,12 @@ async function main(): Promise<void> {
     stop = true;
     await Promise.all(running);
     const sampled = await waits;
-    const lockLine = sampled ? `; sessions waiting on a lock, on average: ${sampled.waiting.toFixed(2)} of ${sampled.active.toFixed(2)} active (${sampled.samples} samples; ${sampled.by})` : '';
-    process.stdout.write(`${server.ctx.db.dialect}: ${WRITERS} writers of logs, ${(saves / elapsed).toFixed(1)} saves/s over ${elapsed.toFixed(1)} s (${saves} saves, ${failures} failed)${lockLine}\n`);
+    const lockLine = sampled
+      ? `; sessions waiting on a lock, on average: ${sampled.waiting.toFixed(2)} of ${sampled.active.toFixed(2)} active (${sampled.samples} samples; ${sampled.by})`
+      : '';
+    process.stdout.write(
+      `${server.ctx.db.dialect}: ${WRITERS} writers of logs, ${(saves / elapsed).toFixed(1)} saves/s over ${elapsed.toFixed(1)} s (${saves} saves, ${failures} failed)${lockLine}\n`,
+    );
   } finally {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -28,22 +28,44 @@ if (!files.length) {
 // The browser tests drive Debian's chromium (playwright-core downloads none). On a fresh machine
 // ensure-chromium.sh installs it when it may (root with apt-get), so `npm ci && npm test` passes
 // there; otherwise it says what to install, and those tests fail saying the browser is missing.
-if (!existsSync('/usr/bin/chromium') && files.some((f) => readFileSync(join(root, f), 'utf8').includes('playwright-core'))) {
+if (
+  !existsSync('/usr/bin/chromium') &&
+  files.some((f) => readFileSync(join(root, f), 'utf8').includes('playwright-core'))
+) {
   spawnSync('bash', [join(root, 'scripts', 'ensure-chromium.sh')], { cwd: root, stdio: 'inherit' });
 }
 // The test servers start on copies of one database migrated once for this run (test/support/server.ts):
 // a PostgreSQL database, or an SQLite file in a directory. Both are removed at the end.
-const template = process.env.DATABASE_URL && !process.env.TILTH_TEST_PG_TEMPLATE ? `tilth_template_${randomBytes(6).toString('hex')}` : null;
-const sqliteTemplate = process.env.DATABASE_URL || process.env.TILTH_TEST_SQLITE_TEMPLATE ? null : mkdtempSync(join(tmpdir(), 'tilth-test-template-'));
+const template =
+  process.env.DATABASE_URL && !process.env.TILTH_TEST_PG_TEMPLATE
+    ? `tilth_template_${randomBytes(6).toString('hex')}`
+    : null;
+const sqliteTemplate =
+  process.env.DATABASE_URL || process.env.TILTH_TEST_SQLITE_TEMPLATE
+    ? null
+    : mkdtempSync(join(tmpdir(), 'tilth-test-template-'));
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TILTH_TEST_CONCURRENCY ?? 2}`, ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-reporter=spec',
+    `--test-concurrency=${process.env.TILTH_TEST_CONCURRENCY ?? 2}`,
+    ...files,
+  ],
   {
     cwd: root,
     stdio: 'inherit',
     // Hundreds of accounts are made and signed in to; OWASP's floor for argon2id keeps that an
     // eighth of the time (test/unit/passwords.test.ts checks the default is argon2's own).
-    env: { ...process.env, ...(template ? { TILTH_TEST_PG_TEMPLATE: template } : {}), ...(sqliteTemplate ? { TILTH_TEST_SQLITE_TEMPLATE: sqliteTemplate } : {}), TILTH_LOG_LEVEL: process.env.TILTH_LOG_LEVEL ?? 'silent', TILTH_PASSWORD_HASH: process.env.TILTH_PASSWORD_HASH ?? 'owasp-minimum' },
+    env: {
+      ...process.env,
+      ...(template ? { TILTH_TEST_PG_TEMPLATE: template } : {}),
+      ...(sqliteTemplate ? { TILTH_TEST_SQLITE_TEMPLATE: sqliteTemplate } : {}),
+      TILTH_LOG_LEVEL: process.env.TILTH_LOG_LEVEL ?? 'silent',
+      TILTH_PASSWORD_HASH: process.env.TILTH_PASSWORD_HASH ?? 'owasp-minimum',
+    },
   },
 );
 if (template) {

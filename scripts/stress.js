@@ -20,7 +20,11 @@ for (const databaseUrl of [null, ...(pg ? [pg] : [])]) {
   const env = { ...process.env, TILTH_STRESS: 'full', TILTH_STRESS_RESULTS: results, TILTH_TEST_CONCURRENCY: '1' };
   delete env.DATABASE_URL;
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  const run = spawnSync(process.execPath, [join(root, 'scripts/run-tests.js'), ...(filters.length ? filters : ['stress/'])], { cwd: root, stdio: 'inherit', env });
+  const run = spawnSync(
+    process.execPath,
+    [join(root, 'scripts/run-tests.js'), ...(filters.length ? filters : ['stress/'])],
+    { cwd: root, stdio: 'inherit', env },
+  );
   if (run.status !== 0) failed = true;
 }
 if (!pg) console.log('(PostgreSQL skipped: set TILTH_STRESS_DATABASE_URL=postgres://… to run there too.)');
@@ -29,7 +33,11 @@ console.log(`\n== Figures (${results})`);
 if (existsSync(results)) {
   for (const line of readFileSync(results, 'utf8').split('\n').filter(Boolean)) {
     const { name, database, full: _full, ...figures } = JSON.parse(line);
-    console.log(`${database.padEnd(8)} ${name.padEnd(22)} ${Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    console.log(
+      `${database.padEnd(8)} ${name.padEnd(22)} ${Object.entries(figures)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   }
 }
 process.exit(failed ? 1 : 0);

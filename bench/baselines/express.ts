@@ -28,13 +28,33 @@ app.get('/ready', (_req, res) => {
 });
 app.use(requestLogger(createLogger('silent')));
 app.use(securityHeaders());
-app.use(corsMiddleware(knex({ client: 'better-sqlite3', connection: { filename: process.env.DB!, options: { readonly: true } }, useNullAsDefault: true })));
-app.use(express.json({ type: ['application/vnd.api+json', 'application/json', 'application/*+json'], limit: 4 * 1024 * 1024, strict: false }));
+app.use(
+  corsMiddleware(
+    knex({
+      client: 'better-sqlite3',
+      connection: { filename: process.env.DB!, options: { readonly: true } },
+      useNullAsDefault: true,
+    }),
+  ),
+);
+app.use(
+  express.json({
+    type: ['application/vnd.api+json', 'application/json', 'application/*+json'],
+    limit: 4 * 1024 * 1024,
+    strict: false,
+  }),
+);
 
 // Helmet's headers come from its middleware; the route sets the rest of what Tilth sent.
 const helmets = new Set<string>();
-securityHeaders()({} as express.Request, { setHeader: (name: string) => helmets.add(name.toLowerCase()) } as unknown as express.Response, () => {});
-for (const [path, kept] of Object.entries(JSON.parse(readFileSync(process.env.BODIES!, 'utf8')) as Record<string, { file: string; headers: HeaderList }>)) {
+securityHeaders()(
+  {} as express.Request,
+  { setHeader: (name: string) => helmets.add(name.toLowerCase()) } as unknown as express.Response,
+  () => {},
+);
+for (const [path, kept] of Object.entries(
+  JSON.parse(readFileSync(process.env.BODIES!, 'utf8')) as Record<string, { file: string; headers: HeaderList }>,
+)) {
   if (path.includes('?')) continue;
   const body = readFileSync(kept.file);
   const own = kept.headers.filter(([name]) => !helmets.has(name));

@@ -13,7 +13,14 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 
 /** Headers made per response rather than recorded. */
-const PER_RESPONSE = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'x-request-id']);
+const PER_RESPONSE = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+  'x-request-id',
+]);
 
 /** A response's headers as name, value pairs (names lower case, as fetch gives them). */
 export type HeaderList = Array<[string, string]>;
@@ -27,7 +34,13 @@ export function recordHeaders(headers: Headers): HeaderList {
 export function answerWith(headers: HeaderList): (res: ServerResponse, status: number, body: Buffer | string) => void {
   const flat = headers.flat();
   return (res, status, body) => {
-    res.writeHead(status, [...flat, 'x-request-id', randomUUID(), 'content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length)]);
+    res.writeHead(status, [
+      ...flat,
+      'x-request-id',
+      randomUUID(),
+      'content-length',
+      String(typeof body === 'string' ? Buffer.byteLength(body) : body.length),
+    ]);
     res.end(body);
   };
 }
@@ -37,8 +50,12 @@ export function headerDifferences(tilth: Headers, baseline: Headers): string[] {
   const a = new Map(recordHeaders(tilth));
   const b = new Map(recordHeaders(baseline));
   const out: string[] = [];
-  for (const [name, value] of a) if (b.get(name) !== value) out.push(`${name}: Tilth ${JSON.stringify(value)}, baseline ${JSON.stringify(b.get(name) ?? null)}`);
+  for (const [name, value] of a)
+    if (b.get(name) !== value)
+      out.push(`${name}: Tilth ${JSON.stringify(value)}, baseline ${JSON.stringify(b.get(name) ?? null)}`);
   for (const [name, value] of b) if (!a.has(name)) out.push(`${name}: Tilth none, baseline ${JSON.stringify(value)}`);
-  for (const name of ['x-request-id', 'content-length']) if (tilth.has(name) !== baseline.has(name)) out.push(`${name}: ${tilth.has(name) ? 'only Tilth' : 'only the baseline'} sends it`);
+  for (const name of ['x-request-id', 'content-length'])
+    if (tilth.has(name) !== baseline.has(name))
+      out.push(`${name}: ${tilth.has(name) ? 'only Tilth' : 'only the baseline'} sends it`);
   return out;
 }

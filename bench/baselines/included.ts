@@ -15,14 +15,27 @@ import { bool, geometry, iso, num, ref, str, userRef } from './json-text.ts';
 
 // A name-based UUID per bundle, as Tilth gives its config entities (GET /api/asset_type/asset_type).
 const ASSET_TYPE: Record<string, string> = {
-  animal: '5af31405-4908-56c5-b550-ae97eb877b41', equipment: 'fac7e8dc-9b0c-5f5b-96ac-02cb06e7254e', group: '271e9fa5-9da3-53f7-9784-858d4c5e627f',
-  land: '73393225-3c3e-5723-a40a-208d11f3e4c1', plant: '2c7adf9c-f96f-5a0a-849d-e1520d319be2', structure: 'a1cdad00-0711-56aa-9655-f85653182abe',
+  animal: '5af31405-4908-56c5-b550-ae97eb877b41',
+  equipment: 'fac7e8dc-9b0c-5f5b-96ac-02cb06e7254e',
+  group: '271e9fa5-9da3-53f7-9784-858d4c5e627f',
+  land: '73393225-3c3e-5723-a40a-208d11f3e4c1',
+  plant: '2c7adf9c-f96f-5a0a-849d-e1520d319be2',
+  structure: 'a1cdad00-0711-56aa-9655-f85653182abe',
 };
 const QUANTITY_TYPE: Record<string, string> = { standard: '3b537ee9-12a9-5298-a10b-72f283d0ceb2' };
 
 type Row = Record<string, unknown> & { id: number; uuid: string; bundle: string };
 /** One value of a multi-valued field or an interval: a reference (uuid, bundle, tid) or a plain value (uuid holds it). */
-interface SideRow { f: string; entity_id: number; uuid: string; bundle: string | null; tid: number | null; a: unknown; b: unknown; log_id?: number }
+interface SideRow {
+  f: string;
+  entity_id: number;
+  uuid: string;
+  bundle: string | null;
+  tid: number | null;
+  a: unknown;
+  b: unknown;
+  log_id?: number;
+}
 
 const ASSET_SQL = `SELECT a.id, a.uuid, a.bundle, a.revision_id, a.revision_created, a.revision_log_message, a.name, a.status, a.archived,
   a.created, a.changed, a.data, a.notes__value, a.notes__format, a.intrinsic_geometry__value AS geometry__value,
@@ -71,7 +84,8 @@ const QUANTITY_SQL = `SELECT q.id, q.uuid, q.bundle, q.revision_id, q.revision_c
 /** A fraction whose denominator is a power of ten (the farm's quantities) as a decimal, exact, no trailing zeros. */
 function decimal(numerator: number, denominator: number): string {
   const places = String(denominator).length - 1;
-  if (denominator !== 10 ** places) throw new Error(`quantity denominator ${denominator} is not rendered by this baseline`);
+  if (denominator !== 10 ** places)
+    throw new Error(`quantity denominator ${denominator} is not rendered by this baseline`);
   const digits = String(Math.abs(numerator)).padStart(places + 1, '0');
   const fraction = digits.slice(digits.length - places).replace(/0+$/, '');
   return `${numerator < 0 ? '-' : ''}${digits.slice(0, digits.length - places)}${fraction ? `.${fraction}` : ''}`;
@@ -81,20 +95,34 @@ function relationship(self: string, field: string, data: string): string {
   return `"${field}":{"data":${data},"links":{"related":{"href":"${self}/${field}"},"self":{"href":"${self}/relationships/${field}"}}}`;
 }
 
-function renderAsset(base: string, r: Row, side: Map<string, SideRow[]>, movements: Map<number, Record<string, unknown>>): string {
+function renderAsset(
+  base: string,
+  r: Row,
+  side: Map<string, SideRow[]>,
+  movements: Map<number, Record<string, unknown>>,
+): string {
   const self = `${base}/api/asset/${r.bundle}/${r.uuid}`;
   const many = (f: string) => side.get(f) ?? [];
-  const refs = (f: string, type: (x: SideRow) => string) => `[${many(f).map((x) => ref(type(x), x.uuid, x.tid)).join(',')}]`;
+  const refs = (f: string, type: (x: SideRow) => string) =>
+    `[${many(f)
+      .map((x) => ref(type(x), x.uuid, x.tid))
+      .join(',')}]`;
   const fixed = Boolean(r.is_fixed);
   // A movable asset is where its placement's movement log put it; a fixed one is nowhere, at its own geometry.
   const placement = fixed ? [] : many('location');
-  const computedGeometry = fixed ? geometry(r) : placement.length ? geometry(movements.get(placement[0]!.log_id!)) : 'null';
+  const computedGeometry = fixed
+    ? geometry(r)
+    : placement.length
+      ? geometry(movements.get(placement[0]!.log_id!))
+      : 'null';
   let out = `{"type":"asset--${r.bundle}","id":"${r.uuid}","links":{"self":{"href":"${self}"}},"attributes":{`;
   out += `"drupal_internal__id":${r.id},"drupal_internal__revision_id":${num(r.revision_id)},"langcode":"en","revision_created":${iso(r.revision_created)},`;
   out += `"revision_log_message":${str(r.revision_log_message)},"name":${str(r.name)},"status":${str(r.status)},"archived":${iso(r.archived)},`;
   out += `"created":${iso(r.created)},"changed":${iso(r.changed)},"default_langcode":true,"revision_default":true,"revision_translation_affected":true,`;
   out += `"data":${str(r.data)},"flag":${JSON.stringify(many('flag').map((x) => x.uuid))},`;
-  out += `"id_tag":[${many('id_tag').map((x) => `{"id":${str(x.uuid)},"type":${str(x.a)},"location":${str(x.b)}}`).join(',')}],`;
+  out += `"id_tag":[${many('id_tag')
+    .map((x) => `{"id":${str(x.uuid)},"type":${str(x.a)},"location":${str(x.b)}}`)
+    .join(',')}],`;
   out += `"notes":${r.notes__value === null ? 'null' : `{"value":${str(r.notes__value)},"format":${str(r.notes__format)}}`},`;
   out += `"geometry":${computedGeometry},"intrinsic_geometry":${geometry(r)},"is_location":${bool(r.is_location)},"is_fixed":${bool(r.is_fixed)},"inventory":[]`;
   switch (r.bundle) {
@@ -119,19 +147,51 @@ function renderAsset(base: string, r: Row, side: Map<string, SideRow[]>, movemen
   if (many('file').length || many('image').length) throw new Error('files are not rendered by this baseline');
   out += `},"relationships":{"asset_type":{"data":{"type":"asset_type--asset_type","id":"${ASSET_TYPE[r.bundle]}","meta":{"drupal_internal__target_id":"${r.bundle}"}}},`;
   out += `${relationship(self, 'revision_user', userRef(r.revision_user, r.revision_user_uuid))},${relationship(self, 'uid', userRef(r.uid, r.uid_uuid))},`;
-  out += `${relationship(self, 'file', '[]')},${relationship(self, 'image', '[]')},${relationship(self, 'owner', refs('owner', () => 'user--user'))},`;
-  out += `${relationship(self, 'parent', refs('parent', (x) => `asset--${x.bundle}`))},`;
-  out += `${relationship(self, 'location', `[${placement.filter((x) => x.uuid !== null).map((x) => ref(`asset--${x.bundle}`, x.uuid, x.tid)).join(',')}]`)},`;
-  out += relationship(self, 'group', refs('group', (x) => `asset--${x.bundle}`));
-  if (r.bundle === 'animal') out += `,${relationship(self, 'animal_type', ref('taxonomy_term--animal_type', r.animal_type_uuid, r.animal_type))}`;
-  if (r.bundle === 'plant') out += `,${relationship(self, 'plant_type', refs('plant_type', (x) => `taxonomy_term--${x.bundle}`))},${relationship(self, 'season', refs('season', (x) => `taxonomy_term--${x.bundle}`))}`;
+  out += `${relationship(self, 'file', '[]')},${relationship(self, 'image', '[]')},${relationship(
+    self,
+    'owner',
+    refs('owner', () => 'user--user'),
+  )},`;
+  out += `${relationship(
+    self,
+    'parent',
+    refs('parent', (x) => `asset--${x.bundle}`),
+  )},`;
+  out += `${relationship(
+    self,
+    'location',
+    `[${placement
+      .filter((x) => x.uuid !== null)
+      .map((x) => ref(`asset--${x.bundle}`, x.uuid, x.tid))
+      .join(',')}]`,
+  )},`;
+  out += relationship(
+    self,
+    'group',
+    refs('group', (x) => `asset--${x.bundle}`),
+  );
+  if (r.bundle === 'animal')
+    out += `,${relationship(self, 'animal_type', ref('taxonomy_term--animal_type', r.animal_type_uuid, r.animal_type))}`;
+  if (r.bundle === 'plant')
+    out += `,${relationship(
+      self,
+      'plant_type',
+      refs('plant_type', (x) => `taxonomy_term--${x.bundle}`),
+    )},${relationship(
+      self,
+      'season',
+      refs('season', (x) => `taxonomy_term--${x.bundle}`),
+    )}`;
   return `${out}}}`;
 }
 
 function renderQuantity(base: string, r: Row): string {
   if (!QUANTITY_TYPE[r.bundle]) throw new Error(`quantity bundle ${r.bundle} is not rendered by this baseline`);
   const self = `${base}/api/quantity/${r.bundle}/${r.uuid}`;
-  const value = r.value__numerator === null ? 'null' : `{"numerator":${r.value__numerator},"denominator":${r.value__denominator},"decimal":"${decimal(Number(r.value__numerator), Number(r.value__denominator))}"}`;
+  const value =
+    r.value__numerator === null
+      ? 'null'
+      : `{"numerator":${r.value__numerator},"denominator":${r.value__denominator},"decimal":"${decimal(Number(r.value__numerator), Number(r.value__denominator))}"}`;
   let out = `{"type":"quantity--${r.bundle}","id":"${r.uuid}","links":{"self":{"href":"${self}"}},"attributes":{`;
   out += `"drupal_internal__id":${r.id},"drupal_internal__revision_id":${num(r.revision_id)},"langcode":"en","revision_created":${iso(r.revision_created)},`;
   out += `"revision_log_message":${str(r.revision_log_message)},"measure":${str(r.measure)},"value":${value},"label":${str(r.label)},"inventory_adjustment":${str(r.inventory_adjustment)},`;
@@ -170,8 +230,18 @@ export function sqliteIncluder(db: Database.Database, base: string): Includer {
           if (!list) fields.set(s.f, (list = []));
           list.push(s);
         }
-        const logIds = [...side.values()].map((f) => f.get('location')?.[0]?.log_id).filter((id): id is number => id !== undefined && id !== null);
-        const movements = new Map(logIds.length ? (movementGeometry.all(JSON.stringify([...new Set(logIds)])) as Array<Record<string, unknown> & { id: number }>).map((g) => [g.id, g]) : []);
+        const logIds = [...side.values()]
+          .map((f) => f.get('location')?.[0]?.log_id)
+          .filter((id): id is number => id !== undefined && id !== null);
+        const movements = new Map(
+          logIds.length
+            ? (
+                movementGeometry.all(JSON.stringify([...new Set(logIds)])) as Array<
+                  Record<string, unknown> & { id: number }
+                >
+              ).map((g) => [g.id, g])
+            : [],
+        );
         if (inventory.all({ ids, now }).length) throw new Error('inventories are not rendered by this baseline');
         for (const id of assetIds) {
           const r = rows.get(id);

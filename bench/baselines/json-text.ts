@@ -19,5 +19,8 @@ export function geometry(r: Record<string, unknown> | undefined): string {
 }
 
 /** A resource identifier with Drupal's target id, or null when the target is gone. */
-export const ref = (type: string, uuid: unknown, tid: unknown) => (uuid === null || uuid === undefined ? 'null' : `{"type":"${type}","id":"${uuid}","meta":{"drupal_internal__target_id":${tid}}}`);
+export const ref = (type: string, uuid: unknown, tid: unknown) =>
+  uuid === null || uuid === undefined
+    ? 'null'
+    : `{"type":"${type}","id":"${uuid}","meta":{"drupal_internal__target_id":${tid}}}`;
 export const userRef = (id: unknown, uuid: unknown) => (id === null ? 'null' : ref('user--user', uuid, id));

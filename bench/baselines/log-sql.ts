@@ -27,8 +27,22 @@ export const SIDE_TABLES = `
   ORDER BY 2, 1, 3`;
 
 export type Row = Record<string, unknown> & { id: number; uuid: string; bundle: string };
-export interface SideRow { f: string; entity_id: number; uuid: string; bundle: string | null; tid: number | null }
-export type PageParams = { status: string; from: number; to: number; limit: number; offset?: number; ts?: unknown; id?: number };
+export interface SideRow {
+  f: string;
+  entity_id: number;
+  uuid: string;
+  bundle: string | null;
+  tid: number | null;
+}
+export type PageParams = {
+  status: string;
+  from: number;
+  to: number;
+  limit: number;
+  offset?: number;
+  ts?: unknown;
+  id?: number;
+};
 /** Where the rows come from; the document is built the same way whatever the database. */
 export interface Store {
   token(header: string | undefined): boolean | Promise<boolean>;

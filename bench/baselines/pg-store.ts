@@ -25,22 +25,33 @@ export async function pgStore(url: string): Promise<Store> {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   const statement = (name: string, sql: string) => {
     const { text, names } = positional(sql);
-    return async (params: Record<string, unknown>) => (await pool.query({ name, text, values: names.map((n) => params[n]) })).rows;
+    return async (params: Record<string, unknown>) =>
+      (await pool.query({ name, text, values: names.map((n) => params[n]) })).rows;
   };
   const firstPage = statement('first_page', `SELECT ${COLUMNS} ${FROM} ${WHERE} ${ORDER} OFFSET @offset`);
   // PostgreSQL puts NULLs first in a DESC order, so after a row with a value come only smaller values.
-  const afterCursor = statement('after_cursor', `SELECT ${COLUMNS} ${FROM} ${WHERE}
-    AND (l.timestamp < @ts OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`);
+  const afterCursor = statement(
+    'after_cursor',
+    `SELECT ${COLUMNS} ${FROM} ${WHERE}
+    AND (l.timestamp < @ts OR (l.timestamp = @ts AND l.id < @id)) ${ORDER}`,
+  );
   const byUuid = statement('by_uuid', `SELECT ${COLUMNS} ${FROM} WHERE l.uuid = @uuid AND l.bundle = 'activity'`);
-  const version = statement('version', `SELECT position FROM change_feed WHERE entity_type = 'log' AND entity_id = @id`);
+  const version = statement(
+    'version',
+    `SELECT position FROM change_feed WHERE entity_type = 'log' AND entity_id = @id`,
+  );
   const side = statement('side_tables', `WITH ids(id) AS (SELECT unnest(@ids::int[])) ${SIDE_TABLES}`);
-  const token = statement('token', `SELECT t.expires, t.revoked, u.status FROM oauth_access_tokens t
-    JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id WHERE t.token_hash = @hash`);
+  const token = statement(
+    'token',
+    `SELECT t.expires, t.revoked, u.status FROM oauth_access_tokens t
+    JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id WHERE t.token_hash = @hash`,
+  );
   return {
     async token(header) {
       if (!header?.startsWith('Bearer ')) return false;
       const hash = createHash('sha256').update(header.slice(7), 'utf8').digest('hex');
-      const row = (await token({ hash }))[0] as { expires: number; revoked: number | null; status: boolean } | undefined;
+      const row = (await token({ hash }))[0] as
+        { expires: number; revoked: number | null; status: boolean } | undefined;
       return !!row && row.revoked === null && row.expires > Date.now() / 1000 && !!row.status;
     },
     firstPage: async (p) => (await firstPage(p)) as Row[],

@@ -32,7 +32,9 @@ const FINGERPRINT = process.env.FINGERPRINT ?? '';
 
 // On PostgreSQL (DATABASE_URL) the same SQL runs through `pg` (pg-store.ts); else better-sqlite3.
 const sqlite = process.env.DATABASE_URL ? null : new Database(process.env.DB!, { readonly: true, fileMustExist: true });
-const store: Store = sqlite ? sqliteStore(sqlite) : await (await import('./pg-store.ts')).pgStore(process.env.DATABASE_URL!);
+const store: Store = sqlite
+  ? sqliteStore(sqlite)
+  : await (await import('./pg-store.ts')).pgStore(process.env.DATABASE_URL!);
 const includer: Includer | null = sqlite ? sqliteIncluder(sqlite, BASE) : null;
 
 const { renderRows } = logRenderer(BASE, store);
@@ -44,7 +46,11 @@ function included(refs: Array<Map<string, Ref[]>>): string {
 }
 
 /** Tilth writes pager links with raw brackets and everything else percent-encoded. */
-const encodeKey = (k: string) => k.split(/([[\]])/).map((p) => (p === '[' || p === ']' ? p : encodeURIComponent(p))).join('');
+const encodeKey = (k: string) =>
+  k
+    .split(/([[\]])/)
+    .map((p) => (p === '[' || p === ']' ? p : encodeURIComponent(p)))
+    .join('');
 
 async function page(url: URL, rawSearch: string): Promise<string | null> {
   const q = url.searchParams;
@@ -55,12 +61,23 @@ async function page(url: URL, rawSearch: string): Promise<string | null> {
   const status = q.get('filter[status]');
   const from = Number(q.get('filter[ts][condition][value][0]'));
   const to = Number(q.get('filter[ts][condition][value][1]'));
-  if (status === null || q.get('filter[ts][condition][operator]') !== 'BETWEEN' || q.get('filter[ts][condition][path]') !== 'timestamp') return null;
+  if (
+    status === null ||
+    q.get('filter[ts][condition][operator]') !== 'BETWEEN' ||
+    q.get('filter[ts][condition][path]') !== 'timestamp'
+  )
+    return null;
   const limit = Math.min(50, Number(q.get('page[limit]') ?? 50));
   const offset = Number(q.get('page[offset]') ?? 0);
   let rows: Row[];
   const cursorText = q.get('page[cursor]');
-  const cursor = cursorText ? (JSON.parse(Buffer.from(cursorText, 'base64url').toString()) as { o: number; h: string; v: [number | null, number] }) : null;
+  const cursor = cursorText
+    ? (JSON.parse(Buffer.from(cursorText, 'base64url').toString()) as {
+        o: number;
+        h: string;
+        v: [number | null, number];
+      })
+    : null;
   if (cursor && cursor.o === offset && cursor.h === FINGERPRINT && cursor.v.length === 2) {
     rows = await store.afterCursor({ status, from, to, limit: limit + 1, ts: cursor.v[0], id: cursor.v[1] });
   } else rows = await store.firstPage({ status, from, to, limit: limit + 1, offset });
@@ -68,8 +85,12 @@ async function page(url: URL, rawSearch: string): Promise<string | null> {
   if (more) rows.pop();
   // Pager links as Tilth writes them: every other parameter kept, then page[offset], page[limit]
   // (and the keyset cursor on next); first and prev once past the first page.
-  const kept = [...q].filter(([k]) => !k.startsWith('page[')).map(([k, v]) => `${encodeKey(k)}=${encodeURIComponent(v)}`).join('&');
-  const pageLink = (o: number, cursor?: string) => `{"href":"${BASE}${url.pathname}?${kept}&page[offset]=${o}&page[limit]=${limit}${cursor ? `&page[cursor]=${cursor}` : ''}"}`;
+  const kept = [...q]
+    .filter(([k]) => !k.startsWith('page['))
+    .map(([k, v]) => `${encodeKey(k)}=${encodeURIComponent(v)}`)
+    .join('&');
+  const pageLink = (o: number, cursor?: string) =>
+    `{"href":"${BASE}${url.pathname}?${kept}&page[offset]=${o}&page[limit]=${limit}${cursor ? `&page[cursor]=${cursor}` : ''}"}`;
   let links = `"links":{"self":{"href":"${BASE}${url.pathname}${rawSearch}"}`;
   if (more) {
     const last = rows[rows.length - 1]!;
@@ -85,7 +106,10 @@ async function one(uuid: string, url: URL): Promise<{ body: string; etag?: strin
   const row = await store.byUuid(uuid);
   if (!row) return null;
   const version = await store.version(row.id);
-  return { body: `${JSONAPI},"data":${(await renderRows([row])).rendered[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`, etag: version === undefined ? undefined : `"${version}"` };
+  return {
+    body: `${JSONAPI},"data":${(await renderRows([row])).rendered[0]},"links":{"self":{"href":"${BASE}${url.pathname}"}}}`,
+    etag: version === undefined ? undefined : `"${version}"`,
+  };
 }
 
 const recorded = JSON.parse(readFileSync(process.env.HEADERS!, 'utf8')) as HeaderList;
@@ -94,7 +118,10 @@ const answer200 = answerWith(recorded);
 function send(res: ServerResponse, status: number, body: string, etag?: string): void {
   if (status === 200 && etag) return answerWith([...recorded, ['etag', etag]])(res, status, body);
   if (status === 200) return answer200(res, status, body);
-  res.writeHead(status, { 'Content-Type': 'application/vnd.api+json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(status, {
+    'Content-Type': 'application/vnd.api+json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 

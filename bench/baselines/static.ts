@@ -15,12 +15,15 @@ import { answerWith, type HeaderList } from './headers.ts';
 
 type Answer = (res: import('node:http').ServerResponse) => void;
 const answers = new Map<string, Answer>();
-for (const [path, kept] of Object.entries(JSON.parse(readFileSync(process.env.BODIES!, 'utf8')) as Record<string, { file: string; headers: HeaderList }>)) {
+for (const [path, kept] of Object.entries(
+  JSON.parse(readFileSync(process.env.BODIES!, 'utf8')) as Record<string, { file: string; headers: HeaderList }>,
+)) {
   const body = readFileSync(kept.file);
   const answer = answerWith(kept.headers);
   answers.set(path, (res) => answer(res, 200, body));
 }
-const db = process.env.TOKEN_CHECK === '1' ? new Database(process.env.DB!, { readonly: true, fileMustExist: true }) : null;
+const db =
+  process.env.TOKEN_CHECK === '1' ? new Database(process.env.DB!, { readonly: true, fileMustExist: true }) : null;
 
 createServer((req, res) => {
   if (req.url === '/ready') return res.end('{}');

@@ -97,7 +97,11 @@ async function pgTransact(): Promise<Transact> {
   const texts = new Map<string, { name: string; text: string }>();
   const named = (sql: string) => {
     let t = texts.get(sql);
-    if (!t) texts.set(sql, (t = { name: `w_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`, text: positional(sql) }));
+    if (!t)
+      texts.set(
+        sql,
+        (t = { name: `w_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`, text: positional(sql) }),
+      );
     return t;
   };
   return async (body) => {
@@ -150,8 +154,15 @@ function geohash(lat: number, lon: number): string {
   return hash;
 }
 
-interface Identifier { type: string; id: string }
-interface Item { targetId: number; meta: Record<string, unknown>; revisionId?: number | null }
+interface Identifier {
+  type: string;
+  id: string;
+}
+interface Item {
+  targetId: number;
+  meta: Record<string, unknown>;
+  revisionId?: number | null;
+}
 
 /** The ids of `refs` in `table`, in order; a missing one is a 404 (null). */
 async function targets(tx: Tx, table: string, refs: Identifier[]): Promise<number[] | null> {
@@ -168,18 +179,38 @@ async function targets(tx: Tx, table: string, refs: Identifier[]): Promise<numbe
 async function userOf(tx: Tx, header: string | undefined): Promise<number | null> {
   if (!header?.startsWith('Bearer ')) return null;
   const hash = createHash('sha256').update(header.slice(7), 'utf8').digest('hex');
-  const row = (await tx.all<{ user_id: number; expires: number; revoked: unknown; status: unknown }>(`SELECT t.user_id, t.expires, t.revoked, u.status FROM oauth_access_tokens t
-    JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?`, [hash]))[0];
-  return row && row.revoked === null && Number(row.expires) > Date.now() / 1000 && row.status ? Number(row.user_id) : null;
+  const row = (
+    await tx.all<{ user_id: number; expires: number; revoked: unknown; status: unknown }>(
+      `SELECT t.user_id, t.expires, t.revoked, u.status FROM oauth_access_tokens t
+    JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?`,
+      [hash],
+    )
+  )[0];
+  return row && row.revoked === null && Number(row.expires) > Date.now() / 1000 && row.status
+    ? Number(row.user_id)
+    : null;
 }
 
 const items = (ids: number[]): Item[] => ids.map((targetId) => ({ targetId, meta: {} }));
 /** A revision reference as a snapshot keeps it: its target revision only when there is one. */
-const pinnedItem = (targetId: number, meta: Record<string, unknown>, revision: number | null): Item => (revision === null ? { targetId, meta } : { targetId, meta, revisionId: revision });
+const pinnedItem = (targetId: number, meta: Record<string, unknown>, revision: number | null): Item =>
+  revision === null ? { targetId, meta } : { targetId, meta, revisionId: revision };
 
-async function insertRefs(tx: Tx, table: string, log: number, ids: number[], revisions?: Array<number | null>): Promise<void> {
+async function insertRefs(
+  tx: Tx,
+  table: string,
+  log: number,
+  ids: number[],
+  revisions?: Array<number | null>,
+): Promise<void> {
   for (const [delta, id] of ids.entries()) {
-    if (revisions) await tx.run(`INSERT INTO ${table} (entity_id, delta, target_id, target_revision_id) VALUES (?, ?, ?, ?)`, [log, delta, id, revisions[delta]]);
+    if (revisions)
+      await tx.run(`INSERT INTO ${table} (entity_id, delta, target_id, target_revision_id) VALUES (?, ?, ?, ?)`, [
+        log,
+        delta,
+        id,
+        revisions[delta],
+      ]);
     else await tx.run(`INSERT INTO ${table} (entity_id, delta, target_id) VALUES (?, ?, ?)`, [log, delta, id]);
   }
 }
@@ -189,7 +220,8 @@ async function document(tx: Tx, id: number): Promise<string> {
   const row = (await tx.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE l.id = ?`, [id]))[0]!;
   const side = POSTGRES
     ? (ids: number[]) => tx.all<SideRow>(`WITH ids(id) AS (SELECT unnest(?::int[])) ${SIDE_TABLES}`, [ids])
-    : (ids: number[]) => tx.all<SideRow>(`WITH ids(id) AS (SELECT value FROM json_each(?)) ${SIDE_TABLES}`, [JSON.stringify(ids)]);
+    : (ids: number[]) =>
+        tx.all<SideRow>(`WITH ids(id) AS (SELECT value FROM json_each(?)) ${SIDE_TABLES}`, [JSON.stringify(ids)]);
   const { rendered } = await logRenderer(BASE, { side }).renderRows([row]);
   return `${JSONAPI},"data":${rendered[0]},"links":{"self":{"href":"${BASE}/api/log/activity/${row.uuid}"}}}`;
 }
@@ -212,7 +244,11 @@ async function post(authorization: string | undefined, input: any): Promise<Answ
     const now = Math.floor(Date.now() / 1000);
     const timestamp = Math.floor(Date.parse(a.timestamp) / 1000);
     // The log's geometry: its one location's (a log that is not a movement takes its locations').
-    const place = (await tx.all(`SELECT ${GEOMETRY.map((g) => `intrinsic_geometry__${g}`).join(', ')} FROM asset WHERE id = ?`, [locations[0]]))[0]!;
+    const place = (
+      await tx.all(`SELECT ${GEOMETRY.map((g) => `intrinsic_geometry__${g}`).join(', ')} FROM asset WHERE id = ?`, [
+        locations[0],
+      ])
+    )[0]!;
     const geometry = GEOMETRY.map((g) => place[`intrinsic_geometry__${g}`] ?? null);
     // Tilth writes the computed geometry's WKT afresh from its parsed form ("POINT (x y)"); the farm's
     // locations are points (anything else is not what this baseline was written for).
@@ -222,29 +258,79 @@ async function post(authorization: string | undefined, input: any): Promise<Answ
       geometry[8] = geohash(Number(place.intrinsic_geometry__lat), Number(place.intrinsic_geometry__lon));
     }
     const pinned: Array<number | null> = [];
-    for (const q of quantities) pinned.push(((await tx.all<{ revision_id: number | null }>(`SELECT revision_id FROM quantity WHERE id = ?`, [q]))[0]?.revision_id ?? null) as number | null);
+    for (const q of quantities)
+      pinned.push(
+        ((await tx.all<{ revision_id: number | null }>(`SELECT revision_id FROM quantity WHERE id = ?`, [q]))[0]
+          ?.revision_id ?? null) as number | null,
+      );
     const revision = Number((await tx.all<{ last_id: number }>(NEXT_REVISION))[0]!.last_id);
     const uuid = randomUUID();
-    const id = Number((await tx.all<{ id: number }>(`INSERT INTO log (uuid, bundle, revision_id, revision_created, revision_log_message, name, timestamp, status, created, changed,
+    const id = Number(
+      (
+        await tx.all<{ id: number }>(
+          `INSERT INTO log (uuid, bundle, revision_id, revision_created, revision_log_message, name, timestamp, status, created, changed,
       ${GEOMETRY.map((g) => `geometry__${g}`).join(', ')}, is_movement, is_group_assignment, revision_user, uid)
       VALUES (?, 'activity', ?, ?, '', ?, ?, ?, ?, ?, ${GEOMETRY.map(() => '?').join(', ')}, ?, ?, ?, ?) RETURNING id`,
-      [uuid, revision, now, a.name, timestamp, a.status, now, now, ...geometry, flag(false), flag(false), user, user]))[0]!.id);
+          [
+            uuid,
+            revision,
+            now,
+            a.name,
+            timestamp,
+            a.status,
+            now,
+            now,
+            ...geometry,
+            flag(false),
+            flag(false),
+            user,
+            user,
+          ],
+        )
+      )[0]!.id,
+    );
     await insertRefs(tx, 'log__asset', id, assets);
     await insertRefs(tx, 'log__location', id, locations);
     await insertRefs(tx, 'log__owner', id, [user]);
     await insertRefs(tx, 'log__quantity', id, quantities, pinned);
     // The snapshot, keyed as Tilth keys it: the input's attributes and relationships first.
     const snapshot = {
-      name: a.name, status: a.status, timestamp,
-      asset: items(assets), location: items(locations), quantity: quantities.map((targetId, i) => pinnedItem(targetId, {}, pinned[i] ?? null)),
-      revision_created: now, revision_log_message: '', created: now, changed: now, data: null, flag: [], notes: null,
-      geometry: place.intrinsic_geometry__value === null ? null : Object.fromEntries(GEOMETRY.map((g, i) => [g, geometry[i]])),
-      is_movement: false, is_group_assignment: false, revision_user: { targetId: user, meta: {} }, uid: { targetId: user, meta: {} },
-      category: [], file: [], image: [], owner: items([user]), equipment: [], group: [],
+      name: a.name,
+      status: a.status,
+      timestamp,
+      asset: items(assets),
+      location: items(locations),
+      quantity: quantities.map((targetId, i) => pinnedItem(targetId, {}, pinned[i] ?? null)),
+      revision_created: now,
+      revision_log_message: '',
+      created: now,
+      changed: now,
+      data: null,
+      flag: [],
+      notes: null,
+      geometry:
+        place.intrinsic_geometry__value === null ? null : Object.fromEntries(GEOMETRY.map((g, i) => [g, geometry[i]])),
+      is_movement: false,
+      is_group_assignment: false,
+      revision_user: { targetId: user, meta: {} },
+      uid: { targetId: user, meta: {} },
+      category: [],
+      file: [],
+      image: [],
+      owner: items([user]),
+      equipment: [],
+      group: [],
     };
     await tx.run(REVISION, [id, revision, user, now, JSON.stringify(snapshot)]);
     const position = Number((await tx.all<{ position: number }>(FEED, [id, uuid, now]))[0]!.position);
-    return { status: 201, body: await document(tx, id), headers: [['etag', `"${position}"`], ['location', `${BASE}/api/log/activity/${uuid}`]] };
+    return {
+      status: 201,
+      body: await document(tx, id),
+      headers: [
+        ['etag', `"${position}"`],
+        ['location', `${BASE}/api/log/activity/${uuid}`],
+      ],
+    };
   });
 }
 
@@ -253,20 +339,27 @@ async function patch(authorization: string | undefined, uuid: string, input: any
     const user = await userOf(tx, authorization);
     if (user === null) return { status: 401, body: '{"errors":[{"status":"401"}]}' };
     const data = input?.data;
-    const log = (await tx.all<Record<string, any>>(`SELECT * FROM log WHERE uuid = ? AND bundle = 'activity'`, [uuid]))[0];
+    const log = (
+      await tx.all<Record<string, any>>(`SELECT * FROM log WHERE uuid = ? AND bundle = 'activity'`, [uuid])
+    )[0];
     if (!log || data?.id !== uuid || data.type !== 'log--activity') return notFound;
     const assets = await targets(tx, 'asset', data.relationships?.asset?.data ?? []);
     if (!assets) return notFound;
     const id = Number(log.id);
     const now = Math.floor(Date.now() / 1000);
     const revision = Number((await tx.all<{ last_id: number }>(NEXT_REVISION))[0]!.last_id);
-    await tx.run(`UPDATE log SET name = ?, changed = ?, revision_id = ?, revision_created = ?, revision_log_message = '', revision_user = ? WHERE id = ?`, [data.attributes.name, now, revision, now, user, id]);
+    await tx.run(
+      `UPDATE log SET name = ?, changed = ?, revision_id = ?, revision_created = ?, revision_log_message = '', revision_user = ? WHERE id = ?`,
+      [data.attributes.name, now, revision, now, user, id],
+    );
     await tx.run(`DELETE FROM log__asset WHERE entity_id = ?`, [id]);
     await insertRefs(tx, 'log__asset', id, assets);
     // A log left without an owner gets the current user, on every save (farmOS's Log::preSave).
-    if (!(await tx.all(`SELECT 1 FROM log__owner WHERE entity_id = ?`, [id])).length) await insertRefs(tx, 'log__owner', id, [user]);
+    if (!(await tx.all(`SELECT 1 FROM log__owner WHERE entity_id = ?`, [id])).length)
+      await insertRefs(tx, 'log__owner', id, [user]);
     // The snapshot of the whole record after the change, in the log's field order.
-    const side = await tx.all<{ f: string; target_id: number; target_revision_id?: number | null }>(`
+    const side = await tx.all<{ f: string; target_id: number; target_revision_id?: number | null }>(
+      `
       SELECT 'category' AS f, entity_id, delta, target_id, CAST(NULL AS integer) AS target_revision_id FROM log__category WHERE entity_id = ?
       UNION ALL SELECT 'file', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__file WHERE entity_id = ?
       UNION ALL SELECT 'image', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__image WHERE entity_id = ?
@@ -275,18 +368,50 @@ async function patch(authorization: string | undefined, uuid: string, input: any
       UNION ALL SELECT 'location', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__location WHERE entity_id = ?
       UNION ALL SELECT 'equipment', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__equipment WHERE entity_id = ?
       UNION ALL SELECT 'group', entity_id, delta, target_id, CAST(NULL AS integer) FROM log__group WHERE entity_id = ?
-      ORDER BY 1, 3`, Array(8).fill(id));
-    const flags = (await tx.all<{ value: string }>(`SELECT value FROM log__flag WHERE entity_id = ? ORDER BY delta`, [id])).map((r) => r.value);
-    const loaded = (f: string) => side.filter((s) => s.f === f).map((s) => (f === 'quantity' ? pinnedItem(Number(s.target_id), { target_revision_id: s.target_revision_id ?? null }, s.target_revision_id ?? null) : { targetId: Number(s.target_id), meta: {} }));
+      ORDER BY 1, 3`,
+      Array(8).fill(id),
+    );
+    const flags = (
+      await tx.all<{ value: string }>(`SELECT value FROM log__flag WHERE entity_id = ? ORDER BY delta`, [id])
+    ).map((r) => r.value);
+    const loaded = (f: string) =>
+      side
+        .filter((s) => s.f === f)
+        .map((s) =>
+          f === 'quantity'
+            ? pinnedItem(
+                Number(s.target_id),
+                { target_revision_id: s.target_revision_id ?? null },
+                s.target_revision_id ?? null,
+              )
+            : { targetId: Number(s.target_id), meta: {} },
+        );
     const snapshot = {
-      revision_created: now, revision_log_message: '', name: data.attributes.name, timestamp: log.timestamp === null ? null : Number(log.timestamp), status: log.status,
-      created: Number(log.created), changed: now, data: log.data, flag: flags,
+      revision_created: now,
+      revision_log_message: '',
+      name: data.attributes.name,
+      timestamp: log.timestamp === null ? null : Number(log.timestamp),
+      status: log.status,
+      created: Number(log.created),
+      changed: now,
+      data: log.data,
+      flag: flags,
       notes: log.notes__value === null ? null : { value: log.notes__value, format: log.notes__format },
-      geometry: log.geometry__value === null ? null : Object.fromEntries(GEOMETRY.map((g) => [g, log[`geometry__${g}`]])),
-      is_movement: !!log.is_movement, is_group_assignment: !!log.is_group_assignment,
-      revision_user: { targetId: user, meta: {} }, uid: log.uid === null ? null : { targetId: Number(log.uid), meta: {} },
-      asset: items(assets), category: loaded('category'), file: loaded('file'), image: loaded('image'), owner: loaded('owner'), quantity: loaded('quantity'),
-      location: loaded('location'), equipment: loaded('equipment'), group: loaded('group'),
+      geometry:
+        log.geometry__value === null ? null : Object.fromEntries(GEOMETRY.map((g) => [g, log[`geometry__${g}`]])),
+      is_movement: !!log.is_movement,
+      is_group_assignment: !!log.is_group_assignment,
+      revision_user: { targetId: user, meta: {} },
+      uid: log.uid === null ? null : { targetId: Number(log.uid), meta: {} },
+      asset: items(assets),
+      category: loaded('category'),
+      file: loaded('file'),
+      image: loaded('image'),
+      owner: loaded('owner'),
+      quantity: loaded('quantity'),
+      location: loaded('location'),
+      equipment: loaded('equipment'),
+      group: loaded('group'),
     };
     await tx.run(REVISION, [id, revision, user, now, JSON.stringify(snapshot)]);
     const position = Number((await tx.all<{ position: number }>(FEED, [id, uuid, now]))[0]!.position);
@@ -309,12 +434,25 @@ createServer((req, res) => {
       input = null;
     }
     const prefix = '/api/log/activity';
-    const answer = req.method === 'POST' && url === prefix ? post(req.headers.authorization, input)
-      : req.method === 'PATCH' && url.startsWith(`${prefix}/`) ? patch(req.headers.authorization, url.slice(prefix.length + 1), input)
-      : Promise.resolve(notFound);
+    const answer =
+      req.method === 'POST' && url === prefix
+        ? post(req.headers.authorization, input)
+        : req.method === 'PATCH' && url.startsWith(`${prefix}/`)
+          ? patch(req.headers.authorization, url.slice(prefix.length + 1), input)
+          : Promise.resolve(notFound);
     answer.then(
-      (a) => answerWith(a.status < 300 ? [...recorded, ...(a.headers ?? [])] : [['content-type', 'application/vnd.api+json; charset=utf-8']])(res, a.status, a.body),
-      (error: Error) => answerWith([['content-type', 'application/vnd.api+json; charset=utf-8']])(res, 500, JSON.stringify({ errors: [{ status: '500', detail: error.message }] })),
+      (a) =>
+        answerWith(
+          a.status < 300
+            ? [...recorded, ...(a.headers ?? [])]
+            : [['content-type', 'application/vnd.api+json; charset=utf-8']],
+        )(res, a.status, a.body),
+      (error: Error) =>
+        answerWith([['content-type', 'application/vnd.api+json; charset=utf-8']])(
+          res,
+          500,
+          JSON.stringify({ errors: [{ status: '500', detail: error.message }] }),
+        ),
     );
   });
 }).listen(Number(process.env.PORT), '127.0.0.1');

@@ -14,7 +14,9 @@ export function emitDescriptors(model: DataModel): FileMap {
       `${tsStamp()}import type { BundleDescriptor } from '../../runtime/public.ts';\n\nexport const descriptor: BundleDescriptor = ${JSON.stringify(bundle, null, 2)};\n`,
     );
   }
-  const imports = model.bundles.map((b) => `import { descriptor as ${ident(b.type)} } from './${b.type}.ts';`).join('\n');
+  const imports = model.bundles
+    .map((b) => `import { descriptor as ${ident(b.type)} } from './${b.type}.ts';`)
+    .join('\n');
   files.set(
     'descriptors/index.ts',
     `${tsStamp()}import type { DataModel } from '../../runtime/public.ts';\n${imports}\n\n` +

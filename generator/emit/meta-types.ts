@@ -21,7 +21,7 @@ export async function emitMetaTypes(): Promise<FileMap> {
     unreachableDefinitions: true,
   });
   const extra = [
-    '/** What a computed field is computed from (the meta-schema\'s `computed` list). */',
+    "/** What a computed field is computed from (the meta-schema's `computed` list). */",
     "export type ComputedKind = NonNullable<Field['computed']>;",
     '/** How a field is filled in automatically on save. */',
     "export type AutoKind = NonNullable<Field['auto']>;",

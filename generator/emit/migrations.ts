@@ -8,7 +8,14 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ColumnSpec, IndexSpec, MoveFieldOp, RewriteValuesOp, SchemaOp, TableSpec } from '../../runtime/model/descriptor.ts';
+import type {
+  ColumnSpec,
+  IndexSpec,
+  MoveFieldOp,
+  RewriteValuesOp,
+  SchemaOp,
+  TableSpec,
+} from '../../runtime/model/descriptor.ts';
 import { tsStamp } from './stamp.ts';
 import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
 import type { FileMap } from './descriptors.ts';
@@ -30,7 +37,12 @@ export function migrationChecksum(text: string): string {
 function recordedChecksums(dir: string): Map<string, string> {
   const index = join(dir, 'index.ts');
   if (!existsSync(index)) return new Map();
-  return new Map([...readFileSync(index, 'utf8').matchAll(/name: '([^']+)',[^\n]*checksum: '([0-9a-f]{64})'/g)].map((m) => [m[1]!, m[2]!]));
+  return new Map(
+    [...readFileSync(index, 'utf8').matchAll(/name: '([^']+)',[^\n]*checksum: '([0-9a-f]{64})'/g)].map((m) => [
+      m[1]!,
+      m[2]!,
+    ]),
+  );
 }
 
 /** Migration files that cannot stand together (two with one number). */
@@ -42,7 +54,8 @@ export class MigrationFilesError extends Error {}
  */
 export function refuseSharedNumbers(files: string[], shownDir = 'generated/migrations'): void {
   const byNumber = new Map<string, string[]>();
-  for (const file of files) byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `${shownDir}/${file}`]);
+  for (const file of files)
+    byNumber.set(file.slice(0, 4), [...(byNumber.get(file.slice(0, 4)) ?? []), `${shownDir}/${file}`]);
   const shared = [...byNumber].filter(([, same]) => same.length > 1);
   if (!shared.length) return;
   const [number, same] = shared[0]!;
@@ -67,10 +80,12 @@ export function indexDifferences(dir: string, files: string[]): string[] {
   const out: string[] = [];
   for (const name of present) {
     if (!listed.has(name)) out.push(`generated/migrations/index.ts does not list generated/migrations/${name}.ts`);
-    else if (!imported.has(name)) out.push(`generated/migrations/index.ts lists ${name} but does not import generated/migrations/${name}.ts`);
+    else if (!imported.has(name))
+      out.push(`generated/migrations/index.ts lists ${name} but does not import generated/migrations/${name}.ts`);
   }
   for (const name of new Set([...listed, ...imported])) {
-    if (!present.has(name)) out.push(`generated/migrations/index.ts lists ${name}, but generated/migrations/${name}.ts does not exist`);
+    if (!present.has(name))
+      out.push(`generated/migrations/index.ts lists ${name}, but generated/migrations/${name}.ts does not exist`);
   }
   return out;
 }
@@ -95,9 +110,11 @@ export async function readExistingMigrations(dir: string): Promise<ExistingMigra
   for (const file of names) {
     const name = file.replace(/\.ts$/, '');
     const checksum = recorded.get(name) ?? null;
-    if (checksum && migrationChecksum(readFileSync(join(dir, file), 'utf8')) !== checksum) edited.push(`generated/migrations/${file}`);
+    if (checksum && migrationChecksum(readFileSync(join(dir, file), 'utf8')) !== checksum)
+      edited.push(`generated/migrations/${file}`);
     const mod = (await import(pathToFileURL(join(dir, file)).href)) as { ops?: SchemaOp[] };
-    if (!Array.isArray(mod.ops)) throw new Error(`generated/migrations/${file} has no "ops" export; it was not written by the generator.`);
+    if (!Array.isArray(mod.ops))
+      throw new Error(`generated/migrations/${file} has no "ops" export; it was not written by the generator.`);
     out.push({ name, file, ops: mod.ops, recorded: checksum });
   }
   refuseEdited(edited);
@@ -116,12 +133,20 @@ export function refuseEdited(edited: string[]): void {
 type DataOp = RewriteValuesOp | MoveFieldOp;
 
 /** Which rewrite a data migration made: the same bundle, field and former value (or former name) are rewritten once. */
-const rewriteKey = (op: DataOp) => (op.op === 'moveField' ? `${op.entityType}--${op.bundle}.${op.to.field}<${op.from.field}` : `${op.entityType}--${op.bundle}.${op.field}:${op.from}`);
+const rewriteKey = (op: DataOp) =>
+  op.op === 'moveField'
+    ? `${op.entityType}--${op.bundle}.${op.to.field}<${op.from.field}`
+    : `${op.entityType}--${op.bundle}.${op.field}:${op.from}`;
 
 /** A field's move needs the former field's storage, with the same columns as the new one's. */
 function checkMoveSource(op: MoveFieldOp, state: Map<string, TableState>, desired: TableSpec[]): void {
-  const columnsOf = (s: MoveFieldOp['from']['storage'], tables: (name: string) => Map<string, { type: string }> | undefined) =>
-    s.kind === 'table' ? Object.values(s.columns).map((c) => tables(s.table)?.get(c)?.type) : Object.values(s.columns).map((c) => tables(op.table)?.get(c)?.type);
+  const columnsOf = (
+    s: MoveFieldOp['from']['storage'],
+    tables: (name: string) => Map<string, { type: string }> | undefined,
+  ) =>
+    s.kind === 'table'
+      ? Object.values(s.columns).map((c) => tables(s.table)?.get(c)?.type)
+      : Object.values(s.columns).map((c) => tables(op.table)?.get(c)?.type);
   const had = columnsOf(op.from.storage, (t) => state.get(t)?.columns);
   // The former field's columns: the new field's, or with a type change the former type's.
   const convertFrom = op.convert ? FIELD_TYPE_SPECS[op.convert.from] : null;
@@ -159,7 +184,11 @@ function fold(migrations: ExistingMigration[]): Map<string, TableState> {
  */
 export function diffSchema(existing: ExistingMigration[], desired: TableSpec[], rewrites: DataOp[] = []): SchemaOp[] {
   const state = fold(existing);
-  const rewritten = new Set(existing.flatMap((m) => m.ops.filter((op): op is DataOp => op.op === 'rewriteValues' || op.op === 'moveField').map(rewriteKey)));
+  const rewritten = new Set(
+    existing.flatMap((m) =>
+      m.ops.filter((op): op is DataOp => op.op === 'rewriteValues' || op.op === 'moveField').map(rewriteKey),
+    ),
+  );
   const pendingRewrites = rewrites.filter((op) => !rewritten.has(rewriteKey(op)));
   for (const op of pendingRewrites) if (op.op === 'moveField') checkMoveSource(op, state, desired);
   const creates: SchemaOp[] = [];
@@ -254,7 +283,12 @@ export function emitMigrations(
     `${tsStamp()}import type { GeneratedMigration } from '../../runtime/public.ts';\n` +
       all.map((name) => `import * as ${ident(name)} from './${name}.ts';`).join('\n') +
       `\n\n/** Every generated migration, oldest first. */\nexport const migrations: GeneratedMigration[] = [\n` +
-      all.map((name) => `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down, checksum: '${checksums.get(name)}' },`).join('\n') +
+      all
+        .map(
+          (name) =>
+            `  { name: '${name}', up: ${ident(name)}.up, down: ${ident(name)}.down, checksum: '${checksums.get(name)}' },`,
+        )
+        .join('\n') +
       `\n];\n`,
   );
   return { files, added, addedOps: ops };

@@ -19,7 +19,8 @@ function componentSchema(bundle: BundleDescriptor, model: DataModel): Schema {
     if (Array.isArray(value)) return value.map(inline);
     if (value === null || typeof value !== 'object') return value;
     const ref = (value as Schema).$ref;
-    if (typeof ref === 'string' && ref.startsWith('#/definitions/')) return inline(definitions[ref.slice('#/definitions/'.length)]);
+    if (typeof ref === 'string' && ref.startsWith('#/definitions/'))
+      return inline(definitions[ref.slice('#/definitions/'.length)]);
     if (typeof ref === 'string') return { type: 'object', description: `See ${ref}` };
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inline(v)]));
   };
@@ -28,19 +29,47 @@ function componentSchema(bundle: BundleDescriptor, model: DataModel): Schema {
 }
 
 const QUERY_PARAMETERS = [
-  { name: 'filter', description: "Drupal's filter syntax: `filter[status]=done`, or conditions and groups (`filter[k][condition][path|operator|value]`). Paths may cross relationships (`asset.name`).", style: 'deepObject' },
+  {
+    name: 'filter',
+    description:
+      "Drupal's filter syntax: `filter[status]=done`, or conditions and groups (`filter[k][condition][path|operator|value]`). Paths may cross relationships (`asset.name`).",
+    style: 'deepObject',
+  },
   { name: 'sort', description: 'Comma-separated fields, `-` for descending: `sort=-timestamp,name`.' },
-  { name: 'page', description: '`page[limit]` (at most 50) and `page[offset]`; follow `links.next` for the next page.', style: 'deepObject' },
+  {
+    name: 'page',
+    description: '`page[limit]` (at most 50) and `page[offset]`; follow `links.next` for the next page.',
+    style: 'deepObject',
+  },
   { name: 'include', description: 'Comma-separated relationship paths to include: `include=asset,quantity.units`.' },
-  { name: 'fields', description: 'Sparse fieldsets per type: `fields[log--activity]=name,timestamp`.', style: 'deepObject' },
-].map((p) => ({ in: 'query', required: false, schema: p.style ? { type: 'object' } : { type: 'string' }, ...(p.style ? { style: p.style, explode: true } : {}), name: p.name, description: p.description }));
+  {
+    name: 'fields',
+    description: 'Sparse fieldsets per type: `fields[log--activity]=name,timestamp`.',
+    style: 'deepObject',
+  },
+].map((p) => ({
+  in: 'query',
+  required: false,
+  schema: p.style ? { type: 'object' } : { type: 'string' },
+  ...(p.style ? { style: p.style, explode: true } : {}),
+  name: p.name,
+  description: p.description,
+}));
 
 const ERRORS = { $ref: '#/components/responses/Error' };
 
 function document(schemaRef: string, { many }: { many: boolean }): Schema {
   return {
     'application/vnd.api+json': {
-      schema: { type: 'object', properties: { data: many ? { type: 'array', items: { $ref: schemaRef } } : { $ref: schemaRef }, included: { type: 'array' }, links: { type: 'object' }, meta: { type: 'object' } } },
+      schema: {
+        type: 'object',
+        properties: {
+          data: many ? { type: 'array', items: { $ref: schemaRef } } : { $ref: schemaRef },
+          included: { type: 'array' },
+          links: { type: 'object' },
+          meta: { type: 'object' },
+        },
+      },
     },
   };
 }
@@ -51,21 +80,62 @@ function pathsOf(bundle: BundleDescriptor, model: DataModel): Record<string, Sch
   const ref = `#/components/schemas/${bundle.type}`;
   const tags = [type.labelPlural];
   const module = bundle.module ? { 'x-tilth-module': bundle.module } : {};
-  const id = { name: 'id', in: 'path', required: true, description: 'The resource UUID.', schema: { type: 'string', format: 'uuid' } };
+  const id = {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'The resource UUID.',
+    schema: { type: 'string', format: 'uuid' },
+  };
   const base = `/api/${bundle.entityType}/${bundle.bundle}`;
   const body = { required: true, content: document(ref, { many: false }) };
   return {
     [base]: {
       ...module,
-      get: { tags, summary: `List ${title} resources`, operationId: `list:${bundle.type}`, parameters: QUERY_PARAMETERS, responses: { 200: { description: 'A page of resources.', content: document(ref, { many: true }) }, default: ERRORS } },
-      post: { tags, summary: `Create a ${title}`, operationId: `create:${bundle.type}`, requestBody: body, responses: { 201: { description: 'Created.', content: document(ref, { many: false }) }, default: ERRORS } },
+      get: {
+        tags,
+        summary: `List ${title} resources`,
+        operationId: `list:${bundle.type}`,
+        parameters: QUERY_PARAMETERS,
+        responses: {
+          200: { description: 'A page of resources.', content: document(ref, { many: true }) },
+          default: ERRORS,
+        },
+      },
+      post: {
+        tags,
+        summary: `Create a ${title}`,
+        operationId: `create:${bundle.type}`,
+        requestBody: body,
+        responses: { 201: { description: 'Created.', content: document(ref, { many: false }) }, default: ERRORS },
+      },
     },
     [`${base}/{id}`]: {
       ...module,
       parameters: [id],
-      get: { tags, summary: `Get one ${title}`, operationId: `get:${bundle.type}`, parameters: QUERY_PARAMETERS.filter((p) => p.name === 'include' || p.name === 'fields'), responses: { 200: { description: 'The resource.', content: document(ref, { many: false }) }, default: ERRORS } },
-      patch: { tags, summary: `Change a ${title}`, operationId: `update:${bundle.type}`, requestBody: body, responses: { 200: { description: 'The changed resource.', content: document(ref, { many: false }) }, default: ERRORS } },
-      delete: { tags, summary: `Delete a ${title}`, operationId: `delete:${bundle.type}`, responses: { 204: { description: 'Deleted.' }, default: ERRORS } },
+      get: {
+        tags,
+        summary: `Get one ${title}`,
+        operationId: `get:${bundle.type}`,
+        parameters: QUERY_PARAMETERS.filter((p) => p.name === 'include' || p.name === 'fields'),
+        responses: { 200: { description: 'The resource.', content: document(ref, { many: false }) }, default: ERRORS },
+      },
+      patch: {
+        tags,
+        summary: `Change a ${title}`,
+        operationId: `update:${bundle.type}`,
+        requestBody: body,
+        responses: {
+          200: { description: 'The changed resource.', content: document(ref, { many: false }) },
+          default: ERRORS,
+        },
+      },
+      delete: {
+        tags,
+        summary: `Delete a ${title}`,
+        operationId: `delete:${bundle.type}`,
+        responses: { 204: { description: 'Deleted.' }, default: ERRORS },
+      },
     },
   };
 }
@@ -75,7 +145,10 @@ export function openApiDocument(model: DataModel): Schema {
   const schemas: Record<string, Schema> = {};
   for (const bundle of model.bundles) {
     Object.assign(paths, pathsOf(bundle, model));
-    schemas[bundle.type] = { ...componentSchema(bundle, model), ...(bundle.module ? { 'x-tilth-module': bundle.module } : {}) };
+    schemas[bundle.type] = {
+      ...componentSchema(bundle, model),
+      ...(bundle.module ? { 'x-tilth-module': bundle.module } : {}),
+    };
   }
   return {
     openapi: '3.1.0',
@@ -93,16 +166,30 @@ export function openApiDocument(model: DataModel): Schema {
       schemas,
       responses: {
         Error: {
-          description: 'A JSON:API error document: `errors[]` with `status`, `title`, `detail` naming the field or parameter, and `source`.',
-          content: { 'application/vnd.api+json': { schema: { type: 'object', properties: { errors: { type: 'array', items: { type: 'object' } } } } } },
+          description:
+            'A JSON:API error document: `errors[]` with `status`, `title`, `detail` naming the field or parameter, and `source`.',
+          content: {
+            'application/vnd.api+json': {
+              schema: { type: 'object', properties: { errors: { type: 'array', items: { type: 'object' } } } },
+            },
+          },
         },
       },
       securitySchemes: {
         oauth2: {
           type: 'oauth2',
           flows: {
-            password: { tokenUrl: `${BASE_URL_TOKEN}/oauth/token`, refreshUrl: `${BASE_URL_TOKEN}/oauth/token`, scopes: {} },
-            authorizationCode: { authorizationUrl: `${BASE_URL_TOKEN}/oauth/authorize`, tokenUrl: `${BASE_URL_TOKEN}/oauth/token`, refreshUrl: `${BASE_URL_TOKEN}/oauth/token`, scopes: {} },
+            password: {
+              tokenUrl: `${BASE_URL_TOKEN}/oauth/token`,
+              refreshUrl: `${BASE_URL_TOKEN}/oauth/token`,
+              scopes: {},
+            },
+            authorizationCode: {
+              authorizationUrl: `${BASE_URL_TOKEN}/oauth/authorize`,
+              tokenUrl: `${BASE_URL_TOKEN}/oauth/token`,
+              refreshUrl: `${BASE_URL_TOKEN}/oauth/token`,
+              scopes: {},
+            },
             clientCredentials: { tokenUrl: `${BASE_URL_TOKEN}/oauth/token`, scopes: {} },
           },
         },

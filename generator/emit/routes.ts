@@ -48,12 +48,18 @@ export function emitRoutes(model: DataModel): FileMap {
   const project = new Project({ useInMemoryFileSystem: true });
   const file = project.createSourceFile('routes.ts', '', { overwrite: true });
   file.insertStatements(0, `// ${STAMP}`);
-  file.addImportDeclaration({ moduleSpecifier: '../runtime/public.ts', namedImports: ['RouteEntry'], isTypeOnly: true });
+  file.addImportDeclaration({
+    moduleSpecifier: '../runtime/public.ts',
+    namedImports: ['RouteEntry'],
+    isTypeOnly: true,
+  });
   const entries = routeEntries(model);
   file.addVariableStatement({
     isExported: true,
     declarationKind: VariableDeclarationKind.Const,
-    docs: ['Every resource route: method, path (with `{id}` for the UUID), the shared handler, and the resource type it serves.'],
+    docs: [
+      'Every resource route: method, path (with `{id}` for the UUID), the shared handler, and the resource type it serves.',
+    ],
     declarations: [
       {
         name: 'routes',

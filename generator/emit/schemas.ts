@@ -32,7 +32,8 @@ function propertySchema(field: FieldDescriptor): Schema {
     if (field.maxLength && field.type !== 'password') schema.maxLength = field.maxLength;
     if (field.type === 'decimal') {
       // Served as a string (as farmOS serves decimals): its digits as numeric(precision, scale) keeps them. A string takes no minimum.
-      const { precision, scale } = field.precision !== undefined ? { precision: field.precision, scale: field.scale! } : DEFAULT_DECIMAL;
+      const { precision, scale } =
+        field.precision !== undefined ? { precision: field.precision, scale: field.scale! } : DEFAULT_DECIMAL;
       schema.pattern = `^-?\\d{1,${Math.max(1, precision - scale)}}${scale ? `(\\.\\d{1,${scale}})?` : ''}$`;
     } else {
       if (field.min !== undefined) schema.minimum = field.min;
@@ -53,7 +54,10 @@ function attributeSchema(field: FieldDescriptor): Schema {
   let enumeration = field.allowedValues?.map((v) => ({ const: v.value, title: v.label }));
   // An ID tag's allowed values are its tag types: they constrain the item's `type` property.
   if (field.type === 'id_tag' && enumeration) {
-    (item.properties as Record<string, Schema>).type = { ...(item.properties as Record<string, Schema>).type, anyOf: enumeration };
+    (item.properties as Record<string, Schema>).type = {
+      ...(item.properties as Record<string, Schema>).type,
+      anyOf: enumeration,
+    };
     enumeration = undefined;
   }
   let schema: Schema;
@@ -97,7 +101,10 @@ function relationshipSchema(field: FieldDescriptor, bundle: BundleDescriptor, mo
   const meta: Schema = metaProps.length
     ? {
         type: 'object',
-        properties: Object.fromEntries([['target_id', { ...spec.properties.target_id!.schema }], ...metaProps.map(([p, s]) => [p, { ...s.schema }])]),
+        properties: Object.fromEntries([
+          ['target_id', { ...spec.properties.target_id!.schema }],
+          ...metaProps.map(([p, s]) => [p, { ...s.schema }]),
+        ]),
         required: ['target_id'],
       }
     : model.entityTypes[field.target!.entityType]
@@ -129,7 +136,8 @@ function relationshipSchema(field: FieldDescriptor, bundle: BundleDescriptor, mo
 function bundleRelationship(bundle: BundleDescriptor, model: DataModel): [string, Schema] | null {
   const type = model.entityTypes[bundle.entityType]!;
   if (!type.bundleKey) return null;
-  const configType = type.bundleKey === 'vid' ? 'taxonomy_vocabulary--taxonomy_vocabulary' : `${type.bundleKey}--${type.bundleKey}`;
+  const configType =
+    type.bundleKey === 'vid' ? 'taxonomy_vocabulary--taxonomy_vocabulary' : `${type.bundleKey}--${type.bundleKey}`;
   return [
     type.bundleKey,
     {
@@ -188,8 +196,19 @@ export function resourceSchema(bundle: BundleDescriptor, model: DataModel): Sche
     ],
     definitions: {
       type: { const: bundle.type },
-      attributes: { description: 'Entity attributes', type: 'object', properties: attributes, required, additionalProperties: false },
-      relationships: { description: 'Entity relationships', type: 'object', properties: relationships, additionalProperties: false },
+      attributes: {
+        description: 'Entity attributes',
+        type: 'object',
+        properties: attributes,
+        required,
+        additionalProperties: false,
+      },
+      relationships: {
+        description: 'Entity relationships',
+        type: 'object',
+        properties: relationships,
+        additionalProperties: false,
+      },
     },
   };
 }

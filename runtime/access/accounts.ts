@@ -36,31 +36,50 @@ function rolesBeyond(principal: Principal, roles: readonly Role[]): Role[] {
  * Throws 403 unless the principal may change (or delete) the account `target` (null when creating
  * one) as described by `change`. Callers have already checked the plain right to update users.
  */
-export function assertMayChangeAccount(principal: Principal, target: { id: number; roles: readonly Role[] } | null, op: 'create' | 'update' | 'delete', change?: AccountChange): void {
+export function assertMayChangeAccount(
+  principal: Principal,
+  target: { id: number; roles: readonly Role[] } | null,
+  op: 'create' | 'update' | 'delete',
+  change?: AccountChange,
+): void {
   const self = target !== null && principal.userId === target.id;
   if (target?.id === FIRST_USER_ID && (op === 'delete' || !self)) {
     throw forbidden(
-      op === 'delete' ? 'User 1, the first administrator, cannot be deleted.' : 'Only user 1, the first administrator, may change user 1.',
+      op === 'delete'
+        ? 'User 1, the first administrator, cannot be deleted.'
+        : 'Only user 1, the first administrator, may change user 1.',
       { pointer: '/data' },
     );
   }
   if (target && !self) {
     const beyond = rolesBeyond(principal, target.roles);
     if (beyond.length) {
-      throw forbidden(`This account holds the role ${beyond.join(', ')}, with rights the current token does not have: only someone who has them may change it.`, { pointer: '/data' });
+      throw forbidden(
+        `This account holds the role ${beyond.join(', ')}, with rights the current token does not have: only someone who has them may change it.`,
+        { pointer: '/data' },
+      );
     }
   }
   if (!change) return;
   if (!isAccountAdmin(principal)) {
     const [field] = change.adminFields;
-    if (field) throw forbidden(`${field}: only account administrators may change ${field}.`, { field: { kind: 'attribute', name: field } });
-    if (change.roles) throw forbidden('roles: only account administrators may change roles.', { field: { kind: 'relationship', name: 'roles' } });
+    if (field)
+      throw forbidden(`${field}: only account administrators may change ${field}.`, {
+        field: { kind: 'attribute', name: field },
+      });
+    if (change.roles)
+      throw forbidden('roles: only account administrators may change roles.', {
+        field: { kind: 'relationship', name: 'roles' },
+      });
   }
   if (change.roles) {
     const added = change.roles.filter((r) => !target?.roles.includes(r));
     const beyond = rolesBeyond(principal, added);
     if (beyond.length) {
-      throw forbidden(`roles: the current token may not grant ${beyond.join(', ')}: nobody may grant rights they do not have themselves.`, { field: { kind: 'relationship', name: 'roles' } });
+      throw forbidden(
+        `roles: the current token may not grant ${beyond.join(', ')}: nobody may grant rights they do not have themselves.`,
+        { field: { kind: 'relationship', name: 'roles' } },
+      );
     }
   }
 }

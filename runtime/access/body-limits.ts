@@ -43,7 +43,10 @@ const CLOSE = { Connection: 'close' } as const;
 
 /** Whether a request carries a body (type-is's rule: a Transfer-Encoding, or a non-zero Content-Length). */
 export function hasBody(req: Request): boolean {
-  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+  return (
+    req.headers['transfer-encoding'] !== undefined ||
+    (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
+  );
 }
 
 /** The bytes a body may grow to in memory, or null when its declared length is over `limit`. */
@@ -75,13 +78,26 @@ export class BodyLimits {
     return (req: Request, res: Response, next: NextFunction) => {
       if (!hasBody(req) || req.method === 'GET' || req.method === 'HEAD') return next();
       if (options.tokenFirst && !isAuthenticated(principalOf(res))) {
-        const detail = 'This resource needs an OAuth 2.0 bearer access token (Authorization: Bearer <token>); the request body was not read.';
+        const detail =
+          'This resource needs an OAuth 2.0 bearer access token (Authorization: Bearer <token>); the request body was not read.';
         return next(new ApiError(401, detail, { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE } }));
       }
       const size = reservationOf(req, options.limitBytes);
-      if (size === null) return next(new ApiError(413, `The request body is larger than ${formatBytes(options.limitBytes)} (Content-Length ${req.headers['content-length']}); it was not read.`));
+      if (size === null)
+        return next(
+          new ApiError(
+            413,
+            `The request body is larger than ${formatBytes(options.limitBytes)} (Content-Length ${req.headers['content-length']}); it was not read.`,
+          ),
+        );
       if (this.reserved + size > this.options.budgetBytes && this.reserved > 0) {
-        return next(new ApiError(503, 'The server is reading as many request bodies as it holds at once; try again in a moment.', { headers: { 'Retry-After': '1' } }));
+        return next(
+          new ApiError(
+            503,
+            'The server is reading as many request bodies as it holds at once; try again in a moment.',
+            { headers: { 'Retry-After': '1' } },
+          ),
+        );
       }
       this.reserved += size;
       res.once('close', () => (this.reserved -= size));
@@ -121,7 +137,13 @@ class BodyRead {
     if (this.settled) return;
     this.settled = true;
     const seconds = this.stallMs / 1000;
-    this.next(new ApiError(408, `The request body sent nothing for ${seconds} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was kept.`, { headers: CLOSE }));
+    this.next(
+      new ApiError(
+        408,
+        `The request body sent nothing for ${seconds} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was kept.`,
+        { headers: CLOSE },
+      ),
+    );
     // The 408 closes the connection once sent; a client that does not read it loses it a second later.
     setTimeout(() => this.req.socket.destroy(), 1000).unref();
   };

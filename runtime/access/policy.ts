@@ -36,13 +36,17 @@ function permissionFor(et: EntityTypeDescriptor, op: Operation): Permission {
 /** Throws 401 for anonymous callers. Every route but the entry point and schemas calls it. */
 export function requireAuthenticated(principal: Principal): void {
   if (!isAuthenticated(principal)) {
-    throw unauthorized('This resource needs an OAuth 2.0 bearer access token (Authorization: Bearer <token>).', WWW_AUTHENTICATE);
+    throw unauthorized(
+      'This resource needs an OAuth 2.0 bearer access token (Authorization: Bearer <token>).',
+      WWW_AUTHENTICATE,
+    );
   }
 }
 
 /** May the principal do `op` on records of this entity type at all? (Per-record rules: see mayOnRecord.) */
 export function mayOnType(principal: Principal, et: EntityTypeDescriptor, op: Operation): boolean {
-  if (et.access === 'user' && op === 'update') return isAuthenticated(principal) && (principal.userId !== null || isAccountAdmin(principal));
+  if (et.access === 'user' && op === 'update')
+    return isAuthenticated(principal) && (principal.userId !== null || isAccountAdmin(principal));
   return principal.permissions.has(permissionFor(et, op));
 }
 
@@ -50,7 +54,12 @@ export function mayOnType(principal: Principal, et: EntityTypeDescriptor, op: Op
  * May the principal do `op` on this particular record? Users may view and edit their own account.
  * Anyone who may view users views a blocked one too, but by its name only (labelOnly).
  */
-export function mayOnRecord(principal: Principal, et: EntityTypeDescriptor, op: Operation, record: { id: number; values?: Map<string, unknown> }): boolean {
+export function mayOnRecord(
+  principal: Principal,
+  et: EntityTypeDescriptor,
+  op: Operation,
+  record: { id: number; values?: Map<string, unknown> },
+): boolean {
   if (et.access === 'user') {
     const own = principal.userId !== null && principal.userId === record.id;
     if (op === 'view') return own || isAccountAdmin(principal) || principal.permissions.has('user:view');
@@ -58,7 +67,13 @@ export function mayOnRecord(principal: Principal, et: EntityTypeDescriptor, op: 
     return isAccountAdmin(principal);
   }
   // An unpublished term is seen by those who may see unpublished terms only, as in farmOS.
-  if (et.access === 'taxonomy' && op === 'view' && record.values?.get('status') === false && !principal.permissions.has('taxonomy:view_unpublished')) return false;
+  if (
+    et.access === 'taxonomy' &&
+    op === 'view' &&
+    record.values?.get('status') === false &&
+    !principal.permissions.has('taxonomy:view_unpublished')
+  )
+    return false;
   return principal.permissions.has(permissionFor(et, op));
 }
 
@@ -68,7 +83,10 @@ const VERB: Record<Operation, string> = { view: 'GET', create: 'POST', update: '
 export function assertMayOnType(principal: Principal, et: EntityTypeDescriptor, op: Operation, what: string): void {
   requireAuthenticated(principal);
   if (!mayOnType(principal, et, op)) {
-    throw forbidden(`The current user is not allowed to ${VERB[op]} ${what}: it needs the "${permissionFor(et, op)}" permission, which the token's scopes and the user's roles do not both grant.`, { pointer: '/data' });
+    throw forbidden(
+      `The current user is not allowed to ${VERB[op]} ${what}: it needs the "${permissionFor(et, op)}" permission, which the token's scopes and the user's roles do not both grant.`,
+      { pointer: '/data' },
+    );
   }
 }
 
@@ -77,7 +95,10 @@ export function assertMayOnType(principal: Principal, et: EntityTypeDescriptor, 
  * account administrators (and itself). farmOS grants "view label" on a blocked user and renders it
  * with `display_name` alone, so a client can still show "owner: Sam" (farmos-behaviour.md §4.10).
  */
-export function labelOnly(principal: Principal, record: { id: number; rt: { entityType: EntityTypeDescriptor }; values: Map<string, unknown> }): boolean {
+export function labelOnly(
+  principal: Principal,
+  record: { id: number; rt: { entityType: EntityTypeDescriptor }; values: Map<string, unknown> },
+): boolean {
   if (record.rt.entityType.access !== 'user' || isAccountAdmin(principal)) return false;
   if (principal.userId !== null && principal.userId === record.id) return false;
   return record.values.get('status') === false;
@@ -87,7 +108,11 @@ export function labelOnly(principal: Principal, record: { id: number; rt: { enti
  * The rows of a collection the principal is shown: blocked users too (by label only), to anyone
  * who may view users; otherwise those of viewCondition. Null when every row is shown.
  */
-export function listCondition(principal: Principal, et: EntityTypeDescriptor, alias: string): ((qb: Knex.QueryBuilder) => void) | null {
+export function listCondition(
+  principal: Principal,
+  et: EntityTypeDescriptor,
+  alias: string,
+): ((qb: Knex.QueryBuilder) => void) | null {
   if (et.access === 'user' && principal.permissions.has('user:view')) return null;
   return viewCondition(principal, et, alias);
 }
@@ -97,8 +122,15 @@ export function listCondition(principal: Principal, et: EntityTypeDescriptor, al
  * or null when it may view every row. Applied inside relationship paths of filters and sorts, so
  * that a blocked user's fields, which the principal sees only the label of, find nothing.
  */
-export function viewCondition(principal: Principal, et: EntityTypeDescriptor, alias: string): ((qb: Knex.QueryBuilder) => void) | null {
-  if (et.access === 'taxonomy') return principal.permissions.has('taxonomy:view_unpublished') ? null : (qb) => void qb.where(`${alias}.status`, true);
+export function viewCondition(
+  principal: Principal,
+  et: EntityTypeDescriptor,
+  alias: string,
+): ((qb: Knex.QueryBuilder) => void) | null {
+  if (et.access === 'taxonomy')
+    return principal.permissions.has('taxonomy:view_unpublished')
+      ? null
+      : (qb) => void qb.where(`${alias}.status`, true);
   if (et.access !== 'user' || isAccountAdmin(principal)) return null;
   return (qb) => {
     qb.where((w) => {
@@ -109,7 +141,11 @@ export function viewCondition(principal: Principal, et: EntityTypeDescriptor, al
 }
 
 /** Whether a field of a record may be shown to the principal (users' e-mail and settings are private). */
-export function fieldVisible(field: FieldDescriptor, record: { id: number; rt: { entityType: EntityTypeDescriptor } }, principal: Principal): boolean {
+export function fieldVisible(
+  field: FieldDescriptor,
+  record: { id: number; rt: { entityType: EntityTypeDescriptor } },
+  principal: Principal,
+): boolean {
   if (field.internal) return false;
   if (field.visibility === 'all') return true;
   if (isAccountAdmin(principal)) return true;

@@ -23,7 +23,9 @@ export interface Limiter {
 
 /** The limiter for this database: in memory on SQLite, shared through the database on PostgreSQL. `name` keeps limiters' keys apart. */
 export function limiterFor(db: Database, name: string, limit: number, windowSeconds: number): Limiter {
-  return db.dialect === 'postgres' ? new SharedRateLimiter(db.knex, name, limit, windowSeconds) : new RateLimiter(limit, windowSeconds);
+  return db.dialect === 'postgres'
+    ? new SharedRateLimiter(db.knex, name, limit, windowSeconds)
+    : new RateLimiter(limit, windowSeconds);
 }
 interface Window {
   count: number;

@@ -47,7 +47,10 @@ export class SharedRateLimiter implements Limiter {
   }
 
   async release(key: string): Promise<void> {
-    await this.knex.raw('UPDATE tilth_rate_limits SET count = count - 1 WHERE key = ? AND count > 0 AND reset_at > now()', [`${this.name}:${key}`]);
+    await this.knex.raw(
+      'UPDATE tilth_rate_limits SET count = count - 1 WHERE key = ? AND count > 0 AND reset_at > now()',
+      [`${this.name}:${key}`],
+    );
   }
 
   async reset(key: string): Promise<void> {

@@ -49,7 +49,10 @@ class SharedKnownAddresses implements KnownAddresses {
   constructor(private readonly knex: Knex) {}
 
   async isKnown(userId: number, address: string): Promise<boolean> {
-    const { rows } = await this.knex.raw('SELECT 1 FROM tilth_known_addresses WHERE user_id = ? AND address = ? AND until > now()', [userId, address]);
+    const { rows } = await this.knex.raw(
+      'SELECT 1 FROM tilth_known_addresses WHERE user_id = ? AND address = ? AND until > now()',
+      [userId, address],
+    );
     return rows.length > 0;
   }
 

@@ -34,10 +34,12 @@ export function normalizeUserName(name: string): string {
 /** What is wrong with a (normalized) user name, or null. */
 export function userNameProblem(name: string): string | null {
   if (!name || name.length > USER_NAME_MAX) return `A user name must be 1 to ${USER_NAME_MAX} characters long.`;
-  if (INVISIBLE.test(name)) return 'A user name may not contain invisible or control characters (zero-width or bidirectional marks, control characters, spaces other than the plain space).';
+  if (INVISIBLE.test(name))
+    return 'A user name may not contain invisible or control characters (zero-width or bidirectional marks, control characters, spaces other than the plain space).';
   if (HTML_SIGNIFICANT.test(name)) return 'A user name may not contain <, >, & or ".';
   if (name.includes('  ')) return 'A user name may not contain two spaces in a row.';
-  if (name.includes('@') && !/^[^@\s]+@[^@\s]+$/.test(name)) return 'A user name may contain @ only as an e-mail address.';
+  if (name.includes('@') && !/^[^@\s]+@[^@\s]+$/.test(name))
+    return 'A user name may contain @ only as an e-mail address.';
   return null;
 }
 
@@ -60,13 +62,19 @@ export interface AccountClash {
  * PostgreSQL it takes a lock until that transaction ends, so that two accounts saved at once
  * cannot both take a name (SQLite runs one write transaction at a time).
  */
-export async function accountClashes(db: Knex, values: { name?: string | null; mail?: string | null }, exceptId: number | null): Promise<AccountClash[]> {
+export async function accountClashes(
+  db: Knex,
+  values: { name?: string | null; mail?: string | null },
+  exceptId: number | null,
+): Promise<AccountClash[]> {
   const wanted = (['name', 'mail'] as const).filter((f) => typeof values[f] === 'string' && values[f]);
   if (!wanted.length) return [];
   // After the account's own row, before the rest (the global lock order, storage/locks.ts).
   await dialectOf(db).transactionLock(db, ACCOUNT_NAMES_LOCK);
   const taken = new Set<string>();
-  const rows: Array<{ name: string | null; mail: string | null }> = await db('users').whereNot('id', exceptId ?? -1).select('name', 'mail');
+  const rows: Array<{ name: string | null; mail: string | null }> = await db('users')
+    .whereNot('id', exceptId ?? -1)
+    .select('name', 'mail');
   for (const row of rows) {
     if (row.name) taken.add(accountKey(row.name));
     if (row.mail) taken.add(accountKey(row.mail));

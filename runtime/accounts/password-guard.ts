@@ -84,7 +84,12 @@ export class PasswordGuard {
    * Check the current password of an account someone is signed in to (e.g. before changing it),
    * sent from `address`: it spends the same allowance as a sign-in from there.
    */
-  async confirm(knex: Knex, userId: number, password: string, address?: string): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
+  async confirm(
+    knex: Knex,
+    userId: number,
+    password: string,
+    address?: string,
+  ): Promise<'ok' | 'wrong' | { waitSeconds: number }> {
     const key = await this.keyOf(userId, address);
     const hash = await passwordHashOf(knex, userId);
     if (!hashingOpen()) throw new HashingBusy();
@@ -120,6 +125,8 @@ export class PasswordGuard {
 
   /** The allowance an attempt on this account from `address` spends: the address's own once the account signed in from it, else the account's shared one. */
   private async keyOf(userId: number, address: string | undefined): Promise<string> {
-    return address && (await this.known.isKnown(userId, address)) ? knownAddressKey(userId, address) : accountKey(userId);
+    return address && (await this.known.isKnown(userId, address))
+      ? knownAddressKey(userId, address)
+      : accountKey(userId);
   }
 }

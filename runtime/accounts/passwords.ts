@@ -22,7 +22,9 @@ const MAX_WAITING = 8 * MAX_HASHING;
 /** Too many passwords are being checked at once: try again in a second. */
 export class HashingBusy extends ApiError {
   constructor() {
-    super(503, 'The server is checking as many passwords as it can at once; try again in a moment.', { headers: { 'Retry-After': '1' } });
+    super(503, 'The server is checking as many passwords as it can at once; try again in a moment.', {
+      headers: { 'Retry-After': '1' },
+    });
   }
 }
 

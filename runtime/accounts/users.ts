@@ -38,13 +38,18 @@ async function rolesOf(knex: Knex, ids: number[]): Promise<Map<number, Role[]>> 
   const dialect = dialectOf(knex);
   const single = ids.length === 1;
   const sql = `SELECT user_id, role FROM user_role WHERE ${dialect.inIdList('user_id', single)} ORDER BY role`;
-  const rows = ids.length ? await selectRows<{ user_id: number; role: string }>(knex, sql, [dialect.idListParameter(ids)]) : [];
+  const rows = ids.length
+    ? await selectRows<{ user_id: number; role: string }>(knex, sql, [dialect.idListParameter(ids)])
+    : [];
   const out = new Map<number, Role[]>();
   for (const r of rows) if (isRole(r.role)) out.set(r.user_id, [...(out.get(r.user_id) ?? []), r.role]);
   return out;
 }
 
-function toAccount(row: { id: number; uuid: string; name: string; mail: string | null; status: unknown }, roles: Role[]): UserAccount {
+function toAccount(
+  row: { id: number; uuid: string; name: string; mail: string | null; status: unknown },
+  roles: Role[],
+): UserAccount {
   return { id: row.id, uuid: row.uuid, name: row.name, mail: row.mail, status: Boolean(row.status), roles };
 }
 
@@ -56,18 +61,37 @@ const FIND_USER = {
 };
 
 /** An account by id, UUID or name, with its roles: every token grant asks (two statements, written once). */
-export async function findUser(knex: Knex, by: { id?: number; uuid?: string; name?: string }): Promise<UserAccount | null> {
-  const [sql, value] = by.id !== undefined ? [FIND_USER.id, by.id] : by.uuid !== undefined ? [FIND_USER.uuid, by.uuid] : by.name !== undefined ? [FIND_USER.name, by.name] : [];
+export async function findUser(
+  knex: Knex,
+  by: { id?: number; uuid?: string; name?: string },
+): Promise<UserAccount | null> {
+  const [sql, value] =
+    by.id !== undefined
+      ? [FIND_USER.id, by.id]
+      : by.uuid !== undefined
+        ? [FIND_USER.uuid, by.uuid]
+        : by.name !== undefined
+          ? [FIND_USER.name, by.name]
+          : [];
   if (!sql) return null;
-  const [row] = await selectRows<{ id: number; uuid: string; name: string; mail: string | null; status: unknown }>(knex, sql, [value!]);
+  const [row] = await selectRows<{ id: number; uuid: string; name: string; mail: string | null; status: unknown }>(
+    knex,
+    sql,
+    [value!],
+  );
   if (!row) return null;
   return toAccount(row, await rolesOfUser(knex, row.id));
 }
 
 export async function listUsers(knex: Knex): Promise<UserAccount[]> {
   const rows = await knex('users').select('id', 'uuid', 'name', 'mail', 'status').orderBy('id');
-  const roles = await rolesOf(knex, rows.map((r: { id: number }) => r.id));
-  return rows.map((r: { id: number; uuid: string; name: string; mail: string | null; status: unknown }) => toAccount(r, roles.get(r.id) ?? []));
+  const roles = await rolesOf(
+    knex,
+    rows.map((r: { id: number }) => r.id),
+  );
+  return rows.map((r: { id: number; uuid: string; name: string; mail: string | null; status: unknown }) =>
+    toAccount(r, roles.get(r.id) ?? []),
+  );
 }
 
 export function validateRoles(roles: string[]): Role[] {
@@ -97,7 +121,8 @@ export function validatePassword(password: string): void {
 function defaultColumns(now: number): Record<string, unknown> {
   const columns: Record<string, unknown> = {};
   for (const field of USER_BUNDLE.fields) {
-    if (field.computed || !hasDefault(field) || field.storage.kind !== 'columns' || !field.storage.columns.value) continue;
+    if (field.computed || !hasDefault(field) || field.storage.kind !== 'columns' || !field.storage.columns.value)
+      continue;
     columns[field.storage.columns.value] = defaultValue(field, now);
   }
   return columns;
@@ -110,21 +135,34 @@ export async function createUser(
   const name = validateUserName(input.name);
   validatePassword(input.password);
   const roles = validateRoles(input.roles ?? []);
-  if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail)) throw new AccountError(`"${input.mail}" is not an e-mail address.`);
+  if (input.mail && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.mail))
+    throw new AccountError(`"${input.mail}" is not an e-mail address.`);
   const pass = await hashPassword(input.password);
-  return write(knex, (trx) => inUnitOfWork(trx, async () => {
-    const [clash] = await accountClashes(trx, { name, mail: input.mail }, null);
-    if (clash) throw new AccountError(`The ${clash.field === 'name' ? 'name' : 'e-mail address'} ${clash.message}`);
-    const t = now();
-    const uuid = input.uuid ?? randomUUID();
-    const [row] = await trx('users')
-      .insert({ ...defaultColumns(t), uuid, bundle: 'user', name, pass, mail: input.mail ?? null, init: input.mail ?? null, created: t, changed: t })
-      .returning('id');
-    const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
-    if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
-    await noteChanged(trx, 'user', [{ id, uuid, bundle: 'user' }]);
-    return { id, uuid, name, mail: input.mail ?? null, status: true, roles };
-  }));
+  return write(knex, (trx) =>
+    inUnitOfWork(trx, async () => {
+      const [clash] = await accountClashes(trx, { name, mail: input.mail }, null);
+      if (clash) throw new AccountError(`The ${clash.field === 'name' ? 'name' : 'e-mail address'} ${clash.message}`);
+      const t = now();
+      const uuid = input.uuid ?? randomUUID();
+      const [row] = await trx('users')
+        .insert({
+          ...defaultColumns(t),
+          uuid,
+          bundle: 'user',
+          name,
+          pass,
+          mail: input.mail ?? null,
+          init: input.mail ?? null,
+          created: t,
+          changed: t,
+        })
+        .returning('id');
+      const id = typeof row === 'object' ? (row as { id: number }).id : (row as number);
+      if (roles.length) await trx('user_role').insert(roles.map((role) => ({ user_id: id, role })));
+      await noteChanged(trx, 'user', [{ id, uuid, bundle: 'user' }]);
+      return { id, uuid, name, mail: input.mail ?? null, status: true, roles };
+    }),
+  );
 }
 
 /**
@@ -139,10 +177,19 @@ export async function accountNamed(knex: Knex, typed: string): Promise<UserAccou
     .whereRaw('lower(name) = lower(?)', [name])
     .orderByRaw('CASE WHEN name = ? THEN 0 ELSE 1 END, id', [name])
     .limit(2)
-    .select('id', 'uuid', 'name', 'mail', 'status')) as Array<{ id: number; uuid: string; name: string; mail: string | null; status: unknown }>;
+    .select('id', 'uuid', 'name', 'mail', 'status')) as Array<{
+    id: number;
+    uuid: string;
+    name: string;
+    mail: string | null;
+    status: unknown;
+  }>;
   const row = rows[0]?.name === name || rows.length === 1 ? rows[0] : null;
   if (!row) {
-    if (rows.length > 1) throw new AccountError(`"${name}" names two users, "${rows[0]!.name}" and "${rows[1]!.name}": give the name exactly as it is written.`);
+    if (rows.length > 1)
+      throw new AccountError(
+        `"${name}" names two users, "${rows[0]!.name}" and "${rows[1]!.name}": give the name exactly as it is written.`,
+      );
     throw new AccountError(`There is no user named "${name}".`);
   }
   return toAccount(row, await rolesOfUser(knex, row.id));
@@ -153,7 +200,11 @@ export async function accountNamed(knex: Knex, typed: string): Promise<UserAccou
  * account is a new version (its ETag moves, the change feed lists it: storage/unit-of-work.ts),
  * whatever of it the change shows (`changed`, its status, its roles relationship).
  */
-async function changeAccount(knex: Knex, user: UserAccount, change: (trx: Knex.Transaction) => Promise<unknown>): Promise<void> {
+async function changeAccount(
+  knex: Knex,
+  user: UserAccount,
+  change: (trx: Knex.Transaction) => Promise<unknown>,
+): Promise<void> {
   await write(knex, (trx) =>
     inUnitOfWork(trx, async () => {
       await change(trx);
@@ -175,7 +226,9 @@ export async function setPassword(knex: Knex, name: string, password: string): P
 /** Block or unblock the account `name` names (accountNamed); returns the account. */
 export async function setBlocked(knex: Knex, name: string, blocked: boolean): Promise<UserAccount> {
   const user = await accountNamed(knex, name);
-  await changeAccount(knex, user, (trx) => trx('users').where('id', user.id).update({ status: !blocked, changed: now() }));
+  await changeAccount(knex, user, (trx) =>
+    trx('users').where('id', user.id).update({ status: !blocked, changed: now() }),
+  );
   return user;
 }
 

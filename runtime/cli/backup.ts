@@ -69,7 +69,9 @@ export const backupCommands: Command[] = [
       const config = loadConfig();
       const bar = progressBar();
       const manifest = await restore(config, file, bar).finally(() => bar.done());
-      process.stdout.write(`Restored the backup of ${manifest.created} (Tilth ${manifest.tilth}) into the ${describeDatabase(config)}. Start the server with npm start, which applies any newer migrations.\n`);
+      process.stdout.write(
+        `Restored the backup of ${manifest.created} (Tilth ${manifest.tilth}) into the ${describeDatabase(config)}. Start the server with npm start, which applies any newer migrations.\n`,
+      );
       return 0;
     },
   },

@@ -15,9 +15,20 @@ export interface Command {
 /** A mistake in how a command was called: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
 
-export function parseCommandArgs(command: Command, argv: string[]): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
-  const parsed = parseArgs({ args: argv, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: Boolean(command.positionals), strict: true });
-  return { values: parsed.values as Record<string, string | boolean | string[] | undefined>, positionals: parsed.positionals };
+export function parseCommandArgs(
+  command: Command,
+  argv: string[],
+): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+  const parsed = parseArgs({
+    args: argv,
+    options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: Boolean(command.positionals),
+    strict: true,
+  });
+  return {
+    values: parsed.values as Record<string, string | boolean | string[] | undefined>,
+    positionals: parsed.positionals,
+  };
 }
 
 export function requireOption(values: Record<string, unknown>, name: string): string {
@@ -30,7 +41,10 @@ export function requireOption(values: Record<string, unknown>, name: string): st
  * Run a command body; an error of one of the `expected` kinds is the user's mistake (a rule the
  * input breaks): its message on stderr and exit code 1. Any other error is a fault and rethrown.
  */
-export async function reportingMistakes(expected: ReadonlyArray<abstract new (...args: never[]) => Error>, fn: () => Promise<void>): Promise<number> {
+export async function reportingMistakes(
+  expected: ReadonlyArray<abstract new (...args: never[]) => Error>,
+  fn: () => Promise<void>,
+): Promise<number> {
   try {
     await fn();
     return 0;

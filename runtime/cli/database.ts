@@ -15,7 +15,9 @@ import { openFarm, type Farm } from '../host/farm.ts';
 export async function withFarm<T>(fn: (farm: Farm) => Promise<T>): Promise<T> {
   const config = loadConfig();
   // A command's process logs nothing: what it says goes to stdout and stderr.
-  const farm = await openFarm(createProcess(config, { logger: createLogger('silent') }), config, { opened: () => process.stderr.write(`Using the ${describeDatabase(config)}.\n`) });
+  const farm = await openFarm(createProcess(config, { logger: createLogger('silent') }), config, {
+    opened: () => process.stderr.write(`Using the ${describeDatabase(config)}.\n`),
+  });
   try {
     return await fn(farm);
   } finally {

@@ -3,7 +3,13 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { Command } from './command.ts';
 import { reportingMistakes, requireOption, UsageError } from './command.ts';
 import { withExistingDatabase } from './database.ts';
-import { FIELD_MODULE_MAX_BYTES, FieldModuleError, listFieldModules, putFieldModule, removeFieldModule } from '../storage/field-modules.ts';
+import {
+  FIELD_MODULE_MAX_BYTES,
+  FieldModuleError,
+  listFieldModules,
+  putFieldModule,
+  removeFieldModule,
+} from '../storage/field-modules.ts';
 
 /**
  * The module's script: a regular file of at most FIELD_MODULE_MAX_BYTES, read no further than
@@ -15,14 +21,21 @@ function readScript(file: string): Buffer {
     fd = openSync(file, 'r');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(code === 'ENOENT' ? `--file ${file}: there is no such file.` : `--file ${file} cannot be read (${code}).`);
+    throw new UsageError(
+      code === 'ENOENT' ? `--file ${file}: there is no such file.` : `--file ${file} cannot be read (${code}).`,
+    );
   }
   try {
-    if (!fstatSync(fd).isFile()) throw new UsageError(`--file ${file} is not a regular file: give the module's built index.js.`);
+    if (!fstatSync(fd).isFile())
+      throw new UsageError(`--file ${file} is not a regular file: give the module's built index.js.`);
     const buffer = Buffer.alloc(FIELD_MODULE_MAX_BYTES + 1);
     let length = 0;
-    for (let n; length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, null)) > 0; ) length += n;
-    if (length > FIELD_MODULE_MAX_BYTES) throw new UsageError(`--file ${file} is more than ${FIELD_MODULE_MAX_BYTES} bytes; a field module is at most ${FIELD_MODULE_MAX_BYTES}.`);
+    for (let n; length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, null)) > 0;)
+      length += n;
+    if (length > FIELD_MODULE_MAX_BYTES)
+      throw new UsageError(
+        `--file ${file} is more than ${FIELD_MODULE_MAX_BYTES} bytes; a field module is at most ${FIELD_MODULE_MAX_BYTES}.`,
+      );
     return buffer.subarray(0, length);
   } finally {
     closeSync(fd);
@@ -35,7 +48,7 @@ const reporting = (fn: () => Promise<void>) => reportingMistakes([FieldModuleErr
 export const fieldKitCommands: Command[] = [
   {
     name: ['fieldkit', 'add-module'],
-    summary: "Install a built field module (its index.js) for Field Kit; a module of the same name is replaced.",
+    summary: 'Install a built field module (its index.js) for Field Kit; a module of the same name is replaced.',
     usage: 'tilth fieldkit add-module --name NAME --label LABEL --file path/to/index.js [--description TEXT]',
     options: {
       name: { type: 'string', description: 'its machine name, the URL segment: /fieldkit/js/NAME/index.js' },
@@ -49,8 +62,17 @@ export const fieldKitCommands: Command[] = [
       const file = requireOption(values, 'file');
       const script = readScript(file);
       return reporting(async () => {
-        const replaced = await withExistingDatabase((knex) => putFieldModule(knex, { name, label, description: typeof values.description === 'string' ? values.description : '', script }));
-        process.stdout.write(`${replaced ? 'Replaced' : 'Added'} the field module "${name}" (${label}): Field Kit lists it at its next sign-in or sync, from /fieldkit/js/${name}/index.js.\n`);
+        const replaced = await withExistingDatabase((knex) =>
+          putFieldModule(knex, {
+            name,
+            label,
+            description: typeof values.description === 'string' ? values.description : '',
+            script,
+          }),
+        );
+        process.stdout.write(
+          `${replaced ? 'Replaced' : 'Added'} the field module "${name}" (${label}): Field Kit lists it at its next sign-in or sync, from /fieldkit/js/${name}/index.js.\n`,
+        );
       });
     },
   },
@@ -74,7 +96,8 @@ export const fieldKitCommands: Command[] = [
     options: {} as Command['options'],
     async run() {
       const modules = await withExistingDatabase((knex) => listFieldModules(knex));
-      for (const m of modules) process.stdout.write(`${m.name}\t${m.label}\t${m.description || '-'}\tsha256=${m.hash}\n`);
+      for (const m of modules)
+        process.stdout.write(`${m.name}\t${m.label}\t${m.description || '-'}\tsha256=${m.hash}\n`);
       return 0;
     },
   },

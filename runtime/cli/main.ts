@@ -16,7 +16,16 @@ import { GeneratedLoadError, SiteOutputError } from '../generated.ts';
 import { MigrationChecksumError, MigrationFailedError, MigrationMismatchError } from '../storage/migrations.ts';
 import { TILTH_API_VERSION, TILTH_VERSION } from '../version.ts';
 
-const commands: Command[] = [serveCommand, migrateCommand, ...backupCommands, ...importCommands, importFarmosCommand, ...userCommands, ...clientCommands, ...fieldKitCommands];
+const commands: Command[] = [
+  serveCommand,
+  migrateCommand,
+  ...backupCommands,
+  ...importCommands,
+  importFarmosCommand,
+  ...userCommands,
+  ...clientCommands,
+  ...fieldKitCommands,
+];
 
 const GENERATE = { name: ['generate'], summary: 'Regenerate generated/ from definitions/ (--check to verify only).' };
 
@@ -52,7 +61,9 @@ async function main(argv: string[]): Promise<number> {
     return await command.run(values, positionals);
   } catch (error) {
     // `code` is not always a string: a DOMException's (a fetch's timeout) is a number.
-    const parseError = typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('ERR_PARSE_ARGS');
+    const parseError =
+      typeof (error as { code?: unknown }).code === 'string' &&
+      (error as { code: string }).code.startsWith('ERR_PARSE_ARGS');
     if (error instanceof UsageError || parseError) {
       process.stderr.write(`${(error as Error).message}\n\nUsage: ${command.usage}\n${describeOptions(command)}`);
       return 2;
@@ -62,17 +73,38 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${error.message}\n`);
       return 2;
     }
-    if (error instanceof AccountError || error instanceof MigrationMismatchError || error instanceof MigrationChecksumError || error instanceof MigrationFailedError || error instanceof GeneratedLoadError || error instanceof SiteOutputError || error instanceof BackupError || error instanceof ImportError || error instanceof SqliteInUseError) {
+    if (
+      error instanceof AccountError ||
+      error instanceof MigrationMismatchError ||
+      error instanceof MigrationChecksumError ||
+      error instanceof MigrationFailedError ||
+      error instanceof GeneratedLoadError ||
+      error instanceof SiteOutputError ||
+      error instanceof BackupError ||
+      error instanceof ImportError ||
+      error instanceof SqliteInUseError
+    ) {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }
     const code = (error as { code?: string }).code;
     if (code === 'EADDRINUSE' || code === 'EACCES') {
-      process.stderr.write(`Cannot listen on ${process.env.HOST || '127.0.0.1'}:${process.env.PORT || 8080}: ${code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}. Choose another with PORT=….\n`);
+      process.stderr.write(
+        `Cannot listen on ${process.env.HOST || '127.0.0.1'}:${process.env.PORT || 8080}: ${code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}. Choose another with PORT=….\n`,
+      );
       return 1;
     }
-    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === '28P01' || code === '28000' || code === '3D000') {
-      process.stderr.write(`DATABASE_URL: cannot use that database: ${(error as Error).message.split('\n')[0]}${code === '3D000' ? createDatabaseHint() : ''}\n`);
+    if (
+      code === 'ECONNREFUSED' ||
+      code === 'ENOTFOUND' ||
+      code === 'EAI_AGAIN' ||
+      code === '28P01' ||
+      code === '28000' ||
+      code === '3D000'
+    ) {
+      process.stderr.write(
+        `DATABASE_URL: cannot use that database: ${(error as Error).message.split('\n')[0]}${code === '3D000' ? createDatabaseHint() : ''}\n`,
+      );
       return 2;
     }
     throw error;
@@ -93,7 +125,10 @@ function createDatabaseHint(): string {
 
 function describeOptions(command: Command): string {
   const options = [
-    ...Object.entries(command.options).map(([name, o]) => [`--${name}${o.type === 'string' ? ' VALUE' : ''}`, (o as { description?: string }).description ?? ''] as const),
+    ...Object.entries(command.options).map(
+      ([name, o]) =>
+        [`--${name}${o.type === 'string' ? ' VALUE' : ''}`, (o as { description?: string }).description ?? ''] as const,
+    ),
     ['--help', 'show this help'] as const,
   ];
   // The descriptions line up two spaces past the longest option, however long a new one is.

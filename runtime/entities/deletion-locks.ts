@@ -81,7 +81,12 @@ import { quantitiesOf } from '../farm/hooks.ts';
 import { inUnitOfWork } from '../storage/unit-of-work.ts';
 
 /** Lock these records in the global order (storage/locks.ts): type by type, each type's in ascending ids. */
-function lockInOrder(db: Db, store: RecordStore, records: Map<string, Set<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
+function lockInOrder(
+  db: Db,
+  store: RecordStore,
+  records: Map<string, Set<number>>,
+  strengths: ReadonlyMap<string, RowLock> = new Map(),
+): Promise<void> {
   return lockInGlobalOrder(db, (entityType) => store.entityType(entityType).table, records, strengths);
 }
 
@@ -103,14 +108,21 @@ export interface FarmDeletion {
  * EntityService.delete writes too. Returns the holders, found once the records are locked, for
  * RecordStore.delete; undefined on SQLite, where nothing is locked and the delete finds them.
  */
-export async function lockForDeletion(db: Db, store: RecordStore, entityType: string, ids: number[], farm?: FarmDeletion): Promise<Map<string, Set<number>> | undefined> {
+export async function lockForDeletion(
+  db: Db,
+  store: RecordStore,
+  entityType: string,
+  ids: number[],
+  farm?: FarmDeletion,
+): Promise<Map<string, Set<number>> | undefined> {
   if (!dialectOf(db).locksRows || !ids.length) return undefined;
   await lockInOrder(db, store, await store.holdersOf(db, entityType, ids));
   await lockRows(db, store.entityType(entityType).table, ids, 'UPDATE');
   const holders = await store.holdersOf(db, entityType, ids);
   const written = new Map([...holders].map(([type, found]) => [type, new Set(found)]));
   const strengths = new Map<string, RowLock>();
-  if (farm && entityType === 'asset') for (const id of ids) add(written, 'asset', await farm.placements.assetsWrittenOnDelete(db, id));
+  if (farm && entityType === 'asset')
+    for (const id of ids) add(written, 'asset', await farm.placements.assetsWrittenOnDelete(db, id));
   if (farm && entityType === 'log') {
     add(written, 'quantity', await quantitiesOf(db, farm.rt, ids));
     strengths.set('quantity', 'UPDATE');
@@ -144,14 +156,25 @@ export interface Deletion {
  * sequence: EntityService.delete and deleteMany (the importer's --prune), `tilth user delete`.
  * Returns the ids deleted.
  */
-export function deleteUnderLocks(db: Db, store: RecordStore, entityType: string, ids: number[], d: Deletion = {}): Promise<number[]> {
+export function deleteUnderLocks(
+  db: Db,
+  store: RecordStore,
+  entityType: string,
+  ids: number[],
+  d: Deletion = {},
+): Promise<number[]> {
   return inUnitOfWork(db, async () => {
     if (!d.ownLocked) await lockRows(db, store.entityType(entityType).table, [...ids, ...(d.alsoLock ?? [])]);
     const holders = await lockForDeletion(db, store, entityType, ids, d.farm);
     const going = d.going ? await d.going(ids) : ids;
     await d.before?.(going);
     // The holders of the records kept are not changed: found again for those deleted.
-    await store.delete(db, entityType, going, holders && going.length < ids.length ? await store.holdersOf(db, entityType, going) : holders);
+    await store.delete(
+      db,
+      entityType,
+      going,
+      holders && going.length < ids.length ? await store.holdersOf(db, entityType, going) : holders,
+    );
     return going;
   });
 }

@@ -3,7 +3,12 @@ import type { ResourceType } from '../model/registry.ts';
 import { noteChangedIds } from '../storage/unit-of-work.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 
-export async function markFilesPermanent(db: Db, rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>, fileTable: string): Promise<void> {
+export async function markFilesPermanent(
+  db: Db,
+  rt: ResourceType,
+  values: ReadonlyMap<string, ItemValue | ItemValue[]>,
+  fileTable: string,
+): Promise<void> {
   const ids: number[] = [];
   for (const field of rt.bundle.fields) {
     if ((field.type !== 'file' && field.type !== 'image') || !values.has(field.name)) continue;

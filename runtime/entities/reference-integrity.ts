@@ -34,7 +34,9 @@ export interface Referrers {
 /** The places whose references keep a record of the entity type from being deleted. */
 export function protectingPlaces(store: RecordStore, entityType: string): ReferencePlace[] {
   if (!ENFORCED.has(entityType)) return [];
-  return store.referencesTo(entityType).filter((place) => place.fieldType === 'entity_reference' && !REVISION_METADATA_FIELDS.has(place.field));
+  return store
+    .referencesTo(entityType)
+    .filter((place) => place.fieldType === 'entity_reference' && !REVISION_METADATA_FIELDS.has(place.field));
 }
 
 /**
@@ -42,9 +44,17 @@ export function protectingPlaces(store: RecordStore, entityType: string): Refere
  * (sorted by entity type, then field). Records among `ids` do not count, nor those in `goingToo`
  * (records of other types deleted in the same run: `import farmos --prune`).
  */
-export async function referrersOf(db: Db, store: RecordStore, entityType: string, ids: number[], goingToo: ReadonlyMap<string, ReadonlySet<number>> = new Map()): Promise<Map<number, Referrers[]>> {
+export async function referrersOf(
+  db: Db,
+  store: RecordStore,
+  entityType: string,
+  ids: number[],
+  goingToo: ReadonlyMap<string, ReadonlySet<number>> = new Map(),
+): Promise<Map<number, Referrers[]>> {
   const found = new Map<number, Referrers[]>();
-  const places = [...protectingPlaces(store, entityType)].sort((a, b) => a.entityType.localeCompare(b.entityType) || a.field.localeCompare(b.field));
+  const places = [...protectingPlaces(store, entityType)].sort(
+    (a, b) => a.entityType.localeCompare(b.entityType) || a.field.localeCompare(b.field),
+  );
   for (const place of places) {
     const byTarget = new Map<number, number[]>();
     for (const { target, holder } of await store.referencesAt(db, place, ids)) {
@@ -72,7 +82,13 @@ export async function referrersOf(db: Db, store: RecordStore, entityType: string
  * the same type references is kept too (a pruned parent term whose pruned child a local log
  * names), so the split is made again until nothing more is kept.
  */
-export async function splitReferenced(db: Db, store: RecordStore, entityType: string, ids: number[], goingToo: ReadonlyMap<string, ReadonlySet<number>> = new Map()): Promise<{ deletable: number[]; kept: Map<number, Referrers[]> }> {
+export async function splitReferenced(
+  db: Db,
+  store: RecordStore,
+  entityType: string,
+  ids: number[],
+  goingToo: ReadonlyMap<string, ReadonlySet<number>> = new Map(),
+): Promise<{ deletable: number[]; kept: Map<number, Referrers[]> }> {
   let deletable = ids;
   const kept = new Map<number, Referrers[]>();
   for (;;) {
@@ -88,7 +104,10 @@ export async function describeReferrers(db: Db, store: RecordStore, referrers: R
   const parts: string[] = [];
   for (const { entityType, field, holders } of referrers) {
     const uuids = await store.uuidsOf(db, entityType, holders.slice(0, NAMED));
-    const named = holders.slice(0, NAMED).map((id) => uuids.get(id) ?? String(id)).join(', ');
+    const named = holders
+      .slice(0, NAMED)
+      .map((id) => uuids.get(id) ?? String(id))
+      .join(', ');
     const more = holders.length > NAMED ? ` and ${holders.length - NAMED} more` : '';
     parts.push(`${holders.length} ${entityType}(s) (${field}): ${named}${more}`);
   }
@@ -114,5 +133,8 @@ export async function referencedRefusal(db: Db, store: RecordStore, record: Enti
 /** Refuse (403) to delete a record other records reference; see the comment at the top. */
 export async function refuseIfReferenced(db: Db, store: RecordStore, record: EntityRecord): Promise<void> {
   const refusal = await referencedRefusal(db, store, record);
-  if (refusal) throw new ApiError(403, `${refusal} Delete those records or remove their references to it first.`, { code: 'referenced' });
+  if (refusal)
+    throw new ApiError(403, `${refusal} Delete those records or remove their references to it first.`, {
+      code: 'referenced',
+    });
 }

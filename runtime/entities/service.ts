@@ -8,7 +8,14 @@ import { randomUUID } from 'node:crypto';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
-import { RecordStore, lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
+import {
+  RecordStore,
+  lockRows,
+  type Db,
+  type EntityRecord,
+  type ItemValue,
+  type Reference,
+} from '../storage/records.ts';
 import { conflict, ValidationError, type Violation } from '../errors.ts';
 import type { EntityInput, Secret } from './input.ts';
 import { beforeCreate, beforeUpdate, dependentsOnDelete, generatedName } from '../farm/hooks.ts';
@@ -20,7 +27,14 @@ import { InventoryChanges, plannedAssets, type InventoryPlan } from '../farm/inv
 import { FarmValidation } from '../farm/validation.ts';
 import type { PasswordGuard } from '../accounts/password-guard.ts';
 import type { LogGeometry } from '../farm/log-geometry.ts';
-import { REVISION_LOG_MESSAGE, REVISION_METADATA_FIELDS, savesNewRevision, storedValues, writeRevision, type RevisionInput } from '../storage/revisions.ts';
+import {
+  REVISION_LOG_MESSAGE,
+  REVISION_METADATA_FIELDS,
+  savesNewRevision,
+  storedValues,
+  writeRevision,
+  type RevisionInput,
+} from '../storage/revisions.ts';
 import { defaultValue, fillDefaults } from '../model/defaults.ts';
 import { AccountSaves, NO_SECRETS, type HashedSecrets } from './account-saves.ts';
 import { markFilesPermanent } from './file-usage.ts';
@@ -57,7 +71,14 @@ export class EntityService {
   }
 
   /** Check and hash a write's passwords before its transaction opens (AccountSaves.hashSecrets). */
-  hashSecrets(db: Db, rt: ResourceType, secrets: ReadonlyMap<string, Secret>, principal: Principal, targetId: number | null, address?: string): Promise<HashedSecrets> {
+  hashSecrets(
+    db: Db,
+    rt: ResourceType,
+    secrets: ReadonlyMap<string, Secret>,
+    principal: Principal,
+    targetId: number | null,
+    address?: string,
+  ): Promise<HashedSecrets> {
     return this.accounts.hashSecrets(db, rt, secrets, principal, targetId, address);
   }
 
@@ -79,36 +100,77 @@ export class EntityService {
     for (const field of rt.bundle.fields) {
       if ((!field.required && field.nullable !== false) || field.computed || field.auto) continue;
       if (only && !only.has(field.name)) continue;
-      if (isEmpty(values.get(field.name))) violations.push({ field, detail: `${field.name}: This value should not be null (${field.label} is required).` });
+      if (isEmpty(values.get(field.name)))
+        violations.push({
+          field,
+          detail: `${field.name}: This value should not be null (${field.label} is required).`,
+        });
     }
     if (violations.length) throw new ValidationError(violations);
   }
 
   /** Record a save as a revision (storage/revisions.ts writeRevision): by the principal, now, with the message it sent. */
-  private writeRevision(db: Db, rt: ResourceType, id: number, principal: Principal, now: number, values: Map<string, ItemValue | ItemValue[]>, current: EntityRecord | null, reserved?: number): Promise<number | null> {
+  private writeRevision(
+    db: Db,
+    rt: ResourceType,
+    id: number,
+    principal: Principal,
+    now: number,
+    values: Map<string, ItemValue | ItemValue[]>,
+    current: EntityRecord | null,
+    reserved?: number,
+  ): Promise<number | null> {
     const message = values.get(REVISION_LOG_MESSAGE);
-    return writeRevision(db, this.store, rt, id, current, values, { userId: principal.userId, created: now, message: typeof message === 'string' ? message : '' }, reserved);
+    return writeRevision(
+      db,
+      this.store,
+      rt,
+      id,
+      current,
+      values,
+      { userId: principal.userId, created: now, message: typeof message === 'string' ? message : '' },
+      reserved,
+    );
   }
 
   /**
    * A new revision's log message is the one its own save supplied: farmOS blanks one that is
    * missing or merely repeats the previous revision's (clients echo whole records back).
    */
-  private blankRepeatedMessage(rt: ResourceType, changes: Map<string, ItemValue | ItemValue[]>, record: EntityRecord): void {
+  private blankRepeatedMessage(
+    rt: ResourceType,
+    changes: Map<string, ItemValue | ItemValue[]>,
+    record: EntityRecord,
+  ): void {
     if (!savesNewRevision(rt) || !rt.fieldsByName.has(REVISION_LOG_MESSAGE)) return;
     const sent = changes.get(REVISION_LOG_MESSAGE);
-    if (typeof sent !== 'string' || sent === record.values.get(REVISION_LOG_MESSAGE)) changes.set(REVISION_LOG_MESSAGE, '');
+    if (typeof sent !== 'string' || sent === record.values.get(REVISION_LOG_MESSAGE))
+      changes.set(REVISION_LOG_MESSAGE, '');
   }
 
   /**
    * Create a record. Every record the save touches (the record, the assets it moves, its files,
    * a birth log's children) gets its one change-feed row when it returns (storage/unit-of-work.ts).
    */
-  create(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<{ id: number; uuid: string }> {
+  create(
+    db: Db,
+    rt: ResourceType,
+    input: EntityInput,
+    principal: Principal,
+    hashed: HashedSecrets = NO_SECRETS,
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<{ id: number; uuid: string }> {
     return inUnitOfWork(db, () => this.createRecord(db, rt, input, principal, hashed, now));
   }
 
-  private async createRecord(db: Db, rt: ResourceType, input: EntityInput, principal: Principal, hashed: HashedSecrets, now: number): Promise<{ id: number; uuid: string }> {
+  private async createRecord(
+    db: Db,
+    rt: ResourceType,
+    input: EntityInput,
+    principal: Principal,
+    hashed: HashedSecrets,
+    now: number,
+  ): Promise<{ id: number; uuid: string }> {
     const uuid = input.id ?? randomUUID();
     if (input.id && (await this.store.findByUuid(db, rt.entityType.entityType, uuid))) {
       throw conflict(`Conflict: a resource with the id ${uuid} already exists.`, { pointer: '/data/id' });
@@ -128,8 +190,10 @@ export class EntityService {
       // with a default gets the default, except for a required (or not nullable) field: farmOS
       // refuses that with a 422 (requireFields), it does not reset the value.
       const sent = values.get(field.name);
-      const resets = sent === null && field.default !== undefined && !field.multiple && !field.required && field.nullable !== false;
-      if (field.defaultCallback ? isEmpty(sent) : !values.has(field.name) || resets) values.set(field.name, defaultValue(field, now));
+      const resets =
+        sent === null && field.default !== undefined && !field.multiple && !field.required && field.nullable !== false;
+      if (field.defaultCallback ? isEmpty(sent) : !values.has(field.name) || resets)
+        values.set(field.name, defaultValue(field, now));
     }
     this.accounts.applySecrets(input, hashed, values);
     await this.accounts.checkChange(db, rt, null, input.values, principal);
@@ -145,8 +209,16 @@ export class EntityService {
     // save of another record (update) locks files before the revision counter, so the same order here.
     await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
     // The first revision's number is taken now, so that the record is inserted with it.
-    const revisionId = rt.entityType.revisionId ? await this.store.revisions.nextNumber(db, rt.entityType.entityType) : undefined;
-    const id = await this.store.insert(db, rt, uuid, values, revisionId === undefined ? {} : { revision_id: revisionId });
+    const revisionId = rt.entityType.revisionId
+      ? await this.store.revisions.nextNumber(db, rt.entityType.entityType)
+      : undefined;
+    const id = await this.store.insert(
+      db,
+      rt,
+      uuid,
+      values,
+      revisionId === undefined ? {} : { revision_id: revisionId },
+    );
     await this.accounts.afterSave(db, rt, id, values, null, input, principal);
     const label = rt.entityType.labelField;
     if (rt.entityType.namePattern && isEmpty(values.get(label))) {
@@ -156,7 +228,8 @@ export class EntityService {
     }
     await this.writeRevision(db, rt, id, principal, now, values, null, revisionId);
     const inventory = await this.inventories.plan(db, rt.entityType.entityType, id, null, values);
-    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, id, null, values, undefined, plannedAssets(inventory));
+    if (rt.entityType.entityType === 'log')
+      await this.placements.logChanged(db, id, null, values, undefined, plannedAssets(inventory));
     await this.applyBirths(db, rt, id, true, values, children, principal, now);
     await this.inventories.apply(db, inventory);
     return { id, uuid };
@@ -171,7 +244,16 @@ export class EntityService {
    * and written before it), and its change-feed row once (storage/unit-of-work.ts). `current`:
    * the record here it replaces, or null for a new one. Returns its id.
    */
-  saveVerbatim(db: Db, rt: ResourceType, uuid: string, current: EntityRecord | null, values: Map<string, ItemValue | ItemValue[]>, revision: Omit<RevisionInput, 'values'>, older: readonly RevisionInput[] = [], now = Math.floor(Date.now() / 1000)): Promise<number> {
+  saveVerbatim(
+    db: Db,
+    rt: ResourceType,
+    uuid: string,
+    current: EntityRecord | null,
+    values: Map<string, ItemValue | ItemValue[]>,
+    revision: Omit<RevisionInput, 'values'>,
+    older: readonly RevisionInput[] = [],
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<number> {
     return inUnitOfWork(db, async () => {
       const store = this.store;
       const entityType = rt.entityType.entityType;
@@ -204,13 +286,30 @@ export class EntityService {
    * revisions numbered together and written in one statement per 500, their feed rows together.
    * Returns the ids in row order.
    */
-  createManyVerbatim(db: Db, rt: ResourceType, rows: ReadonlyArray<{ uuid: string; values: Map<string, ItemValue | ItemValue[]>; revision: Omit<RevisionInput, 'values'> }>, now = Math.floor(Date.now() / 1000)): Promise<number[]> {
+  createManyVerbatim(
+    db: Db,
+    rt: ResourceType,
+    rows: ReadonlyArray<{
+      uuid: string;
+      values: Map<string, ItemValue | ItemValue[]>;
+      revision: Omit<RevisionInput, 'values'>;
+    }>,
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<number[]> {
     return inUnitOfWork(db, async () => {
       const store = this.store;
       for (const row of rows) fillDefaults(rt.bundle.fields, row.values, now);
       const entityType = rt.entityType.entityType;
       const first = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, rows.length) : undefined;
-      const ids = await store.insertMany(db, rt, rows.map((r, i) => ({ uuid: r.uuid, values: r.values, extra: first === undefined ? {} : { revision_id: first + i } })));
+      const ids = await store.insertMany(
+        db,
+        rt,
+        rows.map((r, i) => ({
+          uuid: r.uuid,
+          values: r.values,
+          extra: first === undefined ? {} : { revision_id: first + i },
+        })),
+      );
       if (first === undefined) return ids;
       const revisions = [];
       for (const [i, r] of rows.entries()) {
@@ -225,7 +324,12 @@ export class EntityService {
   }
 
   /** A parent listed twice, or a parent chain that loops back: 422 (farm/parents.ts). */
-  private async checkParents(db: Db, rt: ResourceType, id: number | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Promise<void> {
+  private async checkParents(
+    db: Db,
+    rt: ResourceType,
+    id: number | null,
+    values: ReadonlyMap<string, ItemValue | ItemValue[]>,
+  ): Promise<void> {
     const violations = await parentViolations(db, rt, id, values);
     if (violations.length) throw new ValidationError(violations);
   }
@@ -244,24 +348,51 @@ export class EntityService {
    * every log save takes them; every feed row, the children's too, comes after, when the save's
    * unit of work ends (storage/unit-of-work.ts).
    */
-  private async applyBirths(db: Db, rt: ResourceType, logId: number, created: boolean, log: ReadonlyMap<string, ItemValue | ItemValue[]>, children: number[], principal: Principal, now: number): Promise<void> {
+  private async applyBirths(
+    db: Db,
+    rt: ResourceType,
+    logId: number,
+    created: boolean,
+    log: ReadonlyMap<string, ItemValue | ItemValue[]>,
+    children: number[],
+    principal: Principal,
+    now: number,
+  ): Promise<void> {
     if (!children.length) return;
     await lockRows(db, this.store.entityType('asset').table, children);
     const violations = created ? await secondBirths(db, this.store.registry, rt, logId, children) : [];
     if (violations.length) throw new ValidationError(violations);
     const records = await this.store.load(db, 'asset', children);
-    const mother = ((Array.isArray(log.get('mother')) ? (log.get('mother') as ItemValue[])[0] : log.get('mother')) ?? null) as Reference | null;
+    const mother = ((Array.isArray(log.get('mother')) ? (log.get('mother') as ItemValue[])[0] : log.get('mother')) ??
+      null) as Reference | null;
     const [motherRecord] = mother?.targetId ? await this.store.load(db, 'asset', [mother.targetId]) : [];
-    const motherName = motherRecord ? String(motherRecord.values.get(motherRecord.rt.entityType.labelField) ?? '') : null;
-    for (const { child, changes } of childChanges(log, records, motherName)) await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
+    const motherName = motherRecord
+      ? String(motherRecord.values.get(motherRecord.rt.entityType.labelField) ?? '')
+      : null;
+    for (const { child, changes } of childChanges(log, records, motherName))
+      await this.update(db, child, { values: changes, secrets: new Map() }, principal, NO_SECRETS, now);
   }
 
   /** Update a record; its feed rows as for create. */
-  update(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets = NO_SECRETS, now = Math.floor(Date.now() / 1000)): Promise<void> {
+  update(
+    db: Db,
+    record: EntityRecord,
+    input: EntityInput,
+    principal: Principal,
+    hashed: HashedSecrets = NO_SECRETS,
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<void> {
     return inUnitOfWork(db, () => this.updateRecord(db, record, input, principal, hashed, now));
   }
 
-  private async updateRecord(db: Db, record: EntityRecord, input: EntityInput, principal: Principal, hashed: HashedSecrets, now: number): Promise<void> {
+  private async updateRecord(
+    db: Db,
+    record: EntityRecord,
+    input: EntityInput,
+    principal: Principal,
+    hashed: HashedSecrets,
+    now: number,
+  ): Promise<void> {
     const rt = record.rt;
     const changes = new Map(input.values);
     this.blankRepeatedMessage(rt, changes, record);
@@ -289,7 +420,8 @@ export class EntityService {
     await this.farmRules.check(db, rt, changes, record);
     const children = childrenOf(rt, merged);
     const label = rt.entityType.labelField;
-    if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label))) changes.set(label, generatedName(rt, record.id)!);
+    if (rt.entityType.namePattern && changes.has(label) && isEmpty(changes.get(label)))
+      changes.set(label, generatedName(rt, record.id)!);
     // A save with no changes is a new version too; the record is named with its UUID, which the
     // feed would otherwise read again.
     await noteChanged(db, rt.entityType.entityType, [record]);
@@ -299,7 +431,8 @@ export class EntityService {
     for (const [k, v] of changes) merged.set(k, v);
     await this.writeRevision(db, rt, record.id, principal, now, merged, record);
     const inventory = await this.inventories.plan(db, rt.entityType.entityType, record.id, record.values, merged);
-    if (rt.entityType.entityType === 'log') await this.placements.logChanged(db, record.id, record.values, merged, changes.keys(), plannedAssets(inventory));
+    if (rt.entityType.entityType === 'log')
+      await this.placements.logChanged(db, record.id, record.values, merged, changes.keys(), plannedAssets(inventory));
     if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
     await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
     await this.inventories.apply(db, inventory);
@@ -334,11 +467,19 @@ export class EntityService {
       before: async () => {
         dependents = await dependentsOnDelete(db, record.rt, [record.id]);
         members = isAsset ? await this.placements.membersBeforeDelete(db, record.id) : [];
-        inventory = await this.inventories.plan(db, entityType, record.id, record.values, null, dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])));
+        inventory = await this.inventories.plan(
+          db,
+          entityType,
+          record.id,
+          record.values,
+          null,
+          dependents.flatMap((d) => (d.entityType === 'quantity' ? d.ids : [])),
+        );
       },
     });
     for (const d of dependents) await this.store.delete(db, d.entityType, d.ids);
-    if (entityType === 'log') await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory!));
+    if (entityType === 'log')
+      await this.placements.logChanged(db, record.id, record.values, null, undefined, plannedAssets(inventory!));
     if (isAsset) await this.placements.assetDeleted(db, record.id, members);
     await this.inventories.apply(db, inventory!);
   }

@@ -11,7 +11,8 @@ import type { Db, EntityRecord, ItemValue, Reference } from '../storage/records.
 import type { Violation } from '../errors.ts';
 import { REVISION_LOG_MESSAGE } from '../storage/revisions.ts';
 
-const refs = (value: ItemValue | ItemValue[] | undefined): Reference[] => ((Array.isArray(value) ? value : value ? [value] : []) as Reference[]).filter((r) => r && r.targetId);
+const refs = (value: ItemValue | ItemValue[] | undefined): Reference[] =>
+  ((Array.isArray(value) ? value : value ? [value] : []) as Reference[]).filter((r) => r && r.targetId);
 
 /** The children of a birth log as it will be saved (`values` complete), or none for other logs. */
 export function childrenOf(rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>): number[] {
@@ -20,11 +21,20 @@ export function childrenOf(rt: ResourceType, values: ReadonlyMap<string, ItemVal
 }
 
 /** Children that another birth log already names: one violation each. */
-export async function secondBirths(db: Db, registry: ModelRegistry, rt: ResourceType, logId: number | null, children: number[]): Promise<Violation[]> {
+export async function secondBirths(
+  db: Db,
+  registry: ModelRegistry,
+  rt: ResourceType,
+  logId: number | null,
+  children: number[],
+): Promise<Violation[]> {
   if (!children.length) return [];
   const assetField = rt.fieldsByName.get('asset');
   if (assetField?.storage.kind !== 'table') return [];
-  const birthBundles = registry.bundlesOf('log').filter((b) => b.bundle.births).map((b) => b.bundle.bundle);
+  const birthBundles = registry
+    .bundlesOf('log')
+    .filter((b) => b.bundle.births)
+    .map((b) => b.bundle.bundle);
   const logTable = rt.entityType.table;
   const assetTable = registry.model.entityTypes.asset!.table;
   const rows = (await db(`${assetField.storage.table} as la`)
@@ -34,7 +44,10 @@ export async function secondBirths(db: Db, registry: ModelRegistry, rt: Resource
     .whereIn('l.bundle', birthBundles)
     .whereNot('l.id', logId ?? -1)
     .select('a.name as child', 'l.name as log')) as Array<{ child: string; log: string }>;
-  return rows.map((r) => ({ field: assetField, detail: `asset: ${r.child} already has a birth log (${r.log}); an animal is born once.` }));
+  return rows.map((r) => ({
+    field: assetField,
+    detail: `asset: ${r.child} already has a birth log (${r.log}); an animal is born once.`,
+  }));
 }
 
 /**
@@ -55,17 +68,26 @@ export function childChanges(
     const changes = new Map<string, ItemValue | ItemValue[]>();
     const messages: string[] = [];
     const childName = String(child.values.get(child.rt.entityType.labelField) ?? '');
-    if (child.rt.fieldsByName.has('birthdate') && timestamp !== null && timestamp !== undefined && child.values.get('birthdate') !== timestamp) {
+    if (
+      child.rt.fieldsByName.has('birthdate') &&
+      timestamp !== null &&
+      timestamp !== undefined &&
+      child.values.get('birthdate') !== timestamp
+    ) {
       changes.set('birthdate', timestamp);
       messages.push(`${childName} date of birth was updated to match their birth log.`);
     }
     const parentField = child.rt.fieldsByName.get('parent');
     if (parentField && mother && mother.targetId !== child.id && !refs(child.values.get('parent')).length) {
-      changes.set('parent', parentField.multiple ? [{ targetId: mother.targetId, meta: {} }] : { targetId: mother.targetId, meta: {} });
+      changes.set(
+        'parent',
+        parentField.multiple ? [{ targetId: mother.targetId, meta: {} }] : { targetId: mother.targetId, meta: {} },
+      );
       messages.push(`${motherName ?? ''} added as a parent of ${childName}.`);
     }
     if (changes.size) {
-      if (child.rt.fieldsByName.has(REVISION_LOG_MESSAGE)) changes.set(REVISION_LOG_MESSAGE, [...messages, `Birth log saved: ${String(log.get('name') ?? '')}`].join(' '));
+      if (child.rt.fieldsByName.has(REVISION_LOG_MESSAGE))
+        changes.set(REVISION_LOG_MESSAGE, [...messages, `Birth log saved: ${String(log.get('name') ?? '')}`].join(' '));
       out.push({ child, changes });
     }
   }

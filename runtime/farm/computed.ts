@@ -33,7 +33,12 @@ export class ComputedFields {
   }
 
   /** Fill every computed field in `wanted` (or all) on the records. */
-  async fill(db: Db, records: EntityRecord[], wanted: (record: EntityRecord, field: FieldDescriptor) => boolean, now = Math.floor(Date.now() / 1000)): Promise<void> {
+  async fill(
+    db: Db,
+    records: EntityRecord[],
+    wanted: (record: EntityRecord, field: FieldDescriptor) => boolean,
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<void> {
     const need = new Map<string, EntityRecord[]>();
     for (const record of records) {
       for (const field of record.rt.bundle.fields) {
@@ -49,7 +54,15 @@ export class ComputedFields {
             // Shown as Drupal shows a private file: the stream URI, and where to download it,
             // root-relative as farmOS gives it (ComputedFileUrl), not absolute.
             const path = record.values.get('path') as string | null | undefined;
-            record.values.set(field.name, path ? ({ value: `private://${path}`, url: `${this.basePath}/system/files/${path.split('/').map(encodeURIComponent).join('/')}` } as ItemValue) : null);
+            record.values.set(
+              field.name,
+              path
+                ? ({
+                    value: `private://${path}`,
+                    url: `${this.basePath}/system/files/${path.split('/').map(encodeURIComponent).join('/')}`,
+                  } as ItemValue)
+                : null,
+            );
             break;
           }
           default:
@@ -59,16 +72,31 @@ export class ComputedFields {
     }
     if (need.get('roles')?.length) await this.fillRoles(db, need.get('roles')!);
     const assets = [...new Set([...(need.get('location') ?? []), ...(need.get('geometry') ?? [])])];
-    if (assets.length) await fillLocation(db, this.placements, this.geometryOfLogs, assets, now, { location: need.has('location'), geometry: need.has('geometry') });
+    if (assets.length)
+      await fillLocation(db, this.placements, this.geometryOfLogs, assets, now, {
+        location: need.has('location'),
+        geometry: need.has('geometry'),
+      });
     if (need.get('group')?.length) await fillGroups(db, this.placements, need.get('group')!, now);
     if (need.get('inventory')?.length) await fillInventory(db, this.registry, need.get('inventory')!, now);
   }
 
   /** A user's roles, as references to user_role config entities named by the role. */
   private async fillRoles(db: Db, users: EntityRecord[]): Promise<void> {
-    const rows = (await db('user_role').whereIn('user_id', users.map((u) => u.id)).orderBy('role').select('user_id', 'role')) as Array<{ user_id: number; role: string }>;
+    const rows = (await db('user_role')
+      .whereIn(
+        'user_id',
+        users.map((u) => u.id),
+      )
+      .orderBy('role')
+      .select('user_id', 'role')) as Array<{ user_id: number; role: string }>;
     for (const user of users) {
-      user.values.set('roles', rows.filter((r) => Number(r.user_id) === user.id).map((r) => ({ targetId: 0, meta: { name: r.role } }) as Reference));
+      user.values.set(
+        'roles',
+        rows
+          .filter((r) => Number(r.user_id) === user.id)
+          .map((r) => ({ targetId: 0, meta: { name: r.role } }) as Reference),
+      );
     }
   }
 }

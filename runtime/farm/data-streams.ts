@@ -90,7 +90,10 @@ export function readingsFromPayload(payload: unknown, now: number, accept: (name
   const names = new Set<string>();
   points.forEach((point, i) => {
     if (!isObject(point)) {
-      throw badRequest(`${capitalise(where(i))} is not a JSON object: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.`, { pointer: Array.isArray(payload) ? `/${i}` : '' });
+      throw badRequest(
+        `${capitalise(where(i))} is not a JSON object: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.`,
+        { pointer: Array.isArray(payload) ? `/${i}` : '' },
+      );
     }
     const timestamp = timestampOf(point.timestamp) ?? now;
     for (const [name, value] of Object.entries(point)) {
@@ -128,9 +131,14 @@ function capitalise(s: string): string {
 const INSERT_CHUNK = 500;
 
 /** Store readings of streams by id, in bulk. Runs inside the caller's transaction. */
-export async function insertReadings(db: Db, rows: Array<{ streamId: number; timestamp: number; value: number }>): Promise<void> {
+export async function insertReadings(
+  db: Db,
+  rows: Array<{ streamId: number; timestamp: number; value: number }>,
+): Promise<void> {
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    const chunk = rows.slice(i, i + INSERT_CHUNK).map((r) => ({ stream_id: r.streamId, timestamp: r.timestamp, value: r.value }));
+    const chunk = rows
+      .slice(i, i + INSERT_CHUNK)
+      .map((r) => ({ stream_id: r.streamId, timestamp: r.timestamp, value: r.value }));
     await db(READINGS_TABLE).insert(chunk);
   }
 }
@@ -140,7 +148,11 @@ export async function insertReadings(db: Db, rows: Array<{ streamId: number; tim
  * returns them: `{"timestamp": <unix seconds>, "<stream name>": "<decimal>"}` per reading.
  * The value is a decimal string, as farmOS renders its fractions (Fraction::toDecimal).
  */
-export async function queryReadings(db: Db, streams: StreamRef[], query: ReadingsQuery): Promise<Array<Record<string, number | string>>> {
+export async function queryReadings(
+  db: Db,
+  streams: StreamRef[],
+  query: ReadingsQuery,
+): Promise<Array<Record<string, number | string>>> {
   const selected = query.names ? streams.filter((s) => query.names!.includes(s.name)) : streams;
   if (!selected.length || query.limit === 0) return [];
   const names = new Map(selected.map((s) => [s.id, s.name]));
@@ -152,7 +164,10 @@ export async function queryReadings(db: Db, streams: StreamRef[], query: Reading
   q.orderBy('timestamp', 'desc').limit(query.limit);
   if (query.offset) q.offset(query.offset);
   const rows = (await q) as Array<{ stream_id: number; timestamp: number | string; value: number | string }>;
-  return rows.map((r) => ({ timestamp: Number(r.timestamp), [names.get(Number(r.stream_id))!]: decimalString(Number(r.value)) }));
+  return rows.map((r) => ({
+    timestamp: Number(r.timestamp),
+    [names.get(Number(r.stream_id))!]: decimalString(Number(r.value)),
+  }));
 }
 
 /** A double as a plain decimal string (no exponent for ordinary magnitudes). */
@@ -160,7 +175,9 @@ function decimalString(value: number): string {
   const s = String(value);
   if (!/e/i.test(s)) return s;
   // Very small or large magnitudes: write them out in full, trimming trailing zeros.
-  return Math.abs(value) >= 1 ? BigInt(Math.round(value)).toString() : value.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
+  return Math.abs(value) >= 1
+    ? BigInt(Math.round(value)).toString()
+    : value.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
 }
 
 /** Read `start`, `end`, `limit`, `offset` and `name` from a query string; 400 names a bad parameter, 422 a limit over the cap. */
@@ -169,7 +186,10 @@ export function readingsQueryFrom(params: URLSearchParams): ReadingsQuery {
     const raw = params.get(name);
     if (raw === null || raw === '') return null;
     if (!/^-?\d{1,15}$/.test(raw.trim()) || Number(raw) < min) {
-      throw badParameter(name, `The "${name}" parameter must be a whole number${min === 0 ? ' of 0 or more' : ''}${name === 'start' || name === 'end' ? ' of Unix seconds' : ''}; it is "${truncate(raw)}".`);
+      throw badParameter(
+        name,
+        `The "${name}" parameter must be a whole number${min === 0 ? ' of 0 or more' : ''}${name === 'start' || name === 'end' ? ' of Unix seconds' : ''}; it is "${truncate(raw)}".`,
+      );
     }
     return Number(raw);
   };
@@ -177,7 +197,11 @@ export function readingsQueryFrom(params: URLSearchParams): ReadingsQuery {
   const end = integer('end', Number.MIN_SAFE_INTEGER);
   const limit = integer('limit', 0);
   if (limit !== null && limit > MAX_READINGS_LIMIT) {
-    throw new ApiError(422, `The "limit" parameter may be at most ${MAX_READINGS_LIMIT}; it is ${limit}. Page with "offset", or narrow "start" and "end".`, { source: { parameter: 'limit' } });
+    throw new ApiError(
+      422,
+      `The "limit" parameter may be at most ${MAX_READINGS_LIMIT}; it is ${limit}. Page with "offset", or narrow "start" and "end".`,
+      { source: { parameter: 'limit' } },
+    );
   }
   const offset = integer('offset', 0);
   const names = [...params.getAll('name'), ...params.getAll('name[]')].filter(Boolean);

@@ -20,7 +20,7 @@ function gcd(a: bigint, b: bigint): bigint {
 /** Places a terminating fraction with this (reduced) denominator needs: the least e with 10^e divisible by it. */
 function terminatingPlaces(denominator: bigint): number {
   let e = 1;
-  while ((10n ** BigInt(e)) % denominator !== 0n) e++;
+  while (10n ** BigInt(e) % denominator !== 0n) e++;
   return e;
 }
 

@@ -8,6 +8,10 @@ import type { Db, EntityRecord } from '../storage/records.ts';
 import type { Placements } from './placements.ts';
 
 export async function fillGroups(db: Db, placements: Placements, assets: EntityRecord[], at: number): Promise<void> {
-  const groups = await placements.groupsAt(db, assets.map((a) => a.id), at);
+  const groups = await placements.groupsAt(
+    db,
+    assets.map((a) => a.id),
+    at,
+  );
   for (const asset of assets) asset.values.set('group', groups.get(asset.id) ?? []);
 }

@@ -18,18 +18,27 @@ export function beforeCreate(rt: ResourceType, values: Map<string, ItemValue | I
   const et = rt.entityType.entityType;
   if (et === 'log' && rt.fieldsByName.has('owner')) {
     const owners = (values.get('owner') as ItemValue[] | undefined) ?? [];
-    if (!owners.length && ctx.principal.userId !== null) values.set('owner', [{ targetId: ctx.principal.userId, meta: {} } as Reference]);
+    if (!owners.length && ctx.principal.userId !== null)
+      values.set('owner', [{ targetId: ctx.principal.userId, meta: {} } as Reference]);
   }
   if (et === 'asset' && rt.fieldsByName.has('archived')) syncArchivedOnCreate(values, ctx.now);
 }
 
 /** Adjust an update: `changes` holds the submitted fields, `current` the stored record. */
-export function beforeUpdate(rt: ResourceType, changes: Map<string, ItemValue | ItemValue[]>, current: EntityRecord, ctx: SaveContext): void {
-  if (rt.entityType.entityType === 'asset' && rt.fieldsByName.has('archived')) syncArchivedOnUpdate(changes, current, ctx.now);
+export function beforeUpdate(
+  rt: ResourceType,
+  changes: Map<string, ItemValue | ItemValue[]>,
+  current: EntityRecord,
+  ctx: SaveContext,
+): void {
+  if (rt.entityType.entityType === 'asset' && rt.fieldsByName.has('archived'))
+    syncArchivedOnUpdate(changes, current, ctx.now);
   // farmOS's Log::preSave: a log left without an owner gets the current user, on every save.
   if (rt.entityType.entityType === 'log' && rt.fieldsByName.has('owner')) {
-    const owners = ((changes.has('owner') ? changes.get('owner') : current.values.get('owner')) as ItemValue[] | undefined) ?? [];
-    if (!owners.length && ctx.principal.userId !== null) changes.set('owner', [{ targetId: ctx.principal.userId, meta: {} } as Reference]);
+    const owners =
+      ((changes.has('owner') ? changes.get('owner') : current.values.get('owner')) as ItemValue[] | undefined) ?? [];
+    if (!owners.length && ctx.principal.userId !== null)
+      changes.set('owner', [{ targetId: ctx.principal.userId, meta: {} } as Reference]);
   }
 }
 
@@ -48,7 +57,10 @@ function syncArchivedOnCreate(values: Map<string, ItemValue | ItemValue[]>, now:
   let status = values.has('status') ? (values.get('status') as string) : 'active';
   if (!values.has('status') && archivedSent && values.get('archived') !== null) status = 'archived';
   values.set('status', status === 'archived' ? 'archived' : 'active');
-  values.set('archived', status === 'archived' ? ((archivedSent ? (values.get('archived') as number | null) : null) ?? now) : null);
+  values.set(
+    'archived',
+    status === 'archived' ? ((archivedSent ? (values.get('archived') as number | null) : null) ?? now) : null,
+  );
 }
 
 /**
@@ -64,7 +76,8 @@ function syncArchivedOnUpdate(changes: Map<string, ItemValue | ItemValue[]>, cur
   if (sentNull(changes, 'status')) return;
   const oldState = (current.values.get('status') as string | undefined) ?? 'active';
   const newState = changes.has('status') ? (changes.get('status') as string) : oldState;
-  let archived = (changes.has('archived') ? changes.get('archived') : current.values.get('archived')) as number | null | undefined;
+  let archived = (changes.has('archived') ? changes.get('archived') : current.values.get('archived')) as
+    number | null | undefined;
   archived ??= null;
   let status = newState;
   if (newState === oldState) {
@@ -76,7 +89,8 @@ function syncArchivedOnUpdate(changes: Map<string, ItemValue | ItemValue[]>, cur
     archived = null;
   }
   if (changes.has('status') || status !== oldState) changes.set('status', status);
-  if (changes.has('archived') || archived !== ((current.values.get('archived') as number | null | undefined) ?? null)) changes.set('archived', archived);
+  if (changes.has('archived') || archived !== ((current.values.get('archived') as number | null | undefined) ?? null))
+    changes.set('archived', archived);
 }
 
 function sentNull(values: ReadonlyMap<string, ItemValue | ItemValue[]>, name: string): boolean {
@@ -110,7 +124,11 @@ export async function quantitiesOf(db: Db, rt: ResourceType, ids: number[]): Pro
  * unless another log names them too. On PostgreSQL the quantities are locked before this is asked
  * (entities/deletion-locks.ts), so that no save can give one to another log after the check.
  */
-export async function dependentsOnDelete(db: Db, rt: ResourceType, ids: number[]): Promise<Array<{ entityType: string; ids: number[] }>> {
+export async function dependentsOnDelete(
+  db: Db,
+  rt: ResourceType,
+  ids: number[],
+): Promise<Array<{ entityType: string; ids: number[] }>> {
   const table = quantityTable(rt);
   const quantities = await quantitiesOf(db, rt, ids);
   if (!table || !quantities.length) return [];

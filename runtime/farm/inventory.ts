@@ -22,7 +22,8 @@ const refs = (values: Values | null, name: string): number[] => {
   return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
 };
 const sameIds = (a: number[], b: number[]) => a.length === b.length && a.every((id, i) => id === b[i]);
-const same = (before: Values, after: Values, name: string) => JSON.stringify(before.get(name) ?? null) === JSON.stringify(after.get(name) ?? null);
+const same = (before: Values, after: Values, name: string) =>
+  JSON.stringify(before.get(name) ?? null) === JSON.stringify(after.get(name) ?? null);
 
 /** A quantity's fields that its inventory asset's inventory shows (a pair, or an adjustment). */
 const QUANTITY_FIELDS = ['inventory_asset', 'inventory_adjustment', 'measure', 'value', 'units', 'unit'];
@@ -69,13 +70,26 @@ export class InventoryChanges {
     const log = registry.model.entityTypes.log?.table;
     const inventoryAsset = columnOf(fieldOf(registry, 'quantity', 'inventory_asset'), 'target_id');
     const kind = columnOf(fieldOf(registry, 'quantity', 'inventory_adjustment'));
-    const units = registry.bundlesOf('quantity').flatMap((rt) => ['units', 'unit'].map((name) => columnOf(rt.fieldsByName.get(name), 'target_id')));
+    const units = registry
+      .bundlesOf('quantity')
+      .flatMap((rt) => ['units', 'unit'].map((name) => columnOf(rt.fieldsByName.get(name), 'target_id')));
     const logQuantity = sideTableOf(fieldOf(registry, 'log', 'quantity'));
     const status = columnOf(fieldOf(registry, 'log', 'status'));
     const timestamp = columnOf(fieldOf(registry, 'log', 'timestamp'));
     this.layout =
       quantity && asset && log && inventoryAsset && kind && logQuantity && status && timestamp
-        ? { quantity, asset, inventoryAsset, kind, units: [...new Set(units.filter((c): c is string => Boolean(c)))], log, logBundles: registry.bundlesOf('log').map((rt) => rt.bundle.bundle), logQuantity, status, timestamp }
+        ? {
+            quantity,
+            asset,
+            inventoryAsset,
+            kind,
+            units: [...new Set(units.filter((c): c is string => Boolean(c)))],
+            log,
+            logBundles: registry.bundlesOf('log').map((rt) => rt.bundle.bundle),
+            logQuantity,
+            status,
+            timestamp,
+          }
         : null;
   }
 
@@ -84,7 +98,14 @@ export class InventoryChanges {
    * other writes lock anything: `before` null for a creation, `after` null for a deletion (asked
    * before the rows go). `dependents`: the quantities deleted with a log.
    */
-  async plan(db: Db, entityType: string, id: number, before: Values | null, after: Values | null, dependents: number[] = []): Promise<InventoryPlan> {
+  async plan(
+    db: Db,
+    entityType: string,
+    id: number,
+    before: Values | null,
+    after: Values | null,
+    dependents: number[] = [],
+  ): Promise<InventoryPlan> {
     if (!this.layout) return NOTHING;
     switch (entityType) {
       case 'log':
@@ -124,7 +145,11 @@ export class InventoryChanges {
       .whereNotNull(`q.${l.inventoryAsset}`)
       .whereNotNull(`q.${l.kind}`)
       .distinct(`q.${l.inventoryAsset} as asset`, `l.${l.timestamp} as at`)) as Array<{ asset: number; at: number }>;
-    await recordDueChanges(db, 'asset', rows.map((r) => ({ id: Number(r.asset), at: Number(r.at) })));
+    await recordDueChanges(
+      db,
+      'asset',
+      rows.map((r) => ({ id: Number(r.asset), at: Number(r.at) })),
+    );
   }
 
   /**
@@ -132,14 +157,23 @@ export class InventoryChanges {
    * quantities, up to its timestamp), and those whose pairs go with the quantities deleted with
    * it; and, for a done log dated ahead, the moment they count from.
    */
-  private async ofLog(db: Db, before: Values | null, after: Values | null, dependents: number[]): Promise<InventoryPlan> {
+  private async ofLog(
+    db: Db,
+    before: Values | null,
+    after: Values | null,
+    dependents: number[],
+  ): Promise<InventoryPlan> {
     const now = await this.assetsOf(db, dependents, { adjusting: false });
     const done = (v: Values | null) => v?.get('status') === 'done';
     const [was, is] = [refs(before, 'quantity'), refs(after, 'quantity')];
     const at = Number(after?.get('timestamp'));
-    const due = done(after) && at > Date.now() / 1000 ? (await this.assetsOf(db, is, { adjusting: true })).map((id) => ({ id, at })) : [];
+    const due =
+      done(after) && at > Date.now() / 1000
+        ? (await this.assetsOf(db, is, { adjusting: true })).map((id) => ({ id, at }))
+        : [];
     if (!done(before) && !done(after)) return { now, due };
-    if (before && after && done(before) === done(after) && same(before, after, 'timestamp') && sameIds(was, is)) return { now, due };
+    if (before && after && done(before) === done(after) && same(before, after, 'timestamp') && sameIds(was, is))
+      return { now, due };
     return { now: [...new Set([...now, ...(await this.assetsOf(db, [...was, ...is], { adjusting: true }))])], due };
   }
 
@@ -213,7 +247,12 @@ function gcd(a: bigint, b: bigint): bigint {
   return a || 1n;
 }
 
-export async function fillInventory(db: Db, registry: ModelRegistry, assets: EntityRecord[], now: number): Promise<void> {
+export async function fillInventory(
+  db: Db,
+  registry: ModelRegistry,
+  assets: EntityRecord[],
+  now: number,
+): Promise<void> {
   for (const a of assets) a.values.set('inventory', []);
   const quantityEt = registry.model.entityTypes.quantity;
   const logEt = registry.model.entityTypes.log;
@@ -226,8 +265,24 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
     numerator: quantityField('value', 'numerator'),
     denominator: quantityField('value', 'denominator'),
   };
-  const l = { status: columnOf(fieldOf(registry, 'log', 'status')), timestamp: columnOf(fieldOf(registry, 'log', 'timestamp')) };
-  if (!quantityEt || !logEt || !logQuantity || !q.asset || !q.kind || !q.measure || !q.numerator || !q.denominator || !l.status || !l.timestamp || !assets.length) return;
+  const l = {
+    status: columnOf(fieldOf(registry, 'log', 'status')),
+    timestamp: columnOf(fieldOf(registry, 'log', 'timestamp')),
+  };
+  if (
+    !quantityEt ||
+    !logEt ||
+    !logQuantity ||
+    !q.asset ||
+    !q.kind ||
+    !q.measure ||
+    !q.numerator ||
+    !q.denominator ||
+    !l.status ||
+    !l.timestamp ||
+    !assets.length
+  )
+    return;
   // Quantity bundles name their unit `units` (farmOS) or `unit` (the spec, an alias); both are read.
   const unitColumns = [
     ...new Set(
@@ -237,16 +292,28 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
         .filter((c): c is string => Boolean(c)),
     ),
   ];
-  const unit = unitColumns.length ? db.raw(`COALESCE(${unitColumns.map((c) => `q.${c}`).join(', ')}) as unit`) : db.raw('NULL as unit');
+  const unit = unitColumns.length
+    ? db.raw(`COALESCE(${unitColumns.map((c) => `q.${c}`).join(', ')}) as unit`)
+    : db.raw('NULL as unit');
   const rows = (await db(`${quantityEt.table} as q`)
     .join(`${logQuantity} as lq`, 'lq.target_id', 'q.id')
     .join(`${logEt.table} as l`, 'l.id', 'lq.entity_id')
-    .whereIn(`q.${q.asset}`, assets.map((a) => a.id))
+    .whereIn(
+      `q.${q.asset}`,
+      assets.map((a) => a.id),
+    )
     .whereNotNull(`q.${q.kind}`)
     .where(`l.${l.status}`, 'done')
     .where(`l.${l.timestamp}`, '<=', now)
     .orderBy([{ column: `l.${l.timestamp}` }, { column: 'l.id' }, { column: 'q.id' }])
-    .select(`q.${q.asset} as asset`, `q.${q.kind} as kind`, `q.${q.measure} as measure`, `q.${q.numerator} as n`, `q.${q.denominator} as d`, unit)) as Array<Record<string, unknown>>;
+    .select(
+      `q.${q.asset} as asset`,
+      `q.${q.kind} as kind`,
+      `q.${q.measure} as measure`,
+      `q.${q.numerator} as n`,
+      `q.${q.denominator} as d`,
+      unit,
+    )) as Array<Record<string, unknown>>;
   const adjustments: Adjustment[] = rows.map((r) => ({
     asset: Number(r.asset),
     kind: r.kind as Adjustment['kind'],
@@ -258,13 +325,25 @@ export async function fillInventory(db: Db, registry: ModelRegistry, assets: Ent
   // Every pair on the asset's quantities is listed, even before any of its adjustments counts
   // (farmOS's getMeasureUnitsPairs reads the quantity table alone); in order of first appearance.
   const pairRows = (await db(`${quantityEt.table} as q`)
-    .whereIn(`q.${q.asset}`, assets.map((a) => a.id))
+    .whereIn(
+      `q.${q.asset}`,
+      assets.map((a) => a.id),
+    )
     .orderBy('q.id')
     .select(`q.${q.asset} as asset`, `q.${q.measure} as measure`, unit)) as Array<Record<string, unknown>>;
-  const unitIds = [...new Set(pairRows.map((r) => r.unit).filter((u) => u !== null && u !== undefined).map(Number))];
+  const unitIds = [
+    ...new Set(
+      pairRows
+        .map((r) => r.unit)
+        .filter((u) => u !== null && u !== undefined)
+        .map(Number),
+    ),
+  ];
   const termTable = registry.model.entityTypes.taxonomy_term?.table;
   const unitNames = new Map<number, string>();
-  if (unitIds.length && termTable) for (const t of await db(termTable).whereIn('id', unitIds).select('id', 'name')) unitNames.set(Number(t.id), String(t.name));
+  if (unitIds.length && termTable)
+    for (const t of await db(termTable).whereIn('id', unitIds).select('id', 'name'))
+      unitNames.set(Number(t.id), String(t.name));
 
   const pairKey = (measure: string | null, unit: number | null) => `${measure ?? ''}|${unit ?? ''}`;
   const byAsset = new Map<number, Map<string, { measure: string | null; unit: number | null; n: bigint; d: bigint }>>();

@@ -26,15 +26,36 @@ export class RecordLoader {
    * names (sparse fieldsets); a type not in it gets every field. `bundles`: the bundles the records
    * are known to be of, when the caller knows (RecordStore.load reads only their columns).
    */
-  async load(db: Db, entityType: string, ids: number[], fieldsets: Map<string, Set<string>> | null, at?: number, bundles?: readonly string[]): Promise<EntityRecord[]> {
+  async load(
+    db: Db,
+    entityType: string,
+    ids: number[],
+    fieldsets: Map<string, Set<string>> | null,
+    at?: number,
+    bundles?: readonly string[],
+  ): Promise<EntityRecord[]> {
     const records = await this.store.load(db, entityType, ids, (rt) => this.select(rt, fieldsets), bundles);
     await this.fillComputed(db, records, fieldsets, at);
     return records;
   }
 
   /** The record of `bundle` with this UUID with computed fields, or null (RecordStore.loadByUuid). */
-  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fieldsets: Map<string, Set<string>> | null, options: { withVersion?: boolean } = {}): Promise<EntityRecord | null> {
-    const record = await this.store.loadByUuid(db, entityType, uuid, bundle, (rt) => this.select(rt, fieldsets), options);
+  async loadByUuid(
+    db: Db,
+    entityType: string,
+    uuid: string,
+    bundle: string,
+    fieldsets: Map<string, Set<string>> | null,
+    options: { withVersion?: boolean } = {},
+  ): Promise<EntityRecord | null> {
+    const record = await this.store.loadByUuid(
+      db,
+      entityType,
+      uuid,
+      bundle,
+      (rt) => this.select(rt, fieldsets),
+      options,
+    );
     if (record) await this.fillComputed(db, [record], fieldsets);
     return record;
   }
@@ -43,12 +64,22 @@ export class RecordLoader {
    * A record as one of its revisions left it (storage/revisions.ts asRecord), references resolved
    * and computed fields computed as of now: Tilth keeps no history of computed values.
    */
-  async loadRevision(db: Db, current: EntityRecord, revision: RevisionRow, fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord> {
+  async loadRevision(
+    db: Db,
+    current: EntityRecord,
+    revision: RevisionRow,
+    fieldsets: Map<string, Set<string>> | null,
+  ): Promise<EntityRecord> {
     return (await this.loadRevisions(db, current, [revision], fieldsets))[0]!;
   }
 
   /** Several revisions of one record at once: one query per referenced type, not per revision. */
-  async loadRevisions(db: Db, current: EntityRecord, revisions: RevisionRow[], fieldsets: Map<string, Set<string>> | null): Promise<EntityRecord[]> {
+  async loadRevisions(
+    db: Db,
+    current: EntityRecord,
+    revisions: RevisionRow[],
+    fieldsets: Map<string, Set<string>> | null,
+  ): Promise<EntityRecord[]> {
     const fields = this.select(current.rt, fieldsets);
     const records = revisions.map((revision) => this.store.revisions.asRecord(current, revision, fields));
     await this.store.resolveReferences(db, records);
@@ -72,14 +103,20 @@ export class RecordLoader {
     let fields = byType.get(rt);
     if (fields) return fields;
     const names = new Set(set);
-    for (const f of rt.bundle.fields) if (f.computed && names.has(f.name)) for (const n of COMPUTED_NEEDS[f.computed].own) names.add(n);
+    for (const f of rt.bundle.fields)
+      if (f.computed && names.has(f.name)) for (const n of COMPUTED_NEEDS[f.computed].own) names.add(n);
     names.add('status');
     fields = rt.bundle.fields.filter((f) => names.has(f.name));
     byType.set(rt, fields);
     return fields;
   }
 
-  private async fillComputed(db: Db, records: EntityRecord[], fieldsets: Map<string, Set<string>> | null, at?: number): Promise<void> {
+  private async fillComputed(
+    db: Db,
+    records: EntityRecord[],
+    fieldsets: Map<string, Set<string>> | null,
+    at?: number,
+  ): Promise<void> {
     await this.computed.fill(
       db,
       records,

@@ -13,15 +13,19 @@ import { combineWkt, parseWkt } from '../values/geometry.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
 
-const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] => ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean);
-const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null => ((g as { value?: string } | null | undefined)?.value ?? null) || null;
+const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] =>
+  ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean);
+const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null =>
+  ((g as { value?: string } | null | undefined)?.value ?? null) || null;
 
 export class LogGeometry {
   /** Of the candidate assets, only what the combination reads: their geometry and whether they are locations. */
   private readonly fieldsets: Map<string, Set<string>>;
 
   constructor(private readonly loader: RecordLoader) {
-    this.fieldsets = new Map(loader.registry.bundlesOf('asset').map((rt) => [rt.type, new Set(['geometry', 'is_location'])]));
+    this.fieldsets = new Map(
+      loader.registry.bundlesOf('asset').map((rt) => [rt.type, new Set(['geometry', 'is_location'])]),
+    );
   }
 
   /**
@@ -29,7 +33,10 @@ export class LogGeometry {
    * count; their bundles when every reference names its own (RecordStore.load then reads only
    * those bundles' columns).
    */
-  private candidates(values: Values, isMovement: boolean): { ids: number[]; onlyLocations: boolean; bundles?: string[] } {
+  private candidates(
+    values: Values,
+    isMovement: boolean,
+  ): { ids: number[]; onlyLocations: boolean; bundles?: string[] } {
     const locations = refs(values.get('location'));
     const chosen = locations.length || isMovement ? locations : refs(values.get('asset'));
     const bundles = knownBundles(chosen);
@@ -41,11 +48,24 @@ export class LogGeometry {
    * combination as Tilth wrote it before it followed combineWkt (the WKTs as stored, several in a
    * GEOMETRYCOLLECTION joined by ", "), so that a log saved then is still recognised as automatic.
    */
-  private async combined(db: Db, selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] }): Promise<string | null>;
-  private async combined(db: Db, selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] }, legacy: true): Promise<{ wkt: string | null; legacy: string | null }>;
-  private async combined(db: Db, { ids: candidates, onlyLocations, bundles }: { ids: number[]; onlyLocations: boolean; bundles?: string[] }, legacy?: true): Promise<string | null | { wkt: string | null; legacy: string | null }> {
+  private async combined(
+    db: Db,
+    selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] },
+  ): Promise<string | null>;
+  private async combined(
+    db: Db,
+    selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] },
+    legacy: true,
+  ): Promise<{ wkt: string | null; legacy: string | null }>;
+  private async combined(
+    db: Db,
+    { ids: candidates, onlyLocations, bundles }: { ids: number[]; onlyLocations: boolean; bundles?: string[] },
+    legacy?: true,
+  ): Promise<string | null | { wkt: string | null; legacy: string | null }> {
     if (!candidates.length) return legacy ? { wkt: null, legacy: null } : null;
-    const loaded = new Map((await this.loader.load(db, 'asset', candidates, this.fieldsets, undefined, bundles)).map((a) => [a.id, a]));
+    const loaded = new Map(
+      (await this.loader.load(db, 'asset', candidates, this.fieldsets, undefined, bundles)).map((a) => [a.id, a]),
+    );
     // In the order the log references them, as farmOS iterates the field.
     const wkts = candidates
       .map((id) => loaded.get(id))
@@ -54,7 +74,10 @@ export class LogGeometry {
       .filter((w): w is string => Boolean(w));
     const wkt = combineWkt(wkts) || null;
     if (!legacy) return wkt;
-    return { wkt, legacy: wkts.length ? (wkts.length === 1 ? wkts[0]! : `GEOMETRYCOLLECTION (${wkts.join(', ')})`) : null };
+    return {
+      wkt,
+      legacy: wkts.length ? (wkts.length === 1 ? wkts[0]! : `GEOMETRYCOLLECTION (${wkts.join(', ')})`) : null,
+    };
   }
 
   /**
@@ -65,11 +88,18 @@ export class LogGeometry {
    * the stored geometry unchanged, so an echoed automatic geometry still follows new locations.
    */
   async beforeSave(db: Db, rt: ResourceType, values: Values, current: EntityRecord | null): Promise<void> {
-    if (rt.entityType.entityType !== 'log' || !rt.fieldsByName.has('geometry') || !rt.fieldsByName.has('location')) return;
+    if (rt.entityType.entityType !== 'log' || !rt.fieldsByName.has('geometry') || !rt.fieldsByName.has('location'))
+      return;
     const get = (name: string) => (values.has(name) ? values.get(name) : current?.values.get(name));
     const geometry = wktOf(get('geometry'));
     if (geometry && !current) return;
-    const saved = this.candidates(new Map([['location', get('location') as ItemValue[]], ['asset', get('asset') as ItemValue[]]]), get('is_movement') === true);
+    const saved = this.candidates(
+      new Map([
+        ['location', get('location') as ItemValue[]],
+        ['asset', get('asset') as ItemValue[]],
+      ]),
+      get('is_movement') === true,
+    );
     let storedCombination: string | null | undefined;
     if (geometry && current) {
       const stored = wktOf(current.values.get('geometry'));
@@ -79,7 +109,8 @@ export class LogGeometry {
       if (combinations.wkt !== stored && combinations.legacy !== stored) return; // drawn by a person
       storedCombination = combinations.wkt;
       // The same candidates as before this save (a PATCH of other fields): the same combination.
-      if (before.onlyLocations !== saved.onlyLocations || before.ids.join() !== saved.ids.join()) storedCombination = undefined;
+      if (before.onlyLocations !== saved.onlyLocations || before.ids.join() !== saved.ids.join())
+        storedCombination = undefined;
     }
     const wkt = storedCombination !== undefined ? storedCombination : await this.combined(db, saved);
     if (wkt) values.set('geometry', parseWkt(wkt) as unknown as ItemValue);

@@ -12,9 +12,20 @@ import type { Violation } from '../errors.ts';
 const MAX_DEPTH = 100;
 
 /** Problems with the parents a record will have; `id` is null for a new record. */
-export async function parentViolations(db: Db, rt: ResourceType, id: number | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Promise<Violation[]> {
+export async function parentViolations(
+  db: Db,
+  rt: ResourceType,
+  id: number | null,
+  values: ReadonlyMap<string, ItemValue | ItemValue[]>,
+): Promise<Violation[]> {
   const field = rt.fieldsByName.get('parent');
-  if (!field || field.target?.entityType !== rt.entityType.entityType || field.storage.kind !== 'table' || !values.has('parent')) return [];
+  if (
+    !field ||
+    field.target?.entityType !== rt.entityType.entityType ||
+    field.storage.kind !== 'table' ||
+    !values.has('parent')
+  )
+    return [];
   const parents = ((values.get('parent') as Reference[] | null) ?? []).filter(Boolean).map((r) => r.targetId);
   const seen = new Set<number>();
   for (const p of parents) {
@@ -31,7 +42,10 @@ export async function parentViolations(db: Db, rt: ResourceType, id: number | nu
     frontier = [];
     for (const { target_id } of rows) {
       const ancestor = Number(target_id);
-      if (ancestor === id) return [{ field, detail: 'parent: one of these parents descends from this record, so the parent chain would loop.' }];
+      if (ancestor === id)
+        return [
+          { field, detail: 'parent: one of these parents descends from this record, so the parent chain would loop.' },
+        ];
       if (!visited.has(ancestor)) {
         visited.add(ancestor);
         frontier.push(ancestor);

@@ -77,13 +77,13 @@ interface Layout {
   isFixed: string | null;
 }
 
-const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null => (g as { value?: string } | null | undefined)?.value || null;
+const wktOf = (g: ItemValue | ItemValue[] | undefined): string | null =>
+  (g as { value?: string } | null | undefined)?.value || null;
 
 function refs(values: Values | null, name: string): number[] {
   const v = values?.get(name);
   return ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean).map((r) => r.targetId);
 }
-
 
 /** A sorted list of dated logs, read forward as time goes on. */
 class Cursor<T extends Dated> {
@@ -141,7 +141,8 @@ export class Placements {
       let placement = out.get(asset);
       if (!placement) out.set(asset, (placement = { logId: Number(r.log_id), locations: [] }));
       // A movement whose locations were all deleted still places the asset (its geometry counts).
-      if (r.target_id !== null && r.uuid) placement.locations.push({ targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
+      if (r.target_id !== null && r.uuid)
+        placement.locations.push({ targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
     }
     return out;
   }
@@ -150,7 +151,8 @@ export class Placements {
   async groupsAt(db: Db, assetIds: number[], time: number): Promise<Map<number, Reference[]>> {
     const out = new Map<number, Reference[]>();
     for (const r of await this.intervalsAt(db, GROUPS_TABLE, assetIds, time)) {
-      if (r.target_id !== null && r.uuid) push(out, Number(r.entity_id), { targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
+      if (r.target_id !== null && r.uuid)
+        push(out, Number(r.entity_id), { targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
     }
     return out;
   }
@@ -182,15 +184,28 @@ export class Placements {
    * rebuilt with them (unchanged, so not listed), so that the save locks all its assets in one
    * ascending pass and cannot deadlock with a save locking the same ones.
    */
-  async logChanged(db: Db, logId: number, before: Values | null, after: Values | null, changed: Iterable<string> = LOG_FIELDS, alsoLocked: number[] = []): Promise<void> {
+  async logChanged(
+    db: Db,
+    logId: number,
+    before: Values | null,
+    after: Values | null,
+    changed: Iterable<string> = LOG_FIELDS,
+    alsoLocked: number[] = [],
+  ): Promise<void> {
     if (!this.layout) return;
     const flagged = (v: Values | null) => Boolean(v?.get('is_movement')) || Boolean(v?.get('is_group_assignment'));
     if (!flagged(before) && !flagged(after)) return;
     const names = [...changed];
-    const reshaped = before !== null && after !== null && names.includes('geometry') && wktOf(before.get('geometry')) !== wktOf(after.get('geometry'));
+    const reshaped =
+      before !== null &&
+      after !== null &&
+      names.includes('geometry') &&
+      wktOf(before.get('geometry')) !== wktOf(after.get('geometry'));
     if (before && after && !reshaped && !names.some((name) => LOG_FIELDS.includes(name))) return;
     const assets = [...new Set([...refs(before, 'asset'), ...refs(after, 'asset')])];
-    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets)), ...alsoLocked], { reshapedLog: reshaped ? logId : undefined });
+    await this.rebuild(db, [...assets, ...(await this.membersOf(db, assets)), ...alsoLocked], {
+      reshapedLog: reshaped ? logId : undefined,
+    });
   }
 
   /** After an asset is updated: a fixed asset has no location, a movable one its logs' location. */
@@ -214,8 +229,12 @@ export class Placements {
    */
   async assetsWrittenOnDelete(db: Db, assetId: number): Promise<number[]> {
     if (!this.layout) return [];
-    const placed = (await db(PLACEMENTS_TABLE).where('target_id', assetId).distinct('entity_id')) as Array<{ entity_id: number }>;
-    return [...new Set([...(await this.membersOf(db, [assetId])), ...placed.map((r) => Number(r.entity_id))])].filter((id) => id !== assetId);
+    const placed = (await db(PLACEMENTS_TABLE).where('target_id', assetId).distinct('entity_id')) as Array<{
+      entity_id: number;
+    }>;
+    return [...new Set([...(await this.membersOf(db, [assetId])), ...placed.map((r) => Number(r.entity_id))])].filter(
+      (id) => id !== assetId,
+    );
   }
 
   /**
@@ -229,12 +248,20 @@ export class Placements {
     // below compares with rows already without it (locked first on PostgreSQL: assetsWrittenOnDelete).
     const showing: number[] = [];
     for (const table of [PLACEMENTS_TABLE, GROUPS_TABLE]) {
-      for (const r of (await db(table).where('target_id', assetId).distinct('entity_id')) as Array<{ entity_id: number }>) showing.push(Number(r.entity_id));
+      for (const r of (await db(table).where('target_id', assetId).distinct('entity_id')) as Array<{
+        entity_id: number;
+      }>)
+        showing.push(Number(r.entity_id));
     }
     await db(PLACEMENTS_TABLE).where('target_id', assetId).update({ target_id: null });
     await db(GROUPS_TABLE).where('entity_id', assetId).orWhere('target_id', assetId).delete();
     await this.rebuild(db, members);
-    await noteChangedIds(db, 'asset', this.layout.asset, showing.filter((id) => id !== assetId));
+    await noteChangedIds(
+      db,
+      'asset',
+      this.layout.asset,
+      showing.filter((id) => id !== assetId),
+    );
   }
 
   /** Assets ever assigned to any of these groups, by a group-assignment log of any status. */
@@ -262,13 +289,21 @@ export class Placements {
    * client download them again; but with `listAll` (the rebuild after an import, whose writes
    * change inventories and geometries without telling anyone) every one is listed.
    */
-  async rebuild(db: Db, assetIds: Iterable<number>, options: { reshapedLog?: number | undefined; listAll?: boolean } = {}): Promise<void> {
+  async rebuild(
+    db: Db,
+    assetIds: Iterable<number>,
+    options: { reshapedLog?: number | undefined; listAll?: boolean } = {},
+  ): Promise<void> {
     if (!this.layout) return;
     const ids = [...new Set(assetIds)].sort((a, b) => a - b);
     for (const part of chunks(ids, 500)) await this.rebuildPart(db, part, options);
   }
 
-  private async rebuildPart(db: Db, ids: number[], { reshapedLog, listAll }: { reshapedLog?: number | undefined; listAll?: boolean }): Promise<void> {
+  private async rebuildPart(
+    db: Db,
+    ids: number[],
+    { reshapedLog, listAll }: { reshapedLog?: number | undefined; listAll?: boolean },
+  ): Promise<void> {
     const l = this.layout!;
     // Two PostgreSQL transactions moving the same asset would each rebuild from a snapshot missing
     // the other's log; the row locks (taken in id order, so they cannot deadlock each other) make
@@ -278,8 +313,14 @@ export class Placements {
     // Step 5 of the global lock order (storage/locks.ts).
     await lockRows(db, l.asset, ids);
     const stored = new Intervals();
-    for (const [table, kind] of [[PLACEMENTS_TABLE, 'L'], [GROUPS_TABLE, 'G']] as const) {
-      for (const r of (await db(table).whereIn('entity_id', ids).select('entity_id', 'target_id', 'delta', 'log_id', 'start_ts', 'end_ts')) as IntervalColumns[]) stored.add(kind, r);
+    for (const [table, kind] of [
+      [PLACEMENTS_TABLE, 'L'],
+      [GROUPS_TABLE, 'G'],
+    ] as const) {
+      for (const r of (await db(table)
+        .whereIn('entity_id', ids)
+        .select('entity_id', 'target_id', 'delta', 'log_id', 'start_ts', 'end_ts')) as IntervalColumns[])
+        stored.add(kind, r);
     }
     await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
     await db(GROUPS_TABLE).whereIn('entity_id', ids).delete();
@@ -300,23 +341,47 @@ export class Placements {
     const groupsOf = new Map<number, number[]>();
     if (assignmentLogs.size && l.logGroup) {
       for (const part of chunks([...assignmentLogs])) {
-        const rows = (await db(`${l.logGroup} as lg`).join(`${l.asset} as g`, 'g.id', 'lg.target_id').whereIn('lg.entity_id', part).orderBy(['lg.entity_id', 'lg.delta']).select('lg.entity_id', 'lg.target_id')) as Array<{ entity_id: number; target_id: number }>;
+        const rows = (await db(`${l.logGroup} as lg`)
+          .join(`${l.asset} as g`, 'g.id', 'lg.target_id')
+          .whereIn('lg.entity_id', part)
+          .orderBy(['lg.entity_id', 'lg.delta'])
+          .select('lg.entity_id', 'lg.target_id')) as Array<{ entity_id: number; target_id: number }>;
         for (const r of rows) push(groupsOf, Number(r.entity_id), Number(r.target_id));
       }
     }
-    for (const r of own) if (r.assignment) push(assignments, r.assetId, { logId: r.logId, timestamp: r.timestamp, groups: groupsOf.get(r.logId) ?? [] });
+    for (const r of own)
+      if (r.assignment)
+        push(assignments, r.assetId, { logId: r.logId, timestamp: r.timestamp, groups: groupsOf.get(r.logId) ?? [] });
     for (const list of [...moves.values(), ...assignments.values()]) list.sort(byDate);
 
     const rebuilt = new Intervals();
     for (const r of await this.storeMemberships(db, ids, assignments)) rebuilt.add('G', r);
-    if (movable.length) for (const r of await this.storeLocations(db, movable, moves, assignments, [...new Set([...groupsOf.values()].flat())])) rebuilt.add('L', r);
-    await noteChangedIds(db, 'asset', l.asset, listAll ? ids : ids.filter((id) => stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog))));
+    if (movable.length)
+      for (const r of await this.storeLocations(db, movable, moves, assignments, [
+        ...new Set([...groupsOf.values()].flat()),
+      ]))
+        rebuilt.add('L', r);
+    await noteChangedIds(
+      db,
+      'asset',
+      l.asset,
+      listAll
+        ? ids
+        : ids.filter(
+            (id) =>
+              stored.of(id) !== rebuilt.of(id) || (reshapedLog !== undefined && rebuilt.logsOf(id).has(reshapedLog)),
+          ),
+    );
     // An interval that starts or ends in the future changes what the asset shows then.
     await recordDueChanges(db, 'asset', rebuilt.moments());
   }
 
   /** Each asset's group membership: the groups of its latest assignment, from each assignment's moment. */
-  private async storeMemberships(db: Db, assets: number[], assignments: Map<number, Assignment[]>): Promise<IntervalColumns[]> {
+  private async storeMemberships(
+    db: Db,
+    assets: number[],
+    assignments: Map<number, Assignment[]>,
+  ): Promise<IntervalColumns[]> {
     const rows: IntervalColumns[] = [];
     for (const asset of assets) {
       const list = assignments.get(asset) ?? [];
@@ -325,7 +390,9 @@ export class Placements {
         const end = list[i + 1]?.timestamp ?? null;
         // Of several assignments at one moment, the one with the higher log id holds.
         if (end === a.timestamp) continue;
-        a.groups.forEach((group, delta) => rows.push({ entity_id: asset, target_id: group, delta, log_id: a.logId, start_ts: a.timestamp, end_ts: end }));
+        a.groups.forEach((group, delta) =>
+          rows.push({ entity_id: asset, target_id: group, delta, log_id: a.logId, start_ts: a.timestamp, end_ts: end }),
+        );
       }
     }
     for (const part of chunks(rows, 500)) await db(GROUPS_TABLE).insert(part);
@@ -333,10 +400,17 @@ export class Placements {
   }
 
   /** Each movable asset's location: which movement log holds from each moment something changed. */
-  private async storeLocations(db: Db, movable: number[], moves: Map<number, Dated[]>, assignments: Map<number, Assignment[]>, groups: number[]): Promise<IntervalColumns[]> {
+  private async storeLocations(
+    db: Db,
+    movable: number[],
+    moves: Map<number, Dated[]>,
+    assignments: Map<number, Assignment[]>,
+    groups: number[],
+  ): Promise<IntervalColumns[]> {
     const l = this.layout!;
     const groupMoves = new Map<number, Dated[]>();
-    for (const r of groups.length ? await this.datedLogs(db, groups) : []) if (r.movement) push(groupMoves, r.assetId, r);
+    for (const r of groups.length ? await this.datedLogs(db, groups) : [])
+      if (r.movement) push(groupMoves, r.assetId, r);
     for (const list of groupMoves.values()) list.sort(byDate);
 
     const intervals: Array<{ asset: number; logId: number; start: number; end: number | null }> = [];
@@ -369,12 +443,22 @@ export class Placements {
 
     const locations = new Map<number, number[]>();
     for (const part of chunks([...new Set(intervals.map((i) => i.logId))])) {
-      const rows = (await db(l.logLocation).whereIn('entity_id', part).orderBy(['entity_id', 'delta']).select('entity_id', 'target_id')) as Array<{ entity_id: number; target_id: number }>;
+      const rows = (await db(l.logLocation)
+        .whereIn('entity_id', part)
+        .orderBy(['entity_id', 'delta'])
+        .select('entity_id', 'target_id')) as Array<{ entity_id: number; target_id: number }>;
       for (const r of rows) push(locations, Number(r.entity_id), Number(r.target_id));
     }
     const rows = intervals.flatMap((i) => {
       const at = locations.get(i.logId) ?? [];
-      const row = (target: number | null, delta: number): IntervalColumns => ({ entity_id: i.asset, target_id: target, delta, log_id: i.logId, start_ts: i.start, end_ts: i.end });
+      const row = (target: number | null, delta: number): IntervalColumns => ({
+        entity_id: i.asset,
+        target_id: target,
+        delta,
+        log_id: i.logId,
+        start_ts: i.start,
+        end_ts: i.end,
+      });
       return at.length ? at.map((target, delta) => row(target, delta)) : [row(null, 0)];
     });
     for (const part of chunks(rows, 500)) await db(PLACEMENTS_TABLE).insert(part);
@@ -382,7 +466,10 @@ export class Placements {
   }
 
   /** Done movement and group-assignment logs that reference these assets. */
-  private async datedLogs(db: Db, assetIds: number[]): Promise<Array<Dated & { assetId: number; movement: boolean; assignment: boolean }>> {
+  private async datedLogs(
+    db: Db,
+    assetIds: number[],
+  ): Promise<Array<Dated & { assetId: number; movement: boolean; assignment: boolean }>> {
     const l = this.layout!;
     const out: Array<Dated & { assetId: number; movement: boolean; assignment: boolean }> = [];
     for (const part of chunks(assetIds)) {
@@ -394,9 +481,27 @@ export class Placements {
           w.where(`l.${l.isMovement}`, true);
           if (l.isGroupAssignment) w.orWhere(`l.${l.isGroupAssignment}`, true);
         })
-        .select('la.target_id as asset_id', 'l.id as log_id', `l.${l.timestamp} as ts`, `l.${l.isMovement} as movement`, ...(l.isGroupAssignment ? [`l.${l.isGroupAssignment} as assignment`] : []));
-      for (const r of (await q) as Array<{ asset_id: number; log_id: number; ts: number; movement: unknown; assignment?: unknown }>) {
-        out.push({ assetId: Number(r.asset_id), logId: Number(r.log_id), timestamp: Number(r.ts), movement: Boolean(Number(r.movement) || r.movement === true), assignment: Boolean(Number(r.assignment) || r.assignment === true) });
+        .select(
+          'la.target_id as asset_id',
+          'l.id as log_id',
+          `l.${l.timestamp} as ts`,
+          `l.${l.isMovement} as movement`,
+          ...(l.isGroupAssignment ? [`l.${l.isGroupAssignment} as assignment`] : []),
+        );
+      for (const r of (await q) as Array<{
+        asset_id: number;
+        log_id: number;
+        ts: number;
+        movement: unknown;
+        assignment?: unknown;
+      }>) {
+        out.push({
+          assetId: Number(r.asset_id),
+          logId: Number(r.log_id),
+          timestamp: Number(r.ts),
+          movement: Boolean(Number(r.movement) || r.movement === true),
+          assignment: Boolean(Number(r.assignment) || r.assignment === true),
+        });
       }
     }
     return out;
@@ -419,8 +524,12 @@ export class Placements {
     if (!this.layout || !(await knex.schema.hasTable(PENDING_TABLE))) return 0;
     if (!(await knex(PENDING_TABLE).where('name', PLACEMENTS_TABLE).first())) return 0;
     let done = 0;
-    for (let after = 0; ; ) {
-      const ids = ((await knex(this.layout.asset).where('id', '>', after).orderBy('id').limit(1000).select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
+    for (let after = 0; ;) {
+      const ids = (
+        (await knex(this.layout.asset).where('id', '>', after).orderBy('id').limit(1000).select('id')) as Array<{
+          id: number;
+        }>
+      ).map((r) => Number(r.id));
       if (!ids.length) break;
       await write(knex, (trx) => this.rebuild(trx, ids, { listAll: true }));
       done += ids.length;

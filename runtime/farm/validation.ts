@@ -13,14 +13,22 @@
  * listing everything located in or belonging to an asset; the answer is the same.
  */
 import type { ModelRegistry, ResourceType } from '../model/registry.ts';
-import { RecordStore, knownBundles, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
+import {
+  RecordStore,
+  knownBundles,
+  type Db,
+  type EntityRecord,
+  type ItemValue,
+  type Reference,
+} from '../storage/records.ts';
 import { ValidationError, type Violation } from '../errors.ts';
 import { ComputedFields } from './computed.ts';
 import type { Placements } from './placements.ts';
 
 type Values = Map<string, ItemValue | ItemValue[]>;
 
-const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] => ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean);
+const refs = (v: ItemValue | ItemValue[] | undefined): Reference[] =>
+  ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(Boolean);
 
 export class FarmValidation {
   private readonly store: RecordStore;
@@ -40,11 +48,16 @@ export class FarmValidation {
     const et = rt.entityType.entityType;
     if (et === 'log') {
       const timestamp = Number(get('timestamp') ?? Math.floor(Date.now() / 1000));
-      if (get('is_movement') === true) violations.push(...(await this.circular(db, rt, get, 'location', timestamp, null, 'cannot be located within itself.')));
+      if (get('is_movement') === true)
+        violations.push(
+          ...(await this.circular(db, rt, get, 'location', timestamp, null, 'cannot be located within itself.')),
+        );
       if (get('is_group_assignment') === true) {
         // Only groups can hold members: the assets that the log's `group` field may point at.
         const groupBundles = rt.fieldsByName.get('group')?.target?.bundles ?? null;
-        violations.push(...(await this.circular(db, rt, get, 'group', timestamp, groupBundles, 'cannot be a member of itself.')));
+        violations.push(
+          ...(await this.circular(db, rt, get, 'group', timestamp, groupBundles, 'cannot be a member of itself.')),
+        );
       }
     }
     if (violations.length) throw new ValidationError(violations);
@@ -53,7 +66,13 @@ export class FarmValidation {
   /** Labels and bundles of some assets. */
   private async assets(db: Db, assets: Reference[]): Promise<Map<number, EntityRecord>> {
     const label = this.store.entityType('asset').labelField;
-    const records = await this.store.load(db, 'asset', assets.map((r) => r.targetId), (rt) => [rt.fieldsByName.get(label)!], knownBundles(assets));
+    const records = await this.store.load(
+      db,
+      'asset',
+      assets.map((r) => r.targetId),
+      (rt) => [rt.fieldsByName.get(label)!],
+      knownBundles(assets),
+    );
     return new Map(records.map((r) => [r.id, r]));
   }
 
@@ -61,11 +80,22 @@ export class FarmValidation {
    * Every asset the given ones sit in, at `timestamp`, following the computed `field` (location
    * or group) upward until nothing new turns up.
    */
-  private async above(db: Db, start: Reference[], field: 'location' | 'group', timestamp: number): Promise<Set<number>> {
+  private async above(
+    db: Db,
+    start: Reference[],
+    field: 'location' | 'group',
+    timestamp: number,
+  ): Promise<Set<number>> {
     const seen = new Set<number>();
     let frontier = [...new Map(start.map((r) => [r.targetId, r])).values()];
     while (frontier.length) {
-      const records = await this.store.load(db, 'asset', frontier.map((r) => r.targetId), (rt) => rt.bundle.fields.filter((f) => f.name === 'is_fixed' || f.name === field), knownBundles(frontier));
+      const records = await this.store.load(
+        db,
+        'asset',
+        frontier.map((r) => r.targetId),
+        (rt) => rt.bundle.fields.filter((f) => f.name === 'is_fixed' || f.name === field),
+        knownBundles(frontier),
+      );
       await this.computed.fill(db, records, (_r, f) => f.name === field, timestamp);
       const next: Reference[] = [];
       for (const r of records) {
@@ -85,7 +115,15 @@ export class FarmValidation {
    * The log's assets may not be among its targets (`location` or `group`), nor anywhere above
    * them at the log's time. `bundles` limits which assets are checked (groups, for membership).
    */
-  private async circular(db: Db, rt: ResourceType, get: (n: string) => ItemValue | ItemValue[] | undefined, field: 'location' | 'group', timestamp: number, bundles: string[] | null, message: string): Promise<Violation[]> {
+  private async circular(
+    db: Db,
+    rt: ResourceType,
+    get: (n: string) => ItemValue | ItemValue[] | undefined,
+    field: 'location' | 'group',
+    timestamp: number,
+    bundles: string[] | null,
+    message: string,
+  ): Promise<Violation[]> {
     const assetField = rt.fieldsByName.get('asset');
     const targetRefs = refs(get(field));
     const targets = targetRefs.map((r) => r.targetId);
@@ -103,7 +141,6 @@ export class FarmValidation {
     });
     return violations;
   }
-
 }
 
 function labelOf(record: EntityRecord): string {

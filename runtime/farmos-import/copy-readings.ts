@@ -41,13 +41,29 @@ export async function copyReadings(run: ImportRun, rt: ResourceType): Promise<vo
         await write(run.ctx.db.knex, async (trx) => {
           const stream = await run.services.loader.store.findByUuid(trx, 'data_stream', uuid);
           if (!stream) throw new SourceError('its data stream was not stored.');
-          const before = Number(((await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{ n: number | string }>)[0]!.n);
+          const before = Number(
+            (
+              (await trx(READINGS_TABLE).where('stream_id', stream.id).count({ n: '*' })) as Array<{
+                n: number | string;
+              }>
+            )[0]!.n,
+          );
           await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
           for await (const page of spooledReadings(spooled.file)) {
-            await insertReadings(trx, page.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })));
+            await insertReadings(
+              trx,
+              page.map(([timestamp, value]) => ({ streamId: stream.id, timestamp, value })),
+            );
           }
           // What is written is what is summed up: the map's digest is of the readings stored.
-          await run.map.recordMany(trx, 'data_stream_readings', [{ resource: { type: 'data_stream_readings', id: uuid }, changed: null, digest: spooled.digest.digest(), bundle: rt.bundle.bundle }]);
+          await run.map.recordMany(trx, 'data_stream_readings', [
+            {
+              resource: { type: 'data_stream_readings', id: uuid },
+              changed: null,
+              digest: spooled.digest.digest(),
+              bundle: rt.bundle.bundle,
+            },
+          ]);
           counts.read++;
           if (before || recorded) counts.updated++;
           else counts.created++;

@@ -31,21 +31,39 @@ const PRIVATE_SCHEME = 'private://';
  * in the progress notes. Bytes a killed run left at the path without its record (no record has
  * the path, and they are these very bytes) are taken as this record's.
  */
-export async function placeImported(run: ImportRun, bytes: { tmp: string; sha256: string }, resource: SourceResource, current: EntityRecord | null, filename: string): Promise<string> {
+export async function placeImported(
+  run: ImportRun,
+  bytes: { tmp: string; sha256: string },
+  resource: SourceResource,
+  current: EntityRecord | null,
+  filename: string,
+): Promise<string> {
   const uri = (resource.attributes?.uri as { value?: unknown } | undefined)?.value;
   const wanted = typeof uri === 'string' && uri.startsWith(PRIVATE_SCHEME) ? uri.slice(PRIVATE_SCHEME.length) : null;
   if (wanted !== null) {
     const kept = run.files.placeAt(bytes.tmp, wanted);
     if (kept) return kept;
-    if (safeStoredPath(wanted) && current?.values.get('path') !== wanted && (await leftByKilledRun(run, wanted, bytes.sha256))) {
+    if (
+      safeStoredPath(wanted) &&
+      current?.values.get('path') !== wanted &&
+      (await leftByKilledRun(run, wanted, bytes.sha256))
+    ) {
       run.files.remove(wanted);
       const again = run.files.placeAt(bytes.tmp, wanted);
       if (again) return again;
     }
   }
   const path = run.files.place(bytes.tmp, IMPORTED_FILES_ENTITY, filename);
-  const why = wanted === null ? `its URI (${typeof uri === 'string' ? uri : 'none'}) is not a private:// one` : safeStoredPath(wanted) ? `${PRIVATE_SCHEME}${wanted} is taken here` : `${PRIVATE_SCHEME}${wanted} is not a path this farm keeps files at`;
-  run.progress.note(`Stored file--file ${resource.id} at ${PRIVATE_SCHEME}${path}: ${why}.`, { moved: resource.id, uri: `${PRIVATE_SCHEME}${path}` });
+  const why =
+    wanted === null
+      ? `its URI (${typeof uri === 'string' ? uri : 'none'}) is not a private:// one`
+      : safeStoredPath(wanted)
+        ? `${PRIVATE_SCHEME}${wanted} is taken here`
+        : `${PRIVATE_SCHEME}${wanted} is not a path this farm keeps files at`;
+  run.progress.note(`Stored file--file ${resource.id} at ${PRIVATE_SCHEME}${path}: ${why}.`, {
+    moved: resource.id,
+    uri: `${PRIVATE_SCHEME}${path}`,
+  });
   return path;
 }
 
@@ -63,11 +81,19 @@ async function leftByKilledRun(run: ImportRun, path: string, sha256: string): Pr
 export async function sweepUnrecordedBytes(run: ImportRun): Promise<void> {
   const dir = join(run.files.root, IMPORTED_FILES_DIR);
   if (!existsSync(dir)) return;
-  const onDisk = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[]).filter((d) => d.isFile()).map((d) => relative(run.files.root, join(d.parentPath ?? d.path, d.name)).split(sep).join('/'));
+  const onDisk = (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[])
+    .filter((d) => d.isFile())
+    .map((d) =>
+      relative(run.files.root, join(d.parentPath ?? d.path, d.name))
+        .split(sep)
+        .join('/'),
+    );
   if (!onDisk.length) return;
   const table = run.services.loader.store.entityType('file').table;
   const recorded = new Set<string>();
-  for (const part of chunks(onDisk, 500)) for (const r of (await run.ctx.db.knex(table).whereIn('path', part).select('path')) as Array<{ path: string }>) recorded.add(r.path);
+  for (const part of chunks(onDisk, 500))
+    for (const r of (await run.ctx.db.knex(table).whereIn('path', part).select('path')) as Array<{ path: string }>)
+      recorded.add(r.path);
   for (const path of onDisk) if (!recorded.has(path)) run.files.remove(path);
 }
 
@@ -76,12 +102,17 @@ export async function sweepUnrecordedBytes(run: ImportRun): Promise<void> {
  * source does not state its size (any answer, an endless one or another server's, would be
  * stored as the file), and when the bytes are not that size (read no further than it).
  */
-export async function download(run: ImportRun, resource: SourceResource): Promise<{ tmp: string; size: number; sha256: string }> {
+export async function download(
+  run: ImportRun,
+  resource: SourceResource,
+): Promise<{ tmp: string; size: number; sha256: string }> {
   const uri = resource.attributes?.uri as { url?: string; value?: string } | undefined;
   if (!uri?.url) throw new SourceError('the source gives no uri.url to download it from.');
   const filesize = resource.attributes?.filesize;
-  const stated = typeof filesize === 'number' || (typeof filesize === 'string' && /^\d+$/.test(filesize)) ? Number(filesize) : NaN;
-  if (!Number.isSafeInteger(stated) || stated < 0) throw new SourceError('the source does not state its filesize, so its bytes cannot be checked; not downloaded.');
+  const stated =
+    typeof filesize === 'number' || (typeof filesize === 'string' && /^\d+$/.test(filesize)) ? Number(filesize) : NaN;
+  if (!Number.isSafeInteger(stated) || stated < 0)
+    throw new SourceError('the source does not state its filesize, so its bytes cannot be checked; not downloaded.');
   const body = await run.source.download(uri.url);
   const hash = createHash('sha256');
   let read = 0;
@@ -90,7 +121,9 @@ export async function download(run: ImportRun, resource: SourceResource): Promis
       read += chunk.length;
       if (read > stated) {
         body.destroy(); // the source may send for ever: its connection goes
-        return done(new ApiError(413, `its bytes are longer than the filesize ${stated} the source states; not read further.`));
+        return done(
+          new ApiError(413, `its bytes are longer than the filesize ${stated} the source states; not read further.`),
+        );
       }
       hash.update(chunk);
       done(null, chunk);

@@ -44,7 +44,9 @@ export function digestOf(resource: SourceResource): string {
   for (const [name, member] of Object.entries(resource.relationships ?? {})) relationships[name] = member?.data ?? null;
   const attributes = { ...resource.attributes };
   if (resource.type === 'user--user') for (const name of MOVING_USER_ATTRIBUTES) delete attributes[name];
-  return createHash('sha256').update(stableJson({ type: resource.type, attributes, relationships })).digest('hex');
+  return createHash('sha256')
+    .update(stableJson({ type: resource.type, attributes, relationships }))
+    .digest('hex');
 }
 
 /** JSON with object keys sorted and the source's own numbers and links left out (one JSON.stringify: much faster than one per key). */
@@ -56,7 +58,9 @@ function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const k of Object.keys(value).sort()) if (!k.startsWith('drupal_internal__') && k !== 'links') out[k] = canonical((value as Record<string, unknown>)[k]);
+    for (const k of Object.keys(value).sort())
+      if (!k.startsWith('drupal_internal__') && k !== 'links')
+        out[k] = canonical((value as Record<string, unknown>)[k]);
     return out;
   }
   return value ?? null;
@@ -69,7 +73,10 @@ export class ImportMap {
   async rows(db: Db, entityType: string, uuids: string[]): Promise<Map<string, MapRow>> {
     const out = new Map<string, MapRow>();
     for (const part of chunks(uuids, 500)) {
-      const rows = (await db(IMPORT_MAP_TABLE).where({ source: this.source, entity_type: entityType }).whereIn('uuid', part).select('uuid', 'bundle', 'digest', 'sha256')) as MapRow[];
+      const rows = (await db(IMPORT_MAP_TABLE)
+        .where({ source: this.source, entity_type: entityType })
+        .whereIn('uuid', part)
+        .select('uuid', 'bundle', 'digest', 'sha256')) as MapRow[];
       for (const r of rows) out.set(r.uuid, r);
     }
     return out;
@@ -79,8 +86,20 @@ export class ImportMap {
   async recordMany(db: Db, entityType: string, entries: MapEntry[]): Promise<void> {
     const now = Math.floor(Date.now() / 1000);
     for (const part of chunks(entries, 100)) {
-      const rows = part.map((e) => ({ source: this.source, entity_type: entityType, uuid: e.resource.id, bundle: e.bundle, source_changed: e.changed, digest: e.digest, imported_at: now, sha256: e.sha256 ?? null }));
-      await db(IMPORT_MAP_TABLE).insert(rows).onConflict(['source', 'entity_type', 'uuid']).merge(['bundle', 'source_changed', 'digest', 'imported_at', 'sha256']);
+      const rows = part.map((e) => ({
+        source: this.source,
+        entity_type: entityType,
+        uuid: e.resource.id,
+        bundle: e.bundle,
+        source_changed: e.changed,
+        digest: e.digest,
+        imported_at: now,
+        sha256: e.sha256 ?? null,
+      }));
+      await db(IMPORT_MAP_TABLE)
+        .insert(rows)
+        .onConflict(['source', 'entity_type', 'uuid'])
+        .merge(['bundle', 'source_changed', 'digest', 'imported_at', 'sha256']);
     }
   }
 
@@ -89,12 +108,17 @@ export class ImportMap {
    * it), or null: read it whole. Set only when a run read the type to its end with nothing failed.
    */
   async mark(db: Db, resourceType: string): Promise<number | null> {
-    const row = (await db(IMPORT_MARKS_TABLE).where({ source: this.source, resource_type: resourceType }).first('changed_since')) as { changed_since: number | string } | undefined;
+    const row = (await db(IMPORT_MARKS_TABLE)
+      .where({ source: this.source, resource_type: resourceType })
+      .first('changed_since')) as { changed_since: number | string } | undefined;
     return row ? Number(row.changed_since) : null;
   }
 
   async setMark(db: Db, resourceType: string, changedSince: number): Promise<void> {
-    await db(IMPORT_MARKS_TABLE).insert({ source: this.source, resource_type: resourceType, changed_since: changedSince }).onConflict(['source', 'resource_type']).merge(['changed_since']);
+    await db(IMPORT_MARKS_TABLE)
+      .insert({ source: this.source, resource_type: resourceType, changed_since: changedSince })
+      .onConflict(['source', 'resource_type'])
+      .merge(['changed_since']);
   }
 
   /** Every UUID recorded for an entity type (and bundle), for --prune. */
@@ -105,6 +129,7 @@ export class ImportMap {
   }
 
   async forget(db: Db, entityType: string, uuids: string[]): Promise<void> {
-    for (const part of chunks(uuids, 500)) await db(IMPORT_MAP_TABLE).where({ source: this.source, entity_type: entityType }).whereIn('uuid', part).delete();
+    for (const part of chunks(uuids, 500))
+      await db(IMPORT_MAP_TABLE).where({ source: this.source, entity_type: entityType }).whereIn('uuid', part).delete();
   }
 }

@@ -19,11 +19,25 @@ import { download, placeImported } from './files.ts';
 import { write } from '../storage/transactions.ts';
 
 /** Members every Drupal entity serves that are bookkeeping, not data to carry. */
-const OWN_MEMBERS = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_created', 'revision_log_message', 'revision_user', 'content_translation_source', 'content_translation_outdated', 'metatag', 'path']);
+const OWN_MEMBERS = new Set([
+  'langcode',
+  'default_langcode',
+  'revision_default',
+  'revision_translation_affected',
+  'revision_created',
+  'revision_log_message',
+  'revision_user',
+  'content_translation_source',
+  'content_translation_outdated',
+  'metatag',
+  'path',
+]);
 
 /** The users here by UUID, and the source users matched to one of them by name. */
 export async function loadUsers(run: ImportRun): Promise<void> {
-  const rows = (await run.ctx.db.knex(run.services.loader.store.entityType('user').table).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+  const rows = (await run.ctx.db
+    .knex(run.services.loader.store.entityType('user').table)
+    .select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
   run.w.userIds = new Map(rows.map((r) => [r.uuid, Number(r.id)]));
 }
 
@@ -32,12 +46,26 @@ export async function loadUsers(run: ImportRun): Promise<void> {
  * written in one transaction, each in a savepoint of its own so that one that fails is reported
  * and the rest of the page kept. Returns the records to try again at the end of the phase.
  */
-export async function storePage(run: ImportRun, rt: ResourceType, page: SourceResource[], counts: BundleCounts): Promise<SourceResource[]> {
+export async function storePage(
+  run: ImportRun,
+  rt: ResourceType,
+  page: SourceResource[],
+  counts: BundleCounts,
+): Promise<SourceResource[]> {
   const entityType = rt.entityType.entityType;
   // Users are matched by name on every run (a matched user is not in the map): their records' references follow them.
   const users = entityType === 'user' ? await matchPageUsers(run, page) : null;
-  const known = await run.map.rows(run.ctx.db.knex, entityType, page.map((r) => r.id));
-  const todo: Array<{ resource: SourceResource; digest: string; bytes?: { tmp: string; size: number; sha256: string }; history?: SourceResource[] }> = [];
+  const known = await run.map.rows(
+    run.ctx.db.knex,
+    entityType,
+    page.map((r) => r.id),
+  );
+  const todo: Array<{
+    resource: SourceResource;
+    digest: string;
+    bytes?: { tmp: string; size: number; sha256: string };
+    history?: SourceResource[];
+  }> = [];
   for (const resource of page) {
     noteNotCarried(run, rt, resource);
     const digest = digestOf(resource);
@@ -48,7 +76,9 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
   // Past revisions of records new to the map, and file bytes, come before the transaction: no
   // transaction waits on the network.
   if (run.options.revisions && rt.entityType.revisionId && savesNewRevision(rt)) {
-    for (const t of todo) if (!known.has(t.resource.id)) t.history = await run.source.history(rt.type, t.resource.id, t.resource.attributes?.[rt.entityType.revisionId]);
+    for (const t of todo)
+      if (!known.has(t.resource.id))
+        t.history = await run.source.history(rt.type, t.resource.id, t.resource.attributes?.[rt.entityType.revisionId]);
   }
   if (entityType === 'file') {
     for (const t of [...todo]) {
@@ -70,7 +100,12 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
     if (entityType !== 'user' && entityType !== 'file' && (await storeWhole(run, rt, todo, known, counts))) return [];
     await write(run.ctx.db.knex, async (trx) => {
       await run.placements.requestRebuild(trx);
-      const here = await recordsHere(run, trx, rt, todo.map((t) => t.resource.id));
+      const here = await recordsHere(
+        run,
+        trx,
+        rt,
+        todo.map((t) => t.resource.id),
+      );
       for (const t of todo) {
         if (users?.has(t.resource.id)) {
           counts.unchanged++;
@@ -83,7 +118,16 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
         }
         try {
           const created = await write(trx, async (sp) => {
-            const c = await storeOne(run, sp, rt, t.resource, here.get(t.resource.id) ?? null, t.bytes, placed, t.history);
+            const c = await storeOne(
+              run,
+              sp,
+              rt,
+              t.resource,
+              here.get(t.resource.id) ?? null,
+              t.bytes,
+              placed,
+              t.history,
+            );
             await run.map.recordMany(sp, entityType, [entry(rt, t.resource, t.digest, t.bytes?.sha256)]);
             return c;
           });
@@ -105,26 +149,54 @@ export async function storePage(run: ImportRun, rt: ResourceType, page: SourceRe
 }
 
 /** A page's records in one transaction with their map rows (one statement per 100); false, and nothing written, when one of them fails (or is this farm's own). */
-async function storeWhole(run: ImportRun, rt: ResourceType, todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>, known: Map<string, MapRow>, counts: BundleCounts): Promise<boolean> {
+async function storeWhole(
+  run: ImportRun,
+  rt: ResourceType,
+  todo: Array<{ resource: SourceResource; digest: string; history?: SourceResource[] }>,
+  known: Map<string, MapRow>,
+  counts: BundleCounts,
+): Promise<boolean> {
   const tally = { created: 0, updated: 0 };
   try {
     await write(run.ctx.db.knex, async (trx) => {
       await run.placements.requestRebuild(trx);
-      const here = await recordsHere(run, trx, rt, todo.map((t) => t.resource.id));
+      const here = await recordsHere(
+        run,
+        trx,
+        rt,
+        todo.map((t) => t.resource.id),
+      );
       // Stored a record at a time instead, which names it.
       if (todo.some((t) => isLocal(t.resource.id, here, known))) throw localConflict(run, rt);
       // Records new here (without past revisions to carry) go in together, a statement per table;
       // the rest one at a time. Together fails as a whole, on a record that refers to another of
       // the same page (a parent): its savepoint is undone and they too go one at a time.
       const fresh = todo.filter((t) => !here.has(t.resource.id) && !t.history?.length);
-      const together = fresh.length > 1 && (await write(trx, (sp) => writeNewRecords(sp, rt, fresh.map((t) => t.resource), run.w)).then(() => true, () => false));
+      const together =
+        fresh.length > 1 &&
+        (await write(trx, (sp) =>
+          writeNewRecords(
+            sp,
+            rt,
+            fresh.map((t) => t.resource),
+            run.w,
+          ),
+        ).then(
+          () => true,
+          () => false,
+        ));
       if (together) tally.created += fresh.length;
       const done = new Set(together ? fresh : []);
       for (const t of todo.filter((t) => !done.has(t))) {
-        if (await storeOne(run, trx, rt, t.resource, here.get(t.resource.id) ?? null, undefined, [], t.history)) tally.created++;
+        if (await storeOne(run, trx, rt, t.resource, here.get(t.resource.id) ?? null, undefined, [], t.history))
+          tally.created++;
         else tally.updated++;
       }
-      await run.map.recordMany(trx, rt.entityType.entityType, todo.map((t) => entry(rt, t.resource, t.digest)));
+      await run.map.recordMany(
+        trx,
+        rt.entityType.entityType,
+        todo.map((t) => entry(rt, t.resource, t.digest)),
+      );
     });
   } catch {
     // Rolled back whole: the page is stored again a record at a time, which names what failed.
@@ -146,28 +218,61 @@ function isLocal(uuid: string, here: Map<string, unknown>, known: Map<string, Ma
 }
 
 function localConflict(run: ImportRun, rt: ResourceType): ApiError {
-  return new ApiError(409, `this farm has a ${rt.entityType.entityType} of its own with this UUID (not one imported from ${run.source.base}): it is left as it is.`);
+  return new ApiError(
+    409,
+    `this farm has a ${rt.entityType.entityType} of its own with this UUID (not one imported from ${run.source.base}): it is left as it is.`,
+  );
 }
 
 function entry(rt: ResourceType, resource: SourceResource, digest: string, sha256?: string): MapEntry {
-  return { resource, changed: parseTimestamp(resource.attributes?.changed), digest, bundle: rt.bundle.bundle, sha256: sha256 ?? null };
+  return {
+    resource,
+    changed: parseTimestamp(resource.attributes?.changed),
+    digest,
+    bundle: rt.bundle.bundle,
+    sha256: sha256 ?? null,
+  };
 }
 
 /** The records of a page already here, by UUID, in two statements (a record of another bundle by its bundle's name). */
-async function recordsHere(run: ImportRun, db: Db, rt: ResourceType, uuids: string[]): Promise<Map<string, EntityRecord | string>> {
+async function recordsHere(
+  run: ImportRun,
+  db: Db,
+  rt: ResourceType,
+  uuids: string[],
+): Promise<Map<string, EntityRecord | string>> {
   const entityType = rt.entityType.entityType;
-  const rows = uuids.length ? ((await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid', 'bundle')) as Array<{ id: number; uuid: string; bundle: string }>) : [];
+  const rows = uuids.length
+    ? ((await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid', 'bundle')) as Array<{
+        id: number;
+        uuid: string;
+        bundle: string;
+      }>)
+    : [];
   const out = new Map<string, EntityRecord | string>();
   for (const r of rows) if (r.bundle !== rt.bundle.bundle) out.set(r.uuid, r.bundle);
   const ids = rows.filter((r) => r.bundle === rt.bundle.bundle).map((r) => Number(r.id));
-  for (const record of ids.length ? await run.services.loader.store.load(db, entityType, ids, undefined, [rt.bundle.bundle]) : []) out.set(record.uuid, record);
+  for (const record of ids.length
+    ? await run.services.loader.store.load(db, entityType, ids, undefined, [rt.bundle.bundle])
+    : [])
+    out.set(record.uuid, record);
   return out;
 }
 
 /** Store one record (the caller notes it in the map); true when it was created. */
-async function storeOne(run: ImportRun, db: Db, rt: ResourceType, resource: SourceResource, found: EntityRecord | string | null, bytes: { tmp: string; size: number; sha256: string } | undefined, placed: string[], history: SourceResource[] = []): Promise<boolean> {
+async function storeOne(
+  run: ImportRun,
+  db: Db,
+  rt: ResourceType,
+  resource: SourceResource,
+  found: EntityRecord | string | null,
+  bytes: { tmp: string; size: number; sha256: string } | undefined,
+  placed: string[],
+  history: SourceResource[] = [],
+): Promise<boolean> {
   const entityType = rt.entityType.entityType;
-  if (typeof found === 'string') throw new ApiError(409, `${resource.id} is a ${entityType}--${found} here, not a ${rt.type}.`);
+  if (typeof found === 'string')
+    throw new ApiError(409, `${resource.id} is a ${entityType}--${found} here, not a ${rt.type}.`);
   const current = found;
   const extra = new Map<string, ItemValue | ItemValue[]>();
   if (bytes) {
@@ -208,7 +313,8 @@ export async function matchPageUsers(run: ImportRun, resources: SourceResource[]
       continue;
     }
     if (run.w.userIds.has(r.id)) continue;
-    const here = (await run.ctx.db.knex(table).whereRaw('lower(name) = ?', [name.toLowerCase()]).first('uuid')) as { uuid: string } | undefined;
+    const here = (await run.ctx.db.knex(table).whereRaw('lower(name) = ?', [name.toLowerCase()]).first('uuid')) as
+      { uuid: string } | undefined;
     if (here && here.uuid !== r.id) {
       run.w.userRemap.set(r.id, here.uuid);
       run.report.matchedUsers.push(name);
@@ -219,7 +325,10 @@ export async function matchPageUsers(run: ImportRun, resources: SourceResource[]
 }
 
 /** Records that waited for a record of their own type (a parent on a later page): tried again until no more can be stored. */
-export async function retryDeferred(run: ImportRun, deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }>): Promise<void> {
+export async function retryDeferred(
+  run: ImportRun,
+  deferred: Array<{ rt: ResourceType; resource: SourceResource; counts: BundleCounts }>,
+): Promise<void> {
   let left = deferred;
   while (left.length) {
     const next: typeof left = [];
@@ -228,7 +337,13 @@ export async function retryDeferred(run: ImportRun, deferred: Array<{ rt: Resour
       if (again.length) next.push(d);
     }
     if (next.length === left.length) {
-      for (const d of next) run.fail(d.rt, d.resource, new SourceError('it refers to a record the source did not list (a dangling relationship).'), d.counts);
+      for (const d of next)
+        run.fail(
+          d.rt,
+          d.resource,
+          new SourceError('it refers to a record the source did not list (a dangling relationship).'),
+          d.counts,
+        );
       return;
     }
     left = next;
@@ -239,7 +354,13 @@ export async function retryDeferred(run: ImportRun, deferred: Array<{ rt: Resour
 function noteNotCarried(run: ImportRun, rt: ResourceType, resource: SourceResource): void {
   const names = [...Object.keys(resource.attributes ?? {}), ...Object.keys(resource.relationships ?? {})];
   for (const name of names) {
-    if (rt.fieldsByName.has(name) || name.startsWith('drupal_internal__') || name === rt.entityType.bundleKey || OWN_MEMBERS.has(name)) continue;
+    if (
+      rt.fieldsByName.has(name) ||
+      name.startsWith('drupal_internal__') ||
+      name === rt.entityType.bundleKey ||
+      OWN_MEMBERS.has(name)
+    )
+      continue;
     let set = run.report.notCarried.get(rt.type);
     if (!set) run.report.notCarried.set(rt.type, (set = new Set()));
     set.add(name);

@@ -99,7 +99,16 @@ abstract class Counting implements Progress {
     // An estimate from the source's numbering can be passed (records deleted there leave gaps): then nearly done.
     const expected = this.expected === null ? null : Math.max(this.expected, this.records);
     const etaSeconds = expected === null || perMs <= 0 ? null : Math.round((expected - this.records) / perMs / 1000);
-    return { phase: this.name, records: this.records, expected, bytes: this.bytes, ms, rate: rate(this.records, ms), bytesRate: rate(this.bytes, ms), etaSeconds };
+    return {
+      phase: this.name,
+      records: this.records,
+      expected,
+      bytes: this.bytes,
+      ms,
+      rate: rate(this.records, ms),
+      bytesRate: rate(this.bytes, ms),
+      etaSeconds,
+    };
   }
   /** The phase's line; `final`, once it is done: no time left. */
   protected line({ final = false }: { final?: boolean } = {}): string {
@@ -167,7 +176,10 @@ export const READINGS_BY_STREAM = 'readings (streams)';
 export function summaryTable(rows: readonly BundleCounts[]): string {
   const head = ['bundle', 'read', 'created', 'updated', 'unchanged', 'failed'];
   // Bundles the source has none of, and this run did nothing with, are left out.
-  const cells = (r: BundleCounts) => [r.type === READINGS_COUNTS ? READINGS_BY_STREAM : r.type, r.read, r.created, r.updated, r.unchanged, r.failed].map(String);
+  const cells = (r: BundleCounts) =>
+    [r.type === READINGS_COUNTS ? READINGS_BY_STREAM : r.type, r.read, r.created, r.updated, r.unchanged, r.failed].map(
+      String,
+    );
   const shown = rows.filter((r) => r.read || r.created || r.updated || r.failed);
   const body = shown.filter((r) => r.type !== READINGS_COUNTS).map(cells);
   const readings = shown.filter((r) => r.type === READINGS_COUNTS).map(cells);
@@ -175,5 +187,11 @@ export function summaryTable(rows: readonly BundleCounts[]): string {
   const all = [head, ...body, total, ...readings];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [fmt(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt), fmt(total), ...readings.map(fmt)].join('\n');
+  return [
+    fmt(head),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...body.map(fmt),
+    fmt(total),
+    ...readings.map(fmt),
+  ].join('\n');
 }

@@ -21,7 +21,10 @@ export async function* sourceReadings(source: FarmSource, uuid: string): AsyncGe
   for (let offset = 0; ; offset += READINGS_PAGE) {
     const rows = await source.getJson(`/api/data_stream/${uuid}/data?limit=${READINGS_PAGE}&offset=${offset}`);
     if (!Array.isArray(rows)) throw new SourceError(`/api/data_stream/${uuid}/data did not answer a list of readings.`);
-    const page = (rows as Array<Record<string, unknown>>).map((row): ReadingRow => [Number(row.timestamp), Number(Object.entries(row).find(([k]) => k !== 'timestamp')?.[1])]);
+    const page = (rows as Array<Record<string, unknown>>).map((row): ReadingRow => [
+      Number(row.timestamp),
+      Number(Object.entries(row).find(([k]) => k !== 'timestamp')?.[1]),
+    ]);
     if (page.length) yield page;
     if (rows.length < READINGS_PAGE) return;
   }
@@ -35,9 +38,16 @@ export async function* sourceReadings(source: FarmSource, uuid: string): AsyncGe
 export async function* storedReadings(db: Db, streamId: number): AsyncGenerator<ReadingRow[]> {
   let after: number | null = null;
   for (;;) {
-    const q = db(READINGS_TABLE).where('stream_id', streamId).orderBy('timestamp').limit(READINGS_PAGE).select('timestamp', 'value');
+    const q = db(READINGS_TABLE)
+      .where('stream_id', streamId)
+      .orderBy('timestamp')
+      .limit(READINGS_PAGE)
+      .select('timestamp', 'value');
     if (after !== null) q.where('timestamp', '>', after);
-    const rows = ((await q) as Array<{ timestamp: number | string; value: number | string }>).map((r): ReadingRow => [Number(r.timestamp), Number(r.value)]);
+    const rows = ((await q) as Array<{ timestamp: number | string; value: number | string }>).map((r): ReadingRow => [
+      Number(r.timestamp),
+      Number(r.value),
+    ]);
     if (!rows.length) return;
     if (rows.length < READINGS_PAGE) {
       yield rows;
@@ -46,7 +56,12 @@ export async function* storedReadings(db: Db, streamId: number): AsyncGenerator<
     // The last second may go on past the page: its readings are read whole, on their own.
     const last = rows[rows.length - 1]![0];
     const before = rows.filter((r) => r[0] < last);
-    const atLast = ((await db(READINGS_TABLE).where({ stream_id: streamId, timestamp: last }).select('timestamp', 'value')) as Array<{ timestamp: number | string; value: number | string }>).map((r): ReadingRow => [Number(r.timestamp), Number(r.value)]);
+    const atLast = (
+      (await db(READINGS_TABLE).where({ stream_id: streamId, timestamp: last }).select('timestamp', 'value')) as Array<{
+        timestamp: number | string;
+        value: number | string;
+      }>
+    ).map((r): ReadingRow => [Number(r.timestamp), Number(r.value)]);
     yield [...before, ...atLast];
     after = last;
   }
@@ -154,7 +169,8 @@ export async function* spooledReadings(file: string): AsyncGenerator<ReadingRow[
   for await (const chunk of createReadStream(file, { highWaterMark: READINGS_PAGE * SPOOLED_READING_BYTES })) {
     const bytes = rest.length ? Buffer.concat([rest, chunk as Buffer]) : (chunk as Buffer);
     const whole = bytes.length - (bytes.length % SPOOLED_READING_BYTES);
-    for (let at = 0; at < whole; at += SPOOLED_READING_BYTES) page.push([bytes.readDoubleLE(at), bytes.readDoubleLE(at + 8)]);
+    for (let at = 0; at < whole; at += SPOOLED_READING_BYTES)
+      page.push([bytes.readDoubleLE(at), bytes.readDoubleLE(at + 8)]);
     rest = bytes.subarray(whole);
     if (page.length >= READINGS_PAGE) {
       yield page;

@@ -104,7 +104,14 @@ function userReference(resource: SourceResource, name: string, w: WriteContext):
  * attributes, the author (uid) and revision author from its relationships. A field the source does
  * not send gets what a new record would get (now, or nobody): never the importing user.
  */
-function sourceAutomatics(rt: ResourceType, resource: SourceResource, values: Values, w: WriteContext, now: number, isNew: boolean): { revisionCreated: number; revisionUser: number | null } {
+function sourceAutomatics(
+  rt: ResourceType,
+  resource: SourceResource,
+  values: Values,
+  w: WriteContext,
+  now: number,
+  isNew: boolean,
+): { revisionCreated: number; revisionUser: number | null } {
   for (const field of rt.bundle.fields) {
     if (!field.auto || field.computed || field.storage.kind === 'none') continue;
     if (field.auto === 'created' || field.auto === 'changed') {
@@ -117,7 +124,8 @@ function sourceAutomatics(rt: ResourceType, resource: SourceResource, values: Va
       else if (isNew && !values.has(field.name)) values.set(field.name, field.multiple ? [] : null);
     }
   }
-  const revisionCreated = parseTimestamp(resource.attributes?.revision_created) ?? parseTimestamp(resource.attributes?.changed) ?? now;
+  const revisionCreated =
+    parseTimestamp(resource.attributes?.revision_created) ?? parseTimestamp(resource.attributes?.changed) ?? now;
   const revisionUser = userReference(resource, 'revision_user', w);
   return { revisionCreated, revisionUser: revisionUser ? revisionUser.targetId : null };
 }
@@ -127,7 +135,15 @@ function sourceAutomatics(rt: ResourceType, resource: SourceResource, values: Va
  * the caller's transaction (a savepoint of the page's); throws what InputReader throws for a bad
  * value or a relationship to a record that is not here.
  */
-export async function writeRecord(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, w: WriteContext, extra: Values = new Map(), history: SourceResource[] = []): Promise<number> {
+export async function writeRecord(
+  db: Db,
+  rt: ResourceType,
+  resource: SourceResource,
+  current: EntityRecord | null,
+  w: WriteContext,
+  extra: Values = new Map(),
+  history: SourceResource[] = [],
+): Promise<number> {
   const s = w.services;
   const { document } = cleanDocument(rt, resource, w);
   const input = await s.input.read(db, rt, document);
@@ -135,11 +151,21 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
   const values: Values = new Map(input.values);
   for (const [k, v] of extra) values.set(k, v);
   // A user's save and its timestamps after it: one unit of work, one feed row (storage/unit-of-work.ts).
-  if (rt.entityType.access === 'user') return inUnitOfWork(db, () => writeUser(db, rt, resource, current, values, w, now));
+  if (rt.entityType.access === 'user')
+    return inUnitOfWork(db, () => writeUser(db, rt, resource, current, values, w, now));
   const { revisionCreated, revisionUser } = importedValues(rt, resource, values, w, now, current === null);
   // Older revisions (from a Tilth source, --revisions), for a new record.
   const older = !current && rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
-  return s.entities.saveVerbatim(db, rt, resource.id, current, values, { userId: revisionUser, created: revisionCreated, message: w.message }, older, now);
+  return s.entities.saveVerbatim(
+    db,
+    rt,
+    resource.id,
+    current,
+    values,
+    { userId: revisionUser, created: revisionCreated, message: w.message },
+    older,
+    now,
+  );
 }
 
 /**
@@ -149,23 +175,44 @@ export async function writeRecord(db: Db, rt: ResourceType, resource: SourceReso
  * Throws what writeRecord would throw for any one of them; nothing is then known of which: the
  * caller stores them one at a time to find out.
  */
-export async function writeNewRecords(db: Db, rt: ResourceType, resources: readonly SourceResource[], w: WriteContext): Promise<number[]> {
-  const inputs = await w.services.input.readMany(db, rt, resources.map((r) => cleanDocument(rt, r, w).document));
+export async function writeNewRecords(
+  db: Db,
+  rt: ResourceType,
+  resources: readonly SourceResource[],
+  w: WriteContext,
+): Promise<number[]> {
+  const inputs = await w.services.input.readMany(
+    db,
+    rt,
+    resources.map((r) => cleanDocument(rt, r, w).document),
+  );
   const now = Math.floor(Date.now() / 1000);
   const rows = resources.map((resource, i) => {
     const values: Values = new Map(inputs[i]!.values);
     const revision = importedValues(rt, resource, values, w, now, true);
-    return { uuid: resource.id, values, revision: { userId: revision.revisionUser, created: revision.revisionCreated, message: w.message } };
+    return {
+      uuid: resource.id,
+      values,
+      revision: { userId: revision.revisionUser, created: revision.revisionCreated, message: w.message },
+    };
   });
   return w.services.entities.createManyVerbatim(db, rt, rows, now);
 }
 
 /** The source's automatic fields (sourceAutomatics) and the revision fields saying where the record came from. */
-function importedValues(rt: ResourceType, resource: SourceResource, values: Values, w: WriteContext, now: number, isNew: boolean): { revisionCreated: number; revisionUser: number | null } {
+function importedValues(
+  rt: ResourceType,
+  resource: SourceResource,
+  values: Values,
+  w: WriteContext,
+  now: number,
+  isNew: boolean,
+): { revisionCreated: number; revisionUser: number | null } {
   const revision = sourceAutomatics(rt, resource, values, w, now, isNew);
   if (rt.fieldsByName.has(REVISION_LOG_MESSAGE)) values.set(REVISION_LOG_MESSAGE, w.message);
   if (rt.fieldsByName.has('revision_created')) values.set('revision_created', revision.revisionCreated);
-  if (rt.fieldsByName.has('revision_user')) values.set('revision_user', revision.revisionUser === null ? null : { targetId: revision.revisionUser, meta: {} });
+  if (rt.fieldsByName.has('revision_user'))
+    values.set('revision_user', revision.revisionUser === null ? null : { targetId: revision.revisionUser, meta: {} });
   return revision;
 }
 
@@ -174,14 +221,23 @@ function importedValues(rt: ResourceType, resource: SourceResource, values: Valu
  * itself, with its own author, time and message. A revision that no longer reads (it names a
  * record the source has since deleted) is left out: the current one is what must be whole.
  */
-async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[], w: WriteContext, now: number): Promise<RevisionInput[]> {
+async function olderRevisions(
+  db: Db,
+  rt: ResourceType,
+  history: SourceResource[],
+  w: WriteContext,
+  now: number,
+): Promise<RevisionInput[]> {
   const out: RevisionInput[] = [];
   for (const revision of history) {
     try {
       const input = await w.services.input.read(db, rt, cleanDocument(rt, revision, w).document);
       const values: Values = new Map(input.values);
       const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
-      const message = typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string' ? (revision.attributes[REVISION_LOG_MESSAGE] as string) : '';
+      const message =
+        typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string'
+          ? (revision.attributes[REVISION_LOG_MESSAGE] as string)
+          : '';
       fillDefaults(rt.bundle.fields, values, now);
       const stored = storedValues(rt, values);
       await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
@@ -194,7 +250,15 @@ async function olderRevisions(db: Db, rt: ResourceType, history: SourceResource[
 }
 
 /** A user, saved as the API saves one (roles, account rules), then given the source's timestamps. */
-async function writeUser(db: Db, rt: ResourceType, resource: SourceResource, current: EntityRecord | null, values: Values, w: WriteContext, now: number): Promise<number> {
+async function writeUser(
+  db: Db,
+  rt: ResourceType,
+  resource: SourceResource,
+  current: EntityRecord | null,
+  values: Values,
+  w: WriteContext,
+  now: number,
+): Promise<number> {
   const s = w.services;
   const input = { values, secrets: new Map() };
   let id: number;

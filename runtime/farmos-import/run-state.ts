@@ -48,7 +48,16 @@ export interface ImportOptions {
 
 /** Who stores users: an administrator with no account here, so nothing is owned by the import itself. */
 export function systemPrincipal(): Principal {
-  return { userId: null, userUuid: null, userName: 'import', roles: ['administrator'], scopes: [USER_ACCESS_SCOPE], clientId: null, tokenChainId: null, permissions: effectivePermissions(['administrator'], [USER_ACCESS_SCOPE]) };
+  return {
+    userId: null,
+    userUuid: null,
+    userName: 'import',
+    roles: ['administrator'],
+    scopes: [USER_ACCESS_SCOPE],
+    clientId: null,
+    tokenChainId: null,
+    permissions: effectivePermissions(['administrator'], [USER_ACCESS_SCOPE]),
+  };
 }
 
 export class ImportRun {
@@ -56,7 +65,16 @@ export class ImportRun {
   readonly map: ImportMap;
   readonly files: FileStore;
   readonly w: WriteContext;
-  readonly report: ImportReport = { counts: [], failures: [], unsupported: [], notCarried: new Map(), needPassword: [], matchedUsers: [], pruned: 0, assetsRebuilt: 0 };
+  readonly report: ImportReport = {
+    counts: [],
+    failures: [],
+    unsupported: [],
+    notCarried: new Map(),
+    needPassword: [],
+    matchedUsers: [],
+    pruned: 0,
+    assetsRebuilt: 0,
+  };
   /** UUIDs the source listed this run, by entity type (what --prune keeps). */
   readonly seen = new Map<string, Set<string>>();
   /** Resource types read whole this run (no mark from an earlier one): `seen` has all their UUIDs. */
@@ -76,7 +94,14 @@ export class ImportRun {
     this.placements = ctx.services.placements;
     this.map = new ImportMap(source.base);
     this.files = ctx.services.files;
-    this.w = { services: this.services, message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`, userIds: new Map(), userRemap: new Map(), conflicts: this.conflicts, system: systemPrincipal() };
+    this.w = {
+      services: this.services,
+      message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`,
+      userIds: new Map(),
+      userRemap: new Map(),
+      conflicts: this.conflicts,
+      system: systemPrincipal(),
+    };
   }
 
   seenSet(entityType: string): Set<string> {

@@ -49,14 +49,24 @@ const READ_WHOLE = new Set(['user', 'file', 'data_stream']);
 /** Resource types of /api that are configuration (bundles, roles, flags…), not records to copy. */
 function isConfigType(type: string): boolean {
   const [entityType, bundle] = type.split('--');
-  return (entityType === bundle && !['user', 'file'].includes(entityType!)) || /_type$/.test(entityType!) || entityType === 'taxonomy_vocabulary';
+  return (
+    (entityType === bundle && !['user', 'file'].includes(entityType!)) ||
+    /_type$/.test(entityType!) ||
+    entityType === 'taxonomy_vocabulary'
+  );
 }
 
 /** The resource types the source serves (its /api links), split into what this farm has and what it has not. */
-export async function sourceTypes(source: FarmSource, ctx: AppContext): Promise<{ supported: ResourceType[]; unsupported: string[] }> {
+export async function sourceTypes(
+  source: FarmSource,
+  ctx: AppContext,
+): Promise<{ supported: ResourceType[]; unsupported: string[] }> {
   const index = await source.getJson('/api');
   const links = index?.links && typeof index.links === 'object' ? Object.keys(index.links) : [];
-  if (!links.length) throw new SourceError(`${source.base}/api lists no resource types, so it is not a farm's API: give --url the farm's own address (e.g. https://farm.example.org), that of a farmOS 2.x or 3.x server or a Tilth.`);
+  if (!links.length)
+    throw new SourceError(
+      `${source.base}/api lists no resource types, so it is not a farm's API: give --url the farm's own address (e.g. https://farm.example.org), that of a farmOS 2.x or 3.x server or a Tilth.`,
+    );
   const supported: ResourceType[] = [];
   const unsupported: string[] = [];
   for (const type of links.filter((k) => k.includes('--') && !isConfigType(k))) {
@@ -80,7 +90,8 @@ export class FarmImport {
   async run(): Promise<ImportReport> {
     const { supported, unsupported } = await sourceTypes(this.state.source, this.state.ctx);
     this.state.report.unsupported = unsupported;
-    for (const type of unsupported) this.state.progress.note(`Skipped ${type}: this farm has no such record type.`, { skipped: type });
+    for (const type of unsupported)
+      this.state.progress.note(`Skipped ${type}: this farm has no such record type.`, { skipped: type });
     await loadUsers(this.state);
     for (const entityType of IMPORT_ORDER) {
       const bundles = supported.filter((rt) => rt.entityType.entityType === entityType);
@@ -99,9 +110,17 @@ export class FarmImport {
         if (since === null) this.state.readWhole.add(rt.type);
         // The next run reads from the source's time now, less a margin: a record written at the source
         // while this run reads (after its page went by) is read by the next run.
-        marks.push({ rt, counts, at: this.state.source.sourceNow === null ? null : this.state.source.sourceNow - MARK_MARGIN_SECONDS });
+        marks.push({
+          rt,
+          counts,
+          at: this.state.source.sourceNow === null ? null : this.state.source.sourceNow - MARK_MARGIN_SECONDS,
+        });
         try {
-          for await (const page of this.state.source.pagesInLanes(rt.type, rt.entityType.internalId, since === null ? {} : { changedSince: since })) {
+          for await (const page of this.state.source.pagesInLanes(
+            rt.type,
+            rt.entityType.internalId,
+            since === null ? {} : { changedSince: since },
+          )) {
             counts.read += page.length;
             for (const r of page) this.state.seenSet(entityType).add(r.id);
             const later = await storePage(this.state, rt, page, counts);
@@ -113,13 +132,20 @@ export class FarmImport {
           // A page the source would not give (after its retries): the rest of this bundle is
           // unknown, so named as such; the other bundles go on, and --prune does not run.
           if (!(error instanceof SourceError)) throw error;
-          this.state.fail(rt, { type: rt.type, id: last ? `(the page after ${last})` : '(its first page)' }, error, counts);
+          this.state.fail(
+            rt,
+            { type: rt.type, id: last ? `(the page after ${last})` : '(its first page)' },
+            error,
+            counts,
+          );
         }
       }
       await retryDeferred(this.state, deferred);
       // A bundle read to its end with nothing failed: the next run asks only for what changed since.
       // One with a failure is read whole again, so that what failed is tried again.
-      for (const m of marks) if (m.at !== null && !m.counts.failed && !READ_WHOLE.has(entityType)) await this.state.map.setMark(this.state.ctx.db.knex, m.rt.type, m.at);
+      for (const m of marks)
+        if (m.at !== null && !m.counts.failed && !READ_WHOLE.has(entityType))
+          await this.state.map.setMark(this.state.ctx.db.knex, m.rt.type, m.at);
       this.state.progress.done();
       if (entityType === 'user') await loadUsers(this.state);
     }
@@ -161,7 +187,9 @@ export class FarmImport {
   async matchUsers(): Promise<Map<string, string>> {
     await loadUsers(this.state);
     const rt = this.state.ctx.registry.get('user--user');
-    if (rt) for await (const page of this.state.source.pages(rt.type, rt.entityType.internalId)) await matchPageUsers(this.state, page);
+    if (rt)
+      for await (const page of this.state.source.pages(rt.type, rt.entityType.internalId))
+        await matchPageUsers(this.state, page);
     return this.state.w.userRemap;
   }
 

@@ -101,7 +101,8 @@ export class FarmSource {
     } catch {
       throw new SourceError(`--url: "${url}" is not a URL; give the farm's address, e.g. https://farm.example.org.`);
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new SourceError(`--url: "${url}" must start with http:// or https://.`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new SourceError(`--url: "${url}" must start with http:// or https://.`);
     // The API's address (what a server prints, `…/api`) names the same farm: its base is above it.
     parsed.pathname = parsed.pathname.replace(/\/api\/*$/, '');
     this.base = parsed.toString().replace(/\/+$/, '');
@@ -122,11 +123,24 @@ export class FarmSource {
     const form = new URLSearchParams(
       this.auth.kind === 'client'
         ? { grant_type: 'client_credentials', client_id: this.auth.clientId, client_secret: this.auth.clientSecret }
-        : { grant_type: 'password', client_id: this.auth.clientId, username: this.auth.username, password: this.auth.password },
+        : {
+            grant_type: 'password',
+            client_id: this.auth.clientId,
+            username: this.auth.username,
+            password: this.auth.password,
+          },
     );
     if (this.auth.scope) form.set('scope', this.auth.scope);
     const url = `${this.base}/oauth/token`;
-    const res = await this.send(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' }, body: form.toString() }, { authorized: false });
+    const res = await this.send(
+      url,
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+        body: form.toString(),
+      },
+      { authorized: false },
+    );
     // An OAuth error is a JSON body with a 400 or 401: read it whatever the status.
     const text = await this.readText(res, url);
     let body: Record<string, unknown> = {};
@@ -141,12 +155,18 @@ export class FarmSource {
     }
     // A server error says nothing of the address; a 2xx or 4xx with no OAuth error says --url is not
     // the farm's own address (a page of it, another server).
-    if (typeof body.error !== 'string' && res.status >= 500) throw new SourceError(`Signing in to ${this.base} failed (HTTP ${res.status}).`);
+    if (typeof body.error !== 'string' && res.status >= 500)
+      throw new SourceError(`Signing in to ${this.base} failed (HTTP ${res.status}).`);
     if (typeof body.error !== 'string') {
-      throw new SourceError(`Signing in to ${this.base} failed: ${url} answered ${res.status}${res.ok ? ' without an access token' : ''}, which is not an OAuth answer: give --url the farm's own address, the one its web pages are at (e.g. https://farm.example.org).`);
+      throw new SourceError(
+        `Signing in to ${this.base} failed: ${url} answered ${res.status}${res.ok ? ' without an access token' : ''}, which is not an OAuth answer: give --url the farm's own address, the one its web pages are at (e.g. https://farm.example.org).`,
+      );
     }
     const error = body.error;
-    if (this.auth.kind === 'password' && (error === 'unsupported_grant_type' || (error === 'invalid_client' && this.auth.clientId === 'farm'))) {
+    if (
+      this.auth.kind === 'password' &&
+      (error === 'unsupported_grant_type' || (error === 'invalid_client' && this.auth.clientId === 'farm'))
+    ) {
       throw new SourceError(`${PASSWORD_GRANT_HELP} (The source answered ${error}.)`);
     }
     const detail = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
@@ -196,14 +216,24 @@ export class FarmSource {
         q.set('filter[after][condition][value]', String(after));
       }
       const doc = await this.getJson(`/api/${entityType}/${bundle}?${q}`);
-      if (!doc || !Array.isArray(doc.data)) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the answer has no "data" list.`);
+      if (!doc || !Array.isArray(doc.data))
+        throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the answer has no "data" list.`);
       const page = doc.data as SourceResource[];
       if (!page.length) return;
       yield page;
       const last = Number(page[page.length - 1]!.attributes?.[internalId]);
-      if (!Number.isFinite(last)) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the records have no ${internalId} to page by.`);
-      if (options.upTo !== undefined && last > options.upTo) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (<= ${options.upTo}).`);
-      if (after !== null && last <= after) throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (the same page came back).`);
+      if (!Number.isFinite(last))
+        throw new SourceError(
+          `${this.base}/api/${entityType}/${bundle}: the records have no ${internalId} to page by.`,
+        );
+      if (options.upTo !== undefined && last > options.upTo)
+        throw new SourceError(
+          `${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (<= ${options.upTo}).`,
+        );
+      if (after !== null && last <= after)
+        throw new SourceError(
+          `${this.base}/api/${entityType}/${bundle}: the source ignored the ${internalId} filter (the same page came back).`,
+        );
       after = last;
       if (page.length < this.pageSize && !doc.links?.next) return;
     }
@@ -231,7 +261,12 @@ export class FarmSource {
    * ranges, each paged by its own keyset, the last one open (records added meanwhile come in it).
    * Pages come as they arrive, not in number order; a lane's failure is the whole listing's.
    */
-  async *pagesInLanes(type: string, internalId: string, options: PageOptions = {}, lanes = 4): AsyncGenerator<SourceResource[]> {
+  async *pagesInLanes(
+    type: string,
+    internalId: string,
+    options: PageOptions = {},
+    lanes = 4,
+  ): AsyncGenerator<SourceResource[]> {
     const first = this.pages(type, internalId, options);
     const head = await first.next();
     if (head.done) return;
@@ -249,9 +284,19 @@ export class FarmSource {
       return;
     }
     const step = Math.ceil((top - from) / lanes);
-    const readers = Array.from({ length: lanes }, (_, i) => this.pages(type, internalId, { ...options, after: from + i * step, upTo: i === lanes - 1 ? undefined : from + (i + 1) * step }));
+    const readers = Array.from({ length: lanes }, (_, i) =>
+      this.pages(type, internalId, {
+        ...options,
+        after: from + i * step,
+        upTo: i === lanes - 1 ? undefined : from + (i + 1) * step,
+      }),
+    );
     const pending = new Map<number, Promise<{ lane: number; result: IteratorResult<SourceResource[]> }>>();
-    const ask = (lane: number) => pending.set(lane, readers[lane]!.next().then((result) => ({ lane, result })));
+    const ask = (lane: number) =>
+      pending.set(
+        lane,
+        readers[lane]!.next().then((result) => ({ lane, result })),
+      );
     readers.forEach((_, lane) => ask(lane));
     try {
       while (pending.size) {
@@ -283,7 +328,10 @@ export class FarmSource {
     let next: string | null = `/api/${entityType}/${bundle}/${uuid}/revision-history?page[limit]=50`;
     while (next) {
       const url = new URL(this.absolute(next)).toString();
-      if (seen.has(url)) throw new SourceError(`${record}: its next page ${url} came back again (a page read before); not read further.`);
+      if (seen.has(url))
+        throw new SourceError(
+          `${record}: its next page ${url} came back again (a page read before); not read further.`,
+        );
       seen.add(url);
       let doc: any;
       try {
@@ -295,9 +343,13 @@ export class FarmSource {
       const page = (doc?.data ?? []) as SourceResource[];
       if (!Array.isArray(page)) throw new SourceError(`${record}: ${url} has no "data" list.`);
       next = typeof doc?.links?.next?.href === 'string' ? doc.links.next.href : null;
-      if (!page.length && next) throw new SourceError(`${record}: ${url} has no revisions, yet a next page (no progress); not read further.`);
+      if (!page.length && next)
+        throw new SourceError(`${record}: ${url} has no revisions, yet a next page (no progress); not read further.`);
       out.push(...page);
-      if (out.length > this.maxRevisions) throw new SourceError(`${record}: the source serves more than ${this.maxRevisions} revisions of it; not read further.`);
+      if (out.length > this.maxRevisions)
+        throw new SourceError(
+          `${record}: the source serves more than ${this.maxRevisions} revisions of it; not read further.`,
+        );
     }
     return out.filter((r) => r.attributes?.drupal_internal__revision_id !== currentRevision).reverse();
   }
@@ -320,7 +372,8 @@ export class FarmSource {
   private onSource(href: string): string {
     const url = new URL(href, `${this.base}/`);
     // Only the source's own origin gets the token.
-    if (url.origin !== new URL(this.base).origin) throw new SourceError(`${href} is not on ${this.base}; its bytes are not fetched with the source's token.`);
+    if (url.origin !== new URL(this.base).origin)
+      throw new SourceError(`${href} is not on ${this.base}; its bytes are not fetched with the source's token.`);
     return url.toString();
   }
 
@@ -329,7 +382,11 @@ export class FarmSource {
    * A 401 with credentials that can sign in again (a token that expired mid-import) signs in once more.
    * `authorized: false` is the sign-in's own request: no bearer token, no signing in again, no redirect followed.
    */
-  private async send(url: string, init: RequestInit, { authorized = true }: { authorized?: boolean } = {}): Promise<Response> {
+  private async send(
+    url: string,
+    init: RequestInit,
+    { authorized = true }: { authorized?: boolean } = {},
+  ): Promise<Response> {
     let signedInAgain = false;
     let redirects = 0;
     for (let attempt = 1; ; attempt++) {
@@ -340,7 +397,8 @@ export class FarmSource {
         // Redirects by hand: fetch would follow them anywhere, with the body and the credentials.
         res = await fetch(url, { ...init, headers, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
       } catch (error) {
-        if (attempt >= this.attempts) throw new SourceError(`${url}: ${this.describeFailure(error)} (after ${attempt} attempts).`);
+        if (attempt >= this.attempts)
+          throw new SourceError(`${url}: ${this.describeFailure(error)} (after ${attempt} attempts).`);
         await sleep(this.backoffMs * 2 ** (attempt - 1));
         continue;
       }
@@ -361,7 +419,11 @@ export class FarmSource {
       if (RETRIED_STATUSES.has(res.status) && attempt < this.attempts) {
         await res.body?.cancel();
         const retryAfter = Number(res.headers.get('retry-after'));
-        await sleep(Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, 30_000) : this.backoffMs * 2 ** (attempt - 1));
+        await sleep(
+          Number.isFinite(retryAfter) && retryAfter > 0
+            ? Math.min(retryAfter * 1000, 30_000)
+            : this.backoffMs * 2 ** (attempt - 1),
+        );
         continue;
       }
       return res;
@@ -382,16 +444,24 @@ export class FarmSource {
     } catch {
       throw new SourceError(`${url} redirects to "${location}", which is not a URL.`);
     }
-    if (!authorized) throw new SourceError(`${url} redirects to ${target}: credentials are not sent on to another address. If that is the farm's own address, give it to --url.`);
-    if (target.origin !== new URL(this.base).origin) throw new SourceError(`${url} redirects to ${target}, which is not on ${this.base}: not followed (the source's token and what it answers stay on the source).`);
-    if (hops > MAX_REDIRECTS) throw new SourceError(`${url} redirects more than ${MAX_REDIRECTS} times; not followed further.`);
+    if (!authorized)
+      throw new SourceError(
+        `${url} redirects to ${target}: credentials are not sent on to another address. If that is the farm's own address, give it to --url.`,
+      );
+    if (target.origin !== new URL(this.base).origin)
+      throw new SourceError(
+        `${url} redirects to ${target}, which is not on ${this.base}: not followed (the source's token and what it answers stay on the source).`,
+      );
+    if (hops > MAX_REDIRECTS)
+      throw new SourceError(`${url} redirects more than ${MAX_REDIRECTS} times; not followed further.`);
     return target.toString();
   }
 
   /** A request that failed with no answer, said as a person reads it. */
   private describeFailure(error: unknown): string {
     // AbortSignal.timeout's DOMException: its `code` is a number, its name says what happened.
-    if ((error as Error)?.name === 'TimeoutError') return `no complete answer within ${this.timeoutMs / 1000} s (--timeout)`;
+    if ((error as Error)?.name === 'TimeoutError')
+      return `no complete answer within ${this.timeoutMs / 1000} s (--timeout)`;
     const cause = (error as { cause?: { message?: string } }).cause;
     return cause ? String(cause.message ?? cause) : String((error as Error)?.message ?? error);
   }
@@ -401,7 +471,10 @@ export class FarmSource {
    * never ends costs the cap, not the machine's memory. A failure mid-body names the URL.
    */
   private async readText(res: Response, url: string): Promise<string> {
-    const tooLarge = () => new DocumentTooLarge(`${url} answered more than ${this.maxDocumentBytes / 1_048_576} MB (TILTH_IMPORT_MAX_DOCUMENT_MB); not read further.`);
+    const tooLarge = () =>
+      new DocumentTooLarge(
+        `${url} answered more than ${this.maxDocumentBytes / 1_048_576} MB (TILTH_IMPORT_MAX_DOCUMENT_MB); not read further.`,
+      );
     if (Number(res.headers.get('content-length')) > this.maxDocumentBytes) {
       await res.body?.cancel();
       throw tooLarge();

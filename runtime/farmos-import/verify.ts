@@ -28,7 +28,22 @@ export interface Difference {
 }
 
 /** Members that are each farm's own bookkeeping, not the farm's records. */
-const OWN_ATTRIBUTES = new Set(['langcode', 'default_langcode', 'revision_default', 'revision_translation_affected', 'revision_log_message', 'revision_created', 'uri', 'pass', 'access', 'login', 'init', 'preferred_langcode', 'preferred_admin_langcode', 'timezone']);
+const OWN_ATTRIBUTES = new Set([
+  'langcode',
+  'default_langcode',
+  'revision_default',
+  'revision_translation_affected',
+  'revision_log_message',
+  'revision_created',
+  'uri',
+  'pass',
+  'access',
+  'login',
+  'init',
+  'preferred_langcode',
+  'preferred_admin_langcode',
+  'timezone',
+]);
 const OWN_RELATIONSHIPS = new Set(['revision_user']);
 /**
  * An account is compared by what it is on both farms, not by its times: `changed` moves here when
@@ -40,7 +55,13 @@ const ACCOUNT_RELATIONSHIPS = new Set(['roles']);
 /** Item properties worth comparing on a relationship item (files and images). */
 const ITEM_META = ['description', 'display', 'alt', 'title', 'width', 'height'];
 
-export async function verifyFarm(ctx: AppContext, source: FarmSource, supported: ResourceType[], progress: Progress, userRemap: ReadonlyMap<string, string> = new Map()): Promise<Difference[]> {
+export async function verifyFarm(
+  ctx: AppContext,
+  source: FarmSource,
+  supported: ResourceType[],
+  progress: Progress,
+  userRemap: ReadonlyMap<string, string> = new Map(),
+): Promise<Difference[]> {
   const verifier = new FarmVerifier(ctx, source, userRemap);
   progress.phase('verifying');
   for (const rt of supported) {
@@ -50,7 +71,13 @@ export async function verifyFarm(ctx: AppContext, source: FarmSource, supported:
     } catch (error) {
       // A collection the source will not give: none of it is verified, and the report says so.
       if (!(error instanceof SourceError)) throw error;
-      verifier.out.push({ type: rt.type, uuid: '(unread)', field: '(records)', source: error.message, here: 'not compared' });
+      verifier.out.push({
+        type: rt.type,
+        uuid: '(unread)',
+        field: '(records)',
+        source: error.message,
+        here: 'not compared',
+      });
       continue;
     }
     await verifier.notAtSource(rt, seen);
@@ -85,13 +112,32 @@ class FarmVerifier {
     const seen = new Set<string>();
     for await (const page of this.source.pagesInLanes(rt.type, rt.entityType.internalId)) {
       // The anonymous user (no name) is every farm's own.
-      const wanted = page.filter((r) => entityType !== 'user' || (typeof r.attributes?.name === 'string' && r.attributes.name !== ''));
+      const wanted = page.filter(
+        (r) => entityType !== 'user' || (typeof r.attributes?.name === 'string' && r.attributes.name !== ''),
+      );
       const uuids = wanted.map((r) => this.userRemap.get(r.id) ?? r.id);
       for (const u of uuids) seen.add(u);
-      const rows = (await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
-      const records = await this.services.loader.load(db, entityType, rows.map((r) => Number(r.id)), null, undefined, [rt.bundle.bundle]);
+      const rows = (await db(rt.entityType.table).whereIn('uuid', uuids).select('id', 'uuid')) as Array<{
+        id: number;
+        uuid: string;
+      }>;
+      const records = await this.services.loader.load(
+        db,
+        entityType,
+        rows.map((r) => Number(r.id)),
+        null,
+        undefined,
+        [rt.bundle.bundle],
+      );
       const byUuid = new Map(records.map((r) => [r.uuid, r]));
-      const imported = entityType === 'file' ? await this.map.rows(db, entityType, wanted.map((r) => r.id)) : new Map<string, MapRow>();
+      const imported =
+        entityType === 'file'
+          ? await this.map.rows(
+              db,
+              entityType,
+              wanted.map((r) => r.id),
+            )
+          : new Map<string, MapRow>();
       for (const resource of wanted) {
         const record = byUuid.get(this.userRemap.get(resource.id) ?? resource.id);
         if (!record) {
@@ -101,7 +147,8 @@ class FarmVerifier {
         if (entityType === 'user' && this.userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
         const here = this.services.serializer.resourceObject(record, this.principal);
         this.out.push(...compare(rt, resource, here as SourceResource, this.userRemap));
-        if (entityType === 'file') await this.compareBytes(rt, resource, record.values.get('path'), imported.get(resource.id));
+        if (entityType === 'file')
+          await this.compareBytes(rt, resource, record.values.get('path'), imported.get(resource.id));
       }
       advance(page.length);
     }
@@ -112,10 +159,19 @@ class FarmVerifier {
    * A file's bytes here against the source's: against the SHA-256 they had when imported while
    * the source's file record is the one imported (same digest), else downloaded again and hashed.
    */
-  private async compareBytes(rt: ResourceType, resource: SourceResource, path: unknown, imported: MapRow | undefined): Promise<void> {
+  private async compareBytes(
+    rt: ResourceType,
+    resource: SourceResource,
+    path: unknown,
+    imported: MapRow | undefined,
+  ): Promise<void> {
     const url = (resource.attributes?.uri as { url?: string } | undefined)?.url;
     const recorded = imported?.sha256 && imported.digest === digestOf(resource) ? imported.sha256 : null;
-    const there = recorded ? Promise.resolve(recorded) : url ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`) : Promise.resolve('no url');
+    const there = recorded
+      ? Promise.resolve(recorded)
+      : url
+        ? sourceSha256(this.source, url).catch((e: Error) => `unreadable (${e.message})`)
+        : Promise.resolve('no url');
     const [a, b] = await Promise.all([there, typeof path === 'string' ? storedSha256(this.files, path) : null]);
     if (a !== b) this.out.push({ type: rt.type, uuid: resource.id, field: 'sha256', source: a, here: b });
   }
@@ -126,7 +182,13 @@ class FarmVerifier {
     if (entityType === 'user') return;
     for (const uuid of await this.map.uuids(this.ctx.db.knex, entityType, rt.bundle.bundle)) {
       if (!seen.has(uuid) && (await this.services.loader.store.findByUuid(this.ctx.db.knex, entityType, uuid))) {
-        this.out.push({ type: rt.type, uuid, field: '(record)', source: 'missing', here: 'present (run with --prune)' });
+        this.out.push({
+          type: rt.type,
+          uuid,
+          field: '(record)',
+          source: 'missing',
+          here: 'present (run with --prune)',
+        });
       }
     }
   }
@@ -139,28 +201,44 @@ class FarmVerifier {
     for (const row of rows.filter((r) => mapped.has(r.uuid))) {
       const there = await sourceDigest(this.source, row.uuid).catch(() => null);
       const here = await storedDigest(db, Number(row.id));
-      if (!there || there.digest() !== here.digest()) this.out.push({ type: 'data_stream readings', uuid: row.uuid, field: 'readings', source: there ? `${there.size} readings` : 'unreadable', here: `${here.size} readings${there && there.size === here.size ? ' (some differ)' : ''}` });
+      if (!there || there.digest() !== here.digest())
+        this.out.push({
+          type: 'data_stream readings',
+          uuid: row.uuid,
+          field: 'readings',
+          source: there ? `${there.size} readings` : 'unreadable',
+          here: `${here.size} readings${there && there.size === here.size ? ' (some differ)' : ''}`,
+        });
     }
   }
 }
 
 /** The differences between a source record and the same record here, field by field. */
-export function compare(rt: ResourceType, source: SourceResource, here: SourceResource, users: ReadonlyMap<string, string>): Difference[] {
+export function compare(
+  rt: ResourceType,
+  source: SourceResource,
+  here: SourceResource,
+  users: ReadonlyMap<string, string>,
+): Difference[] {
   const out: Difference[] = [];
   const account = rt.entityType.access === 'user';
   for (const [name, value] of Object.entries(source.attributes ?? {})) {
-    if (account ? !ACCOUNT_ATTRIBUTES.has(name) : name.startsWith('drupal_internal__') || OWN_ATTRIBUTES.has(name)) continue;
+    if (account ? !ACCOUNT_ATTRIBUTES.has(name) : name.startsWith('drupal_internal__') || OWN_ATTRIBUTES.has(name))
+      continue;
     if (!rt.fieldsByName.has(name)) continue;
     const a = normalise(value);
     const b = normalise(here.attributes?.[name]);
-    if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
+    if (JSON.stringify(a) !== JSON.stringify(b))
+      out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
   }
   for (const [name, member] of Object.entries(source.relationships ?? {})) {
-    if (account ? !ACCOUNT_RELATIONSHIPS.has(name) : name === rt.entityType.bundleKey || OWN_RELATIONSHIPS.has(name)) continue;
+    if (account ? !ACCOUNT_RELATIONSHIPS.has(name) : name === rt.entityType.bundleKey || OWN_RELATIONSHIPS.has(name))
+      continue;
     if (!rt.fieldsByName.has(name)) continue;
     const a = identifiers(member?.data, users);
     const b = identifiers(here.relationships?.[name]?.data, users);
-    if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
+    if (JSON.stringify(a) !== JSON.stringify(b))
+      out.push({ type: rt.type, uuid: source.id, field: name, source: a, here: b });
   }
   return out;
 }

@@ -12,7 +12,17 @@
  * is placed in after the rename (syncPlaced), so a file's record, committed after `place`, never
  * outlives its bytes in a power cut.
  */
-import { closeSync, createWriteStream, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  createWriteStream,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join, extname, basename, dirname, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -37,18 +47,42 @@ function onDisk<T>(step: () => T): T {
 
 /** Extensions farmOS allows per field type (FarmFieldFactory::modifyFileField). */
 export const ALLOWED_EXTENSIONS: Record<'file' | 'image', string[]> = {
-  file: 'csv doc docx gz geojson gpx kml kmz logz mp3 odp ods odt ogg pdf ppt pptx tar tif tiff txt wav xls xlsx zip'.split(' '),
+  file: 'csv doc docx gz geojson gpx kml kmz logz mp3 odp ods odt ogg pdf ppt pptx tar tif tiff txt wav xls xlsx zip'.split(
+    ' ',
+  ),
   image: 'png gif jpg jpeg'.split(' '),
 };
 
 const MIME: Record<string, string> = {
-  csv: 'text/csv', doc: 'application/msword', docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', gz: 'application/gzip',
-  geojson: 'application/geo+json', gpx: 'application/gpx+xml', kml: 'application/vnd.google-earth.kml+xml', kmz: 'application/vnd.google-earth.kmz',
-  logz: 'application/octet-stream', mp3: 'audio/mpeg', odp: 'application/vnd.oasis.opendocument.presentation', ods: 'application/vnd.oasis.opendocument.spreadsheet',
-  odt: 'application/vnd.oasis.opendocument.text', ogg: 'audio/ogg', pdf: 'application/pdf', ppt: 'application/vnd.ms-powerpoint',
-  pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation', tar: 'application/x-tar', tif: 'image/tiff', tiff: 'image/tiff',
-  txt: 'text/plain', wav: 'audio/wav', xls: 'application/vnd.ms-excel', xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-  zip: 'application/zip', png: 'image/png', gif: 'image/gif', jpg: 'image/jpeg', jpeg: 'image/jpeg',
+  csv: 'text/csv',
+  doc: 'application/msword',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  gz: 'application/gzip',
+  geojson: 'application/geo+json',
+  gpx: 'application/gpx+xml',
+  kml: 'application/vnd.google-earth.kml+xml',
+  kmz: 'application/vnd.google-earth.kmz',
+  logz: 'application/octet-stream',
+  mp3: 'audio/mpeg',
+  odp: 'application/vnd.oasis.opendocument.presentation',
+  ods: 'application/vnd.oasis.opendocument.spreadsheet',
+  odt: 'application/vnd.oasis.opendocument.text',
+  ogg: 'audio/ogg',
+  pdf: 'application/pdf',
+  ppt: 'application/vnd.ms-powerpoint',
+  pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+  tar: 'application/x-tar',
+  tif: 'image/tiff',
+  tiff: 'image/tiff',
+  txt: 'text/plain',
+  wav: 'audio/wav',
+  xls: 'application/vnd.ms-excel',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  zip: 'application/zip',
+  png: 'image/png',
+  gif: 'image/gif',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
 };
 
 export function mimeOf(filename: string): string {
@@ -56,7 +90,8 @@ export function mimeOf(filename: string): string {
 }
 
 /** A media type as RFC 6838 writes one (`type/subtype`, with optional parameters), which may go into a Content-Type header. */
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[\x20-\x7e]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+const MEDIA_TYPE =
+  /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[\x20-\x7e]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 
 /** A media type someone else gave (an imported file's `filemime`) when it is one; else the file name's. */
 export function mimeTypeOr(given: unknown, filename: string): string {
@@ -78,12 +113,20 @@ function utf8(value: string): string {
  * reduced to a safe base name without control characters.
  */
 export function filenameFromDisposition(header: string | undefined): string {
-  if (!header) throw new ApiError(400, '"Content-Disposition" header is required. A file name in the format "filename=FILENAME" must be provided.');
+  if (!header)
+    throw new ApiError(
+      400,
+      '"Content-Disposition" header is required. A file name in the format "filename=FILENAME" must be provided.',
+    );
   let raw: string | null = null;
   const extended = /filename\*\s*=\s*([^;\s]+)/i.exec(header);
   if (extended) {
     const m = /^([\w-]+)'[^']*'(.*)$/.exec(extended[1]!);
-    if (!m || !/^utf-8$/i.test(m[1]!)) throw new ApiError(400, `The "filename*" of the Content-Disposition header must be UTF-8''<percent-encoded name>.`);
+    if (!m || !/^utf-8$/i.test(m[1]!))
+      throw new ApiError(
+        400,
+        `The "filename*" of the Content-Disposition header must be UTF-8''<percent-encoded name>.`,
+      );
     try {
       raw = decodeURIComponent(m[2]!);
     } catch {
@@ -93,7 +136,11 @@ export function filenameFromDisposition(header: string | undefined): string {
     const m = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
     if (m) raw = utf8((m[1] ?? m[2] ?? '').replace(/\\(.)/g, '$1'));
   }
-  if (raw === null) throw new ApiError(400, 'No filename found in the "Content-Disposition" header. A file name in the format "filename=FILENAME" must be provided.');
+  if (raw === null)
+    throw new ApiError(
+      400,
+      'No filename found in the "Content-Disposition" header. A file name in the format "filename=FILENAME" must be provided.',
+    );
   return safeFilename(raw);
 }
 
@@ -107,7 +154,8 @@ export function safeFilename(raw: string): string {
   const name = basename(raw.replace(/\\/g, '/'))
     .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
     .trim();
-  if (!name || name === '.' || name === '..') throw new ApiError(400, `The file name "${printable(raw)}" is not usable.`);
+  if (!name || name === '.' || name === '..')
+    throw new ApiError(400, `The file name "${printable(raw)}" is not usable.`);
   if ([...name].length > 240) throw new ApiError(422, 'The file name may be at most 240 characters long.');
   return name;
 }
@@ -124,11 +172,13 @@ function printable(raw: string): string {
  * characters. Null otherwise.
  */
 export function safeStoredPath(path: string): string | null {
-  if (path.length > 1000 || /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\\]/.test(path)) return null;
+  if (path.length > 1000 || /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\\]/.test(path))
+    return null;
   const segments = path.split('/');
   if (segments.length < 2 || segments.length > 10 || segments[0] === TMP_DIR) return null;
   for (const segment of segments) {
-    if (!segment || segment === '.' || segment === '..' || segment !== segment.trim() || [...segment].length > 240) return null;
+    if (!segment || segment === '.' || segment === '..' || segment !== segment.trim() || [...segment].length > 240)
+      return null;
   }
   return segments.join('/');
 }
@@ -150,7 +200,9 @@ function decoder(encoding: string | undefined): Transform | null {
     case 'br':
       return createBrotliDecompress();
     default:
-      throw unsupportedMediaType(`The Content-Encoding "${encoding}" is not supported: send the bytes as they are, or gzip, deflate or br.`);
+      throw unsupportedMediaType(
+        `The Content-Encoding "${encoding}" is not supported: send the bytes as they are, or gzip, deflate or br.`,
+      );
   }
 }
 
@@ -228,7 +280,10 @@ export class FileStore {
    * `limits`: the farm's for uploads (TILTH_UPLOAD_MAX_BYTES, TILTH_BODY_TIMEOUT) unless a caller
    * that is not serving a request says its own (the importer's download of a source's file).
    */
-  async receive(body: Readable & { headers?: Record<string, string | string[] | undefined> }, limits: FileLimits = this.limits): Promise<{ tmp: string; size: number }> {
+  async receive(
+    body: Readable & { headers?: Record<string, string | string[] | undefined> },
+    limits: FileLimits = this.limits,
+  ): Promise<{ tmp: string; size: number }> {
     const decode = decoder(body.headers?.['content-encoding'] as string | undefined);
     const tmp = this.temporaryPath();
     const { maxBytes, stallMs } = limits;
@@ -239,7 +294,8 @@ export class FileStore {
     const counter = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
-        if (size > maxBytes) done(new ApiError(413, `The file is larger than the ${maxBytes} bytes allowed (TILTH_UPLOAD_MAX_BYTES).`));
+        if (size > maxBytes)
+          done(new ApiError(413, `The file is larger than the ${maxBytes} bytes allowed (TILTH_UPLOAD_MAX_BYTES).`));
         else done(null, chunk);
       },
     });
@@ -257,13 +313,25 @@ export class FileStore {
       out.destroy();
       if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       rmSync(tmp, { force: true });
-      if (stalled) throw new ApiError(408, `The upload sent nothing for ${stallMs / 1000} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was stored.`, { headers: { Connection: 'close' } });
+      if (stalled)
+        throw new ApiError(
+          408,
+          `The upload sent nothing for ${stallMs / 1000} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was stored.`,
+          { headers: { Connection: 'close' } },
+        );
       if (error instanceof ApiError) throw error;
       if (diskFull(error)) throw insufficientStorage();
       // The disk refused to sync the bytes: the server's trouble (500), not an interrupted upload.
       if ((error as { syscall?: unknown }).syscall === 'fsync') throw error;
-      if (decode && typeof (error as { code?: string }).code === 'string' && /^Z_|ERR_BROTLI|ERR__ERROR/.test((error as { code: string }).code)) {
-        throw new ApiError(400, `The body does not decompress as its Content-Encoding (${body.headers?.['content-encoding']}) says.`);
+      if (
+        decode &&
+        typeof (error as { code?: string }).code === 'string' &&
+        /^Z_|ERR_BROTLI|ERR__ERROR/.test((error as { code: string }).code)
+      ) {
+        throw new ApiError(
+          400,
+          `The body does not decompress as its Content-Encoding (${body.headers?.['content-encoding']}) says.`,
+        );
       }
       throw new ApiError(400, 'The upload was interrupted before the whole file arrived.');
     } finally {
@@ -279,7 +347,8 @@ export class FileStore {
    * ever written outside the root.
    */
   place(tmp: string, entityType: string, filename: string, now = new Date()): string {
-    if (!/^[a-z][a-z0-9_]*$/.test(entityType)) throw new Error(`Not an entity type to store files under: ${printable(entityType)}.`);
+    if (!/^[a-z][a-z0-9_]*$/.test(entityType))
+      throw new Error(`Not an entity type to store files under: ${printable(entityType)}.`);
     const month = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
     const placed = this.placeIn(tmp, ['farm', entityType, month].join('/'), safeFilename(filename), { exact: false });
     return placed!;
@@ -299,7 +368,8 @@ export class FileStore {
   /** Move `tmp` to `<dir>/<filename>`, or to `<stem>_<n><ext>` when that is taken (unless `exact`: then null). */
   private placeIn(tmp: string, dir: string, filename: string, { exact }: { exact: boolean }): string | null {
     const folder = this.inside(dir);
-    if (!folder || this.inside(`${dir}/${filename}`) === null) throw new Error(`Refused to place a file outside ${this.root}: ${printable(`${dir}/${filename}`)}.`);
+    if (!folder || this.inside(`${dir}/${filename}`) === null)
+      throw new Error(`Refused to place a file outside ${this.root}: ${printable(`${dir}/${filename}`)}.`);
     onDisk(() => mkdirSync(folder, { recursive: true }));
     const ext = extname(filename);
     const stem = filename.slice(0, filename.length - ext.length);
@@ -342,7 +412,7 @@ export class FileStore {
     onDisk(() => syncDirectory(full));
     if (this.durableDirs.has(full)) return;
     const stop = dirname(this.root);
-    for (let at = full; at !== stop && dirname(at) !== at; ) {
+    for (let at = full; at !== stop && dirname(at) !== at;) {
       at = dirname(at);
       onDisk(() => syncDirectory(at));
     }

@@ -71,7 +71,10 @@ export class Farm {
 
   /** Checks passwords and counts failures per account: in the database on PostgreSQL, so that every process of the farm, commands too, counts together. */
   get passwords(): PasswordGuard {
-    return (this.passwordsMemo ??= new PasswordGuard(limiterFor(this.db, 'password', this.config.rateLimit.perUsername, this.config.rateLimit.windowSeconds), knownAddressesFor(this.db)));
+    return (this.passwordsMemo ??= new PasswordGuard(
+      limiterFor(this.db, 'password', this.config.rateLimit.perUsername, this.config.rateLimit.windowSeconds),
+      knownAddressesFor(this.db),
+    ));
   }
 
   /** The services graph, built once (context.ts buildFarmServices). */
@@ -106,9 +109,15 @@ export class Farm {
    */
   startTimers(): void {
     const logger = this.process.logger;
-    const due = new DueChanges(this.db.knex, new Map(Object.entries(this.registry.model.entityTypes).map(([entityType, et]) => [entityType, et.table])), (err) => logger.warn({ err }, 'giving records due to change a new version failed'));
+    const due = new DueChanges(
+      this.db.knex,
+      new Map(Object.entries(this.registry.model.entityTypes).map(([entityType, et]) => [entityType, et.table])),
+      (err) => logger.warn({ err }, 'giving records due to change a new version failed'),
+    );
     due.start();
-    const tombstones = new TombstonePruner(this.db.knex, this.config.tombstoneDays, (err) => logger.warn({ err }, 'pruning the change feed failed'));
+    const tombstones = new TombstonePruner(this.db.knex, this.config.tombstoneDays, (err) =>
+      logger.warn({ err }, 'pruning the change feed failed'),
+    );
     tombstones.start();
     this.timers.push(due, tombstones);
   }

@@ -53,7 +53,14 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   // Routers without a mount path see only the requests under their own paths, and those at one
   // place in the chain are one layer for every other request (http/scoped.ts). The pages for a
   // person with a browser: the front door and the API's documentation.
-  app.use(scoped(mergeScopes(FRONT_DOOR_PATHS, OPENAPI_PATHS), rootForSignedIn(oauth.sessions), frontDoorRoutes(ctx), openApiRoutes(ctx)));
+  app.use(
+    scoped(
+      mergeScopes(FRONT_DOOR_PATHS, OPENAPI_PATHS),
+      rootForSignedIn(oauth.sessions),
+      frontDoorRoutes(ctx),
+      openApiRoutes(ctx),
+    ),
+  );
   // The web interface (runtime/web/): its own pages, signed in with the OAuth pages' session cookie, not a token.
   app.use(scoped(WEB_PATHS, webRoutes({ ctx, sessions: oauth.sessions, limiters: oauth.limiters })));
   app.use(oauth.cors);
@@ -64,9 +71,19 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   // A database migrated past this code (by a process beside it) takes no writes from it: before any body is read.
   app.use(scoped(WRITE_PATHS, ahead.refuseWrites()));
   // Metrics, and sensor readings: bodies of any media type, read by their own parser (before express.json).
-  app.use(scoped(['/metrics', ...DATA_STREAM_PATHS], express.Router().get('/metrics', metrics.handler), dataStreamRoutes(ctx)));
+  app.use(
+    scoped(
+      ['/metrics', ...DATA_STREAM_PATHS],
+      express.Router().get('/metrics', metrics.handler),
+      dataStreamRoutes(ctx),
+    ),
+  );
   // Every route from here on needs a token for a body: one sent without is refused unread.
-  const readJson = express.json({ type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'], limit: JSON_LIMIT_BYTES, strict: false });
+  const readJson = express.json({
+    type: [JSONAPI_MEDIA_TYPE, 'application/json', 'application/*+json'],
+    limit: JSON_LIMIT_BYTES,
+    strict: false,
+  });
   app.use(ctx.bodies.read(readJson, { limitBytes: JSON_LIMIT_BYTES, tokenFirst: true }));
 
   const store = new SchemaStore(ctx);
@@ -109,18 +126,27 @@ function normaliseBodyError(error: unknown, req: Request): unknown {
   if (error instanceof ApiError) return error;
   // Express's router decodes path parameters (":uuid") and throws a URIError when one is not
   // valid percent-encoding: the client's mistake, whatever the route.
-  if (error instanceof URIError) return badRequest(`The URL path ${JSON.stringify(req.path.slice(0, 200))} is not valid percent-encoding (RFC 3986): each % must start a %XX escape of UTF-8 bytes.`);
+  if (error instanceof URIError)
+    return badRequest(
+      `The URL path ${JSON.stringify(req.path.slice(0, 200))} is not valid percent-encoding (RFC 3986): each % must start a %XX escape of UTF-8 bytes.`,
+    );
   const e = error as { type?: string; status?: number; message?: string };
   if (e && typeof e === 'object' && typeof e.type === 'string') {
-    if (e.type === 'entity.parse.failed') return badRequest(`The request body is not valid JSON: ${e.message}`, { pointer: '' });
+    if (e.type === 'entity.parse.failed')
+      return badRequest(`The request body is not valid JSON: ${e.message}`, { pointer: '' });
     if (e.type === 'entity.too.large') return new ApiError(413, `The request body is larger than ${JSON_LIMIT}.`);
-    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return new ApiError(415, `The request body's encoding is not supported: ${e.message}`);
-    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) return new ApiError(e.status, e.message ?? 'The request could not be read.');
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+      return new ApiError(415, `The request body's encoding is not supported: ${e.message}`);
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500)
+      return new ApiError(e.status, e.message ?? 'The request could not be read.');
   }
   // zlib's own errors, from a body that does not decompress as its Content-Encoding says.
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && /^(Z_|ERR_BROTLI|ERR__ERROR)/.test(code)) {
-    return badRequest('The request body does not decompress as its Content-Encoding header says; send it uncompressed, or compressed correctly.', { pointer: '' });
+    return badRequest(
+      'The request body does not decompress as its Content-Encoding header says; send it uncompressed, or compressed correctly.',
+      { pointer: '' },
+    );
   }
   return error;
 }

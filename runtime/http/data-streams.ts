@@ -24,7 +24,14 @@ import { isAuthenticated, mayOnType } from '../access/policy.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { UUID } from '../jsonapi/input.ts';
 import { ApiError, badRequest, forbidden, methodNotAllowed, notFound } from '../errors.ts';
-import { insertReadings, keysMatch, queryReadings, readingsFromPayload, readingsQueryFrom, type StreamRef } from '../farm/data-streams.ts';
+import {
+  insertReadings,
+  keysMatch,
+  queryReadings,
+  readingsFromPayload,
+  readingsQueryFrom,
+  type StreamRef,
+} from '../farm/data-streams.ts';
 import { write } from '../storage/transactions.ts';
 
 /** Largest readings body accepted: the same as a JSON:API document. */
@@ -40,7 +47,9 @@ export const DATA_STREAM_PATHS = ['/api/data_stream/', '/asset/', '/farm/sensor/
 export function dataStreamRoutes(ctx: AppContext): Router {
   const s = new JsonApiServices(ctx);
   const router = Router();
-  const readRaw = ctx.bodies.read(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }), { limitBytes: BODY_LIMIT_BYTES });
+  const readRaw = ctx.bodies.read(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }), {
+    limitBytes: BODY_LIMIT_BYTES,
+  });
   /** The posted readings, once the caller has shown the key: read, then parsed as JSON. */
   const readPayload = (req: Request, res: Response): Promise<unknown> =>
     new Promise((resolve, reject) => {
@@ -66,10 +75,11 @@ export function dataStreamRoutes(ctx: AppContext): Router {
   };
 
   /** GET or POST, else 405 with Allow; a POST's handler reads its body with readPayload once the key matches. */
-  const endpoint = (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
-    if (!ALLOWED.includes(req.method)) return next(methodNotAllowed(req.method, ALLOWED));
-    handler(req, res).catch(next);
-  };
+  const endpoint =
+    (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
+      if (!ALLOWED.includes(req.method)) return next(methodNotAllowed(req.method, ALLOWED));
+      handler(req, res).catch(next);
+    };
 
   router.all(
     '/api/data_stream/:uuid/data',
@@ -87,7 +97,12 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const payload = await readPayload(req, res);
       const name = streamRef(stream).name;
       const { readings } = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
-      await write(s.knex, (trx) => insertReadings(trx, readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value }))));
+      await write(s.knex, (trx) =>
+        insertReadings(
+          trx,
+          readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value })),
+        ),
+      );
       res.status(201).end();
     }),
   );
@@ -108,7 +123,11 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       // As farmOS: a stream for every value name posted, numeric or not; only numeric values are stored.
       const { readings, names } = readingsFromPayload(payload, nowSeconds(), () => true);
       const tooLong = names.find((n) => n.length > NAME_MAX_LENGTH);
-      if (tooLong) throw badRequest(`The value name "${tooLong.slice(0, 40)}…" is longer than ${NAME_MAX_LENGTH} characters; it names a data stream.`, { pointer: '' });
+      if (tooLong)
+        throw badRequest(
+          `The value name "${tooLong.slice(0, 40)}…" is longer than ${NAME_MAX_LENGTH} characters; it names a data stream.`,
+          { pointer: '' },
+        );
       await write(s.knex, async (trx) => {
         // Serialise posts to one sensor, so that two of them do not both create a stream for a new
         // name. FOR NO KEY UPDATE (storage/locks.ts), not FOR UPDATE as before: two posts still
@@ -117,7 +136,10 @@ export function dataStreamRoutes(ctx: AppContext): Router {
         await lockToChange(trx, rt.entityType.table, [sensor.id]);
         const streams = await ensureStreams(s, trx, sensor.id, names);
         const ids = new Map(streams.map((st) => [st.name, st.id]));
-        await insertReadings(trx, readings.map((r) => ({ streamId: ids.get(r.name)!, timestamp: r.timestamp, value: r.value })));
+        await insertReadings(
+          trx,
+          readings.map((r) => ({ streamId: ids.get(r.name)!, timestamp: r.timestamp, value: r.value })),
+        );
       });
       res.status(201).end();
     });
@@ -132,8 +154,14 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const field = rt.fieldsByName.get('public_key');
       const column = field?.storage.kind === 'columns' ? field.storage.columns.value : undefined;
       const key = String(req.params.public_key);
-      const row = column ? await s.knex(rt.entityType.table).where({ bundle: rt.bundle.bundle, [column]: key }).first('id') : undefined;
-      if (!row) throw notFound(`There is no sensor with the public key "${key.slice(0, 64)}".`, { parameter: 'public_key' });
+      const row = column
+        ? await s
+            .knex(rt.entityType.table)
+            .where({ bundle: rt.bundle.bundle, [column]: key })
+            .first('id')
+        : undefined;
+      if (!row)
+        throw notFound(`There is no sensor with the public key "${key.slice(0, 64)}".`, { parameter: 'public_key' });
       return (await s.loader.load(s.knex, rt.entityType.entityType, [Number(row.id)], null))[0]!;
     }),
   );
@@ -141,8 +169,11 @@ export function dataStreamRoutes(ctx: AppContext): Router {
 }
 
 async function loadByUuid(s: JsonApiServices, rt: ResourceType, uuid: string): Promise<EntityRecord> {
-  const hit = UUID.test(uuid) ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, uuid.toLowerCase()) : null;
-  if (!hit || hit.bundle !== rt.bundle.bundle) throw notFound(`There is no ${rt.type} with the id "${uuid.slice(0, 64)}".`, { parameter: 'uuid' });
+  const hit = UUID.test(uuid)
+    ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, uuid.toLowerCase())
+    : null;
+  if (!hit || hit.bundle !== rt.bundle.bundle)
+    throw notFound(`There is no ${rt.type} with the id "${uuid.slice(0, 64)}".`, { parameter: 'uuid' });
   const [record] = await s.loader.load(s.knex, rt.entityType.entityType, [hit.id], null);
   if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'uuid' });
   return record;
@@ -156,7 +187,12 @@ function streamRef(record: EntityRecord): StreamRef {
 async function basicStreamsOf(s: JsonApiServices, db: Db, sensor: EntityRecord): Promise<StreamRef[]> {
   const refs = ((sensor.values.get('data_stream') as Reference[] | undefined) ?? []).filter(Boolean);
   if (!refs.length) return [];
-  const records = await s.loader.load(db, 'data_stream', refs.map((r) => r.targetId), null);
+  const records = await s.loader.load(
+    db,
+    'data_stream',
+    refs.map((r) => r.targetId),
+    null,
+  );
   return records.filter((r) => r.bundle === 'basic').map(streamRef);
 }
 
@@ -171,15 +207,26 @@ async function ensureStreams(s: JsonApiServices, trx: Db, sensorId: number, name
   const missing = names.filter((n) => !have.has(n));
   if (!missing.length) return existing;
   if (missing.length > MAX_NEW_STREAMS_PER_POST) {
-    throw badRequest(`The post names ${missing.length} new values; a sensor may gain at most ${MAX_NEW_STREAMS_PER_POST} data streams per post.`, { pointer: '' });
+    throw badRequest(
+      `The post names ${missing.length} new values; a sensor may gain at most ${MAX_NEW_STREAMS_PER_POST} data streams per post.`,
+      { pointer: '' },
+    );
   }
   const streamRt = s.ctx.registry.get('data_stream--basic')!;
   const created: StreamRef[] = [];
   for (const name of missing) {
-    const { id } = await s.entities.create(trx, streamRt, { values: new Map([['name', name]]), secrets: new Map() }, ANONYMOUS);
+    const { id } = await s.entities.create(
+      trx,
+      streamRt,
+      { values: new Map([['name', name]]), secrets: new Map() },
+      ANONYMOUS,
+    );
     created.push({ id, name });
   }
-  const refs = [...((sensor!.values.get('data_stream') as Reference[] | undefined) ?? []).filter(Boolean), ...created.map((c) => ({ targetId: c.id, meta: {} }) as Reference)];
+  const refs = [
+    ...((sensor!.values.get('data_stream') as Reference[] | undefined) ?? []).filter(Boolean),
+    ...created.map((c) => ({ targetId: c.id, meta: {} }) as Reference),
+  ];
   await s.entities.update(trx, sensor!, { values: new Map([['data_stream', refs]]), secrets: new Map() }, ANONYMOUS);
   return [...existing, ...created];
 }
@@ -205,12 +252,21 @@ function assertMayRead(record: EntityRecord, params: URLSearchParams, principal:
 
 function assertKey(record: EntityRecord, params: URLSearchParams): void {
   if (keysMatch(params.get('private_key'), record.values.get('private_key'))) return;
-  throw forbidden(params.has('private_key') ? 'The private_key does not match.' : 'Posting data needs the private_key query parameter.', { parameter: 'private_key' });
+  throw forbidden(
+    params.has('private_key')
+      ? 'The private_key does not match.'
+      : 'Posting data needs the private_key query parameter.',
+    { parameter: 'private_key' },
+  );
 }
 
 function parseBody(req: Request): unknown {
   const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-  if (!raw.trim()) throw badRequest('The request body is empty: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.', { pointer: '' });
+  if (!raw.trim())
+    throw badRequest(
+      'The request body is empty: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.',
+      { pointer: '' },
+    );
   try {
     return JSON.parse(raw);
   } catch (e) {
@@ -220,8 +276,13 @@ function parseBody(req: Request): unknown {
 
 function bodyError(error: unknown): unknown {
   const e = error as { type?: string; message?: string };
-  if (e?.type === 'entity.too.large') return new ApiError(413, `The request body is larger than ${BODY_LIMIT_BYTES / 1024 / 1024} MiB: post readings in smaller batches.`);
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new ApiError(415, `The request body's encoding is not supported: ${e.message}`);
+  if (e?.type === 'entity.too.large')
+    return new ApiError(
+      413,
+      `The request body is larger than ${BODY_LIMIT_BYTES / 1024 / 1024} MiB: post readings in smaller batches.`,
+    );
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+    return new ApiError(415, `The request body's encoding is not supported: ${e.message}`);
   return error;
 }
 

@@ -19,7 +19,10 @@ const CHECK_EVERY_MS = 1000;
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Every path a write can reach records by: the API (uploads included), subrequests and the sensor listeners. */
-export const WRITE_PATHS = { prefixes: ['/api/', '/subrequests', '/asset/', '/farm/sensor/listener/'], exact: ['/api'] };
+export const WRITE_PATHS = {
+  prefixes: ['/api/', '/subrequests', '/asset/', '/farm/sensor/listener/'],
+  exact: ['/api'],
+};
 
 export class AheadWatch {
   private ahead = false;

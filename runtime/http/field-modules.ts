@@ -17,7 +17,10 @@ export function fieldModuleRoutes(ctx: AppContext): Router {
     const name = String(req.params.name);
     const found = FIELD_MODULE_NAME.test(name) ? await fieldModuleScript(ctx.db.knex, name) : null;
     if (!found) {
-      res.status(404).type('text/plain').send(`There is no field module "${name.slice(0, 64)}".`);
+      res
+        .status(404)
+        .type('text/plain')
+        .send(`There is no field module "${name.slice(0, 64)}".`);
       return;
     }
     const etag = `"${found.hash}"`;

@@ -31,7 +31,13 @@ const SCRIPT = `fetch('/oauth/session', { credentials: 'same-origin' })
 
 /** An authorization request with the default client that lands back here, signed in. */
 function signInUrl(baseUrl: string): string {
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: baseUrl, scope: 'user_access', state: 'front-door' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'farm',
+    redirect_uri: baseUrl,
+    scope: 'user_access',
+    state: 'front-door',
+  });
   return `/oauth/authorize?${query}`;
 }
 
@@ -71,7 +77,10 @@ export function frontDoorRoutes(ctx: AppContext): Router {
     if (query.get('state') === 'front-door' || query.has('code')) return res.redirect(303, '/');
     res
       .status(200)
-      .set('Content-Security-Policy', `default-src 'none'; script-src 'self'; connect-src 'self'; style-src ${STYLE_HASH}; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`)
+      .set(
+        'Content-Security-Policy',
+        `default-src 'none'; script-src 'self'; connect-src 'self'; style-src ${STYLE_HASH}; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
+      )
       .set('Cache-Control', 'no-cache')
       .type('html')
       .send(page);

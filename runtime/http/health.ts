@@ -25,6 +25,12 @@ export function healthHandler(ctx: AppContext, ahead: AheadWatch) {
     res
       .status(ok ? 200 : 503)
       .set('Cache-Control', 'no-store')
-      .json({ status: ok ? 'ok' : 'failing', version: TILTH_VERSION, uptime_seconds: Math.round(process.uptime()), database, migrations });
+      .json({
+        status: ok ? 'ok' : 'failing',
+        version: TILTH_VERSION,
+        uptime_seconds: Math.round(process.uptime()),
+        database,
+        migrations,
+      });
   };
 }

@@ -13,13 +13,28 @@ export function createLogger(level: string, format: 'auto' | 'json' | 'pretty' =
     level,
     base: undefined,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', '*.password', '*.client_secret', '*.refresh_token', '*.access_token', '*.code'],
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'res.headers["set-cookie"]',
+        '*.password',
+        '*.client_secret',
+        '*.refresh_token',
+        '*.access_token',
+        '*.code',
+      ],
       censor: '[redacted]',
     },
   };
   const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
   if (!pretty || level === 'silent') return pino(options);
-  return pino(options, pino.transport({ target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' } }));
+  return pino(
+    options,
+    pino.transport({
+      target: 'pino-pretty',
+      options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' },
+    }),
+  );
 }
 
 /** Names of secrets, as a whole query parameter name or one bracketed part of it (`filter[private_key]`). */
@@ -102,7 +117,10 @@ export class RequestLog {
 export function requestLogger(logger: Logger) {
   const logsRequests = logger.isLevelEnabled('info');
   return (req: Request, res: Response, next: NextFunction): void => {
-    const id = (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : randomUUID());
+    const id =
+      typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id'])
+        ? req.headers['x-request-id']
+        : randomUUID();
     res.locals.requestId = id;
     res.setHeader('X-Request-Id', id);
     res.locals.log = new RequestLog(logger, id);
@@ -110,7 +128,10 @@ export function requestLogger(logger: Logger) {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      res.locals.log!.info({ method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      res.locals.log!.info(
+        { method: req.method, url: loggableUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 },
+        'request',
+      );
     });
     next();
   };

@@ -25,7 +25,8 @@ export function routeLabel(path: string, status: number): string {
   if (status === 404) return 'unmatched';
   if (path.startsWith('/system/files/')) return '/system/files/*';
   const templated = path.replace(UUID_SEGMENT, '/{id}').replace(/\/+$/, '') || '/';
-  if (templated === '/' || KNOWN_PREFIXES.some((p) => templated === p || templated.startsWith(`${p}/`))) return templated.split('/').slice(0, 7).join('/');
+  if (templated === '/' || KNOWN_PREFIXES.some((p) => templated === p || templated.startsWith(`${p}/`)))
+    return templated.split('/').slice(0, 7).join('/');
   return 'other';
 }
 
@@ -46,7 +47,8 @@ export function createMetrics(ctx: AppContext): Metrics {
   collectDefaultMetrics({ register: registry });
   const requests = new RequestStats();
   for (const metric of requests.metrics()) registry.registerMetric(metric);
-  const pool = (ctx.db.knex.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;
+  const pool = (ctx.db.knex.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } })
+    .pool;
   new Gauge({
     name: 'tilth_db_pool_connections',
     help: 'Database connections by state: in use, free, and requests waiting for one.',
@@ -74,10 +76,26 @@ export function createMetrics(ctx: AppContext): Metrics {
   const wal = walSyncStats(ctx.db.knex);
   if (wal) {
     const counters: Array<[name: string, help: string, read: () => number]> = [
-      ['tilth_sqlite_log_syncs_total', "Syncs of SQLite's write-ahead log to disk; each covers every commit before it.", () => wal.count],
-      ['tilth_sqlite_log_sync_seconds_total', "Seconds spent syncing SQLite's write-ahead log to disk (off the event loop).", () => wal.seconds],
-      ['tilth_sqlite_checkpoints_total', 'Checkpoints made beside the server that copied the whole log into the database file.', () => wal.checkpoints],
-      ['tilth_sqlite_checkpoint_failures_total', "Checkpoints beside the server that failed (the log is then left to SQLite's own, in a COMMIT).", () => wal.checkpointFailures],
+      [
+        'tilth_sqlite_log_syncs_total',
+        "Syncs of SQLite's write-ahead log to disk; each covers every commit before it.",
+        () => wal.count,
+      ],
+      [
+        'tilth_sqlite_log_sync_seconds_total',
+        "Seconds spent syncing SQLite's write-ahead log to disk (off the event loop).",
+        () => wal.seconds,
+      ],
+      [
+        'tilth_sqlite_checkpoints_total',
+        'Checkpoints made beside the server that copied the whole log into the database file.',
+        () => wal.checkpoints,
+      ],
+      [
+        'tilth_sqlite_checkpoint_failures_total',
+        "Checkpoints beside the server that failed (the log is then left to SQLite's own, in a COMMIT).",
+        () => wal.checkpointFailures,
+      ],
     ];
     for (const [name, help, read] of counters) {
       new Counter({
@@ -125,7 +143,8 @@ export function createMetrics(ctx: AppContext): Metrics {
   // a refused token) is labelled by its path, which the client makes up: past MAX_ROUTES routes,
   // new ones are counted as "other", so series stay bounded.
   const routes = new Set<string>();
-  const bounded = (path: string) => (routes.has(path) || (routes.size < MAX_ROUTES && routes.add(path)) ? path : 'other');
+  const bounded = (path: string) =>
+    routes.has(path) || (routes.size < MAX_ROUTES && routes.add(path)) ? path : 'other';
   // The labels of paths seen lately (the regular expressions of routeLabel, once per path); long
   // paths, which only clients making them up send, are labelled afresh and not kept.
   const labels = new Map<string, string>();
@@ -146,7 +165,10 @@ export function createMetrics(ctx: AppContext): Metrics {
       res.on('finish', () => {
         // The matched resource route's template when there is one (no pattern to run over the
         // path); otherwise the path, templated. originalUrl: routers mounted at /api rewrite req.url.
-        const route = res.locals.route && res.statusCode !== 404 ? res.locals.route : labelOf(req.originalUrl.split('?')[0]!, res.statusCode);
+        const route =
+          res.locals.route && res.statusCode !== 404
+            ? res.locals.route
+            : labelOf(req.originalUrl.split('?')[0]!, res.statusCode);
         requests.record(req.method, bounded(route), res.statusCode, (performance.now() - started) / 1000);
       });
       next();
@@ -157,9 +179,15 @@ export function createMetrics(ctx: AppContext): Metrics {
       if (mode === 'token') {
         const principal = principalOf(res);
         requireAuthenticated(principal);
-        if (!isAccountAdmin(principal)) throw forbidden('Metrics need a token of an account administrator or administrator (or TILTH_METRICS=public).');
+        if (!isAccountAdmin(principal))
+          throw forbidden(
+            'Metrics need a token of an account administrator or administrator (or TILTH_METRICS=public).',
+          );
       }
-      res.set('Content-Type', registry.contentType).set('Cache-Control', 'no-store').send(await registry.metrics());
+      res
+        .set('Content-Type', registry.contentType)
+        .set('Cache-Control', 'no-store')
+        .send(await registry.metrics());
     },
   };
 }
@@ -189,7 +217,16 @@ class RequestStats {
   record(method: string, route: string, status: number, seconds: number): void {
     const key = `${method} ${status} ${route}`;
     let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels: { method, route, status: String(status) }, count: 0, sum: 0, buckets: new Float64Array(DURATION_BUCKETS.length + 1) }));
+    if (!s)
+      this.series.set(
+        key,
+        (s = {
+          labels: { method, route, status: String(status) },
+          count: 0,
+          sum: 0,
+          buckets: new Float64Array(DURATION_BUCKETS.length + 1),
+        }),
+      );
     s.count++;
     s.sum += seconds;
     let i = 0;
@@ -206,11 +243,21 @@ class RequestStats {
     };
     const histogram = 'tilth_http_request_duration_seconds';
     return [
-      metric('tilth_http_requests_total', 'HTTP requests answered, by method, route template and status.', 'counter', () => all().map((s) => ({ labels: { ...s.labels }, value: s.count }))),
+      metric(
+        'tilth_http_requests_total',
+        'HTTP requests answered, by method, route template and status.',
+        'counter',
+        () => all().map((s) => ({ labels: { ...s.labels }, value: s.count })),
+      ),
       metric(histogram, 'Time to answer HTTP requests, by method, route template and status.', 'histogram', () =>
         all().flatMap((s) => {
           let below = 0;
-          const buckets = DURATION_BUCKETS.map((le, i) => ({ metricName: `${histogram}_bucket`, labels: { le }, sharedLabels: s.labels, value: (below += s.buckets[i]!) }));
+          const buckets = DURATION_BUCKETS.map((le, i) => ({
+            metricName: `${histogram}_bucket`,
+            labels: { le },
+            sharedLabels: s.labels,
+            value: (below += s.buckets[i]!),
+          }));
           return [
             ...buckets,
             { metricName: `${histogram}_bucket`, labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count },

@@ -19,5 +19,11 @@ export function createAppServer(app: Express, handler: RequestListener = app as 
     Reflect.apply(ServerResponse, this, args);
   }
   Response.prototype = app.response;
-  return createServer({ IncomingMessage: Request as unknown as typeof IncomingMessage, ServerResponse: Response as unknown as typeof ServerResponse }, handler);
+  return createServer(
+    {
+      IncomingMessage: Request as unknown as typeof IncomingMessage,
+      ServerResponse: Response as unknown as typeof ServerResponse,
+    },
+    handler,
+  );
 }

@@ -17,9 +17,13 @@ export function securityHeaders(): RequestHandler {
     },
     removeHeader() {},
   };
-  helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false })({} as IncomingMessage, recorder as unknown as ServerResponse, (error?: unknown) => {
-    if (error) throw error;
-  });
+  helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false })(
+    {} as IncomingMessage,
+    recorder as unknown as ServerResponse,
+    (error?: unknown) => {
+      if (error) throw error;
+    },
+  );
   return (_req: Request, res: Response, next: NextFunction) => {
     for (const [name, value] of headers) res.setHeader(name, value);
     next();

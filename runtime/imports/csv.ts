@@ -41,7 +41,12 @@ function attributeValue(field: FieldDescriptor, text: string): unknown {
   return field.multiple ? text.split(/,\s*/).map(one) : one(text);
 }
 
-export async function recordsFromCsv(text: string, registry: ModelRegistry, db: Knex, entityType = 'log'): Promise<CsvRecord[]> {
+export async function recordsFromCsv(
+  text: string,
+  registry: ModelRegistry,
+  db: Knex,
+  entityType = 'log',
+): Promise<CsvRecord[]> {
   let rows: string[][];
   try {
     rows = parse(text, { bom: true, relax_column_count: false, skip_empty_lines: true }) as string[][];
@@ -49,14 +54,18 @@ export async function recordsFromCsv(text: string, registry: ModelRegistry, db: 
     throw new CsvFileError(`it is not valid CSV: ${(error as Error).message}`);
   }
   const [header, ...body] = rows;
-  if (!header || !header.includes('type')) throw new CsvFileError('its first row must name the columns, among them "type" (as an export writes them).');
+  if (!header || !header.includes('type'))
+    throw new CsvFileError('its first row must name the columns, among them "type" (as an export writes them).');
   const col = new Map(header.map((h, i) => [h, i]));
   const records: CsvRecord[] = [];
   for (const [i, cells] of body.entries()) {
     const row = i + 2;
     const type = cells[col.get('type')!] ?? '';
     const rt = registry.get(type);
-    if (!rt || rt.entityType.entityType !== entityType) throw new CsvFileError(`row ${row}: "${type}" is not a ${entityType} type served here (e.g. ${registry.bundlesOf(entityType)[0]?.type}).`);
+    if (!rt || rt.entityType.entityType !== entityType)
+      throw new CsvFileError(
+        `row ${row}: "${type}" is not a ${entityType} type served here (e.g. ${registry.bundlesOf(entityType)[0]?.type}).`,
+      );
     const attributes: Record<string, unknown> = {};
     const relationships: Record<string, unknown> = {};
     for (const field of rt.bundle.fields) {
@@ -74,27 +83,46 @@ export async function recordsFromCsv(text: string, registry: ModelRegistry, db: 
       const et = targets[0]?.entityType;
       if (!et) continue;
       // The export writes quantities as text ("picked (Weight) 12.5 kg"), which names no record.
-      if (!ids.length && et.entityType === 'quantity') throw new CsvFileError(`row ${row}: ${field.name} "${names.join(', ')}" is the quantities' text; give their UUIDs in ${field.name}.id.`);
-      let found = ids.length ? await db(et.table).whereIn('uuid', ids.map((id) => id.toLowerCase())).select('uuid', 'bundle') : [];
+      if (!ids.length && et.entityType === 'quantity')
+        throw new CsvFileError(
+          `row ${row}: ${field.name} "${names.join(', ')}" is the quantities' text; give their UUIDs in ${field.name}.id.`,
+        );
+      let found = ids.length
+        ? await db(et.table)
+            .whereIn(
+              'uuid',
+              ids.map((id) => id.toLowerCase()),
+            )
+            .select('uuid', 'bundle')
+        : [];
       // UUIDs this farm does not have: an export from another farm (its users, its assets). The
       // names beside them then say which of this farm's records are meant.
       const unknown = ids.find((id) => !found.some((r: { uuid: string }) => r.uuid === id.toLowerCase()));
       if (unknown !== undefined) {
-        if (!names.length) throw new CsvFileError(`row ${row}: ${field.name}.id "${unknown}" names no record here (an export from another farm?); give the records' names in a ${field.name} column instead.`);
+        if (!names.length)
+          throw new CsvFileError(
+            `row ${row}: ${field.name}.id "${unknown}" names no record here (an export from another farm?); give the records' names in a ${field.name} column instead.`,
+          );
         ids = [];
       }
-      if (!ids.length) found = await db(et.table).whereIn(et.labelField, names).select('uuid', 'bundle', `${et.labelField} as label`);
+      if (!ids.length)
+        found = await db(et.table).whereIn(et.labelField, names).select('uuid', 'bundle', `${et.labelField} as label`);
       if (!ids.length) {
         for (const n of names) {
           const matches = found.filter((r: { label: string }) => r.label === n).length;
-          if (matches !== 1) throw new CsvFileError(`row ${row}: ${field.name} "${n}" ${matches ? `names ${matches} records; give their UUIDs in ${field.name}.id` : 'names no record'}.`);
+          if (matches !== 1)
+            throw new CsvFileError(
+              `row ${row}: ${field.name} "${n}" ${matches ? `names ${matches} records; give their UUIDs in ${field.name}.id` : 'names no record'}.`,
+            );
         }
       }
       const byUuid = new Map(found.map((r: { uuid: string; bundle: string }) => [r.uuid, r.bundle]));
-      const data = (ids.length ? ids.map((id) => id.toLowerCase()) : found.map((r: { uuid: string }) => r.uuid)).map((id) => {
-        const bundle = byUuid.get(id);
-        return { type: `${et.entityType}--${bundle ?? targets[0]!.bundle.bundle}`, id };
-      });
+      const data = (ids.length ? ids.map((id) => id.toLowerCase()) : found.map((r: { uuid: string }) => r.uuid)).map(
+        (id) => {
+          const bundle = byUuid.get(id);
+          return { type: `${et.entityType}--${bundle ?? targets[0]!.bundle.bundle}`, id };
+        },
+      );
       relationships[field.name] = { data: field.multiple ? data : (data[0] ?? null) };
     }
     const id = col.has('id') ? cells[col.get('id')!] : undefined;

@@ -31,7 +31,14 @@ export function shapesFromGeoJson(text: string): Shape[] {
   } catch (error) {
     throw new GeoFileError(`it is not valid JSON: ${(error as Error).message}`);
   }
-  const features: any[] = doc?.type === 'FeatureCollection' ? (doc.features ?? []) : doc?.type === 'Feature' ? [doc] : doc?.type ? [{ type: 'Feature', geometry: doc, properties: {} }] : [];
+  const features: any[] =
+    doc?.type === 'FeatureCollection'
+      ? (doc.features ?? [])
+      : doc?.type === 'Feature'
+        ? [doc]
+        : doc?.type
+          ? [{ type: 'Feature', geometry: doc, properties: {} }]
+          : [];
   if (!features.length) throw new GeoFileError('it holds no GeoJSON features.');
   return features.map((f, i) => {
     const where = `feature ${i + 1}`;
@@ -54,7 +61,8 @@ function coordinates(text: unknown, where: string): number[][] {
     .split(/\s+/)
     .filter(Boolean)
     .map((p) => p.split(',').slice(0, 2).map(Number));
-  if (!points.length || points.some((p) => p.length < 2 || p.some((n) => !Number.isFinite(n)))) throw new GeoFileError(`${where}: its coordinates are not "longitude,latitude" pairs.`);
+  if (!points.length || points.some((p) => p.length < 2 || p.some((n) => !Number.isFinite(n))))
+    throw new GeoFileError(`${where}: its coordinates are not "longitude,latitude" pairs.`);
   return points;
 }
 
@@ -63,7 +71,8 @@ const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.i
 function kmlGeometries(node: any, where: string): object[] {
   const out: object[] = [];
   for (const p of list(node.Point)) out.push({ type: 'Point', coordinates: coordinates(p.coordinates, where)[0] });
-  for (const l of list(node.LineString)) out.push({ type: 'LineString', coordinates: coordinates(l.coordinates, where) });
+  for (const l of list(node.LineString))
+    out.push({ type: 'LineString', coordinates: coordinates(l.coordinates, where) });
   for (const poly of list(node.Polygon)) {
     const outer = coordinates(poly.outerBoundaryIs?.LinearRing?.coordinates, where);
     const inner = list(poly.innerBoundaryIs).map((b: any) => coordinates(b.LinearRing?.coordinates, where));
@@ -76,7 +85,12 @@ function kmlGeometries(node: any, where: string): object[] {
 export function shapesFromKml(text: string): Shape[] {
   let doc: any;
   try {
-    doc = new XMLParser({ ignoreAttributes: true, removeNSPrefix: true, parseTagValue: false, processEntities: true }).parse(text);
+    doc = new XMLParser({
+      ignoreAttributes: true,
+      removeNSPrefix: true,
+      parseTagValue: false,
+      processEntities: true,
+    }).parse(text);
   } catch (error) {
     throw new GeoFileError(`it is not valid XML: ${(error as Error).message}`);
   }
@@ -96,6 +110,11 @@ export function shapesFromKml(text: string): Shape[] {
     if (!geometries.length) throw new GeoFileError(`${where} has no Point, LineString or Polygon.`);
     const geometry = geometries.length === 1 ? geometries[0] : { type: 'GeometryCollection', geometries };
     const name = typeof p.name === 'string' && p.name.trim() ? p.name.trim() : null;
-    return { where, name, wkt: wkx.Geometry.parseGeoJSON(geometry).toWkt(), description: typeof p.description === 'string' ? p.description : null };
+    return {
+      where,
+      name,
+      wkt: wkx.Geometry.parseGeoJSON(geometry).toWkt(),
+      description: typeof p.description === 'string' ? p.description : null,
+    };
   });
 }

@@ -21,7 +21,12 @@ export interface ImportItem {
 }
 
 /** Import the items; returns how many of each resource type were created. */
-export async function runImport(s: JsonApiServices, db: Knex, items: ImportItem[], principal: Principal): Promise<Map<string, number>> {
+export async function runImport(
+  s: JsonApiServices,
+  db: Knex,
+  items: ImportItem[],
+  principal: Principal,
+): Promise<Map<string, number>> {
   const created = new Map<string, number>();
   await write(db, async (trx) => {
     for (const item of items) {
@@ -29,7 +34,8 @@ export async function runImport(s: JsonApiServices, db: Knex, items: ImportItem[
         const input = await s.input.read(trx, item.rt, item.document);
         await s.entities.create(trx, item.rt, input, principal);
       } catch (error) {
-        if (error instanceof ValidationError) throw new ImportError(`${item.where}: ${error.violations.map((v) => v.detail).join(' ')}`);
+        if (error instanceof ValidationError)
+          throw new ImportError(`${item.where}: ${error.violations.map((v) => v.detail).join(' ')}`);
         if (error instanceof ApiError) throw new ImportError(`${item.where}: ${error.detail}`);
         throw error;
       }

@@ -17,7 +17,14 @@ import { principalOf, type Principal } from '../access/principal.ts';
 import { listCondition, mayOnType, requireAuthenticated } from '../access/policy.ts';
 import { ApiError, badParameter, forbidden, methodNotAllowed } from '../errors.ts';
 import { parseQueryString, buildQueryString, type QueryObject } from './query/index.ts';
-import { FEED_START, decodeCursor, encodeCursor, readFeed, type FeedKind, type FeedRow } from '../storage/change-feed.ts';
+import {
+  FEED_START,
+  decodeCursor,
+  encodeCursor,
+  readFeed,
+  type FeedKind,
+  type FeedRow,
+} from '../storage/change-feed.ts';
 import { DocumentPieces, JSONAPI_MEDIA_TYPE, JSONAPI_VERSION, sendBytes } from './document.ts';
 import { formatTimestamp } from '../values/timestamps.ts';
 import type { EntityRecord } from '../storage/records.ts';
@@ -51,13 +58,24 @@ function requestedTypes(params: QueryObject): string[] | null {
   const filter = params.filter;
   if (filter === undefined) return null;
   if (typeof filter !== 'object' || Array.isArray(filter) || Object.keys(filter).some((k) => k !== 'type')) {
-    throw badParameter('filter', 'The change feed filters only by type: filter[type]=log--activity (several: filter[type][]=…, or comma-separated).');
+    throw badParameter(
+      'filter',
+      'The change feed filters only by type: filter[type]=log--activity (several: filter[type][]=…, or comma-separated).',
+    );
   }
   const raw = filter.type;
   const list = (Array.isArray(raw) ? raw : Object.values(raw as QueryObject)).flat();
   const values = typeof raw === 'string' ? [raw] : list;
-  if (!values.every((v): v is string => typeof v === 'string')) throw badParameter('filter[type]', 'filter[type] takes resource type names, such as log--activity.');
-  return [...new Set(values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean))];
+  if (!values.every((v): v is string => typeof v === 'string'))
+    throw badParameter('filter[type]', 'filter[type] takes resource type names, such as log--activity.');
+  return [
+    ...new Set(
+      values
+        .flatMap((v) => v.split(','))
+        .map((v) => v.trim())
+        .filter(Boolean),
+    ),
+  ];
 }
 
 /** page[limit], or its default; with records, at most MAX_CHANGES_WITH_RECORDS (a larger one is taken as that). */
@@ -66,15 +84,30 @@ function pageLimit(params: QueryObject, withRecords: boolean): number {
   const most = withRecords ? MAX_CHANGES_WITH_RECORDS : MAX_CHANGES_LIMIT;
   if (page === undefined) return Math.min(DEFAULT_CHANGES_LIMIT, most);
   const raw = typeof page === 'object' && !Array.isArray(page) ? page.limit : undefined;
-  if (typeof page !== 'object' || Array.isArray(page) || Object.keys(page).some((k) => k !== 'limit') || typeof raw !== 'string' || !/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_CHANGES_LIMIT) {
-    throw badParameter('page[limit]', `The change feed pages only by page[limit], a whole number from 1 to ${MAX_CHANGES_LIMIT}.`);
+  if (
+    typeof page !== 'object' ||
+    Array.isArray(page) ||
+    Object.keys(page).some((k) => k !== 'limit') ||
+    typeof raw !== 'string' ||
+    !/^\d{1,4}$/.test(raw) ||
+    Number(raw) < 1 ||
+    Number(raw) > MAX_CHANGES_LIMIT
+  ) {
+    throw badParameter(
+      'page[limit]',
+      `The change feed pages only by page[limit], a whole number from 1 to ${MAX_CHANGES_LIMIT}.`,
+    );
   }
   return Math.min(Number(raw), most);
 }
 
 /** A feed row as the page lists it: a resource identifier (its 2.x resource type, wireType) with its version. */
 function entryOf(r: FeedRow): Record<string, unknown> {
-  return { type: wireType(r), id: r.uuid, meta: { version: r.position, changed: formatTimestamp(r.changed), ...(r.deleted ? { deleted: true } : {}) } };
+  return {
+    type: wireType(r),
+    id: r.uuid,
+    meta: { version: r.position, changed: formatTimestamp(r.changed), ...(r.deleted ? { deleted: true } : {}) },
+  };
 }
 
 /**
@@ -88,7 +121,9 @@ function wireType(r: FeedRow): string {
 /** The bytes of a page around its entries and records, at most: room kept for them in the budget. */
 function frameBytes(self: { href: string }, nextLink: (cursor: string) => { href: string }): number {
   const longest = encodeCursor(LONGEST_CURSOR);
-  return Buffer.byteLength(`{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[],"included":[],"meta":${JSON.stringify({ cursor: longest })},"links":${JSON.stringify({ self, next: nextLink(longest) })}}`);
+  return Buffer.byteLength(
+    `{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[],"included":[],"meta":${JSON.stringify({ cursor: longest })},"links":${JSON.stringify({ self, next: nextLink(longest) })}}`,
+  );
 }
 
 /** What a page sends: its entries, its records (JSON text), and where it was cut short, if it was. */
@@ -105,11 +140,21 @@ export function changesRoutes(s: JsonApiServices): Router {
 
   /** Resource types the caller may read, of those asked for (403 naming one it may not). */
   const readableTypes = (principal: Principal, asked: string[] | null): string[] => {
-    if (!asked) return [...registry.resourceTypes.values()].filter((rt) => mayOnType(principal, rt.entityType, 'view')).map((rt) => rt.type);
+    if (!asked)
+      return [...registry.resourceTypes.values()]
+        .filter((rt) => mayOnType(principal, rt.entityType, 'view'))
+        .map((rt) => rt.type);
     for (const type of asked) {
       const rt = registry.get(type);
-      if (!rt) throw badParameter('filter[type]', `filter[type] names "${type.slice(0, 100)}", which is not a resource type of this farm.`);
-      if (!mayOnType(principal, rt.entityType, 'view')) throw forbidden(`The current user is not allowed to read ${type} resources, so not their changes either.`, { parameter: 'filter[type]' });
+      if (!rt)
+        throw badParameter(
+          'filter[type]',
+          `filter[type] names "${type.slice(0, 100)}", which is not a resource type of this farm.`,
+        );
+      if (!mayOnType(principal, rt.entityType, 'view'))
+        throw forbidden(`The current user is not allowed to read ${type} resources, so not their changes either.`, {
+          parameter: 'filter[type]',
+        });
     }
     return asked;
   };
@@ -140,7 +185,9 @@ export function changesRoutes(s: JsonApiServices): Router {
     const byType = new Map<string, number[]>();
     for (const r of rows) if (!r.deleted) byType.set(r.entityType, [...(byType.get(r.entityType) ?? []), r.entityId]);
     const out = new Map<string, EntityRecord>();
-    for (const [entityType, ids] of byType) for (const record of await s.loader.load(s.knex, entityType, ids, null)) out.set(`${entityType}:${record.id}`, record);
+    for (const [entityType, ids] of byType)
+      for (const record of await s.loader.load(s.knex, entityType, ids, null))
+        out.set(`${entityType}:${record.id}`, record);
     return out;
   };
 
@@ -152,12 +199,19 @@ export function changesRoutes(s: JsonApiServices): Router {
    * only, so what a page holds is bounded by the budget, not by page[limit] times a record's size.
    * A record that alone is past the budget is a 413 naming it.
    */
-  const pageText = async (principal: Principal, rows: FeedRow[], withRecords: boolean, budget: number): Promise<PageText> => {
+  const pageText = async (
+    principal: Principal,
+    rows: FeedRow[],
+    withRecords: boolean,
+    budget: number,
+  ): Promise<PageText> => {
     const page: PageText = { entries: [], records: [], cutAfter: null };
     let used = 0;
     let largest = 0;
-    for (let i = 0; i < rows.length; ) {
-      const count = withRecords ? Math.max(1, Math.min(RECORDS_PER_LOAD, largest ? Math.floor((budget - used) / largest) : FIRST_LOAD)) : rows.length;
+    for (let i = 0; i < rows.length;) {
+      const count = withRecords
+        ? Math.max(1, Math.min(RECORDS_PER_LOAD, largest ? Math.floor((budget - used) / largest) : FIRST_LOAD))
+        : rows.length;
       const batch = rows.slice(i, i + count);
       const loaded = withRecords ? await liveRecords(batch) : new Map<string, EntityRecord>();
       for (const row of batch) {
@@ -183,10 +237,20 @@ export function changesRoutes(s: JsonApiServices): Router {
   };
 
   const recordTooLarge = (row: FeedRow) =>
-    new ApiError(413, `The record ${wireType(row)} ${row.uuid} alone is larger than the ${config.responseMaxBytes} bytes an answer may hold (TILTH_RESPONSE_MAX_BYTES): read the feed past it without include=records.`, { source: { parameter: 'include' } });
+    new ApiError(
+      413,
+      `The record ${wireType(row)} ${row.uuid} alone is larger than the ${config.responseMaxBytes} bytes an answer may hold (TILTH_RESPONSE_MAX_BYTES): read the feed past it without include=records.`,
+      { source: { parameter: 'include' } },
+    );
 
   /** The page as one JSON:API document, in bytes (no joined copy of its text: see DocumentPieces). */
-  const send = (res: Response, page: PageText, withRecords: boolean, meta: Record<string, unknown>, links: Record<string, { href: string }>) => {
+  const send = (
+    res: Response,
+    page: PageText,
+    withRecords: boolean,
+    meta: Record<string, unknown>,
+    links: Record<string, { href: string }>,
+  ) => {
     const body = new DocumentPieces();
     body.push(`{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[${page.entries.join(',')}]`);
     if (withRecords) {
@@ -202,39 +266,73 @@ export function changesRoutes(s: JsonApiServices): Router {
     sendBytes(res, `${JSONAPI_MEDIA_TYPE}; charset=utf-8`, body.toBuffer());
   };
 
-
   router.get(CHANGES_PATH, async (req: Request, res) => {
     const principal = principalOf(res);
     requireAuthenticated(principal);
     const i = req.originalUrl.indexOf('?');
     const params = parseQueryString(i < 0 ? '' : req.originalUrl.slice(i + 1));
     for (const name of Object.keys(params)) {
-      if (!['since', 'filter', 'page', 'include'].includes(name)) throw badParameter(name, `The change feed takes since, filter[type], page[limit] and include=records; not ${name.slice(0, 100)}.`);
+      if (!['since', 'filter', 'page', 'include'].includes(name))
+        throw badParameter(
+          name,
+          `The change feed takes since, filter[type], page[limit] and include=records; not ${name.slice(0, 100)}.`,
+        );
     }
     const since = single(params, 'since');
-    if (since === undefined) throw badParameter('since', 'since is required: 0 for every change kept, or the meta.cursor of the previous answer.');
+    if (since === undefined)
+      throw badParameter(
+        'since',
+        'since is required: 0 for every change kept, or the meta.cursor of the previous answer.',
+      );
     const cursor = decodeCursor(since);
-    if (!cursor) throw badParameter('since', 'since is not a cursor this server gave: use 0, or a meta.cursor exactly as it came.');
+    if (!cursor)
+      throw badParameter(
+        'since',
+        'since is not a cursor this server gave: use 0, or a meta.cursor exactly as it came.',
+      );
     const now = Math.floor(Date.now() / 1000);
     if (cursor !== FEED_START && cursor.issued < now - config.tombstoneDays * DAY) {
-      throw new ApiError(410, `This cursor is older than the ${config.tombstoneDays} day(s) deletions are kept for: sync in full (since=0) and continue from the new cursor.`, { code: 'cursor_expired', source: { parameter: 'since' } });
+      throw new ApiError(
+        410,
+        `This cursor is older than the ${config.tombstoneDays} day(s) deletions are kept for: sync in full (since=0) and continue from the new cursor.`,
+        { code: 'cursor_expired', source: { parameter: 'since' } },
+      );
     }
     const include = single(params, 'include');
-    if (include !== undefined && include !== 'records') throw badParameter('include', 'The change feed includes only "records" (include=records).');
+    if (include !== undefined && include !== 'records')
+      throw badParameter('include', 'The change feed includes only "records" (include=records).');
     const limit = pageLimit(params, include !== undefined);
     const types = readableTypes(principal, requestedTypes(params));
 
-    const kinds: FeedKind[] = types.map((type) => ({ entityType: registry.get(type)!.entityType.entityType, bundle: registry.get(type)!.bundle.bundle }));
-    const read = kinds.length ? await readFeed(s.knex, cursor, kinds, limit, now) : { rows: [], next: { ...cursor, issued: now }, more: false, ahead: false };
+    const kinds: FeedKind[] = types.map((type) => ({
+      entityType: registry.get(type)!.entityType.entityType,
+      bundle: registry.get(type)!.bundle.bundle,
+    }));
+    const read = kinds.length
+      ? await readFeed(s.knex, cursor, kinds, limit, now)
+      : { rows: [], next: { ...cursor, issued: now }, more: false, ahead: false };
     if (read.ahead) {
-      throw new ApiError(410, 'This cursor is ahead of this farm\'s change feed (the farm was restored from a backup, or lost its last moments in a power cut): sync in full (since=0) and continue from the new cursor.', { code: 'cursor_expired', source: { parameter: 'since' } });
+      throw new ApiError(
+        410,
+        "This cursor is ahead of this farm's change feed (the farm was restored from a backup, or lost its last moments in a power cut): sync in full (since=0) and continue from the new cursor.",
+        { code: 'cursor_expired', source: { parameter: 'since' } },
+      );
     }
     const shown = await visible(principal, read.rows);
     const self = { href: `${config.baseUrl}${req.originalUrl}` };
-    const nextLink = (at: string) => ({ href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}` });
-    const page = await pageText(principal, shown, include !== undefined, config.responseMaxBytes - frameBytes(self, nextLink));
+    const nextLink = (at: string) => ({
+      href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}`,
+    });
+    const page = await pageText(
+      principal,
+      shown,
+      include !== undefined,
+      config.responseMaxBytes - frameBytes(self, nextLink),
+    );
     // Cut short by the budget: go on after the last row sent (a shorter page is a page like another).
-    const next = page.cutAfter ? { issued: now, txid: page.cutAfter.txid, position: page.cutAfter.position } : read.next;
+    const next = page.cutAfter
+      ? { issued: now, txid: page.cutAfter.txid, position: page.cutAfter.position }
+      : read.next;
     const nextCursor = encodeCursor(next);
     const links: Record<string, { href: string }> = { self };
     if (read.more || page.cutAfter) links.next = nextLink(nextCursor);

@@ -12,7 +12,16 @@ import { parseTimestamp, TIMESTAMP_FORMATS } from '../values/timestamps.ts';
 import { decimalToFraction } from '../values/fraction.ts';
 import { decimalInput, DEFAULT_DECIMAL } from '../values/decimal-value.ts';
 import { TEXT_FORMATS } from '../values/text.ts';
-import { boundsProblem, checkGeometry, hasNul, idTagTypeProblem, integerProblem, isTextFormat, NUL_PROBLEM, stringProblem } from '../model/field-rules.ts';
+import {
+  boundsProblem,
+  checkGeometry,
+  hasNul,
+  idTagTypeProblem,
+  integerProblem,
+  isTextFormat,
+  NUL_PROBLEM,
+  stringProblem,
+} from '../model/field-rules.ts';
 
 export type Coerced = { ok: true; value: ItemValue } | { ok: false; problem: string };
 
@@ -39,7 +48,14 @@ function describe(value: unknown): string {
 
 /** Unwrap `{value: x}` for single-property fields, as Drupal allows. */
 function mainValue(value: unknown): unknown {
-  if (value && typeof value === 'object' && !Array.isArray(value) && 'value' in value && Object.keys(value).length === 1) return (value as { value: unknown }).value;
+  if (
+    value &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    'value' in value &&
+    Object.keys(value).length === 1
+  )
+    return (value as { value: unknown }).value;
   return value;
 }
 
@@ -50,7 +66,9 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function unknownKeys(value: Record<string, unknown>, allowed: string[]): string | null {
   const extra = Object.keys(value).filter((k) => !allowed.includes(k));
-  return extra.length ? `has unknown propert${extra.length > 1 ? 'ies' : 'y'} ${extra.map((k) => `"${k}"`).join(', ')} (allowed: ${allowed.join(', ')})` : null;
+  return extra.length
+    ? `has unknown propert${extra.length > 1 ? 'ies' : 'y'} ${extra.map((k) => `"${k}"`).join(', ')} (allowed: ${allowed.join(', ')})`
+    : null;
 }
 
 /** Strings (string, long string, e-mail, list of values, password): a number is taken as its text, except for a list's value. */
@@ -87,7 +105,12 @@ function coerceDecimal(field: FieldDescriptor, raw: unknown): Coerced {
   const v = mainValue(raw);
   if (unset(v)) return ok(null);
   const d = decimalInput(v, field.precision ?? DEFAULT_DECIMAL.precision, field.scale ?? DEFAULT_DECIMAL.scale);
-  if ('problem' in d) return bad(d.problem === 'must be a decimal number' ? `must be a decimal number, not ${describe(v)}` : `${d.problem}, not ${describe(v)}`);
+  if ('problem' in d)
+    return bad(
+      d.problem === 'must be a decimal number'
+        ? `must be a decimal number, not ${describe(v)}`
+        : `${d.problem}, not ${describe(v)}`,
+    );
   return unless(boundsProblem(field, Number(d.value)), d.value);
 }
 
@@ -96,7 +119,8 @@ function coerceTimestamp(_field: FieldDescriptor, raw: unknown): Coerced {
   const v = mainValue(raw);
   if (unset(v)) return ok(null);
   const t = parseTimestamp(v);
-  if (t === null) return bad(`"${typeof v === 'string' ? v : JSON.stringify(v)}" is not a date and time; use ${TIMESTAMP_FORMATS}`);
+  if (t === null)
+    return bad(`"${typeof v === 'string' ? v : JSON.stringify(v)}" is not a date and time; use ${TIMESTAMP_FORMATS}`);
   return ok(t);
 }
 
@@ -111,7 +135,8 @@ function coerceTextLong(_field: FieldDescriptor, raw: unknown): Coerced {
   if (typeof raw.value !== 'string') return bad(`value must be a string, not ${describe(raw.value)}`);
   if (hasNul(raw.value)) return bad(`value ${NUL_PROBLEM}`);
   const format = raw.format === undefined || raw.format === null || raw.format === '' ? 'default' : raw.format;
-  if (!isTextFormat(format)) return bad(`format ${quoted(format)} is not a text format; use one of: ${TEXT_FORMATS.join(', ')}`);
+  if (!isTextFormat(format))
+    return bad(`format ${quoted(format)} is not a text format; use one of: ${TEXT_FORMATS.join(', ')}`);
   return ok({ value: raw.value, format });
 }
 
@@ -123,7 +148,9 @@ function coerceFraction(_field: FieldDescriptor, raw: unknown): Coerced {
   if (unset(raw)) return ok(null);
   if (typeof raw === 'number' || typeof raw === 'string') {
     const f = decimalToFraction(String(raw));
-    return f ? ok(f as unknown as ItemValue) : bad(`must be a number or an object {numerator, denominator} or {decimal}, not ${describe(raw)}`);
+    return f
+      ? ok(f as unknown as ItemValue)
+      : bad(`must be a number or an object {numerator, denominator} or {decimal}, not ${describe(raw)}`);
   }
   if (!isObject(raw)) return bad(`must be an object {numerator, denominator} or {decimal}, not ${describe(raw)}`);
   const extra = unknownKeys(raw, ['numerator', 'denominator', 'decimal']);
@@ -131,12 +158,17 @@ function coerceFraction(_field: FieldDescriptor, raw: unknown): Coerced {
   if (raw.numerator !== undefined && raw.numerator !== null) {
     const num = digits(raw.numerator, /^-?\d+$/);
     const den = raw.denominator === undefined || raw.denominator === null ? 1 : digits(raw.denominator, /^\d+$/);
-    if (typeof num !== 'number' || !Number.isSafeInteger(num)) return bad(`numerator must be a whole number, not ${describe(raw.numerator)}`);
-    if (typeof den !== 'number' || !Number.isSafeInteger(den) || den <= 0) return bad(`denominator must be a whole number greater than 0, not ${describe(raw.denominator)}`);
+    if (typeof num !== 'number' || !Number.isSafeInteger(num))
+      return bad(`numerator must be a whole number, not ${describe(raw.numerator)}`);
+    if (typeof den !== 'number' || !Number.isSafeInteger(den) || den <= 0)
+      return bad(`denominator must be a whole number greater than 0, not ${describe(raw.denominator)}`);
     return ok({ numerator: num, denominator: den });
   }
   if (raw.decimal !== undefined && raw.decimal !== null) {
-    const f = typeof raw.decimal === 'number' || typeof raw.decimal === 'string' ? decimalToFraction(String(raw.decimal)) : null;
+    const f =
+      typeof raw.decimal === 'number' || typeof raw.decimal === 'string'
+        ? decimalToFraction(String(raw.decimal))
+        : null;
     return f ? ok(f as unknown as ItemValue) : bad(`decimal must be a decimal number, not ${describe(raw.decimal)}`);
   }
   return ok(null);
@@ -168,11 +200,16 @@ function coerceIdTag(field: FieldDescriptor, raw: unknown): Coerced {
   const extra = unknownKeys(raw, ['id', 'type', 'location']);
   if (extra) return bad(extra);
   for (const k of ['id', 'type', 'location'] as const) {
-    if (raw[k] !== undefined && raw[k] !== null && typeof raw[k] !== 'string') return bad(`${k} must be a string, not ${describe(raw[k])}`);
+    if (raw[k] !== undefined && raw[k] !== null && typeof raw[k] !== 'string')
+      return bad(`${k} must be a string, not ${describe(raw[k])}`);
     if (hasNul(raw[k])) return bad(`${k} ${NUL_PROBLEM}`);
   }
   const type = (raw.type as string | undefined) || null;
-  return unless(type && idTagTypeProblem(field, type), { id: (raw.id as string | undefined) ?? null, type, location: (raw.location as string | undefined) ?? null });
+  return unless(type && idTagTypeProblem(field, type), {
+    id: (raw.id as string | undefined) ?? null,
+    type,
+    location: (raw.location as string | undefined) ?? null,
+  });
 }
 
 /** The reader of each field type's items; a type not here cannot be set. */
@@ -198,7 +235,10 @@ export function coerceItem(field: FieldDescriptor, raw: unknown): Coerced {
   return coerce ? coerce(field, raw) : bad('cannot be set');
 }
 /** Coerce a whole field value: a list for multiple fields (a single item is accepted and wrapped). */
-export function coerceField(field: FieldDescriptor, raw: unknown): { ok: true; value: ItemValue | ItemValue[] } | { ok: false; problem: string; index?: number } {
+export function coerceField(
+  field: FieldDescriptor,
+  raw: unknown,
+): { ok: true; value: ItemValue | ItemValue[] } | { ok: false; problem: string; index?: number } {
   if (!field.multiple) {
     if (Array.isArray(raw)) {
       if (raw.length === 0) return { ok: true, value: null };

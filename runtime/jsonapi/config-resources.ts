@@ -49,10 +49,20 @@ export class ConfigCatalogue {
 
   constructor(ctx: AppContext) {
     const base = ctx.config.baseUrl;
-    const add = (type: string, permission: Permission, idAttribute: string, items: Array<{ id: string; attributes: Record<string, unknown> }>) => {
+    const add = (
+      type: string,
+      permission: Permission,
+      idAttribute: string,
+      items: Array<{ id: string; attributes: Record<string, unknown> }>,
+    ) => {
       const [entity] = type.split('--');
       const path = `/api/${entity}/${entity}`;
-      const resources = items.map((item) => ({ type, id: item.id, links: { self: { href: `${base}${path}/${item.id}` } }, attributes: { ...item.attributes } }));
+      const resources = items.map((item) => ({
+        type,
+        id: item.id,
+        links: { self: { href: `${base}${path}/${item.id}` } },
+        attributes: { ...item.attributes },
+      }));
       this.types.set(type, { type, path, permission, idAttribute, resources });
       for (const r of resources) this.byId.set(`${type}:${r.id}`, r);
     };
@@ -61,24 +71,41 @@ export class ConfigCatalogue {
       if (!type) continue;
       const bundles = ctx.registry.bundlesOf(et.entityType);
       if (et.bundleKey === 'vid') {
-        add(type, 'taxonomy:view', 'drupal_internal__vid', bundles.map((rt) => ({
-          id: bundleIdentifier(et, rt.bundle.bundle)!.id,
-          attributes: { langcode: 'en', status: true, drupal_internal__vid: rt.bundle.bundle, name: rt.bundle.label, description: rt.bundle.description ?? '', weight: 0 },
-        })));
+        add(
+          type,
+          'taxonomy:view',
+          'drupal_internal__vid',
+          bundles.map((rt) => ({
+            id: bundleIdentifier(et, rt.bundle.bundle)!.id,
+            attributes: {
+              langcode: 'en',
+              status: true,
+              drupal_internal__vid: rt.bundle.bundle,
+              name: rt.bundle.label,
+              description: rt.bundle.description ?? '',
+              weight: 0,
+            },
+          })),
+        );
       } else {
-        add(type, 'content:view', 'drupal_internal__id', bundles.map((rt) => ({
-          id: bundleIdentifier(et, rt.bundle.bundle)!.id,
-          attributes: {
-            langcode: 'en',
-            status: true,
-            drupal_internal__id: rt.bundle.bundle,
-            label: rt.bundle.label,
-            description: rt.bundle.description ?? '',
-            ...(WORKFLOWS[et.entityType] ? { workflow: WORKFLOWS[et.entityType] } : {}),
-            ...(et.entityType === 'log' ? { name_pattern: et.namePattern ?? '' } : {}),
-            new_revision: true,
-          },
-        })));
+        add(
+          type,
+          'content:view',
+          'drupal_internal__id',
+          bundles.map((rt) => ({
+            id: bundleIdentifier(et, rt.bundle.bundle)!.id,
+            attributes: {
+              langcode: 'en',
+              status: true,
+              drupal_internal__id: rt.bundle.bundle,
+              label: rt.bundle.label,
+              description: rt.bundle.description ?? '',
+              ...(WORKFLOWS[et.entityType] ? { workflow: WORKFLOWS[et.entityType] } : {}),
+              ...(et.entityType === 'log' ? { name_pattern: et.namePattern ?? '' } : {}),
+              new_revision: true,
+            },
+          })),
+        );
       }
     }
     // Field Kit loads its field modules from here: those `tilth fieldkit add-module` installed,
@@ -92,13 +119,34 @@ export class ConfigCatalogue {
           type: 'field_module--field_module',
           id,
           links: { self: { href: `${base}${modulePath}/${id}` } },
-          attributes: { langcode: 'en', status: true, dependencies: [], drupal_internal__id: m.name, label: m.label, description: m.description, library: `fieldkit/${m.name}` },
+          attributes: {
+            langcode: 'en',
+            status: true,
+            dependencies: [],
+            drupal_internal__id: m.name,
+            label: m.label,
+            description: m.description,
+            library: `fieldkit/${m.name}`,
+          },
         };
       });
-    add('user_role--user_role', 'user:view', 'drupal_internal__id', ROLES.map((role, weight) => ({
-      id: configIdentifier('user_role', role).id,
-      attributes: { langcode: 'en', status: true, drupal_internal__id: role, label: ROLE_LABELS[role], weight, is_admin: role === 'administrator', permissions: [...ROLE_PERMISSIONS[role]] },
-    })));
+    add(
+      'user_role--user_role',
+      'user:view',
+      'drupal_internal__id',
+      ROLES.map((role, weight) => ({
+        id: configIdentifier('user_role', role).id,
+        attributes: {
+          langcode: 'en',
+          status: true,
+          drupal_internal__id: role,
+          label: ROLE_LABELS[role],
+          weight,
+          is_admin: role === 'administrator',
+          permissions: [...ROLE_PERMISSIONS[role]],
+        },
+      })),
+    );
   }
 
   /** The resource an identifier names, if the principal may read it. */
@@ -119,7 +167,10 @@ export class ConfigCatalogue {
       const check = (req: Request, res: Response) => {
         const principal = principalOf(res);
         requireAuthenticated(principal);
-        if (!principal.permissions.has(t.permission)) throw forbidden(`The current user is not allowed to GET ${t.type} resources: it needs the "${t.permission}" permission.`);
+        if (!principal.permissions.has(t.permission))
+          throw forbidden(
+            `The current user is not allowed to GET ${t.type} resources: it needs the "${t.permission}" permission.`,
+          );
         const i = req.originalUrl.indexOf('?');
         return parseJsonApiQuery(i < 0 ? '' : req.originalUrl.slice(i + 1));
       };
@@ -128,13 +179,23 @@ export class ConfigCatalogue {
         const wanted = machineNameFilter(query.filter, t.idAttribute);
         const resources = t.load ? await t.load() : t.resources;
         const data = wanted === null ? resources : resources.filter((r) => r.attributes[t.idAttribute] === wanted);
-        sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data, links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } } });
+        sendDocument(res, 200, {
+          jsonapi: JSONAPI_VERSION,
+          data,
+          links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } },
+        });
       });
       router.get(`${t.path}/:id`, async (req, res) => {
         check(req, res);
-        const hit = t.load ? (await t.load()).find((r) => r.id === req.params.id) : this.byId.get(`${t.type}:${req.params.id}`);
+        const hit = t.load
+          ? (await t.load()).find((r) => r.id === req.params.id)
+          : this.byId.get(`${t.type}:${req.params.id}`);
         if (!hit) throw notFound(`There is no ${t.type} with the id "${req.params.id}".`, { parameter: 'id' });
-        sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data: hit, links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } } });
+        sendDocument(res, 200, {
+          jsonapi: JSONAPI_VERSION,
+          data: hit,
+          links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } },
+        });
       });
       router.all([t.path, `${t.path}/:id`], (req) => {
         throw methodNotAllowed(req.method, ['GET']);
@@ -148,6 +209,16 @@ export class ConfigCatalogue {
 function machineNameFilter(filter: FilterGroup, attribute: string): string | null {
   if (!filter.members.length) return null;
   const [only] = filter.members;
-  if (filter.members.length === 1 && only!.kind === 'condition' && only!.path === attribute && only!.operator === '=' && typeof only!.value === 'string') return only!.value;
-  throw badParameter('filter', `Configuration resources can be filtered by ${attribute} only (filter[${attribute}]=<machine name>).`);
+  if (
+    filter.members.length === 1 &&
+    only!.kind === 'condition' &&
+    only!.path === attribute &&
+    only!.operator === '=' &&
+    typeof only!.value === 'string'
+  )
+    return only!.value;
+  throw badParameter(
+    'filter',
+    `Configuration resources can be filtered by ${attribute} only (filter[${attribute}]=<machine name>).`,
+  );
 }

@@ -12,7 +12,8 @@ export { JSONAPI_VERSION };
  * exactly JSON.stringify's.
  */
 export function documentText(body: unknown, maxBytes = Infinity): string {
-  if (!Number.isFinite(maxBytes) || body === null || typeof body !== 'object' || Array.isArray(body)) return JSON.stringify(body);
+  if (!Number.isFinite(maxBytes) || body === null || typeof body !== 'object' || Array.isArray(body))
+    return JSON.stringify(body);
   const budget = new ByteBudget(maxBytes); // counts the braces
   const parts: string[] = [];
   for (const [key, value] of Object.entries(body)) {
@@ -66,7 +67,10 @@ class ByteBudget {
     }
     this.exact += Buffer.byteLength(text) + overhead;
     if (this.exact > this.maxBytes) {
-      throw new ApiError(413, `The response would be larger than ${this.maxBytes} bytes (TILTH_RESPONSE_MAX_BYTES): ask for fewer resources (page[limit]), fewer fields (fields[TYPE]=…) or fewer includes.`);
+      throw new ApiError(
+        413,
+        `The response would be larger than ${this.maxBytes} bytes (TILTH_RESPONSE_MAX_BYTES): ask for fewer resources (page[limit]), fewer fields (fields[TYPE]=…) or fewer includes.`,
+      );
     }
   }
 }

@@ -20,7 +20,12 @@ export function entryPoint(ctx: AppContext, configs: ConfigCatalogue) {
   }
   links[LANGUAGE_TYPE] = { href: `${base}${LANGUAGE_PATH}` };
   for (const t of configs.types.values()) links[t.type] = { href: `${base}${t.path}` };
-  const farm = { name: ctx.config.farmName, url: base, version: TILTH_API_VERSION, system_of_measurement: ctx.config.systemOfMeasurement };
+  const farm = {
+    name: ctx.config.farmName,
+    url: base,
+    version: TILTH_API_VERSION,
+    system_of_measurement: ctx.config.systemOfMeasurement,
+  };
   // The document is the same for every request but for meta.links.me: its text is built once,
   // around that one member (exactly as JSON.stringify would write the whole document).
   const head = `{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[],"meta":{`;
@@ -31,7 +36,11 @@ export function entryPoint(ctx: AppContext, configs: ConfigCatalogue) {
   // that may belong to any number of users.
   const mine = new BoundedMemo<Buffer>(MAX_KEPT_USERS);
   const documentOf = (uuid: string): Buffer =>
-    mine.get(uuid, () => Buffer.from(`${head}"links":${JSON.stringify({ me: { meta: { id: uuid }, href: `${base}/api/user/user/${uuid}` } })},${tail}`));
+    mine.get(uuid, () =>
+      Buffer.from(
+        `${head}"links":${JSON.stringify({ me: { meta: { id: uuid }, href: `${base}/api/user/user/${uuid}` } })},${tail}`,
+      ),
+    );
   return (_req: Request, res: Response): void => {
     const uuid = principalOf(res).userUuid;
     sendBytes(res, CONTENT_TYPE, uuid ? documentOf(uuid) : anonymous);

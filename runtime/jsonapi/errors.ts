@@ -5,7 +5,16 @@
  * `/data/relationships/<name>[/data/<item>]`. A violation of the face's own wire (`/data/id`)
  * keeps the pointer it was made with.
  */
-import { ApiError, reasonPhrase, toJsonApiErrorDocument, ValidationError, type ErrorObject, type FieldRef, type Violation, type WireViolation } from '../errors.ts';
+import {
+  ApiError,
+  reasonPhrase,
+  toJsonApiErrorDocument,
+  ValidationError,
+  type ErrorObject,
+  type FieldRef,
+  type Violation,
+  type WireViolation,
+} from '../errors.ts';
 
 /** The JSON Pointer of a violation in the request document. */
 export function violationPointer(v: Violation | WireViolation): string {
@@ -32,7 +41,13 @@ export function errorObjects(error: ApiError): ErrorObject[] {
       return { ...o, source: { ...rest, pointer: fieldPointer(field) } };
     });
   }
-  return error.violations.map((v) => ({ status: '422', title: reasonPhrase(422), code: error.code, detail: v.detail, source: { pointer: violationPointer(v) } }));
+  return error.violations.map((v) => ({
+    status: '422',
+    title: reasonPhrase(422),
+    code: error.code,
+    detail: v.detail,
+    source: { pointer: violationPointer(v) },
+  }));
 }
 
 /** Any thrown value as the JSON:API error document of this face (errors.ts `toJsonApiErrorDocument`). */

@@ -48,7 +48,15 @@ const BATCH = 200;
  * time (farmOS's CSV export removes `default_langcode`, `revision_translation_affected`,
  * `revision_created` and `revision_user`, and has no column for the rest). Left out of every export.
  */
-const INTERNAL = new Set(['langcode', 'default_langcode', 'revision_translation_affected', 'revision_default', 'revision_created', 'revision_user', 'drupal_internal__revision_id']);
+const INTERNAL = new Set([
+  'langcode',
+  'default_langcode',
+  'revision_translation_affected',
+  'revision_default',
+  'revision_created',
+  'revision_user',
+  'drupal_internal__revision_id',
+]);
 
 /** So that spreadsheet programs (Excel above all) read the CSV as UTF-8, accents and all. */
 const BYTE_ORDER_MARK = '\uFEFF';
@@ -59,7 +67,10 @@ export function exportFormat(req: Request, query: JsonApiQuery): ExportFormat | 
   if (format !== undefined) {
     if (format === 'csv' || format === 'geojson' || format === 'kml') return format;
     if (format === 'json' || format === 'api_json') return null;
-    throw badParameter('_format', `The _format ${quoted(format)} is not known here: use csv, geojson or kml, or leave it out for JSON:API.`);
+    throw badParameter(
+      '_format',
+      `The _format ${quoted(format)} is not known here: use csv, geojson or kml, or leave it out for JSON:API.`,
+    );
   }
   return exportFormatOfAccept(req.headers.accept ?? '');
 }
@@ -93,7 +104,8 @@ function flatten(value: unknown): string {
 function typed(type: string | undefined, value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (typeof value === 'boolean' || typeof value === 'number') return value;
-  if (type === 'decimal' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  if (type === 'decimal' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+    return Number(value);
   if (type === 'fraction' && typeof value === 'object' && !Array.isArray(value)) {
     const decimal = (value as { decimal?: unknown }).decimal;
     return decimal === null || decimal === undefined || decimal === '' ? null : Number(decimal);
@@ -123,7 +135,8 @@ function csvCell(text: string): string {
   return `"${safe.replace(/"/g, '""')}"`;
 }
 
-const xml = (s: string) => s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
+const xml = (s: string) =>
+  s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
 
 /** GeoJSON geometry as KML. */
 function kmlGeometry(g: { type: string; coordinates?: unknown; geometries?: unknown[] }): string {
@@ -162,13 +175,22 @@ function geometryOf(resource: Resource): { type: string; coordinates?: unknown }
 
 /** Write, waiting when the client reads slower than we write (so memory stays flat). */
 async function write(res: Response, chunk: string): Promise<void> {
-  if (!res.write(chunk)) await new Promise<void>((resolve, reject) => {
-    res.once('drain', resolve);
-    res.once('close', () => reject(new Error('the client went away')));
-  });
+  if (!res.write(chunk))
+    await new Promise<void>((resolve, reject) => {
+      res.once('drain', resolve);
+      res.once('close', () => reject(new Error('the client went away')));
+    });
 }
 
-export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, res: Response, rt: ResourceType, query: JsonApiQuery, principal: Principal, format: ExportFormat): Promise<void> {
+export async function sendExport(
+  s: JsonApiServices,
+  compiler: QueryCompiler,
+  res: Response,
+  rt: ResourceType,
+  query: JsonApiQuery,
+  principal: Principal,
+  format: ExportFormat,
+): Promise<void> {
   // The first batch is fetched before anything is sent, so that a bad query is still a clean error.
   let page = { offset: 0, limit: BATCH } as { offset: number; limit: number; cursor?: string };
   const at = query.asOf ?? undefined;
@@ -178,10 +200,23 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
   let features = 0;
   const filename = `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`;
   const fieldTypes = new Map(rt.bundle.fields.map((f) => [f.name, f.type as string]));
-  res.status(200).type(MEDIA_TYPES[format]).set('Content-Disposition', `attachment; filename="${filename}"`).set('Cache-Control', 'private, no-store');
+  res
+    .status(200)
+    .type(MEDIA_TYPES[format])
+    .set('Content-Disposition', `attachment; filename="${filename}"`)
+    .set('Cache-Control', 'private, no-store');
   for (;;) {
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, batch.ids, fieldsetsToRead(query.fields, query.include), at, [rt.bundle.bundle]);
-    const resources = records.map((r) => withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(rt.type))));
+    const records = await s.loader.load(
+      s.knex,
+      rt.entityType.entityType,
+      batch.ids,
+      fieldsetsToRead(query.fields, query.include),
+      at,
+      [rt.bundle.bundle],
+    );
+    const resources = records.map((r) =>
+      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(rt.type))),
+    );
     const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
     for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);
     // A configuration record (a log's log_type, an asset's asset_type) has no row to name it: its
@@ -194,7 +229,8 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
         for (const k of Object.keys(r.attributes)) if (!INTERNAL.has(k)) columns.set(k, 'attribute');
         for (const k of Object.keys(r.relationships)) if (!INTERNAL.has(k)) columns.set(k, 'relationship');
       }
-      if (!columns.size) for (const f of rt.bundle.fields) if (!f.internal && !INTERNAL.has(f.name)) columns.set(f.name, f.kind);
+      if (!columns.size)
+        for (const f of rt.bundle.fields) if (!f.internal && !INTERNAL.has(f.name)) columns.set(f.name, f.kind);
       out +=
         format === 'csv'
           ? `${BYTE_ORDER_MARK}${['id', 'type', ...[...columns].flatMap(([k, kind]) => (kind === 'relationship' ? [k, `${k}.id`] : [k]))].map(csvCell).join(',')}\r\n`
@@ -208,7 +244,13 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
       if (format === 'csv') {
         const cells = [r.id, r.type];
         for (const [k, kind] of columns) {
-          if (kind === 'relationship') cells.push(related(k).map(name).join(', '), related(k).map((x) => x.id).join(', '));
+          if (kind === 'relationship')
+            cells.push(
+              related(k).map(name).join(', '),
+              related(k)
+                .map((x) => x.id)
+                .join(', '),
+            );
           else cells.push(flatten(r.attributes[k]));
         }
         out += `${cells.map(csvCell).join(',')}\r\n`;
@@ -217,18 +259,28 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
       const geometry = geometryOf(r);
       if (!geometry) continue;
       const properties: Record<string, unknown> = { type: r.type };
-      for (const [k, v] of Object.entries(r.attributes)) if (k !== 'geometry' && k !== 'intrinsic_geometry' && !INTERNAL.has(k)) properties[k] = typed(fieldTypes.get(k), v);
-      for (const k of Object.keys(r.relationships)) if (related(k).length && !INTERNAL.has(k)) properties[k] = related(k).map(name).join(', ');
-      if (format === 'geojson') out += `${features ? ',' : ''}${JSON.stringify({ type: 'Feature', id: r.id, geometry, properties })}`;
+      for (const [k, v] of Object.entries(r.attributes))
+        if (k !== 'geometry' && k !== 'intrinsic_geometry' && !INTERNAL.has(k))
+          properties[k] = typed(fieldTypes.get(k), v);
+      for (const k of Object.keys(r.relationships))
+        if (related(k).length && !INTERNAL.has(k)) properties[k] = related(k).map(name).join(', ');
+      if (format === 'geojson')
+        out += `${features ? ',' : ''}${JSON.stringify({ type: 'Feature', id: r.id, geometry, properties })}`;
       else
-        out += `<Placemark id="${xml(r.id)}"><name>${xml(String(properties.name ?? properties.label ?? r.id))}</name><ExtendedData>${Object.entries(properties)
+        out += `<Placemark id="${xml(r.id)}"><name>${xml(String(properties.name ?? properties.label ?? r.id))}</name><ExtendedData>${Object.entries(
+          properties,
+        )
           .map(([k, v]) => `<Data name="${xml(k)}"><value>${xml(v === null ? '' : String(v))}</value></Data>`)
           .join('')}</ExtendedData>${kmlGeometry(geometry)}</Placemark>\n`;
       features++;
     }
     if (out) await write(res, out);
     if (!batch.hasMore) break;
-    page = { offset: page.offset + page.limit, limit: BATCH, ...(batch.nextCursor ? { cursor: batch.nextCursor } : {}) };
+    page = {
+      offset: page.offset + page.limit,
+      limit: BATCH,
+      ...(batch.nextCursor ? { cursor: batch.nextCursor } : {}),
+    };
     batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
   }
   res.end(format === 'csv' ? '' : format === 'geojson' ? ']}\n' : '</Document></kml>\n');
@@ -236,7 +288,8 @@ export async function sendExport(s: JsonApiServices, compiler: QueryCompiler, re
 
 type Ref = { type: string; id: string; meta?: { drupal_internal__target_id?: string | number } };
 
-const refsOf = (rel: unknown): Ref[] => [(rel as { data?: unknown } | undefined)?.data ?? []].flat().filter(Boolean) as Ref[];
+const refsOf = (rel: unknown): Ref[] =>
+  [(rel as { data?: unknown } | undefined)?.data ?? []].flat().filter(Boolean) as Ref[];
 
 const isQuantity = (ref: Ref) => ref.type.startsWith('quantity--');
 
@@ -244,7 +297,12 @@ const isQuantity = (ref: Ref) => ref.type.startsWith('quantity--');
  * The labels of the records a batch refers to (those `wanted` picks), one query per entity type,
  * hiding what the caller may not see.
  */
-async function relatedLabels(s: JsonApiServices, resources: Resource[], principal: Principal, wanted: (ref: Ref) => boolean = () => true): Promise<Map<string, string>> {
+async function relatedLabels(
+  s: JsonApiServices,
+  resources: Resource[],
+  principal: Principal,
+  wanted: (ref: Ref) => boolean = () => true,
+): Promise<Map<string, string>> {
   const byType = new Map<string, Set<string>>();
   for (const r of resources) {
     for (const rel of Object.values(r.relationships)) {
@@ -259,10 +317,14 @@ async function relatedLabels(s: JsonApiServices, resources: Resource[], principa
   const labels = new Map<string, string>();
   for (const [entityType, uuids] of byType) {
     const et = s.ctx.registry.model.entityTypes[entityType]!;
-    const qb = s.knex(`${et.table} as e`).whereIn('e.uuid', [...uuids]).select('e.uuid', `e.${et.labelField} as label`);
+    const qb = s
+      .knex(`${et.table} as e`)
+      .whereIn('e.uuid', [...uuids])
+      .select('e.uuid', `e.${et.labelField} as label`);
     // Labels of what the caller is shown: a blocked owner too, by name, as documents show it.
     listCondition(principal, et, 'e')?.(qb);
-    for (const row of (await qb) as Array<{ uuid: string; label: string | null }>) labels.set(row.uuid, row.label ?? '');
+    for (const row of (await qb) as Array<{ uuid: string; label: string | null }>)
+      labels.set(row.uuid, row.label ?? '');
   }
   return labels;
 }
@@ -273,28 +335,48 @@ async function relatedLabels(s: JsonApiServices, resources: Resource[], principa
  * empty. Loaded for the whole batch at once (the quantities, then their units' names), hiding
  * what the caller may not see.
  */
-async function quantityTexts(s: JsonApiServices, resources: Resource[], principal: Principal, at: number | undefined): Promise<Map<string, string>> {
+async function quantityTexts(
+  s: JsonApiServices,
+  resources: Resource[],
+  principal: Principal,
+  at: number | undefined,
+): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   const et = s.ctx.registry.model.entityTypes.quantity;
   if (!et) return texts;
   const uuids = new Set<string>();
-  for (const r of resources) for (const rel of Object.values(r.relationships)) for (const ref of refsOf(rel)) if (isQuantity(ref) && ref.id !== 'missing') uuids.add(ref.id);
+  for (const r of resources)
+    for (const rel of Object.values(r.relationships))
+      for (const ref of refsOf(rel)) if (isQuantity(ref) && ref.id !== 'missing') uuids.add(ref.id);
   if (!uuids.size) return texts;
-  const qb = s.knex(`${et.table} as e`).whereIn('e.uuid', [...uuids]).select('e.id');
+  const qb = s
+    .knex(`${et.table} as e`)
+    .whereIn('e.uuid', [...uuids])
+    .select('e.id');
   viewCondition(principal, et, 'e')?.(qb);
   const ids = ((await qb) as Array<{ id: number }>).map((row) => row.id);
   if (!ids.length) return texts;
-  const quantities = (await s.loader.load(s.knex, 'quantity', ids, null, at)).map((q) => withAllMembers(s.serializer.resourceObject(q, principal)));
+  const quantities = (await s.loader.load(s.knex, 'quantity', ids, null, at)).map((q) =>
+    withAllMembers(s.serializer.resourceObject(q, principal)),
+  );
   const units = await relatedLabels(s, quantities, principal, (ref) => ref.type === 'taxonomy_term--unit');
   for (const q of quantities) {
     const measure = q.attributes.measure;
     const measureField = s.ctx.registry.get(q.type)?.bundle.fields.find((f) => f.name === 'measure');
-    const measureLabel = typeof measure === 'string' && measure ? (measureField?.allowedValues?.find((a) => a.value === measure)?.label ?? measure) : '';
+    const measureLabel =
+      typeof measure === 'string' && measure
+        ? (measureField?.allowedValues?.find((a) => a.value === measure)?.label ?? measure)
+        : '';
     const unitNames = Object.values(q.relationships)
       .flatMap(refsOf)
       .filter((ref) => ref.type === 'taxonomy_term--unit')
       .map((ref) => units.get(ref.id) ?? '');
-    const parts = [flatten(q.attributes.label), measureLabel ? `(${measureLabel})` : '', flatten(q.attributes.value), ...unitNames];
+    const parts = [
+      flatten(q.attributes.label),
+      measureLabel ? `(${measureLabel})` : '',
+      flatten(q.attributes.value),
+      ...unitNames,
+    ];
     texts.set(q.id, parts.filter(Boolean).join(' '));
   }
   return texts;

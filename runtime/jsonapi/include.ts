@@ -17,7 +17,11 @@ import { isConfigEntityType } from '../model/config-entities.ts';
  * and nothing follows them on a path.
  */
 export function isConfigSegment(types: ResourceType[], segment: string): boolean {
-  return types.some((t) => t.entityType.bundleKey === segment || (t.fieldsByName.get(segment)?.target && isConfigEntityType(t.fieldsByName.get(segment)!.target!.entityType)));
+  return types.some(
+    (t) =>
+      t.entityType.bundleKey === segment ||
+      (t.fieldsByName.get(segment)?.target && isConfigEntityType(t.fieldsByName.get(segment)!.target!.entityType)),
+  );
 }
 
 /** Check include paths against the model before any query runs. */
@@ -26,15 +30,24 @@ export function validateIncludes(registry: ModelRegistry, rt: ResourceType, path
     let current: ResourceType[] = [rt];
     path.forEach((segment, i) => {
       if (isConfigSegment(current, segment)) {
-        if (i < path.length - 1) throw badParameter('include', `"${segment}" points at configuration resources; nothing can follow it in an include path.`);
+        if (i < path.length - 1)
+          throw badParameter(
+            'include',
+            `"${segment}" points at configuration resources; nothing can follow it in an include path.`,
+          );
         current = [];
         return;
       }
-      const fields = current.map((t) => t.fieldsByName.get(segment)).filter((f) => f && f.kind === 'relationship' && !f.internal);
+      const fields = current
+        .map((t) => t.fieldsByName.get(segment))
+        .filter((f) => f && f.kind === 'relationship' && !f.internal);
       if (!fields.length) {
         const possible = [...new Set(current.flatMap((t) => t.relationships.map((f) => f.name)))].sort();
         const where = i === 0 ? '' : ` (at "${path.slice(0, i + 1).join('.')}")`;
-        throw badParameter('include', `"${segment}" is not a valid relationship field name${where}. Possible values: ${possible.join(', ')}.`);
+        throw badParameter(
+          'include',
+          `"${segment}" is not a valid relationship field name${where}. Possible values: ${possible.join(', ')}.`,
+        );
       }
       current = [...new Set(fields.flatMap((f) => registry.targetsOf(f!)))];
     });

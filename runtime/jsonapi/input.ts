@@ -10,7 +10,14 @@ import type { ModelRegistry, ResourceType } from '../model/registry.ts';
 import type { Db, ItemValue, Reference } from '../storage/records.ts';
 import { SqlMemo, quoteName, selectRows } from '../storage/sql.ts';
 import { dialectOf } from '../storage/dialect.ts';
-import { badRequest, conflict, forbidden, MissingReferenceError, ValidationError, type WireViolation } from '../errors.ts';
+import {
+  badRequest,
+  conflict,
+  forbidden,
+  MissingReferenceError,
+  ValidationError,
+  type WireViolation,
+} from '../errors.ts';
 import { coerceField, quoted } from './coerce.ts';
 import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
@@ -37,12 +44,22 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /** Check the top level of a write document and return its `data` member. */
 export function readDataMember(body: unknown): Record<string, unknown> {
-  if (body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
+  if (
+    body === undefined ||
+    body === null ||
+    (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)
+  ) {
     throw badRequest('Empty request body: send a JSON:API document {"data": {…}}.', { pointer: '' });
   }
-  if (!isObject(body)) throw badRequest('The request body must be a JSON object with a "data" member.', { pointer: '' });
-  if ('relationships' in body || 'attributes' in body) throw badRequest('Found "attributes" or "relationships" at the top level of the document; they belong inside "data".', { pointer: '' });
-  if (!isObject(body.data)) throw badRequest('The document must have a "data" member holding one resource object.', { pointer: '/data' });
+  if (!isObject(body))
+    throw badRequest('The request body must be a JSON object with a "data" member.', { pointer: '' });
+  if ('relationships' in body || 'attributes' in body)
+    throw badRequest(
+      'Found "attributes" or "relationships" at the top level of the document; they belong inside "data".',
+      { pointer: '' },
+    );
+  if (!isObject(body.data))
+    throw badRequest('The document must have a "data" member holding one resource object.', { pointer: '/data' });
   return body.data;
 }
 
@@ -91,7 +108,11 @@ export class InputReader {
   async readMany(db: Db, rt: ResourceType, bodies: readonly unknown[]): Promise<EntityInput[]> {
     const parsed = bodies.map((body) => this.parse(rt, body));
     const violations: WireViolation[] = [];
-    await this.resolve(db, parsed.flatMap((p) => p.pending), violations);
+    await this.resolve(
+      db,
+      parsed.flatMap((p) => p.pending),
+      violations,
+    );
     if (violations.length) throw new ValidationError(violations);
     return parsed.map(finish);
   }
@@ -99,15 +120,21 @@ export class InputReader {
   /** A document's attributes coerced and its relationship identifiers listed, before any lookup. */
   private parse(rt: ResourceType, body: unknown, current?: StoredNumbers): Parsed {
     const data = readDataMember(body);
-    if (typeof data.type !== 'string' || !data.type) throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
+    if (typeof data.type !== 'string' || !data.type)
+      throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
     if (data.type !== rt.type) {
-      throw conflict(`The type "${data.type}" does not match this endpoint, which takes ${rt.type}.`, { pointer: '/data/type' });
+      throw conflict(`The type "${data.type}" does not match this endpoint, which takes ${rt.type}.`, {
+        pointer: '/data/type',
+      });
     }
     const violations: WireViolation[] = [];
     let id: string | undefined;
     if (data.id !== undefined && data.id !== null) {
       if (typeof data.id !== 'string' || !UUID.test(data.id)) {
-        violations.push({ pointer: '/data/id', detail: `id: ${quoted(data.id)} is not a UUID. IDs must be properly generated and formatted UUIDs as described in RFC 4122.` });
+        violations.push({
+          pointer: '/data/id',
+          detail: `id: ${quoted(data.id)} is not a UUID. IDs must be properly generated and formatted UUIDs as described in RFC 4122.`,
+        });
       } else id = data.id.toLowerCase();
     }
     const values = new Map<string, ItemValue | ItemValue[]>();
@@ -115,7 +142,8 @@ export class InputReader {
     const ignored = new Set([rt.entityType.internalId, rt.entityType.revisionId].filter(Boolean) as string[]);
 
     if (data.attributes !== undefined && data.attributes !== null) {
-      if (!isObject(data.attributes)) throw badRequest('"attributes" must be an object.', { pointer: '/data/attributes' });
+      if (!isObject(data.attributes))
+        throw badRequest('"attributes" must be an object.', { pointer: '/data/attributes' });
       for (const [name, raw] of Object.entries(data.attributes)) {
         const pointer = `/data/attributes/${name}`;
         const field = rt.fieldsByName.get(name);
@@ -124,11 +152,17 @@ export class InputReader {
             assertOwnNumber(rt, name, raw, current);
             continue;
           }
-          violations.push({ pointer, detail: `${name}: the attribute ${name} does not exist on the ${rt.type} resource type.` });
+          violations.push({
+            pointer,
+            detail: `${name}: the attribute ${name} does not exist on the ${rt.type} resource type.`,
+          });
           continue;
         }
         if (field.kind === 'relationship') {
-          violations.push({ pointer, detail: `${name}: ${name} is a relationship of ${rt.type}; send it under "relationships" as {"data": …}.` });
+          violations.push({
+            pointer,
+            detail: `${name}: ${name} is a relationship of ${rt.type}; send it under "relationships" as {"data": …}.`,
+          });
           continue;
         }
         if (field.type === 'password') {
@@ -139,24 +173,35 @@ export class InputReader {
         }
         if (field.readOnly) continue;
         const c = coerceField(field, raw);
-        if (!c.ok) violations.push({ pointer: c.index !== undefined ? `${pointer}/${c.index}` : pointer, detail: `${name}: ${c.problem}.` });
+        if (!c.ok)
+          violations.push({
+            pointer: c.index !== undefined ? `${pointer}/${c.index}` : pointer,
+            detail: `${name}: ${c.problem}.`,
+          });
         else values.set(field.name, c.value);
       }
     }
 
     const pending: PendingIdentifier[] = [];
     if (data.relationships !== undefined && data.relationships !== null) {
-      if (!isObject(data.relationships)) throw badRequest('"relationships" must be an object.', { pointer: '/data/relationships' });
+      if (!isObject(data.relationships))
+        throw badRequest('"relationships" must be an object.', { pointer: '/data/relationships' });
       for (const [name, member] of Object.entries(data.relationships)) {
         const pointer = `/data/relationships/${name}`;
         if (name === rt.entityType.bundleKey) continue;
         const field = rt.fieldsByName.get(name);
         if (!field || field.internal) {
-          violations.push({ pointer, detail: `${name}: the relationship ${name} does not exist on the ${rt.type} resource type.` });
+          violations.push({
+            pointer,
+            detail: `${name}: the relationship ${name} does not exist on the ${rt.type} resource type.`,
+          });
           continue;
         }
         if (field.kind !== 'relationship') {
-          violations.push({ pointer, detail: `${name}: ${name} is an attribute of ${rt.type}; send it under "attributes".` });
+          violations.push({
+            pointer,
+            detail: `${name}: ${name} is an attribute of ${rt.type}; send it under "attributes".`,
+          });
           continue;
         }
         if (field.readOnly) continue;
@@ -164,7 +209,10 @@ export class InputReader {
         if (!isObject(member) || !('data' in member)) continue;
         const items = readIdentifiers(member.data, field, `${pointer}/data`);
         if (!field.multiple && items.length > 1) {
-          violations.push({ pointer: `${pointer}/data`, detail: `${name}: takes one related resource, not ${items.length}.` });
+          violations.push({
+            pointer: `${pointer}/data`,
+            detail: `${name}: takes one related resource, not ${items.length}.`,
+          });
           continue;
         }
         values.set(field.name, field.multiple ? [] : null);
@@ -173,7 +221,13 @@ export class InputReader {
           // which is stored as no parent at all. Its type must still be one the field allows.
           if (item.id === VIRTUAL_ID && hasVirtualRoot(rt.entityType.entityType, field)) {
             if (!this.registry.targetsOf(field).some((t) => t.type === item.type)) {
-              violations.push({ pointer: item.pointer, detail: `${field.name}: the type "${item.type}" is not allowed here; use ${this.registry.targetsOf(field).map((t) => t.type).join(', ')}.` });
+              violations.push({
+                pointer: item.pointer,
+                detail: `${field.name}: the type "${item.type}" is not allowed here; use ${this.registry
+                  .targetsOf(field)
+                  .map((t) => t.type)
+                  .join(', ')}.`,
+              });
             }
             continue;
           }
@@ -196,7 +250,10 @@ export class InputReader {
       const target = this.registry.get(p.type);
       const allowed = this.registry.targetsOf(p.field).map((t) => t.type);
       if (!target || !allowed.includes(p.type)) {
-        violations.push({ pointer: p.pointer, detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${allowed.length ? allowed.join(', ') : 'no type (nothing can be referenced)'}.` });
+        violations.push({
+          pointer: p.pointer,
+          detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${allowed.length ? allowed.join(', ') : 'no type (nothing can be referenced)'}.`,
+        });
         continue;
       }
       const et = target.entityType.entityType;
@@ -212,8 +269,14 @@ export class InputReader {
       const pins = Boolean(et.revisionId) && items.some((p) => p.field.type === 'entity_reference_revisions');
       const columns = ['id', 'uuid', 'bundle', et.labelField, ...filterColumns, ...(pins ? ['revision_id'] : [])];
       const dialect = dialectOf(db);
-      const sql = this.sql.get(`${et.table}:${dialect.name}:${columns.join(',')}`, () => `SELECT ${columns.map(quoteName).join(', ')} FROM ${quoteName(et.table)} WHERE ${dialect.inTextList('uuid')}`);
-      const rows = uuids.length ? await selectRows<Record<string, unknown>>(db, sql, [dialect.textListParameter(uuids)]) : [];
+      const sql = this.sql.get(
+        `${et.table}:${dialect.name}:${columns.join(',')}`,
+        () =>
+          `SELECT ${columns.map(quoteName).join(', ')} FROM ${quoteName(et.table)} WHERE ${dialect.inTextList('uuid')}`,
+      );
+      const rows = uuids.length
+        ? await selectRows<Record<string, unknown>>(db, sql, [dialect.textListParameter(uuids)])
+        : [];
       const byUuid = new Map(rows.map((r: Record<string, unknown>) => [String(r.uuid), r]));
       for (const p of items) {
         const row = byUuid.get(p.id.toLowerCase());
@@ -226,7 +289,9 @@ export class InputReader {
           continue;
         }
         const filter = p.field.target?.filter ?? {};
-        const failed = Object.entries(filter).find(([k, v]) => (typeof v === 'boolean' ? Boolean(row[k]) !== v : row[k] !== v));
+        const failed = Object.entries(filter).find(([k, v]) =>
+          typeof v === 'boolean' ? Boolean(row[k]) !== v : row[k] !== v,
+        );
         if (failed) {
           violations.push({
             pointer: p.pointer,
@@ -235,7 +300,8 @@ export class InputReader {
           continue;
         }
         p.ref = { targetId: Number(row.id), uuid: String(row.uuid), bundle: String(row.bundle), meta: p.meta };
-        if (pins && p.field.type === 'entity_reference_revisions') p.ref.revisionId = row.revision_id === null || row.revision_id === undefined ? null : Number(row.revision_id);
+        if (pins && p.field.type === 'entity_reference_revisions')
+          p.ref.revisionId = row.revision_id === null || row.revision_id === undefined ? null : Number(row.revision_id);
       }
     }
   }
@@ -258,7 +324,10 @@ function assertOwnNumber(rt: ResourceType, name: string, raw: unknown, current: 
   const stored = current ? (isId ? current.id : current.revisionId) : undefined;
   if (stored !== undefined && stored !== null && (raw === stored || raw === String(stored))) return;
   const what = isId ? 'The entity ID' : 'The revision ID';
-  throw forbidden(`The current user is not allowed to ${current ? 'PATCH' : 'POST'} the selected field (${name}). ${what} cannot be changed.`, { pointer: `/data/attributes/${name}` });
+  throw forbidden(
+    `The current user is not allowed to ${current ? 'PATCH' : 'POST'} the selected field (${name}). ${what} cannot be changed.`,
+    { pointer: `/data/attributes/${name}` },
+  );
 }
 
 /** A password attribute: `"new"` or `{"value": "new", "existing": "current"}`; null when absent. */
@@ -290,7 +359,10 @@ export function readSecrets(rt: ResourceType, body: unknown): Map<string, Secret
 function resolveConfigReference(p: PendingIdentifier, entityType: string, violations: WireViolation[]): void {
   const type = `${entityType}--${entityType}`;
   if (p.type !== type) {
-    violations.push({ pointer: p.pointer, detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${type}.` });
+    violations.push({
+      pointer: p.pointer,
+      detail: `${p.field.name}: the type "${p.type}" is not allowed here; use ${type}.`,
+    });
     return;
   }
   const name = (CONFIG_NAMES[entityType] ?? []).find((n) => configIdentifier(entityType, n).id === p.id.toLowerCase());
@@ -298,14 +370,23 @@ function resolveConfigReference(p: PendingIdentifier, entityType: string, violat
   p.ref = { targetId: 0, meta: { name } };
 }
 
-function readIdentifiers(data: unknown, field: FieldDescriptor, pointer: string): Array<Omit<PendingIdentifier, 'field'>> {
+function readIdentifiers(
+  data: unknown,
+  field: FieldDescriptor,
+  pointer: string,
+): Array<Omit<PendingIdentifier, 'field'>> {
   if (data === null) return [];
   const list = Array.isArray(data) ? data : [data];
   return list.map((item, i) => {
     const p = Array.isArray(data) ? `${pointer}/${i}` : pointer;
-    if (!isObject(item)) throw badRequest(`${field.name}: each related resource must be an identifier object {"type", "id"}.`, { pointer: p });
-    if (typeof item.type !== 'string' || !item.type) throw badRequest(`${field.name}: no type specified for related resource.`, { pointer: `${p}/type` });
-    if (typeof item.id !== 'string' || !item.id) throw badRequest(`${field.name}: no ID specified for related resource.`, { pointer: `${p}/id` });
+    if (!isObject(item))
+      throw badRequest(`${field.name}: each related resource must be an identifier object {"type", "id"}.`, {
+        pointer: p,
+      });
+    if (typeof item.type !== 'string' || !item.type)
+      throw badRequest(`${field.name}: no type specified for related resource.`, { pointer: `${p}/type` });
+    if (typeof item.id !== 'string' || !item.id)
+      throw badRequest(`${field.name}: no ID specified for related resource.`, { pointer: `${p}/id` });
     const meta: Record<string, unknown> = {};
     if (isObject(item.meta)) {
       // Item properties of files and images; everything else in meta (drupal_internal__*,
@@ -313,10 +394,17 @@ function readIdentifiers(data: unknown, field: FieldDescriptor, pointer: string)
       for (const [k, v] of Object.entries(item.meta)) {
         if (k === 'display' && (typeof v === 'boolean' || v === 0 || v === 1)) meta[k] = Boolean(v);
         else if (['description', 'alt', 'title'].includes(k) && typeof v === 'string') {
-          if (v.includes('\u0000') || v.length > 1024) throw badRequest(`${field.name}: meta.${k} must be text of at most 1024 characters without NUL characters.`, { pointer: `${p}/meta/${k}` });
+          if (v.includes('\u0000') || v.length > 1024)
+            throw badRequest(
+              `${field.name}: meta.${k} must be text of at most 1024 characters without NUL characters.`,
+              { pointer: `${p}/meta/${k}` },
+            );
           meta[k] = v;
         } else if ((k === 'width' || k === 'height') && v !== null && v !== undefined) {
-          if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) > 2_147_483_647) throw badRequest(`${field.name}: meta.${k} must be a whole number of pixels.`, { pointer: `${p}/meta/${k}` });
+          if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) > 2_147_483_647)
+            throw badRequest(`${field.name}: meta.${k} must be a whole number of pixels.`, {
+              pointer: `${p}/meta/${k}`,
+            });
           meta[k] = v;
         }
       }

@@ -29,25 +29,43 @@ export function languageRoutes(ctx: AppContext): Router {
       type: LANGUAGE_TYPE,
       id,
       links: { self: { href: `${base}/${id}` } },
-      attributes: { drupal_internal__id: l.langcode, langcode: 'en', status: true, dependencies: [], label: l.label, direction: 'ltr', weight: l.weight, locked: l.locked },
+      attributes: {
+        drupal_internal__id: l.langcode,
+        langcode: 'en',
+        status: true,
+        dependencies: [],
+        label: l.label,
+        direction: 'ltr',
+        weight: l.weight,
+        locked: l.locked,
+      },
     };
   };
   const check = (req: Request, res: Response) => {
     const principal = principalOf(res);
     requireAuthenticated(principal);
-    if (!principal.permissions.has('language:view')) throw forbidden('The current user is not allowed to view languages.');
+    if (!principal.permissions.has('language:view'))
+      throw forbidden('The current user is not allowed to view languages.');
     const i = req.originalUrl.indexOf('?');
     parseJsonApiQuery(i < 0 ? '' : req.originalUrl.slice(i + 1));
   };
   router.get(LANGUAGE_PATH, (req, res) => {
     check(req, res);
-    sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data: LANGUAGES.map(resource), links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } } });
+    sendDocument(res, 200, {
+      jsonapi: JSONAPI_VERSION,
+      data: LANGUAGES.map(resource),
+      links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } },
+    });
   });
   router.get(`${LANGUAGE_PATH}/:id`, (req, res) => {
     check(req, res);
     const hit = LANGUAGES.map(resource).find((l) => l.id === req.params.id);
     if (!hit) throw notFound(`There is no ${LANGUAGE_TYPE} with the id "${req.params.id}".`, { parameter: 'id' });
-    sendDocument(res, 200, { jsonapi: JSONAPI_VERSION, data: hit, links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } } });
+    sendDocument(res, 200, {
+      jsonapi: JSONAPI_VERSION,
+      data: hit,
+      links: { self: { href: `${ctx.config.baseUrl}${req.originalUrl}` } },
+    });
   });
   router.all([LANGUAGE_PATH, `${LANGUAGE_PATH}/:id`], (req) => {
     throw methodNotAllowed(req.method, ['GET']);

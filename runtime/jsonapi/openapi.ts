@@ -18,7 +18,8 @@ export function servedOpenApi(ctx: AppContext): string | null {
   const file = join(ctx.generated.dir, 'openapi.json');
   if (!existsSync(file)) return null;
   type Doc = Json & { paths: Record<string, Json>; components: { schemas: Record<string, Json> } };
-  const read = (path: string) => JSON.parse(readFileSync(path, 'utf8').replaceAll('{base_url}', ctx.config.baseUrl)) as Doc;
+  const read = (path: string) =>
+    JSON.parse(readFileSync(path, 'utf8').replaceAll('{base_url}', ctx.config.baseUrl)) as Doc;
   const doc = read(file);
   // The site's bundles have a document of their own beside them (generated apart from Tilth's).
   const siteFile = ctx.generated.siteGeneratedDir ? join(ctx.generated.siteGeneratedDir, 'openapi.json') : null;
@@ -27,9 +28,12 @@ export function servedOpenApi(ctx: AppContext): string | null {
     doc.paths = { ...doc.paths, ...site.paths };
     doc.components.schemas = { ...doc.components.schemas, ...site.components.schemas };
   }
-  const enabled = (node: Json) => typeof node['x-tilth-module'] !== 'string' || ctx.registry.modules.includes(node['x-tilth-module'] as string);
+  const enabled = (node: Json) =>
+    typeof node['x-tilth-module'] !== 'string' || ctx.registry.modules.includes(node['x-tilth-module'] as string);
   doc.paths = Object.fromEntries(Object.entries(doc.paths).filter(([, item]) => enabled(item)));
-  doc.components.schemas = Object.fromEntries(Object.entries(doc.components.schemas).filter(([, schema]) => enabled(schema)));
+  doc.components.schemas = Object.fromEntries(
+    Object.entries(doc.components.schemas).filter(([, schema]) => enabled(schema)),
+  );
   delete doc.$comment;
   return JSON.stringify(doc);
 }
@@ -57,7 +61,8 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_i
  * The docs page runs only this server's scripts. Swagger UI sets style attributes and draws some
  * icons as data: images, so those are allowed; nothing may frame the page.
  */
-const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export const OPENAPI_PATHS = ['/api/openapi.json', '/api/docs', '/favicon.ico'];
 
@@ -77,6 +82,8 @@ export function openApiRoutes(ctx: AppContext): Router {
   });
   router.use('/api/docs/assets', express.static(assets, { index: false, maxAge: '1d' }));
   // Browsers ask every site for one; Swagger UI's leaf will do.
-  router.get('/favicon.ico', (_req: Request, res: Response) => res.type('image/png').sendFile(join(assets, 'favicon-32x32.png')));
+  router.get('/favicon.ico', (_req: Request, res: Response) =>
+    res.type('image/png').sendFile(join(assets, 'favicon-32x32.png')),
+  );
   return router;
 }

@@ -21,8 +21,15 @@ export type RouteHandler = (req: Request, res: Response, route: MatchedRoute) =>
 
 const UUID_SEGMENT = 3; // /api/<entity>/<bundle>/<uuid>/…
 
-export function createDispatcher(routes: readonly RouteEntry[], registry: ModelRegistry, handlers: Record<HandlerName, RouteHandler>) {
-  const byPattern = new Map<string, Map<string, { entry: RouteEntry; resourceType: ResourceType; field?: FieldDescriptor }>>();
+export function createDispatcher(
+  routes: readonly RouteEntry[],
+  registry: ModelRegistry,
+  handlers: Record<HandlerName, RouteHandler>,
+) {
+  const byPattern = new Map<
+    string,
+    Map<string, { entry: RouteEntry; resourceType: ResourceType; field?: FieldDescriptor }>
+  >();
   for (const entry of routes) {
     const resourceType = registry.get(entry.resourceType);
     if (!resourceType) continue; // a bundle of a module that is switched off

@@ -52,16 +52,26 @@ export class SchemaStore {
   documentSchema(rt: ResourceType, kind: 'individual' | 'collection', self: string): string {
     const base = this.ctx.config.baseUrl;
     const ref = { $ref: `${base}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/resource/schema` };
-    return JSON.stringify(document(self, `${rt.bundle.label} ${kind === 'collection' ? 'collection' : 'resource'}`, kind === 'collection' ? { type: 'array', items: ref } : ref));
+    return JSON.stringify(
+      document(
+        self,
+        `${rt.bundle.label} ${kind === 'collection' ? 'collection' : 'resource'}`,
+        kind === 'collection' ? { type: 'array', items: ref } : ref,
+      ),
+    );
   }
 
   relatedSchema(rt: ResourceType, field: string, self: string): string | undefined {
     const f = rt.fieldsByName.get(field);
     if (!f || f.kind !== 'relationship') return undefined;
     const base = this.ctx.config.baseUrl;
-    const targets = this.ctx.registry.targetsOf(f).map((t) => ({ $ref: `${base}/api/${t.entityType.entityType}/${t.bundle.bundle}/resource/schema` }));
+    const targets = this.ctx.registry
+      .targetsOf(f)
+      .map((t) => ({ $ref: `${base}/api/${t.entityType.entityType}/${t.bundle.bundle}/resource/schema` }));
     const item = targets.length === 1 ? targets[0] : { anyOf: targets };
-    return JSON.stringify(document(self, `${f.label}`, f.multiple ? { type: 'array', items: item } : { oneOf: [item, { type: 'null' }] }));
+    return JSON.stringify(
+      document(self, `${f.label}`, f.multiple ? { type: 'array', items: item } : { oneOf: [item, { type: 'null' }] }),
+    );
   }
 }
 

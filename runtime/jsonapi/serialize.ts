@@ -30,7 +30,10 @@ export interface ResourceObject {
   relationships?: Record<string, unknown>;
 }
 
-export function resourcePath(record: { rt: { entityType: { entityType: string }; bundle: { bundle: string } }; uuid: string }): string {
+export function resourcePath(record: {
+  rt: { entityType: { entityType: string }; bundle: { bundle: string } };
+  uuid: string;
+}): string {
   return `/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
 }
 
@@ -41,7 +44,11 @@ function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
       return formatTimestamp(item as number);
     case 'text_long': {
       const t = item as { value: string; format: string | null };
-      return { value: t.value, format: t.format ?? 'default', processed: processText(String(t.value ?? ''), t.format ?? 'default') };
+      return {
+        value: t.value,
+        format: t.format ?? 'default',
+        processed: processText(String(t.value ?? ''), t.format ?? 'default'),
+      };
     }
     case 'fraction': {
       const f = item as { numerator: number; denominator: number };
@@ -49,7 +56,18 @@ function attributeItem(field: FieldDescriptor, item: ItemValue): unknown {
     }
     case 'geofield': {
       const g = item as Record<string, unknown>;
-      return { value: g.value, geo_type: g.geo_type ?? null, lat: g.lat ?? null, lon: g.lon ?? null, left: g.left ?? null, top: g.top ?? null, right: g.right ?? null, bottom: g.bottom ?? null, geohash: g.geohash ?? null, latlon: g.latlon ?? null };
+      return {
+        value: g.value,
+        geo_type: g.geo_type ?? null,
+        lat: g.lat ?? null,
+        lon: g.lon ?? null,
+        left: g.left ?? null,
+        top: g.top ?? null,
+        right: g.right ?? null,
+        bottom: g.bottom ?? null,
+        geohash: g.geohash ?? null,
+        latlon: g.latlon ?? null,
+      };
     }
     default:
       return item;
@@ -89,7 +107,8 @@ export class Serializer {
     const meta: Record<string, unknown> = { drupal_internal__target_id: ref.targetId };
     if (field.type === 'entity_reference_revisions' && ref.revisionId) meta.target_revision_id = ref.revisionId;
     for (const [k, v] of Object.entries(ref.meta)) if (v !== null && v !== undefined) meta[k] = v;
-    if (!ref.uuid) return { type: `${et.entityType}--${et.hasBundles ? 'missing' : et.entityType}`, id: 'missing', meta };
+    if (!ref.uuid)
+      return { type: `${et.entityType}--${et.hasBundles ? 'missing' : et.entityType}`, id: 'missing', meta };
     return { type: `${et.entityType}--${ref.bundle}`, id: ref.uuid, meta };
   }
 
@@ -98,7 +117,8 @@ export class Serializer {
     const value = record.values.get(field.name);
     if (field.multiple) {
       const refs = (value as ItemValue[] | undefined) ?? [];
-      if (!refs.length && hasVirtualRoot(record.rt.entityType.entityType, field)) return [virtualIdentifier(record.rt.type)];
+      if (!refs.length && hasVirtualRoot(record.rt.entityType.entityType, field))
+        return [virtualIdentifier(record.rt.type)];
       return withArity(refs.map((ref) => this.identifier(field, ref as Reference)));
     }
     return value ? this.identifier(field, value as Reference) : null;
@@ -122,12 +142,15 @@ export class Serializer {
     const want = (name: string) => !fieldset || fieldset.has(name);
     if (labelOnly(principal, record)) return this.labelOnlyObject(record, self, want);
     if (want(rt.entityType.internalId)) attributes[rt.entityType.internalId] = record.id;
-    if (rt.entityType.revisionId && want(rt.entityType.revisionId)) attributes[rt.entityType.revisionId] = record.revisionId;
+    if (rt.entityType.revisionId && want(rt.entityType.revisionId))
+      attributes[rt.entityType.revisionId] = record.revisionId;
     for (const field of rt.attributes) {
       if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
       const value = record.values.get(field.name);
       if (value === undefined && !field.computed) continue;
-      attributes[field.name] = field.multiple ? ((value as ItemValue[] | undefined) ?? []).map((v) => attributeItem(field, v)) : attributeItem(field, (value ?? null) as ItemValue);
+      attributes[field.name] = field.multiple
+        ? ((value as ItemValue[] | undefined) ?? []).map((v) => attributeItem(field, v))
+        : attributeItem(field, (value ?? null) as ItemValue);
     }
     const bundleKey = rt.entityType.bundleKey;
     if (bundleKey && want(bundleKey)) {
@@ -139,7 +162,13 @@ export class Serializer {
       const data = this.relationshipData(record, field);
       // References to config entities have no endpoints, so no links.
       relationships[field.name] = this.ctx.registry.model.entityTypes[field.target!.entityType]
-        ? { data, links: { related: { href: `${self}/${field.name}${version}` }, self: { href: `${self}/relationships/${field.name}${version}` } } }
+        ? {
+            data,
+            links: {
+              related: { href: `${self}/${field.name}${version}` },
+              self: { href: `${self}/relationships/${field.name}${version}` },
+            },
+          }
         : { data };
     }
     const object: ResourceObject = { type: rt.type, id: record.uuid, links: { self: { href: `${self}${version}` } } };
@@ -149,4 +178,3 @@ export class Serializer {
     return object;
   }
 }
-

@@ -71,15 +71,22 @@ export function createSubrequestHandler(ctx: AppContext) {
     requireAuthenticated(principalOf(res));
     const format = new URL(req.originalUrl, 'http://tilth.invalid').searchParams.getAll('_format');
     if (format.length && format[format.length - 1] !== 'json') {
-      throw badParameter('_format', `Subrequests are answered in the json format only; _format=${format[format.length - 1]} is not supported.`);
+      throw badParameter(
+        '_format',
+        `Subrequests are answered in the json format only; _format=${format[format.length - 1]} is not supported.`,
+      );
     }
     const blueprint = readBlueprint(req.body);
     if (!ctx.internalUrl) throw new ApiError(503, 'The server is not listening yet; try again in a moment.');
     const { maxCalls } = ctx.config.subrequests;
     if (running >= maxCalls) {
-      throw new ApiError(503, `The server is running as many subrequests calls as it runs at once (${maxCalls}, TILTH_SUBREQUEST_MAX_CALLS); try again in a moment.`, {
-        headers: { 'Retry-After': '1' },
-      });
+      throw new ApiError(
+        503,
+        `The server is running as many subrequests calls as it runs at once (${maxCalls}, TILTH_SUBREQUEST_MAX_CALLS); try again in a moment.`,
+        {
+          headers: { 'Retry-After': '1' },
+        },
+      );
     }
 
     running += 1;
@@ -176,7 +183,17 @@ class Runner {
     // a client sees exactly which writes did not happen and why.
     const failedDependency = sub.dependsOn.find((id) => this.outcomes.get(id)?.failed);
     if (failedDependency !== undefined) {
-      record(errorResponse(this.via(sub.uri), sub.requestId, new ApiError(424, `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`, { source: { pointer: `/${sub.index}/waitFor` } })));
+      record(
+        errorResponse(
+          this.via(sub.uri),
+          sub.requestId,
+          new ApiError(
+            424,
+            `The subrequest "${sub.requestId}" was not sent because "${failedDependency}", which it depends on, failed.`,
+            { source: { pointer: `/${sub.index}/waitFor` } },
+          ),
+        ),
+      );
       return;
     }
 
@@ -190,11 +207,16 @@ class Runner {
     let uris: Array<{ suffix: string; uri: string }>;
     let bodies: Array<{ suffix: string; body: string | undefined }>;
     try {
-      uris = this.expand(sub, 'uri', sub.uri, sub.uriTokens, (v) => encodeURIComponent(v)).map(([suffix, uri]) => ({ suffix, uri }));
+      uris = this.expand(sub, 'uri', sub.uri, sub.uriTokens, (v) => encodeURIComponent(v)).map(([suffix, uri]) => ({
+        suffix,
+        uri,
+      }));
       bodies =
         sub.body === undefined
           ? [{ suffix: '', body: undefined }]
-          : this.expand(sub, 'body', sub.body, sub.bodyTokens, (v) => JSON.stringify(v).slice(1, -1)).map(([suffix, body]) => ({ suffix, body }));
+          : this.expand(sub, 'body', sub.body, sub.bodyTokens, (v) => JSON.stringify(v).slice(1, -1)).map(
+              ([suffix, body]) => ({ suffix, body }),
+            );
     } catch (error) {
       if (!(error instanceof ApiError) || error instanceof BudgetExceeded) throw error;
       record(errorResponse(this.via(sub.uri), sub.requestId, error));
@@ -207,9 +229,13 @@ class Runner {
         errorResponse(
           this.via(sub.uri),
           sub.requestId,
-          new ApiError(413, `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${this.limits.maxRequests} sub-requests in one call (TILTH_SUBREQUEST_MAX_REQUESTS; ${this.sent} already sent).`, {
-            source: { pointer: `/${sub.index}` },
-          }),
+          new ApiError(
+            413,
+            `The subrequest "${sub.requestId}" would be sent ${copies} time(s), which goes past the limit of ${this.limits.maxRequests} sub-requests in one call (TILTH_SUBREQUEST_MAX_REQUESTS; ${this.sent} already sent).`,
+            {
+              source: { pointer: `/${sub.index}` },
+            },
+          ),
         ),
       );
       return;
@@ -266,7 +292,13 @@ class Runner {
   }
 
   /** The versions of `subject` with every token replaced, each with its Content-Id suffix. */
-  private expand(sub: Subrequest, member: 'uri' | 'body', subject: string, tokens: Token[], escape: (value: string) => string): Array<[string, string]> {
+  private expand(
+    sub: Subrequest,
+    member: 'uri' | 'body',
+    subject: string,
+    tokens: Token[],
+    escape: (value: string) => string,
+  ): Array<[string, string]> {
     if (tokens.length === 0) return [['', subject]];
     const pointer: ErrorSource = { pointer: `/${sub.index}/${member}` };
     const valueLists = tokens.map((token) => {
@@ -274,24 +306,40 @@ class Runner {
       for (const response of this.outcomes.get(token.requestId)!.responses) {
         const document = parsedBody(response);
         if (document === undefined) {
-          throw new ApiError(400, `The token ${token.raw} reads the response of "${token.requestId}" (${response.contentId}), which is not JSON.`, { source: pointer });
+          throw new ApiError(
+            400,
+            `The token ${token.raw} reads the response of "${token.requestId}" (${response.contentId}), which is not JSON.`,
+            { source: pointer },
+          );
         }
         for (const value of evaluateJsonPath(token.path, document.value)) {
           if (typeof value === 'string') values.push(value);
           else if (typeof value === 'number' && Number.isFinite(value)) values.push(String(value));
           else {
-            throw new ApiError(400, `The token ${token.raw} must find strings or numbers, but found ${JSON.stringify(value) ?? 'undefined'} in the response of "${token.requestId}".`, { source: pointer });
+            throw new ApiError(
+              400,
+              `The token ${token.raw} must find strings or numbers, but found ${JSON.stringify(value) ?? 'undefined'} in the response of "${token.requestId}".`,
+              { source: pointer },
+            );
           }
         }
       }
       if (values.length === 0) {
-        throw new ApiError(400, `The token ${token.raw} found no value in the response of "${token.requestId}", so the subrequest "${sub.requestId}" was not sent.`, { source: pointer });
+        throw new ApiError(
+          400,
+          `The token ${token.raw} found no value in the response of "${token.requestId}", so the subrequest "${sub.requestId}" was not sent.`,
+          { source: pointer },
+        );
       }
       return values;
     });
     const combinations = valueLists.reduce((n, list) => n * list.length, 1);
     if (combinations > this.limits.maxRequests) {
-      throw new ApiError(413, `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${this.limits.maxRequests} sub-requests are sent in one call (TILTH_SUBREQUEST_MAX_REQUESTS).`, { source: pointer });
+      throw new ApiError(
+        413,
+        `The tokens in the ${member} of "${sub.requestId}" expand to ${combinations} copies; at most ${this.limits.maxRequests} sub-requests are sent in one call (TILTH_SUBREQUEST_MAX_REQUESTS).`,
+        { source: pointer },
+      );
     }
     // Each copy of a body is held until it is sent: count them before making them.
     if (member === 'body') this.spend(combinations * Buffer.byteLength(subject));
@@ -327,13 +375,31 @@ class Runner {
   /** Send one sub-request over loopback and capture its response. */
   private async send(sub: Subrequest, contentId: string, uri: string, body: string | undefined): Promise<Subresponse> {
     const target = apiPath(uri);
-    if (target instanceof ApiError) return errorResponse(this.via(uri), contentId, new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }));
+    if (target instanceof ApiError)
+      return errorResponse(
+        this.via(uri),
+        contentId,
+        new ApiError(target.status, target.message, { source: { pointer: `/${sub.index}/uri` } }),
+      );
     // The blueprint was checked for exports; a token's value may still have spelled `_format`.
     const format = exportParameter(target);
-    if (format !== null) return errorResponse(this.via(uri), contentId, new ApiError(400, `The subrequest "${contentId}" asks for an export (_format=${format}). ${NO_EXPORTS}`, { source: { pointer: `/${sub.index}/uri` } }));
+    if (format !== null)
+      return errorResponse(
+        this.via(uri),
+        contentId,
+        new ApiError(400, `The subrequest "${contentId}" asks for an export (_format=${format}). ${NO_EXPORTS}`, {
+          source: { pointer: `/${sub.index}/uri` },
+        }),
+      );
     const sendsBody = body !== undefined && sub.method !== 'GET' && sub.method !== 'HEAD';
     if (sendsBody && Buffer.byteLength(body) > MAX_SUBREQUEST_BODY_BYTES) {
-      return errorResponse(this.via(uri), contentId, new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, { source: { pointer: `/${sub.index}/body` } }));
+      return errorResponse(
+        this.via(uri),
+        contentId,
+        new ApiError(413, `The body of "${contentId}" is larger than ${MAX_SUBREQUEST_BODY_BYTES / 1024 / 1024} MiB.`, {
+          source: { pointer: `/${sub.index}/body` },
+        }),
+      );
     }
 
     const headers = new Headers();
@@ -400,7 +466,10 @@ function apiPath(uri: string): string | ApiError {
     return new ApiError(400, `The uri "${uri}" must be a path under /api or an http(s) URL.`);
   }
   if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) {
-    return new ApiError(400, `Subrequests can only address the JSON:API under /api; "${url.pathname}" is not under /api.`);
+    return new ApiError(
+      400,
+      `Subrequests can only address the JSON:API under /api; "${url.pathname}" is not under /api.`,
+    );
   }
   return `${url.pathname}${url.search}`;
 }

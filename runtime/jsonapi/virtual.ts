@@ -20,6 +20,13 @@ export function virtualIdentifier(type: string): { type: string; id: string; met
   return {
     type,
     id: VIRTUAL_ID,
-    meta: { links: { help: { href: 'https://www.drupal.org/docs/8/modules/json-api/core-concepts#virtual', meta: { about: "Usage and meaning of the 'virtual' resource identifier." } } } },
+    meta: {
+      links: {
+        help: {
+          href: 'https://www.drupal.org/docs/8/modules/json-api/core-concepts#virtual',
+          meta: { about: "Usage and meaning of the 'virtual' resource identifier." },
+        },
+      },
+    },
   };
 }

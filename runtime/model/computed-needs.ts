@@ -24,5 +24,11 @@ export const COMPUTED_NEEDS: Readonly<Record<ComputedKind, ComputedNeeds>> = {
   location: { own: ['is_fixed'], elsewhere: { log: MOVEMENTS } },
   geometry: { own: ['is_fixed', 'intrinsic_geometry'], elsewhere: { log: MOVEMENTS } },
   group: { own: [], elsewhere: { log: ['asset', 'group', 'is_group_assignment', 'status', 'timestamp'] } },
-  inventory: { own: [], elsewhere: { quantity: ['inventory_asset', 'inventory_adjustment', 'measure', 'value'], log: ['quantity', 'status', 'timestamp'] } },
+  inventory: {
+    own: [],
+    elsewhere: {
+      quantity: ['inventory_asset', 'inventory_adjustment', 'measure', 'value'],
+      log: ['quantity', 'status', 'timestamp'],
+    },
+  },
 };

@@ -20,7 +20,11 @@ export function bundleConfigType(et: EntityTypeDescriptor): string | null {
   return et.bundleKey === 'vid' ? 'taxonomy_vocabulary--taxonomy_vocabulary' : `${et.bundleKey}--${et.bundleKey}`;
 }
 
-export type BundleIdentifier = Readonly<{ type: string; id: string; meta: Readonly<{ drupal_internal__target_id: string }> }>;
+export type BundleIdentifier = Readonly<{
+  type: string;
+  id: string;
+  meta: Readonly<{ drupal_internal__target_id: string }>;
+}>;
 
 /** One identifier per bundle, made once: every resource of a page carries its bundle's (a SHA-1 each otherwise). */
 const bundleIdentifiers = new Map<string, BundleIdentifier>();
@@ -31,7 +35,11 @@ export function bundleIdentifier(et: EntityTypeDescriptor, bundle: string): Bund
   const key = `${type}:${bundle}`;
   let identifier = bundleIdentifiers.get(key);
   if (!identifier) {
-    identifier = Object.freeze({ type, id: nameUuid(key), meta: Object.freeze({ drupal_internal__target_id: bundle }) });
+    identifier = Object.freeze({
+      type,
+      id: nameUuid(key),
+      meta: Object.freeze({ drupal_internal__target_id: bundle }),
+    });
     // Bundles are the model's, a few dozen; the bound only guards against a caller passing anything else.
     if (bundleIdentifiers.size < 10_000) bundleIdentifiers.set(key, identifier);
   }
@@ -49,7 +57,10 @@ export function isConfigEntityType(entityType: string): boolean {
 }
 
 /** The identifier of a config entity by its machine name, e.g. a role. */
-export function configIdentifier(entityType: string, name: string): { type: string; id: string; meta: { drupal_internal__target_id: string } } {
+export function configIdentifier(
+  entityType: string,
+  name: string,
+): { type: string; id: string; meta: { drupal_internal__target_id: string } } {
   const type = `${entityType}--${entityType}`;
   return { type, id: nameUuid(`${type}:${name}`), meta: { drupal_internal__target_id: name } };
 }

@@ -35,7 +35,8 @@ export function stringProblem(field: FieldDescriptor, v: string): string | null 
     const problem = notAllowed(field, v, `"${v}"`);
     if (problem) return problem;
   }
-  if (field.maxLength && [...v].length > field.maxLength) return `may not be longer than ${field.maxLength} characters (it has ${[...v].length})`;
+  if (field.maxLength && [...v].length > field.maxLength)
+    return `may not be longer than ${field.maxLength} characters (it has ${[...v].length})`;
   if (field.type === 'email' && v !== '' && !EMAIL.test(v)) return `"${v}" is not a valid e-mail address`;
   return null;
 }
@@ -68,5 +69,7 @@ export function checkGeometry(wkt: string): { ok: true; value: GeofieldValue } |
   if (hasNul(wkt)) return { ok: false, problem: NUL_PROBLEM };
   if (wkt.length > WKT_MAX_LENGTH) return { ok: false, problem: 'is longer than 1,000,000 characters' };
   const checked = checkWkt(wkt);
-  return checked.ok ? checked : { ok: false, problem: `"${wkt.length > 60 ? `${wkt.slice(0, 60)}…` : wkt}" ${checked.problem}` };
+  return checked.ok
+    ? checked
+    : { ok: false, problem: `"${wkt.length > 60 ? `${wkt.slice(0, 60)}…` : wkt}" ${checked.problem}` };
 }

@@ -57,15 +57,49 @@ const text = (title: string): PropertySpec => ({ column: 'text', schema: { type:
 const num = (): PropertySpec => ({ column: 'double', schema: {}, derived: true });
 
 export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
-  boolean: { kind: 'attribute', properties: { value: { column: 'boolean', schema: { type: 'boolean' } } }, mainProperty: 'value' },
+  boolean: {
+    kind: 'attribute',
+    properties: { value: { column: 'boolean', schema: { type: 'boolean' } } },
+    mainProperty: 'value',
+  },
   // A string, as farmOS serves Drupal's decimals ("2.75", no trailing zeros: values/decimal-value.ts); a JSON number is accepted on input.
-  decimal: { kind: 'attribute', properties: { value: { column: 'decimal', schema: { type: 'string', title: 'Decimal value', pattern: '^-?\\d+(\\.\\d+)?$' } } }, mainProperty: 'value' },
-  email: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string', format: 'email' } } }, mainProperty: 'value' },
-  integer: { kind: 'attribute', properties: { value: { column: 'integer', schema: { type: 'integer' } } }, mainProperty: 'value' },
-  list_string: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string' } } }, mainProperty: 'value' },
-  string: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string' } } }, mainProperty: 'value' },
-  string_long: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string' } } }, mainProperty: 'value' },
-  password: { kind: 'attribute', properties: { value: { column: 'text', schema: { type: 'string' } } }, mainProperty: 'value' },
+  decimal: {
+    kind: 'attribute',
+    properties: {
+      value: { column: 'decimal', schema: { type: 'string', title: 'Decimal value', pattern: '^-?\\d+(\\.\\d+)?$' } },
+    },
+    mainProperty: 'value',
+  },
+  email: {
+    kind: 'attribute',
+    properties: { value: { column: 'text', schema: { type: 'string', format: 'email' } } },
+    mainProperty: 'value',
+  },
+  integer: {
+    kind: 'attribute',
+    properties: { value: { column: 'integer', schema: { type: 'integer' } } },
+    mainProperty: 'value',
+  },
+  list_string: {
+    kind: 'attribute',
+    properties: { value: { column: 'text', schema: { type: 'string' } } },
+    mainProperty: 'value',
+  },
+  string: {
+    kind: 'attribute',
+    properties: { value: { column: 'text', schema: { type: 'string' } } },
+    mainProperty: 'value',
+  },
+  string_long: {
+    kind: 'attribute',
+    properties: { value: { column: 'text', schema: { type: 'string' } } },
+    mainProperty: 'value',
+  },
+  password: {
+    kind: 'attribute',
+    properties: { value: { column: 'text', schema: { type: 'string' } } },
+    mainProperty: 'value',
+  },
   timestamp: {
     kind: 'attribute',
     properties: { value: { column: 'bigint', schema: { type: 'string', format: 'date-time' } } },
@@ -116,7 +150,10 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
   // A stored file's place: the stream URI and the URL it downloads from (Drupal's file_uri).
   file_uri: {
     kind: 'attribute',
-    properties: { value: text('URI'), url: { column: 'text', schema: { type: 'string', title: 'Root-relative file URL' }, output: true } },
+    properties: {
+      value: text('URI'),
+      url: { column: 'text', schema: { type: 'string', title: 'Root-relative file URL' }, output: true },
+    },
   },
   entity_reference: {
     kind: 'relationship',
@@ -133,7 +170,14 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
     kind: 'relationship',
     properties: {
       target_id: { column: 'integer', schema: { type: 'integer', title: 'File ID' } },
-      display: { column: 'boolean', schema: { type: 'boolean', title: 'Display', description: 'Flag to control whether this file should be displayed when viewing content' } },
+      display: {
+        column: 'boolean',
+        schema: {
+          type: 'boolean',
+          title: 'Display',
+          description: 'Flag to control whether this file should be displayed when viewing content',
+        },
+      },
       description: { column: 'text', schema: { type: 'string', title: 'Description' } },
     },
   },
@@ -141,10 +185,26 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
     kind: 'relationship',
     properties: {
       target_id: { column: 'integer', schema: { type: 'integer', title: 'File ID' } },
-      alt: { column: 'text', schema: { type: 'string', title: 'Alternative text', description: 'Alternative image text, for the image\'s \'alt\' attribute.' } },
-      title: { column: 'text', schema: { type: 'string', title: 'Title', description: 'Image title text, for the image\'s \'title\' attribute.' } },
-      width: { column: 'integer', schema: { type: 'integer', title: 'Width', description: 'The width of the image in pixels.' } },
-      height: { column: 'integer', schema: { type: 'integer', title: 'Height', description: 'The height of the image in pixels.' } },
+      alt: {
+        column: 'text',
+        schema: {
+          type: 'string',
+          title: 'Alternative text',
+          description: "Alternative image text, for the image's 'alt' attribute.",
+        },
+      },
+      title: {
+        column: 'text',
+        schema: { type: 'string', title: 'Title', description: "Image title text, for the image's 'title' attribute." },
+      },
+      width: {
+        column: 'integer',
+        schema: { type: 'integer', title: 'Width', description: 'The width of the image in pixels.' },
+      },
+      height: {
+        column: 'integer',
+        schema: { type: 'integer', title: 'Height', description: 'The height of the image in pixels.' },
+      },
     },
   },
 };

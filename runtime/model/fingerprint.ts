@@ -9,5 +9,7 @@ import type { DataModel } from './descriptor.ts';
 
 export function modelFingerprint(model: DataModel): string {
   // A fixed order of the parts: the generator's object and the loaded one list their keys differently.
-  return createHash('sha256').update(JSON.stringify([model.entityTypes, model.bundles, model.modules])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([model.entityTypes, model.bundles, model.modules]))
+    .digest('hex');
 }

@@ -29,7 +29,10 @@ export class ModelRegistry {
     this.model = model;
     const known = new Set(model.modules.map((m) => m.module));
     for (const m of enabledModules) {
-      if (!known.has(m)) throw new ConfigError(`TILTH_MODULES names "${m}", which is not a module. Modules: ${[...known].join(', ') || 'none'}.`);
+      if (!known.has(m))
+        throw new ConfigError(
+          `TILTH_MODULES names "${m}", which is not a module. Modules: ${[...known].join(', ') || 'none'}.`,
+        );
     }
     this.modules = [...enabledModules];
     const enabled = new Set(enabledModules);
@@ -51,7 +54,10 @@ export class ModelRegistry {
     // A reference may only name bundles that are switched on.
     for (const rt of this.resourceTypes.values()) {
       for (const f of rt.bundle.fields) {
-        if (f.target?.bundles) f.target.bundles = f.target.bundles.filter((b) => this.resourceTypes.has(this.typeName(f.target!.entityType, b)));
+        if (f.target?.bundles)
+          f.target.bundles = f.target.bundles.filter((b) =>
+            this.resourceTypes.has(this.typeName(f.target!.entityType, b)),
+          );
       }
     }
   }

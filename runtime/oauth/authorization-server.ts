@@ -20,7 +20,9 @@ interface GrantModule {
 
 /** An oauth2orize server with every response type and grant of Tilth registered. */
 export function createAuthorizationServer(deps: OAuthDeps): OAuth2Server<Client, UserAccount> {
-  const server = oauth2orize.createServer<Client, UserAccount>({ store: new DatabaseTransactionStore(deps.ctx.db.knex) });
+  const server = oauth2orize.createServer<Client, UserAccount>({
+    store: new DatabaseTransactionStore(deps.ctx.db.knex),
+  });
 
   server.grant('*', parseAuthorizeRequest as never);
   for (const definition of GRANTS) {

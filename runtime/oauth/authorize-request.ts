@@ -55,7 +55,8 @@ export const PARAMETER_LIMITS = {
   code_challenge_method: 32,
 } as const;
 
-const tooLong = (name: keyof typeof PARAMETER_LIMITS) => `The ${name} parameter is longer than ${PARAMETER_LIMITS[name]} characters.`;
+const tooLong = (name: keyof typeof PARAMETER_LIMITS) =>
+  `The ${name} parameter is longer than ${PARAMETER_LIMITS[name]} characters.`;
 
 /** An S256 code challenge: a base64url SHA-256 digest, 43 characters. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
@@ -76,37 +77,64 @@ export function parseAuthorizeRequest(req: Request): Partial<AuthorizeRequest> {
 }
 
 /** Check a parsed request; returns the client and the redirect URI, or throws AuthorizeRequestError. */
-export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest, options: { farmClientRequiresPkce: boolean }): Promise<{ client: Client; redirectUri: string }> {
-  if (areq.clientID.length > PARAMETER_LIMITS.client_id) throw new AuthorizeRequestError(new OAuthError('invalid_request', tooLong('client_id')));
+export async function validateAuthorizeRequest(
+  db: Knex,
+  areq: AuthorizeRequest,
+  options: { farmClientRequiresPkce: boolean },
+): Promise<{ client: Client; redirectUri: string }> {
+  if (areq.clientID.length > PARAMETER_LIMITS.client_id)
+    throw new AuthorizeRequestError(new OAuthError('invalid_request', tooLong('client_id')));
   const client = await findClient(db, areq.clientID);
-  if (!client) throw new AuthorizeRequestError(new OAuthError('invalid_request', `There is no client "${areq.clientID}".`));
+  if (!client)
+    throw new AuthorizeRequestError(new OAuthError('invalid_request', `There is no client "${areq.clientID}".`));
 
   let redirectUri: string | null;
   if (areq.redirectURI !== undefined && areq.redirectURI.length > PARAMETER_LIMITS.redirect_uri) {
     throw new AuthorizeRequestError(new OAuthError('invalid_request', tooLong('redirect_uri')));
   } else if (areq.redirectURI !== undefined) {
     redirectUri = matchRedirectUri(client, areq.redirectURI);
-    if (!redirectUri) throw new AuthorizeRequestError(new OAuthError('invalid_request', `The redirect_uri "${areq.redirectURI}" is not registered for the client ${client.label}.`));
+    if (!redirectUri)
+      throw new AuthorizeRequestError(
+        new OAuthError(
+          'invalid_request',
+          `The redirect_uri "${areq.redirectURI}" is not registered for the client ${client.label}.`,
+        ),
+      );
   } else if (client.redirectUris.length === 1) {
     redirectUri = client.redirectUris[0]!;
   } else {
-    throw new AuthorizeRequestError(new OAuthError('invalid_request', `The client ${client.label} has several redirect URIs: the request must name one with redirect_uri.`));
+    throw new AuthorizeRequestError(
+      new OAuthError(
+        'invalid_request',
+        `The client ${client.label} has several redirect URIs: the request must name one with redirect_uri.`,
+      ),
+    );
   }
   areq.redirectURI = redirectUri;
-  const fail = (code: ConstructorParameters<typeof OAuthError>[0], description: string) => new AuthorizeRequestError(new OAuthError(code, description), client, redirectUri);
+  const fail = (code: ConstructorParameters<typeof OAuthError>[0], description: string) =>
+    new AuthorizeRequestError(new OAuthError(code, description), client, redirectUri);
 
   if (areq.state !== undefined && areq.state.length > PARAMETER_LIMITS.state) {
     // Not sent back: the error would carry it to the client, as long as it came.
     delete areq.state;
     throw fail('invalid_request', tooLong('state'));
   }
-  for (const [name, value] of [['scope', areq.scope], ['code_challenge', areq.codeChallenge], ['code_challenge_method', areq.codeChallengeMethod]] as const) {
+  for (const [name, value] of [
+    ['scope', areq.scope],
+    ['code_challenge', areq.codeChallenge],
+    ['code_challenge_method', areq.codeChallengeMethod],
+  ] as const) {
     if (value !== undefined && value.length > PARAMETER_LIMITS[name]) throw fail('invalid_request', tooLong(name));
   }
 
-  if (areq.type !== 'code' && areq.type !== 'token') throw fail('unsupported_response_type', `The response_type "${areq.type}" is not supported: use code (or token for the implicit grant).`);
+  if (areq.type !== 'code' && areq.type !== 'token')
+    throw fail(
+      'unsupported_response_type',
+      `The response_type "${areq.type}" is not supported: use code (or token for the implicit grant).`,
+    );
   const grant = areq.type === 'code' ? 'authorization_code' : 'implicit';
-  if (!allowsGrant(client, grant)) throw fail('unauthorized_client', `The client ${client.label} may not use the ${grant} grant.`);
+  if (!allowsGrant(client, grant))
+    throw fail('unauthorized_client', `The client ${client.label} may not use the ${grant} grant.`);
 
   try {
     areq.scopes = resolveScopes(parseScope(areq.scope), client);
@@ -117,14 +145,22 @@ export async function validateAuthorizeRequest(db: Knex, areq: AuthorizeRequest,
 
   if (areq.type === 'code') {
     if (areq.codeChallenge !== undefined) {
-      if (areq.codeChallengeMethod !== 'S256') throw fail('invalid_request', 'Only the S256 code_challenge_method is supported; send code_challenge_method=S256.');
-      if (!S256_CHALLENGE.test(areq.codeChallenge)) throw fail('invalid_request', 'The code_challenge is not a base64url SHA-256 digest (43 characters).');
+      if (areq.codeChallengeMethod !== 'S256')
+        throw fail(
+          'invalid_request',
+          'Only the S256 code_challenge_method is supported; send code_challenge_method=S256.',
+        );
+      if (!S256_CHALLENGE.test(areq.codeChallenge))
+        throw fail('invalid_request', 'The code_challenge is not a base64url SHA-256 digest (43 characters).');
     } else if (areq.codeChallengeMethod !== undefined) {
       throw fail('invalid_request', 'A code_challenge_method was sent without a code_challenge.');
     } else if (!client.confidential && (client.clientId !== DEFAULT_CLIENT_ID || options.farmClientRequiresPkce)) {
       // The default client is exempt unless TILTH_FARM_CLIENT_REQUIRE_PKCE says otherwise: farmOS's
       // is, and scripts written for it send no code_challenge.
-      throw fail('invalid_request', `The public client ${client.label} must use PKCE: send code_challenge and code_challenge_method=S256.`);
+      throw fail(
+        'invalid_request',
+        `The public client ${client.label} must use PKCE: send code_challenge and code_challenge_method=S256.`,
+      );
     }
   } else {
     // PKCE protects the code exchange; the implicit grant has none.

@@ -39,7 +39,10 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
 /** Raised on the authorize request of a browser that has not signed in: the login page answers it. */
 class LoginRequired extends Error {}
 
-type OAuthRequest = Request & { oauth2?: Partial<OAuth2<Client, UserAccount>> & { req?: AuthorizeRequest }; user?: unknown };
+type OAuthRequest = Request & {
+  oauth2?: Partial<OAuth2<Client, UserAccount>> & { req?: AuthorizeRequest };
+  user?: unknown;
+};
 
 /** Where the forms of a page may send their answers: this server, and the redirect URI's origin. */
 function formActionSources(redirectUri: string | undefined): string {
@@ -73,7 +76,13 @@ function sendPage(req: Request, res: Response, status: number, html: string, red
 }
 
 /** The authorization response's error, in the redirect URI's query (code) or fragment (token). */
-function redirectWithError(res: Response, redirectUri: string, responseType: string | undefined, error: OAuthError, state: string | undefined): void {
+function redirectWithError(
+  res: Response,
+  redirectUri: string,
+  responseType: string | undefined,
+  error: OAuthError,
+  state: string | undefined,
+): void {
   const params: Record<string, string> = { error: error.error, error_description: error.message };
   if (state !== undefined) params.state = state;
   const url = new URL(redirectUri);
@@ -93,10 +102,23 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
   const { limiters } = deps;
   const router = express.Router();
 
-  async function renderLogin(req: Request, res: Response, returnTo: string, status = 200, error?: string, username?: string): Promise<void> {
+  async function renderLogin(
+    req: Request,
+    res: Response,
+    returnTo: string,
+    status = 200,
+    error?: string,
+    username?: string,
+  ): Promise<void> {
     const clientId = new URLSearchParams(returnTo.slice(returnTo.indexOf('?') + 1)).get('client_id');
     const client = clientId ? await findClient(db, clientId) : null;
-    const html = loginPage({ clientLabel: client?.label ?? null, returnTo, csrfToken: sessions.loginCsrfToken(req, res), error, username });
+    const html = loginPage({
+      clientLabel: client?.label ?? null,
+      returnTo,
+      csrfToken: sessions.loginCsrfToken(req, res),
+      error,
+      username,
+    });
     sendPage(req, res, status, html);
   }
 
@@ -107,7 +129,12 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
 
   /** The query, parsed once and strictly (no repeated parameters), where oauth2orize reads it. */
   const readQuery: RequestHandler = (req, _res, next) => {
-    Object.defineProperty(req, 'query', { value: parseQuery(req), writable: true, configurable: true, enumerable: true });
+    Object.defineProperty(req, 'query', {
+      value: parseQuery(req),
+      writable: true,
+      configurable: true,
+      enumerable: true,
+    });
     next();
   };
 
@@ -118,26 +145,41 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
   };
 
   const requireSession: RequestHandler = (req, _res, next) => {
-    if (!sessionOf(req)) return next(new OAuthError('access_denied', 'Your sign-in expired. Start again from the application.'));
+    if (!sessionOf(req))
+      return next(new OAuthError('access_denied', 'Your sign-in expired. Start again from the application.'));
     next();
   };
 
   const checkSessionCsrf: RequestHandler = (req, _res, next) => {
     if (!sessions.checkSessionCsrfToken(sessionOf(req)!, (req.body as Record<string, string>).csrf_token)) {
-      return next(new OAuthError('access_denied', 'The form was not sent from this server’s own page (its CSRF token is wrong).'));
+      return next(
+        new OAuthError('access_denied', 'The form was not sent from this server’s own page (its CSRF token is wrong).'),
+      );
     }
     next();
   };
 
   const authorization = server.authorization(
     (areq: unknown, done: (err: Error | null, client?: Client | false, redirectUri?: string) => void) => {
-      validateAuthorizeRequest(db, areq as AuthorizeRequest, { farmClientRequiresPkce: deps.ctx.config.farmClientRequiresPkce }).then(
+      validateAuthorizeRequest(db, areq as AuthorizeRequest, {
+        farmClientRequiresPkce: deps.ctx.config.farmClientRequiresPkce,
+      }).then(
         ({ client, redirectUri }) => done(null, client, redirectUri),
-        (error: unknown) => (error instanceof AuthorizeRequestError ? done(error.error, error.client, error.redirectUri) : done(error as Error)),
+        (error: unknown) =>
+          error instanceof AuthorizeRequestError
+            ? done(error.error, error.client, error.redirectUri)
+            : done(error as Error),
       );
     },
     // Every request is shown to the user: nothing is allowed without the consent page.
-    (_client: Client, user: UserAccount | undefined, _scope: string[], _type: string, _areq: unknown, done: (err: Error | null, allow: boolean, info: unknown, locals: unknown) => void) => {
+    (
+      _client: Client,
+      user: UserAccount | undefined,
+      _scope: string[],
+      _type: string,
+      _areq: unknown,
+      done: (err: Error | null, allow: boolean, info: unknown, locals: unknown) => void,
+    ) => {
       if (!user) return done(new LoginRequired(), false, undefined, undefined);
       done(null, false, undefined, undefined);
     },
@@ -175,47 +217,100 @@ export function authorizeRoutes(deps: OAuthDeps, server: OAuth2Server, sessions:
     if (!oauth) (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'authorization request failed');
     const failure = oauth ?? new OAuthError('server_error', 'The server could not complete the authorization.');
     const txn = (req as OAuthRequest).oauth2;
-    if (txn?.client && txn.redirectURI) return redirectWithError(res, txn.redirectURI, txn.req?.type, failure, txn.req?.state);
+    if (txn?.client && txn.redirectURI)
+      return redirectWithError(res, txn.redirectURI, txn.req?.type, failure, txn.req?.state);
     res.set(failure.headers);
-    sendPage(req, res, failure.status === 401 ? 400 : failure.status, errorPage('This authorization request cannot be completed', failure.message));
+    sendPage(
+      req,
+      res,
+      failure.status === 401 ? 400 : failure.status,
+      errorPage('This authorization request cannot be completed', failure.message),
+    );
   };
 
   // Each signed-in request stores one waiting for its decision: counted per address like sign-ins.
-  router.get('/oauth/authorize', noStore, limitAddresses(limiters), readQuery, attachSession, authorization, showConsent, authorizeErrors);
+  router.get(
+    '/oauth/authorize',
+    noStore,
+    limitAddresses(limiters),
+    readQuery,
+    attachSession,
+    authorization,
+    showConsent,
+    authorizeErrors,
+  );
 
-  router.post('/oauth/login', noStore, formBody(deps.ctx.bodies), async (req: Request, res: Response) => {
-    const body = req.body as Record<string, string | undefined>;
-    const returnTo = safeReturnTo(body.return_to);
-    if (!returnTo) return sendPage(req, res, 400, errorPage('Sign-in failed', 'The sign-in form does not say which authorization request it belongs to.'));
-    const address = clientAddress(req, limiters.trustProxy);
-    const addressWait = await limiters.addresses.hit(address);
-    if (addressWait) return tooMany(req, res, addressWait);
-    if (!sessions.checkLoginCsrfToken(req, body.csrf_token)) {
-      return renderLogin(req, res, returnTo, 403, 'The sign-in form expired or was not sent from this server’s own page. Please sign in again.');
-    }
-    const username = body.username ?? '';
-    const check = username && body.password ? await deps.ctx.passwords.login(db, username, body.password, address) : { outcome: 'wrong' as const, userId: null };
-    if (check.outcome === 'wait') return tooMany(req, res, check.seconds);
-    if (check.outcome === 'wrong') {
-      (res.locals.log ?? deps.ctx.logger).warn({ userId: check.userId }, 'failed sign-in on the login form');
-      return renderLogin(req, res, returnTo, 200, 'The user name or password is wrong.', username);
-    }
-    if (check.outcome === 'blocked') return renderLogin(req, res, returnTo, 200, 'This account is blocked.', username);
-    if (check.outcome === 'busy') {
-      res.set('Retry-After', String(check.seconds));
-      return renderLogin(req, res, returnTo, 503, 'The server is busy checking other sign-ins. Please try again in a moment.', username);
-    }
-    await recordLogin(db, check.account.id);
-    await sessions.start(req, res, check.account.id);
-    res.redirect(303, returnTo);
-  }, authorizeErrors);
+  router.post(
+    '/oauth/login',
+    noStore,
+    formBody(deps.ctx.bodies),
+    async (req: Request, res: Response) => {
+      const body = req.body as Record<string, string | undefined>;
+      const returnTo = safeReturnTo(body.return_to);
+      if (!returnTo)
+        return sendPage(
+          req,
+          res,
+          400,
+          errorPage('Sign-in failed', 'The sign-in form does not say which authorization request it belongs to.'),
+        );
+      const address = clientAddress(req, limiters.trustProxy);
+      const addressWait = await limiters.addresses.hit(address);
+      if (addressWait) return tooMany(req, res, addressWait);
+      if (!sessions.checkLoginCsrfToken(req, body.csrf_token)) {
+        return renderLogin(
+          req,
+          res,
+          returnTo,
+          403,
+          'The sign-in form expired or was not sent from this server’s own page. Please sign in again.',
+        );
+      }
+      const username = body.username ?? '';
+      const check =
+        username && body.password
+          ? await deps.ctx.passwords.login(db, username, body.password, address)
+          : { outcome: 'wrong' as const, userId: null };
+      if (check.outcome === 'wait') return tooMany(req, res, check.seconds);
+      if (check.outcome === 'wrong') {
+        (res.locals.log ?? deps.ctx.logger).warn({ userId: check.userId }, 'failed sign-in on the login form');
+        return renderLogin(req, res, returnTo, 200, 'The user name or password is wrong.', username);
+      }
+      if (check.outcome === 'blocked')
+        return renderLogin(req, res, returnTo, 200, 'This account is blocked.', username);
+      if (check.outcome === 'busy') {
+        res.set('Retry-After', String(check.seconds));
+        return renderLogin(
+          req,
+          res,
+          returnTo,
+          503,
+          'The server is busy checking other sign-ins. Please try again in a moment.',
+          username,
+        );
+      }
+      await recordLogin(db, check.account.id);
+      await sessions.start(req, res, check.account.id);
+      res.redirect(303, returnTo);
+    },
+    authorizeErrors,
+  );
 
-  router.post('/oauth/logout', noStore, formBody(deps.ctx.bodies), attachSession, requireSession, checkSessionCsrf, async (req: Request, res: Response) => {
-    const returnTo = safeReturnTo((req.body as Record<string, string>).return_to) ?? null;
-    await sessions.end(req, res);
-    if (returnTo) return res.redirect(303, returnTo);
-    sendPage(req, res, 200, errorPage('Signed out', 'You are signed out.'));
-  }, authorizeErrors);
+  router.post(
+    '/oauth/logout',
+    noStore,
+    formBody(deps.ctx.bodies),
+    attachSession,
+    requireSession,
+    checkSessionCsrf,
+    async (req: Request, res: Response) => {
+      const returnTo = safeReturnTo((req.body as Record<string, string>).return_to) ?? null;
+      await sessions.end(req, res);
+      if (returnTo) return res.redirect(303, returnTo);
+      sendPage(req, res, 200, errorPage('Signed out', 'You are signed out.'));
+    },
+    authorizeErrors,
+  );
 
   router.post(
     '/oauth/authorize/decision',

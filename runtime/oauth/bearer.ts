@@ -91,7 +91,8 @@ function principalOfRow(row: TokenRow | undefined): LiveToken | keyof typeof REF
   const expires = Number(row.expires);
   if (isExpired(expires)) return 'expired';
   // The user is read with the token: blocking a user or changing their roles takes effect at once.
-  if (row.user_id === null || !row.user_status || row.user_status === '0' || row.user_status === 'false') return 'blocked';
+  if (row.user_id === null || !row.user_status || row.user_status === '0' || row.user_status === 'false')
+    return 'blocked';
   const roles = (row.roles ?? '').split(' ').filter(isRole).sort();
   const scopes = row.scopes.split(' ').filter(Boolean);
   const principal: Principal = Object.freeze({
@@ -146,7 +147,9 @@ const AUTHENTICATE_OPTIONS = { session: false, authInfo: false, failWithError: t
 
 /** The 400 for an Authorization header that is not "<scheme> <credentials>". */
 function malformed(): ApiError {
-  return new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', { headers: { 'WWW-Authenticate': challenge('invalid_request') } });
+  return new ApiError(400, 'The Authorization header is malformed: send "Authorization: Bearer <access token>".', {
+    headers: { 'WWW-Authenticate': challenge('invalid_request') },
+  });
 }
 
 /**
@@ -212,7 +215,12 @@ export function bearerAuthentication(db: Knex): [RequestHandler, ErrorRequestHan
     const refusal = refusals.get(req);
     if (refusal === undefined) {
       // Another scheme (e.g. Basic), or "Bearer" without a token: this API knows bearer tokens only.
-      return next(unauthorized('This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".', `Bearer realm="${REALM}"`));
+      return next(
+        unauthorized(
+          'This API accepts OAuth 2.0 bearer tokens only: send "Authorization: Bearer <access token>".',
+          `Bearer realm="${REALM}"`,
+        ),
+      );
     }
     res.locals.log?.warn({ reason: refusal }, 'refused access token');
     next(unauthorized(REFUSED[refusal], challenge('invalid_token', REFUSED[refusal])));
@@ -226,7 +234,11 @@ type Done = (error: unknown, user?: Principal | false, info?: string) => void;
 
 /** passport's AuthenticationError (failWithError), which passport does not export. */
 function isAuthenticationError(error: unknown): error is Error & { status: number } {
-  return error instanceof Error && error.name === 'AuthenticationError' && typeof (error as { status?: unknown }).status === 'number';
+  return (
+    error instanceof Error &&
+    error.name === 'AuthenticationError' &&
+    typeof (error as { status?: unknown }).status === 'number'
+  );
 }
 
 /**
@@ -245,7 +257,12 @@ function settle(req: Request, result: Principal | Refusal, done: Done, refusals:
 }
 
 /** settle() once the token's row is read: an async function, not a closure made per request. */
-async function settleLater(req: Request, pending: Promise<Principal | Refusal>, done: Done, refusals: WeakMap<Request, Refusal>): Promise<void> {
+async function settleLater(
+  req: Request,
+  pending: Promise<Principal | Refusal>,
+  done: Done,
+  refusals: WeakMap<Request, Refusal>,
+): Promise<void> {
   let result;
   try {
     result = await pending;

@@ -26,7 +26,11 @@ function formDecode(value: string): string {
   try {
     return decodeURIComponent(value.replace(/\+/g, ' '));
   } catch {
-    throw new OAuthError('invalid_client', 'The client credentials in the Authorization header are not correctly encoded.', { headers: BASIC_CHALLENGE });
+    throw new OAuthError(
+      'invalid_client',
+      'The client credentials in the Authorization header are not correctly encoded.',
+      { headers: BASIC_CHALLENGE },
+    );
   }
 }
 
@@ -37,11 +41,22 @@ function readCredentials(req: Request): Credentials | null {
   if (basic) {
     const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 1) throw new OAuthError('invalid_client', 'The Authorization header does not hold client_id:client_secret.', { headers: BASIC_CHALLENGE });
+    if (colon < 1)
+      throw new OAuthError('invalid_client', 'The Authorization header does not hold client_id:client_secret.', {
+        headers: BASIC_CHALLENGE,
+      });
     const clientId = formDecode(decoded.slice(0, colon));
     const secret = formDecode(decoded.slice(colon + 1));
-    if (body.client_secret !== undefined) throw new OAuthError('invalid_request', 'The client authenticated with both HTTP Basic and client_secret; use one method.');
-    if (body.client_id !== undefined && body.client_id !== clientId) throw new OAuthError('invalid_request', 'The client_id in the body differs from the one in the Authorization header.');
+    if (body.client_secret !== undefined)
+      throw new OAuthError(
+        'invalid_request',
+        'The client authenticated with both HTTP Basic and client_secret; use one method.',
+      );
+    if (body.client_id !== undefined && body.client_id !== clientId)
+      throw new OAuthError(
+        'invalid_request',
+        'The client_id in the body differs from the one in the Authorization header.',
+      );
     return { clientId, secret: secret || null, viaBasic: true };
   }
   if (!body.client_id) return null;
@@ -54,8 +69,13 @@ function readCredentials(req: Request): Credentials | null {
  */
 export async function authenticateClient(db: Knex, req: Request): Promise<Client> {
   const credentials = readCredentials(req);
-  if (!credentials) throw new OAuthError('invalid_client', 'The request names no client: send client_id (and client_secret for a confidential client), or use HTTP Basic.');
-  const fail = (description: string) => new OAuthError('invalid_client', description, credentials.viaBasic ? { headers: BASIC_CHALLENGE } : {});
+  if (!credentials)
+    throw new OAuthError(
+      'invalid_client',
+      'The request names no client: send client_id (and client_secret for a confidential client), or use HTTP Basic.',
+    );
+  const fail = (description: string) =>
+    new OAuthError('invalid_client', description, credentials.viaBasic ? { headers: BASIC_CHALLENGE } : {});
   const client = await findClient(db, credentials.clientId);
   // Client ids are not secrets (public clients publish theirs), so saying "unknown" gives nothing away.
   if (!client) throw fail('Client authentication failed: unknown client.');

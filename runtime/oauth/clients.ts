@@ -45,7 +45,6 @@ export class ClientError extends Error {
   }
 }
 
-
 /**
  * The scopes a client may ask for: those it was registered with (`tilth client create --scope`).
  * The first-party clients `farm` and `fieldkit` may ask for any: farmOS's consumers list none and
@@ -98,7 +97,11 @@ async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>
 
 /** The client with this client_id, or null: asked on every token request (statements written once). */
 export async function findClient(db: Knex, clientId: string): Promise<Client | null> {
-  const [row] = await selectRows<ClientRow>(db, 'SELECT id, client_id, label, secret_hash, confidential, grant_types, redirect_uris, default_scopes, user_id, created FROM oauth_clients WHERE client_id = ? LIMIT 1', [clientId]);
+  const [row] = await selectRows<ClientRow>(
+    db,
+    'SELECT id, client_id, label, secret_hash, confidential, grant_types, redirect_uris, default_scopes, user_id, created FROM oauth_clients WHERE client_id = ? LIMIT 1',
+    [clientId],
+  );
   if (!row) return null;
   return toClient(row, (await originsOf(db, [row.id])).get(row.id) ?? []);
 }
@@ -112,14 +115,19 @@ export async function findClientByRowId(db: Knex, id: number): Promise<Client | 
 
 export async function listClients(db: Knex): Promise<Client[]> {
   const rows: ClientRow[] = await db('oauth_clients').orderBy('client_id');
-  const origins = await originsOf(db, rows.map((r) => r.id));
+  const origins = await originsOf(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => toClient(r, origins.get(r.id) ?? []));
 }
 
 /** Whether any client lists this exact origin (farmOS's rule: CORS follows every client's list, §8.1). */
 export async function isAllowedOrigin(db: Knex, origin: string): Promise<boolean> {
   // Raw SQL of one shape (storage/sql.ts): a browser app sends an Origin on every request.
-  return (await selectRows(db, 'SELECT 1 AS listed FROM oauth_client_origins WHERE origin = ? LIMIT 1', [origin])).length > 0;
+  return (
+    (await selectRows(db, 'SELECT 1 AS listed FROM oauth_client_origins WHERE origin = ? LIMIT 1', [origin])).length > 0
+  );
 }
 
 const LOOPBACK = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?(\/[^#]*)?$/;
@@ -153,15 +161,20 @@ function checkRedirectUri(uri: string): string | null {
   } catch {
     throw new ClientError(`The redirect URI "${uri}" is not an absolute URI.`);
   }
-  if (url.hash || uri.includes('#')) throw new ClientError(`The redirect URI "${uri}" may not have a fragment (RFC 6749 §3.1.2).`);
+  if (url.hash || uri.includes('#'))
+    throw new ClientError(`The redirect URI "${uri}" may not have a fragment (RFC 6749 §3.1.2).`);
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:') {
     if (['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname)) return null;
     return `The redirect URI "${uri}" uses plain http: codes and tokens sent to it can be read on the network.`;
   }
-  if (url.protocol === 'javascript:' || url.protocol === 'data:' || url.protocol === 'file:') throw new ClientError(`The redirect URI "${uri}" uses a scheme that cannot be a redirect target.`);
+  if (url.protocol === 'javascript:' || url.protocol === 'data:' || url.protocol === 'file:')
+    throw new ClientError(`The redirect URI "${uri}" uses a scheme that cannot be a redirect target.`);
   // RFC 8252 §7.1: private-use schemes of native apps are reverse domain names.
-  if (!url.protocol.slice(0, -1).includes('.')) throw new ClientError(`The redirect URI "${uri}" uses the private-use scheme "${url.protocol}", which must be a reverse domain name such as com.example.app: (RFC 8252 §7.1).`);
+  if (!url.protocol.slice(0, -1).includes('.'))
+    throw new ClientError(
+      `The redirect URI "${uri}" uses the private-use scheme "${url.protocol}", which must be a reverse domain name such as com.example.app: (RFC 8252 §7.1).`,
+    );
   return null;
 }
 
@@ -173,7 +186,9 @@ function checkOrigin(origin: string): void {
     throw new ClientError(`"${origin}" is not an origin such as https://app.example.com.`);
   }
   if (url.origin !== origin || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-    throw new ClientError(`"${origin}" is not an origin: write scheme, host and port only, e.g. ${url.origin !== 'null' ? url.origin : 'https://app.example.com'}.`);
+    throw new ClientError(
+      `"${origin}" is not an origin: write scheme, host and port only, e.g. ${url.origin !== 'null' ? url.origin : 'https://app.example.com'}.`,
+    );
   }
 }
 
@@ -193,28 +208,39 @@ export interface NewClient {
  * Register a client. Returns it with its secret (confidential clients only), which is shown once:
  * only its hash is stored. Throws ClientError for a definition that breaks a rule.
  */
-export async function createClient(db: Knex, input: NewClient): Promise<{ client: Client; secret: string | null; warnings: string[] }> {
-  if (!CLIENT_ID.test(input.clientId)) throw new ClientError('A client id is 1 to 100 letters, digits or . _ ~ - characters.');
+export async function createClient(
+  db: Knex,
+  input: NewClient,
+): Promise<{ client: Client; secret: string | null; warnings: string[] }> {
+  if (!CLIENT_ID.test(input.clientId))
+    throw new ClientError('A client id is 1 to 100 letters, digits or . _ ~ - characters.');
   const grants = [...new Set(input.grantTypes)];
   if (!grants.length) throw new ClientError(`A client needs at least one grant type: ${GRANT_TYPES.join(', ')}.`);
-  for (const g of grants) if (!isGrantType(g)) throw new ClientError(`Unknown grant type "${g}". Grant types are: ${GRANT_TYPES.join(', ')}.`);
+  for (const g of grants)
+    if (!isGrantType(g))
+      throw new ClientError(`Unknown grant type "${g}". Grant types are: ${GRANT_TYPES.join(', ')}.`);
   const redirectUris = [...new Set(input.redirectUris ?? [])];
   const warnings = redirectUris.map(checkRedirectUri).filter((w): w is string => w !== null);
   if ((grants.includes('authorization_code') || grants.includes('implicit')) && !redirectUris.length) {
     throw new ClientError('The authorization_code and implicit grants need at least one redirect URI.');
   }
   const defaultScopes = [...new Set(input.defaultScopes?.length ? input.defaultScopes : [USER_ACCESS_SCOPE])];
-  for (const s of defaultScopes) if (!isScope(s)) throw new ClientError(`Unknown scope "${s}". Scopes are: ${SCOPES.join(', ')}.`);
+  for (const s of defaultScopes)
+    if (!isScope(s)) throw new ClientError(`Unknown scope "${s}". Scopes are: ${SCOPES.join(', ')}.`);
   const origins = [...new Set((input.allowedOrigins ?? []).map((o) => o.trim()).filter(Boolean))];
   origins.forEach(checkOrigin);
   if (grants.includes('client_credentials')) {
-    if (!input.confidential) throw new ClientError('The client_credentials grant is only for confidential clients (RFC 6749 §4.4).');
-    if (!input.userName) throw new ClientError('A client with the client_credentials grant needs the user its tokens act as (--user).');
+    if (!input.confidential)
+      throw new ClientError('The client_credentials grant is only for confidential clients (RFC 6749 §4.4).');
+    if (!input.userName)
+      throw new ClientError('A client with the client_credentials grant needs the user its tokens act as (--user).');
   }
-  if (grants.includes('refresh_token') && grants.length === 1) throw new ClientError('refresh_token alone issues nothing: add the grant that issues the first token.');
+  if (grants.includes('refresh_token') && grants.length === 1)
+    throw new ClientError('refresh_token alone issues nothing: add the grant that issues the first token.');
 
   return write(db, async (trx) => {
-    if (await trx('oauth_clients').where('client_id', input.clientId).first('id')) throw new ClientError(`A client "${input.clientId}" already exists.`);
+    if (await trx('oauth_clients').where('client_id', input.clientId).first('id'))
+      throw new ClientError(`A client "${input.clientId}" already exists.`);
     let userId: number | null = null;
     if (input.userName) {
       const user = await trx('users').where('bundle', 'user').where('name', input.userName).first('id');
@@ -255,11 +281,16 @@ export interface ClientChanges {
  * Change a client in place, checked by createClient's rules; its tokens stay valid. Returns it
  * with the warnings its redirect URIs deserve. Throws ClientError naming what is wrong.
  */
-export async function updateClient(db: Knex, clientId: string, changes: ClientChanges): Promise<{ client: Client; warnings: string[] }> {
+export async function updateClient(
+  db: Knex,
+  clientId: string,
+  changes: ClientChanges,
+): Promise<{ client: Client; warnings: string[] }> {
   const redirectUris = changes.redirectUris && [...new Set(changes.redirectUris)];
   const warnings = (redirectUris ?? []).map(checkRedirectUri).filter((w): w is string => w !== null);
   const defaultScopes = changes.defaultScopes && [...new Set(changes.defaultScopes)];
-  for (const s of defaultScopes ?? []) if (!isScope(s)) throw new ClientError(`Unknown scope "${s}". Scopes are: ${SCOPES.join(', ')}.`);
+  for (const s of defaultScopes ?? [])
+    if (!isScope(s)) throw new ClientError(`Unknown scope "${s}". Scopes are: ${SCOPES.join(', ')}.`);
   if (defaultScopes && !defaultScopes.length) throw new ClientError('A client needs at least one scope.');
   const origins = changes.allowedOrigins && [...new Set(changes.allowedOrigins.map((o) => o.trim()).filter(Boolean))];
   origins?.forEach(checkOrigin);
@@ -267,7 +298,10 @@ export async function updateClient(db: Knex, clientId: string, changes: ClientCh
     const existing = await findClient(trx, clientId);
     if (!existing) throw new ClientError(`There is no client "${clientId}".`);
     const uris = redirectUris ?? existing.redirectUris;
-    if ((existing.grantTypes.includes('authorization_code') || existing.grantTypes.includes('implicit')) && !uris.length) {
+    if (
+      (existing.grantTypes.includes('authorization_code') || existing.grantTypes.includes('implicit')) &&
+      !uris.length
+    ) {
       throw new ClientError('The authorization_code and implicit grants need at least one redirect URI.');
     }
     const row: Record<string, unknown> = {};
@@ -277,7 +311,8 @@ export async function updateClient(db: Knex, clientId: string, changes: ClientCh
     if (Object.keys(row).length) await trx('oauth_clients').where('id', existing.id).update(row);
     if (origins) {
       await trx('oauth_client_origins').where('client_id', existing.id).delete();
-      if (origins.length) await trx('oauth_client_origins').insert(origins.map((origin) => ({ client_id: existing.id, origin })));
+      if (origins.length)
+        await trx('oauth_client_origins').insert(origins.map((origin) => ({ client_id: existing.id, origin })));
     }
     return { client: (await findClientByRowId(trx, existing.id))!, warnings };
   });
@@ -303,7 +338,14 @@ export async function ensureFieldKitClient(db: Knex, enabled: boolean): Promise<
   }
   if (existing) return;
   try {
-    await createClient(db, { clientId: FIELDKIT_CLIENT_ID, label: 'Field Kit', confidential: false, grantTypes: ['password', 'refresh_token'], defaultScopes: FIELDKIT_SCOPES, allowedOrigins: [FIELDKIT_ORIGIN] });
+    await createClient(db, {
+      clientId: FIELDKIT_CLIENT_ID,
+      label: 'Field Kit',
+      confidential: false,
+      grantTypes: ['password', 'refresh_token'],
+      defaultScopes: FIELDKIT_SCOPES,
+      allowedOrigins: [FIELDKIT_ORIGIN],
+    });
   } catch (error) {
     if (await findClient(db, FIELDKIT_CLIENT_ID)) return;
     throw error;
@@ -312,7 +354,10 @@ export async function ensureFieldKitClient(db: Knex, enabled: boolean): Promise<
 
 /** Delete a client; its tokens and codes go with it. The default client cannot be deleted: it is recreated at every start. */
 export async function deleteClient(db: Knex, clientId: string): Promise<void> {
-  if (clientId === DEFAULT_CLIENT_ID) throw new ClientError(`The default client "${DEFAULT_CLIENT_ID}" is recreated at every start, so it cannot be deleted.`);
+  if (clientId === DEFAULT_CLIENT_ID)
+    throw new ClientError(
+      `The default client "${DEFAULT_CLIENT_ID}" is recreated at every start, so it cannot be deleted.`,
+    );
   const deleted = await db('oauth_clients').where('client_id', clientId).delete();
   if (!deleted) throw new ClientError(`There is no client "${clientId}".`);
 }
@@ -331,7 +376,9 @@ export async function ensureDefaultClient(db: Knex, baseUrl: string): Promise<vo
   const existing = await findClient(db, DEFAULT_CLIENT_ID);
   if (existing) {
     if (JSON.stringify(existing.redirectUris) !== JSON.stringify(redirectUris)) {
-      await db('oauth_clients').where('id', existing.id).update({ redirect_uris: JSON.stringify(redirectUris) });
+      await db('oauth_clients')
+        .where('id', existing.id)
+        .update({ redirect_uris: JSON.stringify(redirectUris) });
     }
     return;
   }

@@ -48,7 +48,10 @@ const readText = express.text({ type: 'application/x-www-form-urlencoded', limit
 
 /** A refusal of the body limits (access/body-limits.ts) in RFC 6749's form, with its status and headers. */
 function limitError(error: ApiError): OAuthError {
-  return new OAuthError(error.status === 503 ? 'temporarily_unavailable' : 'invalid_request', error.message, { status: error.status, headers: error.headers });
+  return new OAuthError(error.status === 503 ? 'temporarily_unavailable' : 'invalid_request', error.message, {
+    status: error.status,
+    headers: error.headers,
+  });
 }
 
 /**
@@ -66,7 +69,15 @@ export function formBody(bodies: BodyLimits): RequestHandler {
       if (error) {
         const e = error as { type?: string };
         if (error instanceof ApiError) next(limitError(error));
-        else next(new OAuthError('invalid_request', e.type === 'entity.too.large' ? `The request body is larger than ${FORM_LIMIT}.` : 'The request body could not be read.'));
+        else
+          next(
+            new OAuthError(
+              'invalid_request',
+              e.type === 'entity.too.large'
+                ? `The request body is larger than ${FORM_LIMIT}.`
+                : 'The request body could not be read.',
+            ),
+          );
         return;
       }
       try {

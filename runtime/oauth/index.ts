@@ -69,7 +69,9 @@ export function createOAuth(ctx: AppContext): OAuthComponents {
   // Who this browser is signed in as, for the front door's script.
   router.get('/oauth/session', async (req, res) => {
     const session = await sessions.attach(req);
-    res.set('Cache-Control', 'no-store').json(session ? { signed_in: true, name: session.user.name } : { signed_in: false });
+    res
+      .set('Cache-Control', 'no-store')
+      .json(session ? { signed_in: true, name: session.user.name } : { signed_in: false });
   });
 
   return {

@@ -21,10 +21,19 @@ export interface IssuedTokens {
 }
 
 /** Store an access token (and a refresh token when `withRefresh`) for the grant. */
-export async function issueTokens(store: TokenStore, config: Config, grant: Grant, { withRefresh }: { withRefresh: boolean }): Promise<IssuedTokens> {
+export async function issueTokens(
+  store: TokenStore,
+  config: Config,
+  grant: Grant,
+  { withRefresh }: { withRefresh: boolean },
+): Promise<IssuedTokens> {
   const accessToken = await store.issueAccessToken(grant, config.accessTokenLifetime);
   const refreshToken = withRefresh ? await store.issueRefreshToken(grant, config.refreshTokenLifetime) : undefined;
-  return { accessToken, refreshToken, params: { expires_in: config.accessTokenLifetime, scope: formatScope(grant.scopes) } };
+  return {
+    accessToken,
+    refreshToken,
+    params: { expires_in: config.accessTokenLifetime, scope: formatScope(grant.scopes) },
+  };
 }
 
 /** Run an async grant step and report its outcome to oauth2orize's callback. */

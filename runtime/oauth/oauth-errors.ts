@@ -38,7 +38,8 @@ export function asOAuthError(error: unknown): OAuthError | null {
   }
   const db = fromDatabaseError(error);
   if (db) {
-    const code: OAuthErrorCode = db.status === 503 ? 'temporarily_unavailable' : db.status >= 500 ? 'server_error' : 'invalid_request';
+    const code: OAuthErrorCode =
+      db.status === 503 ? 'temporarily_unavailable' : db.status >= 500 ? 'server_error' : 'invalid_request';
     return new OAuthError(code, db.message, { status: db.status, headers: db.headers });
   }
   return null;
@@ -50,7 +51,10 @@ export function oauthErrors(deps: OAuthDeps) {
     const oauth = asOAuthError(error);
     // Bugs, and a busy database or a full disk, are the operator's to hear of, as on the API's
     // routes (http/app.ts): often a client's failed refresh is the first sign of a full disk.
-    if (!oauth || oauth.status >= 500) (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'OAuth request failed');
-    next(oauth ?? new OAuthError('server_error', 'The server could not complete the request. The error has been logged.'));
+    if (!oauth || oauth.status >= 500)
+      (res.locals.log ?? deps.ctx.logger).error({ err: error }, 'OAuth request failed');
+    next(
+      oauth ?? new OAuthError('server_error', 'The server could not complete the request. The error has been logged.'),
+    );
   };
 }

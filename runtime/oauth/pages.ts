@@ -5,7 +5,14 @@
  */
 import { createHash } from 'node:crypto';
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+const HTML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
 
 /** Escape text for HTML element content and double-quoted attribute values. */
 export function escape(value: unknown): string {
@@ -123,5 +130,8 @@ ${scopes}
 }
 
 export function errorPage(title: string, message: string): string {
-  return layout(title, `<h1>${escape(title)}</h1>\n<p class="error">${escape(message)}</p>\n<p class="muted">Go back to the application and start again.</p>`);
+  return layout(
+    title,
+    `<h1>${escape(title)}</h1>\n<p class="error">${escape(message)}</p>\n<p class="muted">Go back to the application and start again.</p>`,
+  );
 }

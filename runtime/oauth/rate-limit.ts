@@ -20,7 +20,10 @@ export interface Limiters {
 }
 
 /** The limiters configured by config.rateLimit and config.trustProxy. */
-export function createLimiters(db: Database, config: { rateLimit: { windowSeconds: number; perAddress: number }; trustProxy: number }): Limiters {
+export function createLimiters(
+  db: Database,
+  config: { rateLimit: { windowSeconds: number; perAddress: number }; trustProxy: number },
+): Limiters {
   return {
     addresses: limiterFor(db, 'address', config.rateLimit.perAddress, config.rateLimit.windowSeconds),
     trustProxy: config.trustProxy,
@@ -31,7 +34,12 @@ export function createLimiters(db: Database, config: { rateLimit: { windowSecond
 export function limitAddresses(limiters: Limiters) {
   return (req: Request, _res: unknown, next: (err?: unknown) => void): void => {
     Promise.resolve(limiters.addresses.hit(clientAddress(req, limiters.trustProxy))).then((wait) => {
-      if (wait) next(new OAuthError('slow_down', `Too many requests from this address; try again in ${wait} seconds.`, { headers: { 'Retry-After': String(wait) } }));
+      if (wait)
+        next(
+          new OAuthError('slow_down', `Too many requests from this address; try again in ${wait} seconds.`, {
+            headers: { 'Retry-After': String(wait) },
+          }),
+        );
       else next();
     }, next);
   };

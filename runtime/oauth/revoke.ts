@@ -42,5 +42,12 @@ export function revocationEndpoint(deps: OAuthDeps): Array<RequestHandler | Erro
     });
     res.status(200).end();
   };
-  return [noStore, limitAddresses(deps.limiters), formBody(deps.ctx.bodies), clientAuthentication(db), revoke, oauthErrors(deps)];
+  return [
+    noStore,
+    limitAddresses(deps.limiters),
+    formBody(deps.ctx.bodies),
+    clientAuthentication(db),
+    revoke,
+    oauthErrors(deps),
+  ];
 }

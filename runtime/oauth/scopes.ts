@@ -25,13 +25,24 @@ export function parseScope(raw: string | undefined): string[] | null {
  */
 export function resolveScopes(requested: string[] | null, client: Client): string[] {
   const scopes = requested ?? [...client.defaultScopes];
-  if (!scopes.length) throw new OAuthError('invalid_scope', `No scope was requested and the client has no default scope. Scopes are: ${SCOPES.join(', ')}.`);
+  if (!scopes.length)
+    throw new OAuthError(
+      'invalid_scope',
+      `No scope was requested and the client has no default scope. Scopes are: ${SCOPES.join(', ')}.`,
+    );
   const unknown = scopes.filter((s) => !isScope(s));
-  if (unknown.length) throw new OAuthError('invalid_scope', `Unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `"${s}"`).join(', ')}. Scopes are: ${SCOPES.join(', ')}.`);
+  if (unknown.length)
+    throw new OAuthError(
+      'invalid_scope',
+      `Unknown scope${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `"${s}"`).join(', ')}. Scopes are: ${SCOPES.join(', ')}.`,
+    );
   const allowed = registeredScopes(client);
   const beyond = scopes.filter((s) => !allowed.includes(s));
   if (beyond.length) {
-    throw new OAuthError('invalid_scope', `The client ${client.clientId} is not registered for the scope ${beyond.map((s) => `"${s}"`).join(', ')}; it may ask for: ${allowed.join(', ')}.`);
+    throw new OAuthError(
+      'invalid_scope',
+      `The client ${client.clientId} is not registered for the scope ${beyond.map((s) => `"${s}"`).join(', ')}; it may ask for: ${allowed.join(', ')}.`,
+    );
   }
   return scopes;
 }
@@ -40,7 +51,11 @@ export function resolveScopes(requested: string[] | null, client: Client): strin
 export function narrowScopes(requested: string[] | null, granted: readonly string[]): string[] {
   if (!requested) return [...granted];
   const wider = requested.filter((s) => !granted.includes(s));
-  if (wider.length) throw new OAuthError('invalid_scope', `The refresh token was not granted the scope ${wider.map((s) => `"${s}"`).join(', ')}; a refresh may only keep or narrow the scope.`);
+  if (wider.length)
+    throw new OAuthError(
+      'invalid_scope',
+      `The refresh token was not granted the scope ${wider.map((s) => `"${s}"`).join(', ')}; a refresh may only keep or narrow the scope.`,
+    );
   return requested;
 }
 

@@ -57,10 +57,7 @@ function readCookie(req: Request, name: string): string | undefined {
 
 /** Load the cookie key shared by every server process, creating it on first start. */
 export async function loadCookieKey(db: Knex): Promise<Buffer> {
-  await db('tilth_state')
-    .insert({ name: KEY_STATE, value: newSecret() })
-    .onConflict('name')
-    .ignore();
+  await db('tilth_state').insert({ name: KEY_STATE, value: newSecret() }).onConflict('name').ignore();
   const row = await db('tilth_state').where('name', KEY_STATE).first('value');
   return Buffer.from(row.value as string, 'base64url');
 }
@@ -85,7 +82,14 @@ export class LoginSessions {
   }
 
   private setCookie(res: Response, name: string, value: string, maxAgeSeconds: number): void {
-    res.cookie(name, value, { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax', secure: this.options.secure, maxAge: maxAgeSeconds * 1000, encode: String });
+    res.cookie(name, value, {
+      path: COOKIE_PATH,
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.options.secure,
+      maxAge: maxAgeSeconds * 1000,
+      encode: String,
+    });
   }
 
   /** Find the signed-in, still active user of this browser, and remember the session for the request. */
@@ -96,7 +100,10 @@ export class LoginSessions {
       const id = this.unsigned(cookie, 'session');
       if (!id) continue;
       const hash = hashSecret(id);
-      const row = await this.db('oauth_sessions').where('session_hash', hash).where('expires', '>', Math.floor(Date.now() / 1000)).first('user_id');
+      const row = await this.db('oauth_sessions')
+        .where('session_hash', hash)
+        .where('expires', '>', Math.floor(Date.now() / 1000))
+        .first('user_id');
       if (!row) continue;
       const user = await findUser(this.db, { id: row.user_id });
       if (!user || !user.status) return null;
@@ -114,7 +121,12 @@ export class LoginSessions {
     const t = Math.floor(Date.now() / 1000);
     await write(this.db, async (trx) => {
       if (previous) await trx('oauth_sessions').where('session_hash', hashSecret(previous)).delete();
-      await trx('oauth_sessions').insert({ session_hash: hashSecret(id), user_id: userId, created: t, expires: t + this.options.lifetime });
+      await trx('oauth_sessions').insert({
+        session_hash: hashSecret(id),
+        user_id: userId,
+        created: t,
+        expires: t + this.options.lifetime,
+      });
     });
     if (readCookies(req, SESSION_COOKIE).length > 1) res.clearCookie(SESSION_COOKIE, { path: FORMER_COOKIE_PATH });
     this.setCookie(res, SESSION_COOKIE, this.signed(id, 'session'), this.options.lifetime);
@@ -127,7 +139,12 @@ export class LoginSessions {
       .filter((id): id is string => id !== null);
     if (ids.length) await this.db('oauth_sessions').whereIn('session_hash', ids.map(hashSecret)).delete();
     if (readCookies(req, SESSION_COOKIE).length > 1) res.clearCookie(SESSION_COOKIE, { path: FORMER_COOKIE_PATH });
-    res.clearCookie(SESSION_COOKIE, { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax', secure: this.options.secure });
+    res.clearCookie(SESSION_COOKIE, {
+      path: COOKIE_PATH,
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.options.secure,
+    });
   }
 
   /** The CSRF token of the consent (and sign-out) form of a session. */
@@ -151,6 +168,10 @@ export class LoginSessions {
 
   checkLoginCsrfToken(req: Request, token: unknown): boolean {
     const browser = this.unsigned(readCookie(req, BROWSER_COOKIE), 'browser');
-    return browser !== null && typeof token === 'string' && constantTimeEqual(token, sign(this.key(), `csrf-login:${browser}`));
+    return (
+      browser !== null &&
+      typeof token === 'string' &&
+      constantTimeEqual(token, sign(this.key(), `csrf-login:${browser}`))
+    );
   }
 }

@@ -16,7 +16,6 @@ import { oauthErrors } from './oauth-errors.ts';
 import { tokenStore } from './tokens.ts';
 import type { OAuthDeps } from './deps.ts';
 
-
 /** Responses carrying credentials or answering for them are never cached (RFC 6749 §5.1). */
 export function noStore(_req: Request, res: Response, next: NextFunction): void {
   res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
@@ -25,9 +24,20 @@ export function noStore(_req: Request, res: Response, next: NextFunction): void 
 
 function checkGrantType(req: Request, _res: Response, next: NextFunction): void {
   const type = (req.body as Record<string, string>).grant_type;
-  if (!type) return next(new OAuthError('invalid_request', `The request has no grant_type. Grant types are: ${TOKEN_GRANT_TYPES.join(', ')}.`));
+  if (!type)
+    return next(
+      new OAuthError(
+        'invalid_request',
+        `The request has no grant_type. Grant types are: ${TOKEN_GRANT_TYPES.join(', ')}.`,
+      ),
+    );
   if (!(TOKEN_GRANT_TYPES as readonly string[]).includes(type)) {
-    return next(new OAuthError('unsupported_grant_type', `The grant type "${type}" is not supported. Grant types are: ${TOKEN_GRANT_TYPES.join(', ')}.`));
+    return next(
+      new OAuthError(
+        'unsupported_grant_type',
+        `The grant type "${type}" is not supported. Grant types are: ${TOKEN_GRANT_TYPES.join(', ')}.`,
+      ),
+    );
   }
   next();
 }
@@ -35,7 +45,8 @@ function checkGrantType(req: Request, _res: Response, next: NextFunction): void 
 function checkClientMayUseGrant(req: Request, res: Response, next: NextFunction): void {
   const client = res.locals.client!;
   const type = (req.body as Record<string, string>).grant_type!;
-  if (!allowsGrant(client, type)) return next(new OAuthError('unauthorized_client', `The client ${client.clientId} may not use the ${type} grant.`));
+  if (!allowsGrant(client, type))
+    return next(new OAuthError('unauthorized_client', `The client ${client.clientId} may not use the ${type} grant.`));
   next();
 }
 

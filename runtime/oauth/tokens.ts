@@ -95,8 +95,10 @@ const splitScopes = (s: string) => s.split(' ').filter(Boolean);
  * named: on PostgreSQL they are prepared, and a `SELECT *` prepared before a column was added
  * would fail after it.
  */
-const insertTokenSql = (table: string) => `INSERT INTO ${table} (token_hash, chain_id, client_id, user_id, scopes, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-const revokeSql = (table: string, column: string) => `UPDATE ${table} SET revoked = ? WHERE ${column} = ? AND revoked IS NULL`;
+const insertTokenSql = (table: string) =>
+  `INSERT INTO ${table} (token_hash, chain_id, client_id, user_id, scopes, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const revokeSql = (table: string, column: string) =>
+  `UPDATE ${table} SET revoked = ? WHERE ${column} = ? AND revoked IS NULL`;
 const SQL = {
   insertAccessToken: insertTokenSql('oauth_access_tokens'),
   insertRefreshToken: insertTokenSql('oauth_refresh_tokens'),
@@ -111,7 +113,13 @@ const SQL = {
   findCode: `SELECT id, chain_id, client_id, user_id, scopes, redirect_uri, redirect_uri_given, code_challenge, code_challenge_method, expires, used
     FROM oauth_authorization_codes WHERE code_hash = ? LIMIT 1`,
   markCodeUsed: `UPDATE oauth_authorization_codes SET used = ? WHERE id = ? AND used IS NULL`,
-  sweep: ['oauth_access_tokens', 'oauth_refresh_tokens', 'oauth_authorization_codes', 'oauth_authorize_requests', 'oauth_sessions'].map((table) => `DELETE FROM ${table} WHERE expires < ?`),
+  sweep: [
+    'oauth_access_tokens',
+    'oauth_refresh_tokens',
+    'oauth_authorization_codes',
+    'oauth_authorize_requests',
+    'oauth_sessions',
+  ].map((table) => `DELETE FROM ${table} WHERE expires < ?`),
 };
 
 /** The token store over a Knex handle or transaction. */
@@ -119,7 +127,15 @@ export function tokenStore(db: Knex): TokenStore {
   async function insertToken(sql: string, grant: Grant, lifetime: number): Promise<string> {
     const token = newSecret();
     const t = now();
-    await execute(db, sql, [hashSecret(token), grant.chainId, grant.clientRowId, grant.userId, formatScope(grant.scopes), t, t + lifetime]);
+    await execute(db, sql, [
+      hashSecret(token),
+      grant.chainId,
+      grant.clientRowId,
+      grant.userId,
+      formatScope(grant.scopes),
+      t,
+      t + lifetime,
+    ]);
     return token;
   }
   const revoke = async (sql: string, value: string | number) => {

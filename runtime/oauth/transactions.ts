@@ -36,7 +36,10 @@ interface Transaction {
 type Callback<T> = (err: Error | null, value?: T) => void;
 
 const expired = () =>
-  new OAuthError('invalid_request', 'This authorization request expired, was already answered, or was started in another sign-in. Start again from the application.');
+  new OAuthError(
+    'invalid_request',
+    'This authorization request expired, was already answered, or was started in another sign-in. Start again from the application.',
+  );
 
 /** The store interface oauth2orize uses when `legacy` is not set: store, load, update, remove. */
 export class DatabaseTransactionStore {
@@ -66,7 +69,10 @@ export class DatabaseTransactionStore {
       // Make room for this one: the newest MAX_PENDING - 1 stay.
       const older = await trx('oauth_authorize_requests')
         .where('session_hash', sessionHash)
-        .orderBy([{ column: 'created', order: 'desc' }, { column: 'expires', order: 'desc' }])
+        .orderBy([
+          { column: 'created', order: 'desc' },
+          { column: 'expires', order: 'desc' },
+        ])
         .offset(MAX_PENDING - 1)
         .limit(1_000_000)
         .pluck('transaction_hash');
@@ -87,12 +93,18 @@ export class DatabaseTransactionStore {
     const tid = (req.body as Record<string, string> | undefined)?.transaction_id;
     const session = sessionOf(req);
     if (!tid || !session) return cb(expired());
-    this.claim(tid, session.hash).then((txn) => (txn ? cb(null, { ...txn, transactionID: tid, user: session.user }) : cb(expired())), cb);
+    this.claim(tid, session.hash).then(
+      (txn) => (txn ? cb(null, { ...txn, transactionID: tid, user: session.user }) : cb(expired())),
+      cb,
+    );
   }
 
   private async claim(tid: string, sessionHash: string): Promise<Omit<Transaction, 'transactionID'> | null> {
     const hash = hashSecret(tid);
-    const row = await this.db('oauth_authorize_requests').where({ transaction_hash: hash, session_hash: sessionHash }).where('expires', '>', Math.floor(Date.now() / 1000)).first();
+    const row = await this.db('oauth_authorize_requests')
+      .where({ transaction_hash: hash, session_hash: sessionHash })
+      .where('expires', '>', Math.floor(Date.now() / 1000))
+      .first();
     if (!row) return null;
     // Only the request that deletes the row may answer it.
     const claimed = await this.db('oauth_authorize_requests').where('transaction_hash', hash).delete();

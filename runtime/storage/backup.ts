@@ -20,7 +20,23 @@
  * directory synced, so the name holds a whole backup or nothing; a restore syncs what it wrote.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, closeSync, cpSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -73,13 +89,18 @@ function run(program: string, args: string[]): Promise<void> {
         ),
       ),
     );
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new BackupError(`${program} failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new BackupError(`${program} failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`)),
+    );
   });
 }
 
 async function snapshotSqlite(config: Config, target: string, progress: Progress): Promise<void> {
   const source = join(config.dataDir, SQLITE_FILE);
-  if (!existsSync(source)) throw new BackupError(`There is no Tilth database at ${source} (TILTH_DATA_DIR=${config.dataDir}).`);
+  if (!existsSync(source))
+    throw new BackupError(`There is no Tilth database at ${source} (TILTH_DATA_DIR=${config.dataDir}).`);
   const db = new Database(source, { fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
@@ -103,10 +124,21 @@ async function snapshotSqlite(config: Config, target: string, progress: Progress
 export async function backup(config: Config, file: string, progress: Progress = () => {}): Promise<BackupReport> {
   const staging = mkdtempSync(join(tmpdir(), 'tilth-backup-'));
   try {
-    const manifest: Manifest = { format: 1, tilth: TILTH_VERSION, dialect: config.databaseUrl ? 'postgres' : 'sqlite', created: new Date().toISOString() };
+    const manifest: Manifest = {
+      format: 1,
+      tilth: TILTH_VERSION,
+      dialect: config.databaseUrl ? 'postgres' : 'sqlite',
+      created: new Date().toISOString(),
+    };
     if (config.databaseUrl) {
       progress('database', 0);
-      await run('pg_dump', ['--format=custom', '--no-owner', '--no-privileges', `--file=${join(staging, PG_DUMP)}`, config.databaseUrl]);
+      await run('pg_dump', [
+        '--format=custom',
+        '--no-owner',
+        '--no-privileges',
+        `--file=${join(staging, PG_DUMP)}`,
+        config.databaseUrl,
+      ]);
       progress('database', 1);
     } else {
       await snapshotSqlite(config, join(staging, SQLITE_FILE), progress);
@@ -114,12 +146,24 @@ export async function backup(config: Config, file: string, progress: Progress = 
     const files = join(config.dataDir, 'files');
     const unfinished = join(files, 'tmp');
     // Unfinished uploads (files/tmp) are not records' files.
-    if (existsSync(files)) cpSync(files, join(staging, 'files'), { recursive: true, filter: (src) => src !== unfinished && !src.startsWith(`${unfinished}/`) });
-    const count = existsSync(join(staging, 'files')) ? readdirSync(join(staging, 'files'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length : 0;
+    if (existsSync(files))
+      cpSync(files, join(staging, 'files'), {
+        recursive: true,
+        filter: (src) => src !== unfinished && !src.startsWith(`${unfinished}/`),
+      });
+    const count = existsSync(join(staging, 'files'))
+      ? readdirSync(join(staging, 'files'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length
+      : 0;
     progress('files', 1);
     writeFileSync(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-    const entries = ['manifest.json', config.databaseUrl ? PG_DUMP : SQLITE_FILE, ...(existsSync(join(staging, 'files')) ? ['files'] : [])];
-    await writeArchive(file, (target) => tar.create({ gzip: true, file: target, cwd: staging, portable: true }, entries));
+    const entries = [
+      'manifest.json',
+      config.databaseUrl ? PG_DUMP : SQLITE_FILE,
+      ...(existsSync(join(staging, 'files')) ? ['files'] : []),
+    ];
+    await writeArchive(file, (target) =>
+      tar.create({ gzip: true, file: target, cwd: staging, portable: true }, entries),
+    );
     return { file, bytes: statSync(file).size, files: count };
   } finally {
     rmSync(staging, { recursive: true, force: true });
@@ -185,13 +229,18 @@ export async function restore(config: Config, file: string, progress: Progress =
     try {
       await tar.extract({ file, cwd: staging, strict: true });
     } catch (error) {
-      throw new BackupError(`${file} is not a Tilth backup (a .tar.gz made by tilth backup): ${(error as Error).message}`);
+      throw new BackupError(
+        `${file} is not a Tilth backup (a .tar.gz made by tilth backup): ${(error as Error).message}`,
+      );
     }
-    if (!existsSync(join(staging, 'manifest.json'))) throw new BackupError(`${file} is not a Tilth backup: it has no manifest.json.`);
+    if (!existsSync(join(staging, 'manifest.json')))
+      throw new BackupError(`${file} is not a Tilth backup: it has no manifest.json.`);
     const manifest = JSON.parse(readFileSync(join(staging, 'manifest.json'), 'utf8')) as Manifest;
     const target = config.databaseUrl ? 'postgres' : 'sqlite';
     if (manifest.dialect !== target) {
-      throw new BackupError(`${file} is a backup of a ${manifest.dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} farm; the settings point at the ${describeDatabase(config)}. Restore it with the same kind of database.`);
+      throw new BackupError(
+        `${file} is a backup of a ${manifest.dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} farm; the settings point at the ${describeDatabase(config)}. Restore it with the same kind of database.`,
+      );
     }
     await assertEmpty(config);
     // Everything is copied under a temporary name and renamed into place once whole and synced,
@@ -214,7 +263,13 @@ export async function restore(config: Config, file: string, progress: Progress =
         // In one transaction: a dump that fails part way (cut short, damaged) leaves the database
         // as empty as it was, so the restore can be run again; without it the tables made before
         // the failure stay, and a second restore is refused as overwriting a farm.
-        await run('pg_restore', ['--no-owner', '--no-privileges', '--single-transaction', `--dbname=${config.databaseUrl}`, join(staging, PG_DUMP)]);
+        await run('pg_restore', [
+          '--no-owner',
+          '--no-privileges',
+          '--single-transaction',
+          `--dbname=${config.databaseUrl}`,
+          join(staging, PG_DUMP),
+        ]);
       } else {
         cpSync(join(staging, SQLITE_FILE), restoring(SQLITE_FILE));
         syncToDisk(restoring(SQLITE_FILE));
@@ -236,7 +291,9 @@ export async function restore(config: Config, file: string, progress: Progress =
     // Last, when the farm is whole: if this fails, only the statistics are missing.
     if (config.databaseUrl) {
       await analyze(config).catch((error: Error) => {
-        throw new BackupError(`The farm is restored, but PostgreSQL's planner statistics could not be gathered (${error.message}). Run ANALYZE on the database before serving it.`);
+        throw new BackupError(
+          `The farm is restored, but PostgreSQL's planner statistics could not be gathered (${error.message}). Run ANALYZE on the database before serving it.`,
+        );
       });
     }
     return manifest;
@@ -258,7 +315,9 @@ async function analyze(config: Config): Promise<void> {
 /** Refuse to restore over a farm: the target must hold no Tilth data. */
 async function assertEmpty(config: Config): Promise<void> {
   const refuse = () =>
-    new BackupError(`The ${describeDatabase(config)} already holds a farm; tilth restore never overwrites one. Point ${config.databaseUrl ? 'DATABASE_URL at a new, empty database' : 'TILTH_DATA_DIR at a new, empty directory'}.`);
+    new BackupError(
+      `The ${describeDatabase(config)} already holds a farm; tilth restore never overwrites one. Point ${config.databaseUrl ? 'DATABASE_URL at a new, empty database' : 'TILTH_DATA_DIR at a new, empty directory'}.`,
+    );
   if (!config.databaseUrl) {
     const file = join(config.dataDir, SQLITE_FILE);
     if (existsSync(file) && statSync(file).size > 0) throw refuse();
@@ -270,7 +329,9 @@ async function assertEmpty(config: Config): Promise<void> {
   if (existsSync(files) && readdirSync(files).length > 0) throw refuse();
   const db = openDatabase(config);
   try {
-    const tables = await db.knex.raw("SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'public'");
+    const tables = await db.knex.raw(
+      "SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'public'",
+    );
     if (Number(tables.rows[0].n) > 0) throw refuse();
   } finally {
     await db.close();

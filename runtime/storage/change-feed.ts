@@ -103,7 +103,13 @@ const written = new WeakMap<object, Map<string, number>>();
  * the writes of a group commit's batch share one transaction object, and each must show its own
  * version (an ETag) and survive the rollback of another's savepoint.
  */
-export async function recordChanges(db: Db, entityType: string, records: readonly ChangedRecord[], deleted: boolean, now = Math.floor(Date.now() / 1000)): Promise<void> {
+export async function recordChanges(
+  db: Db,
+  entityType: string,
+  records: readonly ChangedRecord[],
+  deleted: boolean,
+  now = Math.floor(Date.now() / 1000),
+): Promise<void> {
   if (!records.length) return;
   // A record listed twice in one statement: once (PostgreSQL's ON CONFLICT refuses it twice).
   const list = [...new Map(records.map((r) => [r.id, r])).values()];
@@ -121,12 +127,26 @@ export async function recordChanges(db: Db, entityType: string, records: readonl
 }
 
 /** `recordChanges` for records known by id only (a cascade): their UUIDs and bundles are read first. */
-export async function recordChangedIds(db: Db, entityType: string, table: string, ids: readonly number[]): Promise<void> {
+export async function recordChangedIds(
+  db: Db,
+  entityType: string,
+  table: string,
+  ids: readonly number[],
+): Promise<void> {
   if (!ids.length) return;
   const dialect = dialectOf(db);
   const unique = [...new Set(ids)];
-  const rows = await selectRows<{ id: number; uuid: string; bundle: string }>(db, `SELECT id, uuid, bundle FROM "${table}" WHERE ${dialect.inIdList('id', unique.length === 1)}`, [dialect.idListParameter(unique)]);
-  await recordChanges(db, entityType, rows.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })), false);
+  const rows = await selectRows<{ id: number; uuid: string; bundle: string }>(
+    db,
+    `SELECT id, uuid, bundle FROM "${table}" WHERE ${dialect.inIdList('id', unique.length === 1)}`,
+    [dialect.idListParameter(unique)],
+  );
+  await recordChanges(
+    db,
+    entityType,
+    rows.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })),
+    false,
+  );
 }
 
 /** A record's version: its feed row's position; null for a record the feed has no row of. */
@@ -161,7 +181,13 @@ export function decodeCursor(text: string): FeedCursor | null {
  * The rows after `cursor`, in commit order, of records of these kinds, at most `limit`; and the
  * cursor to continue from. `more` says a full page was read and others may follow at once.
  */
-export async function readFeed(db: Db, cursor: FeedCursor, kinds: readonly FeedKind[], limit: number, now = Math.floor(Date.now() / 1000)): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
+export async function readFeed(
+  db: Db,
+  cursor: FeedCursor,
+  kinds: readonly FeedKind[],
+  limit: number,
+  now = Math.floor(Date.now() / 1000),
+): Promise<{ rows: FeedRow[]; next: FeedCursor; more: boolean; ahead: boolean }> {
   const feed = dialectOf(db).feed;
   const { horizon, rows: raw } = await feed.read(db, cursor, kinds.map(kindKey), limit, now);
   const more = raw.length > limit;
@@ -178,7 +204,11 @@ export async function readFeed(db: Db, cursor: FeedCursor, kinds: readonly FeedK
   const last = rows[rows.length - 1];
   let next: FeedCursor;
   if (more) next = { issued: now, txid: last!.txid, position: last!.position };
-  else next = laterOf(horizon, last ? { issued: now, txid: last.txid, position: last.position } : { ...cursor, issued: now });
+  else
+    next = laterOf(
+      horizon,
+      last ? { issued: now, txid: last.txid, position: last.position } : { ...cursor, issued: now },
+    );
   // A cursor past the horizon was issued by a database that had written more than this one has:
   // a farm restored from an older backup, or commits a power cut took back before they reached
   // the disk (a read may see a commit a moment before it is synced). The horizon never moves back
@@ -245,7 +275,10 @@ export class TombstonePruner {
  * Fill the feed for records saved before it existed (a farm upgraded to the release that brought
  * it), when migration 0008 asked for it: one statement per entity table; then clear the request.
  */
-export async function fillIfPending(knex: Knex, tables: ReadonlyArray<{ entityType: string; table: string }>): Promise<number> {
+export async function fillIfPending(
+  knex: Knex,
+  tables: ReadonlyArray<{ entityType: string; table: string }>,
+): Promise<number> {
   if (!(await knex.schema.hasTable('tilth_pending_work'))) return 0;
   if (!(await knex('tilth_pending_work').where('name', FEED_TABLE).first())) return 0;
   const feed = dialectOf(knex).feed;

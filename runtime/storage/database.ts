@@ -31,7 +31,9 @@ const KNEX_ERRORS = {
   // Knex prints "Acquire connection error" with the driver's stack trace before it throws the same
   // error to the caller, who says it in its own words (one line from the tilth command, a 503 and a
   // log line from the server): the trace only buried that line. Its other warnings still show.
-  log: { warn: (message: string) => (message.startsWith('Acquire connection error') ? undefined : console.warn(message)) },
+  log: {
+    warn: (message: string) => (message.startsWith('Acquire connection error') ? undefined : console.warn(message)),
+  },
 } as const;
 
 /** How long an SQLite statement waits for another process's lock before SQLITE_BUSY (a 503). */
@@ -45,7 +47,11 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL' }): Database {
+export function openDatabase(options: {
+  databaseUrl: string | null;
+  dataDir: string;
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+}): Database {
   if (options.databaseUrl) {
     const knex = knexFactory({
       client: 'pg',
@@ -60,7 +66,9 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     mkdirSync(options.dataDir, { recursive: true });
     accessSync(options.dataDir, constants.W_OK);
   } catch (error) {
-    throw new ConfigError(`TILTH_DATA_DIR must be a directory Tilth can write to; ${options.dataDir} is not (${(error as NodeJS.ErrnoException).code}).`);
+    throw new ConfigError(
+      `TILTH_DATA_DIR must be a directory Tilth can write to; ${options.dataDir} is not (${(error as NodeJS.ErrnoException).code}).`,
+    );
   }
   const file = join(options.dataDir, 'tilth.sqlite');
   // FULL: a write is on disk before it is acknowledged, synced off the event loop (wal-sync.ts),
@@ -75,7 +83,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
     pool: {
       min: 1,
       max: 1,
-      afterCreate: (conn: { pragma(s: string, options?: { simple?: boolean }): unknown; prepare(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
+      afterCreate: (
+        conn: { pragma(s: string, options?: { simple?: boolean }): unknown; prepare(sql: string): unknown },
+        done: (err: Error | null, conn: unknown) => void,
+      ) => {
         cachePreparedStatements(conn, knex, 'writer');
         const wal = String(conn.pragma('journal_mode = WAL', { simple: true })).toLowerCase() === 'wal';
         conn.pragma('foreign_keys = ON');
@@ -96,7 +107,10 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
           conn.pragma(`journal_size_limit = ${32 * 1024 * 1024}`);
         }
         conn.pragma(`synchronous = ${walSync && !wal ? 'FULL' : 'NORMAL'}`);
-        writers.set(knex.client.config as object, new WriterConnection(conn as unknown as BetterSqlite3.Database, knex));
+        writers.set(
+          knex.client.config as object,
+          new WriterConnection(conn as unknown as BetterSqlite3.Database, knex),
+        );
         done(null, conn);
       },
     },
@@ -117,7 +131,11 @@ export function openDatabase(options: { databaseUrl: string | null; dataDir: str
         },
       }
     : undefined;
-  const groupCommit = new GroupCommit((container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null), BATCH_SAVEPOINTS, durability);
+  const groupCommit = new GroupCommit(
+    (container) => new ImmediateTransaction(client, container, { userParams: {}, doNotRejectOnRollback: true }, null),
+    BATCH_SAVEPOINTS,
+    durability,
+  );
   client.groupCommit = groupCommit;
   return {
     knex,
@@ -154,7 +172,11 @@ class ReadConnection {
   }
 
   /** The connection and its `data_version` when last asked, and how many changes were seen. */
-  private seen: { connection: BetterSqlite3.Database | null; version: number; changes: number } = { connection: null, version: 0, changes: 0 };
+  private seen: { connection: BetterSqlite3.Database | null; version: number; changes: number } = {
+    connection: null,
+    version: 0,
+    changes: 0,
+  };
 
   /**
    * A count that moves whenever another connection has committed since it was last asked (this
@@ -165,7 +187,8 @@ class ReadConnection {
   dataVersion(): number {
     const connection = this.handle();
     const version = connection.prepare('PRAGMA data_version').pluck().get() as number;
-    if (connection !== this.seen.connection || version !== this.seen.version) this.seen = { connection, version, changes: this.seen.changes + 1 };
+    if (connection !== this.seen.connection || version !== this.seen.version)
+      this.seen = { connection, version, changes: this.seen.changes + 1 };
     return this.seen.changes;
   }
 
@@ -194,7 +217,9 @@ function announce(knex: Knex, sql: string, bindings: readonly unknown[]): void {
 
 /** Bindings as Knex's better-sqlite3 client binds them: booleans as 0/1, dates as milliseconds, undefined as NULL. */
 function sqliteBindings(bindings: readonly unknown[]): unknown[] {
-  return bindings.map((b) => (typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b === undefined ? null : b));
+  return bindings.map((b) =>
+    typeof b === 'boolean' ? Number(b) : b instanceof Date ? b.valueOf() : b === undefined ? null : b,
+  );
 }
 
 /** A statement run straight on a connection: its rows, or what it changed. */
@@ -280,9 +305,13 @@ export function directConnectionOf(db: Knex | Knex.Transaction): DirectConnectio
 export const KNEX_EXTENDED_RELEASE = '3.3.0';
 
 // Knex's better-sqlite3 dialect, extended below; Knex exports it only by path.
-const BetterSqliteClient = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as new (config: unknown) => object;
+const BetterSqliteClient = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as new (
+  config: unknown,
+) => object;
 const READ_METHODS = new Set(['select', 'first', 'pluck']);
-const SqliteTransaction = createRequire(import.meta.url)('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as new (...args: unknown[]) => PromiseLike<unknown>;
+const SqliteTransaction = createRequire(import.meta.url)(
+  'knex/lib/dialects/sqlite3/execution/sqlite-transaction.js',
+) as new (...args: unknown[]) => PromiseLike<unknown>;
 
 /**
  * A transaction that is the database's writer from its BEGIN (group commit's batches): it reads
@@ -295,7 +324,10 @@ class ImmediateTransaction extends SqliteTransaction {
    * again on a timer, for as long as the busy timeout would have waited. Meanwhile reads go on,
    * and the writes that arrive queue to join this batch. Failing, it rejects before the body runs.
    */
-  async begin(this: { trxClient: { query(conn: unknown, sql: string): Promise<unknown> } }, conn: { pragma(sql: string): unknown }): Promise<unknown> {
+  async begin(
+    this: { trxClient: { query(conn: unknown, sql: string): Promise<unknown> } },
+    conn: { pragma(sql: string): unknown },
+  ): Promise<unknown> {
     const giveUp = Date.now() + BUSY_TIMEOUT_MS;
     conn.pragma('busy_timeout = 0');
     try {
@@ -333,7 +365,9 @@ interface Writer {
 }
 
 /** Syncs of SQLite's log so far, the seconds they took and the checkpoints made (the metrics); none on PostgreSQL or with NORMAL. */
-export function walSyncStats(db: Knex): { count: number; seconds: number; checkpoints: number; checkpointFailures: number } | undefined {
+export function walSyncStats(
+  db: Knex,
+): { count: number; seconds: number; checkpoints: number; checkpointFailures: number } | undefined {
   return (db.client as { walSync?: WalSync }).walSync;
 }
 
@@ -360,7 +394,8 @@ class SqliteClient extends BetterSqliteClient {
    * batches wait for it themselves, after their COMMIT, so that the next batch runs meanwhile.
    */
   async _query(connection: Writer, obj: { sql: string }): Promise<unknown> {
-    const own = (BetterSqliteClient.prototype as unknown as { _query(c: unknown, o: unknown): Promise<unknown> })._query;
+    const own = (BetterSqliteClient.prototype as unknown as { _query(c: unknown, o: unknown): Promise<unknown> })
+      ._query;
     const wal = connection[WAL_SYNC];
     if (!wal) return own.call(this, connection, obj);
     // After a failed sync the disk is not trusted: no more writes (wal-sync.ts).
@@ -393,19 +428,33 @@ class SqliteClient extends BetterSqliteClient {
    * schema changes, which set the foreign_keys pragma around a transaction of their own
    * (`enforceForeignCheck`), are Knex's as before.
    */
-  transaction(container: unknown, config?: { enforceForeignCheck?: unknown; connection?: unknown }, outerTx?: unknown): unknown {
+  transaction(
+    container: unknown,
+    config?: { enforceForeignCheck?: unknown; connection?: unknown },
+    outerTx?: unknown,
+  ): unknown {
     const own = (BetterSqliteClient.prototype as unknown as { transaction(...args: unknown[]): unknown }).transaction;
     // Without a body (`await knex.transaction()`, committed by hand), Knex passes its promise's
     // own resolve function: such a transaction is Knex's, so that its commit is a COMMIT.
-    if (!this.groupCommit || outerTx || typeof container !== 'function' || isNative(container) || config?.enforceForeignCheck !== undefined || config?.connection) {
+    if (
+      !this.groupCommit ||
+      outerTx ||
+      typeof container !== 'function' ||
+      isNative(container) ||
+      config?.enforceForeignCheck !== undefined ||
+      config?.connection
+    ) {
       return own.call(this, container, config, outerTx);
     }
     return this.groupCommit.run(container as (trx: Knex.Transaction) => unknown);
   }
 
   runner(builder: { _method?: string }): { connection?: unknown } {
-    const runner = (BetterSqliteClient.prototype as unknown as { runner(b: unknown): { connection?: unknown } }).runner.call(this, builder);
-    if (this.reader && !(this as { transacting?: boolean }).transacting && READ_METHODS.has(builder._method ?? '')) runner.connection = this.reader.handle();
+    const runner = (
+      BetterSqliteClient.prototype as unknown as { runner(b: unknown): { connection?: unknown } }
+    ).runner.call(this, builder);
+    if (this.reader && !(this as { transacting?: boolean }).transacting && READ_METHODS.has(builder._method ?? ''))
+      runner.connection = this.reader.handle();
     return runner;
   }
 }
@@ -422,14 +471,21 @@ export function readConnectionOf(db: Knex | Knex.Transaction): ReadConnection | 
  * may create one. Refuses (naming the setting that points there) a missing or empty one, so that
  * a command run with the wrong settings does not quietly make a second, empty farm.
  */
-export async function openExistingDatabase(options: { databaseUrl: string | null; dataDir: string; sqliteSynchronous?: 'FULL' | 'NORMAL' }): Promise<Database> {
+export async function openExistingDatabase(options: {
+  databaseUrl: string | null;
+  dataDir: string;
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+}): Promise<Database> {
   const file = join(options.dataDir, 'tilth.sqlite');
   const where = options.databaseUrl ? 'the database DATABASE_URL names' : `${file} (TILTH_DATA_DIR=${options.dataDir})`;
-  const fix = 'Start the server once (npm start) or run `npx tilth migrate` to create it, or point the setting at the database the server uses.';
-  if (!options.databaseUrl && (!existsSync(file) || statSync(file).size === 0)) throw new ConfigError(`There is no Tilth database at ${where}. ${fix}`);
+  const fix =
+    'Start the server once (npm start) or run `npx tilth migrate` to create it, or point the setting at the database the server uses.';
+  if (!options.databaseUrl && (!existsSync(file) || statSync(file).size === 0))
+    throw new ConfigError(`There is no Tilth database at ${where}. ${fix}`);
   const db = openDatabase(options);
   try {
-    if (!(await db.knex.schema.hasTable('knex_migrations'))) throw new ConfigError(`${where} holds no Tilth data. ${fix}`);
+    if (!(await db.knex.schema.hasTable('knex_migrations')))
+      throw new ConfigError(`${where} holds no Tilth data. ${fix}`);
   } catch (error) {
     await db.close();
     throw error;
@@ -468,7 +524,10 @@ const statementCaches = new WeakMap<object, Map<'writer' | 'reader', StatementCa
 export function keptStatements(db: Knex): StatementCache | undefined {
   const caches = statementCaches.get(db.client.config as object);
   if (!caches) return undefined;
-  return [...caches.values()].reduce((sum, c) => ({ statements: sum.statements + c.statements, sqlChars: sum.sqlChars + c.sqlChars }), { statements: 0, sqlChars: 0 });
+  return [...caches.values()].reduce(
+    (sum, c) => ({ statements: sum.statements + c.statements, sqlChars: sum.sqlChars + c.sqlChars }),
+    { statements: 0, sqlChars: 0 },
+  );
 }
 
 function cachePreparedStatements(conn: { prepare(sql: string): unknown }, knex: Knex, role: 'writer' | 'reader'): void {

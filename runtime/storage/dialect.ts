@@ -34,9 +34,19 @@ export interface FeedDialect {
    * Upsert `rows` feed rows, each bound as (entity type, entity id, bundle, uuid, deleted, changed);
    * the positions they were given where the statement tells them (PostgreSQL), else null.
    */
-  upsert(db: Db, rows: number, bindings: readonly Knex.RawBinding[]): Promise<Array<{ entity_id: number; position: number | string }> | null>;
+  upsert(
+    db: Db,
+    rows: number,
+    bindings: readonly Knex.RawBinding[],
+  ): Promise<Array<{ entity_id: number; position: number | string }> | null>;
   /** The horizon, and the rows (at most `limit` + 1) after `cursor` up to it of these kinds (`entity_type bundle`), in commit order. */
-  read(db: Db, cursor: FeedCursor, kinds: readonly string[], limit: number, now: number): Promise<{ horizon: FeedCursor; rows: Array<Record<string, unknown>> }>;
+  read(
+    db: Db,
+    cursor: FeedCursor,
+    kinds: readonly string[],
+    limit: number,
+    now: number,
+  ): Promise<{ horizon: FeedCursor; rows: Array<Record<string, unknown>> }>;
   /** Whether a cursor lies past the horizon (issued by a database that had written more than this one). */
   ahead(cursor: FeedCursor, horizon: FeedCursor): boolean;
   /** The statement that fills the feed for one entity table's records it has no row of; binds (entity type, deleted, changed, entity type). */
@@ -136,7 +146,8 @@ export const POSTGRES: SqlDialect = {
   },
   caselessCondition: (left, op, count, unindexed) => {
     const column = `${unindexed ? '+' : ''}lower(${left})`;
-    if (op === 'IN' || op === 'NOT IN') return `${column} ${op} (${Array.from({ length: count }, () => 'lower(?)').join(', ')})`;
+    if (op === 'IN' || op === 'NOT IN')
+      return `${column} ${op} (${Array.from({ length: count }, () => 'lower(?)').join(', ')})`;
     return `${column} ${op} lower(?)`;
   },
   caselessIndexColumn: 'lower(??)',

@@ -42,9 +42,16 @@ export interface DueChange {
 /** Record the moments still to come at which these records change (inside the save's transaction). */
 export async function recordDueChanges(db: Db, entityType: string, changes: readonly DueChange[]): Promise<void> {
   const now = Date.now() / 1000;
-  const rows = [...new Map(changes.filter((c) => c.at > now).map((c) => [`${c.id}:${c.at}`, { entity_type: entityType, entity_id: c.id, due_ts: c.at }])).values()];
+  const rows = [
+    ...new Map(
+      changes
+        .filter((c) => c.at > now)
+        .map((c) => [`${c.id}:${c.at}`, { entity_type: entityType, entity_id: c.id, due_ts: c.at }]),
+    ).values(),
+  ];
   if (!rows.length) return;
-  for (const part of chunks(rows, 500)) await db(DUE_TABLE).insert(part).onConflict(['entity_type', 'entity_id', 'due_ts']).ignore();
+  for (const part of chunks(rows, 500))
+    await db(DUE_TABLE).insert(part).onConflict(['entity_type', 'entity_id', 'due_ts']).ignore();
   let first = Infinity;
   for (const r of rows) first = Math.min(first, r.due_ts);
   for (const wake of wakers) wake(Math.max(first, (Date.now() + AFTER_SAVE_MS) / 1000));
@@ -110,7 +117,11 @@ export class DueChanges {
   async recordDue(): Promise<number | null> {
     for (;;) {
       const now = Math.floor(Date.now() / 1000);
-      const rows = (await this.knex(DUE_TABLE).where('due_ts', '<=', now).orderBy('due_ts').limit(500).select('entity_type', 'entity_id')) as Array<{ entity_type: string; entity_id: number }>;
+      const rows = (await this.knex(DUE_TABLE)
+        .where('due_ts', '<=', now)
+        .orderBy('due_ts')
+        .limit(500)
+        .select('entity_type', 'entity_id')) as Array<{ entity_type: string; entity_id: number }>;
       if (!rows.length) break;
       const byType = new Map<string, number[]>();
       for (const r of rows) byType.set(r.entity_type, [...(byType.get(r.entity_type) ?? []), Number(r.entity_id)]);
@@ -122,7 +133,11 @@ export class DueChanges {
             await lockRows(trx, table, ids);
             await recordChangedIds(trx, entityType, table, ids);
           }
-          await trx(DUE_TABLE).where('entity_type', entityType).whereIn('entity_id', ids).where('due_ts', '<=', now).delete();
+          await trx(DUE_TABLE)
+            .where('entity_type', entityType)
+            .whereIn('entity_id', ids)
+            .where('due_ts', '<=', now)
+            .delete();
         }
       });
       if (rows.length < 500) break;

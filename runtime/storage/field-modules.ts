@@ -33,22 +33,40 @@ export class FieldModuleError extends Error {
 
 /** Every field module, by name. */
 export async function listFieldModules(db: Knex): Promise<FieldModule[]> {
-  const rows = await selectRows<FieldModule>(db, `SELECT name, label, description, hash, changed FROM ${FIELD_MODULE_TABLE} ORDER BY name`, []);
+  const rows = await selectRows<FieldModule>(
+    db,
+    `SELECT name, label, description, hash, changed FROM ${FIELD_MODULE_TABLE} ORDER BY name`,
+    [],
+  );
   return rows.map((r) => ({ ...r, changed: Number(r.changed) }));
 }
 
 /** A field module's script and its hash, or null. */
 export async function fieldModuleScript(db: Knex, name: string): Promise<{ script: string; hash: string } | null> {
-  const [row] = await selectRows<{ script: string; hash: string }>(db, `SELECT script, hash FROM ${FIELD_MODULE_TABLE} WHERE name = ?`, [name]);
+  const [row] = await selectRows<{ script: string; hash: string }>(
+    db,
+    `SELECT script, hash FROM ${FIELD_MODULE_TABLE} WHERE name = ?`,
+    [name],
+  );
   return row ?? null;
 }
 
 /** Add a field module, or replace the one of that name (a new build). Returns whether it replaced one. */
-export async function putFieldModule(db: Knex, input: { name: string; label: string; description?: string; script: Buffer }): Promise<boolean> {
-  if (!FIELD_MODULE_NAME.test(input.name)) throw new FieldModuleError(`"${input.name}" is not a field module name: lowercase letters, digits, _ and -, starting with a letter or digit, at most 64.`);
-  if (!input.label.trim()) throw new FieldModuleError('A field module needs a label (--label), the name Field Kit shows.');
+export async function putFieldModule(
+  db: Knex,
+  input: { name: string; label: string; description?: string; script: Buffer },
+): Promise<boolean> {
+  if (!FIELD_MODULE_NAME.test(input.name))
+    throw new FieldModuleError(
+      `"${input.name}" is not a field module name: lowercase letters, digits, _ and -, starting with a letter or digit, at most 64.`,
+    );
+  if (!input.label.trim())
+    throw new FieldModuleError('A field module needs a label (--label), the name Field Kit shows.');
   if (!input.script.length) throw new FieldModuleError('The script is empty.');
-  if (input.script.length > FIELD_MODULE_MAX_BYTES) throw new FieldModuleError(`The script is ${input.script.length} bytes; at most ${FIELD_MODULE_MAX_BYTES} are served.`);
+  if (input.script.length > FIELD_MODULE_MAX_BYTES)
+    throw new FieldModuleError(
+      `The script is ${input.script.length} bytes; at most ${FIELD_MODULE_MAX_BYTES} are served.`,
+    );
   let script: string;
   try {
     script = new TextDecoder('utf-8', { fatal: true }).decode(input.script);
@@ -72,5 +90,6 @@ export async function putFieldModule(db: Knex, input: { name: string; label: str
 
 /** Remove a field module. */
 export async function removeFieldModule(db: Knex, name: string): Promise<void> {
-  if (!(await db(FIELD_MODULE_TABLE).where('name', name).delete())) throw new FieldModuleError(`There is no field module "${name}".`);
+  if (!(await db(FIELD_MODULE_TABLE).where('name', name).delete()))
+    throw new FieldModuleError(`There is no field module "${name}".`);
 }

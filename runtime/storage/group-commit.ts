@@ -129,7 +129,13 @@ export class GroupCommit {
   run(container: Container): Promise<unknown> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     return new Promise((resolve, reject) => {
-      const write: Write = { container, resolve, reject, arrived: performance.now(), timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref() };
+      const write: Write = {
+        container,
+        resolve,
+        reject,
+        arrived: performance.now(),
+        timer: setTimeout(() => this.expire(write), QUEUE_TIMEOUT_MS).unref(),
+      };
       this.waiting.push(write);
       if (!this.running) void this.drain();
     });
@@ -185,7 +191,11 @@ export class GroupCommit {
    * If it cannot be undone (the rollback itself failed), neither can the batch be trusted: the
    * error then fails the whole batch, which rolls everything back.
    */
-  private async inSavepoint(outer: Knex.Transaction, container: Container, connection: { inTransaction: boolean }): Promise<unknown> {
+  private async inSavepoint(
+    outer: Knex.Transaction,
+    container: Container,
+    connection: { inTransaction: boolean },
+  ): Promise<unknown> {
     this.savepoints.begin(outer);
     try {
       const value = await container(outer);
@@ -228,7 +238,10 @@ export class GroupCommit {
         const started = performance.now();
         // Writes are coming together: several are waiting, or the last batch had several, or
         // this one came straight after the last COMMIT.
-        const backToBack = this.waiting.length > 1 || this.lastBatchSize > 1 || (this.waiting[0]?.arrived ?? 0) - this.lastCommitted < BACK_TO_BACK_MS;
+        const backToBack =
+          this.waiting.length > 1 ||
+          this.lastBatchSize > 1 ||
+          (this.waiting[0]?.arrived ?? 0) - this.lastCommitted < BACK_TO_BACK_MS;
         while (done.length < MAX_WRITES && (done.length === 0 || performance.now() - started < MAX_BATCH_MS)) {
           // A transaction's statements run synchronously, so a write runs whole without letting
           // the event loop read the requests that arrived meanwhile: one more poll for I/O lets
@@ -244,7 +257,9 @@ export class GroupCommit {
           // failure. Every body is given the batch's transaction (its statements run there).
           const first = done.length === 0;
           try {
-            const value = first ? await write.container(outer) : await this.inSavepoint(outer, write.container, connection);
+            const value = first
+              ? await write.container(outer)
+              : await this.inSavepoint(outer, write.container, connection);
             done.push({ write, ok: true, value });
           } catch (error) {
             done.push({ write, ok: false, value: error });
@@ -284,8 +299,12 @@ export class GroupCommit {
     // (or, if the sync fails, with its error). The next batch does not wait for this sync.
     for (const { write, ok, value } of done) if (!ok) this.settle(write, ok, value);
     durable.then(
-      () => { for (const { write, ok, value } of done) if (ok) this.settle(write, true, value); },
-      (error: unknown) => { for (const { write, ok } of done) if (ok) this.settle(write, false, error); },
+      () => {
+        for (const { write, ok, value } of done) if (ok) this.settle(write, true, value);
+      },
+      (error: unknown) => {
+        for (const { write, ok } of done) if (ok) this.settle(write, false, error);
+      },
     );
   }
 }

@@ -23,7 +23,12 @@ const IDS_PER_STATEMENT = 5000;
  * Lock these rows of `table` (by id) until the transaction ends, in ascending ids: two
  * transactions locking overlapping sets cannot deadlock over them.
  */
-export async function lockRows(db: Db, table: string, ids: Iterable<number>, strength: RowLock = 'NO KEY UPDATE'): Promise<void> {
+export async function lockRows(
+  db: Db,
+  table: string,
+  ids: Iterable<number>,
+  strength: RowLock = 'NO KEY UPDATE',
+): Promise<void> {
   const dialect = dialectOf(db);
   if (!dialect.locksRows) return;
   const sorted = [...new Set(ids)].sort((a, b) => a - b);
@@ -48,7 +53,11 @@ export function lockToDelete(db: Db, table: string, ids: Iterable<number>): Prom
 export async function lockToChangeWhere(db: Db, table: string, column: string, value: string | number): Promise<void> {
   const dialect = dialectOf(db);
   if (!dialect.locksRows) return;
-  await selectRows(db, `SELECT 1 AS locked FROM ${quoteName(table)} WHERE ${quoteName(column)} = ?${dialect.rowLock('NO KEY UPDATE')}`, [value]);
+  await selectRows(
+    db,
+    `SELECT 1 AS locked FROM ${quoteName(table)} WHERE ${quoteName(column)} = ?${dialect.rowLock('NO KEY UPDATE')}`,
+    [value],
+  );
 }
 
 /*
@@ -85,7 +94,9 @@ function rank(entityType: string): number {
 }
 
 /** Records to lock (entity type → ids) in the global order: type by type (ENTITY_LOCK_ORDER, then by name), each type's ids ascending. */
-export function inLockOrder(records: ReadonlyMap<string, Iterable<number>>): Array<{ entityType: string; ids: number[] }> {
+export function inLockOrder(
+  records: ReadonlyMap<string, Iterable<number>>,
+): Array<{ entityType: string; ids: number[] }> {
   return [...records.keys()]
     .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
     .map((entityType) => ({ entityType, ids: [...new Set(records.get(entityType)!)].sort((a, b) => a - b) }))
@@ -93,6 +104,12 @@ export function inLockOrder(records: ReadonlyMap<string, Iterable<number>>): Arr
 }
 
 /** Lock these records in the global order (inLockOrder), each type at its strength (NO KEY UPDATE unless told). */
-export async function lockInOrder(db: Db, tableOf: (entityType: string) => string, records: ReadonlyMap<string, Iterable<number>>, strengths: ReadonlyMap<string, RowLock> = new Map()): Promise<void> {
-  for (const { entityType, ids } of inLockOrder(records)) await lockRows(db, tableOf(entityType), ids, strengths.get(entityType));
+export async function lockInOrder(
+  db: Db,
+  tableOf: (entityType: string) => string,
+  records: ReadonlyMap<string, Iterable<number>>,
+  strengths: ReadonlyMap<string, RowLock> = new Map(),
+): Promise<void> {
+  for (const { entityType, ids } of inLockOrder(records))
+    await lockRows(db, tableOf(entityType), ids, strengths.get(entityType));
 }

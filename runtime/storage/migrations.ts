@@ -63,8 +63,15 @@ export class MigrationChecksumError extends Error {
 /** Refuse a database some of whose applied migrations no longer match their files. */
 async function assertChecksums(knex: Knex, migrations: GeneratedMigration[]): Promise<void> {
   if (!(await knex.schema.hasTable(CHECKSUMS_TABLE))) return;
-  const recorded = new Map((await knex(CHECKSUMS_TABLE).select('name', 'checksum')).map((r: { name: string; checksum: string }) => [r.name, r.checksum]));
-  const changed = migrations.filter((m) => m.file && recorded.has(m.name) && fileChecksum(m.file) !== recorded.get(m.name)).map((m) => relative(PROJECT_ROOT, m.file!));
+  const recorded = new Map(
+    (await knex(CHECKSUMS_TABLE).select('name', 'checksum')).map((r: { name: string; checksum: string }) => [
+      r.name,
+      r.checksum,
+    ]),
+  );
+  const changed = migrations
+    .filter((m) => m.file && recorded.has(m.name) && fileChecksum(m.file) !== recorded.get(m.name))
+    .map((m) => relative(PROJECT_ROOT, m.file!));
   if (changed.length) throw new MigrationChecksumError(changed);
 }
 
@@ -78,11 +85,18 @@ async function recordChecksums(knex: Knex, migrations: GeneratedMigration[]): Pr
   }
   const applied = new Set((await knex(MIGRATIONS_TABLE).select('name')).map((r: { name: string }) => r.name));
   const have = new Set((await knex(CHECKSUMS_TABLE).select('name')).map((r: { name: string }) => r.name));
-  const rows = migrations.filter((m) => applied.has(m.name) && !have.has(m.name) && m.file).map((m) => ({ name: m.name, checksum: fileChecksum(m.file!) })).filter((r) => r.checksum);
+  const rows = migrations
+    .filter((m) => applied.has(m.name) && !have.has(m.name) && m.file)
+    .map((m) => ({ name: m.name, checksum: fileChecksum(m.file!) }))
+    .filter((r) => r.checksum);
   if (rows.length) await knex(CHECKSUMS_TABLE).insert(rows);
 }
 
-function source(migrations: GeneratedMigration[], running?: (m: GeneratedMigration) => void, notes?: Map<string, string[]>): Knex.MigrationSource<GeneratedMigration> {
+function source(
+  migrations: GeneratedMigration[],
+  running?: (m: GeneratedMigration) => void,
+  notes?: Map<string, string[]>,
+): Knex.MigrationSource<GeneratedMigration> {
   return {
     getMigrations: async () => migrations,
     getMigrationName: (m) => m.name,
@@ -108,7 +122,9 @@ export interface MigrationStatus {
 
 export async function migrationStatus(knex: Knex, generated: GeneratedMigration[]): Promise<MigrationStatus> {
   const names = allMigrations(generated).map((m) => m.name);
-  const applied = (await knex.schema.hasTable(MIGRATIONS_TABLE)) ? (await knex(MIGRATIONS_TABLE).select('name').orderBy('id')).map((r: { name: string }) => r.name) : [];
+  const applied = (await knex.schema.hasTable(MIGRATIONS_TABLE))
+    ? (await knex(MIGRATIONS_TABLE).select('name').orderBy('id')).map((r: { name: string }) => r.name)
+    : [];
   const appliedSet = new Set(applied);
   return {
     applied,
@@ -121,7 +137,11 @@ export async function migrationStatus(knex: Knex, generated: GeneratedMigration[
  * Apply every pending migration, each in its own transaction. Returns the names applied; `notes`
  * receives, by name, what the data migrations among them changed ("… in 3 record(s) and 5 revision(s)").
  */
-export async function migrateLatest(knex: Knex, generated: GeneratedMigration[], notes?: Map<string, string[]>): Promise<string[]> {
+export async function migrateLatest(
+  knex: Knex,
+  generated: GeneratedMigration[],
+  notes?: Map<string, string[]>,
+): Promise<string[]> {
   const status = await migrationStatus(knex, generated);
   if (status.unknown.length) throw new MigrationMismatchError(status);
   const migrations = allMigrations(generated);
@@ -139,7 +159,10 @@ export async function migrateLatest(knex: Knex, generated: GeneratedMigration[],
   knex.on('query-error', onQueryError);
   let running: GeneratedMigration | null = null;
   try {
-    [, log] = (await knex.migrate.latest({ migrationSource: source(migrations, (m) => (running = m), notes), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+    [, log] = (await knex.migrate.latest({
+      migrationSource: source(migrations, (m) => (running = m), notes),
+      tableName: MIGRATIONS_TABLE,
+    })) as [number, string[]];
   } catch (error) {
     // Knex runs every pending migration in one transaction; the one that threw is the last begun.
     // Say which, what the database said, and what to do, never a stack trace.
@@ -164,7 +187,9 @@ export class MigrationFailedError extends Error {
     const exists = /already exists/i.test(said);
     super(
       `Migration ${migration.name} (${file}) failed, so nothing of this run was applied (the pending migrations run in one transaction).\n` +
-        (statement && said !== message ? `  statement: ${statement.length > 300 ? `${statement.slice(0, 300)}…` : statement}\n` : '') +
+        (statement && said !== message
+          ? `  statement: ${statement.length > 300 ? `${statement.slice(0, 300)}…` : statement}\n`
+          : '') +
         `  the database said: ${said.split('\n')[0]}\n` +
         (exists
           ? `What to do: the database already has something this migration creates, so it does not match the migrations it records as applied ` +

@@ -36,7 +36,11 @@ export type SharedSettings = Record<string, string>;
  * become the recorded ones with `record()`, after migrating (the table may not exist before).
  * `leave()` on close; the connection it holds ends with the process anyway.
  */
-export async function joinRunningProcesses(databaseUrl: string, db: Database, settings: SharedSettings): Promise<{ record(): Promise<void>; leave(): Promise<void> }> {
+export async function joinRunningProcesses(
+  databaseUrl: string,
+  db: Database,
+  settings: SharedSettings,
+): Promise<{ record(): Promise<void>; leave(): Promise<void> }> {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'tilth (running)' });
   await client.connect();
   let alone: boolean;
@@ -67,7 +71,12 @@ export async function joinRunningProcesses(databaseUrl: string, db: Database, se
   });
   return {
     record: async () => {
-      if (alone) await db.knex('tilth_state').insert({ name: SETTINGS_STATE, value: JSON.stringify(settings) }).onConflict('name').merge();
+      if (alone)
+        await db
+          .knex('tilth_state')
+          .insert({ name: SETTINGS_STATE, value: JSON.stringify(settings) })
+          .onConflict('name')
+          .merge();
     },
     leave: () => client.end(),
   };

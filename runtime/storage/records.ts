@@ -121,7 +121,8 @@ function itemFromProps(field: FieldDescriptor, props: Record<string, unknown>): 
   if (isReferenceField(field)) {
     if (props.target_id === null || props.target_id === undefined) return null;
     const meta: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(props)) if (k !== 'target_id') meta[k] = field.type === 'file' && k === 'display' ? v === null ? null : Boolean(v) : v;
+    for (const [k, v] of Object.entries(props))
+      if (k !== 'target_id') meta[k] = field.type === 'file' && k === 'display' ? (v === null ? null : Boolean(v)) : v;
     return { targetId: Number(props.target_id), meta } as Reference;
   }
   switch (field.type) {
@@ -132,11 +133,17 @@ function itemFromProps(field: FieldDescriptor, props: Record<string, unknown>): 
       return props.value === null || props.value === undefined ? null : Number(props.value);
     case 'decimal':
       // SQLite hands back a float (2.75), PostgreSQL a string padded to the scale ("2.7500000000"): one form for both.
-      return props.value === null || props.value === undefined ? null : decimalOutput(props.value as string | number, field.scale ?? DEFAULT_DECIMAL.scale);
+      return props.value === null || props.value === undefined
+        ? null
+        : decimalOutput(props.value as string | number, field.scale ?? DEFAULT_DECIMAL.scale);
     case 'text_long':
-      return props.value === null || props.value === undefined ? null : { value: props.value, format: props.format ?? 'default' };
+      return props.value === null || props.value === undefined
+        ? null
+        : { value: props.value, format: props.format ?? 'default' };
     case 'fraction':
-      return props.numerator === null || props.numerator === undefined ? null : { numerator: Number(props.numerator), denominator: Number(props.denominator) };
+      return props.numerator === null || props.numerator === undefined
+        ? null
+        : { numerator: Number(props.numerator), denominator: Number(props.denominator) };
     case 'geofield':
       return props.value === null || props.value === undefined || props.value === '' ? null : { ...props };
     case 'id_tag':
@@ -147,7 +154,14 @@ function itemFromProps(field: FieldDescriptor, props: Record<string, unknown>): 
 }
 
 /** A row of the side tables' statement (RecordStore.sideTablesSql). */
-type SideRow = { k: number; entity_id: number; p?: unknown; t_uuid: string | null; t_bundle: string | null; t_rev: number | null } & Record<string, unknown>;
+type SideRow = {
+  k: number;
+  entity_id: number;
+  p?: unknown;
+  t_uuid: string | null;
+  t_bundle: string | null;
+  t_rev: number | null;
+} & Record<string, unknown>;
 
 /** The property names of a side table's columns, in the order its branch selects them as v0, v1, … */
 const sidePropNames = new WeakMap<FieldDescriptor, string[]>();
@@ -155,14 +169,22 @@ const sidePropNames = new WeakMap<FieldDescriptor, string[]>();
 /** A SQLite side-table row's properties, from its positional columns. */
 function sidePropsOf(field: FieldDescriptor, row: SideRow): Record<string, unknown> {
   let names = sidePropNames.get(field);
-  if (!names) sidePropNames.set(field, (names = Object.keys((field.storage as { columns: Record<string, string> }).columns)));
+  if (!names)
+    sidePropNames.set(field, (names = Object.keys((field.storage as { columns: Record<string, string> }).columns)));
   const props: Record<string, unknown> = {};
   for (let j = 0; j < names.length; j++) props[names[j]!] = row[`v${j}`];
   return props;
 }
 
 /** The stored properties of each field type (not the computed output ones), worked out once. */
-const STORED_PROPERTIES = new Map(Object.entries(FIELD_TYPE_SPECS).map(([type, spec]) => [type, Object.entries(spec.properties).filter(([, p]) => !p.output).map(([name]) => name)]));
+const STORED_PROPERTIES = new Map(
+  Object.entries(FIELD_TYPE_SPECS).map(([type, spec]) => [
+    type,
+    Object.entries(spec.properties)
+      .filter(([, p]) => !p.output)
+      .map(([name]) => name),
+  ]),
+);
 
 /** Stored property values of an item value. */
 function propsFromItem(field: FieldDescriptor, item: ItemValue): Record<string, unknown> {
@@ -220,7 +242,10 @@ export class RecordStore {
 
   /** Find the internal id and bundle of a record by UUID within an entity type. */
   async findByUuid(db: Db, entityType: string, uuid: string): Promise<{ id: number; bundle: string } | null> {
-    const sql = this.sql.get(`uuid:${entityType}`, () => `SELECT id, bundle FROM ${quote(this.entityType(entityType).table)} WHERE uuid = ?`);
+    const sql = this.sql.get(
+      `uuid:${entityType}`,
+      () => `SELECT id, bundle FROM ${quote(this.entityType(entityType).table)} WHERE uuid = ?`,
+    );
     const [row] = await selectRows<{ id: number; bundle: string }>(db, sql, [uuid]);
     return row ? { id: Number(row.id), bundle: row.bundle } : null;
   }
@@ -233,16 +258,25 @@ export class RecordStore {
    * columns of all its bundles (41 for logs, 26 of them an activity log's). A row of another
    * bundle is still loaded, by a second statement that reads every column.
    */
-  async load(db: Db, entityType: string, ids: number[], fields?: (rt: ResourceType) => FieldDescriptor[], bundles?: readonly string[]): Promise<EntityRecord[]> {
+  async load(
+    db: Db,
+    entityType: string,
+    ids: number[],
+    fields?: (rt: ResourceType) => FieldDescriptor[],
+    bundles?: readonly string[],
+  ): Promise<EntityRecord[]> {
     if (!ids.length) return [];
     const dialect = dialectOf(db);
     const selected = bundles ? this.columnsOf(entityType, bundles, fields) : null;
     const unique = [...new Set(ids)];
     const single = unique.length === 1;
-    const sql = this.sql.get(`load:${entityType}:${dialect.name}:${single}:${selected?.key ?? '*'}`, () => this.rowsSql(entityType, selected?.columns ?? null, dialect.inIdList('e.id', single)));
+    const sql = this.sql.get(`load:${entityType}:${dialect.name}:${single}:${selected?.key ?? '*'}`, () =>
+      this.rowsSql(entityType, selected?.columns ?? null, dialect.inIdList('e.id', single)),
+    );
     const rows = await selectRows<any>(db, sql, [dialect.idListParameter(unique)]);
     const { byId, unexpected } = await this.recordsOf(db, entityType, rows, fields, bundles);
-    if (unexpected.length) for (const record of await this.load(db, entityType, unexpected, fields)) byId.set(record.id, record);
+    if (unexpected.length)
+      for (const record of await this.load(db, entityType, unexpected, fields)) byId.set(record.id, record);
     return ids.map((id) => byId.get(id)).filter((r): r is EntityRecord => Boolean(r));
   }
 
@@ -251,14 +285,25 @@ export class RecordStore {
    * same statement (one statement fewer than findByUuid then load); null when there is none, or
    * when the UUID is another bundle's.
    */
-  async loadByUuid(db: Db, entityType: string, uuid: string, bundle: string, fields?: (rt: ResourceType) => FieldDescriptor[], options: { withVersion?: boolean } = {}): Promise<EntityRecord | null> {
+  async loadByUuid(
+    db: Db,
+    entityType: string,
+    uuid: string,
+    bundle: string,
+    fields?: (rt: ResourceType) => FieldDescriptor[],
+    options: { withVersion?: boolean } = {},
+  ): Promise<EntityRecord | null> {
     const { columns, key } = this.columnsOf(entityType, [bundle], fields);
     const withVersion = options.withVersion === true;
-    const sql = this.sql.get(`load-uuid:${entityType}:${key}:${withVersion}`, () => this.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?', withVersion));
+    const sql = this.sql.get(`load-uuid:${entityType}:${key}:${withVersion}`, () =>
+      this.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?', withVersion),
+    );
     const rows = await selectRows<any>(db, sql, withVersion ? [entityType, uuid, bundle] : [uuid, bundle]);
     const { byId } = await this.recordsOf(db, entityType, rows, fields, [bundle]);
     const record: EntityRecord | null = byId.values().next().value ?? null;
-    if (record && withVersion) record.version = rows[0].tilth_version === null || rows[0].tilth_version === undefined ? null : Number(rows[0].tilth_version);
+    if (record && withVersion)
+      record.version =
+        rows[0].tilth_version === null || rows[0].tilth_version === undefined ? null : Number(rows[0].tilth_version);
     return record;
   }
 
@@ -271,7 +316,8 @@ export class RecordStore {
   private rowsSql(entityType: string, columns: string[] | null, where: string, withVersion = false): string {
     const et = this.entityType(entityType);
     const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
-    if (withVersion) selected.push(`(SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = e.id) AS tilth_version`);
+    if (withVersion)
+      selected.push(`(SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = e.id) AS tilth_version`);
     const from = [`${quote(et.table)} AS e`];
     for (const j of this.singleReferenceJoins(entityType)) {
       if (columns && !columns.includes(j.column)) continue;
@@ -287,7 +333,13 @@ export class RecordStore {
    * bundles other than `bundles` (when given) are not made into records: their ids come back as
    * `unexpected`, for the caller to load with every column.
    */
-  private async recordsOf(db: Db, entityType: string, rows: any[], fields?: (rt: ResourceType) => FieldDescriptor[], bundles?: readonly string[]): Promise<{ byId: Map<number, EntityRecord>; unexpected: number[] }> {
+  private async recordsOf(
+    db: Db,
+    entityType: string,
+    rows: any[],
+    fields?: (rt: ResourceType) => FieldDescriptor[],
+    bundles?: readonly string[],
+  ): Promise<{ byId: Map<number, EntityRecord>; unexpected: number[] }> {
     // Single-valued references are joined to their targets by rowsSql, so rendering them needs no
     // further query (the UUID and bundle of the target travel with the row).
     const joins = this.singleReferenceJoins(entityType);
@@ -303,7 +355,14 @@ export class RecordStore {
       }
       const rt = this.registry.get(`${entityType}--${row.bundle}`);
       if (!rt) continue;
-      const record: EntityRecord = { id: Number(row.id), uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null, rt, values: new Map() };
+      const record: EntityRecord = {
+        id: Number(row.id),
+        uuid: row.uuid,
+        bundle: row.bundle,
+        revisionId: row.revision_id ?? null,
+        rt,
+        values: new Map(),
+      };
       let list = fieldsOf.get(rt);
       if (!list) fieldsOf.set(rt, (list = fields ? fields(rt) : rt.bundle.fields));
       for (const field of list) {
@@ -329,7 +388,11 @@ export class RecordStore {
    * stable order; and the list joined, to key the statement by. Kept per field list when there
    * is one bundle (a bundle's whole field list is the same array on every request).
    */
-  private columnsOf(entityType: string, bundles: readonly string[], fields?: (rt: ResourceType) => FieldDescriptor[]): { columns: string[]; key: string } {
+  private columnsOf(
+    entityType: string,
+    bundles: readonly string[],
+    fields?: (rt: ResourceType) => FieldDescriptor[],
+  ): { columns: string[]; key: string } {
     const et = this.entityType(entityType);
     const lists = bundles.flatMap((bundle) => {
       const rt = this.registry.get(`${entityType}--${bundle}`);
@@ -341,7 +404,8 @@ export class RecordStore {
     if (et.revisionId) columns.add('revision_id');
     for (const list of lists) {
       for (const field of list) {
-        if (field.storage.kind === 'columns') for (const column of Object.values(field.storage.columns)) columns.add(column);
+        if (field.storage.kind === 'columns')
+          for (const column of Object.values(field.storage.columns)) columns.add(column);
       }
     }
     const result = { columns: [...columns], key: [...columns].join(',') };
@@ -354,22 +418,43 @@ export class RecordStore {
    * UNION ALL statement (a log has ten of them: one query instead of ten), each branch joining
    * the reference's target for its UUID, bundle and revision (sideTablesSql).
    */
-  private async loadSideTables(db: Db, sides: Array<{ field: FieldDescriptor; records: EntityRecord[] }>): Promise<void> {
+  private async loadSideTables(
+    db: Db,
+    sides: Array<{ field: FieldDescriptor; records: EntityRecord[] }>,
+  ): Promise<void> {
     if (!sides.length) return;
     const dialect = dialectOf(db);
     const owners = new Map<number, EntityRecord>();
     for (const side of sides) for (const r of side.records) owners.set(r.id, r);
     const single = owners.size === 1;
-    const sql = this.sql.get(`sides:${dialect.name}:${single}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`, () => this.sideTablesSql(dialect, sides.map((s) => s.field), single));
+    const sql = this.sql.get(
+      `sides:${dialect.name}:${single}:${sides.map((s) => (s.field.storage as { table: string }).table).join(',')}`,
+      () =>
+        this.sideTablesSql(
+          dialect,
+          sides.map((s) => s.field),
+          single,
+        ),
+    );
     const list = dialect.idListParameter([...owners.keys()]);
-    const rows = await selectRows<SideRow>(db, sql, sides.map(() => list));
+    const rows = await selectRows<SideRow>(
+      db,
+      sql,
+      sides.map(() => list),
+    );
     for (const row of rows) {
       const owner = owners.get(Number(row.entity_id));
       const side = sides[Number(row.k)];
       if (!owner || !side) continue;
-      const item = itemFromProps(side.field, dialect.unionOfOneType ? ((typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>) : sidePropsOf(side.field, row));
+      const item = itemFromProps(
+        side.field,
+        dialect.unionOfOneType
+          ? ((typeof row.p === 'string' ? JSON.parse(row.p) : row.p) as Record<string, unknown>)
+          : sidePropsOf(side.field, row),
+      );
       if (item === null) continue;
-      if (row.t_uuid) Object.assign(item as Reference, { uuid: row.t_uuid, bundle: row.t_bundle, revisionId: row.t_rev ?? null });
+      if (row.t_uuid)
+        Object.assign(item as Reference, { uuid: row.t_uuid, bundle: row.t_bundle, revisionId: row.t_rev ?? null });
       (owner.values.get(side.field.name) as ItemValue[] | undefined)?.push(item);
     }
   }
@@ -381,14 +466,21 @@ export class RecordStore {
    * as one JSON object instead. Each branch joins the reference's target.
    */
   private sideTablesSql(dialect: SqlDialect, fields: FieldDescriptor[], single: boolean): string {
-    const width = Math.max(...fields.map((f) => Object.keys((f.storage as { columns: Record<string, string> }).columns).length));
+    const width = Math.max(
+      ...fields.map((f) => Object.keys((f.storage as { columns: Record<string, string> }).columns).length),
+    );
     const branches = fields.map((field, i) => {
       const { table, columns } = field.storage as { table: string; columns: Record<string, string> };
       const target = isReferenceField(field) ? this.entityType(field.target!.entityType) : null;
       const stored = Object.values(columns);
       const props = dialect.unionOfOneType
-        ? `json_build_object(${Object.entries(columns).flatMap(([prop, column]) => [`'${prop}'`, `s.${quote(column)}`]).join(', ')}) AS p`
-        : Array.from({ length: width }, (_, j) => `${j < stored.length ? `s.${quote(stored[j]!)}` : 'NULL'} AS v${j}`).join(', ');
+        ? `json_build_object(${Object.entries(columns)
+            .flatMap(([prop, column]) => [`'${prop}'`, `s.${quote(column)}`])
+            .join(', ')}) AS p`
+        : Array.from(
+            { length: width },
+            (_, j) => `${j < stored.length ? `s.${quote(stored[j]!)}` : 'NULL'} AS v${j}`,
+          ).join(', ');
       const targetColumns = target
         ? `t.uuid AS t_uuid, t.bundle AS t_bundle, ${target.revisionId ? 't.revision_id' : 'CAST(NULL AS integer)'} AS t_rev`
         : 'CAST(NULL AS text) AS t_uuid, CAST(NULL AS text) AS t_bundle, CAST(NULL AS integer) AS t_rev';
@@ -399,19 +491,27 @@ export class RecordStore {
   }
 
   /** By the entity type's joins (cached per entity type), then by field. */
-  private readonly columnReaders = new WeakMap<object, WeakMap<FieldDescriptor, (row: Record<string, unknown>) => ItemValue>>();
+  private readonly columnReaders = new WeakMap<
+    object,
+    WeakMap<FieldDescriptor, (row: Record<string, unknown>) => ItemValue>
+  >();
 
   /**
    * How a field stored in columns is read from a row of load()'s statement, worked out once per
    * field: its columns, and for a reference the joined target's UUID, bundle and revision.
    */
-  private columnReader(field: FieldDescriptor, joins: Array<{ column: string; alias: string }>): (row: Record<string, unknown>) => ItemValue {
+  private columnReader(
+    field: FieldDescriptor,
+    joins: Array<{ column: string; alias: string }>,
+  ): (row: Record<string, unknown>) => ItemValue {
     let readers = this.columnReaders.get(joins);
     if (!readers) this.columnReaders.set(joins, (readers = new WeakMap()));
     let read = readers.get(field);
     if (read) return read;
     const columns = Object.entries((field.storage as { columns: Record<string, string> }).columns);
-    const join = isReferenceField(field) ? joins.find((j) => j.column === (field.storage as { columns: Record<string, string> }).columns.target_id) : undefined;
+    const join = isReferenceField(field)
+      ? joins.find((j) => j.column === (field.storage as { columns: Record<string, string> }).columns.target_id)
+      : undefined;
     const [uuid, bundle, rev] = join ? [`${join.alias}_uuid`, `${join.alias}_bundle`, `${join.alias}_rev`] : [];
     read = (row) => {
       const props: Record<string, unknown> = {};
@@ -436,7 +536,9 @@ export class RecordStore {
   private joinCache = new Map<string, Array<{ column: string; table: string; alias: string; revisions: boolean }>>();
 
   /** One LEFT JOIN per single-valued reference column of the entity type. */
-  private singleReferenceJoins(entityType: string): Array<{ column: string; table: string; alias: string; revisions: boolean }> {
+  private singleReferenceJoins(
+    entityType: string,
+  ): Array<{ column: string; table: string; alias: string; revisions: boolean }> {
     let joins = this.joinCache.get(entityType);
     if (joins) return joins;
     joins = [];
@@ -480,8 +582,16 @@ export class RecordStore {
       const et = this.entityType(entityType);
       const dialect = dialectOf(db);
       const single = ids.size === 1;
-      const sql = this.sql.get(`targets:${entityType}:${dialect.name}:${single}`, () => `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${dialect.inIdList('id', single)}`);
-      for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(db, sql, [dialect.idListParameter([...ids])])) {
+      const sql = this.sql.get(
+        `targets:${entityType}:${dialect.name}:${single}`,
+        () =>
+          `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${dialect.inIdList('id', single)}`,
+      );
+      for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(
+        db,
+        sql,
+        [dialect.idListParameter([...ids])],
+      )) {
         found.set(Number(row.id), { uuid: row.uuid, bundle: row.bundle, revisionId: row.revision_id ?? null });
       }
       for (const { ref, entityType: et } of refs) {
@@ -498,7 +608,13 @@ export class RecordStore {
   }
 
   /** Insert a new record. `values` holds every stored field to write; `extra`, columns of its own (its revision). Returns the internal id. */
-  async insert(db: Db, rt: ResourceType, uuid: string, values: Map<string, ItemValue | ItemValue[]>, extra: Record<string, unknown> = {}): Promise<number> {
+  async insert(
+    db: Db,
+    rt: ResourceType,
+    uuid: string,
+    values: Map<string, ItemValue | ItemValue[]>,
+    extra: Record<string, unknown> = {},
+  ): Promise<number> {
     const columns = ['uuid', 'bundle', ...Object.keys(extra)];
     const bindings: unknown[] = [uuid, rt.bundle.bundle, ...Object.values(extra)];
     const side: Array<{ field: FieldDescriptor; items: ItemValue[] }> = [];
@@ -522,7 +638,15 @@ export class RecordStore {
    * together (storage/unit-of-work.ts). Each row as `insert` takes it. The API's writes go through `insert`; this is the
    * bulk path of `tilth import farmos` (farmos-import/records.ts). Returns the ids in row order.
    */
-  async insertMany(db: Db, rt: ResourceType, rows: ReadonlyArray<{ uuid: string; values: Map<string, ItemValue | ItemValue[]>; extra?: Record<string, unknown> }>): Promise<number[]> {
+  async insertMany(
+    db: Db,
+    rt: ResourceType,
+    rows: ReadonlyArray<{
+      uuid: string;
+      values: Map<string, ItemValue | ItemValue[]>;
+      extra?: Record<string, unknown>;
+    }>,
+  ): Promise<number[]> {
     if (!rows.length) return [];
     const table = rt.entityType.table;
     // Rows with the same columns share a statement (a page's rows of one bundle all do).
@@ -550,8 +674,15 @@ export class RecordStore {
     const ids: number[] = new Array(rows.length);
     for (const { columns, rows: shaped } of shapes.values()) {
       for (const part of chunks(shaped, rowsPerStatement(columns.length))) {
-        const sql = this.writeSql.get(`insert-many:${table}:${columns.join(',')}:${part.length}`, () => `${insertSql(table, columns, part.length)} RETURNING id, uuid`);
-        const returned = await returningRows<{ id: number; uuid: string }>(db, sql, part.flatMap((r) => r.bindings) as Knex.RawBinding[]);
+        const sql = this.writeSql.get(
+          `insert-many:${table}:${columns.join(',')}:${part.length}`,
+          () => `${insertSql(table, columns, part.length)} RETURNING id, uuid`,
+        );
+        const returned = await returningRows<{ id: number; uuid: string }>(
+          db,
+          sql,
+          part.flatMap((r) => r.bindings) as Knex.RawBinding[],
+        );
         const byUuid = new Map(returned.map((r) => [r.uuid, Number(r.id)]));
         for (const r of part) ids[r.index] = byUuid.get(rows[r.index]!.uuid)!;
       }
@@ -561,11 +692,17 @@ export class RecordStore {
       const { table: sideTable, names } = sideColumnsOf(field);
       const sideRows = items.flatMap(({ index, items: list }) => sideRowsOf(field, ids[index]!, list));
       for (const part of chunks(sideRows, rowsPerStatement(names.length))) {
-        const sql = this.writeSql.get(`insert:${sideTable}:${part.length}`, () => insertSql(sideTable, names, part.length));
+        const sql = this.writeSql.get(`insert:${sideTable}:${part.length}`, () =>
+          insertSql(sideTable, names, part.length),
+        );
         await execute(db, sql, part.flat() as Knex.RawBinding[]);
       }
     }
-    await noteChanged(db, rt.entityType.entityType, rows.map((row, i) => ({ id: ids[i]!, uuid: row.uuid, bundle: rt.bundle.bundle })));
+    await noteChanged(
+      db,
+      rt.entityType.entityType,
+      rows.map((row, i) => ({ id: ids[i]!, uuid: row.uuid, bundle: rt.bundle.bundle })),
+    );
     return ids;
   }
 
@@ -573,7 +710,13 @@ export class RecordStore {
    * Update the given fields of a record; fields not in `changes` stay as they are. The record gets
    * its feed row (storage/unit-of-work.ts), as an insert and a delete do.
    */
-  async update(db: Db, rt: ResourceType, id: number, changes: Map<string, ItemValue | ItemValue[]>, extra: Record<string, unknown> = {}): Promise<void> {
+  async update(
+    db: Db,
+    rt: ResourceType,
+    id: number,
+    changes: Map<string, ItemValue | ItemValue[]>,
+    extra: Record<string, unknown> = {},
+  ): Promise<void> {
     const columns = Object.keys(extra);
     const bindings: unknown[] = Object.values(extra);
     if (changes.size || columns.length) await noteChangedIds(db, rt.entityType.entityType, rt.entityType.table, [id]);
@@ -582,13 +725,20 @@ export class RecordStore {
       if (field.storage.kind === 'columns') this.columnValues(field, value as ItemValue, columns, bindings);
       else if (field.storage.kind === 'table') {
         const { table } = field.storage;
-        await execute(db, this.writeSql.get(`clear:${table}`, () => `DELETE FROM ${quote(table)} WHERE entity_id = ?`), [id]);
+        await execute(
+          db,
+          this.writeSql.get(`clear:${table}`, () => `DELETE FROM ${quote(table)} WHERE entity_id = ?`),
+          [id],
+        );
         await this.writeSide(db, field, id, (value as ItemValue[]) ?? []);
       }
     }
     if (!columns.length) return;
     const table = rt.entityType.table;
-    const sql = this.writeSql.get(`update:${table}:${columns.join(',')}`, () => `UPDATE ${quote(table)} SET ${columns.map((c) => `${quote(c)} = ?`).join(', ')} WHERE id = ?`);
+    const sql = this.writeSql.get(
+      `update:${table}:${columns.join(',')}`,
+      () => `UPDATE ${quote(table)} SET ${columns.map((c) => `${quote(c)} = ?`).join(', ')} WHERE id = ?`,
+    );
     await execute(db, sql, [...bindings, id] as Knex.RawBinding[]);
   }
 
@@ -631,7 +781,9 @@ export class RecordStore {
     const holders = new Map<string, Set<number>>();
     for (const { entityType: owner, table, column, side } of this.referencesTo(entityType)) {
       for (const part of chunks(ids)) {
-        for (const h of (await db(table).whereIn(column, part).distinct(side ? 'entity_id as id' : 'id')) as Array<{ id: number }>) {
+        for (const h of (await db(table)
+          .whereIn(column, part)
+          .distinct(side ? 'entity_id as id' : 'id')) as Array<{ id: number }>) {
           if (owner === entityType && ids.includes(Number(h.id))) continue;
           if (!holders.has(owner)) holders.set(owner, new Set());
           holders.get(owner)!.add(Number(h.id));
@@ -653,7 +805,10 @@ export class RecordStore {
     // Found first, as the references go with the delete (storage/change-feed.ts lists them).
     const holders = locked ?? (await this.holdersOf(db, entityType, ids));
     for (const { table, column } of this.singleReferencesTo(entityType)) {
-      for (const part of chunks(ids)) await db(table).whereIn(column, part).update({ [column]: null });
+      for (const part of chunks(ids))
+        await db(table)
+          .whereIn(column, part)
+          .update({ [column]: null });
     }
     const gone: ChangedRow[] = [];
     for (const part of chunks(ids)) {
@@ -663,7 +818,11 @@ export class RecordStore {
     if (et.revisionId) for (const part of chunks(ids)) await this.revisions.deleteOf(db, entityType, part);
     // The feed's rows are written when the write's unit of work ends (storage/unit-of-work.ts):
     // after its rows, as a save locks its record's row, then its feed row.
-    await noteDeleted(db, entityType, gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })));
+    await noteDeleted(
+      db,
+      entityType,
+      gone.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })),
+    );
     for (const [owner, found] of holders) await noteChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
 
@@ -676,7 +835,9 @@ export class RecordStore {
     const pairs: Array<{ target: number; holder: number }> = [];
     const holder = place.side ? 'entity_id' : 'id';
     for (const part of chunks(ids)) {
-      const rows = (await db(place.table).whereIn(place.column, part).distinct(`${holder} as holder`, `${place.column} as target`)) as Array<{ holder: number; target: number }>;
+      const rows = (await db(place.table)
+        .whereIn(place.column, part)
+        .distinct(`${holder} as holder`, `${place.column} as target`)) as Array<{ holder: number; target: number }>;
       for (const row of rows) pairs.push({ target: Number(row.target), holder: Number(row.holder) });
     }
     const own = new Set(place.entityType === place.target ? ids : []);
@@ -687,7 +848,10 @@ export class RecordStore {
   async uuidsOf(db: Db, entityType: string, ids: number[]): Promise<Map<number, string>> {
     const uuids = new Map<number, string>();
     for (const part of chunks(ids)) {
-      for (const row of (await db(this.entityType(entityType).table).whereIn('id', part).select('id', 'uuid')) as Array<{ id: number; uuid: string }>) uuids.set(Number(row.id), row.uuid);
+      for (const row of (await db(this.entityType(entityType).table)
+        .whereIn('id', part)
+        .select('id', 'uuid')) as Array<{ id: number; uuid: string }>)
+        uuids.set(Number(row.id), row.uuid);
     }
     return uuids;
   }
@@ -700,8 +864,14 @@ export class RecordStore {
   async moveReferences(db: Db, entityType: string, from: number, to: number): Promise<void> {
     const holders = await this.holdersOf(db, entityType, [from]);
     for (const { table, column, side } of this.referencesTo(entityType)) {
-      if (side) await db(table).where(column, from).whereIn('entity_id', db(table).where(column, to).select('entity_id')).delete();
-      await db(table).where(column, from).update({ [column]: to });
+      if (side)
+        await db(table)
+          .where(column, from)
+          .whereIn('entity_id', db(table).where(column, to).select('entity_id'))
+          .delete();
+      await db(table)
+        .where(column, from)
+        .update({ [column]: to });
     }
     for (const [owner, found] of holders) await noteChangedIds(db, owner, this.entityType(owner).table, [...found]);
   }
@@ -724,9 +894,25 @@ export class RecordStore {
         const owner = bundle.entityType;
         const entry =
           field.storage.kind === 'columns'
-            ? { entityType: owner, table: this.registry.model.entityTypes[owner]!.table, column: field.storage.columns.target_id!, side: false, target: entityType, field: field.name, fieldType: field.type }
+            ? {
+                entityType: owner,
+                table: this.registry.model.entityTypes[owner]!.table,
+                column: field.storage.columns.target_id!,
+                side: false,
+                target: entityType,
+                field: field.name,
+                fieldType: field.type,
+              }
             : field.storage.kind === 'table'
-              ? { entityType: owner, table: field.storage.table, column: field.storage.columns.target_id!, side: true, target: entityType, field: field.name, fieldType: field.type }
+              ? {
+                  entityType: owner,
+                  table: field.storage.table,
+                  column: field.storage.columns.target_id!,
+                  side: true,
+                  target: entityType,
+                  field: field.name,
+                  fieldType: field.type,
+                }
               : null;
         if (!entry || seen.has(`${entry.table}.${entry.column}`)) continue;
         seen.add(`${entry.table}.${entry.column}`);
@@ -743,5 +929,4 @@ export class RecordStore {
     if (!cached) this.referenceCache.set(entityType, (cached = this.referencesTo(entityType).filter((r) => !r.side)));
     return cached;
   }
-
 }

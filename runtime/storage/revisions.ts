@@ -46,17 +46,28 @@ export const REVISION_METADATA_FIELDS: ReadonlySet<string> = new Set(['revision_
 export const REVISION_LOG_MESSAGE = 'revision_log_message';
 
 /** The values a revision's snapshot keeps: the stored fields' (not computed ones, nor those stored nowhere). */
-export function storedValues(rt: ResourceType, values: ReadonlyMap<string, ItemValue | ItemValue[]>): Map<string, ItemValue | ItemValue[]> {
-  return new Map([...values].filter(([name]) => {
-    const field = rt.fieldsByName.get(name);
-    return field && !field.computed && field.storage.kind !== 'none';
-  }));
+export function storedValues(
+  rt: ResourceType,
+  values: ReadonlyMap<string, ItemValue | ItemValue[]>,
+): Map<string, ItemValue | ItemValue[]> {
+  return new Map(
+    [...values].filter(([name]) => {
+      const field = rt.fieldsByName.get(name);
+      return field && !field.computed && field.storage.kind !== 'none';
+    }),
+  );
 }
 
 /** What writeRevision needs of RecordStore: its revisions, and the record's row to point at a new one. */
 interface RevisionedRecords {
   readonly revisions: RevisionStore;
-  update(db: Db, rt: ResourceType, id: number, changes: Map<string, ItemValue | ItemValue[]>, extra?: Record<string, unknown>): Promise<void>;
+  update(
+    db: Db,
+    rt: ResourceType,
+    id: number,
+    changes: Map<string, ItemValue | ItemValue[]>,
+    extra?: Record<string, unknown>,
+  ): Promise<void>;
 }
 
 /**
@@ -67,13 +78,26 @@ interface RevisionedRecords {
  * number a new record was inserted with (nextNumber); otherwise the record's row is moved on to
  * the new revision. Returns the revision's number; null for a type without revisions.
  */
-export async function writeRevision(db: Db, records: RevisionedRecords, rt: ResourceType, id: number, current: { revisionId: number | null } | null, values: ReadonlyMap<string, ItemValue | ItemValue[]>, meta: Omit<RevisionInput, 'values'>, reserved?: number): Promise<number | null> {
+export async function writeRevision(
+  db: Db,
+  records: RevisionedRecords,
+  rt: ResourceType,
+  id: number,
+  current: { revisionId: number | null } | null,
+  values: ReadonlyMap<string, ItemValue | ItemValue[]>,
+  meta: Omit<RevisionInput, 'values'>,
+  reserved?: number,
+): Promise<number | null> {
   if (!rt.entityType.revisionId) return null;
   const revisions = records.revisions;
   const stored = storedValues(rt, values);
   await revisions.pinTargetRevisions(db, rt, stored);
   const entityType = rt.entityType.entityType;
-  if (current?.revisionId && !savesNewRevision(rt) && (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))) {
+  if (
+    current?.revisionId &&
+    !savesNewRevision(rt) &&
+    (await revisions.replace(db, entityType, id, current.revisionId, { message: meta.message, values: stored }))
+  ) {
     return current.revisionId;
   }
   const revisionId = await revisions.add(db, entityType, id, { ...meta, values: stored }, reserved);
@@ -141,15 +165,24 @@ export class RevisionStore {
     for (const field of rt.relationships) {
       if (field.type !== 'entity_reference_revisions' || !values.has(field.name)) continue;
       const v = values.get(field.name);
-      const refs = ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter((r) => r && r.revisionId === undefined);
+      const refs = ((Array.isArray(v) ? v : v ? [v] : []) as Reference[]).filter(
+        (r) => r && r.revisionId === undefined,
+      );
       if (!refs.length) continue;
       const table = this.entityType(field.target!.entityType).table;
       const ids = [...new Set(refs.map((r) => r.targetId))];
       const dialect = dialectOf(db);
       const single = ids.length === 1;
-      const sql = this.sql.get(`${table}:${dialect.name}:${single}`, () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', single)}`);
-      const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [dialect.idListParameter(ids)]);
-      const current = new Map(rows.map((r: { id: number; revision_id: number | null }) => [Number(r.id), r.revision_id ?? null]));
+      const sql = this.sql.get(
+        `${table}:${dialect.name}:${single}`,
+        () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', single)}`,
+      );
+      const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [
+        dialect.idListParameter(ids),
+      ]);
+      const current = new Map(
+        rows.map((r: { id: number; revision_id: number | null }) => [Number(r.id), r.revision_id ?? null]),
+      );
       for (const ref of refs) ref.revisionId = current.get(ref.targetId) ?? null;
     }
   }
@@ -170,11 +203,30 @@ export class RevisionStore {
   }
 
   /** Record the first revision of many records (an import's page), numbered beforehand with `reserve`, in one statement per 500. */
-  async addMany(db: Db, entityType: string, rows: ReadonlyArray<{ entityId: number; revisionId: number; input: RevisionInput }>): Promise<void> {
+  async addMany(
+    db: Db,
+    entityType: string,
+    rows: ReadonlyArray<{ entityId: number; revisionId: number; input: RevisionInput }>,
+  ): Promise<void> {
     for (let i = 0; i < rows.length; i += 500) {
       const part = rows.slice(i, i + 500);
-      const sql = this.sql.get(`insert:${part.length}`, () => `${INSERT}${', (?, ?, ?, ?, ?, ?, ?)'.repeat(part.length - 1)}`);
-      await execute(db, sql, part.flatMap((r) => [entityType, r.entityId, r.revisionId, r.input.userId, r.input.created, r.input.message || null, snapshotOf(r.input.values)]));
+      const sql = this.sql.get(
+        `insert:${part.length}`,
+        () => `${INSERT}${', (?, ?, ?, ?, ?, ?, ?)'.repeat(part.length - 1)}`,
+      );
+      await execute(
+        db,
+        sql,
+        part.flatMap((r) => [
+          entityType,
+          r.entityId,
+          r.revisionId,
+          r.input.userId,
+          r.input.created,
+          r.input.message || null,
+          snapshotOf(r.input.values),
+        ]),
+      );
     }
   }
 
@@ -184,7 +236,15 @@ export class RevisionStore {
    */
   async add(db: Db, entityType: string, entityId: number, input: RevisionInput, reserved?: number): Promise<number> {
     const revisionId = reserved ?? (await this.nextNumber(db, entityType));
-    await execute(db, INSERT, [entityType, entityId, revisionId, input.userId, input.created, input.message || null, snapshotOf(input.values)]);
+    await execute(db, INSERT, [
+      entityType,
+      entityId,
+      revisionId,
+      input.userId,
+      input.created,
+      input.message || null,
+      snapshotOf(input.values),
+    ]);
     return revisionId;
   }
 
@@ -193,20 +253,45 @@ export class RevisionStore {
    * farmOS's vocabularies). Its author and time stay those of the save that created it. False when
    * there is no such row (a record saved before it kept revisions), so the caller adds one.
    */
-  async replace(db: Db, entityType: string, entityId: number, revisionId: number, input: Pick<RevisionInput, 'message' | 'values'>): Promise<boolean> {
-    return (await execute(db, REPLACE, [input.message || null, snapshotOf(input.values), entityType, entityId, revisionId])) > 0;
+  async replace(
+    db: Db,
+    entityType: string,
+    entityId: number,
+    revisionId: number,
+    input: Pick<RevisionInput, 'message' | 'values'>,
+  ): Promise<boolean> {
+    return (
+      (await execute(db, REPLACE, [
+        input.message || null,
+        snapshotOf(input.values),
+        entityType,
+        entityId,
+        revisionId,
+      ])) > 0
+    );
   }
 
   /** One revision of one record, or null when the record has no revision of that number. */
   async find(db: Db, entityType: string, entityId: number, revisionId: number): Promise<RevisionRow | null> {
     if (!Number.isSafeInteger(revisionId) || revisionId < 1) return null;
-    const row = await db(TABLE).where({ entity_type: entityType, revision_id: revisionId, entity_id: entityId }).first();
+    const row = await db(TABLE)
+      .where({ entity_type: entityType, revision_id: revisionId, entity_id: entityId })
+      .first();
     return row ? rowOf(row) : null;
   }
 
   /** A page of a record's revisions, newest first. */
-  async list(db: Db, entityType: string, entityId: number, page: { offset: number; limit: number }): Promise<RevisionRow[]> {
-    const rows = await db(TABLE).where({ entity_type: entityType, entity_id: entityId }).orderBy('revision_id', 'desc').offset(page.offset).limit(page.limit);
+  async list(
+    db: Db,
+    entityType: string,
+    entityId: number,
+    page: { offset: number; limit: number },
+  ): Promise<RevisionRow[]> {
+    const rows = await db(TABLE)
+      .where({ entity_type: entityType, entity_id: entityId })
+      .orderBy('revision_id', 'desc')
+      .offset(page.offset)
+      .limit(page.limit);
     return rows.map(rowOf);
   }
 
@@ -221,7 +306,11 @@ export class RevisionStore {
    * left for the loader to compute as of now. References are resolved again (a target deleted
    * since renders as missing), keeping the target revision the snapshot named.
    */
-  asRecord(current: EntityRecord, revision: RevisionRow, fields: readonly FieldDescriptor[] = current.rt.bundle.fields): EntityRecord {
+  asRecord(
+    current: EntityRecord,
+    revision: RevisionRow,
+    fields: readonly FieldDescriptor[] = current.rt.bundle.fields,
+  ): EntityRecord {
     const values = new Map<string, ItemValue | ItemValue[]>();
     for (const field of fields) {
       if (field.computed) continue;
@@ -242,6 +331,14 @@ export class RevisionStore {
       }
       values.set(field.name, copy);
     }
-    return { id: current.id, uuid: current.uuid, bundle: current.bundle, revisionId: revision.revisionId, rt: current.rt, values, revisionView: true };
+    return {
+      id: current.id,
+      uuid: current.uuid,
+      bundle: current.bundle,
+      revisionId: revision.revisionId,
+      rt: current.rt,
+      values,
+      revisionView: true,
+    };
   }
 }

@@ -30,7 +30,11 @@ function addColumn(table: Knex.CreateTableBuilder | Knex.AlterTableBuilder, colu
       builder = table.double(column.name);
       break;
     case 'decimal':
-      builder = table.decimal(column.name, column.precision ?? DEFAULT_DECIMAL.precision, column.scale ?? DEFAULT_DECIMAL.scale);
+      builder = table.decimal(
+        column.name,
+        column.precision ?? DEFAULT_DECIMAL.precision,
+        column.scale ?? DEFAULT_DECIMAL.scale,
+      );
       break;
   }
   if (column.nullable) builder.nullable();
@@ -52,7 +56,8 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
           else table.index(index.columns, index.name);
         }
       });
-      for (const index of op.table.indexes.filter((i) => i.caseless)) await createCaselessIndex(knex, op.table.name, index);
+      for (const index of op.table.indexes.filter((i) => i.caseless))
+        await createCaselessIndex(knex, op.table.name, index);
     } else if (op.op === 'addColumn') {
       await knex.schema.alterTable(op.table, (table) => addColumn(table, op.column));
     } else if (op.op === 'rewriteValues') {
@@ -74,5 +79,9 @@ export async function applySchemaOps(knex: Knex, ops: readonly SchemaOp[]): Prom
 async function createCaselessIndex(knex: Knex, table: string, index: IndexSpec): Promise<void> {
   const caseless = dialectOf(knex).caselessIndexColumn;
   const parts = index.columns.map((column) => (column !== index.caseless ? '??' : caseless));
-  await knex.raw(`CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ?? ON ?? (${parts.join(', ')})`, [index.name, table, ...index.columns]);
+  await knex.raw(`CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX ?? ON ?? (${parts.join(', ')})`, [
+    index.name,
+    table,
+    ...index.columns,
+  ]);
 }

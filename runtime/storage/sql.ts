@@ -64,11 +64,17 @@ function preparedName(sql: string): string | undefined {
  */
 export function isStalePrepared(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
-  return e?.code === '26000' || (e?.code === '0A000' && /cached plan must not change result type/.test(String(e.message)));
+  return (
+    e?.code === '26000' || (e?.code === '0A000' && /cached plan must not change result type/.test(String(e.message)))
+  );
 }
 
 /** Rows of a raw SELECT, on either database. */
-export async function selectRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
+export async function selectRows<T = Record<string, unknown>>(
+  db: Db,
+  sql: string,
+  bindings: readonly Knex.RawBinding[],
+): Promise<T[]> {
   // Outside a transaction on SQLite: the read connection, without a trip through the pool.
   const reader = readConnectionOf(db);
   if (reader) return reader.all(sql, bindings) as T[];
@@ -104,7 +110,11 @@ export async function execute(db: Db, sql: string, bindings: readonly Knex.RawBi
 }
 
 /** The rows a raw write's RETURNING clause gives, on either database (never on the read connection). */
-export async function returningRows<T = Record<string, unknown>>(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<T[]> {
+export async function returningRows<T = Record<string, unknown>>(
+  db: Db,
+  sql: string,
+  bindings: readonly Knex.RawBinding[],
+): Promise<T[]> {
   const direct = directConnectionOf(db);
   if (direct) return direct.all(sql, bindings) as T[];
   const result = (await db.raw(sql, bindings)) as T[] | { rows: T[] };
@@ -120,7 +130,8 @@ export async function returningRows<T = Record<string, unknown>>(db: Db, sql: st
 export async function insertReturningId(db: Db, sql: string, bindings: readonly Knex.RawBinding[]): Promise<number> {
   const direct = directConnectionOf(db);
   if (direct) return Number(direct.run(sql, bindings).lastInsertRowid);
-  if (isPostgres(db)) return Number(((await db.raw(`${sql} RETURNING id`, bindings)) as { rows: Array<{ id: number }> }).rows[0]!.id);
+  if (isPostgres(db))
+    return Number(((await db.raw(`${sql} RETURNING id`, bindings)) as { rows: Array<{ id: number }> }).rows[0]!.id);
   // Outside a transaction on SQLite, through Knex (which waits for the sync): the run's info.
   return Number(((await db.raw(sql, bindings)) as unknown as { lastInsertRowid: number | bigint }).lastInsertRowid);
 }

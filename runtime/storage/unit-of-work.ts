@@ -49,7 +49,8 @@ export class UnitOfWork {
   /** Records created or changed, with their identity. */
   changed(entityType: string, records: readonly ChangedRecord[]): void {
     const t = this.of(entityType);
-    for (const r of records) if (!t.deleted.has(r.id)) t.changed.set(r.id, { id: r.id, uuid: r.uuid, bundle: r.bundle });
+    for (const r of records)
+      if (!t.deleted.has(r.id)) t.changed.set(r.id, { id: r.id, uuid: r.uuid, bundle: r.bundle });
   }
 
   /** Records changed, known by id only (their identity is read from `table` at the end). */
@@ -81,7 +82,12 @@ export class UnitOfWork {
       }
       await recordChanges(db, entityType, known, false);
       if (byId.length && t.table) await recordChangedIds(db, entityType, t.table, byId);
-      await recordChanges(db, entityType, [...t.deleted.values()].sort((a, b) => a.id - b.id), true);
+      await recordChanges(
+        db,
+        entityType,
+        [...t.deleted.values()].sort((a, b) => a.id - b.id),
+        true,
+      );
     }
     this.touched.clear();
   }

@@ -33,7 +33,8 @@ export async function collectingNotes<T>(lines: string[], migrate: () => Promise
 /** A revision snapshot's value of the field with the former value replaced; undefined when it holds none. */
 function rewritten(value: unknown, from: string, to: string | null): unknown {
   if (value === from) return to;
-  if (Array.isArray(value) && value.includes(from)) return value.flatMap((v) => (v === from ? (to === null ? [] : [to]) : [v]));
+  if (Array.isArray(value) && value.includes(from))
+    return value.flatMap((v) => (v === from ? (to === null ? [] : [to]) : [v]));
   return undefined;
 }
 
@@ -43,7 +44,12 @@ function rewritten(value: unknown, from: string, to: string | null): unknown {
  * Returns how many changed. On a new database the revisions' table comes after the model's first
  * migrations: nothing to rewrite then.
  */
-async function rewriteSnapshots(knex: Knex, op: { entityType: string; table: string; bundle: string }, needle: string, change: (data: Record<string, unknown>) => boolean): Promise<number> {
+async function rewriteSnapshots(
+  knex: Knex,
+  op: { entityType: string; table: string; bundle: string },
+  needle: string,
+  change: (data: Record<string, unknown>) => boolean,
+): Promise<number> {
   if (!(await knex.schema.hasTable('entity_revision'))) return 0;
   const rows: Array<{ id: number; data: string }> = await knex('entity_revision')
     .select('id', 'data')
@@ -54,7 +60,9 @@ async function rewriteSnapshots(knex: Knex, op: { entityType: string; table: str
   for (const row of rows) {
     const data = JSON.parse(row.data) as Record<string, unknown>;
     if (!change(data)) continue;
-    await knex('entity_revision').where('id', row.id).update({ data: JSON.stringify(data) });
+    await knex('entity_revision')
+      .where('id', row.id)
+      .update({ data: JSON.stringify(data) });
     changed++;
   }
   return changed;
@@ -82,15 +90,24 @@ export async function rewriteValues(knex: Knex, op: RewriteValuesOp): Promise<vo
   });
   migrationNotes
     .getStore()
-    ?.push(`${op.entityType}--${op.bundle} ${op.field}: "${op.from}" ${op.to === null ? 'removed' : `→ "${op.to}"`} in ${records} record(s) and ${revisions} revision(s)`);
+    ?.push(
+      `${op.entityType}--${op.bundle} ${op.field}: "${op.from}" ${op.to === null ? 'removed' : `→ "${op.to}"`} in ${records} record(s) and ${revisions} revision(s)`,
+    );
 }
 
 /** A value of the former type as the new type stores it (only the conversions model/conversions.ts defines). */
 function convertValue(value: unknown, convert: NonNullable<MoveFieldOp['convert']>): unknown {
   if (value === null || value === undefined) return null;
   if (convert.to === 'decimal') {
-    const d = decimalInput(value, convert.precision ?? DEFAULT_DECIMAL.precision, convert.scale ?? DEFAULT_DECIMAL.scale);
-    if ('problem' in d) throw new Error(`${JSON.stringify(value)} cannot become a decimal: it ${d.problem}. Give the field a larger precision.`);
+    const d = decimalInput(
+      value,
+      convert.precision ?? DEFAULT_DECIMAL.precision,
+      convert.scale ?? DEFAULT_DECIMAL.scale,
+    );
+    if ('problem' in d)
+      throw new Error(
+        `${JSON.stringify(value)} cannot become a decimal: it ${d.problem}. Give the field a larger precision.`,
+      );
     return d.value;
   }
   // To text: a decimal as it is served (no trailing zeros), anything else as its text.
@@ -107,8 +124,14 @@ export async function moveField(knex: Knex, op: MoveFieldOp): Promise<void> {
   if (convert && from.storage.kind === 'columns' && to.storage.kind === 'columns') {
     // A type change: each value converted here, the same way in the record and in its revisions.
     const [source, target] = [from.storage.columns.value!, to.storage.columns.value!];
-    const rows: Array<{ id: number; value: unknown }> = await knex(op.table).select('id', { value: source }).where('bundle', op.bundle).whereNotNull(source);
-    for (const row of rows) await knex(op.table).where('id', row.id).update({ [target]: convert(row.value), [source]: null });
+    const rows: Array<{ id: number; value: unknown }> = await knex(op.table)
+      .select('id', { value: source })
+      .where('bundle', op.bundle)
+      .whereNotNull(source);
+    for (const row of rows)
+      await knex(op.table)
+        .where('id', row.id)
+        .update({ [target]: convert(row.value), [source]: null });
     records = rows.length;
   } else if (from.storage.kind === 'columns' && to.storage.kind === 'columns') {
     const fromColumns = from.storage.columns;
@@ -136,7 +159,9 @@ export async function moveField(knex: Knex, op: MoveFieldOp): Promise<void> {
     ]);
     await held().delete();
   } else {
-    throw new Error(`${op.entityType}--${op.bundle}: "${from.field}" and "${to.field}" are stored differently (one value and several); a rename keeps the cardinality.`);
+    throw new Error(
+      `${op.entityType}--${op.bundle}: "${from.field}" and "${to.field}" are stored differently (one value and several); a rename keeps the cardinality.`,
+    );
   }
   const revisions = await rewriteSnapshots(knex, op, `${JSON.stringify(from.field)}:`, (data) => {
     if (!(from.field in data)) return false;
@@ -145,5 +170,9 @@ export async function moveField(knex: Knex, op: MoveFieldOp): Promise<void> {
     return true;
   });
   const types = op.convert ? ` (${op.convert.from} → ${op.convert.to})` : '';
-  migrationNotes.getStore()?.push(`${op.entityType}--${op.bundle}: field "${from.field}" renamed to "${to.field}"${types} in ${records} record(s) and ${revisions} revision(s)`);
+  migrationNotes
+    .getStore()
+    ?.push(
+      `${op.entityType}--${op.bundle}: field "${from.field}" renamed to "${to.field}"${types} in ${records} record(s) and ${revisions} revision(s)`,
+    );
 }

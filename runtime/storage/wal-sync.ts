@@ -128,7 +128,9 @@ interface Cause {
 export class WalSyncFailed extends Error {
   readonly code = 'SQLITE_IOERR_FSYNC';
   constructor(cause: Cause) {
-    super(`Writing the database's log to disk failed (${cause.code ?? 'error'}: ${cause.message}). Nothing written since can be trusted to be on disk; restart Tilth after checking the disk.`);
+    super(
+      `Writing the database's log to disk failed (${cause.code ?? 'error'}: ${cause.message}). Nothing written since can be trusted to be on disk; restart Tilth after checking the disk.`,
+    );
   }
 }
 
@@ -169,7 +171,14 @@ export class WalSync {
    */
   checkpoint(): Promise<void> | undefined {
     if (this.checkpointing) return this.checkpointing.promise;
-    if (this.cause || this.closed || !this.worker || this.syncsSince === 0 || performance.now() - this.lastCheckpoint < CHECKPOINT_EVERY_MS) return undefined;
+    if (
+      this.cause ||
+      this.closed ||
+      !this.worker ||
+      this.syncsSince === 0 ||
+      performance.now() - this.lastCheckpoint < CHECKPOINT_EVERY_MS
+    )
+      return undefined;
     this.lastCheckpoint = performance.now();
     this.syncsSince = 0;
     let resolve!: () => void;
@@ -248,11 +257,14 @@ export class WalSync {
     const worker = new Worker(WORKER, { eval: true, workerData: { db: this.file, driver: DRIVER } });
     // Only the current worker's events count: one terminated by close() may still report.
     const current = () => this.worker === worker;
-    worker.on('message', (message: { error?: Cause | null; checkpointed?: { complete?: boolean; failed?: string } }) => {
-      if (!current()) return;
-      if (message.checkpointed) this.checkpointed(message.checkpointed);
-      else this.finished(message.error ?? null);
-    });
+    worker.on(
+      'message',
+      (message: { error?: Cause | null; checkpointed?: { complete?: boolean; failed?: string } }) => {
+        if (!current()) return;
+        if (message.checkpointed) this.checkpointed(message.checkpointed);
+        else this.finished(message.error ?? null);
+      },
+    );
     const lost = (message: string) => {
       if (!current()) return;
       this.worker = null;

@@ -14,6 +14,9 @@ export function recordNotFound(rt: ResourceType, uuid: string | undefined): ApiE
 export function assertMayOnRecord(principal: Principal, record: EntityRecord, op: 'view' | 'update' | 'delete'): void {
   if (!mayOnRecord(principal, record.rt.entityType, op, record)) {
     const verb = { view: 'GET', update: 'PATCH', delete: 'DELETE' }[op];
-    throw forbidden(`The current user is not allowed to ${verb} the selected resource (${record.rt.type} ${record.uuid}).`, { pointer: '/data' });
+    throw forbidden(
+      `The current user is not allowed to ${verb} the selected resource (${record.rt.type} ${record.uuid}).`,
+      { pointer: '/data' },
+    );
   }
 }

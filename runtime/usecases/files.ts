@@ -49,7 +49,12 @@ export class FileCommands {
    * Before any byte is read: the record exists, the caller may write it and `ifMatch` still
    * names its version (all checked again, with the record locked, when the file is attached).
    */
-  async assertMayAttach(principal: Principal, rt: ResourceType, uuid: string | undefined, ifMatch: IfMatch | undefined): Promise<void> {
+  async assertMayAttach(
+    principal: Principal,
+    rt: ResourceType,
+    uuid: string | undefined,
+    ifMatch: IfMatch | undefined,
+  ): Promise<void> {
     const db = this.records.knex;
     const before = await this.records.find(db, rt, uuid, principal);
     this.records.assertMayWrite(principal, before, 'update');
@@ -58,7 +63,12 @@ export class FileCommands {
   }
 
   /** Upload: a file of its own (temporary until a record references it), for a field of `rt`. */
-  async upload<T>(principal: Principal, rt: ResourceType, received: ReceivedFile, present: Present<T>): Promise<Saved<T>> {
+  async upload<T>(
+    principal: Principal,
+    rt: ResourceType,
+    received: ReceivedFile,
+    present: Present<T>,
+  ): Promise<Saved<T>> {
     this.assertMayUpload(principal, rt);
     return this.inTransaction(received, async (trx, placed) => {
       const id = await this.place(trx, received, rt, false, principal, placed);
@@ -67,7 +77,14 @@ export class FileCommands {
   }
 
   /** Attach: a file stored and added to `field` of the record `uuid` names (the field's list grows; a single one is replaced). */
-  async attach<T>(principal: Principal, rt: ResourceType, uuid: string | undefined, field: FieldDescriptor, received: ReceivedFile, input: { ifMatch?: IfMatch; present: Present<T> }): Promise<Saved<T>> {
+  async attach<T>(
+    principal: Principal,
+    rt: ResourceType,
+    uuid: string | undefined,
+    field: FieldDescriptor,
+    received: ReceivedFile,
+    input: { ifMatch?: IfMatch; present: Present<T> },
+  ): Promise<Saved<T>> {
     return this.inTransaction(received, async (trx, placed) => {
       // Locked: concurrent uploads to one record each add to what the one before them saved.
       const host = await this.records.lockedForWrite(trx, principal, rt, uuid, 'update', input.ifMatch);
@@ -81,7 +98,14 @@ export class FileCommands {
   }
 
   /** Place a received file and create its record inside `trx`; the placed file goes if the transaction fails. */
-  private async place(trx: Db, received: ReceivedFile, rt: ResourceType, permanent: boolean, principal: Principal, placed: string[]): Promise<number> {
+  private async place(
+    trx: Db,
+    received: ReceivedFile,
+    rt: ResourceType,
+    permanent: boolean,
+    principal: Principal,
+    placed: string[],
+  ): Promise<number> {
     const path = this.files.place(received.tmp, rt.entityType.entityType, received.filename);
     placed.push(path);
     // Drupal names the file after where it was stored (renamed when the name was taken).

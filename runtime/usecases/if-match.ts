@@ -13,10 +13,14 @@ export type IfMatch = '*' | ReadonlySet<number>;
 /** The record changed since the version the write named: 412, with the record's version now. */
 export class StaleVersionError extends ApiError {
   constructor(readonly current: number | null) {
-    super(412, `The resource changed since the ETag sent in If-Match (it is now ${current === null ? 'unknown' : `"${current}"`}): GET it again, apply your change to it, and send that with its new ETag.`, {
-      code: 'precondition_failed',
-      headers: current === null ? {} : { ETag: `"${current}"` },
-    });
+    super(
+      412,
+      `The resource changed since the ETag sent in If-Match (it is now ${current === null ? 'unknown' : `"${current}"`}): GET it again, apply your change to it, and send that with its new ETag.`,
+      {
+        code: 'precondition_failed',
+        headers: current === null ? {} : { ETag: `"${current}"` },
+      },
+    );
     this.name = 'StaleVersionError';
   }
 }
@@ -30,7 +34,11 @@ export class StaleVersionError extends ApiError {
  * caller throws the answer only after its access checks, so that a caller who may not write the
  * record gets the 403 it always got, not the record's version.
  */
-export async function staleVersion(db: Db, record: EntityRecord, ifMatch: IfMatch | undefined): Promise<StaleVersionError | null> {
+export async function staleVersion(
+  db: Db,
+  record: EntityRecord,
+  ifMatch: IfMatch | undefined,
+): Promise<StaleVersionError | null> {
   if (ifMatch === undefined) return null;
   const version = await versionOf(db, record.rt.entityType.entityType, record.id, true);
   if (ifMatch === '*' || (version !== null && ifMatch.has(version))) return null;

@@ -49,9 +49,26 @@ export class RecordCommands {
   ) {}
 
   /** The record with this UUID in this bundle, or 404 (another bundle's UUID is a 404 too). */
-  async find(db: Db, rt: ResourceType, uuid: string | undefined, principal: Principal, fields: Map<string, Set<string>> | null = null, options: { withVersion?: boolean } = {}): Promise<EntityRecord> {
+  async find(
+    db: Db,
+    rt: ResourceType,
+    uuid: string | undefined,
+    principal: Principal,
+    fields: Map<string, Set<string>> | null = null,
+    options: { withVersion?: boolean } = {},
+  ): Promise<EntityRecord> {
     requireAuthenticated(principal);
-    const record = uuid && UUID.test(uuid) ? await this.loader.loadByUuid(db, rt.entityType.entityType, uuid.toLowerCase(), rt.bundle.bundle, fields, options) : null;
+    const record =
+      uuid && UUID.test(uuid)
+        ? await this.loader.loadByUuid(
+            db,
+            rt.entityType.entityType,
+            uuid.toLowerCase(),
+            rt.bundle.bundle,
+            fields,
+            options,
+          )
+        : null;
     if (!record) throw recordNotFound(rt, uuid);
     return record;
   }
@@ -65,7 +82,12 @@ export class RecordCommands {
    * to the record take. SQLite's writes are serialised already. Step 1 of the global lock order
    * (storage/locks.ts).
    */
-  async findForUpdate(trx: Db, rt: ResourceType, uuid: string | undefined, principal: Principal): Promise<EntityRecord> {
+  async findForUpdate(
+    trx: Db,
+    rt: ResourceType,
+    uuid: string | undefined,
+    principal: Principal,
+  ): Promise<EntityRecord> {
     if (uuid && UUID.test(uuid)) await lockToChangeWhere(trx, rt.entityType.table, 'uuid', uuid.toLowerCase());
     return this.find(trx, rt, uuid, principal);
   }
@@ -74,9 +96,16 @@ export class RecordCommands {
    * View: the record the caller may read (the type's permission, then the record's), its current
    * version read in the record's own statement when `withVersion`.
    */
-  async view(principal: Principal, rt: ResourceType, uuid: string | undefined, options: { fields?: Map<string, Set<string>> | null; withVersion?: boolean } = {}): Promise<EntityRecord> {
+  async view(
+    principal: Principal,
+    rt: ResourceType,
+    uuid: string | undefined,
+    options: { fields?: Map<string, Set<string>> | null; withVersion?: boolean } = {},
+  ): Promise<EntityRecord> {
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-    const record = await this.find(this.knex, rt, uuid, principal, options.fields ?? null, { withVersion: options.withVersion === true });
+    const record = await this.find(this.knex, rt, uuid, principal, options.fields ?? null, {
+      withVersion: options.withVersion === true,
+    });
     assertMayOnRecord(principal, record, 'view');
     return record;
   }
@@ -85,7 +114,11 @@ export class RecordCommands {
    * Create: `read` turns the face's input into an `EntityInput` inside the transaction (it
    * resolves references there); passwords were hashed before it opened (`hashed`).
    */
-  async create<T>(principal: Principal, rt: ResourceType, input: { read: (trx: Db) => Promise<EntityInput>; hashed?: HashedSecrets; present: Present<T> }): Promise<Saved<T>> {
+  async create<T>(
+    principal: Principal,
+    rt: ResourceType,
+    input: { read: (trx: Db) => Promise<EntityInput>; hashed?: HashedSecrets; present: Present<T> },
+  ): Promise<Saved<T>> {
     this.assertMayCreate(principal, rt);
     return write(this.knex, async (trx) => {
       const { id } = await this.entities.create(trx, rt, await input.read(trx), principal, input.hashed);
@@ -97,7 +130,10 @@ export class RecordCommands {
   assertMayCreate(principal: Principal, rt: ResourceType): void {
     assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
     if (rt.entityType.access === 'file') {
-      throw forbidden('Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.', { pointer: '/data' });
+      throw forbidden(
+        'Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.',
+        { pointer: '/data' },
+      );
     }
   }
 
@@ -109,7 +145,12 @@ export class RecordCommands {
     principal: Principal,
     rt: ResourceType,
     uuid: string | undefined,
-    input: { ifMatch?: IfMatch; read: (trx: Db, record: EntityRecord) => Promise<EntityInput>; hashed?: HashedSecrets; present: Present<T> },
+    input: {
+      ifMatch?: IfMatch;
+      read: (trx: Db, record: EntityRecord) => Promise<EntityInput>;
+      hashed?: HashedSecrets;
+      present: Present<T>;
+    },
   ): Promise<Saved<T>> {
     return write(this.knex, async (trx) => {
       const record = await this.lockedForWrite(trx, principal, rt, uuid, 'update', input.ifMatch);
@@ -119,7 +160,12 @@ export class RecordCommands {
   }
 
   /** Delete the record `uuid` names (`ifMatch` as for update). */
-  async delete(principal: Principal, rt: ResourceType, uuid: string | undefined, input: { ifMatch?: IfMatch } = {}): Promise<void> {
+  async delete(
+    principal: Principal,
+    rt: ResourceType,
+    uuid: string | undefined,
+    input: { ifMatch?: IfMatch } = {},
+  ): Promise<void> {
     await write(this.knex, async (trx) => {
       const record = await this.lockedForWrite(trx, principal, rt, uuid, 'delete', input.ifMatch);
       await this.entities.delete(trx, record, principal);
@@ -131,7 +177,14 @@ export class RecordCommands {
    * them in), after the access checks; then the 412 when `ifMatch` names another version.
    * An unknown UUID is the 404 it always was, `ifMatch` or not.
    */
-  async lockedForWrite(trx: Db, principal: Principal, rt: ResourceType, uuid: string | undefined, op: 'update' | 'delete', ifMatch: IfMatch | undefined): Promise<EntityRecord> {
+  async lockedForWrite(
+    trx: Db,
+    principal: Principal,
+    rt: ResourceType,
+    uuid: string | undefined,
+    op: 'update' | 'delete',
+    ifMatch: IfMatch | undefined,
+  ): Promise<EntityRecord> {
     const record = await this.findForUpdate(trx, rt, uuid, principal);
     const stale = await staleVersion(trx, record, ifMatch);
     this.assertMayWrite(principal, record, op);

@@ -50,16 +50,26 @@ export function roundDecimal(text: string, scale: number): string {
  * stored string, rounded to `scale`; or a sentence saying why it cannot be stored in
  * numeric(precision, scale).
  */
-export function decimalInput(value: unknown, precision: number, scale: number): { value: string } | { problem: string } {
+export function decimalInput(
+  value: unknown,
+  precision: number,
+  scale: number,
+): { value: string } | { problem: string } {
   let text: string | null = null;
   if (typeof value === 'number' && Number.isFinite(value)) text = plain(value);
-  else if (typeof value === 'string' && /^\s*[-+]?(\d+(\.\d*)?|\.\d+)\s*$/.test(value)) text = value.trim().replace(/^\+/, '').replace(/^(-?)\./, '$10.');
+  else if (typeof value === 'string' && /^\s*[-+]?(\d+(\.\d*)?|\.\d+)\s*$/.test(value))
+    text = value
+      .trim()
+      .replace(/^\+/, '')
+      .replace(/^(-?)\./, '$10.');
   if (text === null) return { problem: 'must be a decimal number' };
   const rounded = roundDecimal(text, scale);
   const whole = rounded.replace(/^-/, '').split('.')[0]!;
   const room = precision - scale;
   if (whole !== '0' && whole.length > room) {
-    return { problem: `must have at most ${room} digit${room === 1 ? '' : 's'} before the decimal point (precision ${precision}, scale ${scale})` };
+    return {
+      problem: `must have at most ${room} digit${room === 1 ? '' : 's'} before the decimal point (precision ${precision}, scale ${scale})`,
+    };
   }
   return { value: rounded };
 }

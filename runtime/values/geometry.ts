@@ -26,7 +26,10 @@ function rings(g: any): Point[][] {
     case 'LineString':
       return [g.points.map((p: any) => [p.x, p.y])];
     case 'Polygon':
-      return [g.exteriorRing.map((p: any) => [p.x, p.y]), ...g.interiorRings.map((r: any[]) => r.map((p: any) => [p.x, p.y]))];
+      return [
+        g.exteriorRing.map((p: any) => [p.x, p.y]),
+        ...g.interiorRings.map((r: any[]) => r.map((p: any) => [p.x, p.y])),
+      ];
     case 'MultiPoint':
     case 'MultiLineString':
     case 'MultiPolygon':
@@ -39,7 +42,8 @@ function rings(g: any): Point[][] {
 
 /** Area-weighted centroid for polygons, mean of vertices otherwise (close to geoPHP's centroid). */
 function centroid(g: any): Point | null {
-  const polygons: any[] = g.constructor.name === 'Polygon' ? [g] : g.constructor.name === 'MultiPolygon' ? g.polygons : [];
+  const polygons: any[] =
+    g.constructor.name === 'Polygon' ? [g] : g.constructor.name === 'MultiPolygon' ? g.polygons : [];
   let area = 0;
   let cx = 0;
   let cy = 0;
@@ -113,13 +117,16 @@ function shapeProblem(g: any): string | null {
     for (const ring of [g.exteriorRing, ...g.interiorRings] as Array<Array<{ x: number; y: number }>>) {
       const first = ring[0];
       const last = ring[ring.length - 1];
-      if (!first || !last || first.x !== last.x || first.y !== last.y) return "a polygon's ring must be closed: its last point the same as its first";
+      if (!first || !last || first.x !== last.x || first.y !== last.y)
+        return "a polygon's ring must be closed: its last point the same as its first";
       if (ring.length < 4) return "a polygon's ring needs at least 4 points (3 corners and the first again)";
     }
   }
   for (const [lon, lat] of rings(g).flat()) {
-    if (lat < -90 || lat > 90) return `latitude ${lat} is out of range (-90 to 90); WKT puts longitude first, then latitude`;
-    if (lon < -180 || lon > 180) return `longitude ${lon} is out of range (-180 to 180); WKT puts longitude first, then latitude`;
+    if (lat < -90 || lat > 90)
+      return `latitude ${lat} is out of range (-90 to 90); WKT puts longitude first, then latitude`;
+    if (lon < -180 || lon > 180)
+      return `longitude ${lon} is out of range (-180 to 180); WKT puts longitude first, then latitude`;
   }
   return null;
 }
@@ -196,8 +203,15 @@ export function wktNumber(v: number): string {
   const [mantissa, exponent] = s.split(/e/i) as [string, string];
   const negative = mantissa.startsWith('-');
   const digits = mantissa.replace(/^-/, '').replace('.', '');
-  const point = (mantissa.replace(/^-/, '').indexOf('.') < 0 ? digits.length : mantissa.replace(/^-/, '').indexOf('.')) + Number(exponent);
-  const body = point <= 0 ? `0.${'0'.repeat(-point)}${digits}` : point >= digits.length ? `${digits}${'0'.repeat(point - digits.length)}` : `${digits.slice(0, point)}.${digits.slice(point)}`;
+  const point =
+    (mantissa.replace(/^-/, '').indexOf('.') < 0 ? digits.length : mantissa.replace(/^-/, '').indexOf('.')) +
+    Number(exponent);
+  const body =
+    point <= 0
+      ? `0.${'0'.repeat(-point)}${digits}`
+      : point >= digits.length
+        ? `${digits}${'0'.repeat(point - digits.length)}`
+        : `${digits.slice(0, point)}.${digits.slice(point)}`;
   return `${negative ? '-' : ''}${body}`;
 }
 
@@ -214,7 +228,10 @@ function extractData(g: any): string {
     case 'LineString':
       return g.points.map(extractData).join(', ');
     case 'Polygon':
-      return [g.exteriorRing, ...g.interiorRings].filter((r: any[]) => r.length).map((r: any[]) => `(${r.map(extractData).join(', ')})`).join(', ');
+      return [g.exteriorRing, ...g.interiorRings]
+        .filter((r: any[]) => r.length)
+        .map((r: any[]) => `(${r.map(extractData).join(', ')})`)
+        .join(', ');
     case 'MultiPoint':
       return g.points.map((p: any) => `(${extractData(p)})`).join(', ');
     case 'MultiLineString':

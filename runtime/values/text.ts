@@ -32,17 +32,32 @@ function escapeAll(s: string): string {
 
 /** Escape text in the `default` format, where well-formed entities typed by the author are kept. */
 function escapeKeepingEntities(s: string): string {
-  return /[&<>"']/.test(s) ? s.replace(/&(?![A-Za-z][A-Za-z0-9]{0,31};|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)|[<>"']/g, escapeChar) : s;
+  return /[&<>"']/.test(s)
+    ? s.replace(/&(?![A-Za-z][A-Za-z0-9]{0,31};|#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};)|[<>"']/g, escapeChar)
+    : s;
 }
 
-const NAMED: Record<string, string> = { amp: '&', quot: '"', apos: "'", lt: '<', gt: '>', colon: ':', sol: '/', tab: '\t', newline: '\n', nbsp: '\u00a0' };
+const NAMED: Record<string, string> = {
+  amp: '&',
+  quot: '"',
+  apos: "'",
+  lt: '<',
+  gt: '>',
+  colon: ':',
+  sol: '/',
+  tab: '\t',
+  newline: '\n',
+  nbsp: '\u00a0',
+};
 
 /** Decode numeric entities and a few named ones; anything else stays as typed. */
 function decodeEntities(s: string): string {
   return s.replace(/&(#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,8});?/g, (whole, body: string) => {
     if (body[0] === '#') {
       const code = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd';
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+        ? String.fromCodePoint(code)
+        : '\ufffd';
     }
     return NAMED[body.toLowerCase()] ?? whole;
   });
@@ -155,7 +170,13 @@ function tagAt(text: string, i: number): Tag | null {
     if (quote) {
       if (c === quote) quote = '';
     } else if (c === '"' || c === "'") quote = c;
-    else if (c === '>') return { name: head[2]!.toLowerCase(), closing: head[1] === '/', attributes: text.slice(i + head[0].length, j), end: j + 1 };
+    else if (c === '>')
+      return {
+        name: head[2]!.toLowerCase(),
+        closing: head[1] === '/',
+        attributes: text.slice(i + head[0].length, j),
+        end: j + 1,
+      };
   }
   return null;
 }

@@ -29,7 +29,8 @@ export function parseTimestamp(value: unknown): number | null {
   const [, y, mo, d, h, mi, sec = '0', , zone] = m;
   const month = Number(mo);
   const day = Number(d);
-  if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 60) return null;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 60)
+    return null;
   // Date.UTC reads the years 0–99 as 1900–1999; set the full year separately.
   const date = new Date(Date.UTC(2000, month - 1, day, Number(h), Number(mi), Number(sec)));
   date.setUTCFullYear(Number(y), month - 1, day);
@@ -54,14 +55,17 @@ const twoDigits = (n: number) => (n < 10 ? `0${n}` : `${n}`);
 export function formatTimestamp(seconds: number | null | undefined): string | null {
   if (seconds === null || seconds === undefined) return null;
   const s = Number(seconds);
-  if (!Number.isInteger(s) || s < MIN_TIMESTAMP || s > MAX_TIMESTAMP) return `${new Date(s * 1000).toISOString().slice(0, 19)}+00:00`;
+  if (!Number.isInteger(s) || s < MIN_TIMESTAMP || s > MAX_TIMESTAMP)
+    return `${new Date(s * 1000).toISOString().slice(0, 19)}+00:00`;
   const days = Math.floor(s / 86_400);
   const time = s - days * 86_400;
   // Days since 0000-03-01 in 400-year eras (each 146,097 days), so leap days fall at the ends of years.
   const z = days + 719_468;
   const era = Math.floor(z / 146_097);
   const dayOfEra = z - era * 146_097;
-  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365);
+  const yearOfEra = Math.floor(
+    (dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365,
+  );
   const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
   const m = Math.floor((5 * dayOfYear + 2) / 153); // 0 = March
   const day = dayOfYear - Math.floor((153 * m + 2) / 5) + 1;

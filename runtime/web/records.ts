@@ -226,7 +226,10 @@ export class RecordPages {
               read: async (trx, record) => this.services.input.read(trx, rt, await body(trx, record), record),
               present,
             });
-      res.redirect(303, `${recordPath({ type: rt.type, id: saved.shown })}?saved=${uuid === null ? 'created' : 'saved'}`);
+      res.redirect(
+        303,
+        `${recordPath({ type: rt.type, id: saved.shown })}?saved=${uuid === null ? 'created' : 'saved'}`,
+      );
     } catch (error) {
       if (error instanceof StaleVersionError) {
         state.general.push(M.form.conflict);
@@ -260,7 +263,12 @@ export class RecordPages {
     // A PATCH of its status without If-Match, through the update command.
     await this.services.commands.update(principal, rt, uuid, {
       read: (trx, record) =>
-        this.services.input.read(trx, rt, { data: { type: rt.type, id: record.uuid, attributes: { [TASKS.status]: TASKS.done } } }, record),
+        this.services.input.read(
+          trx,
+          rt,
+          { data: { type: rt.type, id: record.uuid, attributes: { [TASKS.status]: TASKS.done } } },
+          record,
+        ),
       present: async () => null,
     });
     res.redirect(303, safeReturn(formValue(req.body as Form, 'return_to')));

@@ -17,7 +17,11 @@ before(async () => {
 after(() => server.close());
 
 test('a password set with tilth user password: the account gets a new version, in its ETag and in the change feed', async () => {
-  const sam = await createUser(server.ctx.db.knex, { name: 'sam-feed', password: 'first-password-1', roles: ['farm_worker'] });
+  const sam = await createUser(server.ctx.db.knex, {
+    name: 'sam-feed',
+    password: 'first-password-1',
+    roles: ['farm_worker'],
+  });
   const before = await request(`${server.url}/api/user/user/${sam.uuid}`, { token });
   assert.equal(before.status, 200);
   const etag = before.headers.get('etag');
@@ -31,7 +35,12 @@ test('a password set with tilth user password: the account gets a new version, i
   assert.equal(after.status, 200, 'not a 304: the account changed');
   assert.notEqual(after.body.data.attributes.changed, before.body.data.attributes.changed);
   assert.notEqual(after.headers.get('etag'), etag);
-  const feed = await request(`${server.url}/api/changes?since=${encodeURIComponent(cursor)}&page[limit]=500`, { token });
+  const feed = await request(`${server.url}/api/changes?since=${encodeURIComponent(cursor)}&page[limit]=500`, {
+    token,
+  });
   assert.equal(feed.status, 200);
-  assert.ok(feed.body.data.some((entry: { id: string }) => entry.id === sam.uuid), 'the change feed lists the account');
+  assert.ok(
+    feed.body.data.some((entry: { id: string }) => entry.id === sam.uuid),
+    'the change feed lists the account',
+  );
 });

@@ -25,8 +25,16 @@ after(() => server.close());
 
 const userUrl = (uuid: string) => `${server.url}/api/user/user/${uuid}`;
 
-function patchUser(uuid: string, accessToken: string, data: { attributes?: Record<string, unknown>; relationships?: Record<string, unknown> }) {
-  return request(userUrl(uuid), { method: 'PATCH', token: accessToken, json: { data: { type: 'user--user', id: uuid, ...data } } });
+function patchUser(
+  uuid: string,
+  accessToken: string,
+  data: { attributes?: Record<string, unknown>; relationships?: Record<string, unknown> },
+) {
+  return request(userUrl(uuid), {
+    method: 'PATCH',
+    token: accessToken,
+    json: { data: { type: 'user--user', id: uuid, ...data } },
+  });
 }
 
 const roleRefs = (...roles: string[]) => ({ roles: { data: roles.map((r) => configIdentifier('user_role', r)) } });
@@ -34,7 +42,9 @@ const roleRefs = (...roles: string[]) => ({ roles: { data: roles.map((r) => conf
 async function rolesOf(uuid: string): Promise<string[]> {
   const res = await request(userUrl(uuid), { token: adminToken });
   assert.equal(res.status, 200, res.text);
-  return res.body.data.relationships.roles.data.map((r: { meta: { drupal_internal__target_id: string } }) => r.meta.drupal_internal__target_id).sort();
+  return res.body.data.relationships.roles.data
+    .map((r: { meta: { drupal_internal__target_id: string } }) => r.meta.drupal_internal__target_id)
+    .sort();
 }
 
 async function signsIn(name: string, password: string): Promise<number> {
@@ -44,11 +54,17 @@ async function signsIn(name: string, password: string): Promise<number> {
 test('an account admin cannot change user 1: no new password, no new e-mail, no takeover', async () => {
   const keeper = await addUser(server, ['farm_account_admin']);
   const keeperToken = (await passwordGrant(server, keeper.name, keeper.password)).access_token;
-  const res = await patchUser(adminUuid, keeperToken, { attributes: { pass: { value: 'taken-over-123' }, mail: 'attacker@example.org' } });
+  const res = await patchUser(adminUuid, keeperToken, {
+    attributes: { pass: { value: 'taken-over-123' }, mail: 'attacker@example.org' },
+  });
   assert.equal(res.status, 403, res.text);
   assert.match(res.body.errors[0].detail, /user 1/);
   assert.equal(await signsIn(ADMIN.name, 'taken-over-123'), 400, 'the attacker’s password does not work');
-  assert.equal(await signsIn(ADMIN.name, ADMIN.password), 200, 'the administrator still signs in with their own password');
+  assert.equal(
+    await signsIn(ADMIN.name, ADMIN.password),
+    200,
+    'the administrator still signs in with their own password',
+  );
   const admin = await request(userUrl(adminUuid), { token: adminToken });
   assert.notEqual(admin.body.data.attributes.mail, 'attacker@example.org');
   const gone = await request(userUrl(adminUuid), { method: 'DELETE', token: keeperToken });
@@ -77,7 +93,11 @@ test('nobody may change an account that holds rights they lack, nor grant a role
   assert.equal(await signsIn(otherAdmin.name, otherAdmin.password), 200);
 
   const onWorker = await patchUser(worker.uuid, keeperToken, { attributes: { mail: 'w@example.org' } });
-  assert.equal(onWorker.status, 403, 'a worker may create records, which an account admin may not: signing in as them would gain that right');
+  assert.equal(
+    onWorker.status,
+    403,
+    'a worker may create records, which an account admin may not: signing in as them would gain that right',
+  );
 
   const grant = await patchUser(newcomer.uuid, keeperToken, { relationships: roleRefs('administrator') });
   assert.equal(grant.status, 403, grant.text);
@@ -85,11 +105,16 @@ test('nobody may change an account that holds rights they lack, nor grant a role
   assert.match(grant.body.errors[0].detail, /administrator/);
   assert.deepEqual(await rolesOf(newcomer.uuid), [], 'nothing was granted');
 
-  const self = await patchUser(keeper.uuid, keeperToken, { relationships: roleRefs('farm_account_admin', 'farm_manager') });
+  const self = await patchUser(keeper.uuid, keeperToken, {
+    relationships: roleRefs('farm_account_admin', 'farm_manager'),
+  });
   assert.equal(self.status, 403, 'nor to themselves');
   assert.deepEqual(await rolesOf(keeper.uuid), ['farm_account_admin']);
 
-  const fine = await patchUser(newcomer.uuid, keeperToken, { attributes: { mail: 'newcomer@example.org' }, relationships: roleRefs('farm_account_admin') });
+  const fine = await patchUser(newcomer.uuid, keeperToken, {
+    attributes: { mail: 'newcomer@example.org' },
+    relationships: roleRefs('farm_account_admin'),
+  });
   assert.equal(fine.status, 200, `an account admin manages accounts with no more rights than their own: ${fine.text}`);
   assert.deepEqual(await rolesOf(newcomer.uuid), ['farm_account_admin']);
 });
@@ -97,14 +122,24 @@ test('nobody may change an account that holds rights they lack, nor grant a role
 test('an administrator changes roles over the API, and the change takes effect at once', async () => {
   const user = await addUser(server, ['farm_viewer']);
   const userToken = (await passwordGrant(server, user.name, user.password)).access_token;
-  const denied = await request(`${server.url}/api/log/activity`, { method: 'POST', token: userToken, json: { data: { type: 'log--activity', attributes: { name: 'Weeding' } } } });
+  const denied = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token: userToken,
+    json: { data: { type: 'log--activity', attributes: { name: 'Weeding' } } },
+  });
   assert.equal(denied.status, 403);
   const res = await patchUser(user.uuid, adminToken, { relationships: roleRefs('farm_worker') });
   assert.equal(res.status, 200, res.text);
   assert.deepEqual(await rolesOf(user.uuid), ['farm_worker']);
-  const allowed = await request(`${server.url}/api/log/activity`, { method: 'POST', token: userToken, json: { data: { type: 'log--activity', attributes: { name: 'Weeding' } } } });
+  const allowed = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token: userToken,
+    json: { data: { type: 'log--activity', attributes: { name: 'Weeding' } } },
+  });
   assert.equal(allowed.status, 201, allowed.text);
-  const unknown = await patchUser(user.uuid, adminToken, { relationships: { roles: { data: [{ type: 'user_role--user_role', id: '00000000-0000-4000-8000-000000000000' }] } } });
+  const unknown = await patchUser(user.uuid, adminToken, {
+    relationships: { roles: { data: [{ type: 'user_role--user_role', id: '00000000-0000-4000-8000-000000000000' }] } },
+  });
   assert.equal(unknown.status, 404, 'an unknown role is an unknown related resource');
 });
 
@@ -120,7 +155,10 @@ test('users may not block themselves or change their own roles; unchanged values
   assert.equal(roles.body.errors[0].source.pointer, '/data/relationships/roles');
   assert.deepEqual(await rolesOf(user.uuid), ['farm_worker']);
   assert.equal(await signsIn(user.name, user.password), 200, 'the account is still active');
-  const echo = await patchUser(user.uuid, userToken, { attributes: { timezone: 'Africa/Nairobi' }, relationships: roleRefs('farm_worker') });
+  const echo = await patchUser(user.uuid, userToken, {
+    attributes: { timezone: 'Africa/Nairobi' },
+    relationships: roleRefs('farm_worker'),
+  });
   assert.equal(echo.status, 200, `a client echoing the roles it has back changes nothing and is fine: ${echo.text}`);
 });
 
@@ -128,13 +166,27 @@ test('a new password set over the API ends every other token of the user', async
   const user = await addUser(server, ['farm_worker']);
   const phone = await passwordGrant(server, user.name, user.password);
   const laptop = await passwordGrant(server, user.name, user.password);
-  const res = await patchUser(user.uuid, laptop.access_token, { attributes: { pass: { value: 'a-new-password-1', existing: user.password } } });
+  const res = await patchUser(user.uuid, laptop.access_token, {
+    attributes: { pass: { value: 'a-new-password-1', existing: user.password } },
+  });
   assert.equal(res.status, 200, res.text);
-  assert.equal((await request(`${server.url}/api/log/activity`, { token: phone.access_token })).status, 401, 'the other sign-in’s access token is revoked');
-  const refresh = await token(server, { grant_type: 'refresh_token', client_id: 'farm', refresh_token: phone.refresh_token });
+  assert.equal(
+    (await request(`${server.url}/api/log/activity`, { token: phone.access_token })).status,
+    401,
+    'the other sign-in’s access token is revoked',
+  );
+  const refresh = await token(server, {
+    grant_type: 'refresh_token',
+    client_id: 'farm',
+    refresh_token: phone.refresh_token,
+  });
   assert.equal(refresh.status, 400);
   assert.equal(refresh.body.error, 'invalid_grant');
-  assert.equal((await request(`${server.url}/api/log/activity`, { token: laptop.access_token })).status, 200, 'the token that changed the password keeps working');
+  assert.equal(
+    (await request(`${server.url}/api/log/activity`, { token: laptop.access_token })).status,
+    200,
+    'the token that changed the password keeps working',
+  );
 
   // An account admin (here the administrator) setting it ends all of them.
   const again = await patchUser(user.uuid, adminToken, { attributes: { pass: { value: 'a-new-password-2' } } });
@@ -147,14 +199,23 @@ test('wrong pass.existing values count as failed passwords of the account', asyn
   const user = await addUser(server, ['farm_worker']);
   const userToken = (await passwordGrant(server, user.name, user.password)).access_token;
   for (let i = 0; i < PER_ACCOUNT; i++) {
-    const res = await patchUser(user.uuid, userToken, { attributes: { pass: { value: 'guess-new-password', existing: `guess-${i}` } } });
+    const res = await patchUser(user.uuid, userToken, {
+      attributes: { pass: { value: 'guess-new-password', existing: `guess-${i}` } },
+    });
     assert.equal(res.status, 403, res.text);
   }
-  const limited = await patchUser(user.uuid, userToken, { attributes: { pass: { value: 'guess-new-password', existing: user.password } } });
+  const limited = await patchUser(user.uuid, userToken, {
+    attributes: { pass: { value: 'guess-new-password', existing: user.password } },
+  });
   assert.equal(limited.status, 429, 'even the right password waits once the limit is reached');
   assert.ok(Number(limited.headers.get('retry-after')) > 0);
   assert.equal(limited.body.errors[0].status, '429');
-  const grant = await token(server, { grant_type: 'password', client_id: 'farm', username: user.name, password: user.password });
+  const grant = await token(server, {
+    grant_type: 'password',
+    client_id: 'farm',
+    username: user.name,
+    password: user.password,
+  });
   assert.equal(grant.status, 429, 'the same limit holds at the token endpoint');
   assert.equal(grant.body.error, 'slow_down');
 });
@@ -165,7 +226,12 @@ test('the failed-password limit counts one account once, whether its name or its
     const login = i % 2 ? user.mail! : user.name;
     assert.equal(await signsIn(login, `wrong-${i}`), 400);
   }
-  const res = await token(server, { grant_type: 'password', client_id: 'farm', username: user.mail!, password: user.password });
+  const res = await token(server, {
+    grant_type: 'password',
+    client_id: 'farm',
+    username: user.mail!,
+    password: user.password,
+  });
   assert.equal(res.status, 429, res.text);
   assert.equal(await signsIn(user.name, user.password), 429);
 });

@@ -14,7 +14,11 @@ test('ten requests creating the same UUID at once: one 201, nine 409', async () 
   const id = randomUUID();
   const results = await Promise.all(
     Array.from({ length: 10 }, (_, i) =>
-      request(`${server.url}/api/asset/equipment`, { method: 'POST', token, json: { data: { type: 'asset--equipment', id, attributes: { name: `Racer ${i}` } } } }),
+      request(`${server.url}/api/asset/equipment`, {
+        method: 'POST',
+        token,
+        json: { data: { type: 'asset--equipment', id, attributes: { name: `Racer ${i}` } } },
+      }),
     ),
   );
   const statuses = results.map((r) => r.status).sort();
@@ -27,12 +31,20 @@ test('ten requests creating the same UUID at once: one 201, nine 409', async () 
 test('concurrent creates of different records all land', async () => {
   const results = await Promise.all(
     Array.from({ length: 40 }, (_, i) =>
-      request(`${server.url}/api/log/observation`, { method: 'POST', token, json: { data: { type: 'log--observation', attributes: { name: `Concurrent ${i}`, status: 'done' } } } }),
+      request(`${server.url}/api/log/observation`, {
+        method: 'POST',
+        token,
+        json: { data: { type: 'log--observation', attributes: { name: `Concurrent ${i}`, status: 'done' } } },
+      }),
     ),
   );
-  assert.ok(results.every((r) => r.status === 201), results.map((r) => r.status).join(','));
+  assert.ok(
+    results.every((r) => r.status === 201),
+    results.map((r) => r.status).join(','),
+  );
   const names = new Set<string>();
-  let next: string | undefined = `${server.url}/api/log/observation?filter[name][operator]=STARTS_WITH&filter[name][value]=Concurrent&filter[name][path]=name`;
+  let next: string | undefined =
+    `${server.url}/api/log/observation?filter[name][operator]=STARTS_WITH&filter[name][value]=Concurrent&filter[name][path]=name`;
   while (next) {
     const page: any = await request(next, { token });
     for (const r of page.body.data) names.add(r.attributes.name);
@@ -42,7 +54,11 @@ test('concurrent creates of different records all land', async () => {
 });
 
 test('a read is answered while a write transaction is open, and sees only what was committed', async () => {
-  const created = await request(`${server.url}/api/asset/equipment`, { method: 'POST', token, json: { data: { type: 'asset--equipment', attributes: { name: 'Seed drill' } } } });
+  const created = await request(`${server.url}/api/asset/equipment`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'asset--equipment', attributes: { name: 'Seed drill' } } },
+  });
   assert.equal(created.status, 201, created.text);
   const id = created.body.data.id;
   let release!: () => void;
@@ -57,7 +73,10 @@ test('a read is answered while a write transaction is open, and sees only what w
   });
   try {
     await inTransaction;
-    const during = await request(`${server.url}/api/asset/equipment/${id}`, { token, signal: AbortSignal.timeout(5000) });
+    const during = await request(`${server.url}/api/asset/equipment/${id}`, {
+      token,
+      signal: AbortSignal.timeout(5000),
+    });
     assert.equal(during.status, 200, 'answered without waiting for the writer');
     assert.equal(during.body.data.attributes.name, 'Seed drill', 'the uncommitted name is not seen');
   } finally {

@@ -9,7 +9,15 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken } from '../support/http.ts';
-import { Api, model, buildFixture, collectionPath, labelField, writableAttributes, assertRendered } from '../support/fixtures.ts';
+import {
+  Api,
+  model,
+  buildFixture,
+  collectionPath,
+  labelField,
+  writableAttributes,
+  assertRendered,
+} from '../support/fixtures.ts';
 import type { BundleDescriptor } from '../../runtime/model/descriptor.ts';
 
 // Optional modules are off on the core server; a second server runs with every module on.
@@ -37,7 +45,9 @@ after(async () => {
 });
 
 const ajv = new Ajv({ strict: false, allErrors: true });
-const addFormats = ((addFormatsPlugin as unknown as { default?: unknown }).default ?? addFormatsPlugin) as (a: Ajv) => Ajv;
+const addFormats = ((addFormatsPlugin as unknown as { default?: unknown }).default ?? addFormatsPlugin) as (
+  a: Ajv,
+) => Ajv;
 addFormats(ajv);
 const validators = new Map<string, ValidateFunction>();
 
@@ -64,7 +74,8 @@ async function validatorFor(t: Target, type: string): Promise<ValidateFunction> 
     if (!required.has(name)) defs.attributes.properties[name] = { anyOf: [prop, { type: 'null' }] };
   }
   for (const rel of Object.values<any>(defs.relationships.properties ?? {})) {
-    if (rel.properties?.data?.type === 'object') rel.properties.data = { anyOf: [rel.properties.data, { type: 'null' }] };
+    if (rel.properties?.data?.type === 'object')
+      rel.properties.data = { anyOf: [rel.properties.data, { type: 'null' }] };
   }
   const schema = {
     type: 'object',
@@ -104,7 +115,10 @@ function withoutIdentifierMeta(resource: any): any {
 async function assertMatchesSchema(t: Target, resource: any): Promise<void> {
   const validate = await validatorFor(t, resource.type);
   const ok = validate(withoutIdentifierMeta(resource));
-  assert.ok(ok, `${resource.type} does not validate against its served schema: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
+  assert.ok(
+    ok,
+    `${resource.type} does not validate against its served schema: ${JSON.stringify(validate.errors?.slice(0, 5))}`,
+  );
 }
 
 /** Members the server changes on every save, which a PATCH may change besides the one sent. */
@@ -125,7 +139,9 @@ async function roundTrip(t: Target, bundle: BundleDescriptor): Promise<void> {
   const id = randomUUID();
 
   // POST: 201, Location, the client's UUID kept, every sent value rendered back.
-  const created = await api.post(path, { data: { type: bundle.type, id, attributes: fixture.attributes, relationships: fixture.relationships } });
+  const created = await api.post(path, {
+    data: { type: bundle.type, id, attributes: fixture.attributes, relationships: fixture.relationships },
+  });
   assert.equal(created.status, 201, `POST ${path}: ${created.text.slice(0, 800)}`);
   assert.equal(created.headers.get('location'), `${t.server.url}${path}/${id}`);
   const resource = created.body.data;
@@ -134,13 +150,22 @@ async function roundTrip(t: Target, bundle: BundleDescriptor): Promise<void> {
   assert.equal(resource.links.self.href, `${t.server.url}${path}/${id}`);
   for (const field of writableAttributes(bundle)) {
     if (!(field.name in fixture.attributes)) continue;
-    assertRendered(field, fixture.attributes[field.name], resource.attributes[field.name], `${bundle.type}.${field.name}`);
+    assertRendered(
+      field,
+      fixture.attributes[field.name],
+      resource.attributes[field.name],
+      `${bundle.type}.${field.name}`,
+    );
   }
   for (const [name, member] of Object.entries(fixture.relationships)) {
     const sent = (Array.isArray(member.data) ? member.data : [member.data]) as Array<{ type: string; id: string }>;
     const got = resource.relationships[name]?.data;
     const gotList = (Array.isArray(got) ? got : got ? [got] : []) as Array<{ type: string; id: string }>;
-    assert.deepEqual(gotList.map((i) => [i.type, i.id]), sent.map((i) => [i.type, i.id]), `${bundle.type}.${name}`);
+    assert.deepEqual(
+      gotList.map((i) => [i.type, i.id]),
+      sent.map((i) => [i.type, i.id]),
+      `${bundle.type}.${name}`,
+    );
   }
   await assertMatchesSchema(t, resource);
 
@@ -151,14 +176,22 @@ async function roundTrip(t: Target, bundle: BundleDescriptor): Promise<void> {
   assert.deepEqual(read.body.data.relationships, resource.relationships);
   const listed = await api.get(`${path}?filter[id]=${id}`);
   assert.equal(listed.status, 200);
-  assert.deepEqual(listed.body.data.map((r: { id: string }) => r.id), [id], 'the collection finds it by id');
+  assert.deepEqual(
+    listed.body.data.map((r: { id: string }) => r.id),
+    [id],
+    'the collection finds it by id',
+  );
 
   // PATCH one attribute: only that member (and the save bookkeeping) changes.
   const label = labelField(bundle);
-  const field = label ?? writableAttributes(bundle).find((f) => (f.type === 'string' || f.type === 'string_long') && !f.allowedValues);
+  const field =
+    label ??
+    writableAttributes(bundle).find((f) => (f.type === 'string' || f.type === 'string_long') && !f.allowedValues);
   assert.ok(field, `${bundle.type} has an attribute a client can change`);
   const newValue = bundle.entityType === 'user' ? `renamed_${id.slice(0, 8)}` : `Changed ${id.slice(0, 8)}`;
-  const patched = await api.patch(`${path}/${id}`, { data: { type: bundle.type, id, attributes: { [field.name]: newValue } } });
+  const patched = await api.patch(`${path}/${id}`, {
+    data: { type: bundle.type, id, attributes: { [field.name]: newValue } },
+  });
   assert.equal(patched.status, 200, `PATCH: ${patched.text.slice(0, 600)}`);
   const after = patched.body.data;
   assert.equal(after.attributes[field.name], newValue);
@@ -172,7 +205,11 @@ async function roundTrip(t: Target, bundle: BundleDescriptor): Promise<void> {
   assert.deepEqual(Object.keys(after.attributes).sort(), Object.keys(resource.attributes).sort());
   for (const [name, rel] of Object.entries<any>(resource.relationships)) {
     if (volatile.has(name)) continue;
-    assert.deepEqual(after.relationships[name]?.data, rel.data, `PATCH of ${field.name} left relationship ${name} alone`);
+    assert.deepEqual(
+      after.relationships[name]?.data,
+      rel.data,
+      `PATCH of ${field.name} left relationship ${name} alone`,
+    );
   }
   const reread = await api.get(`${path}/${id}`);
   assert.deepEqual(reread.body.data.attributes, after.attributes, 'GET after PATCH shows the PATCH result');
@@ -200,11 +237,16 @@ async function fileRoundTrip(t: Target, bundle: BundleDescriptor): Promise<void>
   const { api } = t;
   const host = model.bundles.find((b) => b.module === null && b.fields.some((f) => f.type === 'file'))!;
   const fileField = host.fields.find((f) => f.type === 'file')!;
-  const uploaded = await api.raw('POST', `${collectionPath(host.type)}/${fileField.name}`, 'Bed 3 soil sample, 2024\n', {
-    'Content-Type': 'application/octet-stream',
-    'Content-Disposition': 'file; filename="soil-notes.txt"',
-    Accept: 'application/vnd.api+json',
-  });
+  const uploaded = await api.raw(
+    'POST',
+    `${collectionPath(host.type)}/${fileField.name}`,
+    'Bed 3 soil sample, 2024\n',
+    {
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': 'file; filename="soil-notes.txt"',
+      Accept: 'application/vnd.api+json',
+    },
+  );
   assert.equal(uploaded.status, 201, `upload to ${host.type}.${fileField.name}: ${uploaded.text.slice(0, 400)}`);
   const file = uploaded.body.data;
   assert.equal(file.type, bundle.type);
@@ -214,7 +256,9 @@ async function fileRoundTrip(t: Target, bundle: BundleDescriptor): Promise<void>
   const read = await api.get(`${path}/${file.id}`);
   assert.equal(read.status, 200);
   assert.deepEqual(read.body.data.attributes, file.attributes);
-  const patched = await api.patch(`${path}/${file.id}`, { data: { type: bundle.type, id: file.id, attributes: { filename: 'renamed.txt' } } });
+  const patched = await api.patch(`${path}/${file.id}`, {
+    data: { type: bundle.type, id: file.id, attributes: { filename: 'renamed.txt' } },
+  });
   assert.equal(patched.status, 200);
   assert.equal(patched.body.data.attributes.filename, 'renamed.txt');
   const deleted = await api.delete(`${path}/${file.id}`);

@@ -76,16 +76,29 @@ test('a field renamed and converted, a renamed multiple field and a renamed valu
   try {
     let id: string;
     {
-      const { server, token } = await startTestServerAsAdmin({ generatedDir, database, env: { TILTH_SITE_DIR: before } });
+      const { server, token } = await startTestServerAsAdmin({
+        generatedDir,
+        database,
+        env: { TILTH_SITE_DIR: before },
+      });
       try {
         const created = await request(`${server.url}/api/log/paddock_move`, {
           method: 'POST',
           token,
-          json: { data: { type: 'log--paddock_move', attributes: { name: 'East', days: 3, gates: ['north', 'south'], move_method: 'mob' } } },
+          json: {
+            data: {
+              type: 'log--paddock_move',
+              attributes: { name: 'East', days: 3, gates: ['north', 'south'], move_method: 'mob' },
+            },
+          },
         });
         assert.equal(created.status, 201, created.text);
         id = created.body.data.id;
-        const patched = await request(`${server.url}/api/log/paddock_move/${id}`, { method: 'PATCH', token, json: { data: { type: 'log--paddock_move', id, attributes: { days: 4 } } } });
+        const patched = await request(`${server.url}/api/log/paddock_move/${id}`, {
+          method: 'PATCH',
+          token,
+          json: { data: { type: 'log--paddock_move', id, attributes: { days: 4 } } },
+        });
         assert.equal(patched.status, 200, patched.text);
       } finally {
         await server.close();
@@ -97,7 +110,10 @@ test('a field renamed and converted, a renamed multiple field and a renamed valu
     cpSync(before, renamed, { recursive: true });
     p.write('site-after/definitions/log/paddock_move.yaml', AFTER);
     const result = await generate({ root: p.root, siteDir: renamed });
-    assert.equal(result.siteMigrationAdded, 'site-after/generated/migrations/0002_create_log__gates_opened_and_more.json');
+    assert.equal(
+      result.siteMigrationAdded,
+      'site-after/generated/migrations/0002_create_log__gates_opened_and_more.json',
+    );
     assert.equal((await generate({ root: p.root, siteDir: renamed })).siteMigrationAdded, null, 'emitted once');
 
     const config = loadConfig({ ...database.env, TILTH_SITE_DIR: renamed });
@@ -115,24 +131,52 @@ test('a field renamed and converted, a renamed multiple field and a renamed valu
       'log--paddock_move move_method: "mob" → "mob_grazing" in 1 record(s) and 2 revision(s)',
     ]);
 
-    const { server, token } = await startTestServerAsAdmin({ generatedDir, database, env: { TILTH_SITE_DIR: renamed }, migrate: false });
+    const { server, token } = await startTestServerAsAdmin({
+      generatedDir,
+      database,
+      env: { TILTH_SITE_DIR: renamed },
+      migrate: false,
+    });
     try {
       const read = await request(`${server.url}/api/log/paddock_move/${id}`, { token });
       const { attributes, relationships } = read.body.data;
-      assert.deepEqual([attributes.grazing_days, attributes.gates_opened, attributes.move_method, attributes.days], ['4', ['north', 'south'], 'mob_grazing', undefined]);
-      const first = await request(`${server.url}/api/log/paddock_move/${id}?resourceVersion=id:${attributes.drupal_internal__revision_id - 1}`, { token });
-      assert.deepEqual([first.body.data.attributes.grazing_days, first.body.data.attributes.gates_opened], ['3', ['north', 'south']], 'the first revision, under the new names');
-      const patched = await request(`${server.url}/api/log/paddock_move/${id}`, { method: 'PATCH', token, json: { data: { type: 'log--paddock_move', id, attributes, relationships } } });
+      assert.deepEqual(
+        [attributes.grazing_days, attributes.gates_opened, attributes.move_method, attributes.days],
+        ['4', ['north', 'south'], 'mob_grazing', undefined],
+      );
+      const first = await request(
+        `${server.url}/api/log/paddock_move/${id}?resourceVersion=id:${attributes.drupal_internal__revision_id - 1}`,
+        { token },
+      );
+      assert.deepEqual(
+        [first.body.data.attributes.grazing_days, first.body.data.attributes.gates_opened],
+        ['3', ['north', 'south']],
+        'the first revision, under the new names',
+      );
+      const patched = await request(`${server.url}/api/log/paddock_move/${id}`, {
+        method: 'PATCH',
+        token,
+        json: { data: { type: 'log--paddock_move', id, attributes, relationships } },
+      });
       assert.equal(patched.status, 200, patched.text);
     } finally {
       await server.close();
     }
-    assert.deepEqual(readdirSync(join(renamed, 'generated/migrations')), ['0001_create_log__gates_and_more.json', '0002_create_log__gates_opened_and_more.json']);
+    assert.deepEqual(readdirSync(join(renamed, 'generated/migrations')), [
+      '0001_create_log__gates_and_more.json',
+      '0002_create_log__gates_opened_and_more.json',
+    ]);
 
     // Shipped as an optional module (the README's last step): the same storage, so no migration.
-    p.write('site-after/definitions/modules/moves/module.yaml', 'module: moves\nlabel: Paddock moves\ndescription: Paddock move logs.\n');
+    p.write(
+      'site-after/definitions/modules/moves/module.yaml',
+      'module: moves\nlabel: Paddock moves\ndescription: Paddock move logs.\n',
+    );
     mkdirSync(join(renamed, 'definitions/modules/moves/log'));
-    renameSync(join(renamed, 'definitions/log/paddock_move.yaml'), join(renamed, 'definitions/modules/moves/log/paddock_move.yaml'));
+    renameSync(
+      join(renamed, 'definitions/log/paddock_move.yaml'),
+      join(renamed, 'definitions/modules/moves/log/paddock_move.yaml'),
+    );
     assert.equal((await generate({ root: p.root, siteDir: renamed })).siteMigrationAdded, null);
     const site = JSON.parse(readFileSync(join(renamed, 'generated/model.json'), 'utf8'));
     assert.deepEqual([site.bundles[0].module, site.modules[0].module], ['moves', 'moves']);

@@ -17,37 +17,75 @@ after(() => server.close());
 const throttle = () => new Promise((resolve) => setTimeout(resolve, 1100));
 
 test('a process older than its database refuses writes (503, Retry-After, "restart"), serves reads, and writes again once the database matches it', async () => {
-  const post = (name: string) => request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name } } } });
+  const post = (name: string) =>
+    request(`${server.url}/api/log/activity`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'log--activity', attributes: { name } } },
+    });
   const before = await post('Before the migration');
   assert.equal(before.status, 201, before.text);
-  const stream = await request(`${server.url}/api/data_stream/basic`, { method: 'POST', token, json: { data: { type: 'data_stream--basic', attributes: { name: 'soil temperature' } } } });
+  const stream = await request(`${server.url}/api/data_stream/basic`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'data_stream--basic', attributes: { name: 'soil temperature' } } },
+  });
   assert.equal(stream.status, 201, stream.text);
 
   // What `tilth migrate` of a newer code records beside the running process.
   const knex = server.ctx.db.knex;
-  const [row] = await knex('knex_migrations').insert({ name: 'site/9999_rename_from_elsewhere', batch: 99, migration_time: new Date() }).returning('id');
+  const [row] = await knex('knex_migrations')
+    .insert({ name: 'site/9999_rename_from_elsewhere', batch: 99, migration_time: new Date() })
+    .returning('id');
   await throttle();
 
   const refused = [
     await post('After the migration'),
-    await request(`${server.url}/api/log/activity/${before.body.data.id}`, { method: 'PATCH', token, json: { data: { type: 'log--activity', id: before.body.data.id, attributes: { name: 'Renamed' } } } }),
+    await request(`${server.url}/api/log/activity/${before.body.data.id}`, {
+      method: 'PATCH',
+      token,
+      json: { data: { type: 'log--activity', id: before.body.data.id, attributes: { name: 'Renamed' } } },
+    }),
     await request(`${server.url}/api/log/activity/${before.body.data.id}`, { method: 'DELETE', token }),
-    await request(`${server.url}/api/log/activity/file`, { method: 'POST', token, body: 'a,b\n', headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="notes.csv"' } }),
-    await request(`${server.url}/subrequests?_format=json`, { method: 'POST', token, json: [{ requestId: 'a', uri: '/api/log/activity', action: 'create', body: JSON.stringify({ data: { type: 'log--activity', attributes: { name: 'Through subrequests' } } }) }] }),
-    await request(`${server.url}/api/data_stream/${stream.body.data.id}/data?private_key=${stream.body.data.attributes.private_key}`, { method: 'POST', json: { value: 21.5 } }),
+    await request(`${server.url}/api/log/activity/file`, {
+      method: 'POST',
+      token,
+      body: 'a,b\n',
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="notes.csv"' },
+    }),
+    await request(`${server.url}/subrequests?_format=json`, {
+      method: 'POST',
+      token,
+      json: [
+        {
+          requestId: 'a',
+          uri: '/api/log/activity',
+          action: 'create',
+          body: JSON.stringify({ data: { type: 'log--activity', attributes: { name: 'Through subrequests' } } }),
+        },
+      ],
+    }),
+    await request(
+      `${server.url}/api/data_stream/${stream.body.data.id}/data?private_key=${stream.body.data.attributes.private_key}`,
+      { method: 'POST', json: { value: 21.5 } },
+    ),
   ];
   for (const answer of refused) {
     assert.equal(answer.status, 503, answer.text);
     assert.ok(answer.headers.get('retry-after'), 'Retry-After');
     assert.match(answer.body.errors[0].detail, /newer.*restart/s, answer.text);
   }
-  const names = (await request(`${server.url}/api/log/activity`, { token })).body.data.map((l: { attributes: { name: string } }) => l.attributes.name);
+  const names = (await request(`${server.url}/api/log/activity`, { token })).body.data.map(
+    (l: { attributes: { name: string } }) => l.attributes.name,
+  );
   assert.deepEqual(names, ['Before the migration'], 'reads are served, and nothing of the refused writes was stored');
   // Signing in is not a write of records: a load balancer's retry may land anywhere.
   assert.ok(await passwordToken(server.url, ADMIN.name, ADMIN.password));
 
   // The database matches the code again (the migration was a mistake, undone): writes are served.
-  await knex('knex_migrations').where('id', typeof row === 'object' ? row.id : row).delete();
+  await knex('knex_migrations')
+    .where('id', typeof row === 'object' ? row.id : row)
+    .delete();
   await throttle();
   assert.equal((await post('After the undo')).status, 201);
 });

@@ -18,10 +18,25 @@ test('GET /api describes the farm and links every resource type, absolutely', as
     assert.match(res.headers.get('content-type') ?? '', /application\/vnd\.api\+json/);
     assert.deepEqual(res.body.data, []);
     assert.equal(res.body.jsonapi.version, '1.0');
-    assert.deepEqual(res.body.meta.farm, { name: 'Test Farm', url: server.url, version: '2.x', system_of_measurement: 'metric' });
+    assert.deepEqual(res.body.meta.farm, {
+      name: 'Test Farm',
+      url: server.url,
+      version: '2.x',
+      system_of_measurement: 'metric',
+    });
     assert.equal(res.body.meta.links, undefined, 'anonymous requests get no meta.links.me');
     assert.equal(res.body.links.self.href, `${server.url}/api`);
-    for (const type of ['log--activity', 'log--lab_test', 'asset--land', 'asset--water', 'quantity--quantity', 'quantity--standard', 'taxonomy_term--unit', 'user--user', 'file--file']) {
+    for (const type of [
+      'log--activity',
+      'log--lab_test',
+      'asset--land',
+      'asset--water',
+      'quantity--quantity',
+      'quantity--standard',
+      'taxonomy_term--unit',
+      'user--user',
+      'file--file',
+    ]) {
       const [entity, bundle] = type.split('--');
       assert.equal(res.body.links[type]?.href, `${server.url}/api/${entity}/${bundle}`, type);
     }
@@ -40,7 +55,10 @@ test('GET /api links the authenticated user as meta.links.me', async () => {
 
 test('GET /api answers each user with their own meta.links.me, asked in turn', async () => {
   const other = await addUser(server, ['farm_viewer']);
-  const tokens = [await passwordToken(server.url, ADMIN.name, ADMIN.password), await passwordToken(server.url, other.name, other.password)];
+  const tokens = [
+    await passwordToken(server.url, ADMIN.name, ADMIN.password),
+    await passwordToken(server.url, other.name, other.password),
+  ];
   const admin = (await server.ctx.db.knex('users').where('id', 1).first('uuid')).uuid;
   const expected = [admin, other.uuid];
   assert.notEqual(expected[0], expected[1]);
@@ -60,8 +78,17 @@ test('GET /api answers each user with their own meta.links.me, asked in turn', a
 test('schemas are served without a token in the shape farmOS.js reads', async () => {
   const index = await request(`${server.url}/api/schema`);
   assert.equal(index.status, 200);
-  const links = index.body.allOf[1].links as Array<{ templatePointers: { instanceHref: string }; targetSchema: { $ref: string } }>;
-  assert.ok(links.some((l) => l.templatePointers.instanceHref === '/links/log--activity/href' && l.targetSchema.$ref === `${server.url}/api/log/activity/collection/schema`));
+  const links = index.body.allOf[1].links as Array<{
+    templatePointers: { instanceHref: string };
+    targetSchema: { $ref: string };
+  }>;
+  assert.ok(
+    links.some(
+      (l) =>
+        l.templatePointers.instanceHref === '/links/log--activity/href' &&
+        l.targetSchema.$ref === `${server.url}/api/log/activity/collection/schema`,
+    ),
+  );
 
   const res = await request(`${server.url}/api/log/activity/resource/schema`);
   assert.equal(res.status, 200);
@@ -69,7 +96,10 @@ test('schemas are served without a token in the shape farmOS.js reads', async ()
   assert.equal(defs.type.const, 'log--activity');
   assert.equal(defs.attributes.properties.timestamp.format, 'date-time');
   for (const [name, rel] of Object.entries<any>(defs.relationships.properties)) {
-    assert.ok(['object', 'array'].includes(rel.properties.data.type), `relationship ${name} has data.type object or array`);
+    assert.ok(
+      ['object', 'array'].includes(rel.properties.data.type),
+      `relationship ${name} has data.type object or array`,
+    );
   }
   assert.deepEqual(
     defs.attributes.properties.status.oneOf.map((o: { const: string }) => o.const),

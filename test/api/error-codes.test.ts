@@ -19,18 +19,30 @@ function readmeRows(): string[][] {
   return section
     .split('\n')
     .filter((line) => /^\| `/.test(line))
-    .map((line) => line.slice(1, -1).split(' | ').map((cell) => cell.trim()));
+    .map((line) =>
+      line
+        .slice(1, -1)
+        .split(' | ')
+        .map((cell) => cell.trim()),
+    );
 }
 
 test("README's error codes and the catalogue agree, both ways", () => {
   const rows = readmeRows();
-  const jsonapi = rows.filter((r) => r.length === 3).map(([code, status, meaning]) => ({ code: code!.replace(/`/g, ''), status: Number(status), meaning }));
-  const oauth = rows.filter((r) => r.length === 2).map(([code, status]) => ({ code: code!.replace(/`/g, ''), status: Number(status) }));
+  const jsonapi = rows
+    .filter((r) => r.length === 3)
+    .map(([code, status, meaning]) => ({ code: code!.replace(/`/g, ''), status: Number(status), meaning }));
+  const oauth = rows
+    .filter((r) => r.length === 2)
+    .map(([code, status]) => ({ code: code!.replace(/`/g, ''), status: Number(status) }));
   assert.deepEqual(
     jsonapi,
     Object.entries(ERROR_CATALOGUE).map(([code, e]) => ({ code, status: e.status, meaning: e.meaning })),
   );
-  assert.deepEqual(oauth, Object.entries(OAUTH_STATUS).map(([code, status]) => ({ code, status })));
+  assert.deepEqual(
+    oauth,
+    Object.entries(OAUTH_STATUS).map(([code, status]) => ({ code, status })),
+  );
 });
 
 let server: TestServer;
@@ -44,8 +56,18 @@ test('errors a client meets carry their code from the catalogue', async () => {
     ['/api/log/activity', {}, 401, 'unauthorized'],
     ['/api/log/activity/00000000-0000-4000-8000-000000000000', { token }, 404, 'not_found'],
     ['/api/log/activity', { token, method: 'PUT', json: {} }, 405, 'method_not_allowed'],
-    ['/api/log/activity', { token, method: 'POST', json: { data: { type: 'log--activity', attributes: { status: 'sideways' } } } }, 422, 'invalid_value'],
-    ['/api/log/activity', { token, method: 'POST', body: 'x', headers: { 'Content-Type': 'text/plain' } }, 415, 'unsupported_media_type'],
+    [
+      '/api/log/activity',
+      { token, method: 'POST', json: { data: { type: 'log--activity', attributes: { status: 'sideways' } } } },
+      422,
+      'invalid_value',
+    ],
+    [
+      '/api/log/activity',
+      { token, method: 'POST', body: 'x', headers: { 'Content-Type': 'text/plain' } },
+      415,
+      'unsupported_media_type',
+    ],
   ];
   for (const [path, init, status, code] of cases) {
     const res = await request(`${server.url}${path}`, init);

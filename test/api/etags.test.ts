@@ -19,10 +19,16 @@ before(async () => {
 after(() => server.close());
 
 const rename = (id: string, name: string, ifMatch?: string) =>
-  api.patch(`/api/log/activity/${id}`, { data: { type: 'log--activity', id, attributes: { name } } }, ifMatch ? { 'If-Match': ifMatch } : undefined);
+  api.patch(
+    `/api/log/activity/${id}`,
+    { data: { type: 'log--activity', id, attributes: { name } } },
+    ifMatch ? { 'If-Match': ifMatch } : undefined,
+  );
 
 async function newLog(name: string): Promise<{ id: string; etag: string }> {
-  const res = await api.post('/api/log/activity', { data: { type: 'log--activity', attributes: { name, status: 'done', timestamp: '2024-05-01T08:00:00Z' } } });
+  const res = await api.post('/api/log/activity', {
+    data: { type: 'log--activity', attributes: { name, status: 'done', timestamp: '2024-05-01T08:00:00Z' } },
+  });
   assert.equal(res.status, 201, res.text);
   const etag = res.headers.get('etag');
   assert.match(etag ?? '', /^"\d+"$/, 'a created record comes with its ETag');
@@ -33,7 +39,9 @@ test("GET, POST and PATCH carry the record's ETag, its version in the change fee
   const log = await newLog('Tagged');
   const got = await api.get(`/api/log/activity/${log.id}`);
   assert.equal(got.headers.get('etag'), log.etag, 'the same version until it changes');
-  const feed = (await api.get('/api/changes?since=0&page[limit]=500&filter[type]=log--activity')).body.data.find((e: any) => e.id === log.id);
+  const feed = (await api.get('/api/changes?since=0&page[limit]=500&filter[type]=log--activity')).body.data.find(
+    (e: any) => e.id === log.id,
+  );
   if (feed) assert.equal(`"${feed.meta.version}"`, log.etag, "the ETag is the feed's version");
 
   const unchanged = await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': log.etag });
@@ -75,7 +83,10 @@ test('DELETE with a stale If-Match is refused and deletes nothing; with the curr
   const stale = await api.raw('DELETE', `/api/log/activity/${log.id}`, undefined, { 'If-Match': log.etag });
   assert.equal(stale.status, 412);
   assert.equal((await api.get(`/api/log/activity/${log.id}`)).status, 200, 'still there');
-  assert.equal((await api.raw('DELETE', `/api/log/activity/${log.id}`, undefined, { 'If-Match': current })).status, 204);
+  assert.equal(
+    (await api.raw('DELETE', `/api/log/activity/${log.id}`, undefined, { 'If-Match': current })).status,
+    204,
+  );
   assert.equal((await api.get(`/api/log/activity/${log.id}`)).status, 404);
   // An unknown record is the 404 it always was, If-Match or not.
   assert.equal((await rename(log.id, 'Ghost', current)).status, 404);
@@ -93,12 +104,21 @@ test('without If-Match the last write wins, as farmOS.js, farmOS.py and Field Ki
 test('PATCHes sent at once each give the record a new version (on SQLite they share one COMMIT)', async () => {
   const log = await newLog('Busy');
   const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => rename(log.id, `Busy ${i}`)));
-  assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200, 200, 200],
+  );
   const tags = answers.map((a) => a.headers.get('etag'));
   assert.equal(new Set(tags).size, tags.length, `every save its own ETag: ${tags.join(' ')}`);
   // The last save's version is the record's now, and the feed's.
   const current = (await api.get(`/api/log/activity/${log.id}`)).headers.get('etag');
-  assert.equal(current, tags.map((t) => Number(t!.replace(/"/g, ''))).sort((a, b) => b - a).map((v) => `"${v}"`)[0]);
+  assert.equal(
+    current,
+    tags
+      .map((t) => Number(t!.replace(/"/g, '')))
+      .sort((a, b) => b - a)
+      .map((v) => `"${v}"`)[0],
+  );
 });
 
 test("PATCHes sent at once that each replace a log's assets: every one 200 and the log holds one whole set, never a 409 from two saves' rows colliding", async () => {
@@ -116,23 +136,43 @@ test("PATCHes sent at once that each replace a log's assets: every one 200 and t
       Array.from({ length: 8 }, (_, i) =>
         i % 2
           ? api.patch(`/api/log/activity/${log.id}/relationships/asset`, { data: sets[i % sets.length] })
-          : api.patch(`/api/log/activity/${log.id}`, { data: { type: 'log--activity', id: log.id, relationships: { asset: { data: sets[i % sets.length] } } } }),
+          : api.patch(`/api/log/activity/${log.id}`, {
+              data: { type: 'log--activity', id: log.id, relationships: { asset: { data: sets[i % sets.length] } } },
+            }),
       ),
     );
     // A relationship route answers 204 when what it stored is what was sent, as Drupal does.
     const ok = answers.map((a, i) => a.status === 200 || (i % 2 === 1 && a.status === 204));
     assert.ok(ok.every(Boolean), answers.map((a) => `${a.status} ${a.text.slice(0, 160)}`).join('\n'));
-    const stored = ((await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.asset.data as Array<{ id: string }>).map((r) => r.id).sort();
-    assert.ok(sets.some((set) => set.map((a) => a.id).sort().join() === stored.join()), `the log holds one of the sets sent, whole: ${stored.join()}`);
+    const stored = (
+      (await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.asset.data as Array<{ id: string }>
+    )
+      .map((r) => r.id)
+      .sort();
+    assert.ok(
+      sets.some(
+        (set) =>
+          set
+            .map((a) => a.id)
+            .sort()
+            .join() === stored.join(),
+      ),
+      `the log holds one of the sets sent, whole: ${stored.join()}`,
+    );
   }
 });
 
 test('PATCHes with and without If-Match racing on one record: each a 200 or a 412, never a 5xx', async () => {
   for (let round = 0; round < 4; round++) {
     const log = await newLog(`Mixed ${round}`);
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => rename(log.id, `Mixed ${round}.${i}`, i % 2 ? log.etag : undefined)));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => rename(log.id, `Mixed ${round}.${i}`, i % 2 ? log.etag : undefined)),
+    );
     for (const a of answers) assert.ok(a.status === 200 || a.status === 412, `${a.status}: ${a.text.slice(0, 200)}`);
-    assert.ok(answers.filter((_, i) => i % 2 === 0).every((a) => a.status === 200), 'without If-Match every save goes through');
+    assert.ok(
+      answers.filter((_, i) => i % 2 === 0).every((a) => a.status === 200),
+      'without If-Match every save goes through',
+    );
   }
 });
 
@@ -148,65 +188,113 @@ test("a relationship route answers with its record's ETag; POST, PATCH and DELET
   assert.equal(got.headers.get('etag'), log.etag, "the relationship is the record's: its ETag");
   assert.equal((await api.get(path, { 'If-None-Match': log.etag })).status, 304);
 
-  const added = await api.post(path, { data: [{ type: 'asset--equipment', id: tractor.id }] }, { 'If-Match': log.etag });
+  const added = await api.post(
+    path,
+    { data: [{ type: 'asset--equipment', id: tractor.id }] },
+    { 'If-Match': log.etag },
+  );
   assert.equal(added.status, 204, added.text);
   const afterAdd = added.headers.get('etag');
   assert.ok(versionIn(afterAdd) > versionIn(log.etag), `a new version: ${afterAdd}`);
   assert.equal((await api.get(`/api/log/activity/${log.id}`)).headers.get('etag'), afterAdd, "the record's ETag now");
-  assert.equal((await api.get(path, { 'If-None-Match': log.etag })).status, 200, 'a stale If-None-Match gets the relationship');
+  assert.equal(
+    (await api.get(path, { 'If-None-Match': log.etag })).status,
+    200,
+    'a stale If-None-Match gets the relationship',
+  );
 
   // Someone renamed the log meanwhile: a relationship write sent with the older ETag is refused, and changes nothing.
   const renamed = (await rename(log.id, 'Ploughing, renamed')).headers.get('etag')!;
-  for (const [method, body] of [['POST', [{ type: 'asset--equipment', id: plough.id }]], ['PATCH', []], ['DELETE', [{ type: 'asset--equipment', id: tractor.id }]]] as const) {
-    const stale = await api.raw(method, path, JSON.stringify({ data: body }), { 'Content-Type': 'application/vnd.api+json', 'If-Match': afterAdd! });
+  for (const [method, body] of [
+    ['POST', [{ type: 'asset--equipment', id: plough.id }]],
+    ['PATCH', []],
+    ['DELETE', [{ type: 'asset--equipment', id: tractor.id }]],
+  ] as const) {
+    const stale = await api.raw(method, path, JSON.stringify({ data: body }), {
+      'Content-Type': 'application/vnd.api+json',
+      'If-Match': afterAdd!,
+    });
     assert.equal(stale.status, 412, `${method}: ${stale.text.slice(0, 300)}`);
     assert.equal(stale.body.errors[0].code, 'precondition_failed');
     assert.equal(stale.headers.get('etag'), renamed, 'the 412 names the version to fetch');
   }
-  assert.deepEqual((await api.get(path)).body.data.map((r: { id: string }) => r.id), [tractor.id], 'nothing changed');
-  const replaced = await api.patch(path, { data: [{ type: 'asset--equipment', id: plough.id }] }, { 'If-Match': renamed });
+  assert.deepEqual(
+    (await api.get(path)).body.data.map((r: { id: string }) => r.id),
+    [tractor.id],
+    'nothing changed',
+  );
+  const replaced = await api.patch(
+    path,
+    { data: [{ type: 'asset--equipment', id: plough.id }] },
+    { 'If-Match': renamed },
+  );
   assert.equal(replaced.status, 204, replaced.text);
-  const removed = await api.raw('DELETE', path, JSON.stringify({ data: [{ type: 'asset--equipment', id: plough.id }] }), { 'Content-Type': 'application/vnd.api+json', 'If-Match': replaced.headers.get('etag')! });
+  const removed = await api.raw(
+    'DELETE',
+    path,
+    JSON.stringify({ data: [{ type: 'asset--equipment', id: plough.id }] }),
+    { 'Content-Type': 'application/vnd.api+json', 'If-Match': replaced.headers.get('etag')! },
+  );
   assert.equal(removed.status, 204, removed.text);
   assert.deepEqual((await api.get(path)).body.data, []);
 
   // Two offline edits of one relationship sent with the same ETag: one goes through, one is a 412.
   const current = removed.headers.get('etag')!;
-  const race = await Promise.all([tractor, plough].map((a) => api.post(path, { data: [{ type: a.type, id: a.id }] }, { 'If-Match': current })));
+  const race = await Promise.all(
+    [tractor, plough].map((a) => api.post(path, { data: [{ type: a.type, id: a.id }] }, { 'If-Match': current })),
+  );
   assert.deepEqual(race.map((r) => r.status).sort(), [204, 412], race.map((r) => r.text.slice(0, 200)).join(' / '));
   assert.equal((await api.get(path)).body.data.length, 1);
 });
 
-test('a related route about one resource (a to-one relationship) carries that resource\'s ETag and gives 304; one listing several resources carries none', async () => {
+test("a related route about one resource (a to-one relationship) carries that resource's ETag and gives 304; one listing several resources carries none", async () => {
   const kg = await api.create('taxonomy_term--unit', { name: 'kg (tagged)' });
-  const quantity = await api.create('quantity--standard', { measure: 'weight', value: { decimal: '12' } }, { units: { data: { type: kg.type, id: kg.id } } });
+  const quantity = await api.create(
+    'quantity--standard',
+    { measure: 'weight', value: { decimal: '12' } },
+    { units: { data: { type: kg.type, id: kg.id } } },
+  );
   const unitTag = (await api.get(`/api/taxonomy_term/unit/${kg.id}`)).headers.get('etag');
   assert.match(unitTag ?? '', /^"\d+"$/);
   const related = await api.get(`/api/quantity/standard/${quantity.id}/units`);
   assert.equal(related.status, 200);
   assert.equal(related.body.data.id, kg.id);
   assert.equal(related.headers.get('etag'), unitTag, "the unit's own ETag");
-  assert.equal((await api.get(`/api/quantity/standard/${quantity.id}/units`, { 'If-None-Match': unitTag! })).status, 304);
-  await api.patch(`/api/taxonomy_term/unit/${kg.id}`, { data: { type: kg.type, id: kg.id, attributes: { name: 'kilogram (tagged)' } } });
+  assert.equal(
+    (await api.get(`/api/quantity/standard/${quantity.id}/units`, { 'If-None-Match': unitTag! })).status,
+    304,
+  );
+  await api.patch(`/api/taxonomy_term/unit/${kg.id}`, {
+    data: { type: kg.type, id: kg.id, attributes: { name: 'kilogram (tagged)' } },
+  });
   const changed = await api.get(`/api/quantity/standard/${quantity.id}/units`, { 'If-None-Match': unitTag! });
   assert.equal(changed.status, 200, 'the unit changed');
   assert.equal(changed.body.data.attributes.name, 'kilogram (tagged)');
   assert.notEqual(changed.headers.get('etag'), unitTag);
 
   const log = await newLog('Several assets');
-  await api.post(`/api/log/activity/${log.id}/relationships/asset`, { data: [ref(await api.create('asset--equipment', { name: 'One' }))] });
+  await api.post(`/api/log/activity/${log.id}/relationships/asset`, {
+    data: [ref(await api.create('asset--equipment', { name: 'One' }))],
+  });
   const many = await api.get(`/api/log/activity/${log.id}/asset`);
   assert.equal(many.status, 200);
   assert.equal(many.headers.get('etag'), null, 'a list of resources is not one resource');
 });
 
 test("a file upload answers with the created file's ETag (one file); an upload into a record's field answers with the record's new ETag", async () => {
-  const octet = (name: string) => ({ 'Content-Type': 'application/octet-stream', 'Content-Disposition': `file; filename="${name}"` });
+  const octet = (name: string) => ({
+    'Content-Type': 'application/octet-stream',
+    'Content-Disposition': `file; filename="${name}"`,
+  });
   const created = await api.raw('POST', '/api/log/activity/file', 'day,kg\n1,12\n', octet('yield.csv'));
   assert.equal(created.status, 201, created.text);
   const tag = created.headers.get('etag');
   assert.match(tag ?? '', /^"\d+"$/);
-  assert.equal((await api.get(`/api/file/file/${created.body.data.id}`)).headers.get('etag'), tag, "the file's own ETag");
+  assert.equal(
+    (await api.get(`/api/file/file/${created.body.data.id}`)).headers.get('etag'),
+    tag,
+    "the file's own ETag",
+  );
 
   const log = await newLog('With files');
   const attached = await api.raw('POST', `/api/log/activity/${log.id}/file`, 'day,kg\n2,14\n', octet('more.csv'));
@@ -225,7 +313,11 @@ test('If-Match tells nobody without the right to write a record that it changed:
   const as = new Api(server.url, await passwordToken(server.url, viewer.name, viewer.password));
   const stale = { 'If-Match': '"1"' };
   const answers = [
-    await as.patch(`/api/log/activity/${log.id}`, { data: { type: 'log--activity', id: log.id, attributes: { name: 'x' } } }, stale),
+    await as.patch(
+      `/api/log/activity/${log.id}`,
+      { data: { type: 'log--activity', id: log.id, attributes: { name: 'x' } } },
+      stale,
+    ),
     await request(`${server.url}/api/log/activity/${log.id}`, { method: 'DELETE', token: as.token, headers: stale }),
     await as.patch(`/api/log/activity/${log.id}/relationships/owner`, { data: [] }, stale),
   ];
@@ -242,11 +334,19 @@ test("an upload into a record's field is a write of the record: a stale If-Match
   const renamed = await rename(log.id, 'Soil, renamed elsewhere', stale);
   const current = renamed.headers.get('etag')!;
   const upload = (ifMatch: string) =>
-    api.raw('POST', `/api/log/activity/${log.id}/file`, 'soil notes', { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="soil.txt"', 'If-Match': ifMatch });
+    api.raw('POST', `/api/log/activity/${log.id}/file`, 'soil notes', {
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': 'file; filename="soil.txt"',
+      'If-Match': ifMatch,
+    });
   const refused = await upload(stale);
   assert.equal(refused.status, 412, refused.text.slice(0, 300));
   assert.equal(refused.headers.get('etag'), current, 'the 412 names the version to fetch');
-  assert.deepEqual((await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.file.data, [], 'nothing attached');
+  assert.deepEqual(
+    (await api.get(`/api/log/activity/${log.id}`)).body.data.relationships.file.data,
+    [],
+    'nothing attached',
+  );
   const files = await api.get('/api/file/file');
   assert.ok(!files.body.data.some((f: any) => f.attributes.filename === 'soil.txt'), 'no file stored');
 
@@ -254,7 +354,11 @@ test("an upload into a record's field is a write of the record: a stale If-Match
   assert.equal(accepted.status, 200, accepted.text.slice(0, 300));
   const after = await api.get(`/api/log/activity/${log.id}`);
   assert.equal(after.body.data.relationships.file.data.length, 1);
-  assert.equal(accepted.headers.get('etag'), after.headers.get('etag'), "the answer carries the record's new ETag, for the next write");
+  assert.equal(
+    accepted.headers.get('etag'),
+    after.headers.get('etag'),
+    "the answer carries the record's new ETag, for the next write",
+  );
   assert.notEqual(accepted.headers.get('etag'), current);
 });
 
@@ -265,8 +369,20 @@ test('If-None-Match names a representation: the tag of the whole record is no 30
   const sparse = await api.get(sparsePath);
   const sparseTag = sparse.headers.get('etag')!;
   assert.notEqual(sparseTag, whole.headers.get('etag'));
-  assert.equal((await api.get(sparsePath, { 'If-None-Match': whole.headers.get('etag')! })).status, 200, "the whole record's tag is not this representation's");
+  assert.equal(
+    (await api.get(sparsePath, { 'If-None-Match': whole.headers.get('etag')! })).status,
+    200,
+    "the whole record's tag is not this representation's",
+  );
   assert.equal((await api.get(sparsePath, { 'If-None-Match': sparseTag })).status, 304);
-  assert.equal((await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': `W/${whole.headers.get('etag')}` })).status, 304, 'a weak tag of the same version');
-  assert.equal((await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': `"1", ${whole.headers.get('etag')}` })).status, 304, 'one of a list');
+  assert.equal(
+    (await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': `W/${whole.headers.get('etag')}` })).status,
+    304,
+    'a weak tag of the same version',
+  );
+  assert.equal(
+    (await api.get(`/api/log/activity/${log.id}`, { 'If-None-Match': `"1", ${whole.headers.get('etag')}` })).status,
+    304,
+    'one of a list',
+  );
 });

@@ -13,7 +13,8 @@ before(async () => ({ server, token } = await startTestServerAsAdmin()));
 after(() => server.close());
 
 type Ref = { type: string; id: string };
-const send = (method: string, path: string, data: unknown) => request(`${server.url}${path}`, { method, token, json: { data } });
+const send = (method: string, path: string, data: unknown) =>
+  request(`${server.url}${path}`, { method, token, json: { data } });
 const post = async (path: string, data: unknown) => {
   const res = await send('POST', path, data);
   assert.equal(res.status, 201, res.text);
@@ -34,7 +35,8 @@ function assertRefused(res: ApiResponse, pointer: string, detail: RegExp) {
 const NOW = Math.floor(Date.now() / 1000);
 
 test('an asset cannot be moved into itself, directly or through the locations of its locations', async () => {
-  const land = async (name: string) => post('/api/asset/land', { type: 'asset--land', attributes: { name, land_type: 'field', is_fixed: false } });
+  const land = async (name: string) =>
+    post('/api/asset/land', { type: 'asset--land', attributes: { name, land_type: 'field', is_fixed: false } });
   const [a, b, c] = [await land('Paddock A'), await land('Paddock B'), await land('Paddock C')];
   const move = (asset: Ref, to: Ref, timestamp: number) => ({
     type: 'log--activity',
@@ -43,21 +45,44 @@ test('an asset cannot be moved into itself, directly or through the locations of
   });
   const before = await count('/api/log/activity');
 
-  assertRefused(await send('POST', '/api/log/activity', move(a, a, NOW - 300)), '/data/relationships/asset/data/0', /Paddock A cannot be located within itself/);
+  assertRefused(
+    await send('POST', '/api/log/activity', move(a, a, NOW - 300)),
+    '/data/relationships/asset/data/0',
+    /Paddock A cannot be located within itself/,
+  );
   await post('/api/log/activity', move(a, b, NOW - 300)); // A is in B
-  assertRefused(await send('POST', '/api/log/activity', move(b, a, NOW - 200)), '/data/relationships/asset/data/0', /Paddock B cannot be located within itself/);
+  assertRefused(
+    await send('POST', '/api/log/activity', move(b, a, NOW - 200)),
+    '/data/relationships/asset/data/0',
+    /Paddock B cannot be located within itself/,
+  );
   await post('/api/log/activity', move(b, c, NOW - 200)); // B is in C
-  assertRefused(await send('POST', '/api/log/activity', move(c, a, NOW - 100)), '/data/relationships/asset/data/0', /Paddock C cannot be located within itself/);
+  assertRefused(
+    await send('POST', '/api/log/activity', move(c, a, NOW - 100)),
+    '/data/relationships/asset/data/0',
+    /Paddock C cannot be located within itself/,
+  );
 
   // A harmless log turned circular by PATCH is refused too, and stays as it was.
   const other = await post('/api/log/activity', move(c, await land('Paddock D'), NOW - 100));
-  const patched = await send('PATCH', `/api/log/activity/${other.id}`, { type: 'log--activity', id: other.id, relationships: { location: { data: [ref(a)] } } });
+  const patched = await send('PATCH', `/api/log/activity/${other.id}`, {
+    type: 'log--activity',
+    id: other.id,
+    relationships: { location: { data: [ref(a)] } },
+  });
   assertRefused(patched, '/data/relationships/asset/data/0', /Paddock C cannot be located within itself/);
-  assert.equal((await get(`/api/log/activity/${other.id}`)).relationships.location.data[0].id !== a.id, true, 'a refused PATCH changes nothing');
+  assert.equal(
+    (await get(`/api/log/activity/${other.id}`)).relationships.location.data[0].id !== a.id,
+    true,
+    'a refused PATCH changes nothing',
+  );
   assert.equal(await count('/api/log/activity'), before + 3, 'refused logs leave no trace');
 
   // Not a movement: no location rule.
-  await post('/api/log/activity', { ...move(a, a, NOW), attributes: { name: 'observe', timestamp: NOW, status: 'done', is_movement: false } });
+  await post('/api/log/activity', {
+    ...move(a, a, NOW),
+    attributes: { name: 'observe', timestamp: NOW, status: 'done', is_movement: false },
+  });
 });
 
 test('a group cannot become a member of itself, directly or through its members', async () => {
@@ -68,14 +93,32 @@ test('a group cannot become a member of itself, directly or through its members'
     attributes: { name: `assign ${timestamp}`, timestamp, status: 'done', is_group_assignment: true },
     relationships: { asset: { data: [ref(asset)] }, group: { data: [ref(to)] } },
   });
-  assertRefused(await send('POST', '/api/log/activity', assign(g1, g1, NOW - 300)), '/data/relationships/asset/data/0', /Flock 1 cannot be a member of itself/);
+  assertRefused(
+    await send('POST', '/api/log/activity', assign(g1, g1, NOW - 300)),
+    '/data/relationships/asset/data/0',
+    /Flock 1 cannot be a member of itself/,
+  );
   await post('/api/log/activity', assign(g1, g2, NOW - 300)); // G1 in G2
-  assertRefused(await send('POST', '/api/log/activity', assign(g2, g1, NOW - 200)), '/data/relationships/asset/data/0', /Flock 2 cannot be a member of itself/);
+  assertRefused(
+    await send('POST', '/api/log/activity', assign(g2, g1, NOW - 200)),
+    '/data/relationships/asset/data/0',
+    /Flock 2 cannot be a member of itself/,
+  );
   await post('/api/log/activity', assign(g2, g3, NOW - 200)); // G2 in G3
-  assertRefused(await send('POST', '/api/log/activity', assign(g3, g1, NOW - 100)), '/data/relationships/asset/data/0', /Flock 3 cannot be a member of itself/);
+  assertRefused(
+    await send('POST', '/api/log/activity', assign(g3, g1, NOW - 100)),
+    '/data/relationships/asset/data/0',
+    /Flock 3 cannot be a member of itself/,
+  );
   // An animal (not a group) may join any group.
-  const sheep = await post('/api/taxonomy_term/animal_type', { type: 'taxonomy_term--animal_type', attributes: { name: 'Sheep' } });
-  const ewe = await post('/api/asset/animal', { type: 'asset--animal', attributes: { name: 'Ewe' }, relationships: { animal_type: { data: ref(sheep) } } });
+  const sheep = await post('/api/taxonomy_term/animal_type', {
+    type: 'taxonomy_term--animal_type',
+    attributes: { name: 'Sheep' },
+  });
+  const ewe = await post('/api/asset/animal', {
+    type: 'asset--animal',
+    attributes: { name: 'Ewe' },
+    relationships: { animal_type: { data: ref(sheep) } },
+  });
   await post('/api/log/activity', assign(ewe, g1, NOW - 100));
 });
-

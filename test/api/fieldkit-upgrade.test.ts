@@ -13,7 +13,9 @@ const OWN = 'https://fieldkit.example.org';
 /** The fieldkit client as an older release left it, and migration 0011 not applied yet. */
 async function olderFarm(knex: Knex, scopes: string[], origins: string[]): Promise<void> {
   const { id } = await knex('oauth_clients').where('client_id', 'fieldkit').first('id');
-  await knex('oauth_clients').where('id', id).update({ default_scopes: JSON.stringify(scopes) });
+  await knex('oauth_clients')
+    .where('id', id)
+    .update({ default_scopes: JSON.stringify(scopes) });
   await knex('oauth_client_origins').where('client_id', id).delete();
   if (origins.length) await knex('oauth_client_origins').insert(origins.map((origin) => ({ client_id: id, origin })));
   await knex('knex_migrations').where('name', 'core/0011_fieldkit_client').delete();
@@ -25,7 +27,12 @@ async function signIn(server: TestServer, origin: string): Promise<{ allowed: bo
   const res = await fetch(`${server.url}/oauth/token`, {
     method: 'POST',
     headers: { Origin: origin, 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'password', client_id: 'fieldkit', username: ADMIN.name, password: ADMIN.password }),
+    body: new URLSearchParams({
+      grant_type: 'password',
+      client_id: 'fieldkit',
+      username: ADMIN.name,
+      password: ADMIN.password,
+    }),
   });
   assert.equal(res.status, 200, await res.clone().text());
   const { scope } = (await res.json()) as { scope: string };

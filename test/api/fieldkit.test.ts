@@ -19,7 +19,12 @@ before(async () => {
 after(() => server.close());
 
 test('Field Kit signs in, syncs every bundle and saves a log as farmOS answers it', async () => {
-  const signIn = await token(server, { grant_type: 'password', client_id: 'fieldkit', username: 'wren', password: 'wren-password' });
+  const signIn = await token(server, {
+    grant_type: 'password',
+    client_id: 'fieldkit',
+    username: 'wren',
+    password: 'wren-password',
+  });
   assert.equal(signIn.status, 200, signIn.text);
   const bearer = signIn.body.access_token as string;
   const get = async (path: string) => {
@@ -40,7 +45,11 @@ test('Field Kit signs in, syncs every bundle and saves a log as farmOS answers i
   for (const config of ['log_type/log_type', 'asset_type/asset_type', 'quantity_type/quantity_type']) {
     const body = await get(`/api/${config}`);
     assert.ok(body.data.length > 0);
-    for (const item of body.data) assert.ok(item.attributes.drupal_internal__id && item.attributes.label, `${config}: drupal_internal__id and label`);
+    for (const item of body.data)
+      assert.ok(
+        item.attributes.drupal_internal__id && item.attributes.label,
+        `${config}: drupal_internal__id and label`,
+      );
   }
   // The farm's name and the signed-in user, from /api's meta.
   const me = root.meta?.links?.me?.href as string;
@@ -55,30 +64,57 @@ test('Field Kit signs in, syncs every bundle and saves a log as farmOS answers i
   for (const type of bundles) {
     const [entity, bundle] = type.split('--');
     if (entity === 'quantity') continue;
-    await get(`/api/${entity}/${bundle}?filter[changed-0-filter][condition][path]=changed&filter[changed-0-filter][condition][operator]=%3E&filter[changed-0-filter][condition][value]=0`);
+    await get(
+      `/api/${entity}/${bundle}?filter[changed-0-filter][condition][path]=changed&filter[changed-0-filter][condition][operator]=%3E&filter[changed-0-filter][condition][value]=0`,
+    );
   }
 
   // Saving a new log: PATCH with the client's UUID (404), then POST with it.
   const id = randomUUID();
   const attributes = { name: 'Check fences', timestamp: 1700000000, status: 'pending' };
-  const patch404 = await request(`${server.url}/api/log/activity/${id}`, { method: 'PATCH', token: bearer, json: { data: { id, type: 'log--activity', attributes } } });
+  const patch404 = await request(`${server.url}/api/log/activity/${id}`, {
+    method: 'PATCH',
+    token: bearer,
+    json: { data: { id, type: 'log--activity', attributes } },
+  });
   assert.equal(patch404.status, 404);
-  const created = await request(`${server.url}/api/log/activity`, { method: 'POST', token: bearer, json: { data: { id, type: 'log--activity', attributes } } });
+  const created = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token: bearer,
+    json: { data: { id, type: 'log--activity', attributes } },
+  });
   assert.equal(created.status, 201, created.text);
   assert.equal(created.body.data.id, id);
   // Later it sends the whole record back, with owner emptied: farmOS gives the log its saver again.
   const echoed = await request(`${server.url}/api/log/activity/${id}`, {
     method: 'PATCH',
     token: bearer,
-    json: { data: { id, type: 'log--activity', attributes: { ...created.body.data.attributes, status: 'done' }, relationships: { owner: { data: [] } } } },
+    json: {
+      data: {
+        id,
+        type: 'log--activity',
+        attributes: { ...created.body.data.attributes, status: 'done' },
+        relationships: { owner: { data: [] } },
+      },
+    },
   });
   assert.equal(echoed.status, 200, echoed.text);
-  assert.deepEqual(echoed.body.data.relationships.owner.data.map((r: { id: string }) => r.id), [user.data.id]);
+  assert.deepEqual(
+    echoed.body.data.relationships.owner.data.map((r: { id: string }) => r.id),
+    [user.data.id],
+  );
   // Its task list: logs owned by the user.
   const tasks = await get(`/api/log/activity?filter[owner.id]=${user.data.id}`);
-  assert.deepEqual(tasks.data.map((l: { id: string }) => l.id), [id]);
+  assert.deepEqual(
+    tasks.data.map((l: { id: string }) => l.id),
+    [id],
+  );
 
   // And the session lasts: the refresh grant with the same public client.
-  const refreshed = await token(server, { grant_type: 'refresh_token', client_id: 'fieldkit', refresh_token: signIn.body.refresh_token });
+  const refreshed = await token(server, {
+    grant_type: 'refresh_token',
+    client_id: 'fieldkit',
+    refresh_token: signIn.body.refresh_token,
+  });
   assert.equal(refreshed.status, 200);
 });

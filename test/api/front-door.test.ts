@@ -15,7 +15,18 @@ let browser: Browser;
 
 before(async () => {
   server = await startTestServer({ env: { TILTH_FARM_NAME: 'Willow Creek' } });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
 });
 after(async () => {
   await browser?.close();
@@ -64,12 +75,18 @@ test('the API documentation renders the OpenAPI document, with nothing from a CD
   try {
     const docs = await page.goto(`${server.url}/api/docs`);
     const headers = docs!.headers();
-    assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/, 'the docs page has its own Content-Security-Policy');
+    assert.match(
+      headers['content-security-policy'] ?? '',
+      /frame-ancestors 'none'/,
+      'the docs page has its own Content-Security-Policy',
+    );
     assert.equal(headers['x-frame-options'], 'SAMEORIGIN', "and helmet's headers");
     assert.equal(headers['x-content-type-options'], 'nosniff');
     await page.waitForSelector('.swagger-ui .info .title', { timeout: 30_000 });
     assert.match((await page.textContent('.swagger-ui .info .title'))!, /Tilth/);
-    await page.waitForFunction(() => [...document.querySelectorAll('.opblock-tag')].some((t) => /logs/i.test(t.textContent ?? '')));
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('.opblock-tag')].some((t) => /logs/i.test(t.textContent ?? '')),
+    );
     assert.deepEqual(errors, [], 'no console errors');
     assert.deepEqual(foreign, [], 'every request stays on this server');
   } finally {

@@ -38,18 +38,25 @@ const GOOD = [
   'MULTIPOINT ((1 2), (3 4))',
 ];
 
-const post = (path: string, data: unknown) => request(`${server.url}/api/${path}`, { method: 'POST', token, json: { data } });
+const post = (path: string, data: unknown) =>
+  request(`${server.url}/api/${path}`, { method: 'POST', token, json: { data } });
 
 test('a polygon that is not closed, a one-point line and coordinates off the Earth are 422s naming the field', async () => {
   for (const [wkt, detail] of BAD) {
-    const land = await post('asset/land', { type: 'asset--land', attributes: { name: 'Field', land_type: 'field', intrinsic_geometry: wkt } });
+    const land = await post('asset/land', {
+      type: 'asset--land',
+      attributes: { name: 'Field', land_type: 'field', intrinsic_geometry: wkt },
+    });
     assert.equal(land.status, 422, `${wkt}: ${land.text}`);
     assert.equal(land.body.errors.length, 1, land.text);
     assert.equal(land.body.errors[0].source.pointer, '/data/attributes/intrinsic_geometry', wkt);
     assert.match(land.body.errors[0].detail, /^intrinsic_geometry: /, wkt);
     assert.match(land.body.errors[0].detail, detail, wkt);
 
-    const log = await post('log/observation', { type: 'log--observation', attributes: { name: 'Seen', geometry: { value: wkt } } });
+    const log = await post('log/observation', {
+      type: 'log--observation',
+      attributes: { name: 'Seen', geometry: { value: wkt } },
+    });
     assert.equal(log.status, 422, `${wkt}: ${log.text}`);
     assert.equal(log.body.errors[0].source.pointer, '/data/attributes/geometry', wkt);
     assert.match(log.body.errors[0].detail, detail, wkt);
@@ -61,16 +68,26 @@ test('a polygon that is not closed, a one-point line and coordinates off the Ear
 });
 
 test('a latitude out of range says WKT puts longitude first', async () => {
-  const res = await post('log/observation', { type: 'log--observation', attributes: { name: 'Swapped', geometry: 'POINT (42.3 -172.5)' } });
+  const res = await post('log/observation', {
+    type: 'log--observation',
+    attributes: { name: 'Swapped', geometry: 'POINT (42.3 -172.5)' },
+  });
   assert.equal(res.status, 422, res.text);
   assert.match(res.body.errors[0].detail, /longitude first/);
 });
 
 test('an update to a bad geometry is refused too, and the record keeps its shape', async () => {
-  const created = await post('asset/land', { type: 'asset--land', attributes: { name: 'Kept', land_type: 'field', intrinsic_geometry: GOOD[0] } });
+  const created = await post('asset/land', {
+    type: 'asset--land',
+    attributes: { name: 'Kept', land_type: 'field', intrinsic_geometry: GOOD[0] },
+  });
   assert.equal(created.status, 201, created.text);
   const id = created.body.data.id;
-  const patched = await request(`${server.url}/api/asset/land/${id}`, { method: 'PATCH', token, json: { data: { type: 'asset--land', id, attributes: { intrinsic_geometry: 'POLYGON ((1 2, 3 4))' } } } });
+  const patched = await request(`${server.url}/api/asset/land/${id}`, {
+    method: 'PATCH',
+    token,
+    json: { data: { type: 'asset--land', id, attributes: { intrinsic_geometry: 'POLYGON ((1 2, 3 4))' } } },
+  });
   assert.equal(patched.status, 422, patched.text);
   assert.equal(patched.body.errors[0].source.pointer, '/data/attributes/intrinsic_geometry');
   const read = await request(`${server.url}/api/asset/land/${id}`, { token });
@@ -94,14 +111,50 @@ test('map-file imports refuse the same shapes, naming the feature and the field,
   try {
     const childToken = await passwordToken(child.url, ADMIN.name, ADMIN.password);
     const tilth = (args: string[]) =>
-      spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...database.env }, timeout: 120_000 });
-    const good = { type: 'Feature', properties: { name: 'Good field' }, geometry: { type: 'Polygon', coordinates: [[[-72.5, 42.3], [-72.4, 42.3], [-72.4, 42.4], [-72.5, 42.3]]] } };
+      spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...database.env },
+        timeout: 120_000,
+      });
+    const good = {
+      type: 'Feature',
+      properties: { name: 'Good field' },
+      geometry: {
+        type: 'Polygon',
+        coordinates: [
+          [
+            [-72.5, 42.3],
+            [-72.4, 42.3],
+            [-72.4, 42.4],
+            [-72.5, 42.3],
+          ],
+        ],
+      },
+    };
     for (const [name, geometry, detail] of [
-      ['Open field', { type: 'Polygon', coordinates: [[[1, 2], [3, 4]]] }, /closed/],
+      [
+        'Open field',
+        {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [1, 2],
+              [3, 4],
+            ],
+          ],
+        },
+        /closed/,
+      ],
       ['Far well', { type: 'Point', coordinates: [142.3, -272.5] }, /latitude -272\.5/],
     ] as const) {
       const file = join(dir, 'fields.geojson');
-      writeFileSync(file, JSON.stringify({ type: 'FeatureCollection', features: [good, { type: 'Feature', properties: { name }, geometry }] }));
+      writeFileSync(
+        file,
+        JSON.stringify({
+          type: 'FeatureCollection',
+          features: [good, { type: 'Feature', properties: { name }, geometry }],
+        }),
+      );
       const result = tilth(['import', 'geo', file, '--bundle', 'land', '--land-type', 'field']);
       assert.equal(result.status, 1, `${name}: ${result.stdout}${result.stderr}`);
       assert.match(result.stderr, new RegExp(`feature 2 \\("${name}"\\): intrinsic_geometry: `));

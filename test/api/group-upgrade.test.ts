@@ -22,7 +22,10 @@ test("an upgraded farm keeps its assets' groups, computed at its first start", a
   await post('/api/log/activity', {
     type: 'log--activity',
     attributes: { timestamp: Math.floor(Date.now() / 1000) - 60, status: 'done', is_group_assignment: true },
-    relationships: { asset: { data: [{ type: cow.type, id: cow.id }] }, group: { data: [{ type: herd.type, id: herd.id }] } },
+    relationships: {
+      asset: { data: [{ type: cow.type, id: cow.id }] },
+      group: { data: [{ type: herd.type, id: herd.id }] },
+    },
   });
   // The database as the release before left it: no membership table, migration 0006 not applied.
   const knex = server.ctx.db.knex;
@@ -35,7 +38,13 @@ test("an upgraded farm keeps its assets' groups, computed at its first start", a
   t.after(() => server.close());
   token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
   const one = await request(`${server.url}/api/asset/equipment/${cow.id}`, { token });
-  assert.deepEqual(one.body.data.relationships.group.data.map((g: { id: string }) => g.id), [herd.id]);
+  assert.deepEqual(
+    one.body.data.relationships.group.data.map((g: { id: string }) => g.id),
+    [herd.id],
+  );
   const members = await request(`${server.url}/api/asset/equipment?filter[group.id]=${herd.id}`, { token });
-  assert.deepEqual(members.body.data.map((a: { id: string }) => a.id), [cow.id]);
+  assert.deepEqual(
+    members.body.data.map((a: { id: string }) => a.id),
+    [cow.id],
+  );
 });

@@ -31,22 +31,31 @@ test('/health answers without a token, even with a stale one, and shows nothing 
 
 test('/health is 503 when the database was migrated by a newer Tilth', async () => {
   const knex = server.ctx.db.knex;
-  const [row] = await knex('knex_migrations').insert({ name: 'core/9999_from_the_future', batch: 99, migration_time: new Date() }).returning('id');
+  const [row] = await knex('knex_migrations')
+    .insert({ name: 'core/9999_from_the_future', batch: 99, migration_time: new Date() })
+    .returning('id');
   try {
     const res = await request(`${server.url}/health`);
     assert.equal(res.status, 503);
     assert.equal(res.body.status, 'failing');
     assert.equal(res.body.migrations, 'ahead');
   } finally {
-    await knex('knex_migrations').where('id', typeof row === 'object' ? row.id : row).delete();
+    await knex('knex_migrations')
+      .where('id', typeof row === 'object' ? row.id : row)
+      .delete();
   }
   // Healthy again once the database matches the code (and writes are taken again from this check on).
   assert.equal((await request(`${server.url}/health`)).status, 200);
 });
 
 test('/metrics: request counts and latencies by route template, the database pool and uptime, for an administrator', async () => {
-  const log = await request(`${server.url}/api/log/activity`, { method: 'POST', token: adminToken, json: { data: { type: 'log--activity', attributes: { name: 'Counted' } } } });
-  for (let i = 0; i < 3; i++) await request(`${server.url}/api/log/activity/${log.body.data.id}`, { token: adminToken });
+  const log = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token: adminToken,
+    json: { data: { type: 'log--activity', attributes: { name: 'Counted' } } },
+  });
+  for (let i = 0; i < 3; i++)
+    await request(`${server.url}/api/log/activity/${log.body.data.id}`, { token: adminToken });
   assert.equal((await request(`${server.url}/metrics`)).status, 401);
   assert.equal((await request(`${server.url}/metrics`, { token: viewerToken })).status, 403);
   const res = await request(`${server.url}/metrics`, { token: adminToken, headers: { Accept: 'text/plain' } });
@@ -57,9 +66,17 @@ test('/metrics: request counts and latencies by route template, the database poo
   // +Inf, which like _count is the number of requests; _sum is their time.
   const series = 'method="GET",route="/api/log/activity/{id}",status="200"';
   const value = (line: string) => Number(line.slice(line.lastIndexOf(' ') + 1));
-  const buckets = res.text.split('\n').filter((l) => l.startsWith('tilth_http_request_duration_seconds_bucket{') && l.includes(series));
-  assert.deepEqual(buckets.map((l) => /le="([^"]+)"/.exec(l)![1]), ['0.002', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '+Inf']);
-  assert.ok(buckets.every((l, i) => i === 0 || value(l) >= value(buckets[i - 1]!)), buckets.join('\n'));
+  const buckets = res.text
+    .split('\n')
+    .filter((l) => l.startsWith('tilth_http_request_duration_seconds_bucket{') && l.includes(series));
+  assert.deepEqual(
+    buckets.map((l) => /le="([^"]+)"/.exec(l)![1]),
+    ['0.002', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '+Inf'],
+  );
+  assert.ok(
+    buckets.every((l, i) => i === 0 || value(l) >= value(buckets[i - 1]!)),
+    buckets.join('\n'),
+  );
   assert.equal(value(buckets.at(-1)!), 3);
   assert.ok(res.text.includes(`tilth_http_request_duration_seconds_count{${series}} 3\n`));
   assert.ok(res.text.includes(`tilth_http_requests_total{${series}} 3\n`));
@@ -82,11 +99,19 @@ test('TILTH_METRICS=public serves metrics to anyone; off turns them off', async 
 
 test('/metrics series stay bounded whatever paths clients make up (OPTIONS and bad tokens answer before any route)', async () => {
   for (let i = 0; i < 1100; i += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, j) => request(`${server.url}/api/made-up-${i + j}`, { method: i % 100 ? 'OPTIONS' : 'GET', token: 'not-a-token' })));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, j) =>
+        request(`${server.url}/api/made-up-${i + j}`, { method: i % 100 ? 'OPTIONS' : 'GET', token: 'not-a-token' }),
+      ),
+    );
   }
   const res = await request(`${server.url}/metrics`, { token: adminToken, headers: { Accept: 'text/plain' } });
   const routes = new Set([...res.text.matchAll(/tilth_http_requests_total\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
   assert.ok(routes.size <= 1001, `${routes.size} route labels (at most 1,000 and "other")`);
   assert.ok(routes.has('other'), 'routes past the bound are counted as "other"');
-  assert.match(res.text, /tilth_http_requests_total\{method="GET",route="\/api\/log\/activity\/\{id\}",status="200"\}/, 'routes seen before stay');
+  assert.match(
+    res.text,
+    /tilth_http_requests_total\{method="GET",route="\/api\/log\/activity\/\{id\}",status="200"\}/,
+    'routes seen before stay',
+  );
 });

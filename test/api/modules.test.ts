@@ -15,7 +15,11 @@ test('with the ledger module off, sale and purchase logs exist nowhere', async (
     assert.ok(!index.text.includes('log--sale'));
     assert.equal((await request(`${server.url}/api/log/sale/resource/schema`)).status, 404);
     assert.equal((await request(`${server.url}/api/log/sale`, { token })).status, 404);
-    const post = await request(`${server.url}/api/log/sale`, { method: 'POST', token, json: { data: { type: 'log--sale', attributes: {} } } });
+    const post = await request(`${server.url}/api/log/sale`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'log--sale', attributes: {} } },
+    });
     assert.equal(post.status, 404);
   } finally {
     await server.close();
@@ -34,7 +38,9 @@ test('with TILTH_MODULES=ledger, sale and purchase logs behave like any core bun
     const created = await request(`${server.url}/api/log/sale`, {
       method: 'POST',
       token,
-      json: { data: { type: 'log--sale', attributes: { customer: 'Village shop', invoice_number: 'INV-7', status: 'done' } } },
+      json: {
+        data: { type: 'log--sale', attributes: { customer: 'Village shop', invoice_number: 'INV-7', status: 'done' } },
+      },
     });
     assert.equal(created.status, 201, created.text);
     const found = await request(`${server.url}/api/log/sale?filter[customer]=Village%20shop`, { token });
@@ -46,5 +52,8 @@ test('with TILTH_MODULES=ledger, sale and purchase logs behave like any core bun
 });
 
 test('naming a module that does not exist stops the server with a clear message', async () => {
-  await assert.rejects(startTestServer({ env: { TILTH_MODULES: 'ledgr' } }), /TILTH_MODULES names "ledgr", which is not a module\. Modules: ledger\./);
+  await assert.rejects(
+    startTestServer({ env: { TILTH_MODULES: 'ledgr' } }),
+    /TILTH_MODULES names "ledgr", which is not a module\. Modules: ledger\./,
+  );
 });

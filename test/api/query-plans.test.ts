@@ -14,7 +14,9 @@ import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken } from '../support/http.ts';
 import { Api, ref, model } from '../support/fixtures.ts';
 
-const skip = process.env.DATABASE_URL ? 'SQLite only: query plans are read with SQLite EXPLAIN QUERY PLAN (DATABASE_URL is set)' : false;
+const skip = process.env.DATABASE_URL
+  ? 'SQLite only: query plans are read with SQLite EXPLAIN QUERY PLAN (DATABASE_URL is set)'
+  : false;
 
 let server: TestServer;
 let api: Api;
@@ -65,7 +67,9 @@ interface Plan {
 }
 
 async function plan(q: Logged): Promise<Plan> {
-  const rows = (await server.ctx.db.knex.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as any[])) as Array<{ detail: string }>;
+  const rows = (await server.ctx.db.knex.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as any[])) as Array<{
+    detail: string;
+  }>;
   const details = rows.map((r) => r.detail);
   const names = aliases(q.sql);
   const scans = details.filter((d) => {
@@ -92,10 +96,19 @@ async function addLogs(n: number, offset: number): Promise<void> {
   for (let i = offset; i < offset + n; i++) {
     const asset = await api.create('asset--equipment', { name: `Machine ${i}` });
     firstAsset ??= asset;
-    const quantity = await api.create('quantity--standard', { measure: 'weight', value: { numerator: i, denominator: 1 } }, { units: { data: ref(kg) } });
+    const quantity = await api.create(
+      'quantity--standard',
+      { measure: 'weight', value: { numerator: i, denominator: 1 } },
+      { units: { data: ref(kg) } },
+    );
     await api.create(
       'log--activity',
-      { name: `Log ${String(i).padStart(3, '0')}`, timestamp: 1700000000 + i * 60, status: i % 2 ? 'done' : 'pending', flag: i % 3 ? [] : ['review'] },
+      {
+        name: `Log ${String(i).padStart(3, '0')}`,
+        timestamp: 1700000000 + i * 60,
+        status: i % 2 ? 'done' : 'pending',
+        flag: i % 3 ? [] : ['review'],
+      },
       { asset: { data: [ref(asset)] }, quantity: { data: [ref(quantity)] } },
     );
   }
@@ -122,47 +135,66 @@ function withoutTokenLookup(log: Logged[]): Logged[] {
   return log.filter((q) => !/\bFROM oauth_access_tokens\b/.test(q.sql));
 }
 
-test('a page with include=asset,quantity.units costs the same number of queries for 5 and for 50 records', { skip }, async () => {
-  await addLogs(5, 0);
-  const five = await countPage(PAGE, 5);
-  assert.equal(five.body.included.length, 5 + 5 + 1, 'assets, quantities and the unit');
-  await addLogs(45, 5);
-  const fifty = await countPage(PAGE, 50);
-  assert.equal(fifty.body.included.length, 50 + 50 + 1);
-  assert.equal(fifty.count, five.count, `queries for 50 records (${fifty.count}) = queries for 5 (${five.count})`);
-  // The next page, reached through links.next, costs the same again; being the last, it also
-  // looks once for logs without a timestamp, which sort after the rest (collection/page.ts).
-  await addLogs(10, 50);
-  const first = await countPage(PAGE, 50);
-  const second = await countPage(first.body.links.next.href, 10);
-  assert.equal(second.count, first.count + 1, 'page 2 costs what page 1 costs, and one look for the NULLs after the last value');
-  assert.equal(first.count, five.count);
-  // An individual resource with the same includes is not dearer than the page.
-  const one = await queriesOf(async () => {
-    assert.equal((await api.get(`/api/log/activity/${first.body.data[0].id}?include=asset,quantity.units`)).status, 200);
-  });
-  assert.ok(withoutTokenLookup(one).length <= five.count, `individual: ${one.length} queries`);
-  // One log by UUID: the log found by its UUID with its users and its version for the ETag (the
-  // change feed's row, looked up by its key in the same statement), then its side tables (and the
-  // token, when it has to be read). The ETag is still sent.
-  let etag: string | undefined;
-  const plain = withoutTokenLookup(
-    await queriesOf(async () => {
-      const res = await api.get(`/api/log/activity/${first.body.data[0].id}`);
-      assert.equal(res.status, 200);
-      etag = res.headers.get('etag') ?? undefined;
-    }),
-  );
-  assert.equal(plain.length, 2, `one log: ${plain.map((q) => q.sql.slice(0, 80)).join('\n')}`);
-  assert.match(plain[0]!.sql, /FROM change_feed WHERE entity_type = \? AND entity_id = e\.id/);
-  assert.match(etag ?? '', /^"\d+"$/, 'the one log carries its ETag');
-});
+test(
+  'a page with include=asset,quantity.units costs the same number of queries for 5 and for 50 records',
+  { skip },
+  async () => {
+    await addLogs(5, 0);
+    const five = await countPage(PAGE, 5);
+    assert.equal(five.body.included.length, 5 + 5 + 1, 'assets, quantities and the unit');
+    await addLogs(45, 5);
+    const fifty = await countPage(PAGE, 50);
+    assert.equal(fifty.body.included.length, 50 + 50 + 1);
+    assert.equal(fifty.count, five.count, `queries for 50 records (${fifty.count}) = queries for 5 (${five.count})`);
+    // The next page, reached through links.next, costs the same again; being the last, it also
+    // looks once for logs without a timestamp, which sort after the rest (collection/page.ts).
+    await addLogs(10, 50);
+    const first = await countPage(PAGE, 50);
+    const second = await countPage(first.body.links.next.href, 10);
+    assert.equal(
+      second.count,
+      first.count + 1,
+      'page 2 costs what page 1 costs, and one look for the NULLs after the last value',
+    );
+    assert.equal(first.count, five.count);
+    // An individual resource with the same includes is not dearer than the page.
+    const one = await queriesOf(async () => {
+      assert.equal(
+        (await api.get(`/api/log/activity/${first.body.data[0].id}?include=asset,quantity.units`)).status,
+        200,
+      );
+    });
+    assert.ok(withoutTokenLookup(one).length <= five.count, `individual: ${one.length} queries`);
+    // One log by UUID: the log found by its UUID with its users and its version for the ETag (the
+    // change feed's row, looked up by its key in the same statement), then its side tables (and the
+    // token, when it has to be read). The ETag is still sent.
+    let etag: string | undefined;
+    const plain = withoutTokenLookup(
+      await queriesOf(async () => {
+        const res = await api.get(`/api/log/activity/${first.body.data[0].id}`);
+        assert.equal(res.status, 200);
+        etag = res.headers.get('etag') ?? undefined;
+      }),
+    );
+    assert.equal(plain.length, 2, `one log: ${plain.map((q) => q.sql.slice(0, 80)).join('\n')}`);
+    assert.match(plain[0]!.sql, /FROM change_feed WHERE entity_type = \? AND entity_id = e\.id/);
+    assert.match(etag ?? '', /^"\d+"$/, 'the one log carries its ETag');
+  },
+);
 
 test('no query of the hot paths scans a whole table of the data model', { skip }, async () => {
   const yard = await api.create('asset--land', { name: 'Yard', land_type: 'other' });
-  await api.create('log--activity', { timestamp: 1700000000, status: 'done', is_movement: true }, { asset: { data: [ref(firstAsset)] }, location: { data: [ref(yard)] } });
+  await api.create(
+    'log--activity',
+    { timestamp: 1700000000, status: 'done', is_movement: true },
+    { asset: { data: [ref(firstAsset)] }, location: { data: [ref(yard)] } },
+  );
   const crew = await api.create('asset--group', { name: 'Crew' });
-  await api.create('log--activity', { timestamp: 1700000000, status: 'done', is_group_assignment: true }, { asset: { data: [ref(firstAsset)] }, group: { data: [ref(crew)] } });
+  await api.create(
+    'log--activity',
+    { timestamp: 1700000000, status: 'done', is_group_assignment: true },
+    { asset: { data: [ref(firstAsset)] }, group: { data: [ref(crew)] } },
+  );
   const paths = [
     '/api/log/activity',
     '/api/log/activity?filter[status]=done&sort=-timestamp',
@@ -202,7 +234,10 @@ test('no query of the hot paths scans a whole table of the data model', { skip }
       if (/from [`"](log|asset)[`"] as [`"]e[`"]/i.test(q.sql) && /limit/i.test(q.sql)) {
         mainQueries++;
         // The main collection query: filtered by bundle through an index, never a full scan.
-        assert.ok(p.details.some((d) => /^SEARCH e USING (COVERING )?INDEX/.test(d)), `${path}: main query uses an index: ${p.details.join(' | ')}\n${q.sql}`);
+        assert.ok(
+          p.details.some((d) => /^SEARCH e USING (COVERING )?INDEX/.test(d)),
+          `${path}: main query uses an index: ${p.details.join(' | ')}\n${q.sql}`,
+        );
       }
       if (p.scans.length) failures.push(`${path}\n    ${q.sql}\n    plan: ${p.details.join(' | ')}`);
     }
@@ -218,7 +253,8 @@ test('a deep page with a range filter on the sorted column seeks to its cursor',
   // A season's logs, newest first: the filter and the cursor both bound the timestamp. SQLite
   // ranges an index scan by one upper bound; it must be the cursor's, or every deeper page reads
   // all the rows before it.
-  const path = '/api/log/activity?filter[t][condition][path]=timestamp&filter[t][condition][operator]=BETWEEN&filter[t][condition][value][]=1600000000&filter[t][condition][value][]=1800000000&sort=-timestamp&page[limit]=5';
+  const path =
+    '/api/log/activity?filter[t][condition][path]=timestamp&filter[t][condition][operator]=BETWEEN&filter[t][condition][value][]=1600000000&filter[t][condition][value][]=1800000000&sort=-timestamp&page[limit]=5';
   // Enough logs in the range that page 2 is not the last (which also looks for NULLs after it).
   await addLogs(11, 300);
   const first = await api.get(path);
@@ -231,8 +267,15 @@ test('a deep page with a range filter on the sorted column seeks to its cursor',
   const seek = p.details.find((d) => /^SEARCH e USING (COVERING )?INDEX \w+ \(bundle=\? AND timestamp<\?\)/.test(d));
   assert.ok(seek, `the cursor query ranges by the cursor's bound alone: ${p.details.join(' | ')}\n${main.sql}`);
   // The index gives the rows in the page's order: nothing is sorted afresh, as on the first page.
-  assert.ok(!p.details.some((d) => /TEMP B-TREE/.test(d)), `the cursor query sorts nothing: ${p.details.join(' | ')}\n${main.sql}`);
-  assert.equal(log.filter((q) => /from [`"]log[`"] as [`"]e[`"]/i.test(q.sql) && /limit/i.test(q.sql)).length, 1, 'one statement finds the page (the NULLs after it are not needed mid-range)');
+  assert.ok(
+    !p.details.some((d) => /TEMP B-TREE/.test(d)),
+    `the cursor query sorts nothing: ${p.details.join(' | ')}\n${main.sql}`,
+  );
+  assert.equal(
+    log.filter((q) => /from [`"]log[`"] as [`"]e[`"]/i.test(q.sql) && /limit/i.test(q.sql)).length,
+    1,
+    'one statement finds the page (the NULLs after it are not needed mid-range)',
+  );
 });
 
 test("an asset's groups are read from stored membership, never from its logs", { skip }, async () => {
@@ -242,10 +285,22 @@ test("an asset's groups are read from stored membership, never from its logs", {
   const flock = await api.create('asset--group', { name: 'Flock' });
   const mower = await api.create('asset--equipment', { name: 'Grouped mower' });
   for (const [i, group] of [herd, flock, herd].entries()) {
-    await api.create('log--activity', { timestamp: 1700000000 + i * 60, status: 'done', is_group_assignment: true }, { asset: { data: [ref(mower)] }, group: { data: [ref(group)] } });
+    await api.create(
+      'log--activity',
+      { timestamp: 1700000000 + i * 60, status: 'done', is_group_assignment: true },
+      { asset: { data: [ref(mower)] }, group: { data: [ref(group)] } },
+    );
   }
-  const logTables = new Set([model.entityTypes.log!.table, ...model.bundles.filter((b) => b.entityType === 'log').flatMap((b) => b.fields.flatMap((f) => (f.storage.kind === 'table' ? [f.storage.table] : [])))]);
-  for (const path of [`/api/asset/equipment/${mower.id}?fields[asset--equipment]=name,group`, '/api/asset/equipment?fields[asset--equipment]=name,group&filter[name]=Grouped%20mower']) {
+  const logTables = new Set([
+    model.entityTypes.log!.table,
+    ...model.bundles
+      .filter((b) => b.entityType === 'log')
+      .flatMap((b) => b.fields.flatMap((f) => (f.storage.kind === 'table' ? [f.storage.table] : []))),
+  ]);
+  for (const path of [
+    `/api/asset/equipment/${mower.id}?fields[asset--equipment]=name,group`,
+    '/api/asset/equipment?fields[asset--equipment]=name,group&filter[name]=Grouped%20mower',
+  ]) {
     let body: any;
     const log = await queriesOf(async () => {
       const res = await api.get(path);
@@ -253,9 +308,17 @@ test("an asset's groups are read from stored membership, never from its logs", {
       body = res.body;
     });
     const data = Array.isArray(body.data) ? body.data[0] : body.data;
-    assert.deepEqual(data.relationships.group.data.map((r: { id: string }) => r.id), [herd.id], 'the latest assignment holds');
+    assert.deepEqual(
+      data.relationships.group.data.map((r: { id: string }) => r.id),
+      [herd.id],
+      'the latest assignment holds',
+    );
     const readsLogs = log.filter((q) => [...aliases(q.sql).values()].some((t) => logTables.has(t)));
-    assert.deepEqual(readsLogs.map((q) => q.sql), [], `${path} reads no log table`);
+    assert.deepEqual(
+      readsLogs.map((q) => q.sql),
+      [],
+      `${path} reads no log table`,
+    );
   }
 });
 
@@ -263,11 +326,15 @@ test("an asset's groups are read from stored membership, never from its logs", {
 // SQLite must be able to undo alone (an INSERT … RETURNING counts as one) or a savepoint of a
 // group commit copies those pages to a journal first, which with SQLite's default temp store is a
 // temporary file: that more than doubled the cost of a log's insert.
-test('a write keeps its journals in memory, and a new record\'s id comes without RETURNING', { skip }, async () => {
+test("a write keeps its journals in memory, and a new record's id comes without RETURNING", { skip }, async () => {
   const [{ temp_store: tempStore }] = await server.ctx.db.knex.raw('PRAGMA temp_store');
   assert.equal(tempStore, 2, 'temp_store = MEMORY on the writing connection');
   const log = await queriesOf(async () => {
-    await api.create('log--activity', { name: 'Journal check', status: 'done' }, { asset: { data: [ref(firstAsset)] } });
+    await api.create(
+      'log--activity',
+      { name: 'Journal check', status: 'done' },
+      { asset: { data: [ref(firstAsset)] } },
+    );
   });
   const insert = log.find((q) => /^insert into [`"]log[`"] /i.test(q.sql));
   assert.ok(insert, log.map((q) => q.sql).join('\n'));

@@ -28,11 +28,71 @@ interface LocalLog {
 
 /** The harvest logs of the data set. h1 and h5 share a timestamp (tie breaking). */
 const LOGS: LocalLog[] = [
-  { key: 'h1', name: 'Harvest Apples', timestamp: T0, status: 'done', assets: ['tractor'], quantities: ['q1'], notes: 'Red apples picked', flags: ['priority'], movement: false, lot: 'LOT-1', owner: 'admin' },
-  { key: 'h2', name: 'harvest pears', timestamp: T0 + HOUR, status: 'pending', assets: ['baler'], quantities: ['q2'], notes: 'Pears, ripe', flags: [], movement: false, lot: null, owner: 'worker' },
-  { key: 'h3', name: 'Corn harvest', timestamp: T0 + 2 * HOUR, status: 'done', assets: ['tractor', 'baler'], quantities: [], notes: null, flags: ['review', 'monitor'], movement: true, lot: 'LOT-3', owner: 'admin' },
-  { key: 'h4', name: 'Zucchini', timestamp: T0 + 3 * HOUR, status: 'pending', assets: [], quantities: [], notes: 'Sold at 50%_off', flags: [], movement: false, lot: 'lot-4', owner: 'admin' },
-  { key: 'h5', name: 'Beans', timestamp: T0, status: 'done', assets: [], quantities: [], notes: 'Green beans', flags: ['review'], movement: false, lot: null, owner: 'admin' },
+  {
+    key: 'h1',
+    name: 'Harvest Apples',
+    timestamp: T0,
+    status: 'done',
+    assets: ['tractor'],
+    quantities: ['q1'],
+    notes: 'Red apples picked',
+    flags: ['priority'],
+    movement: false,
+    lot: 'LOT-1',
+    owner: 'admin',
+  },
+  {
+    key: 'h2',
+    name: 'harvest pears',
+    timestamp: T0 + HOUR,
+    status: 'pending',
+    assets: ['baler'],
+    quantities: ['q2'],
+    notes: 'Pears, ripe',
+    flags: [],
+    movement: false,
+    lot: null,
+    owner: 'worker',
+  },
+  {
+    key: 'h3',
+    name: 'Corn harvest',
+    timestamp: T0 + 2 * HOUR,
+    status: 'done',
+    assets: ['tractor', 'baler'],
+    quantities: [],
+    notes: null,
+    flags: ['review', 'monitor'],
+    movement: true,
+    lot: 'LOT-3',
+    owner: 'admin',
+  },
+  {
+    key: 'h4',
+    name: 'Zucchini',
+    timestamp: T0 + 3 * HOUR,
+    status: 'pending',
+    assets: [],
+    quantities: [],
+    notes: 'Sold at 50%_off',
+    flags: [],
+    movement: false,
+    lot: 'lot-4',
+    owner: 'admin',
+  },
+  {
+    key: 'h5',
+    name: 'Beans',
+    timestamp: T0,
+    status: 'done',
+    assets: [],
+    quantities: [],
+    notes: 'Green beans',
+    flags: ['review'],
+    movement: false,
+    lot: null,
+    owner: 'admin',
+  },
 ];
 
 const ASSET_NAMES = { tractor: 'Tractor Alpha', baler: 'Baler beta' } as const;
@@ -49,7 +109,11 @@ const observations: Array<{ id: string; name: string; timestamp: number }> = [];
 before(async () => {
   server = await startTestServer();
   api = new Api(server.url, await passwordToken(server.url, ADMIN.name, ADMIN.password));
-  const account = await createUser(server.ctx.db.knex, { name: 'worker_q', password: 'worker-password', roles: ['farm_worker'] });
+  const account = await createUser(server.ctx.db.knex, {
+    name: 'worker_q',
+    password: 'worker-password',
+    roles: ['farm_worker'],
+  });
   worker = { uuid: account.uuid, name: account.name };
   const admin = (await api.get(`/api/user/user?filter[name]=${ADMIN.name}`)).body.data[0];
 
@@ -63,8 +127,16 @@ before(async () => {
   };
   const field = await api.create('asset--land', { name: 'North Field', land_type: 'field' });
   const quantities = {
-    q1: await api.create('quantity--standard', { measure: 'weight', value: { numerator: 5, denominator: 1 }, label: 'first' }, { units: { data: ref(units.kg) } }),
-    q2: await api.create('quantity--standard', { measure: 'volume', value: { numerator: 10, denominator: 1 }, label: 'second' }, { units: { data: ref(units.Bushels) } }),
+    q1: await api.create(
+      'quantity--standard',
+      { measure: 'weight', value: { numerator: 5, denominator: 1 }, label: 'first' },
+      { units: { data: ref(units.kg) } },
+    ),
+    q2: await api.create(
+      'quantity--standard',
+      { measure: 'volume', value: { numerator: 10, denominator: 1 }, label: 'second' },
+      { units: { data: ref(units.Bushels) } },
+    ),
   };
   for (const log of LOGS) {
     const created = await api.create(
@@ -112,7 +184,9 @@ async function harvest(query: string): Promise<string[]> {
 /** Assert a filter selects exactly the logs `pick` selects (order ignored). */
 async function selects(query: string, pick: (l: LocalLog) => boolean): Promise<void> {
   const got = (await harvest(query)).sort();
-  const want = LOGS.filter(pick).map((l) => l.key).sort();
+  const want = LOGS.filter(pick)
+    .map((l) => l.key)
+    .sort();
   assert.deepEqual(got, want, `?${decodeURIComponent(query)}`);
 }
 
@@ -141,16 +215,26 @@ test('every operator, on strings, timestamps and multi-valued fields', async () 
   await selects(cond('a', 'name', 'STARTS_WITH', 'harvest'), (l) => l.name.toLowerCase().startsWith('harvest'));
   await selects(cond('a', 'name', 'CONTAINS', 'HARV'), (l) => l.name.toLowerCase().includes('harv'));
   await selects(cond('a', 'name', 'ENDS_WITH', 'HARVEST'), (l) => l.name.toLowerCase().endsWith('harvest'));
-  await selects(cond('a', 'name', 'IN', ['Zucchini', 'Beans', 'Nothing']), (l) => ['Zucchini', 'Beans'].includes(l.name));
+  await selects(cond('a', 'name', 'IN', ['Zucchini', 'Beans', 'Nothing']), (l) =>
+    ['Zucchini', 'Beans'].includes(l.name),
+  );
   await selects(cond('a', 'status', 'NOT IN', ['pending']), (l) => l.status !== 'pending');
-  await selects(cond('a', 'timestamp', 'BETWEEN', [String(T0 + 1), String(T0 + 2 * HOUR)]), (l) => l.timestamp >= T0 + 1 && l.timestamp <= T0 + 2 * HOUR);
-  await selects(cond('a', 'timestamp', 'NOT BETWEEN', [String(T0 + 1), String(T0 + 2 * HOUR)]), (l) => !(l.timestamp >= T0 + 1 && l.timestamp <= T0 + 2 * HOUR));
+  await selects(
+    cond('a', 'timestamp', 'BETWEEN', [String(T0 + 1), String(T0 + 2 * HOUR)]),
+    (l) => l.timestamp >= T0 + 1 && l.timestamp <= T0 + 2 * HOUR,
+  );
+  await selects(
+    cond('a', 'timestamp', 'NOT BETWEEN', [String(T0 + 1), String(T0 + 2 * HOUR)]),
+    (l) => !(l.timestamp >= T0 + 1 && l.timestamp <= T0 + 2 * HOUR),
+  );
   await selects(cond('a', 'lot_number', 'IS NULL'), (l) => l.lot === null);
   await selects(cond('a', 'lot_number', 'IS NOT NULL'), (l) => l.lot !== null);
   // Multi-valued attribute: a positive operator matches when some value does; a negative when none does.
   await selects(cond('a', 'flag', '=', 'review'), (l) => l.flags.includes('review'));
   await selects(cond('a', 'flag', '<>', 'review'), (l) => !l.flags.includes('review'));
-  await selects(cond('a', 'flag', 'IN', ['priority', 'monitor']), (l) => l.flags.some((f) => ['priority', 'monitor'].includes(f)));
+  await selects(cond('a', 'flag', 'IN', ['priority', 'monitor']), (l) =>
+    l.flags.some((f) => ['priority', 'monitor'].includes(f)),
+  );
   await selects(cond('a', 'flag', 'IS NULL'), (l) => l.flags.length === 0);
   await selects(cond('a', 'flag', 'IS NOT NULL'), (l) => l.flags.length > 0);
 });
@@ -183,7 +267,10 @@ test('groups: AND and OR, nested through memberOf', async () => {
   ].join('&');
   await selects(q2, (l) => l.status === 'pending' || (l.status === 'done' && l.flags.includes('review')));
   // A root-level condition is ANDed with a group.
-  await selects(`filter[g][group][conjunction]=OR&${cond('x', 'name', '=', 'Zucchini')}&filter[x][condition][memberOf]=g&${cond('y', 'name', '=', 'Beans')}&filter[y][condition][memberOf]=g&filter[status]=done`, (l) => l.name === 'Beans');
+  await selects(
+    `filter[g][group][conjunction]=OR&${cond('x', 'name', '=', 'Zucchini')}&filter[x][condition][memberOf]=g&${cond('y', 'name', '=', 'Beans')}&filter[y][condition][memberOf]=g&filter[status]=done`,
+    (l) => l.name === 'Beans',
+  );
 });
 
 test('paths through relationships: asset.id, asset.name, quantity.units.name, owner.name, owner.id', async () => {
@@ -222,13 +309,19 @@ test('timestamps as Unix seconds and as ISO 8601 strings', async () => {
   await selects(cond('a', 'timestamp', '>=', '2023-11-14T23:13:20+00:00'), (l) => l.timestamp >= T0 + HOUR);
   await selects(cond('a', 'timestamp', '>=', '2023-11-14T23:13:20Z'), (l) => l.timestamp >= T0 + HOUR);
   await selects(cond('a', 'timestamp', '<', '2023-11-15T00:13:20+01:00'), (l) => l.timestamp < T0 + HOUR);
-  await selects(cond('a', 'timestamp', 'BETWEEN', ['2023-11-14T22:13:20Z', String(T0 + HOUR)]), (l) => l.timestamp <= T0 + HOUR);
+  await selects(
+    cond('a', 'timestamp', 'BETWEEN', ['2023-11-14T22:13:20Z', String(T0 + HOUR)]),
+    (l) => l.timestamp <= T0 + HOUR,
+  );
 });
 
 test('farmOS.js query strings, exactly as it sends them (clients.md §1.6)', async () => {
   const f = (label: string, rest: string) => `filter[${label}][condition]${rest}`;
   // {status: 'done'}: one key, raw brackets, = pre-encoded as %3D.
-  await selects(`${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=%3D')}&${f('status-0-filter', '[value]=done')}`, (l) => l.status === 'done');
+  await selects(
+    `${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=%3D')}&${f('status-0-filter', '[value]=done')}`,
+    (l) => l.status === 'done',
+  );
   // Several keys go through URLSearchParams: brackets as %5B%5D.
   const params = new URLSearchParams();
   params.append('filter[status-0-filter][condition][path]', 'status');
@@ -240,25 +333,49 @@ test('farmOS.js query strings, exactly as it sends them (clients.md §1.6)', asy
   assert.match(params.toString(), /^filter%5Bstatus-0-filter%5D%5Bcondition%5D%5Bpath%5D=status&/);
   await selects(params.toString(), (l) => l.status === 'pending' && l.name === 'Zucchini');
   // {status: {$ne: 'done'}}: <> raw.
-  await selects(`${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=<>')}&${f('status-0-filter', '[value]=done')}`, (l) => l.status !== 'done');
+  await selects(
+    `${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=<>')}&${f('status-0-filter', '[value]=done')}`,
+    (l) => l.status !== 'done',
+  );
   // {timestamp: {$gt: …}}: > raw, which the URL parser sends as %3E.
-  await selects(`${f('timestamp-0-filter', '[path]=timestamp')}&${f('timestamp-0-filter', '[operator]=>')}&${f('timestamp-0-filter', `[value]=${T0 + HOUR}`)}`, (l) => l.timestamp > T0 + HOUR);
+  await selects(
+    `${f('timestamp-0-filter', '[path]=timestamp')}&${f('timestamp-0-filter', '[operator]=>')}&${f('timestamp-0-filter', `[value]=${T0 + HOUR}`)}`,
+    (l) => l.timestamp > T0 + HOUR,
+  );
   // {timestamp: {$gte: a, $lt: b}}: two conditions; `>=` arrives as %3E= with a literal =.
   await selects(
     `${f('timestamp-0-filter', '[path]=timestamp')}&${f('timestamp-0-filter', '[operator]=%3E=')}&${f('timestamp-0-filter', `[value]=${T0 + HOUR}`)}&` +
       `${f('timestamp-1-filter', '[path]=timestamp')}&${f('timestamp-1-filter', '[operator]=<')}&${f('timestamp-1-filter', `[value]=${T0 + 3 * HOUR}`)}`,
     (l) => l.timestamp >= T0 + HOUR && l.timestamp < T0 + 3 * HOUR,
   );
-  await selects(`${f('t-0-filter', '[path]=timestamp')}&${f('t-0-filter', '[operator]=<=')}&${f('t-0-filter', `[value]=${T0}`)}`, (l) => l.timestamp <= T0);
+  await selects(
+    `${f('t-0-filter', '[path]=timestamp')}&${f('t-0-filter', '[operator]=<=')}&${f('t-0-filter', `[value]=${T0}`)}`,
+    (l) => l.timestamp <= T0,
+  );
   // {status: {$in: [...]}} and $nin: [value][0], [value][1].
-  await selects(`${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=IN')}&${f('status-0-filter', '[value][0]=done')}&${f('status-0-filter', '[value][1]=pending')}`, () => true);
-  await selects(`${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=NOT IN')}&${f('status-0-filter', '[value][0]=done')}`, (l) => l.status !== 'done');
+  await selects(
+    `${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=IN')}&${f('status-0-filter', '[value][0]=done')}&${f('status-0-filter', '[value][1]=pending')}`,
+    () => true,
+  );
+  await selects(
+    `${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=NOT IN')}&${f('status-0-filter', '[value][0]=done')}`,
+    (l) => l.status !== 'done',
+  );
   // {lot_number: null}: IS NULL with a raw space, no index in the label, no value.
-  await selects(`${f('lot_number-filter', '[path]=lot_number')}&${f('lot_number-filter', '[operator]=IS NULL')}`, (l) => l.lot === null);
+  await selects(
+    `${f('lot_number-filter', '[path]=lot_number')}&${f('lot_number-filter', '[operator]=IS NULL')}`,
+    (l) => l.lot === null,
+  );
   // {is_movement: true} → value 1.
-  await selects(`${f('is_movement-0-filter', '[path]=is_movement')}&${f('is_movement-0-filter', '[operator]=%3D')}&${f('is_movement-0-filter', '[value]=1')}`, (l) => l.movement);
+  await selects(
+    `${f('is_movement-0-filter', '[path]=is_movement')}&${f('is_movement-0-filter', '[operator]=%3D')}&${f('is_movement-0-filter', '[value]=1')}`,
+    (l) => l.movement,
+  );
   // {'asset.id': uuid}
-  await selects(`${f('asset.id-0-filter', '[path]=asset.id')}&${f('asset.id-0-filter', '[operator]=%3D')}&${f('asset.id-0-filter', `[value]=${idOf.get('baler')}`)}`, (l) => l.assets.includes('baler'));
+  await selects(
+    `${f('asset.id-0-filter', '[path]=asset.id')}&${f('asset.id-0-filter', '[operator]=%3D')}&${f('asset.id-0-filter', `[value]=${idOf.get('baler')}`)}`,
+    (l) => l.assets.includes('baler'),
+  );
   // {'asset.name': x, 'asset.id': {$in: [a, b]}}
   await selects(
     `${f('asset.name-0-filter', '[path]=asset.name')}&${f('asset.name-0-filter', '[operator]=%3D')}&${f('asset.name-0-filter', '[value]=Tractor Alpha')}&` +
@@ -278,8 +395,13 @@ test('farmOS.js query strings, exactly as it sends them (clients.md §1.6)', asy
     (l) => l.status === 'pending',
   );
   // fetch({filter, limit, sort}) appends &page[limit]=N&sort=-timestamp,name.
-  const order = await harvest(`${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=%3D')}&${f('status-0-filter', '[value]=done')}&page[limit]=2&sort=-timestamp,name`);
-  const want = LOGS.filter((l) => l.status === 'done').sort((a, b) => b.timestamp - a.timestamp || a.name.localeCompare(b.name)).slice(0, 2).map((l) => l.key);
+  const order = await harvest(
+    `${f('status-0-filter', '[path]=status')}&${f('status-0-filter', '[operator]=%3D')}&${f('status-0-filter', '[value]=done')}&page[limit]=2&sort=-timestamp,name`,
+  );
+  const want = LOGS.filter((l) => l.status === 'done')
+    .sort((a, b) => b.timestamp - a.timestamp || a.name.localeCompare(b.name))
+    .slice(0, 2)
+    .map((l) => l.key);
   assert.deepEqual(order, want);
 });
 
@@ -295,7 +417,10 @@ test('farmOS.py query strings, exactly as requests encodes them (clients.md §2.
     for (const v of values) q += `&${quotePlus(`${label}[value]${list ? '[]' : ''}`)}=${quotePlus(v)}`;
     return q;
   };
-  assert.equal(py('timestamp', '>', ['5'], true), 'filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bpath%5D=timestamp&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Boperator%5D=%3E&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bvalue%5D%5B%5D=5');
+  assert.equal(
+    py('timestamp', '>', ['5'], true),
+    'filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bpath%5D=timestamp&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Boperator%5D=%3E&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bvalue%5D%5B%5D=5',
+  );
   await selects(py('timestamp', '>', [String(T0 + HOUR)], true), (l) => l.timestamp > T0 + HOUR);
   await selects(py('timestamp', '<', [String(T0 + HOUR)], true), (l) => l.timestamp < T0 + HOUR);
   await selects(py('status', '<>', ['done'], true), (l) => l.status !== 'done');
@@ -308,12 +433,19 @@ test('farmOS.py query strings, exactly as requests encodes them (clients.md §2.
 });
 
 test('sorting: -timestamp,name; the long form; a relationship path; ties broken by id', async () => {
-  const byTsDescName = [...LOGS].sort((a, b) => b.timestamp - a.timestamp || a.name.localeCompare(b.name)).map((l) => l.key);
+  const byTsDescName = [...LOGS]
+    .sort((a, b) => b.timestamp - a.timestamp || a.name.localeCompare(b.name))
+    .map((l) => l.key);
   assert.deepEqual(await harvest('sort=-timestamp,name'), byTsDescName);
   assert.deepEqual(await harvest('sort[a][path]=timestamp&sort[a][direction]=DESC&sort[b][path]=name'), byTsDescName);
-  assert.deepEqual(await harvest('sort[a][path]=timestamp&sort[a][direction]=desc&sort[b][path]=name&sort[b][direction]=ASC'), byTsDescName);
+  assert.deepEqual(
+    await harvest('sort[a][path]=timestamp&sort[a][direction]=desc&sort[b][path]=name&sort[b][direction]=ASC'),
+    byTsDescName,
+  );
   // Only done logs: their names sort the same under any collation (no case differences).
-  const byName = LOGS.filter((l) => l.status === 'done').sort((a, b) => (a.name < b.name ? -1 : 1)).map((l) => l.key);
+  const byName = LOGS.filter((l) => l.status === 'done')
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .map((l) => l.key);
   assert.deepEqual(await harvest('filter[status]=done&sort=name'), byName);
   assert.deepEqual(await harvest('filter[status]=done&sort=-name'), [...byName].reverse());
   // Ties on timestamp (h1 and h5) are broken by id: creation order, the same on every request.
@@ -323,8 +455,17 @@ test('sorting: -timestamp,name; the long form; a relationship path; ties broken 
   // A relationship path: logs with assets, by the (smallest) asset name.
   const withAssets = await harvest(`${cond('x', 'asset', 'IS NOT NULL')}&sort=asset.name,name`);
   const minName = (l: LocalLog) => l.assets.map((a) => ASSET_NAMES[a]).sort()[0]!;
-  assert.deepEqual(withAssets, LOGS.filter((l) => l.assets.length).sort((a, b) => minName(a).localeCompare(minName(b)) || a.name.localeCompare(b.name)).map((l) => l.key));
-  assert.deepEqual(await harvest(`${cond('x', 'quantity', 'IS NOT NULL')}&sort=-quantity.units.name`), ['h1', 'h2'], 'kg after Bushels, descending');
+  assert.deepEqual(
+    withAssets,
+    LOGS.filter((l) => l.assets.length)
+      .sort((a, b) => minName(a).localeCompare(minName(b)) || a.name.localeCompare(b.name))
+      .map((l) => l.key),
+  );
+  assert.deepEqual(
+    await harvest(`${cond('x', 'quantity', 'IS NOT NULL')}&sort=-quantity.units.name`),
+    ['h1', 'h2'],
+    'kg after Bushels, descending',
+  );
 });
 
 test('paging: default and maximum 50, clamping, next/prev/first links, parameters kept', async () => {
@@ -345,11 +486,21 @@ test('paging: default and maximum 50, clamping, next/prev/first links, parameter
   const clamped = await api.get('/api/log/observation?page[limit]=500');
   assert.equal(clamped.body.data.length, 50, 'page[limit] above 50 is clamped');
   const small = await api.get('/api/log/observation?page[limit]=7&page[offset]=14&sort=name');
-  assert.deepEqual(small.body.data.map((r: any) => r.attributes.name), observations.map((o) => o.name).sort().slice(14, 21));
+  assert.deepEqual(
+    small.body.data.map((r: any) => r.attributes.name),
+    observations
+      .map((o) => o.name)
+      .sort()
+      .slice(14, 21),
+  );
   assert.equal(new URL(small.body.links.prev.href).searchParams.get('page[offset]'), '7');
   assert.equal(new URL(small.body.links.first.href).searchParams.get('page[offset]'), '0');
   const nearStart = await api.get('/api/log/observation?page[limit]=10&page[offset]=4');
-  assert.equal(new URL(nearStart.body.links.prev.href).searchParams.get('page[offset]'), '0', 'prev never goes below offset 0');
+  assert.equal(
+    new URL(nearStart.body.links.prev.href).searchParams.get('page[offset]'),
+    '0',
+    'prev never goes below offset 0',
+  );
 
   // Every other parameter is kept in the links.
   const q = 'filter[status]=pending&sort=-name&fields[log--observation]=name,status&page[limit]=20';
@@ -392,33 +543,56 @@ test('following links.next through 125 records visits each once, in order, for s
   for (const [q, cmp] of sorts) {
     for (const limit of [50, 17]) {
       const seen = await api.all(`/api/log/observation?${q}&page[limit]=${limit}`);
-      assert.deepEqual(seen.map((r) => r.id), [...observations].sort(cmp).map((o) => o.id), `${q}, pages of ${limit}`);
+      assert.deepEqual(
+        seen.map((r) => r.id),
+        [...observations].sort(cmp).map((o) => o.id),
+        `${q}, pages of ${limit}`,
+      );
     }
   }
   // Sorting on a field with ties only (timestamp): every record exactly once, ties in a stable order.
   const tied = await api.all('/api/log/observation?sort=-timestamp&page[limit]=7');
   assert.equal(tied.length, PAGED);
   assert.equal(new Set(tied.map((r) => r.id)).size, PAGED, 'no record twice');
-  const onePage = (await api.get('/api/log/observation?sort=-timestamp&page[limit]=50')).body.data.map((r: any) => r.id);
-  assert.deepEqual(tied.slice(0, 50).map((r) => r.id), onePage, 'the same order in small and large pages');
-  for (let i = 1; i < tied.length; i++) assert.ok(Date.parse(tied[i - 1].attributes.timestamp) >= Date.parse(tied[i].attributes.timestamp));
+  const onePage = (await api.get('/api/log/observation?sort=-timestamp&page[limit]=50')).body.data.map(
+    (r: any) => r.id,
+  );
+  assert.deepEqual(
+    tied.slice(0, 50).map((r) => r.id),
+    onePage,
+    'the same order in small and large pages',
+  );
+  for (let i = 1; i < tied.length; i++)
+    assert.ok(Date.parse(tied[i - 1].attributes.timestamp) >= Date.parse(tied[i].attributes.timestamp));
   // Without a sort: every record once.
   const unsorted = await api.all('/api/log/observation?page[limit]=30');
   assert.deepEqual(unsorted.map((r) => r.id).sort(), observations.map((o) => o.id).sort());
   // With a filter: exactly the matching records.
   const done = await api.all('/api/log/observation?filter[status]=done&sort=name&page[limit]=10');
-  assert.deepEqual(done.map((r) => r.attributes.name), observations.filter((_, i) => i % 3 === 0).map((o) => o.name).sort());
+  assert.deepEqual(
+    done.map((r) => r.attributes.name),
+    observations
+      .filter((_, i) => i % 3 === 0)
+      .map((o) => o.name)
+      .sort(),
+  );
   // A range on the sorted column itself, as a sync for a season writes it: the cursor and the
   // filter both bound the timestamp, and every record in the range comes once, in order.
   const times = observations.map((o) => o.timestamp).sort((a, b) => a - b);
   const [low, high] = [times[10]!, times[times.length - 10]!];
   const ranged = `filter[t][condition][path]=timestamp&filter[t][condition][operator]=BETWEEN&filter[t][condition][value][]=${low}&filter[t][condition][value][]=${high}`;
-  for (const [sortParam, sign] of [['-timestamp', -1], ['timestamp', 1]] as const) {
+  for (const [sortParam, sign] of [
+    ['-timestamp', -1],
+    ['timestamp', 1],
+  ] as const) {
     const inRange = await api.all(`/api/log/observation?${ranged}&sort=${sortParam}&page[limit]=9`);
     const expected = observations.filter((o) => o.timestamp >= low && o.timestamp <= high);
     assert.equal(inRange.length, expected.length, `sort=${sortParam}`);
     assert.deepEqual(new Set(inRange.map((r) => r.id)), new Set(expected.map((o) => o.id)));
-    for (let i = 1; i < inRange.length; i++) assert.ok(sign * (Date.parse(inRange[i].attributes.timestamp) - Date.parse(inRange[i - 1].attributes.timestamp)) >= 0);
+    for (let i = 1; i < inRange.length; i++)
+      assert.ok(
+        sign * (Date.parse(inRange[i].attributes.timestamp) - Date.parse(inRange[i - 1].attributes.timestamp)) >= 0,
+      );
   }
 });
 
@@ -426,41 +600,81 @@ test('following links.next over a sort on a field some records leave empty: ever
   // Equipment with and without a manufacturer: where this database puts NULLs (SQLite before
   // values in ascending order, PostgreSQL after them), pages must cross from values to NULLs.
   const made: Array<{ id: string; manufacturer: string | null }> = [];
-  for (const [i, manufacturer] of ['Deere', null, 'Kubota', 'Deere', null, 'Claas', null, 'Kubota', 'Fendt', null, 'Deere'].entries()) {
-    const asset = await api.create('asset--equipment', { name: `Machine for paging ${i}`, ...(manufacturer ? { manufacturer } : {}) });
+  for (const [i, manufacturer] of [
+    'Deere',
+    null,
+    'Kubota',
+    'Deere',
+    null,
+    'Claas',
+    null,
+    'Kubota',
+    'Fendt',
+    null,
+    'Deere',
+  ].entries()) {
+    const asset = await api.create('asset--equipment', {
+      name: `Machine for paging ${i}`,
+      ...(manufacturer ? { manufacturer } : {}),
+    });
     made.push({ id: asset.id, manufacturer });
   }
   const mine = (list: any[]) => list.filter((r) => made.some((m) => m.id === r.id));
   const filter = 'filter[name][operator]=STARTS_WITH&filter[name][value]=Machine for paging';
   for (const sort of ['manufacturer', '-manufacturer', 'manufacturer,-name', '-manufacturer,name']) {
-    const whole = mine((await api.get(`/api/asset/equipment?${filter}&sort=${sort}&page[limit]=50`)).body.data).map((r: any) => r.id);
+    const whole = mine((await api.get(`/api/asset/equipment?${filter}&sort=${sort}&page[limit]=50`)).body.data).map(
+      (r: any) => r.id,
+    );
     assert.equal(whole.length, made.length, sort);
     for (const limit of [1, 2, 3, 4]) {
       const paged = mine(await api.all(`/api/asset/equipment?${filter}&sort=${sort}&page[limit]=${limit}`));
-      assert.deepEqual(paged.map((r) => r.id), whole, `sort=${sort}, pages of ${limit}: the order of one page, each record once`);
+      assert.deepEqual(
+        paged.map((r) => r.id),
+        whole,
+        `sort=${sort}, pages of ${limit}: the order of one page, each record once`,
+      );
     }
     const values = whole.map((id: string) => made.find((m) => m.id === id)!.manufacturer);
     const firstNull = values.indexOf(null);
     const nulls = values.filter((v) => v === null).length;
-    assert.ok(values.slice(firstNull, firstNull + nulls).every((v) => v === null), `sort=${sort}: the empty ones are together (${values.join(', ')})`);
+    assert.ok(
+      values.slice(firstNull, firstNull + nulls).every((v) => v === null),
+      `sort=${sort}: the empty ones are together (${values.join(', ')})`,
+    );
     const named = values.filter((v): v is string => v !== null);
     const ascending = !sort.startsWith('-');
-    for (let i = 1; i < named.length; i++) assert.ok(ascending ? named[i - 1]! <= named[i]! : named[i - 1]! >= named[i]!, `sort=${sort}: ${named.join(', ')}`);
+    for (let i = 1; i < named.length; i++)
+      assert.ok(
+        ascending ? named[i - 1]! <= named[i]! : named[i - 1]! >= named[i]!,
+        `sort=${sort}: ${named.join(', ')}`,
+      );
   }
 });
 
 test('offsets a client builds itself, and page[limit] given twice (the last wins)', async () => {
   const all = [...observations].sort((a, b) => (a.name < b.name ? -1 : 1));
-  for (const [offset, limit] of [[0, 10], [73, 7], [120, 50], [49, 2]] as const) {
+  for (const [offset, limit] of [
+    [0, 10],
+    [73, 7],
+    [120, 50],
+    [49, 2],
+  ] as const) {
     const res = await api.get(`/api/log/observation?sort=name&page[offset]=${offset}&page[limit]=${limit}`);
-    assert.deepEqual(res.body.data.map((r: any) => r.id), all.slice(offset, offset + limit).map((o) => o.id), `offset ${offset}, limit ${limit}`);
+    assert.deepEqual(
+      res.body.data.map((r: any) => r.id),
+      all.slice(offset, offset + limit).map((o) => o.id),
+      `offset ${offset}, limit ${limit}`,
+    );
   }
   const twice = await api.get('/api/log/observation?sort=name&page[limit]=50&page[limit]=10');
   assert.equal(twice.body.data.length, 10);
   // farmOS.js appends &page[limit]=<remainder> to links.next when it wants fewer than 50 more.
   const page1 = await api.get('/api/log/observation?sort=name&page[limit]=50');
   const tail = await api.get(`${page1.body.links.next.href}&page[limit]=5`);
-  assert.deepEqual(tail.body.data.map((r: any) => r.id), all.slice(50, 55).map((o) => o.id));
+  assert.deepEqual(
+    tail.body.data.map((r: any) => r.id),
+    all.slice(50, 55).map((o) => o.id),
+  );
   // links.next of a page of 10 starts at the 11th record.
   const p1 = await api.get('/api/log/observation?sort=name&page[limit]=10');
   const p2 = await api.get(p1.body.links.next.href);
@@ -483,12 +697,21 @@ test('sparse fieldsets', async () => {
   assert.deepEqual(Object.keys(inc.body.included[0].attributes), ['name']);
   // A fieldset that leaves out the relationship an include follows still includes its targets, as
   // Drupal resolves includes on the whole entity: the collection, the individual route, and deeper paths.
-  const hidden = await api.get(`/api/log/harvest?filter[id]=${idOf.get('h1')}&fields[log--harvest]=name&include=asset,quantity.units&fields[quantity--standard]=label`);
+  const hidden = await api.get(
+    `/api/log/harvest?filter[id]=${idOf.get('h1')}&fields[log--harvest]=name&include=asset,quantity.units&fields[quantity--standard]=label`,
+  );
   assert.deepEqual(Object.keys(hidden.body.data[0].relationships ?? {}), []);
-  assert.deepEqual(hidden.body.included.map((r: any) => r.type).sort(), ['asset--equipment', 'quantity--standard', 'taxonomy_term--unit']);
+  assert.deepEqual(hidden.body.included.map((r: any) => r.type).sort(), [
+    'asset--equipment',
+    'quantity--standard',
+    'taxonomy_term--unit',
+  ]);
   assert.deepEqual(hidden.body.included.find((r: any) => r.type === 'quantity--standard').relationships ?? {}, {});
   const hiddenOne = await api.get(`/api/log/harvest/${idOf.get('h3')}?fields[log--harvest]=name&include=asset`);
-  assert.deepEqual(hiddenOne.body.included.map((r: any) => r.id).sort(), [idOf.get('tractor'), idOf.get('baler')].sort());
+  assert.deepEqual(
+    hiddenOne.body.included.map((r: any) => r.id).sort(),
+    [idOf.get('tractor'), idOf.get('baler')].sort(),
+  );
   // Unknown names are ignored.
   const unknown = await api.get(`/api/log/harvest/${idOf.get('h1')}?fields[log--harvest]=name,nonsense`);
   assert.equal(unknown.status, 200);
@@ -525,8 +748,14 @@ test('include at depth 2: each included resource once; includes on individual ro
   // Related and relationship routes take include too.
   const related = await api.get(`/api/log/harvest/${idOf.get('h1')}/quantity?include=units`);
   assert.equal(related.status, 200);
-  assert.deepEqual(related.body.included.map((r: any) => r.id), [idOf.get('kg')]);
+  assert.deepEqual(
+    related.body.included.map((r: any) => r.id),
+    [idOf.get('kg')],
+  );
   const relationship = await api.get(`/api/log/harvest/${idOf.get('h1')}/relationships/quantity?include=quantity`);
   assert.equal(relationship.status, 200);
-  assert.deepEqual(relationship.body.included?.map((r: any) => r.id), [idOf.get('q1')]);
+  assert.deepEqual(
+    relationship.body.included?.map((r: any) => r.id),
+    [idOf.get('q1')],
+  );
 });

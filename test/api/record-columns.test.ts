@@ -27,7 +27,9 @@ test('a record loaded with its bundle named, or with another bundle named, equal
     const { id } = (await store.findByUuid(knex, entityType, created.id))!;
     const [whole] = await store.load(knex, entityType, [id]);
     const [named] = await store.load(knex, entityType, [id], undefined, [bundle]);
-    const [other] = await store.load(knex, entityType, [id], undefined, [entityType === 'log' ? 'observation' : 'plant']);
+    const [other] = await store.load(knex, entityType, [id], undefined, [
+      entityType === 'log' ? 'observation' : 'plant',
+    ]);
     assert.ok(whole && whole.values.size > 5, type);
     assert.deepEqual(named!.values, whole.values, `${type}: its bundle's columns`);
     assert.deepEqual(other!.values, whole.values, `${type}: read again whole when of another bundle`);

@@ -27,7 +27,11 @@ after(() => server.close());
 const path = (r: { type: string; id: string }) => `/api/${r.type.replace('--', '/')}/${r.id}`;
 const version = (r: { type: string; id: string }, v: string) => `${path(r)}?resourceVersion=${encodeURIComponent(v)}`;
 
-async function patch(r: { type: string; id: string }, attributes: Record<string, unknown>, relationships: Record<string, unknown> = {}): Promise<any> {
+async function patch(
+  r: { type: string; id: string },
+  attributes: Record<string, unknown>,
+  relationships: Record<string, unknown> = {},
+): Promise<any> {
   const res = await api.patch(path(r), { data: { type: r.type, id: r.id, attributes, relationships } });
   assert.equal(res.status, 200, res.text.slice(0, 500));
   return res.body.data;
@@ -44,7 +48,9 @@ test('revision ids count per entity type: the first asset, log and quantity each
     assert.equal(asset.attributes.drupal_internal__revision_id, 1);
     assert.equal(log.attributes.drupal_internal__revision_id, 1);
     assert.equal(quantity.attributes.drupal_internal__revision_id, 1);
-    const renamed = (await a.patch(path(asset), { data: { type: asset.type, id: asset.id, attributes: { name: 'Old tractor' } } })).body.data;
+    const renamed = (
+      await a.patch(path(asset), { data: { type: asset.type, id: asset.id, attributes: { name: 'Old tractor' } } })
+    ).body.data;
     assert.equal(renamed.attributes.drupal_internal__revision_id, 2);
     const second = await a.create('log--activity', { name: 'Harrowing', timestamp: 1700000000 });
     assert.equal(second.attributes.drupal_internal__revision_id, 2);
@@ -56,7 +62,11 @@ test('revision ids count per entity type: the first asset, log and quantity each
 test('GET ?resourceVersion=id:<n> serves the asset as that save left it; links.self names the version', async () => {
   const asset = await api.create('asset--equipment', { name: 'Baler', manufacturer: 'Claas' });
   const first = asset.attributes.drupal_internal__revision_id;
-  const now = await patch(asset, { name: 'Round baler', manufacturer: 'Krone', revision_log_message: 'Renamed after the sale' });
+  const now = await patch(asset, {
+    name: 'Round baler',
+    manufacturer: 'Krone',
+    revision_log_message: 'Renamed after the sale',
+  });
   const second = now.attributes.drupal_internal__revision_id;
   assert.ok(second > first);
 
@@ -73,7 +83,11 @@ test('GET ?resourceVersion=id:<n> serves the asset as that save left it; links.s
   const current = await api.get(path(asset));
   assert.equal(current.body.data.attributes.name, 'Round baler');
   assert.equal(current.body.data.attributes.drupal_internal__revision_id, second);
-  assert.equal(current.body.data.links.self.href, `${server.url}${path(asset)}`, 'no version asked for, none in links.self');
+  assert.equal(
+    current.body.data.links.self.href,
+    `${server.url}${path(asset)}`,
+    'no version asked for, none in links.self',
+  );
 
   const byId = await api.get(version(asset, `id:${second}`));
   assert.equal(byId.body.data.attributes.name, 'Round baler');
@@ -87,20 +101,43 @@ test('GET ?resourceVersion=id:<n> serves the asset as that save left it; links.s
   }
 });
 
-test('a log revision keeps its relationships as they were; its quantity and the quantity\'s own revisions too', async () => {
-  const north = await api.create('asset--land', { name: 'North', land_type: 'field', is_location: true, is_fixed: true, intrinsic_geometry: 'POINT (1 2)' });
-  const south = await api.create('asset--land', { name: 'South', land_type: 'field', is_location: true, is_fixed: true, intrinsic_geometry: 'POINT (3 4)' });
+test("a log revision keeps its relationships as they were; its quantity and the quantity's own revisions too", async () => {
+  const north = await api.create('asset--land', {
+    name: 'North',
+    land_type: 'field',
+    is_location: true,
+    is_fixed: true,
+    intrinsic_geometry: 'POINT (1 2)',
+  });
+  const south = await api.create('asset--land', {
+    name: 'South',
+    land_type: 'field',
+    is_location: true,
+    is_fixed: true,
+    intrinsic_geometry: 'POINT (3 4)',
+  });
   const quantity = await api.create('quantity--standard', { measure: 'weight', value: { decimal: '10' } });
-  const log = await api.create('log--harvest', { name: 'Hay', timestamp: 1700000000, status: 'done' }, { location: { data: [ref(north)] }, quantity: { data: [ref(quantity)] } });
+  const log = await api.create(
+    'log--harvest',
+    { name: 'Hay', timestamp: 1700000000, status: 'done' },
+    { location: { data: [ref(north)] }, quantity: { data: [ref(quantity)] } },
+  );
   await patch(log, { status: 'pending' }, { location: { data: [ref(south)] } });
   const q2 = await patch(quantity, { value: { decimal: '12.5' } });
 
   const old = await api.get(version(log, `id:${log.attributes.drupal_internal__revision_id}`));
   assert.equal(old.status, 200, old.text.slice(0, 300));
   assert.equal(old.body.data.attributes.status, 'done');
-  assert.deepEqual(old.body.data.relationships.location.data.map((i: any) => i.id), [north.id]);
+  assert.deepEqual(
+    old.body.data.relationships.location.data.map((i: any) => i.id),
+    [north.id],
+  );
   assert.equal(old.body.data.relationships.quantity.data[0].id, quantity.id);
-  assert.equal(old.body.data.relationships.quantity.data[0].meta.target_revision_id, quantity.attributes.drupal_internal__revision_id, 'the quantity revision the log pointed at then');
+  assert.equal(
+    old.body.data.relationships.quantity.data[0].meta.target_revision_id,
+    quantity.attributes.drupal_internal__revision_id,
+    'the quantity revision the log pointed at then',
+  );
 
   const qOld = await api.get(version(quantity, `id:${quantity.attributes.drupal_internal__revision_id}`));
   assert.equal(qOld.body.data.attributes.value.decimal, '10');
@@ -123,14 +160,23 @@ test('malformed versions are 400, unknown ones 404, never the current record', a
     assert.equal(res.status, 404, `${v}: ${res.text.slice(0, 300)}`);
     assert.equal(res.body.errors[0].detail, `The requested version, identified by \`${v}\`, could not be found.`);
   }
-  assert.equal((await api.get('/api/asset/equipment?resourceVersion=id:1')).status, 400, 'a collection has no revision 1');
+  assert.equal(
+    (await api.get('/api/asset/equipment?resourceVersion=id:1')).status,
+    400,
+    'a collection has no revision 1',
+  );
   assert.equal((await api.get('/api/asset/equipment?resourceVersion=rel:latest-version')).status, 200);
   assert.equal((await api.get('/api/asset/equipment?resourceVersion=nonsense')).status, 400);
   const twice = await api.get(`${path(asset)}?resourceVersion=id:1&resourceVersion[x]=2`);
   assert.equal(twice.status, 400);
-  const write = await api.patch(`${path(asset)}?resourceVersion=id:1`, { data: { type: asset.type, id: asset.id, attributes: { name: 'x' } } });
+  const write = await api.patch(`${path(asset)}?resourceVersion=id:1`, {
+    data: { type: asset.type, id: asset.id, attributes: { name: 'x' } },
+  });
   assert.equal(write.status, 400, write.text.slice(0, 300));
-  assert.match(write.body.errors[0].detail, /PATCH requests with a `resourceVersion` query parameter are not supported/);
+  assert.match(
+    write.body.errors[0].detail,
+    /PATCH requests with a `resourceVersion` query parameter are not supported/,
+  );
   assert.equal((await api.get(path(asset))).body.data.attributes.name, 'Mower', 'the refused PATCH changed nothing');
 });
 
@@ -144,10 +190,13 @@ test('revision_log_message belongs to the save that supplied it; echoing the pre
   const four = await patch(asset, { revision_log_message: 'Repaired', manufacturer: 'Amazone' });
   const five = await patch(asset, { revision_log_message: 'Repaired', name: 'Seed drill 2' });
   assert.equal(four.attributes.revision_log_message, 'Repaired');
-  assert.equal(five.attributes.revision_log_message, '', 'farmOS blanks a message equal to the previous revision\'s');
+  assert.equal(five.attributes.revision_log_message, '', "farmOS blanks a message equal to the previous revision's");
   const messages = [];
   for (const r of [asset, two, three, four, five]) {
-    messages.push((await api.get(version(asset, `id:${r.attributes.drupal_internal__revision_id}`))).body.data.attributes.revision_log_message);
+    messages.push(
+      (await api.get(version(asset, `id:${r.attributes.drupal_internal__revision_id}`))).body.data.attributes
+        .revision_log_message,
+    );
   }
   assert.deepEqual(messages, ['Bought', 'Renamed', '', 'Repaired', '']);
 });
@@ -157,7 +206,11 @@ test('terms keep revisions as farmOS vocabularies do: a save changes the one rev
   const rev = term.attributes.drupal_internal__revision_id;
   assert.equal(typeof rev, 'number');
   const renamed = await patch(term, { name: 'kg' });
-  assert.equal(renamed.attributes.drupal_internal__revision_id, rev, 'no new revision for a vocabulary with new_revision: false');
+  assert.equal(
+    renamed.attributes.drupal_internal__revision_id,
+    rev,
+    'no new revision for a vocabulary with new_revision: false',
+  );
   const res = await api.get(version(term, `id:${rev}`));
   assert.equal(res.status, 200, res.text.slice(0, 300));
   assert.equal(res.body.data.attributes.name, 'kg');
@@ -197,40 +250,79 @@ test('access to a revision is access to the record; revisions of deleted records
 test('related and relationship routes honour resourceVersion as Drupal does', async () => {
   const a = await api.create('asset--equipment', { name: 'Plough' });
   const b = await api.create('asset--equipment', { name: 'Disc' });
-  const log = await api.create('log--activity', { name: 'Tillage', timestamp: 1700000000 }, { equipment: { data: [ref(a)] } });
+  const log = await api.create(
+    'log--activity',
+    { name: 'Tillage', timestamp: 1700000000 },
+    { equipment: { data: [ref(a)] } },
+  );
   await patch(log, {}, { equipment: { data: [ref(b)] } });
   const v = `id:${log.attributes.drupal_internal__revision_id}`;
   const rel = await api.get(`${path(log)}/relationships/equipment?resourceVersion=${v}`);
   assert.equal(rel.status, 200, rel.text.slice(0, 300));
-  assert.deepEqual(rel.body.data.map((i: any) => i.id), [a.id]);
+  assert.deepEqual(
+    rel.body.data.map((i: any) => i.id),
+    [a.id],
+  );
   const related = await api.get(`${path(log)}/equipment?resourceVersion=${v}`);
-  assert.deepEqual(related.body.data.map((i: any) => i.id), [a.id]);
+  assert.deepEqual(
+    related.body.data.map((i: any) => i.id),
+    [a.id],
+  );
   assert.equal((await api.get(`${path(log)}/equipment?resourceVersion=id:999999`)).status, 404);
-  assert.deepEqual((await api.get(`${path(log)}/equipment`)).body.data.map((i: any) => i.id), [b.id]);
+  assert.deepEqual(
+    (await api.get(`${path(log)}/equipment`)).body.data.map((i: any) => i.id),
+    [b.id],
+  );
 });
 
 test('revision history: every save of a record, newest first, with who, when and why', async () => {
   const worker = await addUser(server, ['farm_worker']);
   const asWorker = new Api(server.url, await passwordToken(server.url, worker.name, worker.password));
   const asset = await api.create('asset--equipment', { name: 'Trailer', revision_log_message: 'Bought' });
-  const res2 = await asWorker.patch(path(asset), { data: { type: asset.type, id: asset.id, attributes: { name: 'Tipping trailer', revision_log_message: 'Renamed' } } });
+  const res2 = await asWorker.patch(path(asset), {
+    data: { type: asset.type, id: asset.id, attributes: { name: 'Tipping trailer', revision_log_message: 'Renamed' } },
+  });
   assert.equal(res2.status, 200);
   const history = await api.get(`${path(asset)}/revision-history`);
   assert.equal(history.status, 200, history.text.slice(0, 300));
   const rows = history.body.data;
   assert.equal(rows.length, 2);
-  assert.deepEqual(rows.map((r: any) => r.attributes.name), ['Tipping trailer', 'Trailer']);
-  assert.deepEqual(rows.map((r: any) => r.attributes.revision_log_message), ['Renamed', 'Bought']);
+  assert.deepEqual(
+    rows.map((r: any) => r.attributes.name),
+    ['Tipping trailer', 'Trailer'],
+  );
+  assert.deepEqual(
+    rows.map((r: any) => r.attributes.revision_log_message),
+    ['Renamed', 'Bought'],
+  );
   assert.equal(rows[0].relationships.revision_user.data.id, worker.uuid);
-  assert.notEqual(rows[0].relationships.revision_user.data.id, rows[1].relationships.revision_user.data.id, 'each revision names its own author');
+  assert.notEqual(
+    rows[0].relationships.revision_user.data.id,
+    rows[1].relationships.revision_user.data.id,
+    'each revision names its own author',
+  );
   assert.match(rows[1].attributes.revision_created, /^\d{4}-\d\d-\d\dT/);
-  assert.equal(rows[1].links.self.href, `${server.url}${path(asset)}?resourceVersion=id:${asset.attributes.drupal_internal__revision_id}`);
-  const sparse = await api.get(`${path(asset)}/revision-history?fields[asset--equipment]=drupal_internal__revision_id,revision_log_message`);
-  assert.deepEqual(Object.keys(sparse.body.data[0].attributes).sort(), ['drupal_internal__revision_id', 'revision_log_message']);
+  assert.equal(
+    rows[1].links.self.href,
+    `${server.url}${path(asset)}?resourceVersion=id:${asset.attributes.drupal_internal__revision_id}`,
+  );
+  const sparse = await api.get(
+    `${path(asset)}/revision-history?fields[asset--equipment]=drupal_internal__revision_id,revision_log_message`,
+  );
+  assert.deepEqual(Object.keys(sparse.body.data[0].attributes).sort(), [
+    'drupal_internal__revision_id',
+    'revision_log_message',
+  ]);
   const page1 = await api.get(`${path(asset)}/revision-history?page[limit]=1`);
-  assert.deepEqual(page1.body.data.map((r: any) => r.attributes.name), ['Tipping trailer']);
+  assert.deepEqual(
+    page1.body.data.map((r: any) => r.attributes.name),
+    ['Tipping trailer'],
+  );
   const page2 = await api.get(page1.body.links.next.href);
-  assert.deepEqual(page2.body.data.map((r: any) => r.attributes.name), ['Trailer']);
+  assert.deepEqual(
+    page2.body.data.map((r: any) => r.attributes.name),
+    ['Trailer'],
+  );
   assert.equal(page2.body.links.next, undefined);
   assert.equal((await api.get(`${path(asset)}/revision-history?resourceVersion=id:1`)).status, 400);
   assert.equal((await api.get(`/api/asset/equipment/${randomUUID()}/revision-history`)).status, 404);
@@ -242,7 +334,11 @@ test('an existing database with one global revision counter migrates to per-type
   const url = database.env.DATABASE_URL;
   const knex = url
     ? knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
-    : knexFactory({ client: 'better-sqlite3', connection: { filename: `${database.env.TILTH_DATA_DIR}/tilth.sqlite` }, useNullAsDefault: true });
+    : knexFactory({
+        client: 'better-sqlite3',
+        connection: { filename: `${database.env.TILTH_DATA_DIR}/tilth.sqlite` },
+        useNullAsDefault: true,
+      });
   const assetId = randomUUID();
   const logId = randomUUID();
   try {
@@ -250,11 +346,19 @@ test('an existing database with one global revision counter migrates to per-type
     // and revisions numbered by one counter across entity types.
     const old = allMigrations(generated.migrations).filter((m) => !/^core\/(?!000[12]_)/.test(m.name));
     await knex.migrate.latest({
-      migrationSource: { getMigrations: async () => old, getMigrationName: (m: (typeof old)[number]) => m.name, getMigration: async (m: (typeof old)[number]) => ({ up: m.up, down: m.down }) },
+      migrationSource: {
+        getMigrations: async () => old,
+        getMigrationName: (m: (typeof old)[number]) => m.name,
+        getMigration: async (m: (typeof old)[number]) => ({ up: m.up, down: m.down }),
+      },
       tableName: 'knex_migrations',
     });
-    const [a] = await knex('asset').insert({ uuid: assetId, bundle: 'equipment', name: 'Old name', status: 'active' }).returning('id');
-    const [l] = await knex('log').insert({ uuid: logId, bundle: 'activity', name: 'Old log', status: 'done', timestamp: 1700000000 }).returning('id');
+    const [a] = await knex('asset')
+      .insert({ uuid: assetId, bundle: 'equipment', name: 'Old name', status: 'active' })
+      .returning('id');
+    const [l] = await knex('log')
+      .insert({ uuid: logId, bundle: 'activity', name: 'Old log', status: 'done', timestamp: 1700000000 })
+      .returning('id');
     const aid = Number(typeof a === 'object' ? a.id : a);
     const lid = Number(typeof l === 'object' ? l.id : l);
     const rows = [
@@ -265,7 +369,14 @@ test('an existing database with one global revision counter migrates to per-type
     let last = 0;
     for (const r of rows) {
       const [inserted] = await knex('entity_revision')
-        .insert({ entity_type: r.entity_type, entity_id: r.entity_id, user_id: 1, created: 1700000000, message: r.message, data: JSON.stringify({ name: r.name, revision_log_message: r.message ?? '' }) })
+        .insert({
+          entity_type: r.entity_type,
+          entity_id: r.entity_id,
+          user_id: 1,
+          created: 1700000000,
+          message: r.message,
+          data: JSON.stringify({ name: r.name, revision_log_message: r.message ?? '' }),
+        })
         .returning('id');
       last = Number(typeof inserted === 'object' ? inserted.id : inserted);
       await knex(r.entity_type).where('id', r.entity_id).update({ revision_id: last, name: r.name });
@@ -289,7 +400,9 @@ test('an existing database with one global revision counter migrates to per-type
     // New saves continue each type's own count.
     const newLog = await a.create('log--activity', { name: 'New log', timestamp: 1700000000 });
     assert.equal(newLog.attributes.drupal_internal__revision_id, 2);
-    const renamed = await a.patch(`/api/asset/equipment/${assetId}`, { data: { type: 'asset--equipment', id: assetId, attributes: { name: 'Newer name' } } });
+    const renamed = await a.patch(`/api/asset/equipment/${assetId}`, {
+      data: { type: 'asset--equipment', id: assetId, attributes: { name: 'Newer name' } },
+    });
     assert.equal(renamed.body.data.attributes.drupal_internal__revision_id, 3);
   } finally {
     await upgraded.close();

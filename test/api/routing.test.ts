@@ -17,15 +17,31 @@ after(() => server.close());
 const unrouted = (text: string) => /No route matches/.test(text);
 
 test('the OAuth and OpenAPI routes answer, in any case and with a trailing slash', async () => {
-  for (const path of ['/.well-known/oauth-authorization-server', '/.WELL-KNOWN/OAuth-Authorization-Server', '/api/openapi.json', '/api/docs/', '/API/Docs', '/favicon.ico', '/oauth/session']) {
+  for (const path of [
+    '/.well-known/oauth-authorization-server',
+    '/.WELL-KNOWN/OAuth-Authorization-Server',
+    '/api/openapi.json',
+    '/api/docs/',
+    '/API/Docs',
+    '/favicon.ico',
+    '/oauth/session',
+  ]) {
     const res = await request(`${server.url}${path}`);
     assert.equal(res.status, 200, `${path}: ${res.status} ${res.text.slice(0, 200)}`);
   }
   const form = (path: string) =>
-    request(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&client_id=farm' });
+    request(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&client_id=farm',
+    });
   for (const path of ['/oauth/token', '/OAuth/Token/']) {
     const res = await form(path);
-    assert.equal(res.status, 400, `${path}: the token endpoint answers (the public client may not use client_credentials): ${res.text}`);
+    assert.equal(
+      res.status,
+      400,
+      `${path}: the token endpoint answers (the public client may not use client_credentials): ${res.text}`,
+    );
     assert.equal(res.body.error, 'unauthorized_client');
   }
 });
@@ -34,7 +50,11 @@ test('the front door, its script, metrics, field module scripts and the change f
   for (const path of ['/', '/?from=bookmark', '/assets/front-door.js', '/Assets/Front-Door.JS']) {
     const res = await request(`${server.url}${path}`);
     assert.equal(res.status, 200, `${path}: ${res.status} ${res.text.slice(0, 200)}`);
-    assert.match(res.headers.get('content-type') ?? '', path.toLowerCase().endsWith('.js') ? /javascript/ : /html/, path);
+    assert.match(
+      res.headers.get('content-type') ?? '',
+      path.toLowerCase().endsWith('.js') ? /javascript/ : /html/,
+      path,
+    );
   }
   for (const path of ['/metrics', '/METRICS/', '/api/changes?since=0', '/API/Changes?since=0']) {
     const res = await request(`${server.url}${path}`, { token });
@@ -53,9 +73,17 @@ test('the front door, its script, metrics, field module scripts and the change f
 
 test('every collection /api links to answers, configuration and language resources included', async () => {
   const api = await request(`${server.url}/api`, { token });
-  const links = Object.entries(api.body.links as Record<string, { href: string }>).filter(([name]) => name !== 'self' && name !== 'me');
-  assert.ok(links.some(([name]) => name.startsWith('configurable_language')), 'languages are listed');
-  assert.ok(links.some(([name]) => name.startsWith('user_role')), 'roles are listed');
+  const links = Object.entries(api.body.links as Record<string, { href: string }>).filter(
+    ([name]) => name !== 'self' && name !== 'me',
+  );
+  assert.ok(
+    links.some(([name]) => name.startsWith('configurable_language')),
+    'languages are listed',
+  );
+  assert.ok(
+    links.some(([name]) => name.startsWith('user_role')),
+    'roles are listed',
+  );
   for (const [name, link] of links) {
     const res = await request(link.href.replace(/^https?:\/\/[^/]+/, server.url), { token });
     assert.equal(res.status, 200, `${name}: ${res.status} ${res.text.slice(0, 200)}`);
@@ -67,7 +95,11 @@ test('every collection /api links to answers, configuration and language resourc
 });
 
 test('the data stream and sensor listener routes answer for themselves', async () => {
-  for (const path of [`/api/data_stream/${randomUUID()}/data`, `/asset/${randomUUID()}/data/basic`, '/farm/sensor/listener/no-such-key']) {
+  for (const path of [
+    `/api/data_stream/${randomUUID()}/data`,
+    `/asset/${randomUUID()}/data/basic`,
+    '/farm/sensor/listener/no-such-key',
+  ]) {
     const res = await request(`${server.url}${path}`, { token });
     assert.ok(res.status === 404 || res.status === 403, `${path}: ${res.status}`);
     assert.ok(!unrouted(res.text), `${path} reaches its handler: ${res.text.slice(0, 200)}`);
@@ -75,7 +107,12 @@ test('the data stream and sensor listener routes answer for themselves', async (
 });
 
 test('a path that is not valid percent-encoding is a 400 naming it, on every route, never a 500', async () => {
-  for (const path of ['/api/data_stream/%E0/data', '/farm/sensor/listener/%E0%A4%A', '/asset/%/data/basic', '/system/files/%E0%A4%A']) {
+  for (const path of [
+    '/api/data_stream/%E0/data',
+    '/farm/sensor/listener/%E0%A4%A',
+    '/asset/%/data/basic',
+    '/system/files/%E0%A4%A',
+  ]) {
     for (const method of ['GET', 'POST']) {
       const res = await request(`${server.url}${path}`, { method, token, ...(method === 'POST' ? { json: [] } : {}) });
       assert.equal(res.status, 400, `${method} ${path}: ${res.text.slice(0, 200)}`);

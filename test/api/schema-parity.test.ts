@@ -30,19 +30,35 @@ const RENAMED: Record<string, string> = { 'taxonomy_term--material': 'taxonomy_t
  * (clients.md §1.3). They are checked against the raw 2.x response instead: see the test below.
  */
 const STRIPPED_BY_FARMOS_JS = {
-  attributes: ['drupal_internal__id', 'drupal_internal__revision_id', 'langcode', 'revision_created', 'revision_log_message', 'created', 'changed', 'default_langcode', 'revision_default', 'revision_translation_affected'],
+  attributes: [
+    'drupal_internal__id',
+    'drupal_internal__revision_id',
+    'langcode',
+    'revision_created',
+    'revision_log_message',
+    'created',
+    'changed',
+    'default_langcode',
+    'revision_default',
+    'revision_translation_affected',
+  ],
   // `<entity>_type` (asset_type, log_type, quantity_type) is the bundle relationship JSON:API adds.
   relationships: ['uid', 'revision_user', 'asset_type', 'log_type', 'quantity_type'],
 };
 
 /** Extra members that exist because of farmOS 3.x or its optional modules, by entity type. */
-const EXTRA_FROM_FARMOS_MODULES: Record<string, { attributes: Record<string, string>; relationships: Record<string, string> }> = {
+const EXTRA_FROM_FARMOS_MODULES: Record<
+  string,
+  { attributes: Record<string, string>; relationships: Record<string, string> }
+> = {
   asset: {
     attributes: {
-      inventory: 'farm_inventory (optional module, farmos-behaviour.md §1.2, §1.8): computed inventory levels on every asset.',
+      inventory:
+        'farm_inventory (optional module, farmos-behaviour.md §1.2, §1.8): computed inventory levels on every asset.',
     },
     relationships: {
-      owner: 'farm_owner gives assets "Owners" in farmOS 3.x (farmos-behaviour.md §1.2); the 2.x reference had owners on logs only.',
+      owner:
+        'farm_owner gives assets "Owners" in farmOS 3.x (farmos-behaviour.md §1.2); the 2.x reference had owners on logs only.',
       group: 'farm_group (optional module, §1.2, §1.8): computed group membership on every asset.',
     },
   },
@@ -56,7 +72,8 @@ const EXTRA_FROM_FARMOS_MODULES: Record<string, { attributes: Record<string, str
   },
   quantity: {
     attributes: {
-      inventory_adjustment: 'farm_inventory (optional module, farmos-behaviour.md §1.6): increment / decrement / reset.',
+      inventory_adjustment:
+        'farm_inventory (optional module, farmos-behaviour.md §1.6): increment / decrement / reset.',
     },
     relationships: {
       inventory_asset: 'farm_inventory (optional module, §1.6): the asset whose inventory the quantity adjusts.',
@@ -78,7 +95,8 @@ const EXTRA_PROPERTIES: Record<string, string> = {
 
 /** Required attributes farmOS 2.x lists that Tilth rightly does not. */
 const NOT_REQUIRED: Record<string, string> = {
-  geometry: 'farmOS 2.x lists the computed asset geometry as required; it is computed (spec: Asset fields) and cannot be sent.',
+  geometry:
+    'farmOS 2.x lists the computed asset geometry as required; it is computed (spec: Asset fields) and cannot be sent.',
 };
 
 interface Shape {
@@ -92,7 +110,8 @@ interface Shape {
 function shape(schema: any): Shape {
   const s: Shape = { type: schema?.type, format: schema?.format };
   if (schema?.type === 'array') s.items = shape(schema.items ?? {});
-  if (schema?.type === 'object' && schema.properties) s.properties = Object.fromEntries(Object.entries<any>(schema.properties).map(([k, v]) => [k, shape(v)]));
+  if (schema?.type === 'object' && schema.properties)
+    s.properties = Object.fromEntries(Object.entries<any>(schema.properties).map(([k, v]) => [k, shape(v)]));
   return s;
 }
 
@@ -103,8 +122,10 @@ function shape(schema: any): Shape {
  */
 function compareShapes(ref: Shape, ours: Shape, where: string, problems: string[]): void {
   if (ref.type === undefined) return;
-  if (ref.type !== ours.type) problems.push(`${where}: type ${JSON.stringify(ours.type)}, farmOS has ${JSON.stringify(ref.type)}`);
-  if (ref.format !== ours.format) problems.push(`${where}: format ${JSON.stringify(ours.format)}, farmOS has ${JSON.stringify(ref.format)}`);
+  if (ref.type !== ours.type)
+    problems.push(`${where}: type ${JSON.stringify(ours.type)}, farmOS has ${JSON.stringify(ref.type)}`);
+  if (ref.format !== ours.format)
+    problems.push(`${where}: format ${JSON.stringify(ours.format)}, farmOS has ${JSON.stringify(ref.format)}`);
   if (ref.items) {
     if (!ours.items) problems.push(`${where}: not an array of items`);
     else compareShapes(ref.items, ours.items, `${where}[]`, problems);
@@ -116,7 +137,9 @@ function compareShapes(ref: Shape, ours: Shape, where: string, problems: string[
       if (!(k in mine)) problems.push(`${where}.${k}: missing (farmOS describes it)`);
       else compareShapes(v, mine[k]!, `${where}.${k}`, problems);
     }
-    for (const k of Object.keys(mine)) if (!(k in theirs) && !(k in EXTRA_PROPERTIES)) problems.push(`${where}.${k}: not in farmOS's schema and not on the allowed list`);
+    for (const k of Object.keys(mine))
+      if (!(k in theirs) && !(k in EXTRA_PROPERTIES))
+        problems.push(`${where}.${k}: not in farmOS's schema and not on the allowed list`);
   }
 }
 
@@ -131,8 +154,13 @@ interface Reduced {
 
 function readReference(): Reduced[] {
   const out: Reduced[] = [];
-  for (const entity of readdirSync(REFERENCE, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
-    for (const name of readdirSync(join(REFERENCE, entity)).filter((n) => n.endsWith('.json')).sort()) {
+  for (const entity of readdirSync(REFERENCE, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort()) {
+    for (const name of readdirSync(join(REFERENCE, entity))
+      .filter((n) => n.endsWith('.json'))
+      .sort()) {
       const file = `${entity}/${name}`;
       const doc = JSON.parse(readFileSync(join(REFERENCE, file), 'utf8'));
       const bundle = name.slice(0, -'.json'.length);
@@ -168,7 +196,11 @@ async function served(type: string): Promise<any> {
 
 test('the reference set is the one this test was written for', () => {
   assert.ok(references.length >= 20, `found ${references.length} reference schemata`);
-  for (const e of ['asset', 'log', 'quantity', 'taxonomy_term', 'user']) assert.ok(references.some((r) => r.entity === e), e);
+  for (const e of ['asset', 'log', 'quantity', 'taxonomy_term', 'user'])
+    assert.ok(
+      references.some((r) => r.entity === e),
+      e,
+    );
 });
 
 for (const ref of references) {
@@ -204,14 +236,25 @@ for (const ref of references) {
         problems.push(`relationship ${name}: has no properties.data`);
         continue;
       }
-      if (data.type !== schema.type) problems.push(`relationship ${name}: data is ${data.type}, farmOS has ${schema.type}`);
+      if (data.type !== schema.type)
+        problems.push(`relationship ${name}: data is ${data.type}, farmOS has ${schema.type}`);
       const theirItem = schema.type === 'array' ? schema.items : schema;
       const myItem = data.type === 'array' ? data.items : data;
       for (const key of ['id', 'type']) {
         if (!myItem?.properties?.[key]) problems.push(`relationship ${name}: identifier lacks ${key}`);
-        else if (theirItem?.properties?.[key]) compareShapes(shape(theirItem.properties[key]), shape(myItem.properties[key]), `relationship ${name}.${key}`, problems);
+        else if (theirItem?.properties?.[key])
+          compareShapes(
+            shape(theirItem.properties[key]),
+            shape(myItem.properties[key]),
+            `relationship ${name}.${key}`,
+            problems,
+          );
       }
-      assert.deepEqual([...(myItem?.required ?? [])].sort(), [...(theirItem?.required ?? [])].sort(), `relationship ${name}: required members of an identifier`);
+      assert.deepEqual(
+        [...(myItem?.required ?? [])].sort(),
+        [...(theirItem?.required ?? [])].sort(),
+        `relationship ${name}: required members of an identifier`,
+      );
     }
     for (const name of Object.keys(rels)) {
       if (name in ref.relationships) continue;
@@ -222,7 +265,10 @@ for (const ref of references) {
     // Required attributes.
     const wantRequired = ref.required.filter((n) => !(n in NOT_REQUIRED)).sort();
     const gotRequired = [...(defs.attributes.required ?? [])].sort();
-    if (JSON.stringify(wantRequired) !== JSON.stringify(gotRequired)) problems.push(`required: ${JSON.stringify(gotRequired)}, farmOS (less the computed geometry) has ${JSON.stringify(wantRequired)}`);
+    if (JSON.stringify(wantRequired) !== JSON.stringify(gotRequired))
+      problems.push(
+        `required: ${JSON.stringify(gotRequired)}, farmOS (less the computed geometry) has ${JSON.stringify(wantRequired)}`,
+      );
 
     assert.deepEqual(problems, [], `${ref.type} differs from farmOS 2.x:\n  ${problems.join('\n  ')}`);
   });
@@ -240,10 +286,15 @@ test('the members farmOS.js strips from the reduced files are exactly those a re
   for (const [name, schema] of Object.entries<any>(raw.relationships.properties)) {
     const mine = defs.relationships.properties[name];
     if (!mine) problems.push(`relationship ${name}: missing`);
-    else if (mine.properties?.data?.type !== schema.properties.data.type) problems.push(`relationship ${name}: data is ${mine.properties?.data?.type}, farmOS has ${schema.properties.data.type}`);
+    else if (mine.properties?.data?.type !== schema.properties.data.type)
+      problems.push(
+        `relationship ${name}: data is ${mine.properties?.data?.type}, farmOS has ${schema.properties.data.type}`,
+      );
   }
   // Every stripped member that log--activity has was really served by farmOS 2.x.
-  for (const name of STRIPPED_BY_FARMOS_JS.attributes) assert.ok(name in raw.attributes.properties, `${name} is in the raw 2.x response`);
-  for (const name of ['uid', 'revision_user', 'log_type']) assert.ok(name in raw.relationships.properties, `${name} is in the raw 2.x response`);
+  for (const name of STRIPPED_BY_FARMOS_JS.attributes)
+    assert.ok(name in raw.attributes.properties, `${name} is in the raw 2.x response`);
+  for (const name of ['uid', 'revision_user', 'log_type'])
+    assert.ok(name in raw.relationships.properties, `${name} is in the raw 2.x response`);
   assert.deepEqual(problems, []);
 });

@@ -10,7 +10,11 @@ import { request } from '../support/http.ts';
 import { Api, ref } from '../support/fixtures.ts';
 import { KEPT_SQL_CHARS } from '../../runtime/storage/database.ts';
 
-const sqliteOnly = { skip: process.env.DATABASE_URL ? 'SQLite keeps its statements per connection; on PostgreSQL only the first 300 texts are named (storage/sql.ts)' : false };
+const sqliteOnly = {
+  skip: process.env.DATABASE_URL
+    ? 'SQLite keeps its statements per connection; on PostgreSQL only the first 300 texts are named (storage/sql.ts)'
+    : false,
+};
 
 /** The statements kept and their SQL text, as /metrics shows them to an operator. */
 async function kept(server: TestServer): Promise<{ statements: number; chars: number }> {
@@ -27,17 +31,37 @@ test('the prepared statements kept stay within their bound while an animal’s h
   try {
     const api = new Api(server.url, token);
     const herd = [];
-    for (let i = 0; i < 4; i++) herd.push(await api.create('asset--animal', { name: `Cow ${i}` }, { animal_type: { data: ref(await api.create('taxonomy_term--animal_type', { name: `Breed ${i}` })) } }));
+    for (let i = 0; i < 4; i++)
+      herd.push(
+        await api.create(
+          'asset--animal',
+          { name: `Cow ${i}` },
+          { animal_type: { data: ref(await api.create('taxonomy_term--animal_type', { name: `Breed ${i}` })) } },
+        ),
+      );
     const fields = [];
-    for (let i = 0; i < 3; i++) fields.push(await api.create('asset--land', { name: `Field ${i}`, land_type: 'field', is_location: true }));
+    for (let i = 0; i < 3; i++)
+      fields.push(await api.create('asset--land', { name: `Field ${i}`, land_type: 'field', is_location: true }));
     // 160 movements of four animals: unbounded, about 370 statements and 3.6 million characters of SQL.
     const moves = 160;
     for (let i = 0; i < moves; i++) {
-      await api.create('log--activity', { name: `Move ${i}`, status: 'done', timestamp: new Date(Date.UTC(2024, 0, 1) + i * 3_600_000).toISOString(), is_movement: true }, { asset: { data: herd.map(ref) }, location: { data: [ref(fields[i % fields.length])] } });
+      await api.create(
+        'log--activity',
+        {
+          name: `Move ${i}`,
+          status: 'done',
+          timestamp: new Date(Date.UTC(2024, 0, 1) + i * 3_600_000).toISOString(),
+          is_movement: true,
+        },
+        { asset: { data: herd.map(ref) }, location: { data: [ref(fields[i % fields.length])] } },
+      );
     }
     const now = await kept(server);
     // The writer's connection and the reader's, each at most KEPT_SQL_CHARS of text.
-    assert.ok(now.chars <= 2 * KEPT_SQL_CHARS, `the statements kept hold ${now.chars} characters of SQL (bound ${2 * KEPT_SQL_CHARS})`);
+    assert.ok(
+      now.chars <= 2 * KEPT_SQL_CHARS,
+      `the statements kept hold ${now.chars} characters of SQL (bound ${2 * KEPT_SQL_CHARS})`,
+    );
     // Still a working server: the last movement placed the herd.
     const cow = (await api.get(`/api/asset/animal/${herd[0].id}`)).body.data;
     assert.equal(cow.relationships.location.data[0].id, fields[(moves - 1) % fields.length].id);

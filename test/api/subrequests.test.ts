@@ -29,7 +29,10 @@ interface Entry {
 }
 
 /** POST a blueprint the way farmOS.js does (axios: Content-Type application/vnd.api+json). */
-function send(blueprint: unknown, options: { token?: string; contentType?: string; accept?: string; query?: string } = {}): Promise<ApiResponse<Record<string, Entry>>> {
+function send(
+  blueprint: unknown,
+  options: { token?: string; contentType?: string; accept?: string; query?: string } = {},
+): Promise<ApiResponse<Record<string, Entry>>> {
   return request(`${server.url}/subrequests${options.query ?? '?_format=json'}`, {
     method: 'POST',
     token: options.token ?? adminToken,
@@ -50,7 +53,10 @@ function statusOf(res: ApiResponse<Record<string, Entry>>, contentId: string): n
   const entry = res.body[contentId];
   assert.ok(entry, `no sub-response "${contentId}" in ${Object.keys(res.body ?? {}).join(', ')}`);
   // As Drupal's subrequests module sends them, and farmOS.py's tests read them: `status: [201]`.
-  assert.ok(Array.isArray(entry.headers.status) && typeof entry.headers.status[0] === 'number', `${contentId}: headers.status is [integer]`);
+  assert.ok(
+    Array.isArray(entry.headers.status) && typeof entry.headers.status[0] === 'number',
+    `${contentId}: headers.status is [integer]`,
+  );
   return entry.headers.status[0];
 }
 
@@ -59,7 +65,11 @@ async function get(path: string, token = adminToken): Promise<ApiResponse> {
 }
 
 async function createEquipment(name: string): Promise<string> {
-  const res = await request(`${server.url}/api/asset/equipment`, { method: 'POST', token: adminToken, json: { data: { type: 'asset--equipment', attributes: { name } } } });
+  const res = await request(`${server.url}/api/asset/equipment`, {
+    method: 'POST',
+    token: adminToken,
+    json: { data: { type: 'asset--equipment', attributes: { name } } },
+  });
   assert.equal(res.status, 201, res.text);
   return res.body.data.id;
 }
@@ -89,7 +99,17 @@ function logBody(id: string, name: string): string {
     data: {
       id,
       type: 'log--activity',
-      attributes: { name, timestamp: 1714557600, status: 'done', data: '', flag: [], notes: null, geometry: null, is_movement: false, is_group_assignment: false },
+      attributes: {
+        name,
+        timestamp: 1714557600,
+        status: 'done',
+        data: '',
+        flag: [],
+        notes: null,
+        geometry: null,
+        is_movement: false,
+        is_group_assignment: false,
+      },
       relationships: {
         asset: { data: [] },
         category: { data: [] },
@@ -140,7 +160,11 @@ function posthocBlueprint() {
 }
 
 test('farmOS.js: a quantity with a unit found by $find and a log referencing it, in two batches', async () => {
-  const unit = await request(`${server.url}/api/taxonomy_term/unit`, { method: 'POST', token: adminToken, json: { data: { type: 'taxonomy_term--unit', attributes: { name: 'kg' } } } });
+  const unit = await request(`${server.url}/api/taxonomy_term/unit`, {
+    method: 'POST',
+    token: adminToken,
+    json: { data: { type: 'taxonomy_term--unit', attributes: { name: 'kg' } } },
+  });
   assert.equal(unit.status, 201, unit.text);
   const unitId: string = unit.body.data.id;
 
@@ -153,14 +177,31 @@ test('farmOS.js: a quantity with a unit found by $find and a log referencing it,
   assert.deepEqual(found.body[FIND_UNIT]!.headers['content-id'], [`<${FIND_UNIT}>`]);
   assert.match(String(found.body[FIND_UNIT]!.headers['content-type']), /application\/vnd\.api\+json/);
   const units = bodyOf(found, FIND_UNIT);
-  assert.deepEqual(units.data.map((t: any) => t.id), [unitId]);
+  assert.deepEqual(
+    units.data.map((t: any) => t.id),
+    [unitId],
+  );
 
   // Batch 2: the quantity with the unit found, the log, and the post hoc relationship write.
   const quantityId = randomUUID();
   const logId = randomUUID();
   const res = await send([
-    { action: 'create', body: quantityBody(quantityId, { id: unitId, type: 'taxonomy_term--unit' }), headers: HEADERS, requestId: QUANTITY, uri: '/api/quantity/standard', waitFor: [] },
-    { action: 'create', body: logBody(logId, 'Weigh the harvest'), headers: HEADERS, requestId: ROOT, uri: '/api/log/activity', waitFor: [] },
+    {
+      action: 'create',
+      body: quantityBody(quantityId, { id: unitId, type: 'taxonomy_term--unit' }),
+      headers: HEADERS,
+      requestId: QUANTITY,
+      uri: '/api/quantity/standard',
+      waitFor: [],
+    },
+    {
+      action: 'create',
+      body: logBody(logId, 'Weigh the harvest'),
+      headers: HEADERS,
+      requestId: ROOT,
+      uri: '/api/log/activity',
+      waitFor: [],
+    },
     posthocBlueprint(),
   ]);
   assert.equal(res.status, 200, res.text);
@@ -177,7 +218,10 @@ test('farmOS.js: a quantity with a unit found by $find and a log referencing it,
   assert.equal(bodyOf(res, posthoc), null);
 
   const log = await get(`/api/log/activity/${logId}`);
-  assert.deepEqual(log.body.data.relationships.quantity.data.map((q: any) => q.id), [quantityId]);
+  assert.deepEqual(
+    log.body.data.relationships.quantity.data.map((q: any) => q.id),
+    [quantityId],
+  );
   const quantity = await get(`/api/quantity/standard/${quantityId}`);
   assert.equal(quantity.body.data.relationships.units.data.id, unitId);
 });
@@ -192,7 +236,14 @@ test('farmOS.js: $createIfNotFound and a quantity that reads the new unit from t
   const res = await send([
     {
       action: 'create',
-      body: JSON.stringify({ data: { id: unitId, type: 'taxonomy_term--unit', attributes: { status: true, name: 'lb', description: null, weight: 0 }, relationships: { vid: { data: null }, parent: { data: [] } } } }),
+      body: JSON.stringify({
+        data: {
+          id: unitId,
+          type: 'taxonomy_term--unit',
+          attributes: { status: true, name: 'lb', description: null, weight: 0 },
+          relationships: { vid: { data: null }, parent: { data: [] } },
+        },
+      }),
       headers: HEADERS,
       requestId: CREATE_UNIT,
       uri: '/api/taxonomy_term/unit',
@@ -205,7 +256,14 @@ test('farmOS.js: $createIfNotFound and a quantity that reads the new unit from t
       uri: '/api/quantity/standard',
       waitFor: [CREATE_UNIT],
     },
-    { action: 'create', body: logBody(logId, 'Weigh again'), headers: HEADERS, requestId: ROOT, uri: '/api/log/activity', waitFor: [] },
+    {
+      action: 'create',
+      body: logBody(logId, 'Weigh again'),
+      headers: HEADERS,
+      requestId: ROOT,
+      uri: '/api/log/activity',
+      waitFor: [],
+    },
     posthocBlueprint(),
   ]);
   assert.equal(res.status, 200, res.text);
@@ -217,16 +275,26 @@ test('farmOS.js: $createIfNotFound and a quantity that reads the new unit from t
   const quantity = await get(`/api/quantity/standard/${quantityId}`);
   assert.equal(quantity.body.data.relationships.units.data.id, unitId);
   const log = await get(`/api/log/activity/${logId}`);
-  assert.deepEqual(log.body.data.relationships.quantity.data.map((q: any) => q.id), [quantityId]);
+  assert.deepEqual(
+    log.body.data.relationships.quantity.data.map((q: any) => q.id),
+    [quantityId],
+  );
 });
 
 test('the published farmOS.js client sends a log with a quantity through subrequests', async () => {
   const require = createRequire(import.meta.url);
   const farmOS = require('farmos').default;
   let token: unknown = null;
-  const farm = farmOS({ remote: { host: server.url, clientId: 'farm', getToken: () => token, setToken: (t: unknown) => (token = t) } });
+  const farm = farmOS({
+    remote: { host: server.url, clientId: 'farm', getToken: () => token, setToken: (t: unknown) => (token = t) },
+  });
   await farm.remote.authorize(ADMIN.name, ADMIN.password);
-  for (const [entity, bundle] of [['log', 'activity'], ['quantity', 'standard'], ['taxonomy_term', 'unit']]) await farm.schema.fetch(entity, bundle);
+  for (const [entity, bundle] of [
+    ['log', 'activity'],
+    ['quantity', 'standard'],
+    ['taxonomy_term', 'unit'],
+  ])
+    await farm.schema.fetch(entity, bundle);
   const log = farm.log.create({ type: 'log--activity', name: 'Sent by farmOS.js', status: 'done' });
   const sent = await farm.log.send(log, {
     subrequest: {
@@ -253,7 +321,7 @@ test('the published farmOS.js client sends a log with a quantity through subrequ
   assert.equal((included.get(q.relationships.units.data.id) as any).attributes.name, 'bushel');
 });
 
-test("farmOS.py: absolute uris, Content-Type application/json, tokens and waitFor", async () => {
+test('farmOS.py: absolute uris, Content-Type application/json, tokens and waitFor', async () => {
   // farmOS.py builds `uri = f"{hostname}/{endpoint}"`; the host is never contacted, only the path
   // and query are used, so even a host that does not exist works.
   const host = 'http://farm.example.invalid:9';
@@ -273,7 +341,9 @@ test("farmOS.py: absolute uris, Content-Type application/json, tokens and waitFo
         data: {
           type: 'asset--plant',
           attributes: { name: 'My new plant' },
-          relationships: { plant_type: { data: [{ type: 'taxonomy_term--plant_type', id: '{{create-plant-type.body@$.data.id}}' }] } },
+          relationships: {
+            plant_type: { data: [{ type: 'taxonomy_term--plant_type', id: '{{create-plant-type.body@$.data.id}}' }] },
+          },
         },
       }),
       headers: HEADERS,
@@ -302,18 +372,32 @@ test("farmOS.py: absolute uris, Content-Type application/json, tokens and waitFo
   const asset = bodyOf(res, 'create-asset#body{0}').data;
   const log = bodyOf(res, 'create-log#body{0}').data;
   assert.equal(asset.attributes.name, 'My new plant');
-  assert.deepEqual(asset.relationships.plant_type.data.map((r: any) => r.id), [plantType.id]);
+  assert.deepEqual(
+    asset.relationships.plant_type.data.map((r: any) => r.id),
+    [plantType.id],
+  );
   const stored = await get(`/api/log/seeding/${log.id}`);
   assert.equal(stored.body.data.attributes.name, 'Seeding my new plant');
-  assert.deepEqual(stored.body.data.relationships.asset.data.map((r: any) => r.id), [asset.id]);
+  assert.deepEqual(
+    stored.body.data.relationships.asset.data.map((r: any) => r.id),
+    [asset.id],
+  );
   assert.ok(!res.text.includes('farm.example.invalid'), 'links name this server, not the host in the uri');
 });
 
 test('a [*] token makes one copy per value; a token on an expanded request reads every copy', async () => {
   const tag = randomUUID().slice(0, 8);
-  const assets = [await createEquipment(`Tractor ${tag} 1`), await createEquipment(`Tractor ${tag} 2`), await createEquipment(`Tractor ${tag} 3`)];
+  const assets = [
+    await createEquipment(`Tractor ${tag} 1`),
+    await createEquipment(`Tractor ${tag} 2`),
+    await createEquipment(`Tractor ${tag} 3`),
+  ];
   const res = await send([
-    { requestId: 'find', action: 'view', uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Tractor%20${tag}&filter[name][path]=name&sort=name` },
+    {
+      requestId: 'find',
+      action: 'view',
+      uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Tractor%20${tag}&filter[name][path]=name&sort=name`,
+    },
     {
       requestId: 'logs',
       action: 'create',
@@ -355,7 +439,11 @@ test('several multi-valued tokens make one copy per combination; a repeated toke
   const tag = randomUUID().slice(0, 8);
   const ids = [await createEquipment(`Plough ${tag} 1`), await createEquipment(`Plough ${tag} 2`)];
   const res = await send([
-    { requestId: 'find', action: 'view', uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Plough%20${tag}&filter[name][path]=name&sort=name` },
+    {
+      requestId: 'find',
+      action: 'view',
+      uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Plough%20${tag}&filter[name][path]=name&sort=name`,
+    },
     {
       requestId: 'pairs',
       action: 'create',
@@ -364,7 +452,10 @@ test('several multi-valued tokens make one copy per combination; a repeated toke
       body: JSON.stringify({
         data: {
           type: 'log--activity',
-          attributes: { name: '{{find.body@$.data[*].attributes.name}} / {{find.body@$.data[*].attributes.name}}', status: 'done' },
+          attributes: {
+            name: '{{find.body@$.data[*].attributes.name}} / {{find.body@$.data[*].attributes.name}}',
+            status: 'done',
+          },
           relationships: { asset: { data: [{ type: 'asset--equipment', id: '{{find.body@$.data[*].id}}' }] } },
         },
       }),
@@ -390,8 +481,18 @@ test('a [*] token in the uri updates every record found', async () => {
   const tag = randomUUID().slice(0, 8);
   const ids = [await createEquipment(`Mower ${tag} a`), await createEquipment(`Mower ${tag} b`)];
   const res = await send([
-    { requestId: 'find', action: 'view', uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Mower%20${tag}&filter[name][path]=name&sort=name` },
-    { requestId: 'archive', action: 'update', uri: '/api/asset/equipment/{{find.body@$.data[*].id}}', waitFor: ['find'], body: '{"data":{"type":"asset--equipment","attributes":{"notes":{"value":"serviced"}}}}' },
+    {
+      requestId: 'find',
+      action: 'view',
+      uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Mower%20${tag}&filter[name][path]=name&sort=name`,
+    },
+    {
+      requestId: 'archive',
+      action: 'update',
+      uri: '/api/asset/equipment/{{find.body@$.data[*].id}}',
+      waitFor: ['find'],
+      body: '{"data":{"type":"asset--equipment","attributes":{"notes":{"value":"serviced"}}}}',
+    },
   ]);
   assert.equal(res.status, 200, res.text);
   // The body carries no data.id, which PATCH requires: each copy is checked as if sent alone.
@@ -401,8 +502,18 @@ test('a [*] token in the uri updates every record found', async () => {
     assert.ok(bodyOf(res, k).errors.length > 0);
   }
   const ok = await send([
-    { requestId: 'find', action: 'view', uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Mower%20${tag}&filter[name][path]=name&sort=name` },
-    { requestId: 'note', action: 'update', uri: '/api/asset/equipment/{{find.body@$.data[*].id}}', waitFor: ['find'], body: '{"data":{"type":"asset--equipment","id":"{{find.body@$.data[0].id}}","attributes":{"notes":{"value":"serviced"}}}}' },
+    {
+      requestId: 'find',
+      action: 'view',
+      uri: `/api/asset/equipment?filter[name][operator]=STARTS_WITH&filter[name][value]=Mower%20${tag}&filter[name][path]=name&sort=name`,
+    },
+    {
+      requestId: 'note',
+      action: 'update',
+      uri: '/api/asset/equipment/{{find.body@$.data[*].id}}',
+      waitFor: ['find'],
+      body: '{"data":{"type":"asset--equipment","id":"{{find.body@$.data[0].id}}","attributes":{"notes":{"value":"serviced"}}}}',
+    },
   ]);
   // uri copies × body copies: the first asset is updated, the second one's body names the first id.
   assert.deepEqual(Object.keys(ok.body), ['find', 'note#uri{0}#body{0}', 'note#uri{1}#body{0}']);
@@ -418,8 +529,19 @@ test('waitFor orders the sub-requests whatever their place in the blueprint', as
   const res = await send([
     { requestId: 'check', action: 'view', uri: `/api/asset/equipment/${id}`, waitFor: ['remove'] },
     { requestId: 'remove', action: 'delete', uri: `/api/asset/equipment/${id}`, waitFor: ['rename'] },
-    { requestId: 'rename', action: 'update', uri: `/api/asset/equipment/${id}`, waitFor: ['add'], body: JSON.stringify({ data: { type: 'asset--equipment', id, attributes: { name: 'Renamed' } } }) },
-    { requestId: 'add', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', id, attributes: { name: 'Seeder' } } }) },
+    {
+      requestId: 'rename',
+      action: 'update',
+      uri: `/api/asset/equipment/${id}`,
+      waitFor: ['add'],
+      body: JSON.stringify({ data: { type: 'asset--equipment', id, attributes: { name: 'Renamed' } } }),
+    },
+    {
+      requestId: 'add',
+      action: 'create',
+      uri: '/api/asset/equipment',
+      body: JSON.stringify({ data: { type: 'asset--equipment', id, attributes: { name: 'Seeder' } } }),
+    },
     { requestId: 'exists', action: 'exists', uri: '/api/asset/equipment' },
   ]);
   assert.equal(res.status, 200, res.text);
@@ -438,13 +560,24 @@ test('a sub-request the caller may not make gets its own 403 inside a 200, and n
   const res = await send(
     [
       { requestId: 'list', action: 'view', uri: '/api/asset/equipment?page[limit]=1' },
-      { requestId: 'add', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }) },
+      {
+        requestId: 'add',
+        action: 'create',
+        uri: '/api/asset/equipment',
+        body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }),
+      },
       {
         requestId: 'log',
         action: 'create',
         uri: '/api/log/activity',
         waitFor: ['add'],
-        body: JSON.stringify({ data: { type: 'log--activity', attributes: { name: 'never' }, relationships: { asset: { data: [{ type: 'asset--equipment', id: '{{add.body@$.data.id}}' }] } } } }),
+        body: JSON.stringify({
+          data: {
+            type: 'log--activity',
+            attributes: { name: 'never' },
+            relationships: { asset: { data: [{ type: 'asset--equipment', id: '{{add.body@$.data.id}}' }] } },
+          },
+        }),
       },
     ],
     { token: viewerToken },
@@ -469,8 +602,19 @@ test('a sub-request the caller may not make gets its own 403 inside a 200, and n
 test('what depends on a failed sub-request is not sent; what does not is', async () => {
   const name = `Orphan ${randomUUID().slice(0, 8)}`;
   const res = await send([
-    { requestId: 'bad', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name: '' } } }) },
-    { requestId: 'child', action: 'create', uri: '/api/log/activity', waitFor: ['bad'], body: JSON.stringify({ data: { type: 'log--activity', attributes: { name } } }) },
+    {
+      requestId: 'bad',
+      action: 'create',
+      uri: '/api/asset/equipment',
+      body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name: '' } } }),
+    },
+    {
+      requestId: 'child',
+      action: 'create',
+      uri: '/api/log/activity',
+      waitFor: ['bad'],
+      body: JSON.stringify({ data: { type: 'log--activity', attributes: { name } } }),
+    },
     { requestId: 'grandchild', action: 'view', uri: '/api/log/activity', waitFor: ['child'] },
     { requestId: 'by-token', action: 'view', uri: '/api/asset/equipment/{{bad.body@$.data.id}}' },
     { requestId: 'independent', action: 'view', uri: '/api/user/user' },
@@ -490,7 +634,12 @@ test('a token that finds nothing, or finds something that is not a string, fails
   const res = await send([
     { requestId: 'users', action: 'view', uri: '/api/user/user' },
     { requestId: 'one', action: 'view', uri: '/api/user/user/{{users.body@$.data.id}}', waitFor: ['users'] },
-    { requestId: 'object', action: 'view', uri: '/api/user/user/{{users.body@$.data[0].attributes}}', waitFor: ['users'] },
+    {
+      requestId: 'object',
+      action: 'view',
+      uri: '/api/user/user/{{users.body@$.data[0].attributes}}',
+      waitFor: ['users'],
+    },
   ]);
   assert.equal(res.status, 200, res.text);
   // `$.data.id` on a collection selects nothing (as in Drupal's JSONPath): use `$.data[*].id`.
@@ -506,7 +655,11 @@ test('relative and absolute uris address this server; anything outside /api is r
   const res = await send([
     { requestId: 'slash', action: 'view', uri: `/api/asset/equipment/${id}` },
     { requestId: 'bare', action: 'view', uri: `api/asset/equipment/${id}` },
-    { requestId: 'absolute', action: 'view', uri: `http://other.example.invalid/api/asset/equipment/${id}?fields[asset--equipment]=name` },
+    {
+      requestId: 'absolute',
+      action: 'view',
+      uri: `http://other.example.invalid/api/asset/equipment/${id}?fields[asset--equipment]=name`,
+    },
     { requestId: 'oauth', action: 'create', uri: '/oauth/token', body: 'grant_type=password' },
     { requestId: 'dots', action: 'view', uri: '/api/../oauth/token' },
     { requestId: 'encoded', action: 'view', uri: '/api/%2e%2e/system/files/x' },
@@ -533,10 +686,19 @@ test('an export (_format=csv, geojson, kml, or an Accept asking for one) inside 
   // An export is the whole filtered collection, unpaged: inside a call that holds every response
   // in memory it had no bound (trust issue, item 3). Exports are for GET /api/…?_format=csv.
   const name = `Never ${randomUUID().slice(0, 8)}`;
-  const write = { requestId: 'write', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }) };
+  const write = {
+    requestId: 'write',
+    action: 'create',
+    uri: '/api/asset/equipment',
+    body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }),
+  };
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ['csv', { uri: '/api/log/activity?_format=csv' }, '/1/uri'],
-    ['geojson, absolute uri', { uri: 'http://farm.example.invalid/api/asset/land?filter[status]=active&_format=geojson' }, '/1/uri'],
+    [
+      'geojson, absolute uri',
+      { uri: 'http://farm.example.invalid/api/asset/land?filter[status]=active&_format=geojson' },
+      '/1/uri',
+    ],
     ['kml, the name percent-encoded', { uri: '/api/asset/land?%5Fformat=kml' }, '/1/uri'],
     ['a list', { uri: '/api/log/activity?_format[]=csv' }, '/1/uri'],
     ['the last of two', { uri: '/api/log/activity?_format=json&_format=csv' }, '/1/uri'],
@@ -553,7 +715,11 @@ test('an export (_format=csv, geojson, kml, or an Accept asking for one) inside 
     assert.match(error.detail, /"export".*export/, what);
     assert.match(error.detail, pointer.endsWith('/uri') ? /_format/ : /Accept/i, what);
   }
-  assert.deepEqual((await get(`/api/asset/equipment?filter[name]=${encodeURIComponent(name)}`)).body.data, [], 'no sub-request ran');
+  assert.deepEqual(
+    (await get(`/api/asset/equipment?filter[name]=${encodeURIComponent(name)}`)).body.data,
+    [],
+    'no sub-request ran',
+  );
 
   // JSON:API itself may be asked for by name.
   const json = await send([
@@ -566,8 +732,18 @@ test('an export (_format=csv, geojson, kml, or an Accept asking for one) inside 
 
   // A token cannot smuggle the parameter in either: checked again once the uri is expanded.
   const smuggled = await send([
-    { requestId: 'named', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name: '_format' } } }) },
-    { requestId: 'export', action: 'view', uri: '/api/asset/equipment?{{named.body@$.data.attributes.name}}=csv', waitFor: ['named'] },
+    {
+      requestId: 'named',
+      action: 'create',
+      uri: '/api/asset/equipment',
+      body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name: '_format' } } }),
+    },
+    {
+      requestId: 'export',
+      action: 'view',
+      uri: '/api/asset/equipment?{{named.body@$.data.attributes.name}}=csv',
+      waitFor: ['named'],
+    },
   ]);
   assert.equal(smuggled.status, 200, smuggled.text);
   assert.equal(statusOf(smuggled, 'export#uri{0}'), 400);
@@ -576,8 +752,11 @@ test('an export (_format=csv, geojson, kml, or an Accept asking for one) inside 
   assert.match(error.detail, /_format/);
 });
 
-test('the caller\'s token is used for every sub-request, and a blueprint may not set its own', async () => {
-  const res = await send([{ requestId: 'me', action: 'view', uri: '/api', headers: { Authorization: `Bearer ${adminToken}` } }], { token: viewerToken });
+test("the caller's token is used for every sub-request, and a blueprint may not set its own", async () => {
+  const res = await send(
+    [{ requestId: 'me', action: 'view', uri: '/api', headers: { Authorization: `Bearer ${adminToken}` } }],
+    { token: viewerToken },
+  );
   assert.equal(res.status, 400);
   assert.equal((res.body as any).errors[0].source.pointer, '/0/headers/Authorization');
   const me = await send([{ requestId: 'me', action: 'view', uri: '/api' }], { token: viewerToken });
@@ -588,9 +767,19 @@ test('the caller\'s token is used for every sub-request, and a blueprint may not
 
 test('cycles, unknown ids and malformed blueprints fail the whole request before anything is sent', async () => {
   const name = `Never ${randomUUID().slice(0, 8)}`;
-  const write = { requestId: 'write', action: 'create', uri: '/api/asset/equipment', body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }) };
+  const write = {
+    requestId: 'write',
+    action: 'create',
+    uri: '/api/asset/equipment',
+    body: JSON.stringify({ data: { type: 'asset--equipment', attributes: { name } } }),
+  };
 
-  const cycle = await send([write, { requestId: 'a', action: 'view', uri: '/api/asset/equipment', waitFor: ['b'] }, { requestId: 'b', action: 'view', uri: '/api/asset/equipment', waitFor: ['c'] }, { requestId: 'c', action: 'view', uri: '/api/asset/equipment', waitFor: ['a'] }]);
+  const cycle = await send([
+    write,
+    { requestId: 'a', action: 'view', uri: '/api/asset/equipment', waitFor: ['b'] },
+    { requestId: 'b', action: 'view', uri: '/api/asset/equipment', waitFor: ['c'] },
+    { requestId: 'c', action: 'view', uri: '/api/asset/equipment', waitFor: ['a'] },
+  ]);
   assert.equal(cycle.status, 400);
   assert.match(cycle.headers.get('content-type') ?? '', /application\/vnd\.api\+json/);
   const cycleError = (cycle.body as any).errors[0];
@@ -606,10 +795,30 @@ test('cycles, unknown ids and malformed blueprints fail the whole request before
   assert.match((tokenCycle.body as any).errors[0].detail, /"x" → "y" → "x"/);
 
   const cases: Array<[string, unknown, RegExp, string]> = [
-    ['unknown waitFor', [write, { requestId: 'later', action: 'view', uri: '/api', waitFor: ['nope'] }], /"later" waits for "nope"/, '/1/waitFor/0'],
-    ['waiting for itself', [{ requestId: 'self', action: 'view', uri: '/api', waitFor: ['self'] }], /"self" waits for itself/, '/0/waitFor/0'],
-    ['unknown token id', [write, { requestId: 't', action: 'view', uri: '/api/asset/equipment/{{ghost.body@$.data.id}}' }], /"ghost" is not a requestId/, '/1/uri'],
-    ['unsupported JSONPath', [write, { requestId: 't', action: 'view', uri: '/api/asset/equipment/{{write.body@$..id}}', waitFor: ['write'] }], /recursive descent/, '/1/uri'],
+    [
+      'unknown waitFor',
+      [write, { requestId: 'later', action: 'view', uri: '/api', waitFor: ['nope'] }],
+      /"later" waits for "nope"/,
+      '/1/waitFor/0',
+    ],
+    [
+      'waiting for itself',
+      [{ requestId: 'self', action: 'view', uri: '/api', waitFor: ['self'] }],
+      /"self" waits for itself/,
+      '/0/waitFor/0',
+    ],
+    [
+      'unknown token id',
+      [write, { requestId: 't', action: 'view', uri: '/api/asset/equipment/{{ghost.body@$.data.id}}' }],
+      /"ghost" is not a requestId/,
+      '/1/uri',
+    ],
+    [
+      'unsupported JSONPath',
+      [write, { requestId: 't', action: 'view', uri: '/api/asset/equipment/{{write.body@$..id}}', waitFor: ['write'] }],
+      /recursive descent/,
+      '/1/uri',
+    ],
     ['not an array', { requestId: 'a', action: 'view', uri: '/api' }, /JSON array/, ''],
     ['empty', [], /empty/, ''],
     ['an entry that is not an object', ['view /api'], /must be an object/, '/0'],
@@ -622,7 +831,12 @@ test('cycles, unknown ids and malformed blueprints fail the whole request before
     ['waitFor not a list of ids', [{ ...write, waitFor: [1] }], /waitFor that is not an array/, '/0/waitFor'],
     ['headers not an object', [{ ...write, headers: ['Accept'] }], /headers that are not an object/, '/0/headers'],
     ['requestId with #', [{ ...write, requestId: 'a#body{0}' }], /may not contain/, '/0/requestId'],
-    ['too many', Array.from({ length: 51 }, (_, i) => ({ requestId: `r${i}`, action: 'view', uri: '/api' })), /at most 50/, ''],
+    [
+      'too many',
+      Array.from({ length: 51 }, (_, i) => ({ requestId: `r${i}`, action: 'view', uri: '/api' })),
+      /at most 50/,
+      '',
+    ],
   ];
   for (const [what, blueprint, detail, pointer] of cases) {
     const res = await send(blueprint);
@@ -632,7 +846,11 @@ test('cycles, unknown ids and malformed blueprints fail the whole request before
     assert.match(error.detail, detail, what);
     assert.equal(error.source.pointer, pointer, what);
   }
-  assert.deepEqual((await get(`/api/asset/equipment?filter[name]=${encodeURIComponent(name)}`)).body.data, [], 'no sub-request ran');
+  assert.deepEqual(
+    (await get(`/api/asset/equipment?filter[name]=${encodeURIComponent(name)}`)).body.data,
+    [],
+    'no sub-request ran',
+  );
 });
 
 test('the call itself: a bearer token, _format=json and a JSON body are required', async () => {
@@ -658,10 +876,24 @@ test('the call itself: a bearer token, _format=json and a JSON body are required
 
 test('the work is bounded: copies past the limit fail that sub-request, an oversized call is a 413', async () => {
   // Eight different tokens with two values each (two users) would make 256 copies.
-  const paths = ['$.data[*].id', '$.data[*].type', '$.data[*].attributes.name', '$.data[*].links.self.href', "$.data[*]['id']", "$.data[*]['type']", "$.data[*].attributes['name']", "$.data[*].links['self'].href"];
+  const paths = [
+    '$.data[*].id',
+    '$.data[*].type',
+    '$.data[*].attributes.name',
+    '$.data[*].links.self.href',
+    "$.data[*]['id']",
+    "$.data[*]['type']",
+    "$.data[*].attributes['name']",
+    "$.data[*].links['self'].href",
+  ];
   const res = await send([
     { requestId: 'users', action: 'view', uri: '/api/user/user' },
-    { requestId: 'many', action: 'view', uri: `/api/user/user?${paths.map((p, i) => `x${i}={{users.body@${p}}}`).join('&')}`, waitFor: ['users'] },
+    {
+      requestId: 'many',
+      action: 'view',
+      uri: `/api/user/user?${paths.map((p, i) => `x${i}={{users.body@${p}}}`).join('&')}`,
+      waitFor: ['users'],
+    },
     { requestId: 'after', action: 'view', uri: '/api/user/user?page[limit]=1' },
   ]);
   assert.equal(res.status, 200, res.text);
@@ -678,7 +910,13 @@ test('the work is bounded: copies past the limit fail that sub-request, an overs
 });
 
 test('the JSONPath subset: $, .name, [n], [*], quoted names', () => {
-  const doc = { data: [{ id: 'a', attributes: { 'drupal_internal__id': 1 } }, { id: 'b', attributes: { 'drupal_internal__id': 2 } }], links: { self: { href: 'x' } } };
+  const doc = {
+    data: [
+      { id: 'a', attributes: { drupal_internal__id: 1 } },
+      { id: 'b', attributes: { drupal_internal__id: 2 } },
+    ],
+    links: { self: { href: 'x' } },
+  };
   const at = (path: string) => evaluateJsonPath(parseJsonPath(path), doc);
   assert.deepEqual(at('$.data[*].id'), ['a', 'b']);
   assert.deepEqual(at('$.data[1].id'), ['b']);

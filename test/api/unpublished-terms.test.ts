@@ -30,12 +30,21 @@ for (const role of ['farm_viewer', 'farm_manager']) {
     const api = new Api(server.url, await passwordToken(server.url, user.name, user.password));
     assert.equal((await api.get(`/api/taxonomy_term/plant_type/${secret.id}`)).status, 403);
     const list = await api.get('/api/taxonomy_term/plant_type');
-    assert.deepEqual(list.body.data.map((t: any) => t.attributes.name), ['Public variety']);
-    assert.deepEqual((await api.get('/api/asset/plant?filter[plant_type.name]=Secret%20variety')).body.data, [], 'a filter through it matches nothing');
+    assert.deepEqual(
+      list.body.data.map((t: any) => t.attributes.name),
+      ['Public variety'],
+    );
+    assert.deepEqual(
+      (await api.get('/api/asset/plant?filter[plant_type.name]=Secret%20variety')).body.data,
+      [],
+      'a filter through it matches nothing',
+    );
     const included = await api.get(`/api/asset/plant/${plant.id}?include=plant_type`);
     assert.equal(included.status, 200);
     assert.deepEqual(included.body.included ?? [], [], 'not included');
-    const feed = await api.get('/api/changes?since=0&include=records&page[limit]=50&filter[type]=taxonomy_term--plant_type');
+    const feed = await api.get(
+      '/api/changes?since=0&include=records&page[limit]=50&filter[type]=taxonomy_term--plant_type',
+    );
     assert.equal(feed.status, 200, feed.text.slice(0, 300));
     assert.ok(!JSON.stringify(feed.body).includes(secret.id), 'not in the change feed');
   });

@@ -36,7 +36,9 @@ after(async () => {
 async function traced(work: () => Promise<void>): Promise<string[]> {
   const out = join(scratch, 'trace.txt');
   const calls = 'trace=fsync,fdatasync,rename,renameat,renameat2,pwrite64,write,writev';
-  const strace = spawn('strace', ['-f', '-y', '-s', '48', '-e', calls, '-o', out, '-p', String(server.process.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const strace = spawn('strace', ['-f', '-y', '-s', '48', '-e', calls, '-o', out, '-p', String(server.process.pid)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const exited = new Promise((resolve) => strace.once('exit', resolve));
   // Attached once it says so for the process's threads (the last of them soon after the first).
   let said = '';
@@ -58,30 +60,37 @@ async function traced(work: () => Promise<void>): Promise<string[]> {
   return readFileSync(out, 'utf8').split('\n');
 }
 
-test('an upload: its bytes are synced before the rename, its directory after, both before the record commits and the 201', { skip: traceable ? false : 'strace is not installed or cannot trace here' }, async () => {
-  let status = 0;
-  const lines = await traced(async () => {
-    const res = await request(`${server.url}/api/log/activity/file`, {
-      method: 'POST',
-      token,
-      body: Buffer.from('date,yield\n2024-07-01,12\n'.repeat(100)),
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="yield.csv"' },
+test(
+  'an upload: its bytes are synced before the rename, its directory after, both before the record commits and the 201',
+  { skip: traceable ? false : 'strace is not installed or cannot trace here' },
+  async () => {
+    let status = 0;
+    const lines = await traced(async () => {
+      const res = await request(`${server.url}/api/log/activity/file`, {
+        method: 'POST',
+        token,
+        body: Buffer.from('date,yield\n2024-07-01,12\n'.repeat(100)),
+        headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="yield.csv"' },
+      });
+      status = res.status;
     });
-    status = res.status;
-  });
-  assert.equal(status, 201);
-  const at = (pattern: RegExp, from = 0) => lines.findIndex((line, i) => i >= from && pattern.test(line));
-  const renamed = at(/rename\w*\(.*\/files\/tmp\/[0-9a-f]+", .*\/files\/farm\/log\/\d{4}-\d{2}\/yield\.csv"/);
-  assert.ok(renamed >= 0, `the upload is renamed into place:\n${lines.filter((l) => /rename/.test(l)).join('\n')}`);
-  const tmp = /\/files\/tmp\/[0-9a-f]+/.exec(lines[renamed]!)![0];
-  const dir = /"([^"]*\/files\/farm\/log\/\d{4}-\d{2})\/yield\.csv"/.exec(lines[renamed]!)![1]!;
-  const bytesSynced = at(new RegExp(`f(data)?sync\\(\\d+<[^>]*${tmp}>\\) = 0`));
-  assert.ok(bytesSynced >= 0 && bytesSynced < renamed, 'the bytes are synced before the rename');
-  const dirSynced = at(new RegExp(`fsync\\(\\d+<${dir}>\\) = 0`), renamed);
-  assert.ok(dirSynced > renamed, 'the directory is synced after the rename');
-  // The commit: the first write to SQLite's log after the rename, or PostgreSQL's COMMIT.
-  const committed = at(process.env.DATABASE_URL ? /COMMIT/ : /pwrite64\(\d+<[^>]*tilth\.sqlite-wal>/, renamed);
-  assert.ok(committed > dirSynced, `the directory is synced before the record commits (lines ${dirSynced}, ${committed})`);
-  const answered = at(/HTTP\/1\.1 201/, renamed);
-  assert.ok(answered > committed, 'and before the 201');
-});
+    assert.equal(status, 201);
+    const at = (pattern: RegExp, from = 0) => lines.findIndex((line, i) => i >= from && pattern.test(line));
+    const renamed = at(/rename\w*\(.*\/files\/tmp\/[0-9a-f]+", .*\/files\/farm\/log\/\d{4}-\d{2}\/yield\.csv"/);
+    assert.ok(renamed >= 0, `the upload is renamed into place:\n${lines.filter((l) => /rename/.test(l)).join('\n')}`);
+    const tmp = /\/files\/tmp\/[0-9a-f]+/.exec(lines[renamed]!)![0];
+    const dir = /"([^"]*\/files\/farm\/log\/\d{4}-\d{2})\/yield\.csv"/.exec(lines[renamed]!)![1]!;
+    const bytesSynced = at(new RegExp(`f(data)?sync\\(\\d+<[^>]*${tmp}>\\) = 0`));
+    assert.ok(bytesSynced >= 0 && bytesSynced < renamed, 'the bytes are synced before the rename');
+    const dirSynced = at(new RegExp(`fsync\\(\\d+<${dir}>\\) = 0`), renamed);
+    assert.ok(dirSynced > renamed, 'the directory is synced after the rename');
+    // The commit: the first write to SQLite's log after the rename, or PostgreSQL's COMMIT.
+    const committed = at(process.env.DATABASE_URL ? /COMMIT/ : /pwrite64\(\d+<[^>]*tilth\.sqlite-wal>/, renamed);
+    assert.ok(
+      committed > dirSynced,
+      `the directory is synced before the record commits (lines ${dirSynced}, ${committed})`,
+    );
+    const answered = at(/HTTP\/1\.1 201/, renamed);
+    assert.ok(answered > committed, 'and before the 201');
+  },
+);

@@ -26,14 +26,23 @@ after(() => server.close());
 const userUrl = (uuid: string) => `${server.url}/api/user/user/${uuid}`;
 
 function patchUser(uuid: string, accessToken: string, attributes: Record<string, unknown>) {
-  return request(userUrl(uuid), { method: 'PATCH', token: accessToken, json: { data: { type: 'user--user', id: uuid, attributes } } });
+  return request(userUrl(uuid), {
+    method: 'PATCH',
+    token: accessToken,
+    json: { data: { type: 'user--user', id: uuid, attributes } },
+  });
 }
 
 let count = 0;
 /** A farm worker with an e-mail address, and a token of theirs. */
 async function person() {
   const n = ++count;
-  const user = await addUser(server, ['farm_worker'], `person${n}-${Date.now()}`, `person${n}-${Date.now()}@example.org`);
+  const user = await addUser(
+    server,
+    ['farm_worker'],
+    `person${n}-${Date.now()}`,
+    `person${n}-${Date.now()}@example.org`,
+  );
   return { ...user, token: (await passwordGrant(server, user.name, user.password)).access_token };
 }
 
@@ -48,7 +57,17 @@ test('a name may not be another account’s e-mail address, in any case; the own
   const thief = await person();
   assertRefused(await patchUser(thief.uuid, thief.token, { name: owner.mail }), 'name', /already taken/);
   assertRefused(await patchUser(thief.uuid, thief.token, { name: owner.mail!.toUpperCase() }), 'name', /already taken/);
-  assert.equal((await token(server, { grant_type: 'password', client_id: 'farm', username: owner.mail!, password: owner.password })).status, 200);
+  assert.equal(
+    (
+      await token(server, {
+        grant_type: 'password',
+        client_id: 'farm',
+        username: owner.mail!,
+        password: owner.password,
+      })
+    ).status,
+    200,
+  );
   // One's own address is fine.
   const own = await patchUser(thief.uuid, thief.token, { name: thief.mail!.toUpperCase() });
   assert.equal(own.status, 200, own.text);
@@ -64,9 +83,23 @@ test('names are unique without regard to case, and trimmed', async () => {
   const trimmed = await patchUser(user.uuid, user.token, { name: `  ${user.name}-renamed \t` });
   assert.equal(trimmed.status, 200, trimmed.text);
   assert.equal(trimmed.body.data.attributes.name, `${user.name}-renamed`);
-  assert.equal((await token(server, { grant_type: 'password', client_id: 'farm', username: `${user.name}-renamed`, password: user.password })).status, 200);
+  assert.equal(
+    (
+      await token(server, {
+        grant_type: 'password',
+        client_id: 'farm',
+        username: `${user.name}-renamed`,
+        password: user.password,
+      })
+    ).status,
+    200,
+  );
   // Creating one is checked the same way.
-  const created = await request(`${server.url}/api/user/user`, { method: 'POST', token: adminToken, json: { data: { type: 'user--user', attributes: { name: ' Admin' } } } });
+  const created = await request(`${server.url}/api/user/user`, {
+    method: 'POST',
+    token: adminToken,
+    json: { data: { type: 'user--user', attributes: { name: ' Admin' } } },
+  });
   assertRefused(created, 'name', /already taken/);
 });
 
@@ -133,7 +166,10 @@ test('an account whose name broke the rules before they existed is still read an
 test('`tilth user create` (createUser) applies the same rules', async () => {
   const knex = server.ctx.db.knex;
   const refuses = async (input: { name: string; mail?: string }, message: RegExp) =>
-    assert.rejects(createUser(knex, { password: 'a-long-password', ...input }), (error: unknown) => error instanceof AccountError && message.test(error.message));
+    assert.rejects(
+      createUser(knex, { password: 'a-long-password', ...input }),
+      (error: unknown) => error instanceof AccountError && message.test(error.message),
+    );
   const owner = await person();
   await refuses({ name: 'ADMIN' }, /already taken/);
   await refuses({ name: owner.mail!.toUpperCase() }, /already taken/);
@@ -151,9 +187,25 @@ test('the database refuses a second account with a taken name or e-mail address,
   // one process's check. A duplicate written beside the server (another process, a script) fails.
   const knex = server.ctx.db.knex;
   const owner = await person();
-  const row = (name: string, mail: string | null) => ({ uuid: randomUUID(), bundle: 'user', name, mail, status: true, created: 0, changed: 0 });
-  for (const [field, duplicate] of [['name', row(owner.name.toUpperCase(), null)], ['mail', row(`other-${count}`, owner.mail!.toUpperCase())]] as const) {
-    const error = await knex('users').insert(duplicate).then(() => null, (e: unknown) => e);
+  const row = (name: string, mail: string | null) => ({
+    uuid: randomUUID(),
+    bundle: 'user',
+    name,
+    mail,
+    status: true,
+    created: 0,
+    changed: 0,
+  });
+  for (const [field, duplicate] of [
+    ['name', row(owner.name.toUpperCase(), null)],
+    ['mail', row(`other-${count}`, owner.mail!.toUpperCase())],
+  ] as const) {
+    const error = await knex('users')
+      .insert(duplicate)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     assert.ok(error, `a second account with ${field} ${JSON.stringify(duplicate[field])} is refused`);
     // A save that loses this race answers as names.ts's check does: 422 naming the field, not a 409 or a 500.
     const answer = fromDatabaseError(error) as ValidationError;
@@ -177,13 +229,33 @@ test('upgrading a farm whose accounts share a name stops with a message naming t
   await knex.raw('DROP INDEX oauth_authorization_codes_user_idx');
   await knex('knex_migrations').where('name', 'core/0007_account_uniqueness').delete();
   await knex('tilth_migration_checksums').where('name', 'core/0007_account_uniqueness').delete();
-  const row = (name: string) => ({ uuid: randomUUID(), bundle: 'user', name, mail: null, status: true, created: 0, changed: 0 });
+  const row = (name: string) => ({
+    uuid: randomUUID(),
+    bundle: 'user',
+    name,
+    mail: null,
+    status: true,
+    created: 0,
+    changed: 0,
+  });
   await knex('users').insert([row('Martha'), row('martha')]);
   await first.close();
   firstOpen = false;
-  await assert.rejects(startTestServer({ database }), (error: Error) => /share a name/.test(error.message) && /"Martha" \(user \d+\) and "martha" \(user \d+\)/.test(error.message));
+  await assert.rejects(
+    startTestServer({ database }),
+    (error: Error) =>
+      /share a name/.test(error.message) && /"Martha" \(user \d+\) and "martha" \(user \d+\)/.test(error.message),
+  );
   // Renamed, the upgrade goes through.
-  const fix = knexFactory(database.env.DATABASE_URL ? { client: 'pg', connection: database.env.DATABASE_URL } : { client: 'better-sqlite3', connection: { filename: `${database.env.TILTH_DATA_DIR}/tilth.sqlite` }, useNullAsDefault: true });
+  const fix = knexFactory(
+    database.env.DATABASE_URL
+      ? { client: 'pg', connection: database.env.DATABASE_URL }
+      : {
+          client: 'better-sqlite3',
+          connection: { filename: `${database.env.TILTH_DATA_DIR}/tilth.sqlite` },
+          useNullAsDefault: true,
+        },
+  );
   await fix('users').where('name', 'martha').update({ name: 'martha-2' });
   await fix.destroy();
   const second = await startTestServer({ database });

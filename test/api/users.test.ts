@@ -14,8 +14,22 @@ let workerId: string;
 before(async () => {
   server = await startTestServer();
   const knex = server.ctx.db.knex;
-  viewerId = (await createUser(knex, { name: 'vera', password: 'vera-password', mail: 'vera@example.org', roles: ['farm_viewer'] })).uuid;
-  workerId = (await createUser(knex, { name: 'walt', password: 'walt-password', mail: 'walt@example.org', roles: ['farm_worker'] })).uuid;
+  viewerId = (
+    await createUser(knex, {
+      name: 'vera',
+      password: 'vera-password',
+      mail: 'vera@example.org',
+      roles: ['farm_viewer'],
+    })
+  ).uuid;
+  workerId = (
+    await createUser(knex, {
+      name: 'walt',
+      password: 'walt-password',
+      mail: 'walt@example.org',
+      roles: ['farm_worker'],
+    })
+  ).uuid;
   await createUser(knex, { name: 'gone', password: 'gone-password', roles: ['farm_worker'] });
   await setBlocked(knex, 'gone', true);
   adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
@@ -27,8 +41,16 @@ test('users see active users by name, their own e-mail only, and never a passwor
   const res = await request(`${server.url}/api/user/user`, { token: viewerToken });
   assert.equal(res.status, 200);
   const byName = new Map(res.body.data.map((u: any) => [u.attributes.display_name, u]));
-  assert.deepEqual([...byName.keys()].sort(), ['admin', 'gone', 'vera', 'walt'], 'blocked users are listed to non-admins too');
-  assert.deepEqual((byName.get('gone') as any).attributes, { display_name: 'gone' }, 'a blocked user by its name only, as farmOS shows it');
+  assert.deepEqual(
+    [...byName.keys()].sort(),
+    ['admin', 'gone', 'vera', 'walt'],
+    'blocked users are listed to non-admins too',
+  );
+  assert.deepEqual(
+    (byName.get('gone') as any).attributes,
+    { display_name: 'gone' },
+    'a blocked user by its name only, as farmOS shows it',
+  );
   const walt: any = byName.get('walt');
   assert.equal(walt.attributes.display_name, 'walt');
   assert.equal(walt.attributes.mail, undefined, "another user's e-mail is private");
@@ -75,15 +97,28 @@ test('a page query kept from one caller is not reused for another with other acc
   const admin = await request(`${server.url}${byMail}`, { token: adminToken });
   assert.equal(admin.status, 200, admin.text);
   assert.deepEqual(names(admin), ['walt']);
-  assert.equal((await request(`${server.url}${byMail}`, { token: viewerToken })).status, 403, 'refused after an administrator asked the same');
+  assert.equal(
+    (await request(`${server.url}${byMail}`, { token: viewerToken })).status,
+    403,
+    'refused after an administrator asked the same',
+  );
 
-  const workers = '/api/user/user?filter[name][operator]=IN&filter[name][value][]=gone&filter[name][value][]=walt&sort=-name';
+  const workers =
+    '/api/user/user?filter[name][operator]=IN&filter[name][value][]=gone&filter[name][value][]=walt&sort=-name';
   assert.deepEqual(names(await request(`${server.url}${workers}`, { token: adminToken })), ['gone', 'walt']);
   const seen = (await request(`${server.url}${workers}`, { token: viewerToken })).body.data;
-  assert.deepEqual(seen.map((u: any) => u.attributes.display_name), ['walt', 'gone'], 'a viewer finds the blocked user too, as farmOS lists it');
+  assert.deepEqual(
+    seen.map((u: any) => u.attributes.display_name),
+    ['walt', 'gone'],
+    'a viewer finds the blocked user too, as farmOS lists it',
+  );
   assert.deepEqual(seen[1].attributes, { display_name: 'gone' }, 'by its name only');
   const others = workers.replace('=gone', '=vera');
-  assert.deepEqual(names(await request(`${server.url}${others}`, { token: viewerToken })), ['vera', 'walt'], 'the same shape with other values');
+  assert.deepEqual(
+    names(await request(`${server.url}${others}`, { token: viewerToken })),
+    ['vera', 'walt'],
+    'the same shape with other values',
+  );
 });
 
 test('the installed languages are listed', async () => {
@@ -92,15 +127,21 @@ test('the installed languages are listed', async () => {
   const en = res.body.data.find((l: any) => l.attributes.drupal_internal__id === 'en');
   assert.equal(en.type, 'configurable_language--configurable_language');
   assert.equal(en.attributes.label, 'English');
-  const one = await request(`${server.url}/api/configurable_language/configurable_language/${en.id}`, { token: viewerToken });
+  const one = await request(`${server.url}/api/configurable_language/configurable_language/${en.id}`, {
+    token: viewerToken,
+  });
   assert.equal(one.body.data.id, en.id);
   const anonymous = await request(`${server.url}/api/configurable_language/configurable_language`);
   assert.equal(anonymous.status, 401);
   const root = await request(`${server.url}/api`);
-  assert.ok(root.body.links['configurable_language--configurable_language'].href.endsWith('/api/configurable_language/configurable_language'));
+  assert.ok(
+    root.body.links['configurable_language--configurable_language'].href.endsWith(
+      '/api/configurable_language/configurable_language',
+    ),
+  );
 });
 
-test('an account administrator blocking a user over the API ends that user\'s tokens for good', async () => {
+test("an account administrator blocking a user over the API ends that user's tokens for good", async () => {
   const knex = server.ctx.db.knex;
   const user = await createUser(knex, { name: 'bria', password: 'bria-password', roles: ['farm_worker'] });
   const briaToken = await passwordToken(server.url, 'bria', 'bria-password');
@@ -118,7 +159,11 @@ test('an account administrator blocking a user over the API ends that user\'s to
     json: { data: { type: 'user--user', id: user.uuid, attributes: { status: true } } },
   });
   assert.equal(unblock.status, 200);
-  assert.equal((await request(`${server.url}/api/log/activity`, { token: briaToken })).status, 401, 'the old token stays revoked');
+  assert.equal(
+    (await request(`${server.url}/api/log/activity`, { token: briaToken })).status,
+    401,
+    'the old token stays revoked',
+  );
   assert.ok(await passwordToken(server.url, 'bria', 'bria-password'), 'a new login works again');
 });
 
@@ -129,15 +174,33 @@ test('filters, sorts and includes through relationships reveal nothing about use
   const log = await request(`${server.url}/api/log/activity`, {
     method: 'POST',
     token: adminToken,
-    json: { data: { type: 'log--activity', attributes: { name: 'Owned by a blocked user' }, relationships: { owner: { data: [{ type: 'user--user', id: gone.uuid }] } } } },
+    json: {
+      data: {
+        type: 'log--activity',
+        attributes: { name: 'Owned by a blocked user' },
+        relationships: { owner: { data: [{ type: 'user--user', id: gone.uuid }] } },
+      },
+    },
   });
   assert.equal(log.status, 201, log.text);
   const byName = `${server.url}/api/log/activity?filter[owner.name]=gone`;
   assert.equal((await request(byName, { token: adminToken })).body.data.length, 1, 'an administrator finds it');
-  assert.equal((await request(byName, { token: viewerToken })).body.data.length, 0, 'a viewer learns nothing about the blocked account');
-  const included = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, { token: viewerToken });
+  assert.equal(
+    (await request(byName, { token: viewerToken })).body.data.length,
+    0,
+    'a viewer learns nothing about the blocked account',
+  );
+  const included = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, {
+    token: viewerToken,
+  });
   assert.equal(included.status, 200);
-  assert.deepEqual(included.body.included.map((u: any) => u.attributes), [{ display_name: 'gone' }], 'the blocked owner is included by its name only, so a client can show "owner: gone"');
-  const adminIncluded = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, { token: adminToken });
+  assert.deepEqual(
+    included.body.included.map((u: any) => u.attributes),
+    [{ display_name: 'gone' }],
+    'the blocked owner is included by its name only, so a client can show "owner: gone"',
+  );
+  const adminIncluded = await request(`${server.url}/api/log/activity/${log.body.data.id}?include=owner`, {
+    token: adminToken,
+  });
   assert.equal(adminIncluded.body.included[0].attributes.name, 'gone');
 });

@@ -57,40 +57,65 @@ test('timestamps: Unix integers, numeric strings, ISO 8601 with Z, an offset, fr
   // Other timestamp fields too, on PATCH as well.
   const seeding = await api.create('log--seeding', { name: 'Seeding', purchase_date: '2024-02-29T12:00:00Z' });
   assert.equal(seeding.attributes.purchase_date, '2024-02-29T12:00:00+00:00');
-  const patched = await api.patch(`/api/log/seeding/${seeding.id}`, { data: { type: 'log--seeding', id: seeding.id, attributes: { purchase_date: 1709251200 } } });
+  const patched = await api.patch(`/api/log/seeding/${seeding.id}`, {
+    data: { type: 'log--seeding', id: seeding.id, attributes: { purchase_date: 1709251200 } },
+  });
   assert.equal(patched.body.data.attributes.purchase_date, '2024-03-01T00:00:00+00:00');
   // The whole range RFC 3339 can write, years 0000 to 9999 (two-digit years are not 19xx).
-  for (const [input, rendered] of [['0099-01-01T00:00:00Z', '0099-01-01T00:00:00+00:00'], [253402300799, '9999-12-31T23:59:59+00:00'], [-62167219200, '0000-01-01T00:00:00+00:00']] as const) {
+  for (const [input, rendered] of [
+    ['0099-01-01T00:00:00Z', '0099-01-01T00:00:00+00:00'],
+    [253402300799, '9999-12-31T23:59:59+00:00'],
+    [-62167219200, '0000-01-01T00:00:00+00:00'],
+  ] as const) {
     const far = await api.create('log--observation', { name: `far ${input}`, timestamp: input });
     assert.equal(far.attributes.timestamp, rendered, String(input));
   }
   // Every rendered timestamp is RFC 3339 in UTC.
-  for (const name of ['timestamp', 'created', 'changed', 'revision_created']) assert.match(seeding.attributes[name], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/, name);
+  for (const name of ['timestamp', 'created', 'changed', 'revision_created'])
+    assert.match(seeding.attributes[name], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/, name);
 });
 
 test('relationship identifiers carrying meta (as farmOS.js sends them back) are accepted', async () => {
-  const quantity = await api.create('quantity--standard', { measure: 'weight', value: { numerator: 1, denominator: 1 } }, { units: { data: ref(kg) } });
+  const quantity = await api.create(
+    'quantity--standard',
+    { measure: 'weight', value: { numerator: 1, denominator: 1 } },
+    { units: { data: ref(kg) } },
+  );
   const res = await api.post('/api/log/harvest', {
     data: {
       type: 'log--harvest',
       attributes: { name: 'With meta' },
       relationships: {
         asset: { data: [{ ...ref(tractor), meta: { drupal_internal__target_id: 999 } }] },
-        quantity: { data: [{ ...ref(quantity), meta: { target_revision_id: 12345, drupal_internal__target_id: 999 } }] },
+        quantity: {
+          data: [{ ...ref(quantity), meta: { target_revision_id: 12345, drupal_internal__target_id: 999 } }],
+        },
       },
     },
   });
   assert.equal(res.status, 201, res.text.slice(0, 400));
   const rel = res.body.data.relationships;
   assert.deepEqual(ids(rel.asset.data), [tractor.id]);
-  assert.equal(rel.asset.data[0].meta.drupal_internal__target_id, tractor.attributes.drupal_internal__id, 'meta is the server’s, not the client’s');
+  assert.equal(
+    rel.asset.data[0].meta.drupal_internal__target_id,
+    tractor.attributes.drupal_internal__id,
+    'meta is the server’s, not the client’s',
+  );
   assert.deepEqual(ids(rel.quantity.data), [quantity.id]);
   assert.equal(typeof rel.quantity.data[0].meta.target_revision_id, 'number');
   // File item meta (description, display) is stored with the reference.
-  const up = await api.raw('POST', '/api/log/harvest/file', 'lot sheet', { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="lot.txt"', Accept: JSONAPI });
+  const up = await api.raw('POST', '/api/log/harvest/file', 'lot sheet', {
+    'Content-Type': 'application/octet-stream',
+    'Content-Disposition': 'file; filename="lot.txt"',
+    Accept: JSONAPI,
+  });
   assert.equal(up.status, 201, up.text.slice(0, 300));
   const withFile = await api.post('/api/log/harvest', {
-    data: { type: 'log--harvest', attributes: { name: 'With file' }, relationships: { file: { data: [{ ...ref(up.body.data), meta: { description: 'Lot sheet', display: true } }] } } },
+    data: {
+      type: 'log--harvest',
+      attributes: { name: 'With file' },
+      relationships: { file: { data: [{ ...ref(up.body.data), meta: { description: 'Lot sheet', display: true } }] } },
+    },
   });
   assert.equal(withFile.status, 201, withFile.text.slice(0, 400));
   assert.equal(withFile.body.data.relationships.file.data[0].meta.description, 'Lot sheet');
@@ -141,12 +166,21 @@ test('read-only and computed members echoed back are ignored, on POST (farmOS.js
   const asset = posted.body.data;
   assert.equal(asset.id, id);
   assert.equal(asset.attributes.created, '2001-01-01T00:00:00+00:00', 'created is kept, as farmOS keeps it');
-  assert.equal(asset.attributes.changed, '1970-01-01T00:00:01+00:00', 'a changed sent on a new record is kept, as farmOS keeps it (issue 41 B.4)');
+  assert.equal(
+    asset.attributes.changed,
+    '1970-01-01T00:00:01+00:00',
+    'a changed sent on a new record is kept, as farmOS keeps it (issue 41 B.4)',
+  );
   assert.ok(asset.relationships.uid.data, 'uid is the author, not what the client sent');
   assert.equal(asset.attributes.geometry, null);
 
   // A fixed asset: computed geometry sent back (stale) is ignored; PATCH of the whole GET works.
-  const land = await api.create('asset--land', { name: 'Paddock', land_type: 'paddock', is_fixed: true, intrinsic_geometry: 'POINT (1 2)' });
+  const land = await api.create('asset--land', {
+    name: 'Paddock',
+    land_type: 'paddock',
+    is_fixed: true,
+    intrinsic_geometry: 'POINT (1 2)',
+  });
   assert.equal(land.attributes.geometry.value, 'POINT (1 2)');
   const got = (await api.get(`/api/asset/land/${land.id}`)).body.data;
   const echoed = structuredClone(got);
@@ -156,7 +190,11 @@ test('read-only and computed members echoed back are ignored, on POST (farmOS.js
   const patched = await api.patch(`/api/asset/land/${land.id}`, { data: echoed });
   assert.equal(patched.status, 200, patched.text.slice(0, 600));
   assert.equal(patched.body.data.attributes.name, 'Paddock 2');
-  assert.equal(patched.body.data.attributes.geometry.value, 'POINT (1 2)', 'geometry stays computed from intrinsic_geometry');
+  assert.equal(
+    patched.body.data.attributes.geometry.value,
+    'POINT (1 2)',
+    'geometry stays computed from intrinsic_geometry',
+  );
   assert.equal(patched.body.data.attributes.drupal_internal__id, got.attributes.drupal_internal__id);
   for (const [k, v] of Object.entries(got.attributes)) {
     if (['name', 'changed', 'revision_created', 'drupal_internal__revision_id'].includes(k)) continue;
@@ -165,10 +203,20 @@ test('read-only and computed members echoed back are ignored, on POST (farmOS.js
 });
 
 test('a relationship member without `data` is ignored; data: null and [] clear', async () => {
-  const log = await api.create('log--harvest', { name: 'Clear me' }, { asset: { data: [ref(tractor)] }, location: { data: [ref(field)] } });
+  const log = await api.create(
+    'log--harvest',
+    { name: 'Clear me' },
+    { asset: { data: [ref(tractor)] }, location: { data: [ref(field)] } },
+  );
   const path = `/api/log/harvest/${log.id}`;
   // No data wrapper (farmOS.js sends some members this way): ignored, not an error.
-  let res = await api.patch(path, { data: { type: 'log--harvest', id: log.id, relationships: { asset: [ref(baler)], location: { links: { self: { href: 'x' } } } } } });
+  let res = await api.patch(path, {
+    data: {
+      type: 'log--harvest',
+      id: log.id,
+      relationships: { asset: [ref(baler)], location: { links: { self: { href: 'x' } } } },
+    },
+  });
   assert.equal(res.status, 200, res.text.slice(0, 400));
   assert.deepEqual(ids(res.body.data.relationships.asset.data), [tractor.id]);
   assert.deepEqual(ids(res.body.data.relationships.location.data), [field.id]);
@@ -177,17 +225,28 @@ test('a relationship member without `data` is ignored; data: null and [] clear',
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.data.relationships.asset.data, []);
   assert.deepEqual(ids(res.body.data.relationships.location.data), [field.id], 'unsubmitted relationships stay');
-  res = await api.patch(path, { data: { type: 'log--harvest', id: log.id, relationships: { location: { data: null } } } });
+  res = await api.patch(path, {
+    data: { type: 'log--harvest', id: log.id, relationships: { location: { data: null } } },
+  });
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.data.relationships.location.data, []);
   // null clears a to-one field.
   const q = await api.create('quantity--standard', { measure: 'count' }, { units: { data: ref(kg) } });
-  res = await api.patch(`/api/quantity/standard/${q.id}`, { data: { type: 'quantity--standard', id: q.id, relationships: { units: { data: null } } } });
+  res = await api.patch(`/api/quantity/standard/${q.id}`, {
+    data: { type: 'quantity--standard', id: q.id, relationships: { units: { data: null } } },
+  });
   assert.equal(res.status, 200);
   assert.equal(res.body.data.relationships.units.data, null);
   // Attributes: null clears a single value, [] a multiple one.
-  const flagged = await api.create('log--harvest', { name: 'Flagged', flag: ['review'], lot_number: 'L1', notes: { value: 'x' } });
-  res = await api.patch(`/api/log/harvest/${flagged.id}`, { data: { type: 'log--harvest', id: flagged.id, attributes: { flag: [], lot_number: null, notes: null } } });
+  const flagged = await api.create('log--harvest', {
+    name: 'Flagged',
+    flag: ['review'],
+    lot_number: 'L1',
+    notes: { value: 'x' },
+  });
+  res = await api.patch(`/api/log/harvest/${flagged.id}`, {
+    data: { type: 'log--harvest', id: flagged.id, attributes: { flag: [], lot_number: null, notes: null } },
+  });
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.data.attributes.flag, []);
   assert.equal(res.body.data.attributes.lot_number, null);
@@ -229,7 +288,11 @@ test('relationship endpoints: GET, POST adds, PATCH replaces, DELETE removes; PO
   assert.equal(res.status, 400, res.text.slice(0, 300));
   // The resource shows the changes.
   await api.patch(rel, { data: [ref(baler), ref(tractor)] });
-  assert.deepEqual(ids((await api.get(`/api/log/harvest/${log.id}`)).body.data.relationships.asset.data), [baler.id, tractor.id], 'order kept');
+  assert.deepEqual(
+    ids((await api.get(`/api/log/harvest/${log.id}`)).body.data.relationships.asset.data),
+    [baler.id, tractor.id],
+    'order kept',
+  );
 
   // To-one: POST and DELETE are 409; PATCH sets or clears.
   const q = await api.create('quantity--standard', { measure: 'weight' }, { units: { data: ref(kg) } });
@@ -249,11 +312,22 @@ test('relationship endpoints: GET, POST adds, PATCH replaces, DELETE removes; PO
 });
 
 test('related endpoints render the related resources', async () => {
-  const q = await api.create('quantity--standard', { measure: 'weight', value: { numerator: 2, denominator: 1 } }, { units: { data: ref(kg) } });
-  const log = await api.create('log--harvest', { name: 'Related' }, { asset: { data: [ref(tractor), ref(baler)] }, quantity: { data: [ref(q)] } });
+  const q = await api.create(
+    'quantity--standard',
+    { measure: 'weight', value: { numerator: 2, denominator: 1 } },
+    { units: { data: ref(kg) } },
+  );
+  const log = await api.create(
+    'log--harvest',
+    { name: 'Related' },
+    { asset: { data: [ref(tractor), ref(baler)] }, quantity: { data: [ref(q)] } },
+  );
   let res = await api.get(`/api/log/harvest/${log.id}/asset`);
   assert.equal(res.status, 200);
-  assert.deepEqual(res.body.data.map((r: any) => r.id), [tractor.id, baler.id]);
+  assert.deepEqual(
+    res.body.data.map((r: any) => r.id),
+    [tractor.id, baler.id],
+  );
   assert.equal(res.body.data[0].type, 'asset--equipment');
   assert.equal(res.body.data[0].attributes.name, 'Tractor');
   res = await api.get(`/api/quantity/standard/${q.id}/units`);
@@ -269,26 +343,48 @@ test('related endpoints render the related resources', async () => {
 });
 
 test('quantity--quantity takes `unit` and the alias `units`, in writes and in filters; quantity--standard the other way round', async () => {
-  const a = await api.create('quantity--quantity', { measure: 'weight', value: { numerator: 5, denominator: 1 }, label: 'by unit' }, { unit: { data: ref(kg) } });
+  const a = await api.create(
+    'quantity--quantity',
+    { measure: 'weight', value: { numerator: 5, denominator: 1 }, label: 'by unit' },
+    { unit: { data: ref(kg) } },
+  );
   assert.equal(a.relationships.unit.data.id, kg.id);
   assert.equal(a.relationships.units, undefined, 'rendered under its canonical name only');
-  const b = await api.create('quantity--quantity', { measure: 'volume', value: { numerator: 7, denominator: 1 }, label: 'by units' }, { units: { data: ref(litre) } });
+  const b = await api.create(
+    'quantity--quantity',
+    { measure: 'volume', value: { numerator: 7, denominator: 1 }, label: 'by units' },
+    { units: { data: ref(litre) } },
+  );
   assert.equal(b.relationships.unit.data.id, litre.id, 'the alias is stored in the canonical field');
-  const patched = await api.patch(`/api/quantity/quantity/${b.id}`, { data: { type: 'quantity--quantity', id: b.id, relationships: { units: { data: ref(kg) } } } });
+  const patched = await api.patch(`/api/quantity/quantity/${b.id}`, {
+    data: { type: 'quantity--quantity', id: b.id, relationships: { units: { data: ref(kg) } } },
+  });
   assert.equal(patched.status, 200);
   assert.equal(patched.body.data.relationships.unit.data.id, kg.id);
   for (const path of ['unit.name', 'units.name']) {
     const res = await api.get(`/api/quantity/quantity?filter[${path}]=kg&sort=label`);
     assert.equal(res.status, 200, `${path}: ${res.text.slice(0, 300)}`);
-    assert.deepEqual(res.body.data.map((r: any) => r.attributes.label), ['by unit', 'by units'], path);
+    assert.deepEqual(
+      res.body.data.map((r: any) => r.attributes.label),
+      ['by unit', 'by units'],
+      path,
+    );
   }
-  const s = await api.create('quantity--standard', { measure: 'weight', label: 'standard by unit' }, { unit: { data: ref(litre) } });
+  const s = await api.create(
+    'quantity--standard',
+    { measure: 'weight', label: 'standard by unit' },
+    { unit: { data: ref(litre) } },
+  );
   assert.equal(s.relationships.units.data.id, litre.id);
   for (const path of ['unit.name', 'units.name', 'unit.id', 'units.id']) {
     const value = path.endsWith('.id') ? litre.id : 'litre';
     const res = await api.get(`/api/quantity/standard?filter[${path}]=${value}`);
     assert.equal(res.status, 200, `${path}: ${res.text.slice(0, 300)}`);
-    assert.deepEqual(res.body.data.map((r: any) => r.id), [s.id], path);
+    assert.deepEqual(
+      res.body.data.map((r: any) => r.id),
+      [s.id],
+      path,
+    );
   }
   // A log references a quantity--quantity; include follows it.
   const log = await api.create('log--harvest', { name: 'Spec quantity' }, { quantity: { data: [ref(a)] } });
@@ -296,17 +392,45 @@ test('quantity--quantity takes `unit` and the alias `units`, in writes and in fi
   assert.deepEqual(inc.body.included.map((r: any) => r.id).sort(), [a.id, kg.id].sort());
 });
 
-test('`processed` as farmOS\'s `default` format gives it: allowed tags kept, others escaped, URLs linked, paragraphs; `plain_text` escapes every tag', async () => {
+test("`processed` as farmOS's `default` format gives it: allowed tags kept, others escaped, URLs linked, paragraphs; `plain_text` escapes every tag", async () => {
   const cases: Array<[string, string, string]> = [
-    ['Seed from "https://seeds.example.com/tomato"', 'default', '<p>Seed from &quot;<a href="https://seeds.example.com/tomato">https://seeds.example.com/tomato</a>&quot;</p>'],
+    [
+      'Seed from "https://seeds.example.com/tomato"',
+      'default',
+      '<p>Seed from &quot;<a href="https://seeds.example.com/tomato">https://seeds.example.com/tomato</a>&quot;</p>',
+    ],
     ['<strong>Bold</strong> and <em>leaning</em>', 'default', '<p><strong>Bold</strong> and <em>leaning</em></p>'],
-    ['<a href="https://farmos.org" onclick="steal()" target="_blank">farmOS</a>', 'default', '<p><a href="https://farmos.org">farmOS</a></p>'],
-    ['<a href="javascript:alert(1)">click</a> <a href="java&#x09;script:alert(1)">me</a>', 'default', '<p><a>click</a> <a>me</a></p>'],
-    ['<script>alert(1)</script><img src=x onerror=alert(1)>', 'default', '<p>&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</p>'],
-    ['Rows:\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\nDone.', 'default', '<p>Rows:</p>\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\n<p>Done.</p>'],
-    ['Line one\nLine two\n\nSee www.farmos.org.', 'default', '<p>Line one<br />\nLine two</p>\n<p>See <a href="http://www.farmos.org">www.farmos.org</a>.</p>'],
+    [
+      '<a href="https://farmos.org" onclick="steal()" target="_blank">farmOS</a>',
+      'default',
+      '<p><a href="https://farmos.org">farmOS</a></p>',
+    ],
+    [
+      '<a href="javascript:alert(1)">click</a> <a href="java&#x09;script:alert(1)">me</a>',
+      'default',
+      '<p><a>click</a> <a>me</a></p>',
+    ],
+    [
+      '<script>alert(1)</script><img src=x onerror=alert(1)>',
+      'default',
+      '<p>&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</p>',
+    ],
+    [
+      'Rows:\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\nDone.',
+      'default',
+      '<p>Rows:</p>\n<ul>\n<li>beans</li>\n<li>peas</li>\n</ul>\n<p>Done.</p>',
+    ],
+    [
+      'Line one\nLine two\n\nSee www.farmos.org.',
+      'default',
+      '<p>Line one<br />\nLine two</p>\n<p>See <a href="http://www.farmos.org">www.farmos.org</a>.</p>',
+    ],
     ['<strong>unclosed', 'default', '<p><strong>unclosed</strong></p>'],
-    ['<strong>x</strong> & https://a.example/?q=1', 'plain_text', '<p>&lt;strong&gt;x&lt;/strong&gt; &amp; <a href="https://a.example/?q=1">https://a.example/?q=1</a></p>'],
+    [
+      '<strong>x</strong> & https://a.example/?q=1',
+      'plain_text',
+      '<p>&lt;strong&gt;x&lt;/strong&gt; &amp; <a href="https://a.example/?q=1">https://a.example/?q=1</a></p>',
+    ],
   ];
   for (const [value, format, processed] of cases) {
     const log = await api.create('log--observation', { name: 'Processed', notes: { value, format } });
@@ -317,7 +441,10 @@ test('`processed` as farmOS\'s `default` format gives it: allowed tags kept, oth
 });
 
 test('long text: {value, format, processed}; format defaults to `default`; processed is safe HTML', async () => {
-  const log = await api.create('log--observation', { name: 'Notes', notes: { value: 'Line one\n\nSee https://farmos.org <script>alert(1)</script>', format: 'default' } });
+  const log = await api.create('log--observation', {
+    name: 'Notes',
+    notes: { value: 'Line one\n\nSee https://farmos.org <script>alert(1)</script>', format: 'default' },
+  });
   const notes = log.attributes.notes;
   assert.equal(notes.value, 'Line one\n\nSee https://farmos.org <script>alert(1)</script>');
   assert.equal(notes.format, 'default');
@@ -328,12 +455,21 @@ test('long text: {value, format, processed}; format defaults to `default`; proce
   assert.equal(noFormat.attributes.notes.format, 'default');
   assert.equal(noFormat.attributes.notes.value, 'Plain');
   // `processed` echoed back by a client is ignored.
-  const echoed = await api.patch(`/api/log/observation/${noFormat.id}`, { data: { type: 'log--observation', id: noFormat.id, attributes: { notes: { value: 'Plain 2', format: 'default', processed: '<p>stale</p>' } } } });
+  const echoed = await api.patch(`/api/log/observation/${noFormat.id}`, {
+    data: {
+      type: 'log--observation',
+      id: noFormat.id,
+      attributes: { notes: { value: 'Plain 2', format: 'default', processed: '<p>stale</p>' } },
+    },
+  });
   assert.equal(echoed.status, 200);
   assert.equal(echoed.body.data.attributes.notes.value, 'Plain 2');
   assert.ok(!echoed.body.data.attributes.notes.processed.includes('stale'));
   // Term descriptions are long text too.
-  const term = await api.create('taxonomy_term--log_category', { name: 'Cat', description: { value: 'About it', format: 'default' } });
+  const term = await api.create('taxonomy_term--log_category', {
+    name: 'Cat',
+    description: { value: 'About it', format: 'default' },
+  });
   assert.deepEqual(Object.keys(term.attributes.description).sort(), ['format', 'processed', 'value']);
 });
 
@@ -351,12 +487,17 @@ test('fractions: {numerator, denominator} and {decimal} in; {numerator, denomina
     const v = q.attributes.value;
     assert.deepEqual(Object.keys(v).sort(), ['decimal', 'denominator', 'numerator'], JSON.stringify(value));
     assert.ok(Number.isInteger(v.numerator) && Number.isInteger(v.denominator) && v.denominator > 0);
-    assert.ok(Math.abs(v.numerator / v.denominator - number) < 1e-12, `${JSON.stringify(value)} → ${JSON.stringify(v)}`);
+    assert.ok(
+      Math.abs(v.numerator / v.denominator - number) < 1e-12,
+      `${JSON.stringify(value)} → ${JSON.stringify(v)}`,
+    );
     assert.equal(v.decimal, decimal, JSON.stringify(value));
   }
   // A fraction rendered by the server can be sent back as it is.
   const q = await api.create('quantity--standard', { measure: 'weight', value: { decimal: '1.5' } });
-  const back = await api.patch(`/api/quantity/standard/${q.id}`, { data: { type: 'quantity--standard', id: q.id, attributes: { value: q.attributes.value, label: 'sent back' } } });
+  const back = await api.patch(`/api/quantity/standard/${q.id}`, {
+    data: { type: 'quantity--standard', id: q.id, attributes: { value: q.attributes.value, label: 'sent back' } },
+  });
   assert.equal(back.status, 200, back.text.slice(0, 300));
   assert.equal(back.body.data.attributes.value.decimal, '1.5');
 });
@@ -368,18 +509,25 @@ test('a log without a name is named "<Bundle> log <id>"', async () => {
   assert.equal(empty.attributes.name, `Lab test log ${empty.attributes.drupal_internal__id}`);
   // Cleared on PATCH: named again.
   const named = await api.create('log--harvest', { name: 'Named' });
-  const res = await api.patch(`/api/log/harvest/${named.id}`, { data: { type: 'log--harvest', id: named.id, attributes: { name: '' } } });
+  const res = await api.patch(`/api/log/harvest/${named.id}`, {
+    data: { type: 'log--harvest', id: named.id, attributes: { name: '' } },
+  });
   assert.equal(res.body.data.attributes.name, `Harvest log ${named.attributes.drupal_internal__id}`);
   // The generated name is stored: filters find it.
   const found = await api.get(`/api/log/harvest?filter[name]=${encodeURIComponent(h.attributes.name)}`);
-  assert.deepEqual(found.body.data.map((r: any) => r.id), [h.id]);
+  assert.deepEqual(
+    found.body.data.map((r: any) => r.id),
+    [h.id],
+  );
 });
 
-test('PATCH: status and archived as farmOS 3.x\'s AssetStorage::doPreSave keeps them in step (updates only)', async () => {
+test("PATCH: status and archived as farmOS 3.x's AssetStorage::doPreSave keeps them in step (updates only)", async () => {
   const T = '2024-01-01T00:00:00+00:00';
   const T2 = '2025-06-01T12:00:00+00:00';
   const patch = async (asset: any, attributes: Record<string, unknown>) => {
-    const res = await api.patch(`/api/asset/equipment/${asset.id}`, { data: { type: 'asset--equipment', id: asset.id, attributes } });
+    const res = await api.patch(`/api/asset/equipment/${asset.id}`, {
+      data: { type: 'asset--equipment', id: asset.id, attributes },
+    });
     assert.equal(res.status, 200, res.text);
     return [res.body.data.attributes.status, res.body.data.attributes.archived];
   };
@@ -417,17 +565,24 @@ test('asset status and archived stay consistent (spec: active has no archived ti
   assert.equal(fromJs.attributes.status, 'active');
   assert.equal(fromJs.attributes.archived, null);
   // Archiving sets the time.
-  let res = await api.patch(path, { data: { type: 'asset--equipment', id: asset.id, attributes: { status: 'archived' } } });
+  let res = await api.patch(path, {
+    data: { type: 'asset--equipment', id: asset.id, attributes: { status: 'archived' } },
+  });
   assert.equal(res.status, 200);
   assert.equal(res.body.data.attributes.status, 'archived');
   const archivedAt = Date.parse(res.body.data.attributes.archived) / 1000;
-  assert.ok(archivedAt >= t0 - 1 && archivedAt <= nowSeconds() + 1, `archived ≈ now, got ${res.body.data.attributes.archived}`);
+  assert.ok(
+    archivedAt >= t0 - 1 && archivedAt <= nowSeconds() + 1,
+    `archived ≈ now, got ${res.body.data.attributes.archived}`,
+  );
   // Restoring clears it.
   res = await api.patch(path, { data: { type: 'asset--equipment', id: asset.id, attributes: { status: 'active' } } });
   assert.equal(res.body.data.attributes.status, 'active');
   assert.equal(res.body.data.attributes.archived, null);
   // Sending only an archived time archives at that time; clearing it restores.
-  res = await api.patch(path, { data: { type: 'asset--equipment', id: asset.id, attributes: { archived: '2024-01-01T00:00:00Z' } } });
+  res = await api.patch(path, {
+    data: { type: 'asset--equipment', id: asset.id, attributes: { archived: '2024-01-01T00:00:00Z' } },
+  });
   assert.equal(res.body.data.attributes.status, 'archived');
   assert.equal(res.body.data.attributes.archived, '2024-01-01T00:00:00+00:00');
   res = await api.patch(path, { data: { type: 'asset--equipment', id: asset.id, attributes: { archived: null } } });
@@ -437,9 +592,15 @@ test('asset status and archived stay consistent (spec: active has no archived ti
   const born = await api.create('asset--equipment', { name: 'Born archived', status: 'archived' });
   assert.equal(born.attributes.status, 'archived');
   assert.ok(born.attributes.archived, 'an archived asset has an archived time');
-  const bornAt = await api.create('asset--equipment', { name: 'Archived at', status: 'archived', archived: 1704067200 });
+  const bornAt = await api.create('asset--equipment', {
+    name: 'Archived at',
+    status: 'archived',
+    archived: 1704067200,
+  });
   assert.equal(bornAt.attributes.archived, '2024-01-01T00:00:00+00:00');
   // Filters see the stored pair.
-  const active = await api.get(`/api/asset/equipment?filter[status]=archived&filter[archived][condition][operator]=IS NULL&filter[archived][condition][path]=archived`);
+  const active = await api.get(
+    `/api/asset/equipment?filter[status]=archived&filter[archived][condition][operator]=IS NULL&filter[archived][condition][path]=archived`,
+  );
   assert.deepEqual(active.body.data, [], 'no archived asset without an archived time');
 });

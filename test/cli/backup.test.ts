@@ -7,7 +7,20 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import * as tar from 'tar';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +30,11 @@ import { startChildServer } from '../support/child-server.ts';
 import { request, passwordToken } from '../support/http.ts';
 
 function tilth(args: string[], env: Record<string, string>) {
-  return spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, timeout: 120_000 });
+  return spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env },
+    timeout: 120_000,
+  });
 }
 
 /**
@@ -25,11 +42,23 @@ function tilth(args: string[], env: Record<string, string>) {
  * synchronous run would stop them, and leave their keep-alive sockets idle long enough for the
  * server to close them under a slow backup.
  */
-function tilthWhileRunning(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function tilthWhileRunning(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ status: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(ROOT, 'bin', 'tilth.js'), ...args],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env },
+        timeout: 120_000,
+      },
+      (error, stdout, stderr) => {
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -45,7 +74,14 @@ function smallDataDirectory(dir: string): string {
 }
 
 /** What a record is, whatever server serves it: attributes and related identifiers (links name the host). */
-const essence = (r: any) => JSON.stringify({ id: r.id, attributes: r.attributes, relationships: Object.fromEntries(Object.entries(r.relationships ?? {}).map(([k, v]: [string, any]) => [k, v.data])) });
+const essence = (r: any) =>
+  JSON.stringify({
+    id: r.id,
+    attributes: r.attributes,
+    relationships: Object.fromEntries(
+      Object.entries(r.relationships ?? {}).map(([k, v]: [string, any]) => [k, v.data]),
+    ),
+  });
 
 test('a backup taken under write load restores every acknowledged record and file', async () => {
   const source = await createTestDatabase();
@@ -56,12 +92,23 @@ test('a backup taken under write load restores every acknowledged record and fil
     const server = await startChildServer(source.env);
     const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
     const bytes = Buffer.from('date,yield\n2024-07-01,12\n');
-    const upload = await request(`${server.url}/api/log/harvest/file`, { method: 'POST', token, body: bytes, headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="yield.csv"' } });
+    const upload = await request(`${server.url}/api/log/harvest/file`, {
+      method: 'POST',
+      token,
+      body: bytes,
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'file; filename="yield.csv"' },
+    });
     assert.equal(upload.status, 201, upload.text);
     const harvest = await request(`${server.url}/api/log/harvest`, {
       method: 'POST',
       token,
-      json: { data: { type: 'log--harvest', attributes: { name: 'With a file', status: 'done' }, relationships: { file: { data: [{ type: 'file--file', id: upload.body.data.id }] } } } },
+      json: {
+        data: {
+          type: 'log--harvest',
+          attributes: { name: 'With a file', status: 'done' },
+          relationships: { file: { data: [{ type: 'file--file', id: upload.body.data.id }] } },
+        },
+      },
     });
     assert.equal(harvest.status, 201, harvest.text);
 
@@ -70,7 +117,11 @@ test('a backup taken under write load restores every acknowledged record and fil
     let started = false;
     const writer = async (c: number) => {
       for (let n = 0; writing; n++) {
-        const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `w${c}-${n}`, status: 'done' } } } });
+        const res = await request(`${server.url}/api/log/activity`, {
+          method: 'POST',
+          token,
+          json: { data: { type: 'log--activity', attributes: { name: `w${c}-${n}`, status: 'done' } } },
+        });
         assert.equal(res.status, 201, res.text);
         if (!started) acknowledged.add(res.body.data.id);
       }
@@ -98,7 +149,9 @@ test('a backup taken under write load restores every acknowledged record and fil
       const client = new pg.Client({ connectionString: target.env.DATABASE_URL });
       await client.connect();
       try {
-        const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_user_tables WHERE relname IN ('log', 'asset') AND last_analyze IS NOT NULL`);
+        const { rows } = await client.query(
+          `SELECT count(*)::int AS n FROM pg_stat_user_tables WHERE relname IN ('log', 'asset') AND last_analyze IS NOT NULL`,
+        );
         assert.equal(rows[0].n, 2, 'the restored tables have planner statistics');
       } finally {
         await client.end();
@@ -118,7 +171,9 @@ test('a backup taken under write load restores every acknowledged record and fil
         assert.equal(essence(res.body.data), was, `${id} is served the same`);
       }
       const fileRecord = await request(`${copy.url}/api/file/file/${upload.body.data.id}`, { token: copyToken });
-      const download = await fetch(`${copy.url}${fileRecord.body.data.attributes.uri.url}`, { headers: { Authorization: `Bearer ${copyToken}` } });
+      const download = await fetch(`${copy.url}${fileRecord.body.data.attributes.uri.url}`, {
+        headers: { Authorization: `Bearer ${copyToken}` },
+      });
       assert.equal(download.status, 200);
       assert.deepEqual(Buffer.from(await download.arrayBuffer()), bytes, 'the uploaded file came back');
     } finally {
@@ -131,210 +186,263 @@ test('a backup taken under write load restores every acknowledged record and fil
   }
 });
 
-test('tilth backup says what a small farm’s backup weighs, in KB, as the file does (not "0.0 MB")', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
-  const { sizeText } = await import('../../runtime/cli/backup.ts');
-  const dir = mkdtempSync(join(tmpdir(), 'tilth-backup-size-'));
-  try {
-    const source = smallDataDirectory(dir);
-    const file = join(dir, 'farm.tar.gz');
-    const done = tilth(['backup', file], { TILTH_DATA_DIR: source });
-    assert.equal(done.status, 0, done.stderr);
-    const size = statSync(file).size;
-    assert.ok(size < 1024 * 1024, `a small backup (${size} bytes)`);
-    const expected = size < 1024 ? `${size} bytes` : `${(size / 1024).toFixed(1)} KB`;
-    assert.ok(done.stdout.includes(`: ${expected}, 1 uploaded file`), `${expected}: ${done.stdout}`);
-    assert.doesNotMatch(done.stdout, /0\.0 MB/);
-    assert.deepEqual(
-      [0, 1, 1023, 1024, 1536, 1024 * 1024 - 1, 1024 * 1024, 5.25 * 1024 * 1024, 3 * 1024 ** 3].map(sizeText),
-      ['0 bytes', '1 byte', '1023 bytes', '1.0 KB', '1.5 KB', '1.0 MB', '1.0 MB', '5.3 MB', '3.0 GB'],
-    );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('restore refuses what is not a backup, and a backup of the other kind of database', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-'));
-  try {
-    const junk = join(dir, 'junk.tar.gz');
-    writeFileSync(junk, 'not a backup');
-    const res = tilth(['restore', junk], { TILTH_DATA_DIR: join(dir, 'data') });
-    assert.equal(res.status, 1);
-    assert.match(res.stderr, /not a Tilth backup/);
-    const usage = tilth(['backup'], { TILTH_DATA_DIR: join(dir, 'data') });
-    assert.equal(usage.status, 2);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('a backup and a restore are on disk before they report success, and a backup file is whole or absent', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
-  const { backup, restore } = await import('../../runtime/storage/backup.ts');
-  const { loadConfig } = await import('../../runtime/config.ts');
-  const dir = mkdtempSync(join(tmpdir(), 'tilth-durable-backup-'));
-  // Which inodes were fsynced, read from the descriptors given to node:fs's fsyncSync (the
-  // module's named exports follow the CommonJS object once syncBuiltinESMExports is called).
-  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
-  const original = fs.fsyncSync;
-  const synced = new Set<number>();
-  fs.fsyncSync = (fd: number) => {
-    synced.add(fstatSync(fd).ino);
-    original(fd);
-  };
-  syncBuiltinESMExports();
-  try {
-    const source = smallDataDirectory(dir);
-    const out = join(dir, 'out');
-    mkdirSync(out);
-    const file = join(out, 'farm.tar.gz');
-    await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
-    assert.deepEqual(readdirSync(out), ['farm.tar.gz'], 'no partial file is left beside the backup');
-    assert.ok(synced.has(statSync(file).ino), 'the backup file was synced');
-    assert.ok(synced.has(statSync(out).ino), 'its directory was synced (the name it was renamed to)');
-    assert.equal(statSync(file).mode & 0o777, 0o600, 'a new backup is readable by its owner only (it holds password hashes and keys)');
-    // A backup written through a symlink (to another disk, say) lands where the link points.
-    const usb = join(dir, 'usb');
-    mkdirSync(usb);
-    writeFileSync(join(usb, 'farm.tar.gz'), 'an older backup');
-    const link = join(out, 'usb.tar.gz');
-    symlinkSync(join(usb, 'farm.tar.gz'), link);
-    await backup(loadConfig({ TILTH_DATA_DIR: source }), link);
-    assert.ok(lstatSync(link).isSymbolicLink(), 'the link is still a link');
-    assert.deepEqual(readdirSync(usb), ['farm.tar.gz']);
-    assert.ok(statSync(join(usb, 'farm.tar.gz')).size > 100 && synced.has(statSync(join(usb, 'farm.tar.gz')).ino), 'the backup replaced the file the link points at, synced');
-
-    synced.clear();
-    const target = join(dir, 'target');
-    await restore(loadConfig({ TILTH_DATA_DIR: target }), file);
-    for (const path of [join(target, 'tilth.sqlite'), join(target, 'files', 'public', '2026-11', 'yield.csv'), join(target, 'files'), target]) {
-      assert.ok(existsSync(path) && synced.has(statSync(path).ino), `${path} was synced`);
+test(
+  'tilth backup says what a small farm’s backup weighs, in KB, as the file does (not "0.0 MB")',
+  { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' },
+  async () => {
+    const { sizeText } = await import('../../runtime/cli/backup.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-backup-size-'));
+    try {
+      const source = smallDataDirectory(dir);
+      const file = join(dir, 'farm.tar.gz');
+      const done = tilth(['backup', file], { TILTH_DATA_DIR: source });
+      assert.equal(done.status, 0, done.stderr);
+      const size = statSync(file).size;
+      assert.ok(size < 1024 * 1024, `a small backup (${size} bytes)`);
+      const expected = size < 1024 ? `${size} bytes` : `${(size / 1024).toFixed(1)} KB`;
+      assert.ok(done.stdout.includes(`: ${expected}, 1 uploaded file`), `${expected}: ${done.stdout}`);
+      assert.doesNotMatch(done.stdout, /0\.0 MB/);
+      assert.deepEqual(
+        [0, 1, 1023, 1024, 1536, 1024 * 1024 - 1, 1024 * 1024, 5.25 * 1024 * 1024, 3 * 1024 ** 3].map(sizeText),
+        ['0 bytes', '1 byte', '1023 bytes', '1.0 KB', '1.5 KB', '1.0 MB', '1.0 MB', '5.3 MB', '3.0 GB'],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-  } finally {
-    fs.fsyncSync = original;
+  },
+);
+
+test(
+  'restore refuses what is not a backup, and a backup of the other kind of database',
+  { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-'));
+    try {
+      const junk = join(dir, 'junk.tar.gz');
+      writeFileSync(junk, 'not a backup');
+      const res = tilth(['restore', junk], { TILTH_DATA_DIR: join(dir, 'data') });
+      assert.equal(res.status, 1);
+      assert.match(res.stderr, /not a Tilth backup/);
+      const usage = tilth(['backup'], { TILTH_DATA_DIR: join(dir, 'data') });
+      assert.equal(usage.status, 2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+test(
+  'a backup and a restore are on disk before they report success, and a backup file is whole or absent',
+  { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' },
+  async () => {
+    const { backup, restore } = await import('../../runtime/storage/backup.ts');
+    const { loadConfig } = await import('../../runtime/config.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-durable-backup-'));
+    // Which inodes were fsynced, read from the descriptors given to node:fs's fsyncSync (the
+    // module's named exports follow the CommonJS object once syncBuiltinESMExports is called).
+    const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+    const original = fs.fsyncSync;
+    const synced = new Set<number>();
+    fs.fsyncSync = (fd: number) => {
+      synced.add(fstatSync(fd).ino);
+      original(fd);
+    };
     syncBuiltinESMExports();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+    try {
+      const source = smallDataDirectory(dir);
+      const out = join(dir, 'out');
+      mkdirSync(out);
+      const file = join(out, 'farm.tar.gz');
+      await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
+      assert.deepEqual(readdirSync(out), ['farm.tar.gz'], 'no partial file is left beside the backup');
+      assert.ok(synced.has(statSync(file).ino), 'the backup file was synced');
+      assert.ok(synced.has(statSync(out).ino), 'its directory was synced (the name it was renamed to)');
+      assert.equal(
+        statSync(file).mode & 0o777,
+        0o600,
+        'a new backup is readable by its owner only (it holds password hashes and keys)',
+      );
+      // A backup written through a symlink (to another disk, say) lands where the link points.
+      const usb = join(dir, 'usb');
+      mkdirSync(usb);
+      writeFileSync(join(usb, 'farm.tar.gz'), 'an older backup');
+      const link = join(out, 'usb.tar.gz');
+      symlinkSync(join(usb, 'farm.tar.gz'), link);
+      await backup(loadConfig({ TILTH_DATA_DIR: source }), link);
+      assert.ok(lstatSync(link).isSymbolicLink(), 'the link is still a link');
+      assert.deepEqual(readdirSync(usb), ['farm.tar.gz']);
+      assert.ok(
+        statSync(join(usb, 'farm.tar.gz')).size > 100 && synced.has(statSync(join(usb, 'farm.tar.gz')).ino),
+        'the backup replaced the file the link points at, synced',
+      );
 
-test('a backup is readable by its owner only while it is written, not only once it is whole', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
-  const { backup } = await import('../../runtime/storage/backup.ts');
-  const { loadConfig } = await import('../../runtime/config.ts');
-  const dir = mkdtempSync(join(tmpdir(), 'tilth-private-backup-'));
-  // The mode the partial file had while the archive was written into it, read just before the
-  // backup gives the finished file its final mode (node:fs's chmodSync, as in the test above).
-  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
-  const original = fs.chmodSync;
-  const seen: Array<{ path: string; mode: number }> = [];
-  fs.chmodSync = (path: import('node:fs').PathLike, mode: import('node:fs').Mode) => {
-    seen.push({ path: String(path), mode: statSync(path).mode & 0o777 });
-    original(path, mode);
-  };
-  syncBuiltinESMExports();
-  // A umask that hides nothing: whatever mode the file is created with is the mode it has.
-  const umask = process.umask(0);
-  try {
-    const source = smallDataDirectory(dir);
-    await backup(loadConfig({ TILTH_DATA_DIR: source }), join(dir, 'farm.tar.gz'));
-    const partial = seen.find((s) => s.path.includes('.partial-'));
-    assert.ok(partial, 'the archive was written under a partial name');
-    assert.equal(partial.mode.toString(8), '600', 'another local user could not open it while it was written');
-  } finally {
-    process.umask(umask);
-    fs.chmodSync = original;
-    syncBuiltinESMExports();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('a restore into a data directory that fails part way leaves no farm there, so that it can be run again', { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' }, async () => {
-  const { backup, restore } = await import('../../runtime/storage/backup.ts');
-  const { loadConfig } = await import('../../runtime/config.ts');
-  const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-full-disk-'));
-  // The disk fills while the uploaded files, then while the database, are copied: node:fs's
-  // cpSync (as the restore calls it) writes what it was given, then fails, leaving that behind.
-  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
-  const original = fs.cpSync;
-  try {
-    const source = smallDataDirectory(dir);
-    const file = join(dir, 'farm.tar.gz');
-    await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
-    const target = join(dir, 'target');
-
-    for (const failing of ['files', 'tilth.sqlite']) {
-      fs.cpSync = ((from: string, to: string, options?: object) => {
-        original(from, to, options);
-        if (String(from).endsWith(failing)) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-      }) as typeof fs.cpSync;
+      synced.clear();
+      const target = join(dir, 'target');
+      await restore(loadConfig({ TILTH_DATA_DIR: target }), file);
+      for (const path of [
+        join(target, 'tilth.sqlite'),
+        join(target, 'files', 'public', '2026-11', 'yield.csv'),
+        join(target, 'files'),
+        target,
+      ]) {
+        assert.ok(existsSync(path) && synced.has(statSync(path).ino), `${path} was synced`);
+      }
+    } finally {
+      fs.fsyncSync = original;
       syncBuiltinESMExports();
-      await assert.rejects(restore(loadConfig({ TILTH_DATA_DIR: target }), file), /ENOSPC/, failing);
-      // Nothing a server would open as a farm, nor anything a second restore would refuse.
-      assert.deepEqual(readdirSync(target), [], `copying ${failing} failed: no database file, no files directory, nothing half copied is left behind`);
+      rmSync(dir, { recursive: true, force: true });
     }
+  },
+);
 
-    fs.cpSync = original;
+test(
+  'a backup is readable by its owner only while it is written, not only once it is whole',
+  { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' },
+  async () => {
+    const { backup } = await import('../../runtime/storage/backup.ts');
+    const { loadConfig } = await import('../../runtime/config.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-private-backup-'));
+    // The mode the partial file had while the archive was written into it, read just before the
+    // backup gives the finished file its final mode (node:fs's chmodSync, as in the test above).
+    const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+    const original = fs.chmodSync;
+    const seen: Array<{ path: string; mode: number }> = [];
+    fs.chmodSync = (path: import('node:fs').PathLike, mode: import('node:fs').Mode) => {
+      seen.push({ path: String(path), mode: statSync(path).mode & 0o777 });
+      original(path, mode);
+    };
     syncBuiltinESMExports();
-    await restore(loadConfig({ TILTH_DATA_DIR: target }), file);
-    const restored = new Database(join(target, 'tilth.sqlite'), { readonly: true });
-    assert.equal(restored.prepare('SELECT x FROM t').pluck().get(), 42);
-    restored.close();
-    assert.equal(readFileSync(join(target, 'files', 'public', '2026-11', 'yield.csv'), 'utf8'), 'date,yield\n');
-    assert.deepEqual(readdirSync(target).sort(), ['files', 'tilth.sqlite'], 'nothing of the failed restore is left beside the farm');
-  } finally {
-    fs.cpSync = original;
-    syncBuiltinESMExports();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('a restore that fails part way leaves the database empty, so that it can be run again', { skip: !process.env.DATABASE_URL && 'pg_restore: runs on PostgreSQL only' }, async () => {
-  const source = await createTestDatabase();
-  const target = await createTestDatabase();
-  const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-broken-'));
-  try {
-    const server = await startChildServer(source.env);
-    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-    const created = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: 'Kept', status: 'done' } } } });
-    assert.equal(created.status, 201, created.text);
-    await server.stop();
-    const file = join(dir, 'farm.tar.gz');
-    const backedUp = tilth(['backup', file], source.env);
-    assert.equal(backedUp.status, 0, backedUp.stderr);
-
-    // The same backup with its dump's last 100 bytes cut off (a damaged download, a disk that
-    // filled while copying it): pg_restore creates every table, then fails reading the last data.
-    const unpacked = join(dir, 'unpacked');
-    mkdirSync(unpacked);
-    await tar.extract({ file, cwd: unpacked });
-    const dump = join(unpacked, 'tilth.pgdump');
-    truncateSync(dump, statSync(dump).size - 100);
-    const broken = join(dir, 'broken.tar.gz');
-    await tar.create({ file: broken, cwd: unpacked, gzip: true }, readdirSync(unpacked));
-
-    const failed = tilth(['restore', broken], target.env);
-    assert.equal(failed.status, 1, failed.stdout);
-    assert.match(failed.stderr, /pg_restore failed/);
-    const client = new pg.Client({ connectionString: target.env.DATABASE_URL });
-    await client.connect();
+    // A umask that hides nothing: whatever mode the file is created with is the mode it has.
+    const umask = process.umask(0);
     try {
-      const { rows } = await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`);
-      assert.equal(rows[0].n, 0, 'nothing of the failed restore is left');
+      const source = smallDataDirectory(dir);
+      await backup(loadConfig({ TILTH_DATA_DIR: source }), join(dir, 'farm.tar.gz'));
+      const partial = seen.find((s) => s.path.includes('.partial-'));
+      assert.ok(partial, 'the archive was written under a partial name');
+      assert.equal(partial.mode.toString(8), '600', 'another local user could not open it while it was written');
     } finally {
-      await client.end();
+      process.umask(umask);
+      fs.chmodSync = original;
+      syncBuiltinESMExports();
+      rmSync(dir, { recursive: true, force: true });
     }
+  },
+);
 
-    const retried = tilth(['restore', file], target.env);
-    assert.equal(retried.status, 0, `the whole backup restores into the same database afterwards: ${retried.stderr}`);
-    const copy = await startChildServer(target.env);
+test(
+  'a restore into a data directory that fails part way leaves no farm there, so that it can be run again',
+  { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' },
+  async () => {
+    const { backup, restore } = await import('../../runtime/storage/backup.ts');
+    const { loadConfig } = await import('../../runtime/config.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-full-disk-'));
+    // The disk fills while the uploaded files, then while the database, are copied: node:fs's
+    // cpSync (as the restore calls it) writes what it was given, then fails, leaving that behind.
+    const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+    const original = fs.cpSync;
     try {
-      const res = await request(`${copy.url}/api/log/activity/${created.body.data.id}`, { token: await passwordToken(copy.url, ADMIN.name, ADMIN.password) });
-      assert.equal(res.status, 200);
-      assert.equal(res.body.data.attributes.name, 'Kept');
+      const source = smallDataDirectory(dir);
+      const file = join(dir, 'farm.tar.gz');
+      await backup(loadConfig({ TILTH_DATA_DIR: source }), file);
+      const target = join(dir, 'target');
+
+      for (const failing of ['files', 'tilth.sqlite']) {
+        fs.cpSync = ((from: string, to: string, options?: object) => {
+          original(from, to, options);
+          if (String(from).endsWith(failing))
+            throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        }) as typeof fs.cpSync;
+        syncBuiltinESMExports();
+        await assert.rejects(restore(loadConfig({ TILTH_DATA_DIR: target }), file), /ENOSPC/, failing);
+        // Nothing a server would open as a farm, nor anything a second restore would refuse.
+        assert.deepEqual(
+          readdirSync(target),
+          [],
+          `copying ${failing} failed: no database file, no files directory, nothing half copied is left behind`,
+        );
+      }
+
+      fs.cpSync = original;
+      syncBuiltinESMExports();
+      await restore(loadConfig({ TILTH_DATA_DIR: target }), file);
+      const restored = new Database(join(target, 'tilth.sqlite'), { readonly: true });
+      assert.equal(restored.prepare('SELECT x FROM t').pluck().get(), 42);
+      restored.close();
+      assert.equal(readFileSync(join(target, 'files', 'public', '2026-11', 'yield.csv'), 'utf8'), 'date,yield\n');
+      assert.deepEqual(
+        readdirSync(target).sort(),
+        ['files', 'tilth.sqlite'],
+        'nothing of the failed restore is left beside the farm',
+      );
     } finally {
-      await copy.stop();
+      fs.cpSync = original;
+      syncBuiltinESMExports();
+      rmSync(dir, { recursive: true, force: true });
     }
-  } finally {
-    await source.drop();
-    await target.drop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
+
+test(
+  'a restore that fails part way leaves the database empty, so that it can be run again',
+  { skip: !process.env.DATABASE_URL && 'pg_restore: runs on PostgreSQL only' },
+  async () => {
+    const source = await createTestDatabase();
+    const target = await createTestDatabase();
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-restore-broken-'));
+    try {
+      const server = await startChildServer(source.env);
+      const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+      const created = await request(`${server.url}/api/log/activity`, {
+        method: 'POST',
+        token,
+        json: { data: { type: 'log--activity', attributes: { name: 'Kept', status: 'done' } } },
+      });
+      assert.equal(created.status, 201, created.text);
+      await server.stop();
+      const file = join(dir, 'farm.tar.gz');
+      const backedUp = tilth(['backup', file], source.env);
+      assert.equal(backedUp.status, 0, backedUp.stderr);
+
+      // The same backup with its dump's last 100 bytes cut off (a damaged download, a disk that
+      // filled while copying it): pg_restore creates every table, then fails reading the last data.
+      const unpacked = join(dir, 'unpacked');
+      mkdirSync(unpacked);
+      await tar.extract({ file, cwd: unpacked });
+      const dump = join(unpacked, 'tilth.pgdump');
+      truncateSync(dump, statSync(dump).size - 100);
+      const broken = join(dir, 'broken.tar.gz');
+      await tar.create({ file: broken, cwd: unpacked, gzip: true }, readdirSync(unpacked));
+
+      const failed = tilth(['restore', broken], target.env);
+      assert.equal(failed.status, 1, failed.stdout);
+      assert.match(failed.stderr, /pg_restore failed/);
+      const client = new pg.Client({ connectionString: target.env.DATABASE_URL });
+      await client.connect();
+      try {
+        const { rows } = await client.query(
+          `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`,
+        );
+        assert.equal(rows[0].n, 0, 'nothing of the failed restore is left');
+      } finally {
+        await client.end();
+      }
+
+      const retried = tilth(['restore', file], target.env);
+      assert.equal(retried.status, 0, `the whole backup restores into the same database afterwards: ${retried.stderr}`);
+      const copy = await startChildServer(target.env);
+      try {
+        const res = await request(`${copy.url}/api/log/activity/${created.body.data.id}`, {
+          token: await passwordToken(copy.url, ADMIN.name, ADMIN.password),
+        });
+        assert.equal(res.status, 200);
+        assert.equal(res.body.data.attributes.name, 'Kept');
+      } finally {
+        await copy.stop();
+      }
+    } finally {
+      await source.drop();
+      await target.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

@@ -39,7 +39,8 @@ test('a missing PostgreSQL database or a refused port: one line, no stack trace,
   });
   const file = join(scratch(), 'farm.tar.gz');
   assert.equal((await tilthAsync(['migrate'], { DATABASE_URL: `${SERVER}/${source}` }).done).status, 0);
-  const backup = await tilthAsync(['backup', file], { DATABASE_URL: `${SERVER}/${source}`, TILTH_DATA_DIR: scratch() }).done;
+  const backup = await tilthAsync(['backup', file], { DATABASE_URL: `${SERVER}/${source}`, TILTH_DATA_DIR: scratch() })
+    .done;
   assert.equal(backup.status, 0, backup.stderr);
 
   const name = `tilth_missing_${randomBytes(4).toString('hex')}`;
@@ -48,7 +49,9 @@ test('a missing PostgreSQL database or a refused port: one line, no stack trace,
     [`${SERVER}/${name}`, new RegExp(`database "${name}" does not exist.*create it.*CREATE DATABASE ${name}`)],
     ['postgres://postgres@127.0.0.1:1/tilth', /ECONNREFUSED 127\.0\.0\.1:1/],
   ] as const) {
-    const runs = await Promise.all(commands.map((args) => tilthAsync(args, { DATABASE_URL: url, TILTH_DATA_DIR: scratch(), PORT: '0' }).done));
+    const runs = await Promise.all(
+      commands.map((args) => tilthAsync(args, { DATABASE_URL: url, TILTH_DATA_DIR: scratch(), PORT: '0' }).done),
+    );
     for (const [i, run] of runs.entries()) {
       const what = `${commands[i]!.join(' ')} on ${url}`;
       assert.equal(run.status, 2, `${what}: ${run.stderr}`);
@@ -60,16 +63,20 @@ test('a missing PostgreSQL database or a refused port: one line, no stack trace,
   }
 });
 
-test('a second server on one SQLite folder says another is serving it, without a trace', { skip: Boolean(process.env.DATABASE_URL) && 'one SQLite folder' }, async () => {
-  const dataDir = scratch();
-  const first = await startChildServer({ TILTH_DATA_DIR: dataDir, DATABASE_URL: '' });
-  try {
-    const second = await tilthAsync(['serve'], { TILTH_DATA_DIR: dataDir, PORT: '0' }).done;
-    assert.equal(second.status, 1, second.stderr);
-    assertNoTrace(second.stderr, 'the second serve');
-    assert.equal(second.stderr.trim(), second.stderr.trim().split('\n')[0], `one line:\n${second.stderr}`);
-    assert.match(second.stderr, /Another Tilth process is already serving the SQLite database/);
-  } finally {
-    await first.stop();
-  }
-});
+test(
+  'a second server on one SQLite folder says another is serving it, without a trace',
+  { skip: Boolean(process.env.DATABASE_URL) && 'one SQLite folder' },
+  async () => {
+    const dataDir = scratch();
+    const first = await startChildServer({ TILTH_DATA_DIR: dataDir, DATABASE_URL: '' });
+    try {
+      const second = await tilthAsync(['serve'], { TILTH_DATA_DIR: dataDir, PORT: '0' }).done;
+      assert.equal(second.status, 1, second.stderr);
+      assertNoTrace(second.stderr, 'the second serve');
+      assert.equal(second.stderr.trim(), second.stderr.trim().split('\n')[0], `one line:\n${second.stderr}`);
+      assert.match(second.stderr, /Another Tilth process is already serving the SQLite database/);
+    } finally {
+      await first.stop();
+    }
+  },
+);

@@ -11,20 +11,46 @@ import { dirname, join } from 'node:path';
 import knexFactory from 'knex';
 import { startTestServer, ADMIN, createTestDatabase } from '../support/server.ts';
 import { request, passwordToken } from '../support/http.ts';
-import { startFarmosFixture, FIXTURE, FIXTURE_CLIENT, FIXTURE_STREAM, MAP_BYTES, type FixtureOptions } from '../support/farmos-fixture.ts';
+import {
+  startFarmosFixture,
+  FIXTURE,
+  FIXTURE_CLIENT,
+  FIXTURE_STREAM,
+  MAP_BYTES,
+  type FixtureOptions,
+} from '../support/farmos-fixture.ts';
 import { tilthAsync } from '../support/tilth-command.ts';
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
 /** A farmOS source with its map file's attributes edited, imported into a new farm served meanwhile; `prepare` runs on the farm's data folder first. */
-async function importInto(edit: Record<string, unknown>, prepare: (dataDir: string) => void = () => {}, options: FixtureOptions = {}) {
+async function importInto(
+  edit: Record<string, unknown>,
+  prepare: (dataDir: string) => void = () => {},
+  options: FixtureOptions = {},
+) {
   const fixture = await startFarmosFixture(options);
   fixture.edit(FIXTURE.mapFile, edit);
   const db = await createTestDatabase({ migrated: true });
   prepare(db.env.TILTH_DATA_DIR!);
   const target = await startTestServer({ database: db });
   const token = await passwordToken(target.url, ADMIN.name, ADMIN.password);
-  const run = tilthAsync(['import', 'farmos', '--url', fixture.url, '--client-id', FIXTURE_CLIENT.id, '--client-secret', FIXTURE_CLIENT.secret, '--retries', '1', '--no-verify'], db.env);
+  const run = tilthAsync(
+    [
+      'import',
+      'farmos',
+      '--url',
+      fixture.url,
+      '--client-id',
+      FIXTURE_CLIENT.id,
+      '--client-secret',
+      FIXTURE_CLIENT.secret,
+      '--retries',
+      '1',
+      '--no-verify',
+    ],
+    db.env,
+  );
   return {
     fixture,
     target,
@@ -66,9 +92,21 @@ test("a file keeps the path of its source's URI; when that path is taken here it
     const done = await taken.run.done;
     const file = await taken.file();
     assert.match(file.attributes.uri.value, /^private:\/\/farm\/file\/\d{4}-\d\d\/map\.txt$/);
-    assert.match(done.stdout + done.stderr, new RegExp(`Stored file--file ${FIXTURE.mapFile} at private://farm/file/\\d{4}-\\d\\d/map\\.txt: private://farm/log/2026-11/soil test\\.csv is taken here`));
-    assert.equal(readFileSync(join(taken.db.env.TILTH_DATA_DIR!, 'files', 'farm', 'log', '2026-11', 'soil test.csv'), 'utf8'), theirs, 'the file already there is untouched');
-    assert.equal(sha256(Buffer.from(await (await taken.download(file.attributes.uri.url)).arrayBuffer())), sha256(MAP_BYTES));
+    assert.match(
+      done.stdout + done.stderr,
+      new RegExp(
+        `Stored file--file ${FIXTURE.mapFile} at private://farm/file/\\d{4}-\\d\\d/map\\.txt: private://farm/log/2026-11/soil test\\.csv is taken here`,
+      ),
+    );
+    assert.equal(
+      readFileSync(join(taken.db.env.TILTH_DATA_DIR!, 'files', 'farm', 'log', '2026-11', 'soil test.csv'), 'utf8'),
+      theirs,
+      'the file already there is untouched',
+    );
+    assert.equal(
+      sha256(Buffer.from(await (await taken.download(file.attributes.uri.url)).arrayBuffer())),
+      sha256(MAP_BYTES),
+    );
   } finally {
     await taken.close();
   }
@@ -101,7 +139,12 @@ test("a hostile source's file name, URI and type: nothing is written outside the
     const file = await source.file();
     assert.equal(file.attributes.filename, 'evil.sh', 'the name reduced to its base name, as an upload is');
     assert.match(file.attributes.uri.value, /^private:\/\/farm\/file\/\d{4}-\d\d\/evil\.sh$/);
-    assert.match(done.stdout + done.stderr, new RegExp(`Stored file--file ${FIXTURE.mapFile} at private://farm/file/.*is not a path this farm keeps files at`));
+    assert.match(
+      done.stdout + done.stderr,
+      new RegExp(
+        `Stored file--file ${FIXTURE.mapFile} at private://farm/file/.*is not a path this farm keeps files at`,
+      ),
+    );
     assert.equal(file.attributes.filemime, 'application/octet-stream', "a type that is not one is the name's");
     const res = await source.download(file.attributes.uri.url);
     assert.equal(res.status, 200);
@@ -109,7 +152,15 @@ test("a hostile source's file name, URI and type: nothing is written outside the
     assert.equal(sha256(Buffer.from(await res.arrayBuffer())), sha256(MAP_BYTES));
 
     // A type stored unchecked by an earlier import is served as the name's, not as a 500.
-    const knex = knexFactory(source.db.env.DATABASE_URL ? { client: 'pg', connection: source.db.env.DATABASE_URL } : { client: 'better-sqlite3', connection: { filename: join(source.db.env.TILTH_DATA_DIR!, 'tilth.sqlite') }, useNullAsDefault: true });
+    const knex = knexFactory(
+      source.db.env.DATABASE_URL
+        ? { client: 'pg', connection: source.db.env.DATABASE_URL }
+        : {
+            client: 'better-sqlite3',
+            connection: { filename: join(source.db.env.TILTH_DATA_DIR!, 'tilth.sqlite') },
+            useNullAsDefault: true,
+          },
+    );
     try {
       await knex('files').where('uuid', FIXTURE.mapFile).update({ filemime: 'text/plain\r\nX-Evil: 1' });
     } finally {
@@ -144,19 +195,44 @@ test('a source that stalls while its readings are read holds none of the farm: w
       arrived();
       return stalled;
     };
-    const again = tilthAsync(['import', 'farmos', '--url', source.fixture.url, '--client-id', FIXTURE_CLIENT.id, '--client-secret', FIXTURE_CLIENT.secret, '--retries', '1', '--no-verify'], source.db.env);
+    const again = tilthAsync(
+      [
+        'import',
+        'farmos',
+        '--url',
+        source.fixture.url,
+        '--client-id',
+        FIXTURE_CLIENT.id,
+        '--client-secret',
+        FIXTURE_CLIENT.secret,
+        '--retries',
+        '1',
+        '--no-verify',
+      ],
+      source.db.env,
+    );
     await reading;
     const started = Date.now();
-    const log = await request(`${source.target.url}/api/log/activity`, { method: 'POST', token: source.token, json: { data: { type: 'log--activity', attributes: { name: 'Written while the import waits', status: 'done' } } }, signal: AbortSignal.timeout(20_000) });
+    const log = await request(`${source.target.url}/api/log/activity`, {
+      method: 'POST',
+      token: source.token,
+      json: { data: { type: 'log--activity', attributes: { name: 'Written while the import waits', status: 'done' } } },
+      signal: AbortSignal.timeout(20_000),
+    });
     const took = Date.now() - started;
-    const feed = await request(`${source.target.url}/api/changes?since=0&page[limit]=500`, { token: source.token, signal: AbortSignal.timeout(20_000) });
+    const feed = await request(`${source.target.url}/api/changes?since=0&page[limit]=500`, {
+      token: source.token,
+      signal: AbortSignal.timeout(20_000),
+    });
     release();
     assert.equal(log.status, 201, log.text.slice(0, 300));
     assert.ok(took < 4000, `the write waited ${took} ms on the import`);
     assert.ok(JSON.stringify(feed.body).includes(log.body.data.id), 'the change feed lists the write at once');
     const done = await again.done;
     assert.doesNotMatch(done.stdout + done.stderr, /Failed the readings/);
-    const stored = await request(`${source.target.url}/api/data_stream/${FIXTURE_STREAM}/data?limit=100`, { token: source.token });
+    const stored = await request(`${source.target.url}/api/data_stream/${FIXTURE_STREAM}/data?limit=100`, {
+      token: source.token,
+    });
     assert.equal(stored.body.length, values.length, 'every reading came across once the source answered');
   } finally {
     release();

@@ -15,7 +15,16 @@ async function serveOnce(env: Record<string, string>): Promise<{ stdout: string;
   const port = await freePort();
   const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), TILTH_ADMIN_PASSWORD: 'network-links-test', TILTH_LOG_LEVEL: 'info', TILTH_LOG_FORMAT: 'json', TILTH_BASE_URL: '', ...database.env, ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      TILTH_ADMIN_PASSWORD: 'network-links-test',
+      TILTH_LOG_LEVEL: 'info',
+      TILTH_LOG_FORMAT: 'json',
+      TILTH_BASE_URL: '',
+      ...database.env,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
@@ -62,9 +71,15 @@ test('listening on the network without TILTH_BASE_URL: a warning naming TILTH_BA
 });
 
 test('no warning when the links are right: TILTH_BASE_URL set, or listening on loopback only', async () => {
-  for (const env of [{ HOST: '0.0.0.0', TILTH_BASE_URL: 'http://farm.example:8080' }, { HOST: '127.0.0.1' }] as Array<Record<string, string>>) {
+  for (const env of [{ HOST: '0.0.0.0', TILTH_BASE_URL: 'http://farm.example:8080' }, { HOST: '127.0.0.1' }] as Array<
+    Record<string, string>
+  >) {
     const { stdout, stderr } = await serveOnce(env);
-    assert.deepEqual(warnings(stdout).map((w) => w.msg), [], JSON.stringify(env));
+    assert.deepEqual(
+      warnings(stdout).map((w) => w.msg),
+      [],
+      JSON.stringify(env),
+    );
     assert.doesNotMatch(stderr, /TILTH_BASE_URL/, JSON.stringify(env));
   }
 });

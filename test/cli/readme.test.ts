@@ -30,10 +30,21 @@ test('the README token recipe gets a token, and says so when it cannot', async (
   const server = await startChildServer(database.env, { TILTH_ADMIN_PASSWORD: password });
   try {
     const recipe = (pass: string) =>
-      spawnSync('bash', ['-c', `${block('then a token with the default').replace('BASE=http://localhost:8080', `BASE=${server.url}`).replace("'password=the password'", `'password=${pass}'`)}\nprintf '%s' "$TOKEN"`], { encoding: 'utf8' });
+      spawnSync(
+        'bash',
+        [
+          '-c',
+          `${block('then a token with the default').replace('BASE=http://localhost:8080', `BASE=${server.url}`).replace("'password=the password'", `'password=${pass}'`)}\nprintf '%s' "$TOKEN"`,
+        ],
+        { encoding: 'utf8' },
+      );
     const ok = recipe(password);
     assert.equal(ok.stderr, '', 'no complaint');
-    assert.equal((await request(`${server.url}/api/log/activity`, { token: ok.stdout })).status, 200, 'the token works');
+    assert.equal(
+      (await request(`${server.url}/api/log/activity`, { token: ok.stdout })).status,
+      200,
+      'the token works',
+    );
     const wrong = recipe('not it');
     assert.match(wrong.stderr, /^No token: .*invalid_grant/);
   } finally {
@@ -68,7 +79,9 @@ test("the README's curl tour runs as written, block by block, on a fresh farm", 
     const blocks = tourBlocks();
     assert.ok(blocks.length >= 8, `the tour has its blocks (${blocks.length})`);
     assert.match(blocks[0]!, /BASE=http:\/\/localhost:8080/);
-    blocks[0] = blocks[0]!.replace('BASE=http://localhost:8080', `BASE=${server.url}`).replace("'password=the password'", `'password=${password}'`);
+    blocks[0] = blocks[0]!
+      .replace('BASE=http://localhost:8080', `BASE=${server.url}`)
+      .replace("'password=the password'", `'password=${password}'`);
     // Every block must succeed: the shell stops at the first failing command, an unset variable
     // is an error, and curl fails on any 4xx or 5xx (showing the answer).
     const script = [
@@ -86,9 +99,16 @@ test("the README's curl tour runs as written, block by block, on a fresh farm", 
     // What the tour says it did, it did.
     const animal = await request(`${server.url}/api/asset/animal/${sheep}`, { token });
     assert.equal(animal.status, 200, animal.text);
-    assert.equal(animal.body.data.relationships.location.data[0].id, '6f1c2d70-0a43-4c55-9a53-2d6a0c1a0001', 'the sheep are in the north field');
+    assert.equal(
+      animal.body.data.relationships.location.data[0].id,
+      '6f1c2d70-0a43-4c55-9a53-2d6a0c1a0001',
+      'the sheep are in the north field',
+    );
     const water = await request(`${server.url}/api/asset/water/${tank}`, { token });
-    assert.deepEqual(water.body.data.attributes.inventory.map((i: any) => [i.measure, i.value, i.units]), [['volume', '40', 'litres']]);
+    assert.deepEqual(
+      water.body.data.attributes.inventory.map((i: any) => [i.measure, i.value, i.units]),
+      [['volume', '40', 'litres']],
+    );
     const harvests = await request(`${server.url}/api/log/harvest?include=quantity`, { token });
     assert.equal(harvests.body.data.length, 1, 'a harvest');
     assert.equal(harvests.body.included[0].attributes.value.decimal, '12.5', 'with its quantity');
@@ -116,7 +136,17 @@ test('the start-up lines the README shows are what a fresh farm prints, migratio
   const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
     cwd: ROOT,
     // As `npm start` on a terminal: readable log lines, a generated password.
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', TILTH_BASE_URL: '', TILTH_ADMIN_PASSWORD: '', TILTH_LOG_LEVEL: 'info', TILTH_LOG_FORMAT: 'pretty', DATABASE_URL: '', TILTH_DATA_DIR: dataDir },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      TILTH_BASE_URL: '',
+      TILTH_ADMIN_PASSWORD: '',
+      TILTH_LOG_LEVEL: 'info',
+      TILTH_LOG_FORMAT: 'pretty',
+      DATABASE_URL: '',
+      TILTH_DATA_DIR: dataDir,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

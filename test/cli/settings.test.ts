@@ -14,7 +14,12 @@ const PG = process.env.TILTH_CI_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5
 
 function tilth(args: string[], env: Record<string, string> = {}, cwd = ROOT) {
   const base = { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '' };
-  return spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', env: { ...base, ...env }, timeout: 60_000 });
+  return spawnSync(process.execPath, [BIN, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...base, ...env },
+    timeout: 60_000,
+  });
 }
 
 function scratch(): string {
@@ -35,7 +40,10 @@ test('a bad setting stops any command with one line naming it, exit code 2', () 
     const file = join(dir, 'a-file');
     writeFileSync(file, 'not a directory');
     assertOneLineRefusal(tilth(['serve'], { TILTH_LOG_LEVEL: 'verbose', TILTH_DATA_DIR: dir }), 'TILTH_LOG_LEVEL');
-    assertOneLineRefusal(tilth(['serve', '--migrate'], { TILTH_MODULES: 'ledgr', TILTH_DATA_DIR: dir }), 'TILTH_MODULES');
+    assertOneLineRefusal(
+      tilth(['serve', '--migrate'], { TILTH_MODULES: 'ledgr', TILTH_DATA_DIR: dir }),
+      'TILTH_MODULES',
+    );
     assertOneLineRefusal(tilth(['migrate'], { TILTH_DATA_DIR: file }), 'TILTH_DATA_DIR');
     assertOneLineRefusal(tilth(['user', 'list'], { PORT: 'eighty' }), 'PORT');
     const missing = new URL(PG);
@@ -71,7 +79,9 @@ test('settings come from an env file too, the same for every command, and each s
     assert.equal(migrated.status, 0, migrated.stderr);
     assert.ok(existsSync(join(data, 'tilth.sqlite')), './.env in the working directory is read');
     assert.ok(migrated.stdout.includes(join(data, 'tilth.sqlite')), `migrate names the database: ${migrated.stdout}`);
-    const created = tilth(['user', 'create', '--name', 'ines', '--password', 'a good password'], { TILTH_ENV_FILE: join(dir, '.env') });
+    const created = tilth(['user', 'create', '--name', 'ines', '--password', 'a good password'], {
+      TILTH_ENV_FILE: join(dir, '.env'),
+    });
     assert.equal(created.status, 0, created.stderr);
     assert.ok(created.stderr.includes(join(data, 'tilth.sqlite')), `user create names the database: ${created.stderr}`);
     const listed = tilth(['user', 'list'], {}, dir);

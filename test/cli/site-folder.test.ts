@@ -24,7 +24,9 @@ after(() => projects.forEach((p) => p.remove()));
 // grazing bundle, and the names it promises.
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const SECTION = README.slice(README.indexOf('## Adding a record type in YAML'));
-const [GRAZING, RENAMED] = [...SECTION.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m, i) => (i === 0 ? m[1]!.replace(/^ {3}/gm, '') : m[1]!)); // the first sits in a list item
+const [GRAZING, RENAMED] = [...SECTION.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m, i) =>
+  i === 0 ? m[1]!.replace(/^ {3}/gm, '') : m[1]!,
+); // the first sits in a list item
 // The README's migrate output for the rename, as it shows it.
 const RENAME_REPORT = /```\n(  site\/0002[\s\S]*?)```/.exec(SECTION)![1]!;
 
@@ -41,7 +43,11 @@ fields:
 `;
 
 function tilth(p: ScratchProject, env: Record<string, string>, ...args: string[]) {
-  const run = spawnSync(process.execPath, [join(p.root, 'bin', 'tilth.js'), ...args], { cwd: p.root, encoding: 'utf8', env: { ...process.env, TILTH_LOG_LEVEL: 'silent', TILTH_SITE_DIR: '', ...env } });
+  const run = spawnSync(process.execPath, [join(p.root, 'bin', 'tilth.js'), ...args], {
+    cwd: p.root,
+    encoding: 'utf8',
+    env: { ...process.env, TILTH_LOG_LEVEL: 'silent', TILTH_SITE_DIR: '', ...env },
+  });
   assert.doesNotMatch(run.stderr, /\n\s+at /, `no stack trace from tilth ${args.join(' ')}:\n${run.stderr}`);
   return run;
 }
@@ -59,7 +65,7 @@ function snapshot(dir: string): Map<string, string> {
   return out;
 }
 
-test('a site bundle generated on an older Tilth survives an upgrade that brings a new migration of Tilth\'s', async () => {
+test("a site bundle generated on an older Tilth survives an upgrade that brings a new migration of Tilth's", async () => {
   const p = scratchProject({ withGenerated: true, withCode: true });
   projects.push(p);
   const database = await createTestDatabase();
@@ -68,9 +74,19 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
     p.write('site/definitions/log/grazing.yaml', GRAZING);
     let run = tilth(p, {}, 'generate');
     assert.equal(run.status, 0, run.stderr);
-    assert.match(run.stdout, /Added the site's migration site\/generated\/migrations\/0001_create_log__grazed_animals_and_more\.json/);
-    assert.ok(SECTION.includes('site/generated/migrations/0001_create_log__grazed_animals_and_more.json'), 'the README names the migration the generator writes');
-    assert.deepEqual(snapshot(join(p.root, 'generated')), snapshot(join(ROOT, 'generated')), "the farm's bundle changes none of Tilth's generated files");
+    assert.match(
+      run.stdout,
+      /Added the site's migration site\/generated\/migrations\/0001_create_log__grazed_animals_and_more\.json/,
+    );
+    assert.ok(
+      SECTION.includes('site/generated/migrations/0001_create_log__grazed_animals_and_more.json'),
+      'the README names the migration the generator writes',
+    );
+    assert.deepEqual(
+      snapshot(join(p.root, 'generated')),
+      snapshot(join(ROOT, 'generated')),
+      "the farm's bundle changes none of Tilth's generated files",
+    );
 
     // `npm start` migrates (site/0001_… with Tilth's own) and serves the farm's bundle.
     let server = await startChildServer(database.env, { TILTH_SITE_DIR: '' }, { root: p.root });
@@ -79,21 +95,38 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
       const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
       const post = async (type: string, attributes: object, relationships: object = {}) => {
         const [entity, bundle] = type.split('--');
-        const created = await request(`${server.url}/api/${entity}/${bundle}`, { method: 'POST', token, json: { data: { type, attributes, relationships } } });
+        const created = await request(`${server.url}/api/${entity}/${bundle}`, {
+          method: 'POST',
+          token,
+          json: { data: { type, attributes, relationships } },
+        });
         assert.equal(created.status, 201, created.text);
         return created.body.data.id as string;
       };
       flock = await post('asset--group', { name: 'Ewe flock', status: 'active' });
-      grazing = await post('log--grazing', { name: 'North paddock', status: 'done', grazing_days: 4, paddock_area: 4.125, grazing_method: 'mob' }, { grazed_animals: { data: [{ type: 'asset--group', id: flock }] } });
+      grazing = await post(
+        'log--grazing',
+        { name: 'North paddock', status: 'done', grazing_days: 4, paddock_area: 4.125, grazing_method: 'mob' },
+        { grazed_animals: { data: [{ type: 'asset--group', id: flock }] } },
+      );
       // The README's decimal (precision 8, scale 2): a string without trailing zeros, rounded to the scale, on either database.
       const areas = [];
-      for (const paddock_area of ['12.50', 7, '0.005', '-3.1']) areas.push((await request(`${server.url}/api/log/grazing/${await post('log--grazing', { paddock_area })}`, { token })).body.data.attributes.paddock_area);
+      for (const paddock_area of ['12.50', 7, '0.005', '-3.1'])
+        areas.push(
+          (await request(`${server.url}/api/log/grazing/${await post('log--grazing', { paddock_area })}`, { token }))
+            .body.data.attributes.paddock_area,
+        );
       assert.deepEqual(areas, ['12.5', '7', '0.01', '-3.1']);
-      const tooBig = await request(`${server.url}/api/log/grazing`, { method: 'POST', token, json: { data: { type: 'log--grazing', attributes: { paddock_area: '1234567' } } } });
+      const tooBig = await request(`${server.url}/api/log/grazing`, {
+        method: 'POST',
+        token,
+        json: { data: { type: 'log--grazing', attributes: { paddock_area: '1234567' } } },
+      });
       assert.equal(tooBig.status, 422, tooBig.text);
       assert.equal(tooBig.body.errors[0].source.pointer, '/data/attributes/paddock_area');
       assert.match(tooBig.body.errors[0].detail, /at most 6 digits before the decimal point/);
-      const schema = (await request(`${server.url}/api/log/grazing/resource/schema`)).body.definitions.attributes.properties.paddock_area;
+      const schema = (await request(`${server.url}/api/log/grazing/resource/schema`)).body.definitions.attributes
+        .properties.paddock_area;
       assert.deepEqual([schema.type, schema.pattern], ['string', '^-?\\d{1,6}(\\.\\d{1,2})?$']);
       activity = await post('log--activity', { name: 'Fence check', status: 'done' });
     } finally {
@@ -107,7 +140,11 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
     const irrigation = `${String(readdirSync(join(p.root, 'generated', 'migrations')).filter((f) => /^\d{4}_.*\.ts$/.test(f)).length + 1).padStart(4, '0')}_create_log__irrigated_zones`;
     run = tilth(p, {}, 'generate', '--site', join(p.root, 'upstream-has-no-site'));
     assert.equal(run.status, 0, run.stderr);
-    assert.equal(existsSync(join(p.root, 'upstream-has-no-site')), false, 'without a site folder nothing is written for one');
+    assert.equal(
+      existsSync(join(p.root, 'upstream-has-no-site')),
+      false,
+      'without a site folder nothing is written for one',
+    );
     assert.ok(run.stdout.includes(`Added migration generated/migrations/${irrigation}.ts`), run.stdout);
     const upgraded = snapshot(join(p.root, 'generated'));
 
@@ -115,14 +152,19 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
     run = tilth(p, database.env, 'migrate');
     assert.equal(run.status, 1, run.stdout);
     assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
-    assert.match(run.stderr, /site\/generated was generated for another version of Tilth's own definitions.*npm run generate.*npx tilth migrate/);
+    assert.match(
+      run.stderr,
+      /site\/generated was generated for another version of Tilth's own definitions.*npm run generate.*npx tilth migrate/,
+    );
 
     // npm run generate: the site's output catches up, no migration of its own, no file of Tilth's touched.
     run = tilth(p, {}, 'generate');
     assert.equal(run.status, 0, run.stderr);
     assert.doesNotMatch(run.stdout, /Added/);
     assert.deepEqual(snapshot(join(p.root, 'generated')), upgraded);
-    assert.deepEqual(readdirSync(join(p.root, 'site/generated/migrations')), ['0001_create_log__grazed_animals_and_more.json']);
+    assert.deepEqual(readdirSync(join(p.root, 'site/generated/migrations')), [
+      '0001_create_log__grazed_animals_and_more.json',
+    ]);
 
     run = tilth(p, database.env, 'migrate');
     assert.equal(run.status, 0, run.stderr);
@@ -137,7 +179,10 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
       p.write('site/definitions/log/grazing.yaml', GRAZING!.slice(0, GRAZING!.indexOf('  grazing_method:')) + RENAMED);
       run = tilth(p, {}, 'generate');
       assert.equal(run.status, 0, run.stderr);
-      assert.match(run.stdout, /Added the site's migration site\/generated\/migrations\/0002_rename_grazing_grazing_method_values\.json/);
+      assert.match(
+        run.stdout,
+        /Added the site's migration site\/generated\/migrations\/0002_rename_grazing_grazing_method_values\.json/,
+      );
       run = tilth(p, database.env, 'migrate');
       assert.equal(run.status, 0, run.stderr);
       assert.equal(run.stdout.split('\n').slice(1).join('\n'), `Applied 1 migration(s):\n${RENAME_REPORT}`);
@@ -146,7 +191,11 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
       await new Promise((resolve) => setTimeout(resolve, 1100));
       const token = await passwordToken(beside.url, ADMIN.name, ADMIN.password);
       for (const grazing_method of ['mob', 'mob_grazing']) {
-        const refused = await request(`${beside.url}/api/log/grazing`, { method: 'POST', token, json: { data: { type: 'log--grazing', attributes: { name: 'While migrating', grazing_method } } } });
+        const refused = await request(`${beside.url}/api/log/grazing`, {
+          method: 'POST',
+          token,
+          json: { data: { type: 'log--grazing', attributes: { name: 'While migrating', grazing_method } } },
+        });
         assert.equal(refused.status, 503, refused.text);
         assert.match(refused.body.errors[0].detail, /restarted/);
       }
@@ -165,34 +214,63 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
       assert.equal(read.body.data.attributes.grazing_days, 4);
       assert.equal(read.body.data.attributes.paddock_area, '4.13');
       assert.equal(read.body.data.attributes.grazing_method, 'mob_grazing');
-      const first = await request(`${server.url}/api/log/grazing/${grazing}?resourceVersion=id:${read.body.data.attributes.drupal_internal__revision_id}`, { token });
+      const first = await request(
+        `${server.url}/api/log/grazing/${grazing}?resourceVersion=id:${read.body.data.attributes.drupal_internal__revision_id}`,
+        { token },
+      );
       assert.equal(first.body.data.attributes.grazing_method, 'mob_grazing', 'the revision was rewritten too');
       // PATCHed back exactly as read: accepted (a 422 while old records kept a value their schema no longer lists).
       const { attributes, relationships } = read.body.data;
-      const patched = await request(`${server.url}/api/log/grazing/${grazing}`, { method: 'PATCH', token, json: { data: { type: 'log--grazing', id: grazing, attributes, relationships } } });
+      const patched = await request(`${server.url}/api/log/grazing/${grazing}`, {
+        method: 'PATCH',
+        token,
+        json: { data: { type: 'log--grazing', id: grazing, attributes, relationships } },
+      });
       assert.equal(patched.status, 200, patched.text);
       // A CSV export imported again (after the record was deleted: its UUID comes back).
       const csv = await request(`${server.url}/api/log/grazing?_format=csv&filter[name]=North%20paddock`, { token });
       assert.equal(csv.status, 200, csv.text);
       p.write('grazing.csv', csv.text);
-      assert.equal((await request(`${server.url}/api/log/grazing/${grazing}`, { method: 'DELETE', token })).status, 204);
+      assert.equal(
+        (await request(`${server.url}/api/log/grazing/${grazing}`, { method: 'DELETE', token })).status,
+        204,
+      );
       const imported = tilth(p, database.env, 'import', 'csv', join(p.root, 'grazing.csv'));
       assert.equal(imported.status, 0, imported.stderr + imported.stdout);
       const again = await request(`${server.url}/api/log/grazing?filter[grazing_method]=mob_grazing`, { token });
-      assert.deepEqual(again.body.data.map((d: { attributes: { name: string } }) => d.attributes.name), ['North paddock'], again.text);
-      assert.deepEqual(read.body.data.relationships.grazed_animals.data.map((r: { id: string }) => r.id), [flock]);
+      assert.deepEqual(
+        again.body.data.map((d: { attributes: { name: string } }) => d.attributes.name),
+        ['North paddock'],
+        again.text,
+      );
+      assert.deepEqual(
+        read.body.data.relationships.grazed_animals.data.map((r: { id: string }) => r.id),
+        [flock],
+      );
       assert.equal(read.body.included[0].attributes.name, 'Ewe flock');
-      assert.equal((await request(`${server.url}/api/log/activity/${activity}`, { token })).body.data.attributes.name, 'Fence check');
+      assert.equal(
+        (await request(`${server.url}/api/log/activity/${activity}`, { token })).body.data.attributes.name,
+        'Fence check',
+      );
       const irrigation = await request(`${server.url}/api/log/irrigation`, {
         method: 'POST',
         token,
-        json: { data: { type: 'log--irrigation', attributes: { name: 'Drip line', status: 'done' }, relationships: { irrigated_zones: { data: [{ type: 'asset--group', id: flock }] } } } },
+        json: {
+          data: {
+            type: 'log--irrigation',
+            attributes: { name: 'Drip line', status: 'done' },
+            relationships: { irrigated_zones: { data: [{ type: 'asset--group', id: flock }] } },
+          },
+        },
       });
       assert.equal(irrigation.status, 201, irrigation.text);
       const links = (await request(`${server.url}/api`)).body.links;
       assert.ok(links['log--grazing'] && links['log--irrigation']);
       const openapi = await request(`${server.url}/api/openapi.json`);
-      assert.ok(openapi.body.paths['/api/log/grazing'] && openapi.body.components.schemas['log--grazing'], 'the site bundle is in the OpenAPI document');
+      assert.ok(
+        openapi.body.paths['/api/log/grazing'] && openapi.body.components.schemas['log--grazing'],
+        'the site bundle is in the OpenAPI document',
+      );
     } finally {
       await server.stop();
     }
@@ -204,7 +282,10 @@ test('a site bundle generated on an older Tilth survives an upgrade that brings 
     assert.equal(run.status, 1, run.stdout);
     const errors = run.stderr.trim().split('\n').slice(1);
     assert.equal(errors.length, 1, run.stderr);
-    assert.match(errors[0]!, /^site\/definitions\/log\/irrigation\.yaml:\d+: bundle "log--irrigation" is Tilth's own, defined in definitions\/log\/irrigation\.yaml; a site bundle cannot redefine or replace it/);
+    assert.match(
+      errors[0]!,
+      /^site\/definitions\/log\/irrigation\.yaml:\d+: bundle "log--irrigation" is Tilth's own, defined in definitions\/log\/irrigation\.yaml; a site bundle cannot redefine or replace it/,
+    );
   } finally {
     await database.drop();
   }

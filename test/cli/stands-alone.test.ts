@@ -42,7 +42,9 @@ test('no code of the project reads the reference material beside its root', () =
 
 test('the reference schemas the parity test compares against are in the repository', () => {
   const dir = join(ROOT, 'test', 'fixtures', 'farmos-schemata');
-  const bundles = ['asset', 'log', 'quantity', 'taxonomy_term', 'user'].flatMap((entity) => readdirSync(join(dir, entity)).map((f) => `${entity}/${f}`));
+  const bundles = ['asset', 'log', 'quantity', 'taxonomy_term', 'user'].flatMap((entity) =>
+    readdirSync(join(dir, entity)).map((f) => `${entity}/${f}`),
+  );
   assert.ok(bundles.length >= 20, `${bundles.length} reference schemas`);
   assert.ok(statSync(join(dir, 'raw-server-response-log--activity.json')).size > 0);
 });

@@ -41,7 +41,10 @@ test('the commit is read from .git as git writes it: a branch, packed refs, a wo
     writeFileSync(join(dir, '.git', 'refs', 'heads', 'main'), `${sha('a')}\n`);
     assert.equal(versionOf(dir), `9.9.9+${sha('a').slice(0, 12)}`, 'a branch');
     rmSync(join(dir, '.git', 'refs', 'heads', 'main'));
-    writeFileSync(join(dir, '.git', 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted\n${sha('b')} refs/heads/main\n`);
+    writeFileSync(
+      join(dir, '.git', 'packed-refs'),
+      `# pack-refs with: peeled fully-peeled sorted\n${sha('b')} refs/heads/main\n`,
+    );
     assert.equal(versionOf(dir), `9.9.9+${sha('b').slice(0, 12)}`, 'a packed ref');
     writeFileSync(join(dir, '.git', 'HEAD'), `${sha('c')}\n`);
     assert.equal(versionOf(dir), `9.9.9+${sha('c').slice(0, 12)}`, 'a detached HEAD');

@@ -16,7 +16,13 @@ function walk(dir: string): string[] {
 
 test('the committed generated/ is exactly what the definitions produce', async () => {
   const result = await generate({ root: ROOT, check: true });
-  assert.deepEqual(result, { changed: [], removed: [], migrationAdded: null, siteMigrationAdded: null, indexDiffers: [] });
+  assert.deepEqual(result, {
+    changed: [],
+    removed: [],
+    migrationAdded: null,
+    siteMigrationAdded: null,
+    indexDiffers: [],
+  });
 });
 
 test('every generated file is stamped as generated', () => {
@@ -32,7 +38,13 @@ test('running the generator twice changes nothing', async () => {
     assert.deepEqual(first.changed, []);
     const snapshot = walk(join(project.root, 'generated')).map((f) => [f, readFileSync(f, 'utf8')]);
     const second = await generate({ root: project.root });
-    assert.deepEqual(second, { changed: [], removed: [], migrationAdded: null, siteMigrationAdded: null, indexDiffers: [] });
+    assert.deepEqual(second, {
+      changed: [],
+      removed: [],
+      migrationAdded: null,
+      siteMigrationAdded: null,
+      indexDiffers: [],
+    });
     for (const [file, text] of snapshot) assert.equal(readFileSync(file!, 'utf8'), text);
   } finally {
     project.remove();
@@ -45,12 +57,21 @@ test('check mode names each stale and each extra file and writes nothing', async
     project.write('generated/schemas/log--activity.json', '{}\n');
     project.write('generated/stray.ts', '// nobody generated me\n');
     const harvest = project.read('definitions/log/harvest.yaml');
-    project.write('definitions/log/harvest.yaml', `${harvest.trimEnd()}\n  grade:\n    type: string\n    label: Grade\n`);
+    project.write(
+      'definitions/log/harvest.yaml',
+      `${harvest.trimEnd()}\n  grade:\n    type: string\n    label: Grade\n`,
+    );
     const result = await generate({ root: project.root, check: true });
     const rel = (p: string) => relative(project.root, join(project.root, p));
     assert.ok(result.changed.includes(rel('generated/schemas/log--activity.json')));
-    assert.ok(result.changed.includes(rel('generated/schemas/log--harvest.json')), 'a changed definition makes its schema stale');
-    assert.ok(result.changed.some((f) => /generated\/migrations\/\d{4}_add_log_grade(_and_more)?\.ts$/.test(f)), 'and needs a new migration');
+    assert.ok(
+      result.changed.includes(rel('generated/schemas/log--harvest.json')),
+      'a changed definition makes its schema stale',
+    );
+    assert.ok(
+      result.changed.some((f) => /generated\/migrations\/\d{4}_add_log_grade(_and_more)?\.ts$/.test(f)),
+      'and needs a new migration',
+    );
     assert.deepEqual(result.removed, [rel('generated/stray.ts')]);
     assert.equal(project.read('generated/schemas/log--activity.json'), '{}\n', 'check mode writes nothing');
   } finally {

@@ -13,7 +13,8 @@ function tsFiles(dir: string): string[] {
   });
 }
 
-const IMPORT = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+const IMPORT =
+  /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
@@ -30,7 +31,10 @@ test('generated code imports only runtime/public.ts, other generated files and t
       }
       const target = resolve(dirname(file), spec);
       const inGenerated = target.startsWith(join(ROOT, 'generated') + '/');
-      assert.ok(inGenerated || target === publicSurface, `${relative(ROOT, file)} imports ${spec}, which is neither generated nor runtime/public.ts`);
+      assert.ok(
+        inGenerated || target === publicSurface,
+        `${relative(ROOT, file)} imports ${spec}, which is neither generated nor runtime/public.ts`,
+      );
     }
   }
 });
@@ -56,7 +60,10 @@ const RANKS: ReadonlyArray<{ name: string; paths: readonly string[] }> = [
   // definitions format it is made from (generated from the meta-schema, types only).
   { name: 'model', paths: ['runtime/model', 'generated/meta-schema.ts'] },
   // Records in the database and files on disk; the public surface and what the generator made of it.
-  { name: 'storage', paths: ['runtime/storage', 'runtime/files', 'runtime/public.ts', 'runtime/generated.ts', 'generated'] },
+  {
+    name: 'storage',
+    paths: ['runtime/storage', 'runtime/files', 'runtime/public.ts', 'runtime/generated.ts', 'generated'],
+  },
   { name: 'access', paths: ['runtime/access'] },
   { name: 'accounts', paths: ['runtime/accounts'] },
   // farmOS's behaviour, and loading records with their computed fields (farm/loader.ts).
@@ -105,9 +112,14 @@ function layerViolations(importsByFile: ReadonlyMap<string, readonly string[]>):
       const target = relative(ROOT, resolve(ROOT, dirname(file), spec));
       const to = placeOf(target);
       if (!to) out.push(`${file} imports ${spec} (${target}), which is in no rank`);
-      else if (to.rank > from.rank) out.push(`${file} (rank ${from.rank}, ${from.name}) imports ${spec} (rank ${to.rank}, ${to.name}): an import that runs up`);
+      else if (to.rank > from.rank)
+        out.push(
+          `${file} (rank ${from.rank}, ${from.name}) imports ${spec} (rank ${to.rank}, ${to.name}): an import that runs up`,
+        );
       else if (APART.some(([a, b]) => (from.path === a && to.path === b) || (from.path === b && to.path === a))) {
-        out.push(`${file} (${from.path}) imports ${spec} (${to.path}): the two are kept apart at rank ${to.rank}, ${to.name}`);
+        out.push(
+          `${file} (${from.path}) imports ${spec} (${to.path}): the two are kept apart at rank ${to.rank}, ${to.name}`,
+        );
       }
     }
   }

@@ -17,7 +17,10 @@ const MIGRATION = 'generated/migrations/0001_initial.ts';
 test('generate --check names a hand-edited migration and how to restore it', () => {
   const project = scratchProject({ withGenerated: true });
   projects.push(project);
-  const generate = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), 'generate', '--root', project.root, ...args], { encoding: 'utf8' });
+  const generate = (...args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, 'bin', 'tilth.js'), 'generate', '--root', project.root, ...args], {
+      encoding: 'utf8',
+    });
   assert.equal(generate('--check').status, 0, 'a fresh copy is current');
   project.write(MIGRATION, project.read(MIGRATION).replace('"nullable": true', '"nullable": false'));
   for (const result of [generate('--check'), generate()]) {
@@ -38,9 +41,16 @@ test('a server refuses a database whose applied migration has since been edited'
     project.write(MIGRATION, `${project.read(MIGRATION)}// tweaked by hand\n`);
     await assert.rejects(
       () => startTestServer({ database, generatedDir, migrate: false }),
-      (error: Error) => error instanceof MigrationChecksumError && error.message.includes('0001_initial.ts') && error.message.includes('git checkout --'),
+      (error: Error) =>
+        error instanceof MigrationChecksumError &&
+        error.message.includes('0001_initial.ts') &&
+        error.message.includes('git checkout --'),
     );
-    await assert.rejects(() => startTestServer({ database, generatedDir, migrate: true }), MigrationChecksumError, 'nor migrates it further');
+    await assert.rejects(
+      () => startTestServer({ database, generatedDir, migrate: true }),
+      MigrationChecksumError,
+      'nor migrates it further',
+    );
   } finally {
     await database.drop();
   }

@@ -47,22 +47,37 @@ test('a new field and a new bundle migrate an existing database forward, keeping
     // 2. A module author adds a field to a bundle and a new bundle, and runs the generator.
     const after_ = scratchProject({ withGenerated: true, from: before.root });
     projects.push(after_);
-    after_.write('definitions/log/harvest.yaml', `${after_.read('definitions/log/harvest.yaml').trimEnd()}\n  grade:\n    type: list_string\n    label: Grade\n    allowed_values:\n      - { value: a, label: Grade A }\n      - { value: b, label: Grade B }\n`);
+    after_.write(
+      'definitions/log/harvest.yaml',
+      `${after_.read('definitions/log/harvest.yaml').trimEnd()}\n  grade:\n    type: list_string\n    label: Grade\n    allowed_values:\n      - { value: a, label: Grade A }\n      - { value: b, label: Grade B }\n`,
+    );
     after_.write(
       'definitions/log/pruning.yaml',
       'entity_type: log\nbundle: pruning\nlabel: Pruning\ndescription: Pruning logs record trees and vines cut back.\nfields:\n  branches:\n    type: integer\n    label: Branches removed\n    min: 0\n',
     );
     const result = await generate({ root: after_.root });
     // The next number after the committed migrations.
-    assert.match(result.migrationAdded ?? '', new RegExp(`^${String(readdirSync(join(before.root, 'generated/migrations')).filter((f) => /^\d{4}_/.test(f)).length + 1).padStart(4, '0')}_`));
-    assert.equal(after_.read('generated/migrations/0001_initial.ts'), before.read('generated/migrations/0001_initial.ts'), 'the applied migration is untouched');
+    assert.match(
+      result.migrationAdded ?? '',
+      new RegExp(
+        `^${String(readdirSync(join(before.root, 'generated/migrations')).filter((f) => /^\d{4}_/.test(f)).length + 1).padStart(4, '0')}_`,
+      ),
+    );
+    assert.equal(
+      after_.read('generated/migrations/0001_initial.ts'),
+      before.read('generated/migrations/0001_initial.ts'),
+      'the applied migration is untouched',
+    );
 
     // 3. The new code refuses the old database until it is migrated, and names the command.
-    await assert.rejects(startTestServer({ database, generatedDir: join(after_.root, 'generated'), migrate: false }), (error: unknown) => {
-      assert.ok(error instanceof MigrationMismatchError);
-      assert.match(error.message, /behind generated\/.*tilth migrate/);
-      return true;
-    });
+    await assert.rejects(
+      startTestServer({ database, generatedDir: join(after_.root, 'generated'), migrate: false }),
+      (error: unknown) => {
+        assert.ok(error instanceof MigrationMismatchError);
+        assert.match(error.message, /behind generated\/.*tilth migrate/);
+        return true;
+      },
+    );
 
     // 4. Migrated, the farm keeps its records and gains the field and the bundle.
     const second = await startTestServer({ database, generatedDir: join(after_.root, 'generated'), migrate: true });
@@ -91,7 +106,10 @@ test('a new field and a new bundle migrate an existing database forward, keeping
         json: { data: { type: 'log--pruning', attributes: { branches: 12 } } },
       });
       assert.equal(pruning.status, 201, pruning.text);
-      assert.equal(pruning.body.data.attributes.name, `Pruning log ${pruning.body.data.attributes.drupal_internal__id}`);
+      assert.equal(
+        pruning.body.data.attributes.name,
+        `Pruning log ${pruning.body.data.attributes.drupal_internal__id}`,
+      );
       const columns = await second.ctx.db.knex('log').columnInfo();
       assert.ok('grade' in columns && 'branches' in columns, 'the log table has the new columns');
     } finally {
@@ -99,29 +117,36 @@ test('a new field and a new bundle migrate an existing database forward, keeping
     }
 
     // 5. The old code refuses the newer database.
-    await assert.rejects(startTestServer({ database, generatedDir: join(before.root, 'generated'), migrate: false }), /newer Tilth/);
+    await assert.rejects(
+      startTestServer({ database, generatedDir: join(before.root, 'generated'), migrate: false }),
+      /newer Tilth/,
+    );
   } finally {
     await database.drop();
   }
 });
 
-test('on SQLite, migrations sort on disk (a CREATE INDEX over a big farm is not held in RAM) and writes keep their journals in memory afterwards', { skip: process.env.DATABASE_URL ? 'SQLite only' : false }, async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'tilth-temp-store-'));
-  const db = openDatabase({ databaseUrl: null, dataDir });
-  try {
-    let during: unknown;
-    const probe: GeneratedMigration = {
-      name: '9999_probe',
-      up: async (knex) => {
-        during = (await knex.raw('PRAGMA temp_store'))[0].temp_store;
-      },
-      down: async () => {},
-    };
-    await migrateLatest(db.knex, [probe]);
-    assert.equal(during, 1, 'temp_store is FILE while migrations run');
-    assert.equal((await db.knex.raw('PRAGMA temp_store'))[0].temp_store, 2, 'temp_store is MEMORY again for writes');
-  } finally {
-    await db.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+test(
+  'on SQLite, migrations sort on disk (a CREATE INDEX over a big farm is not held in RAM) and writes keep their journals in memory afterwards',
+  { skip: process.env.DATABASE_URL ? 'SQLite only' : false },
+  async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'tilth-temp-store-'));
+    const db = openDatabase({ databaseUrl: null, dataDir });
+    try {
+      let during: unknown;
+      const probe: GeneratedMigration = {
+        name: '9999_probe',
+        up: async (knex) => {
+          during = (await knex.raw('PRAGMA temp_store'))[0].temp_store;
+        },
+        down: async () => {},
+      };
+      await migrateLatest(db.knex, [probe]);
+      assert.equal(during, 1, 'temp_store is FILE while migrations run');
+      assert.equal((await db.knex.raw('PRAGMA temp_store'))[0].temp_store, 2, 'temp_store is MEMORY again for writes');
+    } finally {
+      await db.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  },
+);

@@ -58,12 +58,40 @@ const EXPECTED: Record<string, Record<string, [string, string, string, string, s
 };
 
 /** One bundle of each entity type, and a valid new record of it. */
-const RESOURCES: Record<Entity, { path: string; type: string; attributes: () => Record<string, unknown>; change: () => Record<string, unknown> }> = {
-  log: { path: 'log/activity', type: 'log--activity', attributes: () => ({ name: unique('log'), status: 'done', timestamp: '2024-05-01T10:00:00+00:00' }), change: () => ({ name: unique('log') }) },
-  asset: { path: 'asset/equipment', type: 'asset--equipment', attributes: () => ({ name: unique('tractor'), status: 'active' }), change: () => ({ name: unique('tractor') }) },
-  quantity: { path: 'quantity/standard', type: 'quantity--standard', attributes: () => ({ label: unique('count'), measure: 'count', value: { numerator: 3, denominator: 1 } }), change: () => ({ label: unique('count') }) },
-  taxonomy_term: { path: 'taxonomy_term/log_category', type: 'taxonomy_term--log_category', attributes: () => ({ name: unique('category') }), change: () => ({ name: unique('category') }) },
-  user: { path: 'user/user', type: 'user--user', attributes: () => ({ name: unique('person'), mail: `${unique('person')}@example.com`, status: true }), change: () => ({ name: unique('person') }) },
+const RESOURCES: Record<
+  Entity,
+  { path: string; type: string; attributes: () => Record<string, unknown>; change: () => Record<string, unknown> }
+> = {
+  log: {
+    path: 'log/activity',
+    type: 'log--activity',
+    attributes: () => ({ name: unique('log'), status: 'done', timestamp: '2024-05-01T10:00:00+00:00' }),
+    change: () => ({ name: unique('log') }),
+  },
+  asset: {
+    path: 'asset/equipment',
+    type: 'asset--equipment',
+    attributes: () => ({ name: unique('tractor'), status: 'active' }),
+    change: () => ({ name: unique('tractor') }),
+  },
+  quantity: {
+    path: 'quantity/standard',
+    type: 'quantity--standard',
+    attributes: () => ({ label: unique('count'), measure: 'count', value: { numerator: 3, denominator: 1 } }),
+    change: () => ({ label: unique('count') }),
+  },
+  taxonomy_term: {
+    path: 'taxonomy_term/log_category',
+    type: 'taxonomy_term--log_category',
+    attributes: () => ({ name: unique('category') }),
+    change: () => ({ name: unique('category') }),
+  },
+  user: {
+    path: 'user/user',
+    type: 'user--user',
+    attributes: () => ({ name: unique('person'), mail: `${unique('person')}@example.com`, status: true }),
+    change: () => ({ name: unique('person') }),
+  },
 };
 
 function unique(prefix: string): string {
@@ -80,19 +108,38 @@ const adminToken = (await passwordGrant(server, ADMIN.name, ADMIN.password)).acc
 
 async function createAsAdmin(entity: Entity): Promise<{ status: number; id?: string }> {
   const r = RESOURCES[entity];
-  const res = await api(`${server.url}/api/${r.path}`, adminToken, { method: 'POST', headers: { 'Content-Type': 'application/vnd.api+json' }, body: JSON.stringify({ data: { type: r.type, attributes: r.attributes() } }) });
+  const res = await api(`${server.url}/api/${r.path}`, adminToken, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/vnd.api+json' },
+    body: JSON.stringify({ data: { type: r.type, attributes: r.attributes() } }),
+  });
   return { status: res.status, id: res.body?.data?.id };
 }
 
 /** Send one cell's request; returns the status and whether a denial came as a JSON:API error. */
-async function attempt(token: string | undefined, entity: Entity, op: Op, targetId: string | undefined): Promise<{ status: number; jsonApiError: boolean }> {
+async function attempt(
+  token: string | undefined,
+  entity: Entity,
+  op: Op,
+  targetId: string | undefined,
+): Promise<{ status: number; jsonApiError: boolean }> {
   const r = RESOURCES[entity];
   const headers = { 'Content-Type': 'application/vnd.api+json' };
-  const url = op === 'C' ? `${server.url}/api/${r.path}` : `${server.url}/api/${r.path}/${targetId ?? '00000000-0000-4000-8000-000000000000'}`;
+  const url =
+    op === 'C'
+      ? `${server.url}/api/${r.path}`
+      : `${server.url}/api/${r.path}/${targetId ?? '00000000-0000-4000-8000-000000000000'}`;
   const body =
-    op === 'C' ? JSON.stringify({ data: { type: r.type, attributes: r.attributes() } }) : op === 'U' ? JSON.stringify({ data: { type: r.type, id: targetId, attributes: r.change() } }) : undefined;
+    op === 'C'
+      ? JSON.stringify({ data: { type: r.type, attributes: r.attributes() } })
+      : op === 'U'
+        ? JSON.stringify({ data: { type: r.type, id: targetId, attributes: r.change() } })
+        : undefined;
   const res = await api(url, token, { method: METHOD[op], headers, body });
-  return { status: res.status, jsonApiError: Array.isArray(res.body?.errors) && res.body.errors[0]?.status === String(res.status) };
+  return {
+    status: res.status,
+    jsonApiError: Array.isArray(res.body?.errors) && res.body.errors[0]?.status === String(res.status),
+  };
 }
 
 test('role × scope × method × entity type', async () => {
@@ -105,13 +152,22 @@ test('role × scope × method × entity type', async () => {
   }
 
   const mismatches: string[] = [];
-  const check = async (who: string, token: string | undefined, entity: Entity, op: Op, allowed: boolean, denied: number) => {
+  const check = async (
+    who: string,
+    token: string | undefined,
+    entity: Entity,
+    op: Op,
+    allowed: boolean,
+    denied: number,
+  ) => {
     let target = shared[entity];
     if (op === 'D' && allowed) target = (await createAsAdmin(entity)).id!;
     const got = await attempt(token, entity, op, target);
     const want = allowed ? ALLOWED_STATUS[op] : denied;
-    if (got.status !== want) mismatches.push(`${who}: ${METHOD[op]} ${entity} answered ${got.status}, expected ${want}`);
-    else if (!allowed && !got.jsonApiError) mismatches.push(`${who}: ${METHOD[op]} ${entity} was refused without a JSON:API error document`);
+    if (got.status !== want)
+      mismatches.push(`${who}: ${METHOD[op]} ${entity} answered ${got.status}, expected ${want}`);
+    else if (!allowed && !got.jsonApiError)
+      mismatches.push(`${who}: ${METHOD[op]} ${entity} was refused without a JSON:API error document`);
   };
 
   for (const [role, byScope] of Object.entries(EXPECTED)) {
@@ -119,11 +175,13 @@ test('role × scope × method × entity type', async () => {
     for (const [scope, row] of Object.entries(byScope)) {
       const { access_token } = await passwordGrant(server, user.name, user.password, scope);
       for (const [i, entity] of ENTITIES.entries()) {
-        for (const op of ['R', 'C', 'U', 'D'] as Op[]) await check(`${role} with scope ${scope}`, access_token, entity, op, row[i]!.includes(op), 403);
+        for (const op of ['R', 'C', 'U', 'D'] as Op[])
+          await check(`${role} with scope ${scope}`, access_token, entity, op, row[i]!.includes(op), 403);
       }
     }
   }
-  for (const entity of ENTITIES) for (const op of ['R', 'C', 'U', 'D'] as Op[]) await check('anonymous', undefined, entity, op, false, 401);
+  for (const entity of ENTITIES)
+    for (const op of ['R', 'C', 'U', 'D'] as Op[]) await check('anonymous', undefined, entity, op, false, 401);
 
   assert.deepEqual(mismatches, [], `${mismatches.length} cell(s) differ from the table:\n${mismatches.join('\n')}`);
 });

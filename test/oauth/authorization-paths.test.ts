@@ -43,8 +43,16 @@ const FROM_LOG: Partial<Record<Entity, { relationship: string; field: string }>>
 const RESOURCES: Record<Entity, { path: string; type: string; attributes: () => Record<string, unknown> }> = {
   log: { path: 'log/activity', type: 'log--activity', attributes: () => ({ name: unique('log'), status: 'done' }) },
   asset: { path: 'asset/equipment', type: 'asset--equipment', attributes: () => ({ name: unique('tractor') }) },
-  quantity: { path: 'quantity/standard', type: 'quantity--standard', attributes: () => ({ label: unique('count'), measure: 'count', value: { decimal: '3' } }) },
-  taxonomy_term: { path: 'taxonomy_term/log_category', type: 'taxonomy_term--log_category', attributes: () => ({ name: unique('category') }) },
+  quantity: {
+    path: 'quantity/standard',
+    type: 'quantity--standard',
+    attributes: () => ({ label: unique('count'), measure: 'count', value: { decimal: '3' } }),
+  },
+  taxonomy_term: {
+    path: 'taxonomy_term/log_category',
+    type: 'taxonomy_term--log_category',
+    attributes: () => ({ name: unique('category') }),
+  },
   user: { path: 'user/user', type: 'user--user', attributes: () => ({ name: unique('person') }) },
 };
 
@@ -57,26 +65,44 @@ after(() => server.close());
 const adminToken = (await passwordGrant(server, ADMIN.name, ADMIN.password)).access_token;
 const JSON_API = { 'Content-Type': 'application/vnd.api+json' };
 
-async function create(entity: Entity, relationships?: Record<string, unknown>): Promise<{ id: string; attributes: Record<string, any> }> {
+async function create(
+  entity: Entity,
+  relationships?: Record<string, unknown>,
+): Promise<{ id: string; attributes: Record<string, any> }> {
   const r = RESOURCES[entity];
-  const res = await api(`${server.url}/api/${r.path}`, adminToken, { method: 'POST', headers: JSON_API, body: JSON.stringify({ data: { type: r.type, attributes: r.attributes(), ...(relationships ? { relationships } : {}) } }) });
+  const res = await api(`${server.url}/api/${r.path}`, adminToken, {
+    method: 'POST',
+    headers: JSON_API,
+    body: JSON.stringify({
+      data: { type: r.type, attributes: r.attributes(), ...(relationships ? { relationships } : {}) },
+    }),
+  });
   assert.equal(res.status, 201, res.text);
   return res.body.data;
 }
 
-const subStatus = (entry: { headers: { status: number | number[] } }) => (Array.isArray(entry.headers.status) ? entry.headers.status[0]! : entry.headers.status);
+const subStatus = (entry: { headers: { status: number | number[] } }) =>
+  Array.isArray(entry.headers.status) ? entry.headers.status[0]! : entry.headers.status;
 
 test('role × scope × entity type × way in (filter, sort, include, related, subrequest)', async () => {
   // One log that points at one record of every other entity type.
   const targets = {} as Record<Entity, { id: string; attributes: Record<string, any> }>;
   for (const entity of ['asset', 'quantity', 'taxonomy_term', 'user'] as const) targets[entity] = await create(entity);
   const rel = (entity: Entity) => ({ data: [{ type: RESOURCES[entity].type, id: targets[entity].id }] });
-  targets.log = await create('log', { asset: rel('asset'), quantity: rel('quantity'), category: rel('taxonomy_term'), owner: rel('user') });
+  targets.log = await create('log', {
+    asset: rel('asset'),
+    quantity: rel('quantity'),
+    category: rel('taxonomy_term'),
+    owner: rel('user'),
+  });
   const logUrl = `${server.url}/api/${RESOURCES.log.path}`;
 
   const mismatches: string[] = [];
   const expect = (who: string, what: string, ok: boolean, allowed: boolean, detail: string) => {
-    if (ok !== allowed) mismatches.push(`${who}: ${what} was ${ok ? 'allowed' : 'refused'}, expected ${allowed ? 'allowed' : 'refused'} (${detail})`);
+    if (ok !== allowed)
+      mismatches.push(
+        `${who}: ${what} was ${ok ? 'allowed' : 'refused'}, expected ${allowed ? 'allowed' : 'refused'} (${detail})`,
+      );
   };
   let cells = 0;
 
@@ -87,25 +113,45 @@ test('role × scope × entity type × way in (filter, sort, include, related, su
       const who = `${role} with scope ${scope}`;
       const canRead = (e: Entity) => rights(role, scope, e).includes('R');
 
-      for (const [entity, via] of Object.entries(FROM_LOG) as Array<[Entity, { relationship: string; field: string }]>) {
+      for (const [entity, via] of Object.entries(FROM_LOG) as Array<
+        [Entity, { relationship: string; field: string }]
+      >) {
         const allowed = canRead('log') && canRead(entity);
         const value = encodeURIComponent(String(targets[entity].attributes[via.field]));
         // A filter through the relationship finds the log only when both may be read; a refusal
         // is a 403, or an answer that reveals nothing.
         const filtered = await api(`${logUrl}?filter[${via.relationship}.${via.field}]=${value}`, token);
-        const found = filtered.status === 200 && filtered.body.data.some((l: { id: string }) => l.id === targets.log.id);
+        const found =
+          filtered.status === 200 && filtered.body.data.some((l: { id: string }) => l.id === targets.log.id);
         expect(who, `filter[${via.relationship}.${via.field}]`, found, allowed, String(filtered.status));
-        if (!allowed) expect(who, `filter[${via.relationship}.${via.field}] refusal`, filtered.status === 403 || (filtered.status === 200 && filtered.body.data.length === 0), true, filtered.text.slice(0, 120));
+        if (!allowed)
+          expect(
+            who,
+            `filter[${via.relationship}.${via.field}] refusal`,
+            filtered.status === 403 || (filtered.status === 200 && filtered.body.data.length === 0),
+            true,
+            filtered.text.slice(0, 120),
+          );
 
         const sorted = await api(`${logUrl}?sort=${via.relationship}.${via.field}`, token);
-        expect(who, `sort=${via.relationship}.${via.field}`, sorted.status === 200 && sorted.body.data.length > 0, allowed, String(sorted.status));
+        expect(
+          who,
+          `sort=${via.relationship}.${via.field}`,
+          sorted.status === 200 && sorted.body.data.length > 0,
+          allowed,
+          String(sorted.status),
+        );
 
         const included = await api(`${logUrl}/${targets.log.id}?include=${via.relationship}`, token);
-        const hasIncluded = included.status === 200 && (included.body.included ?? []).some((r: { id: string }) => r.id === targets[entity].id);
+        const hasIncluded =
+          included.status === 200 &&
+          (included.body.included ?? []).some((r: { id: string }) => r.id === targets[entity].id);
         expect(who, `include=${via.relationship}`, hasIncluded, allowed, String(included.status));
 
         const related = await api(`${logUrl}/${targets.log.id}/${via.relationship}`, token);
-        const relatedFound = related.status === 200 && [related.body.data].flat().some((r: { id: string } | null) => r?.id === targets[entity].id);
+        const relatedFound =
+          related.status === 200 &&
+          [related.body.data].flat().some((r: { id: string } | null) => r?.id === targets[entity].id);
         expect(who, `GET …/${via.relationship}`, relatedFound, allowed, String(related.status));
         cells += 4;
       }
@@ -116,17 +162,43 @@ test('role × scope × entity type × way in (filter, sort, include, related, su
         const can = rights(role, scope, entity);
         const victim = can.includes('D') ? await create(entity) : targets[entity];
         const blueprint = [
-          { requestId: 'view', action: 'view', uri: `/api/${r.path}/${targets[entity].id}`, headers: { Accept: 'application/vnd.api+json' } },
-          { requestId: 'create', action: 'create', uri: `/api/${r.path}`, headers: JSON_API, body: JSON.stringify({ data: { type: r.type, attributes: r.attributes() } }) },
-          { requestId: 'update', action: 'update', uri: `/api/${r.path}/${targets[entity].id}`, headers: JSON_API, body: JSON.stringify({ data: { type: r.type, id: targets[entity].id, attributes: {} } }) },
+          {
+            requestId: 'view',
+            action: 'view',
+            uri: `/api/${r.path}/${targets[entity].id}`,
+            headers: { Accept: 'application/vnd.api+json' },
+          },
+          {
+            requestId: 'create',
+            action: 'create',
+            uri: `/api/${r.path}`,
+            headers: JSON_API,
+            body: JSON.stringify({ data: { type: r.type, attributes: r.attributes() } }),
+          },
+          {
+            requestId: 'update',
+            action: 'update',
+            uri: `/api/${r.path}/${targets[entity].id}`,
+            headers: JSON_API,
+            body: JSON.stringify({ data: { type: r.type, id: targets[entity].id, attributes: {} } }),
+          },
           { requestId: 'delete', action: 'delete', uri: `/api/${r.path}/${victim.id}`, headers: {} },
         ];
-        const res = await api(`${server.url}/subrequests?_format=json`, token, { method: 'POST', headers: JSON_API, body: JSON.stringify(blueprint) });
+        const res = await api(`${server.url}/subrequests?_format=json`, token, {
+          method: 'POST',
+          headers: JSON_API,
+          body: JSON.stringify(blueprint),
+        });
         if (res.status !== 207 && res.status !== 200) {
           mismatches.push(`${who}: subrequests for ${entity} answered ${res.status}: ${res.text.slice(0, 200)}`);
           continue;
         }
-        for (const [id, op, want] of [['view', 'R', 200], ['create', 'C', 201], ['update', 'U', 200], ['delete', 'D', 204]] as const) {
+        for (const [id, op, want] of [
+          ['view', 'R', 200],
+          ['create', 'C', 201],
+          ['update', 'U', 200],
+          ['delete', 'D', 204],
+        ] as const) {
           const entry = res.body[id];
           const status = entry ? subStatus(entry) : -1;
           const allowed = can.includes(op);
@@ -137,7 +209,11 @@ test('role × scope × entity type × way in (filter, sort, include, related, su
       }
     }
   }
-  assert.deepEqual(mismatches, [], `${mismatches.length} of ${cells} cells differ from the table:\n${mismatches.join('\n')}`);
+  assert.deepEqual(
+    mismatches,
+    [],
+    `${mismatches.length} of ${cells} cells differ from the table:\n${mismatches.join('\n')}`,
+  );
 });
 
 /**
@@ -146,11 +222,56 @@ test('role × scope × entity type × way in (filter, sort, include, related, su
  */
 const ACCOUNT_RULES: Record<string, Record<string, boolean>> = {
   //                       user1  admin  manager worker viewer acct   none   self
-  user1: /*            */ { user1: true, administrator: true, farm_manager: true, farm_worker: true, farm_viewer: true, farm_account_admin: true, none: true, self: true },
-  administrator: /*    */ { user1: false, administrator: true, farm_manager: true, farm_worker: true, farm_viewer: true, farm_account_admin: true, none: true, self: true },
-  farm_account_admin: /**/ { user1: false, administrator: false, farm_manager: false, farm_worker: false, farm_viewer: false, farm_account_admin: true, none: true, self: true },
-  farm_manager: /*     */ { user1: false, administrator: false, farm_manager: false, farm_worker: false, farm_viewer: false, farm_account_admin: false, none: false, self: true },
-  farm_viewer: /*      */ { user1: false, administrator: false, farm_manager: false, farm_worker: false, farm_viewer: false, farm_account_admin: false, none: false, self: true },
+  user1: /*            */ {
+    user1: true,
+    administrator: true,
+    farm_manager: true,
+    farm_worker: true,
+    farm_viewer: true,
+    farm_account_admin: true,
+    none: true,
+    self: true,
+  },
+  administrator: /*    */ {
+    user1: false,
+    administrator: true,
+    farm_manager: true,
+    farm_worker: true,
+    farm_viewer: true,
+    farm_account_admin: true,
+    none: true,
+    self: true,
+  },
+  farm_account_admin: /**/ {
+    user1: false,
+    administrator: false,
+    farm_manager: false,
+    farm_worker: false,
+    farm_viewer: false,
+    farm_account_admin: true,
+    none: true,
+    self: true,
+  },
+  farm_manager: /*     */ {
+    user1: false,
+    administrator: false,
+    farm_manager: false,
+    farm_worker: false,
+    farm_viewer: false,
+    farm_account_admin: false,
+    none: false,
+    self: true,
+  },
+  farm_viewer: /*      */ {
+    user1: false,
+    administrator: false,
+    farm_manager: false,
+    farm_worker: false,
+    farm_viewer: false,
+    farm_account_admin: false,
+    none: false,
+    self: true,
+  },
 };
 
 /** May the actor grant each role to an account with no roles? */
@@ -171,7 +292,11 @@ test('account rules: who may change whose account, and grant which role', async 
     actors[role] = { token: (await passwordGrant(server, u.name, u.password)).access_token, uuid: u.uuid };
   }
   const patch = (token: string, uuid: string, data: Record<string, unknown>) =>
-    api(`${server.url}/api/user/user/${uuid}`, token, { method: 'PATCH', headers: JSON_API, body: JSON.stringify({ data: { type: 'user--user', id: uuid, ...data } }) });
+    api(`${server.url}/api/user/user/${uuid}`, token, {
+      method: 'PATCH',
+      headers: JSON_API,
+      body: JSON.stringify({ data: { type: 'user--user', id: uuid, ...data } }),
+    });
   const mismatches: string[] = [];
   for (const [actor, row] of Object.entries(ACCOUNT_RULES)) {
     for (const [target, allowed] of Object.entries(row)) {
@@ -185,7 +310,9 @@ test('account rules: who may change whose account, and grant which role', async 
     }
     for (const role of ROLES) {
       const fresh = await addUser(server, []);
-      const res = await patch(actors[actor]!.token, fresh.uuid, { relationships: { roles: { data: [configIdentifier('user_role', role)] } } });
+      const res = await patch(actors[actor]!.token, fresh.uuid, {
+        relationships: { roles: { data: [configIdentifier('user_role', role)] } },
+      });
       const want = GRANTS[actor]!.includes(role) ? 200 : 403;
       if (res.status !== want) mismatches.push(`${actor} granting ${role}: ${res.status}, expected ${want}`);
     }

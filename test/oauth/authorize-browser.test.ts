@@ -22,13 +22,24 @@ before(async () => {
   server = await startTestServer();
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   // The "native app": a loopback listener on a port the OS picks (RFC 8252 §7.3).
   callback = createServer((req, res) => {
     const url = new URL(req.url!, callbackBase);
     if (url.pathname === '/callback') received.push(url);
-    res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!DOCTYPE html><title>Done</title><p>You can close this window.</p>');
+    res
+      .writeHead(200, { 'Content-Type': 'text/html' })
+      .end('<!DOCTYPE html><title>Done</title><p>You can close this window.</p>');
   });
   await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
   callbackBase = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
@@ -53,11 +64,25 @@ async function newPage(): Promise<{ page: Page; violations: string[] }> {
 }
 
 test('allow: the browser lands on the loopback redirect with code and state; the code becomes tokens', async () => {
-  const { client } = await addClient(server, { label: 'Field Notebook', confidential: false, grantTypes: ['authorization_code', 'refresh_token'], redirectUris: ['http://127.0.0.1/callback'], defaultScopes: ['farm_worker'] });
+  const { client } = await addClient(server, {
+    label: 'Field Notebook',
+    confidential: false,
+    grantTypes: ['authorization_code', 'refresh_token'],
+    redirectUris: ['http://127.0.0.1/callback'],
+    defaultScopes: ['farm_worker'],
+  });
   const worker = await addUser(server, ['farm_worker']);
   const { verifier, challenge } = pkce();
   const redirectUri = `${callbackBase}/callback`;
-  const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: redirectUri, scope: 'farm_worker', state: 'state-123', code_challenge: challenge, code_challenge_method: 'S256' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+    scope: 'farm_worker',
+    state: 'state-123',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  });
   const { page, violations } = await newPage();
 
   await page.goto(`${server.url}/oauth/authorize?${query}`);
@@ -81,7 +106,13 @@ test('allow: the browser lands on the loopback redirect with code and state; the
   assert.ok(code);
   assert.deepEqual(violations, []);
 
-  const res = await token(server, { grant_type: 'authorization_code', code, client_id: client.clientId, redirect_uri: redirectUri, code_verifier: verifier });
+  const res = await token(server, {
+    grant_type: 'authorization_code',
+    code,
+    client_id: client.clientId,
+    redirect_uri: redirectUri,
+    code_verifier: verifier,
+  });
   assert.equal(res.status, 200, res.text);
   assert.equal(res.body.scope, 'farm_worker');
   const me = await api(`${server.url}/api`, res.body.access_token);
@@ -92,7 +123,13 @@ test('allow: the browser lands on the loopback redirect with code and state; the
 
 test('deny: the browser lands on the loopback redirect with error=access_denied and the state', async () => {
   const redirectUri = `${callbackBase}/callback`;
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: redirectUri, scope: 'farm_manager', state: 'no-thanks' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'farm',
+    redirect_uri: redirectUri,
+    scope: 'farm_manager',
+    state: 'no-thanks',
+  });
   const { page, violations } = await newPage();
   await page.goto(`${server.url}/oauth/authorize?${query}`);
   await page.fill('#username', ADMIN.name);
@@ -109,7 +146,11 @@ test('deny: the browser lands on the loopback redirect with error=access_denied 
 });
 
 test('a wrong password shows the login page again with a message', async () => {
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: `${callbackBase}/callback` });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'farm',
+    redirect_uri: `${callbackBase}/callback`,
+  });
   const { page, violations } = await newPage();
   await page.goto(`${server.url}/oauth/authorize?${query}`);
   await page.fill('#username', ADMIN.name);

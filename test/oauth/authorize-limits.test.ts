@@ -16,7 +16,8 @@ after(() => server.close());
 const LOOPBACK = 'http://127.0.0.1:45678/callback';
 const admin = { name: ADMIN.name, password: ADMIN.password };
 
-const query = (extra: Record<string, string> = {}) => `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: LOOPBACK, state: 'xyz', ...extra })}`;
+const query = (extra: Record<string, string> = {}) =>
+  `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: LOOPBACK, state: 'xyz', ...extra })}`;
 
 /** An agent signed in as the administrator, and the consent page of its first request. */
 async function signedIn(): Promise<FormAgent> {
@@ -73,19 +74,27 @@ test('a sign-in keeps at most 20 requests waiting: the oldest is dropped, the ne
   const agent = await signedIn();
   const knex = server.ctx.db.knex;
   await knex('oauth_authorize_requests').delete();
-  const first = await agent.get(query({ state: 'first', code_challenge: pkce().challenge, code_challenge_method: 'S256' }));
+  const first = await agent.get(
+    query({ state: 'first', code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+  );
   assert.equal(first.status, 200);
   // The first request was opened a minute ago (rows made in the same second have no order).
   await knex('oauth_authorize_requests').update({ created: Math.floor(Date.now() / 1000) - 60 });
   let last = first;
   for (let i = 0; i < 30; i++) {
-    last = await agent.get(query({ state: `tab ${i}`, code_challenge: pkce().challenge, code_challenge_method: 'S256' }));
+    last = await agent.get(
+      query({ state: `tab ${i}`, code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+    );
     assert.equal(last.status, 200);
   }
   assert.equal(await pending(), 20);
 
   const answer = (page: { text: string }) =>
-    agent.post('/oauth/authorize/decision', { transaction_id: hiddenField(page.text, 'transaction_id'), csrf_token: hiddenField(page.text, 'csrf_token'), decision: 'allow' });
+    agent.post('/oauth/authorize/decision', {
+      transaction_id: hiddenField(page.text, 'transaction_id'),
+      csrf_token: hiddenField(page.text, 'csrf_token'),
+      decision: 'allow',
+    });
   const newest = await answer(last);
   assert.equal(newest.status, 302);
   assert.equal(new URL(newest.location!).searchParams.get('state'), 'tab 29');

@@ -41,7 +41,10 @@ test('an access_token member in a request body beside the header is not a token'
   const res = await api(`${server.url}/api/log/activity`, pair.access_token, {
     method: 'POST',
     headers: { 'Content-Type': 'application/vnd.api+json' },
-    body: JSON.stringify({ access_token: 'not-a-token', data: { type: 'log--activity', attributes: { name: 'token in the body' } } }),
+    body: JSON.stringify({
+      access_token: 'not-a-token',
+      data: { type: 'log--activity', attributes: { name: 'token in the body' } },
+    }),
   });
   assert.notEqual(res.status, 401, res.text);
   assert.doesNotMatch(res.headers.get('www-authenticate') ?? '', /invalid_request/);
@@ -60,9 +63,11 @@ test('an empty Authorization header is malformed (400 invalid_request), not anon
 // the later request's callbacks replace the earlier one's, which then never answers; hence the
 // timeout). On PostgreSQL every token is read over the network, so the checks overlap; on SQLite
 // a token's read is done before the next request is read.
-test('requests that overlap each get their own token\'s principal', { timeout: 30_000 }, async () => {
+test("requests that overlap each get their own token's principal", { timeout: 30_000 }, async () => {
   const users = [await addUser(server, ['farm_viewer']), await addUser(server, ['farm_manager'])];
-  const tokens = await Promise.all(users.map(async (u) => (await passwordGrant(server, u.name, u.password)).access_token));
+  const tokens = await Promise.all(
+    users.map(async (u) => (await passwordGrant(server, u.name, u.password)).access_token),
+  );
   const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => api(`${server.url}/api`, tokens[i % 2])));
   answers.forEach((res, i) => {
     assert.equal(res.status, 200, res.text);

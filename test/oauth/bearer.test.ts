@@ -39,10 +39,16 @@ test('"Bearer undefined" (farmOS.js before it has a token) and unknown tokens ar
 
 test('expired and revoked tokens are 401 and say why', async () => {
   const expired = await passwordGrant(server, ADMIN.name, ADMIN.password);
-  await server.ctx.db.knex('oauth_access_tokens').where('token_hash', hashSecret(expired.access_token)).update({ expires: Math.floor(Date.now() / 1000) - 1 });
+  await server.ctx.db
+    .knex('oauth_access_tokens')
+    .where('token_hash', hashSecret(expired.access_token))
+    .update({ expires: Math.floor(Date.now() / 1000) - 1 });
   assertInvalidToken(await api(`${server.url}/api`, expired.access_token), /expired/);
   const revoked = await passwordGrant(server, ADMIN.name, ADMIN.password);
-  await server.ctx.db.knex('oauth_access_tokens').where('token_hash', hashSecret(revoked.access_token)).update({ revoked: 1 });
+  await server.ctx.db
+    .knex('oauth_access_tokens')
+    .where('token_hash', hashSecret(revoked.access_token))
+    .update({ revoked: 1 });
   assertInvalidToken(await api(`${server.url}/api`, revoked.access_token), /revoked/);
 });
 
@@ -105,7 +111,12 @@ function commitBeside(sql: string, bindings: Array<string | number>): void {
 test('a token in use loses a role, and then stops working, the moment another connection says so', async () => {
   const manager = await addUser(server, ['farm_manager']);
   const pair = await passwordGrant(server, manager.name, manager.password);
-  const log = (name: string) => api(`${server.url}/api/log/activity`, pair.access_token, { method: 'POST', headers: { 'Content-Type': 'application/vnd.api+json' }, body: JSON.stringify({ data: { type: 'log--activity', attributes: { name } } }) });
+  const log = (name: string) =>
+    api(`${server.url}/api/log/activity`, pair.access_token, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/vnd.api+json' },
+      body: JSON.stringify({ data: { type: 'log--activity', attributes: { name } } }),
+    });
   assert.equal((await log('before')).status, 201);
   // Read (and on SQLite kept) after the last commit, so only the other connection's change can
   // make the server read it again.
@@ -116,7 +127,9 @@ test('a token in use loses a role, and then stops working, the moment another co
   assert.equal(refused.status, 403, refused.text);
   assert.equal((await api(`${server.url}/api`, pair.access_token)).status, 200);
 
-  await fromAnotherConnection('UPDATE oauth_access_tokens SET revoked = 1 WHERE token_hash = ?', [hashSecret(pair.access_token)]);
+  await fromAnotherConnection('UPDATE oauth_access_tokens SET revoked = 1 WHERE token_hash = ?', [
+    hashSecret(pair.access_token),
+  ]);
   assertInvalidToken(await api(`${server.url}/api`, pair.access_token), /revoked/);
 });
 
@@ -131,7 +144,11 @@ test('a principal read before the database changed is not kept after it', async 
   const second = tokens.principal(pair.access_token);
   assert.equal(typeof (await first), 'object', 'read before the revocation');
   assert.equal(await second, 'revoked');
-  assert.equal(await tokens.principal(pair.access_token), 'revoked', 'the earlier read is not kept under the later version');
+  assert.equal(
+    await tokens.principal(pair.access_token),
+    'revoked',
+    'the earlier read is not kept under the later version',
+  );
 });
 
 test('a principal kept before the read connection was reopened is not served after a change', async (t) => {
@@ -157,7 +174,11 @@ test('tokens are stored only as hashes', async () => {
 
 test('every API answer carries the security headers (no sniffing, no framing, HSTS), errors and anonymous ones too', async () => {
   const pair = await passwordGrant(server, ADMIN.name, ADMIN.password);
-  for (const res of [await api(`${server.url}/api`, pair.access_token), await api(`${server.url}/api/log/activity`, 'not-a-token'), await api(`${server.url}/api/schema`)]) {
+  for (const res of [
+    await api(`${server.url}/api`, pair.access_token),
+    await api(`${server.url}/api/log/activity`, 'not-a-token'),
+    await api(`${server.url}/api/schema`),
+  ]) {
     assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(res.headers.get('x-frame-options'), 'SAMEORIGIN');
     assert.match(res.headers.get('strict-transport-security') ?? '', /^max-age=\d+/);

@@ -22,15 +22,26 @@ test('a blocked user’s tokens stop working at once, and no new ones are issued
   assert.match(use.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   assert.match(use.body.errors[0].detail, /blocked/);
 
-  const login = await token(server, { grant_type: 'password', username: user.name, password: user.password, client_id: 'farm' });
+  const login = await token(server, {
+    grant_type: 'password',
+    username: user.name,
+    password: user.password,
+    client_id: 'farm',
+  });
   assert.equal(login.status, 400);
   assert.equal(login.body.error, 'invalid_grant');
-  const refresh = await token(server, { grant_type: 'refresh_token', refresh_token: pair.refresh_token, client_id: 'farm' });
+  const refresh = await token(server, {
+    grant_type: 'refresh_token',
+    refresh_token: pair.refresh_token,
+    client_id: 'farm',
+  });
   assert.equal(refresh.status, 400);
   assert.equal(refresh.body.error, 'invalid_grant');
 
   const agent = new FormAgent(server.url);
-  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:9/callback' })}`);
+  const page = await agent.get(
+    `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:9/callback' })}`,
+  );
   const form = await agent.login(page.text, user.name, user.password);
   assert.equal(form.status, 200);
   assert.match(form.text, /blocked/);
@@ -39,7 +50,11 @@ test('a blocked user’s tokens stop working at once, and no new ones are issued
 test('a user blocked while signed in to the consent page is asked to sign in again', async () => {
   const user = await addUser(server, ['farm_worker']);
   const agent = new FormAgent(server.url);
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:9/callback' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'farm',
+    redirect_uri: 'http://127.0.0.1:9/callback',
+  });
   const page = await agent.get(`/oauth/authorize?${query}`);
   await agent.login(page.text, user.name, user.password);
   assert.match((await agent.get(`/oauth/authorize?${query}`)).text, /authorize\/decision/);
@@ -58,7 +73,9 @@ test('a blocked account answers a wrong password as it answers the right one, so
 
   const agent = new FormAgent(server.url);
   const form = async (password: string) => {
-    const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:9/callback' })}`);
+    const page = await agent.get(
+      `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:9/callback' })}`,
+    );
     const res = await agent.login(page.text, user.name, password);
     return { status: res.status, message: /<p class="error"[^>]*>([^<]*)</.exec(res.text)?.[1] ?? res.text };
   };

@@ -18,7 +18,12 @@ after(() => server.close());
 
 /** Run `tilth …` against the test server's database. */
 function tilth(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, TILTH_DATA_DIR: server.config.dataDir, DATABASE_URL: server.config.databaseUrl ?? '', TILTH_LOG_LEVEL: 'silent' };
+  const env = {
+    ...process.env,
+    TILTH_DATA_DIR: server.config.dataDir,
+    DATABASE_URL: server.config.databaseUrl ?? '',
+    TILTH_LOG_LEVEL: 'silent',
+  };
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env }, (error, stdout, stderr) => {
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
@@ -29,9 +34,25 @@ function tilth(...args: string[]): Promise<{ code: number; stdout: string; stder
 test('client create prints the secret once; the client works at once; list shows it without secret; delete removes it', async () => {
   const robot = await addUser(server, ['farm_viewer'], 'weather-robot');
   const created = await tilth(
-    'client', 'create', '--id', 'weather', '--label', 'Weather station', '--confidential',
-    '--grant', 'client_credentials', '--grant', 'authorization_code,refresh_token',
-    '--redirect-uri', 'https://weather.example.com/cb', '--scope', 'farm_viewer', '--origin', 'https://weather.example.com', '--user', robot.name,
+    'client',
+    'create',
+    '--id',
+    'weather',
+    '--label',
+    'Weather station',
+    '--confidential',
+    '--grant',
+    'client_credentials',
+    '--grant',
+    'authorization_code,refresh_token',
+    '--redirect-uri',
+    'https://weather.example.com/cb',
+    '--scope',
+    'farm_viewer',
+    '--origin',
+    'https://weather.example.com',
+    '--user',
+    robot.name,
   );
   assert.equal(created.code, 0, created.stderr);
   const secret = /Client secret \(shown once[^)]*\): (\S+)/.exec(created.stdout)?.[1];
@@ -52,12 +73,18 @@ test('client create prints the secret once; the client works at once; list shows
   assert.match(line, /origins=https:\/\/weather\.example\.com/);
   assert.match(line, /user=weather-robot/);
   assert.ok(!listed.stdout.includes(secret), 'the secret is never shown again');
-  assert.match(listed.stdout, /^farm\tFarm default\tpublic\tgrants=password,refresh_token,authorization_code\tscopes=user_access/m);
+  assert.match(
+    listed.stdout,
+    /^farm\tFarm default\tpublic\tgrants=password,refresh_token,authorization_code\tscopes=user_access/m,
+  );
 
   const deleted = await tilth('client', 'delete', '--id', 'weather');
   assert.equal(deleted.code, 0, deleted.stderr);
   assert.equal((await api(`${server.url}/api`, res.body.access_token)).status, 401, 'its tokens went with it');
-  assert.equal((await token(server, { grant_type: 'client_credentials' }, { Authorization: basic('weather', secret) })).body.error, 'invalid_client');
+  assert.equal(
+    (await token(server, { grant_type: 'client_credentials' }, { Authorization: basic('weather', secret) })).body.error,
+    'invalid_client',
+  );
 });
 
 test('client commands explain mistakes', async () => {
@@ -81,13 +108,21 @@ test('user block and user password revoke the user’s tokens', async () => {
   assert.equal(blocked.code, 0, blocked.stderr);
   assert.equal((await api(`${server.url}/api`, before.access_token)).status, 401);
   assert.equal((await tilth('user', 'block', '--name', user.name, '--unblock')).code, 0);
-  assert.equal((await api(`${server.url}/api`, before.access_token)).status, 401, 'unblocking does not bring old tokens back');
+  assert.equal(
+    (await api(`${server.url}/api`, before.access_token)).status,
+    401,
+    'unblocking does not bring old tokens back',
+  );
 
   const again = await passwordGrant(server, user.name, user.password);
   assert.equal((await api(`${server.url}/api`, again.access_token)).status, 200);
   const changed = await tilth('user', 'password', '--name', user.name, '--password', 'a new password');
   assert.equal(changed.code, 0, changed.stderr);
   assert.equal((await api(`${server.url}/api`, again.access_token)).status, 401);
-  assert.equal((await token(server, { grant_type: 'refresh_token', refresh_token: again.refresh_token, client_id: 'farm' })).status, 400);
+  assert.equal(
+    (await token(server, { grant_type: 'refresh_token', refresh_token: again.refresh_token, client_id: 'farm' }))
+      .status,
+    400,
+  );
   assert.equal((await passwordGrant(server, user.name, 'a new password')).token_type, 'Bearer');
 });

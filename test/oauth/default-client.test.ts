@@ -26,7 +26,11 @@ test('farm is created on first start as documented, once, and follows a new base
   t.after(() => second.close());
   const clients = await listClients(second.ctx.db.knex);
   assert.equal(clients.filter((c) => c.clientId === 'farm').length, 1);
-  assert.deepEqual(clients.find((c) => c.clientId === 'farm')!.redirectUris, ['https://farm.example.com', 'http://127.0.0.1/callback', 'http://[::1]/callback']);
+  assert.deepEqual(clients.find((c) => c.clientId === 'farm')!.redirectUris, [
+    'https://farm.example.com',
+    'http://127.0.0.1/callback',
+    'http://[::1]/callback',
+  ]);
   const refreshed = await fetch(`http://127.0.0.1:${second.config.port}/oauth/token`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
@@ -53,6 +57,8 @@ test('loopback redirect URIs match on any port, and nothing else is loosened (RF
     ['https://app.example.com/cb', 'https://app.example.com/cb?x=1'],
     ['https://app.example.com/cb', 'https://APP.example.com/cb'],
   ];
-  for (const [registered, candidate] of yes) assert.ok(redirectUriMatches(registered, candidate), `${candidate} matches ${registered}`);
-  for (const [registered, candidate] of no) assert.ok(!redirectUriMatches(registered, candidate), `${candidate} does not match ${registered}`);
+  for (const [registered, candidate] of yes)
+    assert.ok(redirectUriMatches(registered, candidate), `${candidate} matches ${registered}`);
+  for (const [registered, candidate] of no)
+    assert.ok(!redirectUriMatches(registered, candidate), `${candidate} does not match ${registered}`);
 });

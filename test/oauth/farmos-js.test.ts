@@ -16,7 +16,9 @@ after(() => server.close());
 
 test('authorize, then a refresh forced by an expired token, then info()', async () => {
   let stored: any = null;
-  const farm = farmOS({ remote: { host: server.url, clientId: 'farm', getToken: () => stored, setToken: (t: unknown) => (stored = t) } });
+  const farm = farmOS({
+    remote: { host: server.url, clientId: 'farm', getToken: () => stored, setToken: (t: unknown) => (stored = t) },
+  });
 
   const token = await farm.remote.authorize(ADMIN.name, ADMIN.password);
   assert.equal(token.token_type, 'Bearer');

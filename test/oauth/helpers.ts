@@ -30,18 +30,33 @@ async function readResponse(res: Response): Promise<FormResponse> {
 }
 
 /** POST a form (a string is sent exactly as given, like farmOS.js's unencoded bodies). */
-export async function postForm(url: string, form: string | Record<string, string>, headers: Record<string, string> = {}): Promise<FormResponse> {
+export async function postForm(
+  url: string,
+  form: string | Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<FormResponse> {
   const body = typeof form === 'string' ? form : new URLSearchParams(form).toString();
-  return readResponse(await fetch(url, { method: 'POST', headers: { 'Content-Type': FORM, ...headers }, body, redirect: 'manual' }));
+  return readResponse(
+    await fetch(url, { method: 'POST', headers: { 'Content-Type': FORM, ...headers }, body, redirect: 'manual' }),
+  );
 }
 
 /** POST /oauth/token. */
-export function token(server: TestServer, form: string | Record<string, string>, headers: Record<string, string> = {}): Promise<FormResponse> {
+export function token(
+  server: TestServer,
+  form: string | Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<FormResponse> {
   return postForm(`${server.url}/oauth/token`, form, headers);
 }
 
 /** A password grant with the farm client; returns the token response body (throws unless 200). */
-export async function passwordGrant(server: TestServer, username: string, password: string, scope?: string): Promise<{ access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: string }> {
+export async function passwordGrant(
+  server: TestServer,
+  username: string,
+  password: string,
+  scope?: string,
+): Promise<{ access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: string }> {
   const form: Record<string, string> = { grant_type: 'password', username, password, client_id: 'farm' };
   if (scope) form.scope = scope;
   const res = await token(server, form);
@@ -57,7 +72,12 @@ export function basic(id: string, secret: string): string {
 let userCount = 0;
 
 /** A user made with the accounts module; the password is `<name>-password`. */
-export async function addUser(server: TestServer, roles: string[], name = `user${++userCount}-${randomBytes(3).toString('hex')}`, mail?: string) {
+export async function addUser(
+  server: TestServer,
+  roles: string[],
+  name = `user${++userCount}-${randomBytes(3).toString('hex')}`,
+  mail?: string,
+) {
   const password = `${name}-password`;
   const account = await createUser(server.ctx.db.knex, { name, password, roles, mail: mail ?? null });
   return { ...account, password };
@@ -65,7 +85,11 @@ export async function addUser(server: TestServer, roles: string[], name = `user$
 
 /** A client registered with the clients module (what `tilth client create` calls). */
 export async function addClient(server: TestServer, input: Partial<NewClient> & { grantTypes: string[] }) {
-  return createClient(server.ctx.db.knex, { clientId: `client-${randomBytes(4).toString('hex')}`, confidential: false, ...input });
+  return createClient(server.ctx.db.knex, {
+    clientId: `client-${randomBytes(4).toString('hex')}`,
+    confidential: false,
+    ...input,
+  });
 }
 
 /** A PKCE verifier and its S256 challenge (RFC 7636 Appendix B's method). */
@@ -82,7 +106,14 @@ export async function api(url: string, accessToken?: string, init: RequestInit =
   return readResponse(await fetch(url, { ...init, headers, redirect: 'manual' }));
 }
 
-const unescapeHtml = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#96;/g, '`').replace(/&amp;/g, '&');
+const unescapeHtml = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&#96;/g, '`')
+    .replace(/&amp;/g, '&');
 
 /** The value of a hidden input of a page. */
 export function hiddenField(html: string, name: string): string {
@@ -97,10 +128,17 @@ export class FormAgent {
 
   constructor(private readonly base: string) {}
 
-  private async send(path: string, init: RequestInit): Promise<{ status: number; location: string | null; text: string; headers: Headers }> {
+  private async send(
+    path: string,
+    init: RequestInit,
+  ): Promise<{ status: number; location: string | null; text: string; headers: Headers }> {
     const headers = new Headers(init.headers);
     if (this.cookies.size) headers.set('Cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
-    const res = await fetch(path.startsWith('http') ? path : `${this.base}${path}`, { ...init, headers, redirect: 'manual' });
+    const res = await fetch(path.startsWith('http') ? path : `${this.base}${path}`, {
+      ...init,
+      headers,
+      redirect: 'manual',
+    });
     for (const line of res.headers.getSetCookie()) {
       const [pair] = line.split(';');
       const eq = pair!.indexOf('=');
@@ -122,19 +160,32 @@ export class FormAgent {
   }
 
   post(path: string, form: Record<string, string>) {
-    return this.send(path, { method: 'POST', headers: { 'Content-Type': FORM }, body: new URLSearchParams(form).toString() });
+    return this.send(path, {
+      method: 'POST',
+      headers: { 'Content-Type': FORM },
+      body: new URLSearchParams(form).toString(),
+    });
   }
 
   /** Sign in on the login page the authorization request showed; returns the response to the login POST. */
   async login(loginPage: string, username: string, password: string) {
-    return this.post('/oauth/login', { csrf_token: hiddenField(loginPage, 'csrf_token'), return_to: hiddenField(loginPage, 'return_to'), username, password });
+    return this.post('/oauth/login', {
+      csrf_token: hiddenField(loginPage, 'csrf_token'),
+      return_to: hiddenField(loginPage, 'return_to'),
+      username,
+      password,
+    });
   }
 
   /**
    * Walk an authorization request to its end: sign in if asked, then allow or deny on the consent
    * page. Returns the URL the server redirects to.
    */
-  async authorize(query: Record<string, string>, user: { name: string; password: string }, decision: 'allow' | 'deny' = 'allow'): Promise<URL> {
+  async authorize(
+    query: Record<string, string>,
+    user: { name: string; password: string },
+    decision: 'allow' | 'deny' = 'allow',
+  ): Promise<URL> {
     let page = await this.get(`/oauth/authorize?${new URLSearchParams(query)}`);
     if (page.status === 302) return new URL(page.location!);
     if (page.text.includes('action="/oauth/login"')) {
@@ -143,8 +194,13 @@ export class FormAgent {
       page = await this.get(login.location!);
       if (page.status === 302) return new URL(page.location!);
     }
-    if (page.status !== 200 || !page.text.includes('/oauth/authorize/decision')) throw new Error(`no consent page: ${page.status} ${page.text}`);
-    const answer = await this.post('/oauth/authorize/decision', { transaction_id: hiddenField(page.text, 'transaction_id'), csrf_token: hiddenField(page.text, 'csrf_token'), decision });
+    if (page.status !== 200 || !page.text.includes('/oauth/authorize/decision'))
+      throw new Error(`no consent page: ${page.status} ${page.text}`);
+    const answer = await this.post('/oauth/authorize/decision', {
+      transaction_id: hiddenField(page.text, 'transaction_id'),
+      csrf_token: hiddenField(page.text, 'csrf_token'),
+      decision,
+    });
     if (answer.status !== 302) throw new Error(`decision not redirected: ${answer.status} ${answer.text}`);
     return new URL(answer.location!);
   }

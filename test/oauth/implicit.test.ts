@@ -14,8 +14,17 @@ after(() => server.close());
 const admin = { name: ADMIN.name, password: ADMIN.password };
 
 test('allow: the token arrives in the fragment, without a refresh token', async () => {
-  const { client } = await addClient(server, { label: 'Map viewer', confidential: false, grantTypes: ['implicit'], redirectUris: ['https://maps.example.com/cb?app=1'], defaultScopes: ['farm_viewer'] });
-  const url = await new FormAgent(server.url).authorize({ response_type: 'token', client_id: client.clientId, state: 'f' }, admin);
+  const { client } = await addClient(server, {
+    label: 'Map viewer',
+    confidential: false,
+    grantTypes: ['implicit'],
+    redirectUris: ['https://maps.example.com/cb?app=1'],
+    defaultScopes: ['farm_viewer'],
+  });
+  const url = await new FormAgent(server.url).authorize(
+    { response_type: 'token', client_id: client.clientId, state: 'f' },
+    admin,
+  );
   assert.equal(`${url.origin}${url.pathname}${url.search}`, 'https://maps.example.com/cb?app=1');
   const params = new URLSearchParams(url.hash.slice(1));
   assert.equal(params.get('token_type'), 'Bearer');
@@ -29,8 +38,16 @@ test('allow: the token arrives in the fragment, without a refresh token', async 
 });
 
 test('deny: error=access_denied in the fragment', async () => {
-  const { client } = await addClient(server, { confidential: false, grantTypes: ['implicit'], redirectUris: ['https://maps.example.com/cb'] });
-  const url = await new FormAgent(server.url).authorize({ response_type: 'token', client_id: client.clientId, state: 'g' }, admin, 'deny');
+  const { client } = await addClient(server, {
+    confidential: false,
+    grantTypes: ['implicit'],
+    redirectUris: ['https://maps.example.com/cb'],
+  });
+  const url = await new FormAgent(server.url).authorize(
+    { response_type: 'token', client_id: client.clientId, state: 'g' },
+    admin,
+    'deny',
+  );
   const params = new URLSearchParams(url.hash.slice(1));
   assert.equal(params.get('error'), 'access_denied');
   assert.equal(params.get('state'), 'g');
@@ -38,7 +55,9 @@ test('deny: error=access_denied in the fragment', async () => {
 });
 
 test('a client without the implicit grant gets unauthorized_client in the fragment', async () => {
-  const res = await new FormAgent(server.url).get(`/oauth/authorize?${new URLSearchParams({ response_type: 'token', client_id: 'farm', redirect_uri: server.url, state: 'h' })}`);
+  const res = await new FormAgent(server.url).get(
+    `/oauth/authorize?${new URLSearchParams({ response_type: 'token', client_id: 'farm', redirect_uri: server.url, state: 'h' })}`,
+  );
   assert.equal(res.status, 302);
   const url = new URL(res.location!);
   const params = new URLSearchParams(url.hash.slice(1));

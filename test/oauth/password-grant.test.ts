@@ -13,7 +13,12 @@ before(async () => {
 after(() => server.close());
 
 test('a password grant returns a bearer token pair with integer expires_in and the default scope', async () => {
-  const res = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' });
+  const res = await token(server, {
+    grant_type: 'password',
+    username: ADMIN.name,
+    password: ADMIN.password,
+    client_id: 'farm',
+  });
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
   assert.equal(res.headers.get('cache-control'), 'no-store');
@@ -31,7 +36,12 @@ test('a password grant returns a bearer token pair with integer expires_in and t
 
 test('the user name may be the e-mail address', async () => {
   const user = await addUser(server, ['farm_worker'], 'mailer', 'mailer@example.com');
-  const res = await token(server, { grant_type: 'password', username: 'mailer@example.com', password: user.password, client_id: 'farm' });
+  const res = await token(server, {
+    grant_type: 'password',
+    username: 'mailer@example.com',
+    password: user.password,
+    client_id: 'farm',
+  });
   assert.equal(res.status, 200);
   const me = await api(`${server.url}/api`, res.body.access_token);
   assert.equal(me.body.meta.links.me.meta.id, user.uuid);
@@ -41,22 +51,43 @@ test("farmOS.js's unencoded body: a raw space in the user name and password stil
   const user = await addUser(server, ['farm_viewer'], 'field hand');
   assert.equal(user.password, 'field hand-password');
   // farmOS.js concatenates `grant_type=password&username=${user}&password=${password}&client_id=${clientId}` without encoding.
-  const res = await token(server, `grant_type=password&username=field hand&password=field hand-password&client_id=farm`);
+  const res = await token(
+    server,
+    `grant_type=password&username=field hand&password=field hand-password&client_id=farm`,
+  );
   assert.equal(res.status, 200, res.text);
   assert.equal(res.body.token_type, 'Bearer');
 });
 
 test('a requested scope is granted and echoed exactly; several scopes keep their order', async () => {
-  const one = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm', scope: 'farm_manager' });
+  const one = await token(server, {
+    grant_type: 'password',
+    username: ADMIN.name,
+    password: ADMIN.password,
+    client_id: 'farm',
+    scope: 'farm_manager',
+  });
   assert.equal(one.status, 200);
   assert.equal(one.body.scope, 'farm_manager');
-  const two = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm', scope: 'farm_viewer farm_worker' });
+  const two = await token(server, {
+    grant_type: 'password',
+    username: ADMIN.name,
+    password: ADMIN.password,
+    client_id: 'farm',
+    scope: 'farm_viewer farm_worker',
+  });
   assert.equal(two.body.scope, 'farm_viewer farm_worker');
 });
 
 test('a scope beyond the user’s roles is granted as asked (the token still has only the role’s rights)', async () => {
   const viewer = await addUser(server, ['farm_viewer']);
-  const res = await token(server, { grant_type: 'password', username: viewer.name, password: viewer.password, client_id: 'farm', scope: 'farm_manager' });
+  const res = await token(server, {
+    grant_type: 'password',
+    username: viewer.name,
+    password: viewer.password,
+    client_id: 'farm',
+    scope: 'farm_manager',
+  });
   assert.equal(res.status, 200);
   assert.equal(res.body.scope, 'farm_manager');
 });
@@ -64,7 +95,14 @@ test('a scope beyond the user’s roles is granted as asked (the token still has
 test('unknown form fields are ignored, and HTTP Basic "farm:" names the public client (farmOS.py)', async () => {
   const res = await token(
     server,
-    { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, scope: 'farm_manager', allow_redirects: 'True', something: 'else' },
+    {
+      grant_type: 'password',
+      username: ADMIN.name,
+      password: ADMIN.password,
+      scope: 'farm_manager',
+      allow_redirects: 'True',
+      something: 'else',
+    },
     { Authorization: basic('farm', ''), Accept: 'application/json' },
   );
   assert.equal(res.status, 200, res.text);
@@ -72,7 +110,11 @@ test('unknown form fields are ignored, and HTTP Basic "farm:" names the public c
 });
 
 test('a public client may send a bearer header to the token endpoint; it is not client authentication', async () => {
-  const res = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' }, { Authorization: 'Bearer something' });
+  const res = await token(
+    server,
+    { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' },
+    { Authorization: 'Bearer something' },
+  );
   assert.equal(res.status, 200);
 });
 

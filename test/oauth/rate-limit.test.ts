@@ -10,7 +10,8 @@ test('per user name: after the limit of failures, even the right password waits;
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_USERNAME: '3' } });
   t.after(() => server.close());
   const other = await addUser(server, ['farm_viewer']);
-  const attempt = (username: string, password: string) => token(server, { grant_type: 'password', username, password, client_id: 'farm' });
+  const attempt = (username: string, password: string) =>
+    token(server, { grant_type: 'password', username, password, client_id: 'farm' });
   for (let i = 0; i < 3; i++) assert.equal((await attempt(ADMIN.name, `guess ${i}`)).body.error, 'invalid_grant');
   const limited = await attempt(ADMIN.name, ADMIN.password);
   assert.equal(limited.status, 429);
@@ -18,12 +19,18 @@ test('per user name: after the limit of failures, even the right password waits;
   assert.ok(limited.body.error_description);
   const retryAfter = Number(limited.headers.get('retry-after'));
   assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
-  assert.equal((await attempt(` ${ADMIN.name.toUpperCase()} `, ADMIN.password)).status, 429, 'case and spaces do not make a new name');
+  assert.equal(
+    (await attempt(` ${ADMIN.name.toUpperCase()} `, ADMIN.password)).status,
+    429,
+    'case and spaces do not make a new name',
+  );
   assert.equal((await attempt(other.name, other.password)).status, 200);
 
   // The login form shares the count.
   const agent = new FormAgent(server.url);
-  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  const page = await agent.get(
+    `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`,
+  );
   const login = await agent.login(page.text, ADMIN.name, ADMIN.password);
   assert.equal(login.status, 429);
   assert.ok(Number(login.headers.get('retry-after')) >= 1);
@@ -32,7 +39,8 @@ test('per user name: after the limit of failures, even the right password waits;
 test('a success clears the count of failures', async (t) => {
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_USERNAME: '3' } });
   t.after(() => server.close());
-  const attempt = (password: string) => token(server, { grant_type: 'password', username: ADMIN.name, password, client_id: 'farm' });
+  const attempt = (password: string) =>
+    token(server, { grant_type: 'password', username: ADMIN.name, password, client_id: 'farm' });
   for (let round = 0; round < 3; round++) {
     assert.equal((await attempt('wrong')).status, 400);
     assert.equal((await attempt('wrong')).status, 400);
@@ -44,15 +52,28 @@ test('per client address: every request to the token endpoint, the authorization
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_ADDRESS: '5' } });
   t.after(() => server.close());
   const agent = new FormAgent(server.url);
-  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  const page = await agent.get(
+    `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`,
+  );
   assert.equal(page.status, 200);
-  for (let i = 0; i < 4; i++) assert.notEqual((await token(server, { grant_type: 'password', username: `u${i}`, password: 'p', client_id: 'farm' })).status, 429);
-  const limited = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' });
+  for (let i = 0; i < 4; i++)
+    assert.notEqual(
+      (await token(server, { grant_type: 'password', username: `u${i}`, password: 'p', client_id: 'farm' })).status,
+      429,
+    );
+  const limited = await token(server, {
+    grant_type: 'password',
+    username: ADMIN.name,
+    password: ADMIN.password,
+    client_id: 'farm',
+  });
   assert.equal(limited.status, 429);
   assert.equal(limited.body.error, 'slow_down');
   assert.ok(Number(limited.headers.get('retry-after')) >= 1);
   assert.equal((await agent.login(page.text, ADMIN.name, ADMIN.password)).status, 429);
-  const again = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  const again = await agent.get(
+    `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`,
+  );
   assert.equal(again.status, 429);
   assert.ok(Number(again.headers.get('retry-after')) >= 1);
 });
@@ -60,7 +81,12 @@ test('per client address: every request to the token endpoint, the authorization
 test('behind a trusted proxy the address is taken from X-Forwarded-For', async (t) => {
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_ADDRESS: '2', TILTH_TRUST_PROXY: '1' } });
   t.after(() => server.close());
-  const from = (address: string) => token(server, { grant_type: 'password', username: 'x', password: 'y', client_id: 'farm' }, { 'X-Forwarded-For': `203.0.113.9, ${address}` });
+  const from = (address: string) =>
+    token(
+      server,
+      { grant_type: 'password', username: 'x', password: 'y', client_id: 'farm' },
+      { 'X-Forwarded-For': `203.0.113.9, ${address}` },
+    );
   assert.equal((await from('198.51.100.1')).status, 400);
   assert.equal((await from('198.51.100.1')).status, 400);
   assert.equal((await from('198.51.100.1')).status, 429);
@@ -72,9 +98,15 @@ test('the defaults are generous: a script refreshing forty times in a row is nev
   t.after(() => server.close());
   assert.equal(server.config.rateLimit.perAddress, 300);
   assert.equal(server.config.rateLimit.perUsername, 20);
-  let pair = (await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' })).body;
+  let pair = (
+    await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: 'farm' })
+  ).body;
   for (let i = 0; i < 40; i++) {
-    const res = await token(server, { grant_type: 'refresh_token', refresh_token: pair.refresh_token, client_id: 'farm' });
+    const res = await token(server, {
+      grant_type: 'refresh_token',
+      refresh_token: pair.refresh_token,
+      client_id: 'farm',
+    });
     assert.equal(res.status, 200, `refresh ${i}: ${res.text}`);
     pair = res.body;
   }
@@ -84,7 +116,9 @@ test('a flood of sign-ins is answered 503 with Retry-After past the hashing queu
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_ADDRESS: '100000' } });
   t.after(() => server.close());
   const user = await addUser(server, ['farm_worker']);
-  const flood = Array.from({ length: 150 }, (_, i) => token(server, { grant_type: 'password', username: `nobody-${i}`, password: 'p', client_id: 'farm' }));
+  const flood = Array.from({ length: 150 }, (_, i) =>
+    token(server, { grant_type: 'password', username: `nobody-${i}`, password: 'p', client_id: 'farm' }),
+  );
   const answers = await Promise.all(flood);
   const busy = answers.filter((a) => a.status === 503);
   assert.ok(busy.length > 0, 'past the queue, answers come at once instead of waiting');
@@ -95,19 +129,34 @@ test('a flood of sign-ins is answered 503 with Retry-After past the hashing queu
   }
   // A refused check is not counted: the account's tries are untouched by being turned away.
   const during = await Promise.all([
-    ...Array.from({ length: 60 }, (_, i) => token(server, { grant_type: 'password', username: `other-${i}`, password: 'p', client_id: 'farm' })),
-    ...Array.from({ length: 25 }, () => token(server, { grant_type: 'password', username: user.name, password: 'wrong', client_id: 'farm' })),
+    ...Array.from({ length: 60 }, (_, i) =>
+      token(server, { grant_type: 'password', username: `other-${i}`, password: 'p', client_id: 'farm' }),
+    ),
+    ...Array.from({ length: 25 }, () =>
+      token(server, { grant_type: 'password', username: user.name, password: 'wrong', client_id: 'farm' }),
+    ),
   ]);
   const checkedWrong = during.slice(60).filter((a) => a.status === 400).length;
   assert.ok(checkedWrong <= 20, `${checkedWrong} wrong passwords were checked`);
-  if (checkedWrong < 20) assert.equal((await token(server, { grant_type: 'password', username: user.name, password: user.password, client_id: 'farm' })).status, 200, 'turned-away tries were not counted');
+  if (checkedWrong < 20)
+    assert.equal(
+      (await token(server, { grant_type: 'password', username: user.name, password: user.password, client_id: 'farm' }))
+        .status,
+      200,
+      'turned-away tries were not counted',
+    );
 });
 
 test('a stranger who spends an account’s tries locks out only new places, not where the owner signed in before', async (t) => {
   const server = await startTestServer({ env: { TILTH_RATE_LIMIT_PER_USERNAME: '3', TILTH_TRUST_PROXY: '1' } });
   t.after(() => server.close());
   const user = await addUser(server, ['farm_worker']);
-  const from = (address: string, password: string) => token(server, { grant_type: 'password', username: user.name, password, client_id: 'farm' }, { 'X-Forwarded-For': address });
+  const from = (address: string, password: string) =>
+    token(
+      server,
+      { grant_type: 'password', username: user.name, password, client_id: 'farm' },
+      { 'X-Forwarded-For': address },
+    );
   const home = '198.51.100.7';
   assert.equal((await from(home, user.password)).status, 200, 'the owner signs in from home');
   for (let i = 0; i < 5; i++) await from('203.0.113.66', `guess-${i}`);
@@ -119,7 +168,9 @@ test('a stranger who spends an account’s tries locks out only new places, not 
   assert.equal((await from(home, user.password)).status, 429);
   // The sign-in form keeps the same allowances.
   const agent = new FormAgent(server.url);
-  const page = await agent.get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`);
+  const page = await agent.get(
+    `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'farm', redirect_uri: 'http://127.0.0.1:1234/callback' })}`,
+  );
   const form = await agent.login(page.text, user.name, user.password);
   assert.equal(form.status, 429, 'the form from a new place (the test’s own address) is held back too');
 });
@@ -134,7 +185,11 @@ test('an attempt given back after the limit was passed frees a try: turned-away 
   const key = `account:${Date.now()}`;
   const waits = [];
   for (let i = 0; i < 8; i++) waits.push(await limiter.hit(key));
-  assert.deepEqual(waits.map((w) => w > 0), [false, false, false, true, true, true, true, true], 'three let through, the rest told to wait');
+  assert.deepEqual(
+    waits.map((w) => w > 0),
+    [false, false, false, true, true, true, true, true],
+    'three let through, the rest told to wait',
+  );
   assert.ok(waits[3]! >= 1 && waits[3]! <= 60, `waits ${waits[3]} s`);
   await limiter.release(key);
   await limiter.release(key);

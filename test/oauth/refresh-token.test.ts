@@ -13,7 +13,8 @@ before(async () => {
 });
 after(() => server.close());
 
-const refresh = (refreshToken: string, extra: Record<string, string> = {}) => token(server, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: 'farm', ...extra });
+const refresh = (refreshToken: string, extra: Record<string, string> = {}) =>
+  token(server, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: 'farm', ...extra });
 
 test('a refresh returns a new pair; the previous access and refresh tokens stop working at once', async () => {
   const first = await passwordGrant(server, ADMIN.name, ADMIN.password);
@@ -43,7 +44,11 @@ test('replaying a rotated refresh token is invalid_grant and revokes every token
   assert.equal(replay.status, 400);
   assert.equal(replay.body.error, 'invalid_grant');
 
-  assert.equal((await api(`${server.url}/api`, third.access_token)).status, 401, 'the newest access token of the chain is revoked');
+  assert.equal(
+    (await api(`${server.url}/api`, third.access_token)).status,
+    401,
+    'the newest access token of the chain is revoked',
+  );
   const next = await refresh(third.refresh_token);
   assert.equal(next.status, 400, 'the newest refresh token of the chain is revoked');
   assert.equal(next.body.error, 'invalid_grant');
@@ -77,7 +82,10 @@ test('a refresh keeps the scope, may narrow it, and may not widen it', async () 
 test('an expired refresh token is invalid_grant', async () => {
   const pair = await passwordGrant(server, ADMIN.name, ADMIN.password);
   // Age the token in the database rather than waiting 14 days.
-  await server.ctx.db.knex('oauth_refresh_tokens').where('token_hash', hashSecret(pair.refresh_token)).update({ expires: Math.floor(Date.now() / 1000) - 1 });
+  await server.ctx.db
+    .knex('oauth_refresh_tokens')
+    .where('token_hash', hashSecret(pair.refresh_token))
+    .update({ expires: Math.floor(Date.now() / 1000) - 1 });
   const res = await refresh(pair.refresh_token);
   assert.equal(res.status, 400);
   assert.equal(res.body.error, 'invalid_grant');
@@ -86,16 +94,32 @@ test('an expired refresh token is invalid_grant', async () => {
 
 test('a refresh token works only for the client it was issued to', async () => {
   const { client } = await addClient(server, { confidential: false, grantTypes: ['password', 'refresh_token'] });
-  const pair = await token(server, { grant_type: 'password', username: ADMIN.name, password: ADMIN.password, client_id: client.clientId });
+  const pair = await token(server, {
+    grant_type: 'password',
+    username: ADMIN.name,
+    password: ADMIN.password,
+    client_id: client.clientId,
+  });
   assert.equal(pair.status, 200);
   const res = await refresh(pair.body.refresh_token);
   assert.equal(res.status, 400);
   assert.equal(res.body.error, 'invalid_grant');
-  assert.equal((await token(server, { grant_type: 'refresh_token', refresh_token: pair.body.refresh_token, client_id: client.clientId })).status, 200);
+  assert.equal(
+    (
+      await token(server, {
+        grant_type: 'refresh_token',
+        refresh_token: pair.body.refresh_token,
+        client_id: client.clientId,
+      })
+    ).status,
+    200,
+  );
 });
 
 test('lifetimes come from the configuration', async () => {
-  const custom = await startTestServer({ env: { TILTH_ACCESS_TOKEN_LIFETIME: '120', TILTH_REFRESH_TOKEN_LIFETIME: '600' } });
+  const custom = await startTestServer({
+    env: { TILTH_ACCESS_TOKEN_LIFETIME: '120', TILTH_REFRESH_TOKEN_LIFETIME: '600' },
+  });
   try {
     const res = await passwordGrant(custom, ADMIN.name, ADMIN.password);
     assert.equal(res.expires_in, 120);

@@ -75,7 +75,13 @@ function openBody(path: string, headers: Record<string, string>, send: Buffer): 
     socket.once('close', () => reject(new Error(`closed without an answer (received ${received.length} bytes)`)));
   });
   head.catch(() => {});
-  const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''];
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    '',
+    '',
+  ];
   socket.write(lines.join('\r\n'));
   if (send.length) socket.write(send);
   return { socket, head, closed };
@@ -92,11 +98,18 @@ function logBody(size: number): Buffer {
 
 /** A promise that rejects after `ms`, naming what did not happen. */
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms).unref())]);
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms).unref()),
+  ]);
 }
 
 test('a body sent without a token is refused before it is read: 401 at once', async () => {
-  const held = openBody('/api/log/activity', { ...JSONAPI_HEADERS, 'Content-Length': String(ALMOST_4MB) }, Buffer.from('{"data":'));
+  const held = openBody(
+    '/api/log/activity',
+    { ...JSONAPI_HEADERS, 'Content-Length': String(ALMOST_4MB) },
+    Buffer.from('{"data":'),
+  );
   const answer = await within(2000, 'the 401', held.head);
   assert.equal(answer.status, 401);
   assert.match(answer.headers['www-authenticate'] ?? '', /^Bearer/);
@@ -108,34 +121,57 @@ test('a body that stalls ends with 408 after TILTH_BODY_TIMEOUT, and nothing is 
   const before = (await request(`${server.url}/api/log/activity?filter[name]=Stalled`, { token })).body.data.length;
   const started = Date.now();
   const body = Buffer.from('{"data":{"type":"log--activity","attributes":{"name":"Stalled"}}}');
-  const held = openBody('/api/log/activity', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(body.length) }, body.subarray(0, body.length - 1));
+  const held = openBody(
+    '/api/log/activity',
+    { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(body.length) },
+    body.subarray(0, body.length - 1),
+  );
   const answer = await within(STALL_SECONDS * 1000 + 5000, 'the 408', held.head);
   assert.equal(answer.status, 408);
   assert.equal(answer.headers.connection, 'close');
   assert.match(answer.text, /TILTH_BODY_TIMEOUT/);
   assert.ok(Date.now() - started >= STALL_SECONDS * 1000 - 100, 'not before the timeout');
   await within(3000, 'the close', held.closed);
-  assert.equal((await request(`${server.url}/api/log/activity?filter[name]=Stalled`, { token })).body.data.length, before);
+  assert.equal(
+    (await request(`${server.url}/api/log/activity?filter[name]=Stalled`, { token })).body.data.length,
+    before,
+  );
 });
 
 test('the token endpoint’s form stalls the same way, answered in OAuth’s form', async () => {
-  const held = openBody('/oauth/token', { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '100' }, Buffer.from('grant_type=password&'));
+  const held = openBody(
+    '/oauth/token',
+    { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '100' },
+    Buffer.from('grant_type=password&'),
+  );
   const answer = await within(STALL_SECONDS * 1000 + 5000, 'the 408', held.head);
   assert.equal(answer.status, 408);
   assert.equal(JSON.parse(answer.text).error, 'invalid_request');
 });
 
 test('a declared length over the limit is a 413 at once, unread', async () => {
-  const held = openBody('/api/log/activity', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(500 * 1024 * 1024) }, Buffer.from('{'));
+  const held = openBody(
+    '/api/log/activity',
+    { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(500 * 1024 * 1024) },
+    Buffer.from('{'),
+  );
   const answer = await within(2000, 'the 413', held.head);
   assert.equal(answer.status, 413);
   held.socket.destroy();
 });
 
 test('a sensor post with the wrong key is refused before its body is read', async () => {
-  const created = await request(`${server.url}/api/data_stream/basic`, { method: 'POST', token, json: { data: { type: 'data_stream--basic', attributes: { name: 'probe', private_key: 'the-right-key' } } } });
+  const created = await request(`${server.url}/api/data_stream/basic`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'data_stream--basic', attributes: { name: 'probe', private_key: 'the-right-key' } } },
+  });
   assert.equal(created.status, 201, created.text);
-  const held = openBody(`/api/data_stream/${created.body.data.id}/data?private_key=a-guess`, { 'Content-Type': 'application/json', 'Content-Length': String(ALMOST_4MB) }, Buffer.from('[{"timestamp":'));
+  const held = openBody(
+    `/api/data_stream/${created.body.data.id}/data?private_key=a-guess`,
+    { 'Content-Type': 'application/json', 'Content-Length': String(ALMOST_4MB) },
+    Buffer.from('[{"timestamp":'),
+  );
   const answer = await within(2000, 'the 403', held.head);
   assert.equal(answer.status, 403);
   held.socket.destroy();
@@ -144,24 +180,57 @@ test('a sensor post with the wrong key is refused before its body is read', asyn
 test('past the body budget a new body is a 503 with Retry-After, and the budget comes back', async () => {
   // Each reserves its Content-Length; together they fill the budget, and hold it while they stall.
   const size = 3 * 1024 * 1024;
-  const holders = [0, 1].map(() => openBody('/api/log/activity', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(size) }, Buffer.from('{"data":')));
+  const holders = [0, 1].map(() =>
+    openBody(
+      '/api/log/activity',
+      { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(size) },
+      Buffer.from('{"data":'),
+    ),
+  );
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const refused = openBody('/api/log/activity', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(size) }, Buffer.from('{'));
+  const refused = openBody(
+    '/api/log/activity',
+    { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(size) },
+    Buffer.from('{'),
+  );
   const answer = await within(2000, 'the 503', refused.head);
   assert.equal(answer.status, 503);
   assert.equal(answer.headers['retry-after'], '1');
-  const metrics = await fetch(`${server.url}/metrics`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text());
-  assert.match(metrics, new RegExp(`^tilth_request_body_reserved_bytes ${2 * size}$`, 'm'), 'the reservations show in /metrics');
+  const metrics = await fetch(`${server.url}/metrics`, { headers: { Authorization: `Bearer ${token}` } }).then((r) =>
+    r.text(),
+  );
+  assert.match(
+    metrics,
+    new RegExp(`^tilth_request_body_reserved_bytes ${2 * size}$`, 'm'),
+    'the reservations show in /metrics',
+  );
   // A compressed body reserves the whole limit, since only inflating it tells its size.
   const gzipped = gzipSync(logBody(1000));
-  const compressed = openBody('/api/log/activity', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Encoding': 'gzip', 'Content-Length': String(gzipped.length) }, gzipped);
+  const compressed = openBody(
+    '/api/log/activity',
+    {
+      ...JSONAPI_HEADERS,
+      Authorization: `Bearer ${token}`,
+      'Content-Encoding': 'gzip',
+      'Content-Length': String(gzipped.length),
+    },
+    gzipped,
+  );
   assert.equal((await within(2000, 'the gzip 503', compressed.head)).status, 503);
   // Small bodies still fit beside them.
-  const small = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: 'Small' } } } });
+  const small = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'log--activity', attributes: { name: 'Small' } } },
+  });
   assert.equal(small.status, 201, small.text);
   for (const h of holders) h.socket.destroy();
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const again = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: JSON.parse(logBody(size).toString()) });
+  const again = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token,
+    json: JSON.parse(logBody(size).toString()),
+  });
   assert.equal(again.status, 201, `the budget is given back: ${again.text.slice(0, 200)}`);
 });
 
@@ -174,8 +243,21 @@ test(`hundreds of connections holding 4 MB − 1 byte leave memory within 100 MB
   const figures: Record<string, number> = { connections, idleMb: Math.round(idle) };
   for (const [name, headers, body] of [
     ['anonymous', { ...JSONAPI_HEADERS, 'Content-Length': String(ALMOST_4MB) }, payload],
-    ['signed in', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(ALMOST_4MB) }, payload],
-    ['gzip', { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Encoding': 'gzip', 'Content-Length': String(gzipped.length + 1) }, gzipped],
+    [
+      'signed in',
+      { ...JSONAPI_HEADERS, Authorization: `Bearer ${token}`, 'Content-Length': String(ALMOST_4MB) },
+      payload,
+    ],
+    [
+      'gzip',
+      {
+        ...JSONAPI_HEADERS,
+        Authorization: `Bearer ${token}`,
+        'Content-Encoding': 'gzip',
+        'Content-Length': String(gzipped.length + 1),
+      },
+      gzipped,
+    ],
   ] as const) {
     const held: OpenBody[] = [];
     for (let i = 0; i < connections; i++) held.push(openBody('/api/log/activity', headers, body));
@@ -183,7 +265,14 @@ test(`hundreds of connections holding 4 MB − 1 byte leave memory within 100 MB
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const peak = serverRss();
     figures[`${name.replace(' ', '')}PeakMb`] = Math.round(peak);
-    const answers = await Promise.all(held.map((h) => within(STALL_SECONDS * 1000 + 8000, name, h.head).then((a) => a.status, () => 0)));
+    const answers = await Promise.all(
+      held.map((h) =>
+        within(STALL_SECONDS * 1000 + 8000, name, h.head).then(
+          (a) => a.status,
+          () => 0,
+        ),
+      ),
+    );
     const tally: Record<number, number> = {};
     for (const s of answers) tally[s] = (tally[s] ?? 0) + 1;
     t.diagnostic(`${name}: ${JSON.stringify(tally)}, RSS ${Math.round(idle)} → ${Math.round(peak)} MB`);
@@ -208,10 +297,12 @@ test('connections past TILTH_MAX_CONNECTIONS are closed on arrival; the rest are
       const s = connect(port, '127.0.0.1');
       s.on('error', () => {});
       sockets.push(s);
-      outcomes.push(new Promise((resolve) => {
-        s.once('data', () => resolve('served'));
-        s.once('close', () => resolve('closed'));
-      }));
+      outcomes.push(
+        new Promise((resolve) => {
+          s.once('data', () => resolve('served'));
+          s.once('close', () => resolve('closed'));
+        }),
+      );
       s.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
     }
     const settled = await within(60_000, 'an answer or a close on every connection', Promise.all(outcomes));

@@ -36,7 +36,10 @@ let adminToken: string;
 
 before(async () => {
   database = await createTestDatabase({ migrated: true });
-  server = await startChildServer(database.env, { TILTH_RESPONSE_MAX_BYTES: String(BUDGET), NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` });
+  server = await startChildServer(database.env, {
+    TILTH_RESPONSE_MAX_BYTES: String(BUDGET),
+    NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}`,
+  });
   adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
 });
 after(async () => {
@@ -47,7 +50,10 @@ after(async () => {
 const serverRss = () => rssMb(server.process.pid);
 
 function assertAlive(what: string): void {
-  assert.ok(server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(serverRss()), `${what}: the server died (out of its ${HEAP_MB} MB heap?)`);
+  assert.ok(
+    server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(serverRss()),
+    `${what}: the server died (out of its ${HEAP_MB} MB heap?)`,
+  );
 }
 
 /** A user with one role, and a token for it. */
@@ -55,18 +61,31 @@ async function userWithRole(name: string, role: string): Promise<string> {
   const made = await request(`${server.url}/api/user/user`, {
     method: 'POST',
     token: adminToken,
-    json: { data: { type: 'user--user', attributes: { name, mail: `${name}@example.com`, status: true, pass: { value: `${name}-password` } }, relationships: { roles: { data: [configIdentifier('user_role', role)] } } } },
+    json: {
+      data: {
+        type: 'user--user',
+        attributes: { name, mail: `${name}@example.com`, status: true, pass: { value: `${name}-password` } },
+        relationships: { roles: { data: [configIdentifier('user_role', role)] } },
+      },
+    },
   });
   assert.equal(made.status, 201, made.text.slice(0, 300));
   return passwordToken(server.url, name, `${name}-password`);
 }
 
 /** One viewer's sync from the start: every page, following links.next; the statuses and entries seen. */
-async function sync(token: string): Promise<{ statuses: number[]; entries: string[]; included: string[]; pages: number; largest: number }> {
+async function sync(
+  token: string,
+): Promise<{ statuses: number[]; entries: string[]; included: string[]; pages: number; largest: number }> {
   const out = { statuses: [] as number[], entries: [] as string[], included: [] as string[], pages: 0, largest: 0 };
-  let next: string | undefined = `${server.url}/api/changes?since=0&filter[type]=log--activity&include=records&page[limit]=500`;
+  let next: string | undefined =
+    `${server.url}/api/changes?since=0&filter[type]=log--activity&include=records&page[limit]=500`;
   while (next) {
-    const res: { status: number; text: string; body: any } = await request(next, { token }).catch(() => ({ status: 0, text: '', body: undefined }));
+    const res: { status: number; text: string; body: any } = await request(next, { token }).catch(() => ({
+      status: 0,
+      text: '',
+      body: undefined,
+    }));
     out.statuses.push(res.status);
     if (res.status !== 200) return out;
     out.pages++;
@@ -86,7 +105,13 @@ test(`${PARALLEL} viewers sync ${LOGS} logs with 512 KB notes at once with inclu
   // Written 8 at a time: the writes are not what is tested, and so they take a third of the time.
   for (let i = 0; i < LOGS; i += 8) {
     const written = await Promise.all(
-      Array.from({ length: Math.min(8, LOGS - i) }, (_, k) => request(`${server.url}/api/log/activity`, { method: 'POST', token: worker, json: { data: { type: 'log--activity', attributes: { name: `Big ${i + k}`, notes: { value: NOTE } } } } })),
+      Array.from({ length: Math.min(8, LOGS - i) }, (_, k) =>
+        request(`${server.url}/api/log/activity`, {
+          method: 'POST',
+          token: worker,
+          json: { data: { type: 'log--activity', attributes: { name: `Big ${i + k}`, notes: { value: NOTE } } } },
+        }),
+      ),
     );
     for (const res of written) {
       assert.equal(res.status, 201, res.text.slice(0, 200));
@@ -110,9 +135,24 @@ test(`${PARALLEL} viewers sync ${LOGS} logs with 512 KB notes at once with inclu
   const seconds = (Date.now() - started) / 1000;
   assertAlive('after the syncs');
   const growth = Math.round(peak - idle);
-  report('change feed memory', { logs: LOGS, noteKb: 512, parallel: PARALLEL, budgetMb: BUDGET / 1024 / 1024, heapMb: HEAP_MB, pages: syncs.map((s) => s.pages), largestPageBytes: Math.max(...syncs.map((s) => s.largest)), idleMb: Math.round(idle), peakGrowthMb: growth, seconds });
+  report('change feed memory', {
+    logs: LOGS,
+    noteKb: 512,
+    parallel: PARALLEL,
+    budgetMb: BUDGET / 1024 / 1024,
+    heapMb: HEAP_MB,
+    pages: syncs.map((s) => s.pages),
+    largestPageBytes: Math.max(...syncs.map((s) => s.largest)),
+    idleMb: Math.round(idle),
+    peakGrowthMb: growth,
+    seconds,
+  });
   for (const s of syncs) {
-    assert.deepEqual(s.statuses.filter((status) => status !== 200), [], 'every page is answered 200');
+    assert.deepEqual(
+      s.statuses.filter((status) => status !== 200),
+      [],
+      'every page is answered 200',
+    );
     assert.equal(s.entries.length, made.size, 'each log listed once');
     assert.deepEqual(new Set(s.entries), made, 'every log the worker wrote, no other');
     assert.deepEqual(s.included, s.entries, 'each listed log included, in the order listed');

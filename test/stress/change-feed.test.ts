@@ -15,9 +15,24 @@ import { ANONYMOUS } from '../../runtime/access/principal.ts';
 import { FULL, SCALE, report } from './scale.ts';
 
 const KINDS = [
-  { type: 'log--activity', values: (name: string) => new Map<string, any>([['name', name], ['status', 'done'], ['timestamp', 1_714_550_400]]) },
+  {
+    type: 'log--activity',
+    values: (name: string) =>
+      new Map<string, any>([
+        ['name', name],
+        ['status', 'done'],
+        ['timestamp', 1_714_550_400],
+      ]),
+  },
   { type: 'asset--equipment', values: (name: string) => new Map<string, any>([['name', name]]) },
-  { type: 'quantity--standard', values: (name: string) => new Map<string, any>([['label', name], ['measure', 'weight']]) },
+  {
+    type: 'quantity--standard',
+    values: (name: string) =>
+      new Map<string, any>([
+        ['label', name],
+        ['measure', 'weight'],
+      ]),
+  },
 ] as const;
 const TYPES = KINDS.map((k) => k.type);
 
@@ -43,7 +58,12 @@ const op = fc.record({
 });
 
 /** One writer: cycles through its plan until the deadline, touching only records it made. */
-async function writer(w: number, plan: Array<{ action: string; kind: number; hold: number }>, deadline: number, counts: { writes: number; held: number }): Promise<void> {
+async function writer(
+  w: number,
+  plan: Array<{ action: string; kind: number; hold: number }>,
+  deadline: number,
+  counts: { writes: number; held: number },
+): Promise<void> {
   const mine: Array<{ kind: number; id: number }> = [];
   for (let n = 0; Date.now() < deadline; n++) {
     const step = plan[n % plan.length]!;
@@ -58,7 +78,12 @@ async function writer(w: number, plan: Array<{ action: string; kind: number; hol
     };
     await services.knex.transaction(async (trx) => {
       if (action === 'create') {
-        const { id } = await services.entities.create(trx, rt, { values: kind.values(`w${w}-${n}`), secrets: new Map() }, ANONYMOUS);
+        const { id } = await services.entities.create(
+          trx,
+          rt,
+          { values: kind.values(`w${w}-${n}`), secrets: new Map() },
+          ANONYMOUS,
+        );
         await hold();
         mine.push({ kind: step.kind, id });
         return;
@@ -70,7 +95,12 @@ async function writer(w: number, plan: Array<{ action: string; kind: number; hol
       const [record] = await services.loader.store.load(trx, entityType, [target.id]);
       if (action === 'update') {
         const label = entityType === 'quantity' ? 'label' : 'name';
-        await services.entities.update(trx, record!, { values: new Map([[label, `w${w}-${n}-edited`]]), secrets: new Map() }, ANONYMOUS);
+        await services.entities.update(
+          trx,
+          record!,
+          { values: new Map([[label, `w${w}-${n}-edited`]]), secrets: new Map() },
+          ANONYMOUS,
+        );
       } else {
         await services.entities.delete(trx, record!, ANONYMOUS);
         mine.splice(index, 1);
@@ -82,10 +112,16 @@ async function writer(w: number, plan: Array<{ action: string; kind: number; hol
 }
 
 /** One reader: follows the feed 50 at a time, replaying it, until told to stop and caught up. */
-async function reader(state: Map<string, number>, stop: () => boolean, figures: { reads: number; backwards: string[] }): Promise<void> {
+async function reader(
+  state: Map<string, number>,
+  stop: () => boolean,
+  figures: { reads: number; backwards: string[] },
+): Promise<void> {
   let cursor = '0';
-  for (let idle = 0; ; ) {
-    const res = await api.get(`/api/changes?since=${cursor}&page[limit]=50&${TYPES.map((t) => `filter[type][]=${t}`).join('&')}`);
+  for (let idle = 0; ;) {
+    const res = await api.get(
+      `/api/changes?since=${cursor}&page[limit]=50&${TYPES.map((t) => `filter[type][]=${t}`).join('&')}`,
+    );
     assert.equal(res.status, 200, res.text.slice(0, 300));
     figures.reads++;
     for (const entry of res.body.data) {
@@ -110,7 +146,9 @@ async function serverState(): Promise<Map<string, number>> {
   for (const type of TYPES) {
     const rt = server.ctx.registry.get(type)!;
     const rows = (await knex(`${rt.entityType.table} as e`)
-      .leftJoin('change_feed as f', (j) => j.on('f.entity_id', '=', 'e.id').andOn('f.entity_type', '=', knex.raw('?', [rt.entityType.entityType])))
+      .leftJoin('change_feed as f', (j) =>
+        j.on('f.entity_id', '=', 'e.id').andOn('f.entity_type', '=', knex.raw('?', [rt.entityType.entityType])),
+      )
       .where('e.bundle', rt.bundle.bundle)
       .select('e.uuid', 'f.position')) as Array<{ uuid: string; position: number | string | null }>;
     for (const r of rows) out.set(r.uuid, r.position === null ? -1 : Number(r.position));
@@ -119,38 +157,60 @@ async function serverState(): Promise<Map<string, number>> {
 }
 
 test(`${SCALE.feed.writers} writers (some holding their transaction open) and ${SCALE.feed.readers} readers for ${SCALE.feed.seconds} s: every reader's replay equals the server`, async () => {
-  const totals = { runs: 0, writes: 0, held: 0, reads: 0, missed: 0, resurrected: 0, stale: 0, backwards: 0, records: 0 };
+  const totals = {
+    runs: 0,
+    writes: 0,
+    held: 0,
+    reads: 0,
+    missed: 0,
+    resurrected: 0,
+    stale: 0,
+    backwards: 0,
+    records: 0,
+  };
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.array(op, { minLength: 4, maxLength: 12 }), { minLength: SCALE.feed.writers, maxLength: SCALE.feed.writers }), async (plans) => {
-      const deadline = Date.now() + SCALE.feed.seconds * 1000;
-      const counts = { writes: 0, held: 0 };
-      let stopped = false;
-      const states = Array.from({ length: SCALE.feed.readers }, () => new Map<string, number>());
-      const figures = { reads: 0, backwards: [] as string[] };
-      const readers = states.map((state) => reader(state, () => stopped, figures));
-      await Promise.all(plans.map((plan, w) => writer(w, plan, deadline, counts)));
-      stopped = true;
-      await Promise.all(readers);
-      const truth = await serverState();
-      totals.runs++;
-      totals.writes += counts.writes;
-      totals.held += counts.held;
-      totals.reads += figures.reads;
-      totals.backwards += figures.backwards.length;
-      totals.records = truth.size;
-      for (const state of states) {
-        const missed = [...truth.keys()].filter((id) => !state.has(id));
-        const resurrected = [...state.keys()].filter((id) => !truth.has(id));
-        const stale = [...truth].filter(([id, v]) => state.has(id) && state.get(id) !== v);
-        totals.missed += missed.length;
-        totals.resurrected += resurrected.length;
-        totals.stale += stale.length;
-        assert.deepEqual({ missed, resurrected, stale }, { missed: [], resurrected: [], stale: [] });
-      }
-      assert.deepEqual(figures.backwards, [], 'no reader saw a version go backwards');
-      assert.ok(counts.writes > SCALE.feed.writers, `the writers wrote (${counts.writes})`);
-    }),
+    fc.asyncProperty(
+      fc.array(fc.array(op, { minLength: 4, maxLength: 12 }), {
+        minLength: SCALE.feed.writers,
+        maxLength: SCALE.feed.writers,
+      }),
+      async (plans) => {
+        const deadline = Date.now() + SCALE.feed.seconds * 1000;
+        const counts = { writes: 0, held: 0 };
+        let stopped = false;
+        const states = Array.from({ length: SCALE.feed.readers }, () => new Map<string, number>());
+        const figures = { reads: 0, backwards: [] as string[] };
+        const readers = states.map((state) => reader(state, () => stopped, figures));
+        await Promise.all(plans.map((plan, w) => writer(w, plan, deadline, counts)));
+        stopped = true;
+        await Promise.all(readers);
+        const truth = await serverState();
+        totals.runs++;
+        totals.writes += counts.writes;
+        totals.held += counts.held;
+        totals.reads += figures.reads;
+        totals.backwards += figures.backwards.length;
+        totals.records = truth.size;
+        for (const state of states) {
+          const missed = [...truth.keys()].filter((id) => !state.has(id));
+          const resurrected = [...state.keys()].filter((id) => !truth.has(id));
+          const stale = [...truth].filter(([id, v]) => state.has(id) && state.get(id) !== v);
+          totals.missed += missed.length;
+          totals.resurrected += resurrected.length;
+          totals.stale += stale.length;
+          assert.deepEqual({ missed, resurrected, stale }, { missed: [], resurrected: [], stale: [] });
+        }
+        assert.deepEqual(figures.backwards, [], 'no reader saw a version go backwards');
+        assert.ok(counts.writes > SCALE.feed.writers, `the writers wrote (${counts.writes})`);
+      },
+    ),
     { numRuns: SCALE.feed.runs, endOnFailure: true },
   );
-  report('change feed under concurrency', { ...totals, seconds: SCALE.feed.seconds, writers: SCALE.feed.writers, readers: SCALE.feed.readers, full: FULL });
+  report('change feed under concurrency', {
+    ...totals,
+    seconds: SCALE.feed.seconds,
+    writers: SCALE.feed.writers,
+    readers: SCALE.feed.readers,
+    full: FULL,
+  });
 });

@@ -32,7 +32,7 @@ test(`killed ${SCALE.kills} times under write load, the server loses no acknowle
   const inDoubt = new Set<string>();
   let acknowledged = 0;
   let seed = 7;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   try {
     let token = '';
     for (let round = 0; round < SCALE.kills; round++) {
@@ -59,7 +59,13 @@ test(`killed ${SCALE.kills} times under write load, the server loses no acknowle
               if (res.status === 204) deleted.add(id);
               else assert.ok(res.status === 404 && deleted.has(id), `DELETE answered ${res.status}: ${res.text}`);
             } else {
-              const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `r${round}-c${c}-n${n}`, status: 'done' } } } });
+              const res = await request(`${server.url}/api/log/activity`, {
+                method: 'POST',
+                token,
+                json: {
+                  data: { type: 'log--activity', attributes: { name: `r${round}-c${c}-n${n}`, status: 'done' } },
+                },
+              });
               assert.ok(res.status === 201, `POST answered ${res.status}: ${res.text}`);
               live.add(res.body.data.id);
               acknowledged++;
@@ -85,7 +91,13 @@ test(`killed ${SCALE.kills} times under write load, the server loses no acknowle
     } finally {
       await server.stop();
     }
-    report('crashes', { kills: SCALE.kills, acknowledgedCreates: acknowledged, acknowledgedDeletes: deleted.size, deletesCutOff: inDoubt.size, lost: 0 });
+    report('crashes', {
+      kills: SCALE.kills,
+      acknowledgedCreates: acknowledged,
+      acknowledgedDeletes: deleted.size,
+      deletesCutOff: inDoubt.size,
+      lost: 0,
+    });
   } finally {
     await database.drop();
   }
@@ -96,12 +108,17 @@ async function assertDurable(url: string, token: string, live: Set<string>, dele
   const check = async (ids: string[], present: boolean) => {
     for (let i = 0; i < ids.length; i += 50) {
       const chunk = ids.slice(i, i + 50);
-      const query = new URLSearchParams({ 'filter[i][condition][path]': 'id', 'filter[i][condition][operator]': 'IN', 'page[limit]': '50' });
+      const query = new URLSearchParams({
+        'filter[i][condition][path]': 'id',
+        'filter[i][condition][operator]': 'IN',
+        'page[limit]': '50',
+      });
       for (const id of chunk) query.append('filter[i][condition][value][]', id);
       const res = await request(`${url}/api/log/activity?${query}`, { token });
       assert.equal(res.status, 200, res.text);
       const found = new Set(res.body.data.map((r: { id: string }) => r.id));
-      for (const id of chunk) assert.equal(found.has(id), present, `${id} was acknowledged as ${present ? 'created' : 'deleted'}`);
+      for (const id of chunk)
+        assert.equal(found.has(id), present, `${id} was acknowledged as ${present ? 'created' : 'deleted'}`);
     }
   };
   await check([...live], true);

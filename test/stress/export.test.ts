@@ -23,7 +23,11 @@ test(`exporting ${LOGS} logs as CSV streams them with flat memory`, async () => 
     await server.stop(); // the schema is made; now fill it as fast as the storage layer goes
     const knex = database.env.DATABASE_URL
       ? knexFactory({ client: 'pg', connection: database.env.DATABASE_URL })
-      : knexFactory({ client: 'better-sqlite3', connection: { filename: join(database.env.TILTH_DATA_DIR!, 'tilth.sqlite') }, useNullAsDefault: true });
+      : knexFactory({
+          client: 'better-sqlite3',
+          connection: { filename: join(database.env.TILTH_DATA_DIR!, 'tilth.sqlite') },
+          useNullAsDefault: true,
+        });
     try {
       for (let i = 0; i < LOGS; i += 1000) {
         const rows = Array.from({ length: Math.min(1000, LOGS - i) }, (_, k) => ({
@@ -45,14 +49,18 @@ test(`exporting ${LOGS} logs as CSV streams them with flat memory`, async () => 
     // RSS depends on when the collector last ran).
     server = await startChildServer(database.env, { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` });
     const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.process.pid}/status`, 'utf8'))![1]) / 1024;
+    const rss = () =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.process.pid}/status`, 'utf8'))![1]) / 1024;
     const before = rss();
     /** One export, read slowly at first as a phone on a poor link would: the server must wait, not buffer. */
     const exportOnce = async () => {
       let peak = rss();
       const sampler = setInterval(() => (peak = Math.max(peak, rss())), 50);
       // A server that buffers runs out of its capped heap: it dies or crawls, and the deadline says so.
-      const res = await fetch(`${server.url}/api/log/activity?_format=csv&sort=timestamp`, { headers: { Authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(120_000) });
+      const res = await fetch(`${server.url}/api/log/activity?_format=csv&sort=timestamp`, {
+        headers: { Authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(120_000),
+      });
       assert.equal(res.status, 200);
       let rows = 0;
       let bytes = 0;
@@ -73,7 +81,17 @@ test(`exporting ${LOGS} logs as CSV streams them with flat memory`, async () => 
     const second = await exportOnce();
     const third = await exportOnce();
     const growth = Math.round(first.peak - before);
-    report('export', { logs: LOGS, rows: first.rows, megabytes: Math.round(first.bytes / 1e6), seconds: Math.round(seconds), rssBeforeMb: Math.round(before), rssPeakGrowthMb: growth, secondPeakMb: Math.round(second.peak), thirdPeakMb: Math.round(third.peak), heapCapMb: HEAP_MB });
+    report('export', {
+      logs: LOGS,
+      rows: first.rows,
+      megabytes: Math.round(first.bytes / 1e6),
+      seconds: Math.round(seconds),
+      rssBeforeMb: Math.round(before),
+      rssPeakGrowthMb: growth,
+      secondPeakMb: Math.round(second.peak),
+      thirdPeakMb: Math.round(third.peak),
+      heapCapMb: HEAP_MB,
+    });
     assert.equal(first.rows, LOGS, 'every log, one row each');
     // A buffered export would hold the whole file (and its records) at once; a streamed one settles
     // at a working set that does not depend on the size, and does not grow on the next export.

@@ -28,12 +28,24 @@ let tractor: { id: string };
 
 before(async () => {
   ({ database, server, token } = await startChildServerAsAdmin());
-  tractor = (await request(`${server.url}/api/asset/equipment`, { method: 'POST', token, json: { data: { type: 'asset--equipment', attributes: { name: 'Tractor' } } } })).body.data;
+  tractor = (
+    await request(`${server.url}/api/asset/equipment`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'asset--equipment', attributes: { name: 'Tractor' } } },
+    })
+  ).body.data;
   activity = (
     await request(`${server.url}/api/log/activity`, {
       method: 'POST',
       token,
-      json: { data: { type: 'log--activity', attributes: { name: 'Mowing', status: 'done' }, relationships: { asset: { data: [{ type: 'asset--equipment', id: tractor.id }] } } } },
+      json: {
+        data: {
+          type: 'log--activity',
+          attributes: { name: 'Mowing', status: 'done' },
+          relationships: { asset: { data: [{ type: 'asset--equipment', id: tractor.id }] } },
+        },
+      },
     })
   ).body.data;
 });
@@ -82,7 +94,12 @@ test(`${RUNS} random malformed bodies: no 5xx, none slower than ${SLOWEST_MS} ms
   let i = 0;
   const slowest = await drive(bodies, async (body) => {
     const [method, path] = targets[i++ % targets.length]!;
-    const res = await request(`${server.url}${path}`, { method, token, body, headers: { 'Content-Type': path.startsWith('/subrequests') ? 'application/json' : JSONAPI } });
+    const res = await request(`${server.url}${path}`, {
+      method,
+      token,
+      body,
+      headers: { 'Content-Type': path.startsWith('/subrequests') ? 'application/json' : JSONAPI },
+    });
     assertErrorDocument(res, `${method} ${path} ${body.slice(0, 200)}`);
   });
   report('malformed bodies', { inputs: RUNS, slowestMs: slowest, serverErrors: 0 });
@@ -91,7 +108,13 @@ test(`${RUNS} random malformed bodies: no 5xx, none slower than ${SLOWEST_MS} ms
 
 test(`${RUNS} random malformed query strings: no 5xx, none slower than ${SLOWEST_MS} ms, every error a JSON:API error document`, async () => {
   const queries = fc.sample(junkQuery, { numRuns: RUNS, seed: 2424 });
-  const paths = ['/api/log/activity', `/api/log/activity/${activity.id}`, '/api/asset/equipment', '/api/user/user', `/api/log/activity/${activity.id}/asset`];
+  const paths = [
+    '/api/log/activity',
+    `/api/log/activity/${activity.id}`,
+    '/api/asset/equipment',
+    '/api/user/user',
+    `/api/log/activity/${activity.id}/asset`,
+  ];
   let i = 0;
   const slowest = await drive(queries, async (query) => {
     const path = paths[i++ % paths.length]!;
@@ -105,32 +128,71 @@ test(`${RUNS} random malformed query strings: no 5xx, none slower than ${SLOWEST
 /** SQL-injection payloads: classic forms, each in several dialect-specific spellings. */
 function injectionPayloads(count: number): string[] {
   const cores = [
-    "' OR '1'='1", "' OR 1=1 --", '" OR "1"="1', "') OR ('1'='1", "1; DROP TABLE logs; --", "'; DELETE FROM users; --",
-    "' UNION SELECT name, pass FROM users --", "1 UNION SELECT sqlite_version()", "' AND 1=(SELECT COUNT(*) FROM sqlite_master) --",
-    "'; SELECT pg_sleep(5); --", "1) OR SLEEP(5)#", "' || (SELECT pass FROM users LIMIT 1) || '", "name; --", 'name) --', 'name DESC; DROP TABLE logs',
-    "asset.name'--", '*', '%', '_', "\\'", '\u0000', "'||'", 'id/**/OR/**/1=1', "'; UPDATE users SET status=0; --", 'CAST(1 AS INT)',
+    "' OR '1'='1",
+    "' OR 1=1 --",
+    '" OR "1"="1',
+    "') OR ('1'='1",
+    '1; DROP TABLE logs; --',
+    "'; DELETE FROM users; --",
+    "' UNION SELECT name, pass FROM users --",
+    '1 UNION SELECT sqlite_version()',
+    "' AND 1=(SELECT COUNT(*) FROM sqlite_master) --",
+    "'; SELECT pg_sleep(5); --",
+    '1) OR SLEEP(5)#',
+    "' || (SELECT pass FROM users LIMIT 1) || '",
+    'name; --',
+    'name) --',
+    'name DESC; DROP TABLE logs',
+    "asset.name'--",
+    '*',
+    '%',
+    '_',
+    "\\'",
+    '\u0000',
+    "'||'",
+    'id/**/OR/**/1=1',
+    "'; UPDATE users SET status=0; --",
+    'CAST(1 AS INT)',
   ];
-  const wrap = [(s: string) => s, (s: string) => s.toUpperCase(), (s: string) => `x${s}`, (s: string) => `${s}x`, (s: string) => s.replace(/ /g, '/**/'), (s: string) => `1${s}`, (s: string) => `"${s}"`, (s: string) => s.replace(/'/g, "''"), (s: string) => `%${s}%`, (s: string) => `(${s})`];
+  const wrap = [
+    (s: string) => s,
+    (s: string) => s.toUpperCase(),
+    (s: string) => `x${s}`,
+    (s: string) => `${s}x`,
+    (s: string) => s.replace(/ /g, '/**/'),
+    (s: string) => `1${s}`,
+    (s: string) => `"${s}"`,
+    (s: string) => s.replace(/'/g, "''"),
+    (s: string) => `%${s}%`,
+    (s: string) => `(${s})`,
+  ];
   const out: string[] = [];
-  for (let w = 0; out.length < count; w++) for (const core of cores) if (out.length < count) out.push(wrap[w % wrap.length]!(core) + (w >= wrap.length ? ` ${w}` : ''));
+  for (let w = 0; out.length < count; w++)
+    for (const core of cores)
+      if (out.length < count) out.push(wrap[w % wrap.length]!(core) + (w >= wrap.length ? ` ${w}` : ''));
   return out;
 }
 
-const DATABASE_TEXT = /sqlite|syntax error|SQLSTATE|pg_catalog|relation "|knex|select .* from|near "|unterminated quoted|column .* does not exist/i;
+const DATABASE_TEXT =
+  /sqlite|syntax error|SQLSTATE|pg_catalog|relation "|knex|select .* from|near "|unterminated quoted|column .* does not exist/i;
 
 test(`${INJECTIONS} SQL-injection payloads in every filter, sort, include and fields position: 400 or nothing found, no database text, nothing changed`, async () => {
   const snapshot = async () => {
     const texts: string[] = [];
-    for (const path of ['/api/log/activity', '/api/asset/equipment', '/api/user/user']) texts.push(JSON.stringify((await request(`${server.url}${path}?sort=name`, { token })).body.data));
+    for (const path of ['/api/log/activity', '/api/asset/equipment', '/api/user/user'])
+      texts.push(JSON.stringify((await request(`${server.url}${path}?sort=name`, { token })).body.data));
     return texts.join('\n');
   };
   const before = await snapshot();
   const positions: Array<(p: string) => string> = [
     (p) => `filter[name]=${encodeURIComponent(p)}`,
     (p) => `filter[asset.name]=${encodeURIComponent(p)}`,
-    (p) => `filter[a][condition][path]=name&filter[a][condition][operator]=CONTAINS&filter[a][condition][value]=${encodeURIComponent(p)}`,
-    (p) => `filter[a][condition][path]=name&filter[a][condition][operator]=IN&filter[a][condition][value][]=${encodeURIComponent(p)}`,
-    (p) => `filter[a][condition][path]=name&filter[a][condition][operator]=${encodeURIComponent(p)}&filter[a][condition][value]=x`,
+    (p) =>
+      `filter[a][condition][path]=name&filter[a][condition][operator]=CONTAINS&filter[a][condition][value]=${encodeURIComponent(p)}`,
+    (p) =>
+      `filter[a][condition][path]=name&filter[a][condition][operator]=IN&filter[a][condition][value][]=${encodeURIComponent(p)}`,
+    (p) =>
+      `filter[a][condition][path]=name&filter[a][condition][operator]=${encodeURIComponent(p)}&filter[a][condition][value]=x`,
     (p) => `filter[${encodeURIComponent(p)}]=x`,
     (p) => `filter[a][condition][path]=${encodeURIComponent(p)}&filter[a][condition][value]=x`,
     (p) => `filter[a][group][conjunction]=${encodeURIComponent(p)}`,
@@ -140,19 +202,29 @@ test(`${INJECTIONS} SQL-injection payloads in every filter, sort, include and fi
     (p) => `page[limit]=${encodeURIComponent(p)}`,
     (p) => `page[offset]=${encodeURIComponent(p)}`,
   ];
-  const requests = injectionPayloads(INJECTIONS).flatMap((payload) => positions.map((position) => ({ payload, query: position(payload) })));
+  const requests = injectionPayloads(INJECTIONS).flatMap((payload) =>
+    positions.map((position) => ({ payload, query: position(payload) })),
+  );
   let found = 0;
   const slowest = await drive(requests, async ({ payload, query }) => {
     const res = await request(`${server.url}/api/log/activity?${query}`, { token });
     assertErrorDocument(res, `GET ?${query}`);
     // Errors may quote the payload back and links repeat the query (an error's `links.via` is the
     // request's URL, as farmOS's); anything else resembling SQL came from the database.
-    const errors = (res.body?.errors as Array<Record<string, unknown>> | undefined)?.map(({ links: _via, ...error }) => error);
-    const answer = JSON.stringify({ errors, data: res.body?.data }).split(JSON.stringify(payload).slice(1, -1)).join('');
+    const errors = (res.body?.errors as Array<Record<string, unknown>> | undefined)?.map(
+      ({ links: _via, ...error }) => error,
+    );
+    const answer = JSON.stringify({ errors, data: res.body?.data })
+      .split(JSON.stringify(payload).slice(1, -1))
+      .join('');
     assert.ok(!DATABASE_TEXT.test(answer), `no database text for ?${query}: ${res.text.slice(0, 300)}`);
     if (res.status === 200 && /^filter\[(name|asset\.name|a\]\[condition\]\[path\]=name)/.test(query)) {
       // Only a payload that really is the record's name may find it.
-      for (const r of res.body.data) assert.ok(payload.includes(r.attributes.name) || query.includes('CONTAINS'), `?${query} found ${r.attributes.name}`);
+      for (const r of res.body.data)
+        assert.ok(
+          payload.includes(r.attributes.name) || query.includes('CONTAINS'),
+          `?${query} found ${r.attributes.name}`,
+        );
       found += res.body.data.length;
     }
   });
@@ -190,7 +262,11 @@ test(`${SLOW_CLIENTS} clients trickling headers and bodies do not hold up the ot
       latencies.push(performance.now() - started);
       assert.equal(res.status, 200);
       if (i % 10 === 0) {
-        const created = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `fast ${i}` } } } });
+        const created = await request(`${server.url}/api/log/activity`, {
+          method: 'POST',
+          token,
+          json: { data: { type: 'log--activity', attributes: { name: `fast ${i}` } } },
+        });
         assert.equal(created.status, 201, created.text);
       }
     }

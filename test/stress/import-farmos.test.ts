@@ -21,8 +21,19 @@ let dir: string;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tilth-source-'));
-  ({ server: source, token } = await startTestServerAsAdmin({ database: { env: { TILTH_DATA_DIR: dir, DATABASE_URL: '' }, drop: async () => rmSync(dir, { recursive: true, force: true }) } }));
-  await buildSampleFarm(source.url, token, async (name) => (await createUser(source.ctx.db.knex, { name, password: `${name}-password-1`, roles: ['farm_worker'] })).uuid, SCALE.importLogs);
+  ({ server: source, token } = await startTestServerAsAdmin({
+    database: {
+      env: { TILTH_DATA_DIR: dir, DATABASE_URL: '' },
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    },
+  }));
+  await buildSampleFarm(
+    source.url,
+    token,
+    async (name) =>
+      (await createUser(source.ctx.db.knex, { name, password: `${name}-password-1`, roles: ['farm_worker'] })).uuid,
+    SCALE.importLogs,
+  );
 });
 after(async () => {
   await source?.close();
@@ -30,7 +41,11 @@ after(async () => {
 });
 
 const args = (...extra: string[]) => ['import', 'farmos', '--url', source.url, `--token=${token}`, ...extra];
-const events = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+const events = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 
 test(`SIGKILLed ${SCALE.importKills} time(s) while the source is written, the import run again ends equal to the source, every record once`, async () => {
   const database = await createTestDatabase();
@@ -39,7 +54,13 @@ test(`SIGKILLed ${SCALE.importKills} time(s) while the source is written, the im
   let written = 0;
   const writer = (async () => {
     while (writing) {
-      const res = await request(`${source.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `Written during the import ${written}`, status: 'done' } } } });
+      const res = await request(`${source.url}/api/log/activity`, {
+        method: 'POST',
+        token,
+        json: {
+          data: { type: 'log--activity', attributes: { name: `Written during the import ${written}`, status: 'done' } },
+        },
+      });
       assert.equal(res.status, 201);
       written++;
       await new Promise((r) => setTimeout(r, FULL ? 20 : 100));
@@ -71,8 +92,14 @@ test(`SIGKILLed ${SCALE.importKills} time(s) while the source is written, the im
     // Bytes a killed run placed for a file whose record never committed are gone, or taken by the
     // record when it came (at its URI's path): every file on disk has its record.
     const filesDir = join(target.config.dataDir, 'files', 'farm');
-    const onDisk = existsSync(filesDir) ? readdirSync(filesDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).length : 0;
-    assert.equal(onDisk, Number((await knex('files').count({ n: '*' }).first())!.n), 'one file on disk per file record');
+    const onDisk = existsSync(filesDir)
+      ? readdirSync(filesDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).length
+      : 0;
+    assert.equal(
+      onDisk,
+      Number((await knex('files').count({ n: '*' }).first())!.n),
+      'one file on disk per file record',
+    );
     const here = Number((await knex('log').count({ n: '*' }).first())!.n);
     const there = Number((await source.ctx.db.knex('log').count({ n: '*' }).first())!.n);
     assert.equal(here, there, 'every log, those written during the import too');
@@ -84,24 +111,37 @@ test(`SIGKILLed ${SCALE.importKills} time(s) while the source is written, the im
   }
 });
 
-test('the import rate, and a second run of an unchanged farm', { skip: !FULL && 'figures: npm run stress' }, async () => {
-  const database = await createTestDatabase();
-  const target = await startTestServer({ database });
-  try {
-    const records = Number((await source.ctx.db.knex('log').count({ n: '*' }).first())!.n) + Number((await source.ctx.db.knex('asset').count({ n: '*' }).first())!.n);
-    let started = Date.now();
-    const first = await tilthAsync(args('--json', '--no-verify'), database.env).done;
-    const firstMs = Date.now() - started;
-    assert.equal(first.status, 0, first.stderr);
-    started = Date.now();
-    const second = await tilthAsync(args('--json', '--no-verify'), database.env).done;
-    const secondMs = Date.now() - started;
-    const done = events(second.stdout).find((e) => e.event === 'done');
-    assert.deepEqual([done.created, done.updated], [0, 0]);
-    const importMs = events(first.stdout).find((e) => e.event === 'done').ms;
-    report('import-farmos', { records, firstRunSeconds: firstMs / 1000, importSeconds: importMs / 1000, recordsPerSecond: Math.round((records * 1000) / importMs), secondRunSeconds: secondMs / 1000, secondShare: Math.round((secondMs / firstMs) * 100) / 100 });
-  } finally {
-    await target.close();
-    await database.drop();
-  }
-});
+test(
+  'the import rate, and a second run of an unchanged farm',
+  { skip: !FULL && 'figures: npm run stress' },
+  async () => {
+    const database = await createTestDatabase();
+    const target = await startTestServer({ database });
+    try {
+      const records =
+        Number((await source.ctx.db.knex('log').count({ n: '*' }).first())!.n) +
+        Number((await source.ctx.db.knex('asset').count({ n: '*' }).first())!.n);
+      let started = Date.now();
+      const first = await tilthAsync(args('--json', '--no-verify'), database.env).done;
+      const firstMs = Date.now() - started;
+      assert.equal(first.status, 0, first.stderr);
+      started = Date.now();
+      const second = await tilthAsync(args('--json', '--no-verify'), database.env).done;
+      const secondMs = Date.now() - started;
+      const done = events(second.stdout).find((e) => e.event === 'done');
+      assert.deepEqual([done.created, done.updated], [0, 0]);
+      const importMs = events(first.stdout).find((e) => e.event === 'done').ms;
+      report('import-farmos', {
+        records,
+        firstRunSeconds: firstMs / 1000,
+        importSeconds: importMs / 1000,
+        recordsPerSecond: Math.round((records * 1000) / importMs),
+        secondRunSeconds: secondMs / 1000,
+        secondShare: Math.round((secondMs / firstMs) * 100) / 100,
+      });
+    } finally {
+      await target.close();
+      await database.drop();
+    }
+  },
+);

@@ -6,7 +6,13 @@ import assert from 'node:assert/strict';
 import { createTestDatabase } from '../support/server.ts';
 import { startChildServerAsAdmin, type ChildServer } from '../support/child-server.ts';
 import { request, JSONAPI, type ApiResponse } from '../support/http.ts';
-import { MAX_FILTER_DEPTH, MAX_INCLUDE_PATHS, MAX_PAGE_LIMIT, MAX_PARAMETERS, MAX_PATH_SEGMENTS } from '../../runtime/jsonapi/query/index.ts';
+import {
+  MAX_FILTER_DEPTH,
+  MAX_INCLUDE_PATHS,
+  MAX_PAGE_LIMIT,
+  MAX_PARAMETERS,
+  MAX_PATH_SEGMENTS,
+} from '../../runtime/jsonapi/query/index.ts';
 import { FULL, report } from './scale.ts';
 
 const REPEATS = FULL ? 1000 : 100;
@@ -18,7 +24,11 @@ let token: string;
 before(async () => {
   ({ database, server, token } = await startChildServerAsAdmin());
   for (let i = 0; i < MAX_PAGE_LIMIT + 5; i++) {
-    const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token, json: { data: { type: 'log--activity', attributes: { name: `Log ${i}` } } } });
+    const res = await request(`${server.url}/api/log/activity`, {
+      method: 'POST',
+      token,
+      json: { data: { type: 'log--activity', attributes: { name: `Log ${i}` } } },
+    });
     assert.equal(res.status, 201);
   }
 });
@@ -43,9 +53,20 @@ test('query limits: parameters, nesting, filter depth, path length, includes; pa
   assertRefused(await get(params), 400, 'too many parameters', /more than 1000 parameters/);
   assertRefused(await get(`filter${'[a]'.repeat(9)}=1`), 400, 'brackets nested too deep', /deep|nest/i);
 
-  const groups = Array.from({ length: MAX_FILTER_DEPTH + 1 }, (_, i) => `filter[g${i}][group][conjunction]=AND${i ? `&filter[g${i}][group][memberOf]=g${i - 1}` : ''}`).join('&');
-  assertRefused(await get(groups), 400, 'filter groups nested too deep', new RegExp(`nested more than ${MAX_FILTER_DEPTH} deep`));
-  const fine = Array.from({ length: MAX_FILTER_DEPTH }, (_, i) => `filter[g${i}][group][conjunction]=AND${i ? `&filter[g${i}][group][memberOf]=g${i - 1}` : ''}`).join('&');
+  const groups = Array.from(
+    { length: MAX_FILTER_DEPTH + 1 },
+    (_, i) => `filter[g${i}][group][conjunction]=AND${i ? `&filter[g${i}][group][memberOf]=g${i - 1}` : ''}`,
+  ).join('&');
+  assertRefused(
+    await get(groups),
+    400,
+    'filter groups nested too deep',
+    new RegExp(`nested more than ${MAX_FILTER_DEPTH} deep`),
+  );
+  const fine = Array.from(
+    { length: MAX_FILTER_DEPTH },
+    (_, i) => `filter[g${i}][group][conjunction]=AND${i ? `&filter[g${i}][group][memberOf]=g${i - 1}` : ''}`,
+  ).join('&');
   assert.equal((await get(fine)).status, 200, 'nesting up to the limit works');
 
   const long = Array.from({ length: MAX_PATH_SEGMENTS + 1 }, () => 'asset').join('.');
@@ -53,7 +74,12 @@ test('query limits: parameters, nesting, filter depth, path length, includes; pa
   assertRefused(await get(`sort=${long}`), 400, 'sort path too long', /segments/);
   assertRefused(await get(`include=${long}`), 400, 'include path too long', /segments/);
   const many = Array.from({ length: MAX_INCLUDE_PATHS + 1 }, (_, i) => (i % 2 ? 'asset' : 'owner')).join(',');
-  assertRefused(await get(`include=${many}`), 400, 'too many include paths', new RegExp(`at most ${MAX_INCLUDE_PATHS}`));
+  assertRefused(
+    await get(`include=${many}`),
+    400,
+    'too many include paths',
+    new RegExp(`at most ${MAX_INCLUDE_PATHS}`),
+  );
 
   // As in Drupal, a larger page is not an error: it is cut to the maximum, and links.next follows.
   const page = await get('page[limit]=500');
@@ -63,8 +89,16 @@ test('query limits: parameters, nesting, filter depth, path length, includes; pa
 });
 
 test(`a body over the JSON limit is a 413, and ${REPEATS} of them leave memory flat`, async () => {
-  const oversize = JSON.stringify({ data: { type: 'log--activity', attributes: { name: 'x'.repeat(5 * 1024 * 1024) } } });
-  const send = () => request(`${server.url}/api/log/activity`, { method: 'POST', token, body: oversize, headers: { 'Content-Type': JSONAPI } });
+  const oversize = JSON.stringify({
+    data: { type: 'log--activity', attributes: { name: 'x'.repeat(5 * 1024 * 1024) } },
+  });
+  const send = () =>
+    request(`${server.url}/api/log/activity`, {
+      method: 'POST',
+      token,
+      body: oversize,
+      headers: { 'Content-Type': JSONAPI },
+    });
   assertRefused(await send(), 413, 'oversize body', /larger than/);
   for (let i = 0; i < 20; i++) await send(); // warm up allocators before measuring
   const before = serverRss();

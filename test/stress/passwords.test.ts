@@ -27,7 +27,11 @@ after(async () => {
 });
 
 function form(fields: Record<string, string>): RequestInit {
-  return { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() };
+  return {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  };
 }
 
 test(`${AT_ONCE} wrong passwords for one account at once, then more: ${LIMIT} are checked in all`, async () => {
@@ -37,14 +41,19 @@ test(`${AT_ONCE} wrong passwords for one account at once, then more: ${LIMIT} ar
   const created = await request(`${server.url}/api/user/user`, {
     method: 'POST',
     token: admin,
-    json: { data: { type: 'user--user', attributes: { name, mail, status: true, pass: { value: 'the-real-password' } } } },
+    json: {
+      data: { type: 'user--user', attributes: { name, mail, status: true, pass: { value: 'the-real-password' } } },
+    },
   });
   assert.equal(created.status, 201, created.text);
 
   const started = Date.now();
   const statuses = await Promise.all(
     Array.from({ length: AT_ONCE }, (_, i) =>
-      fetch(`${server.url}/oauth/token`, form({ grant_type: 'password', client_id: 'farm', username: i % 2 ? mail : name, password: `guess-${i}` })).then((r) => r.status),
+      fetch(
+        `${server.url}/oauth/token`,
+        form({ grant_type: 'password', client_id: 'farm', username: i % 2 ? mail : name, password: `guess-${i}` }),
+      ).then((r) => r.status),
     ),
   );
   const seconds = (Date.now() - started) / 1000;
@@ -57,7 +66,12 @@ test(`${AT_ONCE} wrong passwords for one account at once, then more: ${LIMIT} ar
   // Sent one after another, the rest of the account's tries are checked, and then no more.
   let more = 0;
   for (let i = 0; i < LIMIT + 5; i++) {
-    const status = (await fetch(`${server.url}/oauth/token`, form({ grant_type: 'password', client_id: 'farm', username: name, password: `again-${i}` }))).status;
+    const status = (
+      await fetch(
+        `${server.url}/oauth/token`,
+        form({ grant_type: 'password', client_id: 'farm', username: name, password: `again-${i}` }),
+      )
+    ).status;
     if (status === 400) more += 1;
     else assert.equal(status, 429);
   }
@@ -79,11 +93,19 @@ test('a flood of sign-ins for unknown names: refused fast past the hashing queue
     }
   })();
   const statuses = await Promise.all(
-    Array.from({ length: flood }, (_, i) => fetch(`${server.url}/oauth/token`, form({ grant_type: 'password', client_id: 'farm', username: `nobody-${i}`, password: 'x' })).then((r) => r.status)),
+    Array.from({ length: flood }, (_, i) =>
+      fetch(
+        `${server.url}/oauth/token`,
+        form({ grant_type: 'password', client_id: 'farm', username: `nobody-${i}`, password: 'x' }),
+      ).then((r) => r.status),
+    ),
   );
   const floodSeconds = (Date.now() - started) / 1000;
   const t0 = performance.now();
-  const real = await fetch(`${server.url}/oauth/token`, form({ grant_type: 'password', client_id: 'farm', username: ADMIN.name, password: ADMIN.password }));
+  const real = await fetch(
+    `${server.url}/oauth/token`,
+    form({ grant_type: 'password', client_id: 'farm', username: ADMIN.name, password: ADMIN.password }),
+  );
   const realMs = Math.round(performance.now() - t0);
   done = true;
   await probe;

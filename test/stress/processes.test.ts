@@ -6,10 +6,20 @@ import { startCluster } from '../support/cluster.ts';
 import { killUnderLoad } from '../support/kill-under-load.ts';
 import { FULL, SCALE, report } from './scale.ts';
 
-const longOnPostgres = { skip: !process.env.DATABASE_URL ? 'several processes share a PostgreSQL database only' : !FULL ? 'the short version runs in test/api/scale-out.test.ts' : false };
+const longOnPostgres = {
+  skip: !process.env.DATABASE_URL
+    ? 'several processes share a PostgreSQL database only'
+    : !FULL
+      ? 'the short version runs in test/api/scale-out.test.ts'
+      : false,
+};
 
-test(`three processes, ${SCALE.processes.clients} writers for ${SCALE.processes.seconds} s, a process killed every ${SCALE.processes.killEvery} s: nothing acknowledged lost or doubled, no 5xx`, longOnPostgres, async (t) => {
-  const cluster = await startCluster();
-  t.after(() => cluster.close());
-  report('processes', await killUnderLoad(cluster, SCALE.processes));
-});
+test(
+  `three processes, ${SCALE.processes.clients} writers for ${SCALE.processes.seconds} s, a process killed every ${SCALE.processes.killEvery} s: nothing acknowledged lost or doubled, no 5xx`,
+  longOnPostgres,
+  async (t) => {
+    const cluster = await startCluster();
+    t.after(() => cluster.close());
+    report('processes', await killUnderLoad(cluster, SCALE.processes));
+  },
+);

@@ -25,7 +25,12 @@ export const SCALE = {
 
 /** Record a test's figures for `npm run stress` (and show them in the test's output). */
 export function report(name: string, figures: Record<string, unknown>): void {
-  const line = JSON.stringify({ name, database: process.env.DATABASE_URL ? 'postgres' : 'sqlite', full: FULL, ...figures });
+  const line = JSON.stringify({
+    name,
+    database: process.env.DATABASE_URL ? 'postgres' : 'sqlite',
+    full: FULL,
+    ...figures,
+  });
   console.log(`stress: ${line}`);
   if (process.env.TILTH_STRESS_RESULTS) appendFileSync(process.env.TILTH_STRESS_RESULTS, `${line}\n`);
 }

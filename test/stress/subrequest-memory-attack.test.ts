@@ -41,7 +41,10 @@ let viewer: string;
 
 before(async () => {
   database = await createTestDatabase({ migrated: true });
-  server = await startChildServer(database.env, { TILTH_SUBREQUEST_MAX_BYTES: String(BUDGET), NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` });
+  server = await startChildServer(database.env, {
+    TILTH_SUBREQUEST_MAX_BYTES: String(BUDGET),
+    NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}`,
+  });
   adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
 });
 after(async () => {
@@ -53,11 +56,19 @@ after(async () => {
 const serverRss = () => rssMb(server.process.pid);
 
 function assertAlive(what: string): void {
-  assert.ok(server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(serverRss()), `${what}: the server died (out of its ${HEAP_MB} MB heap?)`);
+  assert.ok(
+    server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(serverRss()),
+    `${what}: the server died (out of its ${HEAP_MB} MB heap?)`,
+  );
 }
 
 const call = (blueprint: unknown) =>
-  request(`${server.url}/subrequests?_format=json`, { method: 'POST', token: viewer, body: JSON.stringify(blueprint), headers: { 'Content-Type': JSONAPI } });
+  request(`${server.url}/subrequests?_format=json`, {
+    method: 'POST',
+    token: viewer,
+    body: JSON.stringify(blueprint),
+    headers: { 'Content-Type': JSONAPI },
+  });
 
 /** PARALLEL calls of `blueprint` at once, ROUNDS times, with the server's RSS sampled throughout. */
 async function attack(blueprint: unknown): Promise<{ peak: number; statuses: Record<number, number> }> {
@@ -69,7 +80,9 @@ async function attack(blueprint: unknown): Promise<{ peak: number; statuses: Rec
   const statuses: Record<number, number> = {};
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      const answers = await Promise.all(Array.from({ length: PARALLEL }, () => call(blueprint).catch(() => ({ status: 0, headers: new Headers() }))));
+      const answers = await Promise.all(
+        Array.from({ length: PARALLEL }, () => call(blueprint).catch(() => ({ status: 0, headers: new Headers() }))),
+      );
       for (const a of answers) {
         statuses[a.status] = (statuses[a.status] ?? 0) + 1;
         if (a.status === 503) assert.equal(a.headers.get('retry-after'), '1', 'a 503 says when to retry');
@@ -83,28 +96,46 @@ async function attack(blueprint: unknown): Promise<{ peak: number; statuses: Rec
 
 test(`a viewer's subrequest calls over ${LOGS} logs with 1 MB notes, ${PARALLEL} at once, leave RSS within ${BOUND_MB} MB of idle`, async (t) => {
   for (let i = 0; i < LOGS; i++) {
-    const res = await request(`${server.url}/api/log/activity`, { method: 'POST', token: adminToken, json: { data: { type: 'log--activity', attributes: { name: `Big ${i}`, notes: { value: NOTE } } } } });
+    const res = await request(`${server.url}/api/log/activity`, {
+      method: 'POST',
+      token: adminToken,
+      json: { data: { type: 'log--activity', attributes: { name: `Big ${i}`, notes: { value: NOTE } } } },
+    });
     assert.equal(res.status, 201, res.text.slice(0, 200));
   }
   const made = await request(`${server.url}/api/user/user`, {
     method: 'POST',
     token: adminToken,
-    json: { data: { type: 'user--user', attributes: { name: 'vera', mail: 'vera@example.com', status: true, pass: { value: 'vera-password' } }, relationships: { roles: { data: [configIdentifier('user_role', 'farm_viewer')] } } } },
+    json: {
+      data: {
+        type: 'user--user',
+        attributes: { name: 'vera', mail: 'vera@example.com', status: true, pass: { value: 'vera-password' } },
+        relationships: { roles: { data: [configIdentifier('user_role', 'farm_viewer')] } },
+      },
+    },
   });
   assert.equal(made.status, 201, made.text.slice(0, 300));
   viewer = await passwordToken(server.url, 'vera', 'vera-password');
 
-  const pages = Array.from({ length: Math.ceil(LOGS / PAGE) }, (_, k) => ({ requestId: `page${k}`, action: 'view', uri: `/api/log/activity?page[limit]=${PAGE}&page[offset]=${k * PAGE}` }));
+  const pages = Array.from({ length: Math.ceil(LOGS / PAGE) }, (_, k) => ({
+    requestId: `page${k}`,
+    action: 'view',
+    uri: `/api/log/activity?page[limit]=${PAGE}&page[offset]=${k * PAGE}`,
+  }));
   const attacks: Array<[string, unknown, number]> = [
     // The whole collection as one export: refused before anything is sent.
     ['export', [{ requestId: 'all', action: 'view', uri: '/api/log/activity?_format=csv' }], 400],
     // Pages of 3 logs (about 6.3 MB each) until every log is read: past the budget in the third page.
     ['pages', pages, 413],
     // One view per log, fanned out from a list of ids.
-    ['fan-out', [
-      { requestId: 'list', action: 'view', uri: '/api/log/activity?page[limit]=50&fields[log--activity]=name' },
-      { requestId: 'each', action: 'view', uri: '/api/log/activity/{{list.body@$.data[*].id}}', waitFor: ['list'] },
-    ], 413],
+    [
+      'fan-out',
+      [
+        { requestId: 'list', action: 'view', uri: '/api/log/activity?page[limit]=50&fields[log--activity]=name' },
+        { requestId: 'each', action: 'view', uri: '/api/log/activity/{{list.body@$.data[*].id}}', waitFor: ['list'] },
+      ],
+      413,
+    ],
     // Just under the budget (two pages, 12.6 MB): answered, so the answer itself is written too.
     ['under the budget', pages.slice(0, 2), 200],
   ];
@@ -113,7 +144,14 @@ test(`a viewer's subrequest calls over ${LOGS} logs with 1 MB notes, ${PARALLEL}
   for (const [, blueprint] of attacks) await call(blueprint);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idle = serverRss();
-  const figures: Record<string, unknown> = { logs: LOGS, noteMb: 1, parallel: PARALLEL, rounds: ROUNDS, budgetMb: BUDGET / 1024 / 1024, idleMb: Math.round(idle) };
+  const figures: Record<string, unknown> = {
+    logs: LOGS,
+    noteMb: 1,
+    parallel: PARALLEL,
+    rounds: ROUNDS,
+    budgetMb: BUDGET / 1024 / 1024,
+    idleMb: Math.round(idle),
+  };
   let worst = 0;
   for (const [name, blueprint, expected] of attacks) {
     const { peak, statuses } = await attack(blueprint);
@@ -123,13 +161,17 @@ test(`a viewer's subrequest calls over ${LOGS} logs with 1 MB notes, ${PARALLEL}
     figures[`${name.replace(/\W+(\w)/g, (_, c: string) => c.toUpperCase())}PeakGrowthMb`] = growth;
     t.diagnostic(`${name}: ${JSON.stringify(statuses)}, RSS ${Math.round(idle)} → ${Math.round(peak)} MB`);
     assert.ok((statuses[expected] ?? 0) > 0, `${name}: some calls answered ${expected}: ${JSON.stringify(statuses)}`);
-    for (const status of Object.keys(statuses).map(Number)) assert.ok(status === expected || status === 503, `${name}: ${status} in ${JSON.stringify(statuses)}`);
+    for (const status of Object.keys(statuses).map(Number))
+      assert.ok(status === expected || status === 503, `${name}: ${status} in ${JSON.stringify(statuses)}`);
   }
   figures.worstPeakGrowthMb = worst;
   report('subrequest memory attack', figures);
   for (const [name] of attacks) {
     const key = `${name.replace(/\W+(\w)/g, (_, c: string) => c.toUpperCase())}PeakGrowthMb`;
-    assert.ok((figures[key] as number) < BOUND_MB, `${name}: RSS grew by ${figures[key]} MB over idle (${Math.round(idle)} MB)`);
+    assert.ok(
+      (figures[key] as number) < BOUND_MB,
+      `${name}: RSS grew by ${figures[key]} MB over idle (${Math.round(idle)} MB)`,
+    );
   }
   // The server is fine afterwards.
   assert.equal((await request(`${server.url}/api/log/activity?page[limit]=1`, { token: viewer })).status, 200);

@@ -11,12 +11,21 @@ import { request } from '../support/http.ts';
 import { SCALE, report } from './scale.ts';
 
 const KINDS = [
-  { type: 'log--activity', path: 'log/activity', attributes: (name: string) => ({ name, status: 'done', timestamp: '2024-05-01T08:00:00Z' }) },
+  {
+    type: 'log--activity',
+    path: 'log/activity',
+    attributes: (name: string) => ({ name, status: 'done', timestamp: '2024-05-01T08:00:00Z' }),
+  },
   { type: 'asset--equipment', path: 'asset/equipment', attributes: (name: string) => ({ name }) },
-  { type: 'quantity--standard', path: 'quantity/standard', attributes: (name: string) => ({ label: name, measure: 'weight', value: { decimal: '1.5' } }) },
+  {
+    type: 'quantity--standard',
+    path: 'quantity/standard',
+    attributes: (name: string) => ({ label: name, measure: 'weight', value: { decimal: '1.5' } }),
+  },
 ] as const;
 type Kind = (typeof KINDS)[number];
-const nameOf = (kind: Kind, attributes: Record<string, any>): string => (kind.type.startsWith('quantity') ? attributes.label : attributes.name);
+const nameOf = (kind: Kind, attributes: Record<string, any>): string =>
+  kind.type.startsWith('quantity') ? attributes.label : attributes.name;
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let server: ChildServer;
@@ -47,7 +56,7 @@ test(`${SCALE.writers.clients} clients writing for ${SCALE.writers.seconds} s: n
   const counts = { create: 0, patch: 0, delete: 0, serverErrors: 0, unexpected: [] as string[] };
   const deadline = Date.now() + SCALE.writers.seconds * 1000;
   let seed = 1;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 
   async function client(c: number): Promise<void> {
     const mine: Array<{ kind: Kind; id: string }> = [];
@@ -56,7 +65,11 @@ test(`${SCALE.writers.clients} clients writing for ${SCALE.writers.seconds} s: n
       if (mine.length < 3 || r < 0.5) {
         const kind = KINDS[n % KINDS.length]!;
         const name = `c${c}-n${n}`;
-        const res = await request(`${server.url}/api/${kind.path}`, { method: 'POST', token, json: { data: { type: kind.type, attributes: kind.attributes(name) } } });
+        const res = await request(`${server.url}/api/${kind.path}`, {
+          method: 'POST',
+          token,
+          json: { data: { type: kind.type, attributes: kind.attributes(name) } },
+        });
         if (res.status >= 500) counts.serverErrors++;
         else if (res.status !== 201) counts.unexpected.push(`POST ${res.status} ${res.text.slice(0, 200)}`);
         else {
@@ -67,7 +80,11 @@ test(`${SCALE.writers.clients} clients writing for ${SCALE.writers.seconds} s: n
       } else if (r < 0.8) {
         const { kind, id } = mine[Math.floor(random() * mine.length)]!;
         const name = `c${c}-n${n}-renamed`;
-        const res = await request(`${server.url}/api/${kind.path}/${id}`, { method: 'PATCH', token, json: { data: { type: kind.type, id, attributes: kind.attributes(name) } } });
+        const res = await request(`${server.url}/api/${kind.path}/${id}`, {
+          method: 'PATCH',
+          token,
+          json: { data: { type: kind.type, id, attributes: kind.attributes(name) } },
+        });
         if (res.status >= 500) counts.serverErrors++;
         else if (res.status !== 200) counts.unexpected.push(`PATCH ${res.status} ${res.text.slice(0, 200)}`);
         else {
@@ -109,18 +126,35 @@ test(`${SCALE.writers.clients} clients writing for ${SCALE.writers.seconds} s: n
     for (const id of expected.keys()) if (!seen.has(id)) lost++;
     assert.equal(served.length, expected.size, `${kind.type}: served records = acknowledged creates − deletes`);
   }
-  report('concurrent writers', { clients: SCALE.writers.clients, seconds: Math.round(seconds), ...counts, unexpected: counts.unexpected.length, writesPerSecond: Math.round((counts.create + counts.patch + counts.delete) / seconds), lost, duplicated, stale });
+  report('concurrent writers', {
+    clients: SCALE.writers.clients,
+    seconds: Math.round(seconds),
+    ...counts,
+    unexpected: counts.unexpected.length,
+    writesPerSecond: Math.round((counts.create + counts.patch + counts.delete) / seconds),
+    lost,
+    duplicated,
+    stale,
+  });
   assert.equal(lost, 0, 'no acknowledged create is lost');
   assert.equal(duplicated, 0, 'no record appears twice or unasked');
   assert.equal(stale, 0, 'every record has its last acknowledged name');
 });
 
 test(`two clients PATCHing different fields of one record ${SCALE.fieldRace} times each keep both last values`, async () => {
-  const created = await request(`${server.url}/api/log/observation`, { method: 'POST', token, json: { data: { type: 'log--observation', attributes: { name: 'Race', status: 'done' } } } });
+  const created = await request(`${server.url}/api/log/observation`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'log--observation', attributes: { name: 'Race', status: 'done' } } },
+  });
   assert.equal(created.status, 201, created.text);
   const id = created.body.data.id;
   const patch = (attributes: Record<string, unknown>) =>
-    request(`${server.url}/api/log/observation/${id}`, { method: 'PATCH', token, json: { data: { type: 'log--observation', id, attributes } } });
+    request(`${server.url}/api/log/observation/${id}`, {
+      method: 'PATCH',
+      token,
+      json: { data: { type: 'log--observation', id, attributes } },
+    });
   const racer = async (attributes: (i: number) => Record<string, unknown>) => {
     for (let i = 0; i < SCALE.fieldRace; i++) {
       const res = await patch(attributes(i));

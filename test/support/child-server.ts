@@ -22,13 +22,16 @@ export interface ChildServer {
   output(): string;
 }
 
-
 /**
  * Start `tilth serve --migrate` on `databaseEnv` (from createTestDatabase) and wait until it
  * listens. `keepOutput` keeps all it writes (for the tests that search its log), not only its start;
  * `root` runs another copy of the project (a scratch project made with `withCode`).
  */
-export async function startChildServer(databaseEnv: Record<string, string>, env: Record<string, string> = {}, options: { keepOutput?: boolean; root?: string } = {}): Promise<ChildServer> {
+export async function startChildServer(
+  databaseEnv: Record<string, string>,
+  env: Record<string, string> = {},
+  options: { keepOutput?: boolean; root?: string } = {},
+): Promise<ChildServer> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['bin/tilth.js', 'serve', '--migrate'], {
@@ -59,10 +62,13 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
   let exitCode: number | null | undefined;
   child.once('exit', (code) => (exitCode = code));
   // Ready when its health check says so, as a load balancer would see it.
-  for (const deadline = Date.now() + 60_000; ; ) {
+  for (const deadline = Date.now() + 60_000; ;) {
     if (exitCode !== undefined) throw new Error(`the server exited with ${exitCode} before it listened:\n${output}`);
     if (Date.now() > deadline) throw new Error(`the server did not start within 60 s:\n${output}`);
-    const healthy = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    const healthy = await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (healthy) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -79,7 +85,11 @@ export async function startChildServer(databaseEnv: Record<string, string>, env:
 }
 
 /** A child server on a fresh (migrated) database, and an administrator's token for it (stop the server and drop the database after). */
-export async function startChildServerAsAdmin(): Promise<{ database: Awaited<ReturnType<typeof createTestDatabase>>; server: ChildServer; token: string }> {
+export async function startChildServerAsAdmin(): Promise<{
+  database: Awaited<ReturnType<typeof createTestDatabase>>;
+  server: ChildServer;
+  token: string;
+}> {
   const database = await createTestDatabase({ migrated: true });
   let server: ChildServer | undefined;
   try {

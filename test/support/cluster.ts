@@ -32,11 +32,14 @@ export async function startProxy(backends: () => string[]): Promise<Proxy> {
       const list = backends();
       const attempt = (tries: number) => {
         const target = new URL(list[next++ % list.length]!);
-        const out = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          answer.on('error', () => res.destroy());
-        });
+        const out = httpRequest(
+          { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+            answer.on('error', () => res.destroy());
+          },
+        );
         out.on('error', (error: NodeJS.ErrnoException) => {
           if (error.code === 'ECONNREFUSED' && tries + 1 < list.length * 2) return attempt(tries + 1);
           if (!res.headersSent) res.writeHead(502, { [PROXY_RESET]: error.code ?? 'error' }).end();

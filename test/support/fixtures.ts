@@ -96,7 +96,10 @@ export function sampleInput(field: FieldDescriptor, bundle: BundleDescriptor): u
   };
   const v = one();
   if (v === undefined) return undefined;
-  if (field.multiple) return field.type === 'list_string' && field.allowedValues && field.allowedValues.length > 2 ? [field.allowedValues[0]!.value, field.allowedValues[2]!.value] : [v];
+  if (field.multiple)
+    return field.type === 'list_string' && field.allowedValues && field.allowedValues.length > 2
+      ? [field.allowedValues[0]!.value, field.allowedValues[2]!.value]
+      : [v];
   return v;
 }
 
@@ -131,7 +134,11 @@ function assertRenderedItem(field: FieldDescriptor, sent: unknown, got: unknown,
     }
     case 'fraction': {
       const s = sent as { numerator: number; denominator: number };
-      assert.deepEqual(got, { numerator: s.numerator, denominator: s.denominator, decimal: String(s.numerator / s.denominator) }, where);
+      assert.deepEqual(
+        got,
+        { numerator: s.numerator, denominator: s.denominator, decimal: String(s.numerator / s.denominator) },
+        where,
+      );
       return;
     }
     case 'geofield': {
@@ -172,7 +179,12 @@ export class Api {
   }
 
   /** Send raw bytes with the given method and headers (for bodies that are not JSON). */
-  raw<T = any>(method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<ApiResponse<T>> {
+  raw<T = any>(
+    method: string,
+    path: string,
+    body: string | undefined,
+    headers: Record<string, string>,
+  ): Promise<ApiResponse<T>> {
     return request<T>(this.abs(path), { method, token: this.token, ...(body !== undefined ? { body } : {}), headers });
   }
 
@@ -181,8 +193,15 @@ export class Api {
   }
 
   /** POST a resource and return its resource object; fails the test unless 201. */
-  async create(type: string, attributes: Record<string, unknown> = {}, relationships: Record<string, unknown> = {}, id?: string): Promise<any> {
-    const res = await this.post(collectionPath(type), { data: { type, ...(id ? { id } : {}), attributes, relationships } });
+  async create(
+    type: string,
+    attributes: Record<string, unknown> = {},
+    relationships: Record<string, unknown> = {},
+    id?: string,
+  ): Promise<any> {
+    const res = await this.post(collectionPath(type), {
+      data: { type, ...(id ? { id } : {}), attributes, relationships },
+    });
     assert.equal(res.status, 201, `POST ${type}: ${res.text.slice(0, 600)}`);
     return res.body.data;
   }
@@ -217,12 +236,21 @@ export interface Fixture {
  * writable attribute (see sampleInput). Required relationships are filled with records created
  * first (recursively, from their own fixtures).
  */
-export async function buildFixture(api: Api, type: string, options: { full?: boolean; modules?: readonly string[] } = {}): Promise<Fixture> {
+export async function buildFixture(
+  api: Api,
+  type: string,
+  options: { full?: boolean; modules?: readonly string[] } = {},
+): Promise<Fixture> {
   const bundle = bundleOf(type);
   const served = new Set(bundlesServed(options.modules ?? []).map((b) => b.type));
   const attributes: Record<string, unknown> = {};
   for (const field of writableAttributes(bundle)) {
-    const wanted = options.full || field.required || field === labelField(bundle) || field.type === 'password' || (bundle.entityType === 'user' && field.name === 'mail');
+    const wanted =
+      options.full ||
+      field.required ||
+      field === labelField(bundle) ||
+      field.type === 'password' ||
+      (bundle.entityType === 'user' && field.name === 'mail');
     if (!wanted) continue;
     const v = sampleInput(field, bundle);
     if (v !== undefined) attributes[field.name] = v;
@@ -231,7 +259,10 @@ export async function buildFixture(api: Api, type: string, options: { full?: boo
   for (const field of bundle.fields) {
     if (field.kind !== 'relationship' || !field.required || field.readOnly || field.computed) continue;
     const targets = model.bundles.filter(
-      (b) => b.entityType === field.target!.entityType && served.has(b.type) && (!field.target!.bundles || field.target!.bundles.includes(b.bundle)),
+      (b) =>
+        b.entityType === field.target!.entityType &&
+        served.has(b.type) &&
+        (!field.target!.bundles || field.target!.bundles.includes(b.bundle)),
     );
     assert.ok(targets.length, `${type}.${field.name}: no served bundle can be referenced`);
     const target = await createFixture(api, targets[0]!.type, { modules: options.modules });
@@ -241,7 +272,11 @@ export async function buildFixture(api: Api, type: string, options: { full?: boo
 }
 
 /** Create a record of `type` from its fixture and return the created resource object. */
-export async function createFixture(api: Api, type: string, options: { full?: boolean; modules?: readonly string[]; id?: string } = {}): Promise<any> {
+export async function createFixture(
+  api: Api,
+  type: string,
+  options: { full?: boolean; modules?: readonly string[]; id?: string } = {},
+): Promise<any> {
   const f = await buildFixture(api, type, options);
   return api.create(type, f.attributes, f.relationships, options.id);
 }

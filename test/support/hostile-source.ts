@@ -74,7 +74,15 @@ export function hostileFarm(): Record<string, SourceRecord[]> {
       {
         type: 'user--user',
         id: HOSTILE.grower,
-        attributes: { drupal_internal__uid: 2, name: 'grower', mail: 'grower@example.org', timezone: 'UTC', status: true, created: t('2021-05-01T12:00:00'), changed: t('2021-05-02T12:00:00') },
+        attributes: {
+          drupal_internal__uid: 2,
+          name: 'grower',
+          mail: 'grower@example.org',
+          timezone: 'UTC',
+          status: true,
+          created: t('2021-05-01T12:00:00'),
+          changed: t('2021-05-02T12:00:00'),
+        },
         relationships: { roles: { data: [] } },
       },
     ],
@@ -82,15 +90,43 @@ export function hostileFarm(): Record<string, SourceRecord[]> {
       {
         type: 'asset--land',
         id: HOSTILE.field,
-        attributes: { drupal_internal__id: 1, drupal_internal__revision_id: 3, name: 'Home field', status: 'active', created: t('2021-06-01T00:00:00'), changed: t('2021-06-05T08:30:00'), notes: null, flag: [], is_location: true, is_fixed: false, land_type: 'field' },
-        relationships: { uid: { data: rel('user--user', HOSTILE.grower) }, owner: { data: [] }, parent: { data: [] }, location: { data: [] }, file: { data: [] }, image: { data: [] } },
+        attributes: {
+          drupal_internal__id: 1,
+          drupal_internal__revision_id: 3,
+          name: 'Home field',
+          status: 'active',
+          created: t('2021-06-01T00:00:00'),
+          changed: t('2021-06-05T08:30:00'),
+          notes: null,
+          flag: [],
+          is_location: true,
+          is_fixed: false,
+          land_type: 'field',
+        },
+        relationships: {
+          uid: { data: rel('user--user', HOSTILE.grower) },
+          owner: { data: [] },
+          parent: { data: [] },
+          location: { data: [] },
+          file: { data: [] },
+          image: { data: [] },
+        },
       },
     ],
     'file--file': [
       {
         type: 'file--file',
         id: HOSTILE.map,
-        attributes: { drupal_internal__fid: 1, filename: 'map.txt', uri: { value: 'private://2021-06/map.txt', url: '/system/files/2021-06/map.txt' }, filemime: 'text/plain', filesize: Buffer.byteLength(MAP_BYTES), status: true, created: t('2021-06-02T09:00:00'), changed: t('2021-06-02T09:00:00') },
+        attributes: {
+          drupal_internal__fid: 1,
+          filename: 'map.txt',
+          uri: { value: 'private://2021-06/map.txt', url: '/system/files/2021-06/map.txt' },
+          filemime: 'text/plain',
+          filesize: Buffer.byteLength(MAP_BYTES),
+          status: true,
+          created: t('2021-06-02T09:00:00'),
+          changed: t('2021-06-02T09:00:00'),
+        },
         relationships: { uid: { data: rel('user--user', HOSTILE.grower) } },
       },
     ],
@@ -98,14 +134,32 @@ export function hostileFarm(): Record<string, SourceRecord[]> {
       {
         type: 'log--activity',
         id: HOSTILE.walk,
-        attributes: { drupal_internal__id: 1, drupal_internal__revision_id: 1, name: 'Walked the field', timestamp: t('2021-06-02T10:00:00'), status: 'done', created: t('2021-06-02T10:00:00'), changed: t('2021-06-02T10:05:00') },
-        relationships: { uid: { data: rel('user--user', HOSTILE.grower) }, asset: { data: [rel('asset--land', HOSTILE.field)] }, owner: { data: [] }, quantity: { data: [] }, file: { data: [] } },
+        attributes: {
+          drupal_internal__id: 1,
+          drupal_internal__revision_id: 1,
+          name: 'Walked the field',
+          timestamp: t('2021-06-02T10:00:00'),
+          status: 'done',
+          created: t('2021-06-02T10:00:00'),
+          changed: t('2021-06-02T10:05:00'),
+        },
+        relationships: {
+          uid: { data: rel('user--user', HOSTILE.grower) },
+          asset: { data: [rel('asset--land', HOSTILE.field)] },
+          owner: { data: [] },
+          quantity: { data: [] },
+          file: { data: [] },
+        },
       },
     ],
   };
 }
 
-const INTERNAL_ID: Record<string, string> = { user: 'drupal_internal__uid', taxonomy_term: 'drupal_internal__tid', file: 'drupal_internal__fid' };
+const INTERNAL_ID: Record<string, string> = {
+  user: 'drupal_internal__uid',
+  taxonomy_term: 'drupal_internal__tid',
+  file: 'drupal_internal__fid',
+};
 
 export async function startHostileSource(behave: HostileBehaviour = {}): Promise<HostileSource> {
   const internalRequests: string[] = [];
@@ -145,12 +199,14 @@ function answer(source: HostileSource, req: IncomingMessage, res: ServerResponse
     req.on('data', (d) => (body += d));
     req.on('end', () => {
       const form = new URLSearchParams(body);
-      if (form.get('client_id') === HOSTILE_CLIENT.id && form.get('client_secret') === HOSTILE_CLIENT.secret) return send(res, 200, { token_type: 'Bearer', expires_in: 3600, access_token: HOSTILE_TOKEN });
+      if (form.get('client_id') === HOSTILE_CLIENT.id && form.get('client_secret') === HOSTILE_CLIENT.secret)
+        return send(res, 200, { token_type: 'Bearer', expires_in: 3600, access_token: HOSTILE_TOKEN });
       send(res, 401, { error: 'invalid_client', error_description: 'Client authentication failed' });
     });
     return;
   }
-  if (req.headers.authorization !== `Bearer ${HOSTILE_TOKEN}`) return send(res, 401, { errors: [{ status: '401', title: 'Unauthorized' }] });
+  if (req.headers.authorization !== `Bearer ${HOSTILE_TOKEN}`)
+    return send(res, 401, { errors: [{ status: '401', title: 'Unauthorized' }] });
   if (url.pathname.startsWith('/system/files/') || url.pathname in source.files) {
     if (behave.redirectFilesTo && url.pathname.startsWith('/system/files/')) {
       res.writeHead(302, { Location: behave.redirectFilesTo });
@@ -163,8 +219,14 @@ function answer(source: HostileSource, req: IncomingMessage, res: ServerResponse
   }
   if (url.pathname === '/api') {
     const links: Record<string, { href: string }> = { self: { href: `${source.url}/api` } };
-    for (const type of [...Object.keys(source.farm), 'asset_type--asset_type', 'user_role--user_role']) links[type] = { href: `${source.url}/api/${type.replace('--', '/')}` };
-    return send(res, 200, { jsonapi: { version: '1.0' }, data: [], meta: { farm: { name: 'Hostile farm', url: source.url, version: '3.2.0' } }, links });
+    for (const type of [...Object.keys(source.farm), 'asset_type--asset_type', 'user_role--user_role'])
+      links[type] = { href: `${source.url}/api/${type.replace('--', '/')}` };
+    return send(res, 200, {
+      jsonapi: { version: '1.0' },
+      data: [],
+      meta: { farm: { name: 'Hostile farm', url: source.url, version: '3.2.0' } },
+      links,
+    });
   }
   const history = /^\/api\/([a-z_]+)\/([a-z_]+)\/([0-9a-f-]{36})\/revision-history$/.exec(url.pathname);
   if (history) return revisionHistory(source, url, `${history[1]}--${history[2]}`, history[3]!, res);
@@ -175,41 +237,65 @@ function answer(source: HostileSource, req: IncomingMessage, res: ServerResponse
     res.writeHead(200, { 'Content-Type': 'application/vnd.api+json' });
     return void res.write('{"data": [');
   }
-  if (behave.failWith?.path === url.pathname) return send(res, 500, { errors: [{ status: '500', title: 'Internal Server Error', detail: behave.failWith.detail }] });
+  if (behave.failWith?.path === url.pathname)
+    return send(res, 500, {
+      errors: [{ status: '500', title: 'Internal Server Error', detail: behave.failWith.detail }],
+    });
   collection(source, url, `${m[1]}--${m[2]}`, INTERNAL_ID[m[1]!] ?? 'drupal_internal__id', res);
 }
 
 /** A page of a collection, as farmOS pages: sorted by the own number, keyset filters honoured. */
 function collection(source: HostileSource, url: URL, type: string, key: string, res: ServerResponse): void {
   const descending = url.searchParams.get('sort') === `-${key}`;
-  let list = [...(source.farm[type] ?? [])].sort((a, b) => (descending ? -1 : 1) * (Number(a.attributes[key]) - Number(b.attributes[key])));
+  let list = [...(source.farm[type] ?? [])].sort(
+    (a, b) => (descending ? -1 : 1) * (Number(a.attributes[key]) - Number(b.attributes[key])),
+  );
   const upto = url.searchParams.get('filter[upto][condition][value]');
   if (upto !== null) list = list.filter((r) => Number(r.attributes[key]) <= Number(upto));
   const after = url.searchParams.get('filter[after][condition][value]');
   if (after !== null) list = list.filter((r) => Number(r.attributes[key]) > Number(after));
   const since = url.searchParams.get('filter[since][condition][value]');
-  if (since !== null) list = list.filter((r) => typeof r.attributes.changed !== 'string' || Date.parse(r.attributes.changed) / 1000 >= Number(since));
+  if (since !== null)
+    list = list.filter(
+      (r) => typeof r.attributes.changed !== 'string' || Date.parse(r.attributes.changed) / 1000 >= Number(since),
+    );
   const limit = Math.min(50, Number(url.searchParams.get('page[limit]') ?? 50));
-  send(res, 200, { jsonapi: { version: '1.0' }, data: list.slice(0, limit), links: { self: { href: url.toString() } } });
+  send(res, 200, {
+    jsonapi: { version: '1.0' },
+    data: list.slice(0, limit),
+    links: { self: { href: url.toString() } },
+  });
 }
 
 /** A record's past revisions: farmOS serves none (404), unless a behaviour says otherwise. */
 function revisionHistory(source: HostileSource, url: URL, type: string, uuid: string, res: ServerResponse): void {
   const record = source.farm[type]?.find((r) => r.id === uuid);
-  if (!record || !(source.behave.selfNextHistory || source.behave.endlessHistory)) return send(res, 404, { errors: [{ status: '404', title: 'Not Found' }] });
+  if (!record || !(source.behave.selfNextHistory || source.behave.endlessHistory))
+    return send(res, 404, { errors: [{ status: '404', title: 'Not Found' }] });
   const page = Number(url.searchParams.get('page[offset]') ?? 0);
-  const revision = (n: number) => ({ type, id: uuid, attributes: { ...record.attributes, drupal_internal__revision_id: 1000 + n, name: `Revision ${n}` }, relationships: record.relationships });
-  const next = source.behave.selfNextHistory ? url.toString() : `${source.url}${url.pathname}?page[limit]=50&page[offset]=${page + 50}`;
+  const revision = (n: number) => ({
+    type,
+    id: uuid,
+    attributes: { ...record.attributes, drupal_internal__revision_id: 1000 + n, name: `Revision ${n}` },
+    relationships: record.relationships,
+  });
+  const next = source.behave.selfNextHistory
+    ? url.toString()
+    : `${source.url}${url.pathname}?page[limit]=50&page[offset]=${page + 50}`;
   // Bounded: a test that fails ends its run here, not the machine.
   if (source.requests.length > 50_000) return send(res, 404, { errors: [{ status: '404' }] });
-  send(res, 200, { data: Array.from({ length: 50 }, (_, i) => revision(page + i)), links: { self: { href: url.toString() }, next: { href: next } } });
+  send(res, 200, {
+    data: Array.from({ length: 50 }, (_, i) => revision(page + i)),
+    links: { self: { href: url.toString() }, next: { href: next } },
+  });
 }
 
 /** A document that never ends (until ENDLESS_CAP_BYTES, or the importer hangs up): records, forever. */
 function endless(source: HostileSource, res: ServerResponse): void {
   res.writeHead(200, { 'Content-Type': 'application/vnd.api+json' });
   res.write('{"data": [');
-  const chunk = `${JSON.stringify({ type: 'asset--land', id: HOSTILE.field, attributes: { name: 'x'.repeat(1000) } })},`.repeat(64);
+  const chunk =
+    `${JSON.stringify({ type: 'asset--land', id: HOSTILE.field, attributes: { name: 'x'.repeat(1000) } })},`.repeat(64);
   const more = () => {
     while (!res.destroyed && source.endlessBytes < ENDLESS_CAP_BYTES) {
       source.endlessBytes += chunk.length;
@@ -226,7 +312,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; close(): Promise<void> }> {
+async function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

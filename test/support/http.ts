@@ -8,7 +8,10 @@ export interface ApiResponse<T = any> {
   text: string;
 }
 
-export async function request<T = any>(url: string, init: RequestInit & { token?: string; json?: unknown } = {}): Promise<ApiResponse<T>> {
+export async function request<T = any>(
+  url: string,
+  init: RequestInit & { token?: string; json?: unknown } = {},
+): Promise<ApiResponse<T>> {
   const headers = new Headers(init.headers);
   if (init.token) headers.set('Authorization', `Bearer ${init.token}`);
   let body = init.body;
@@ -29,11 +32,21 @@ export async function request<T = any>(url: string, init: RequestInit & { token?
 }
 
 /** A password-grant token for `username` with the default `farm` client. */
-export async function passwordToken(baseUrl: string, username: string, password: string, scope?: string): Promise<string> {
+export async function passwordToken(
+  baseUrl: string,
+  username: string,
+  password: string,
+  scope?: string,
+): Promise<string> {
   const form = new URLSearchParams({ grant_type: 'password', username, password, client_id: 'farm' });
   if (scope) form.set('scope', scope);
-  const res = await fetch(`${baseUrl}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: form });
+  const res = await fetch(`${baseUrl}/oauth/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: form,
+  });
   const body = (await res.json()) as { access_token?: string };
-  if (res.status !== 200 || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 200 || !body.access_token)
+    throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
   return body.access_token;
 }

@@ -25,11 +25,16 @@ export async function killUnderLoad(cluster: Cluster, options: KillOptions): Pro
   const inDoubt = new Set<string>();
   const counts = { creates: 0, edits: 0, deletes: 0, cutOff: 0 };
   let seed = 11;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   let stop = false;
 
   /** One request; false when the proxy says the process reset it (the kill), which leaves the record in doubt. */
-  const send = async (id: string, path: string, init: { method: string; json?: unknown }, ok: number[]): Promise<boolean> => {
+  const send = async (
+    id: string,
+    path: string,
+    init: { method: string; json?: unknown },
+    ok: number[],
+  ): Promise<boolean> => {
     const res = await request(`${cluster.url}${path}`, { ...init, token });
     if (res.status === 502 && res.headers.get(PROXY_RESET)) {
       inDoubt.add(id);
@@ -48,15 +53,32 @@ export async function killUnderLoad(cluster: Cluster, options: KillOptions): Pro
         const id = mine.splice(Math.floor(random() * mine.length), 1)[0]!;
         // A record whose create the kill cut off may not exist: then its delete answers 404, and either way it is gone.
         const doubted = inDoubt.delete(id);
-        if (await send(id, `/api/log/activity/${id}`, { method: 'DELETE' }, doubted ? [204, 404] : [204])) (acknowledged.set(id, null), counts.deletes++);
+        if (await send(id, `/api/log/activity/${id}`, { method: 'DELETE' }, doubted ? [204, 404] : [204]))
+          (acknowledged.set(id, null), counts.deletes++);
       } else if (mine.length > 0 && roll < 0.5) {
         const id = mine[Math.floor(random() * mine.length)]!;
         if (inDoubt.has(id)) continue;
-        if (await send(id, `/api/log/activity/${id}`, { method: 'PATCH', json: { data: { type: 'log--activity', id, attributes: { name } } } }, [200])) (acknowledged.set(id, name), counts.edits++);
+        if (
+          await send(
+            id,
+            `/api/log/activity/${id}`,
+            { method: 'PATCH', json: { data: { type: 'log--activity', id, attributes: { name } } } },
+            [200],
+          )
+        )
+          (acknowledged.set(id, name), counts.edits++);
       } else {
         const id = randomUUID();
         mine.push(id);
-        if (await send(id, '/api/log/activity', { method: 'POST', json: { data: { type: 'log--activity', id, attributes: { name, status: 'done' } } } }, [201])) (acknowledged.set(id, name), counts.creates++);
+        if (
+          await send(
+            id,
+            '/api/log/activity',
+            { method: 'POST', json: { data: { type: 'log--activity', id, attributes: { name, status: 'done' } } } },
+            [201],
+          )
+        )
+          (acknowledged.set(id, name), counts.creates++);
       }
     }
   };
@@ -79,8 +101,11 @@ export async function killUnderLoad(cluster: Cluster, options: KillOptions): Pro
   const knex = knexFactory({ client: 'pg', connection: cluster.database.env.DATABASE_URL });
   try {
     const stored = new Map<string, string>();
-      // The records the load wrote (its names start with load-; the cluster may hold others).
-      for (const row of await knex('log').where('bundle', 'activity').andWhere('name', 'like', 'load-%').select('uuid', 'name')) {
+    // The records the load wrote (its names start with load-; the cluster may hold others).
+    for (const row of await knex('log')
+      .where('bundle', 'activity')
+      .andWhere('name', 'like', 'load-%')
+      .select('uuid', 'name')) {
       assert.ok(!stored.has(row.uuid), `${row.uuid} stored twice`);
       stored.set(row.uuid, row.name);
     }

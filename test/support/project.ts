@@ -20,13 +20,16 @@ export interface ScratchProject {
  * so that `node <root>/bin/tilth.js …` runs that copy as a checkout of its own: its generated/ and
  * its default site/, as a farm's clone is upgraded.
  */
-export function scratchProject(options: { withGenerated?: boolean; withCode?: boolean; from?: string } = {}): ScratchProject {
+export function scratchProject(
+  options: { withGenerated?: boolean; withCode?: boolean; from?: string } = {},
+): ScratchProject {
   const source = options.from ?? ROOT;
   const root = mkdtempSync(join(ROOT, '.tilth-test-'));
   cpSync(join(source, 'definitions'), join(root, 'definitions'), { recursive: true });
   if (options.withGenerated) cpSync(join(source, 'generated'), join(root, 'generated'), { recursive: true });
   if (options.withCode) {
-    for (const part of ['runtime', 'generator', 'bin', 'package.json', 'tsconfig.json']) cpSync(join(ROOT, part), join(root, part), { recursive: true });
+    for (const part of ['runtime', 'generator', 'bin', 'package.json', 'tsconfig.json'])
+      cpSync(join(ROOT, part), join(root, part), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
   } else symlinkSync(join(ROOT, 'runtime'), join(root, 'runtime'), 'dir');
   return {

@@ -76,7 +76,8 @@ let template: Promise<string | null> | null = null;
 function migratedTemplate(url: string): Promise<string | null> {
   const name = process.env.TILTH_TEST_PG_TEMPLATE;
   if (!name) return Promise.resolve(null);
-  if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`TILTH_TEST_PG_TEMPLATE must be a plain database name, not ${JSON.stringify(name)}`);
+  if (!/^[a-z0-9_]+$/.test(name))
+    throw new Error(`TILTH_TEST_PG_TEMPLATE must be a plain database name, not ${JSON.stringify(name)}`);
   return (template ??= (async () => {
     const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 1, max: 1 } });
     try {
@@ -113,7 +114,9 @@ function migratedTemplate(url: string): Promise<string | null> {
  * `migrated`: a copy of the run's migrated template when there is one (what `migrate` with the
  * default generated/ and no site folder makes), else empty as always.
  */
-export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+export async function createTestDatabase(
+  options: { migrated?: boolean } = {},
+): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tilth-test-'));
   const url = process.env.DATABASE_URL;
   if (!url) {
@@ -144,7 +147,7 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
 
 function dropLater(database: { drop(): Promise<void> }): void {
   database.drop().catch((error: unknown) => {
-    console.error('Could not drop a test server\'s database:', error);
+    console.error("Could not drop a test server's database:", error);
     process.exitCode = 1;
   });
 }
@@ -162,7 +165,12 @@ export interface TestServerOptions {
 /** Start a server on 127.0.0.1 with an ephemeral port. Always `await server.close()` (use t.after). */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   // The template holds what the default generated/ migrates to: not another generated/, nor a site's series.
-  const defaultMigrations = (options.migrate ?? true) && !options.generatedDir && !options.env?.TILTH_SITE_DIR && !process.env.TILTH_SITE_DIR && !existsSync(join(ROOT, 'site'));
+  const defaultMigrations =
+    (options.migrate ?? true) &&
+    !options.generatedDir &&
+    !options.env?.TILTH_SITE_DIR &&
+    !process.env.TILTH_SITE_DIR &&
+    !existsSync(join(ROOT, 'site'));
   const database = options.database ?? (await createTestDatabase({ migrated: defaultMigrations }));
   const env: Record<string, string> = {
     PORT: '0',
@@ -219,7 +227,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 }
 
 /** A test server and an administrator's token for it, as most API tests start (close the server after). */
-export async function startTestServerAsAdmin(options: TestServerOptions = {}): Promise<{ server: TestServer; token: string }> {
+export async function startTestServerAsAdmin(
+  options: TestServerOptions = {},
+): Promise<{ server: TestServer; token: string }> {
   const server = await startTestServer(options);
   try {
     return { server, token: await passwordToken(server.url, ADMIN.name, ADMIN.password) };

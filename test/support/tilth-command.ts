@@ -13,8 +13,15 @@ export interface CommandResult {
   stderr: string;
 }
 
-export function tilthAsync(args: string[], env: Record<string, string>, onStdout?: (text: string) => void): { done: Promise<CommandResult>; kill: () => void } {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], { env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function tilthAsync(
+  args: string[],
+  env: Record<string, string>,
+  onStdout?: (text: string) => void,
+): { done: Promise<CommandResult>; kill: () => void } {
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'tilth.js'), ...args], {
+    env: { ...process.env, TILTH_LOG_LEVEL: 'silent', DATABASE_URL: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => {
@@ -22,7 +29,8 @@ export function tilthAsync(args: string[], env: Record<string, string>, onStdout
     onStdout?.(String(d));
   });
   child.stderr.on('data', (d) => (stderr += d));
-  const done = new Promise<CommandResult>((resolve) => child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr })));
+  const done = new Promise<CommandResult>((resolve) =>
+    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr })),
+  );
   return { done, kill: () => child.kill('SIGKILL') };
 }
-

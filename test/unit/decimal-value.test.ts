@@ -24,8 +24,13 @@ test('input is rounded to the scale half away from zero; too many whole digits i
   assert.deepEqual(decimalInput(2.5, 3, 0), { value: '3' });
   assert.deepEqual(decimalInput('0.004', 8, 2), { value: '0' });
   assert.deepEqual(decimalInput(' +.5 ', 8, 2), { value: '0.5' });
-  assert.deepEqual(decimalInput('99.999', 4, 2), { problem: 'must have at most 2 digits before the decimal point (precision 4, scale 2)' });
+  assert.deepEqual(decimalInput('99.999', 4, 2), {
+    problem: 'must have at most 2 digits before the decimal point (precision 4, scale 2)',
+  });
   assert.deepEqual(decimalInput(1e21, 30, 2), { value: '1000000000000000000000' });
-  assert.deepEqual(decimalInput(1e21, 30, 10), { problem: 'must have at most 20 digits before the decimal point (precision 30, scale 10)' });
-  for (const bad of ['', '1,5', '1e3', 'NaN', Infinity, true, {}]) assert.deepEqual(decimalInput(bad, 8, 2), { problem: 'must be a decimal number' });
+  assert.deepEqual(decimalInput(1e21, 30, 10), {
+    problem: 'must have at most 20 digits before the decimal point (precision 30, scale 10)',
+  });
+  for (const bad of ['', '1,5', '1e3', 'NaN', Infinity, true, {}])
+    assert.deepEqual(decimalInput(bad, 8, 2), { problem: 'must be a decimal number' });
 });

@@ -7,10 +7,14 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { KNEX_EXTENDED_RELEASE } from '../../runtime/storage/database.ts';
 
-test("the installed Knex is the release storage/database.ts extends, and package.json pins it", () => {
+test('the installed Knex is the release storage/database.ts extends, and package.json pins it', () => {
   const require = createRequire(import.meta.url);
   const installed = (require('knex/package.json') as { version: string }).version;
   const pinned = (require('../../package.json') as { dependencies: Record<string, string> }).dependencies.knex;
   assert.equal(pinned, KNEX_EXTENDED_RELEASE, 'package.json pins the release database.ts was written for (no range)');
-  assert.equal(installed, KNEX_EXTENDED_RELEASE, `Knex ${installed} is installed; read runtime/storage/database.ts against it before changing KNEX_EXTENDED_RELEASE`);
+  assert.equal(
+    installed,
+    KNEX_EXTENDED_RELEASE,
+    `Knex ${installed} is installed; read runtime/storage/database.ts against it before changing KNEX_EXTENDED_RELEASE`,
+  );
 });

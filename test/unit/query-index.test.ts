@@ -7,7 +7,8 @@ import { buildQueryString, parseJsonApiQuery, parseQueryString } from '../../run
 import { assertBadParameter, cond, plain, queryOf, root, type Bad } from './query-test-helpers.ts';
 
 test('parseJsonApiQuery: a farmOS.js fetch with filter, limit, sort and include', () => {
-  const target = '/api/log/activity?filter[status-0-filter][condition][path]=status&filter[status-0-filter][condition][operator]=%3D&filter[status-0-filter][condition][value]=done&page[limit]=10&sort=-timestamp&include=asset,quantity';
+  const target =
+    '/api/log/activity?filter[status-0-filter][condition][path]=status&filter[status-0-filter][condition][operator]=%3D&filter[status-0-filter][condition][value]=done&page[limit]=10&sort=-timestamp&include=asset,quantity';
   const query = parseJsonApiQuery(queryOf(target));
   assert.deepStrictEqual(query.filter, root(cond('status-0-filter', 'status', '=', 'done')));
   assert.deepStrictEqual(query.sort, [{ path: 'timestamp', direction: 'DESC' }]);
@@ -36,7 +37,10 @@ const extras: Array<[string, { given: string; want: unknown }]> = [
   ['a leading underscore', { given: '_format=json', want: { _format: 'json' } }],
   ['a capital letter', { given: 'Filter=x', want: { Filter: 'x' } }],
   ['a digit or a dash', { given: 'v2=a&page-size=1', want: { v2: 'a', 'page-size': '1' } }],
-  ['next to reserved parameters', { given: 'filter[status]=done&resourceVersion=id:3', want: { resourceVersion: 'id:3' } }],
+  [
+    'next to reserved parameters',
+    { given: 'filter[status]=done&resourceVersion=id:3', want: { resourceVersion: 'id:3' } },
+  ],
 ];
 
 for (const [name, { given, want }] of extras) {
@@ -46,12 +50,42 @@ for (const [name, { given, want }] of extras) {
 }
 
 const failures: Array<[string, { given: string; want: Bad }]> = [
-  ['an unknown lower-case parameter', { given: 'foo=1', want: { parameter: 'foo', detail: ["The following query parameters violate the JSON:API spec: 'foo'."] } }],
-  ['several unknown lower-case parameters', { given: 'filter[status]=done&foo=1&bar=2', want: { parameter: 'foo', detail: ["The following query parameters violate the JSON:API spec: 'foo', 'bar'."] } }],
-  ['a lower-case parameter made by PHP name rules', { given: 'limit=5', want: { parameter: 'limit', detail: ["'limit'"] } }],
-  ['a bad filter', { given: 'filter[x][condition][path]=a&filter[x][condition][operator]=LIKE&filter[x][condition][value]=b', want: { parameter: 'filter[x][condition][operator]', detail: ["The 'LIKE' operator"] } }],
-  ['a bad sort', { given: 'sort=', want: { parameter: 'sort', detail: ['You need to provide a value for the sort parameter.'] } }],
-  ['a bad page', { given: 'page[limit]=0', want: { parameter: 'page[limit]', detail: ['The page size needs to be a positive integer.'] } }],
+  [
+    'an unknown lower-case parameter',
+    {
+      given: 'foo=1',
+      want: { parameter: 'foo', detail: ["The following query parameters violate the JSON:API spec: 'foo'."] },
+    },
+  ],
+  [
+    'several unknown lower-case parameters',
+    {
+      given: 'filter[status]=done&foo=1&bar=2',
+      want: { parameter: 'foo', detail: ["The following query parameters violate the JSON:API spec: 'foo', 'bar'."] },
+    },
+  ],
+  [
+    'a lower-case parameter made by PHP name rules',
+    { given: 'limit=5', want: { parameter: 'limit', detail: ["'limit'"] } },
+  ],
+  [
+    'a bad filter',
+    {
+      given: 'filter[x][condition][path]=a&filter[x][condition][operator]=LIKE&filter[x][condition][value]=b',
+      want: { parameter: 'filter[x][condition][operator]', detail: ["The 'LIKE' operator"] },
+    },
+  ],
+  [
+    'a bad sort',
+    { given: 'sort=', want: { parameter: 'sort', detail: ['You need to provide a value for the sort parameter.'] } },
+  ],
+  [
+    'a bad page',
+    {
+      given: 'page[limit]=0',
+      want: { parameter: 'page[limit]', detail: ['The page size needs to be a positive integer.'] },
+    },
+  ],
   ['a bad include', { given: 'include=asset,,x', want: { parameter: 'include', detail: ['empty'] } }],
   ['bad fields', { given: 'fields=name', want: { parameter: 'fields', detail: ['resource type'] } }],
 ];
@@ -64,11 +98,20 @@ for (const [name, { given, want }] of failures) {
 
 const builds: Array<[string, { given: Record<string, unknown>; want: string }]> = [
   ['flat', { given: { a: '1', b: 'x y' }, want: 'a=1&b=x%20y' }],
-  ['nested with raw brackets', { given: { page: { offset: '50', limit: '50' } }, want: 'page[offset]=50&page[limit]=50' }],
+  [
+    'nested with raw brackets',
+    { given: { page: { offset: '50', limit: '50' } }, want: 'page[offset]=50&page[limit]=50' },
+  ],
   ['arrays get explicit indexes', { given: { v: ['a', { b: 'c' }] }, want: 'v[0]=a&v[1][b]=c' }],
   ['numbers, booleans and bigints', { given: { n: 5, t: true, f: false, b: 10n }, want: 'n=5&t=1&f=0&b=10' }],
-  ['null, undefined and empty containers are left out', { given: { a: null, b: undefined, c: [], d: {}, e: 'x' }, want: 'e=x' }],
-  ['reserved characters are encoded', { given: { op: '>=', s: 'a&b=c+d%', k: { 'a[b': '1' } }, want: 'op=%3E%3D&s=a%26b%3Dc%2Bd%25&k[a%5Bb]=1' }],
+  [
+    'null, undefined and empty containers are left out',
+    { given: { a: null, b: undefined, c: [], d: {}, e: 'x' }, want: 'e=x' },
+  ],
+  [
+    'reserved characters are encoded',
+    { given: { op: '>=', s: 'a&b=c+d%', k: { 'a[b': '1' } }, want: 'op=%3E%3D&s=a%26b%3Dc%2Bd%25&k[a%5Bb]=1' },
+  ],
   ['non-ASCII text', { given: { name: 'café 😀' }, want: 'name=caf%C3%A9%20%F0%9F%98%80' }],
   ['a lone surrogate becomes U+FFFD', { given: { a: '\uD800' }, want: 'a=%EF%BF%BD' }],
 ];
@@ -97,9 +140,13 @@ for (const [name, given] of unwritable) {
 }
 
 test('buildQueryString: a links.next keeps every other parameter', () => {
-  const target = '/api/log/activity?filter%5Bgroup-0%5D%5Bgroup%5D%5Bconjunction%5D=OR&filter%5Bstatus-0-filter%5D%5Bcondition%5D%5Bpath%5D=status&filter%5Bstatus-0-filter%5D%5Bcondition%5D%5Bvalue%5D=pending&filter%5Bstatus-0-filter%5D%5Bcondition%5D%5BmemberOf%5D=group-0&sort=-timestamp&resourceVersion=rel:latest-version&page[limit]=20';
+  const target =
+    '/api/log/activity?filter%5Bgroup-0%5D%5Bgroup%5D%5Bconjunction%5D=OR&filter%5Bstatus-0-filter%5D%5Bcondition%5D%5Bpath%5D=status&filter%5Bstatus-0-filter%5D%5Bcondition%5D%5Bvalue%5D=pending&filter%5Bstatus-0-filter%5D%5Bcondition%5D%5BmemberOf%5D=group-0&sort=-timestamp&resourceVersion=rel:latest-version&page[limit]=20';
   const query = parseJsonApiQuery(queryOf(target));
-  const next = buildQueryString({ ...query.params, page: { offset: String(query.page.offset + query.page.limit), limit: String(query.page.limit) } });
+  const next = buildQueryString({
+    ...query.params,
+    page: { offset: String(query.page.offset + query.page.limit), limit: String(query.page.limit) },
+  });
   const again = parseJsonApiQuery(next);
   assert.deepStrictEqual(again.filter, query.filter);
   assert.deepStrictEqual(again.sort, query.sort);
@@ -112,17 +159,42 @@ test('buildQueryString: a links.next keeps every other parameter', () => {
 // Keys that parse back unchanged: no `]`, NUL or empty segment, and (for maps) not an integer, since
 // a map keyed 0..n-1 reads back as a list. Values are any well-formed text.
 const INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
-const keyChar = fc.constantFrom('a', 'b', 'Z', '0', '7', '-', '_', '.', ' ', '[', '=', '&', '+', '%', '#', '?', 'é', '😀');
-const segmentKey = fc.string({ unit: keyChar, minLength: 1, maxLength: 6 }).filter((key) => key !== ' ' && !INTEGER.test(key));
+const keyChar = fc.constantFrom(
+  'a',
+  'b',
+  'Z',
+  '0',
+  '7',
+  '-',
+  '_',
+  '.',
+  ' ',
+  '[',
+  '=',
+  '&',
+  '+',
+  '%',
+  '#',
+  '?',
+  'é',
+  '😀',
+);
+const segmentKey = fc
+  .string({ unit: keyChar, minLength: 1, maxLength: 6 })
+  .filter((key) => key !== ' ' && !INTEGER.test(key));
 const topName = fc.string({ unit: keyChar, minLength: 1, maxLength: 6 }).filter((name) => !/[[. ]/.test(name));
 const text = fc.string({ unit: 'grapheme', maxLength: 8 });
 
 const { tree } = fc.letrec<{ tree: unknown; map: Record<string, unknown>; list: unknown[] }>((tie) => ({
   tree: fc.oneof({ maxDepth: 4, depthSize: 'small' }, text, tie('list'), tie('map')),
   list: fc.array(tie('tree'), { minLength: 1, maxLength: 4 }),
-  map: fc.uniqueArray(fc.tuple(segmentKey, tie('tree')), { minLength: 1, maxLength: 4, selector: ([key]) => key }).map((entries) => Object.fromEntries(entries)),
+  map: fc
+    .uniqueArray(fc.tuple(segmentKey, tie('tree')), { minLength: 1, maxLength: 4, selector: ([key]) => key })
+    .map((entries) => Object.fromEntries(entries)),
 }));
-const params = fc.uniqueArray(fc.tuple(topName, tree), { maxLength: 5, selector: ([name]) => name }).map((entries) => Object.fromEntries(entries));
+const params = fc
+  .uniqueArray(fc.tuple(topName, tree), { maxLength: 5, selector: ([name]) => name })
+  .map((entries) => Object.fromEntries(entries));
 
 test('buildQueryString round-trips through parseQueryString (property)', () => {
   fc.assert(
@@ -135,7 +207,32 @@ test('buildQueryString round-trips through parseQueryString (property)', () => {
 
 // Whatever a client sends, re-serialising what was parsed reads back the same: a links.next built
 // from the parsed query means what the request meant.
-const token = fc.constantFrom('a', 'b', '0', '1', '[', ']', '[]', '=', '&', '+', '.', ' ', '%', '%5B', '%5D', '%3D', '%26', '%zz', '%E9', '%C3%A9', 'é', '\0', '%00', '__proto__');
+const token = fc.constantFrom(
+  'a',
+  'b',
+  '0',
+  '1',
+  '[',
+  ']',
+  '[]',
+  '=',
+  '&',
+  '+',
+  '.',
+  ' ',
+  '%',
+  '%5B',
+  '%5D',
+  '%3D',
+  '%26',
+  '%zz',
+  '%E9',
+  '%C3%A9',
+  'é',
+  '\0',
+  '%00',
+  '__proto__',
+);
 const rawQuery = fc.array(token, { maxLength: 40 }).map((tokens) => tokens.join(''));
 
 test('parseQueryString ∘ buildQueryString ∘ parseQueryString = parseQueryString (property)', () => {
@@ -156,9 +253,45 @@ test('parseQueryString ∘ buildQueryString ∘ parseQueryString = parseQueryStr
 
 // Fuzzed query strings never cause anything but a 400: no TypeError may reach the 500 handler.
 const apiToken = fc.constantFrom(
-  '&', '=', '[', ']', '[]', 'filter', 'sort', 'page', 'include', 'fields', '[x]', '[g]', '[condition]', '[group]',
-  '[path]', '[value]', '[operator]', '[memberOf]', '[conjunction]', '[limit]', '[offset]', '[cursor]', '[0]', '[1]',
-  'x', 'g', 'OR', 'IN', 'BETWEEN', 'IS+NULL', '%3E', '-', ',', '.', '@root', '5', '__proto__', 'foo', 'Bar',
+  '&',
+  '=',
+  '[',
+  ']',
+  '[]',
+  'filter',
+  'sort',
+  'page',
+  'include',
+  'fields',
+  '[x]',
+  '[g]',
+  '[condition]',
+  '[group]',
+  '[path]',
+  '[value]',
+  '[operator]',
+  '[memberOf]',
+  '[conjunction]',
+  '[limit]',
+  '[offset]',
+  '[cursor]',
+  '[0]',
+  '[1]',
+  'x',
+  'g',
+  'OR',
+  'IN',
+  'BETWEEN',
+  'IS+NULL',
+  '%3E',
+  '-',
+  ',',
+  '.',
+  '@root',
+  '5',
+  '__proto__',
+  'foo',
+  'Bar',
 );
 const apiQuery = fc.array(apiToken, { maxLength: 30 }).map((tokens) => tokens.join(''));
 
@@ -168,7 +301,10 @@ test('parseJsonApiQuery answers any input with a result or a 400 (property)', ()
       try {
         parseJsonApiQuery(raw);
       } catch (error) {
-        assert.ok(error instanceof ApiError && error.status === 400 && typeof error.source?.parameter === 'string', String(error));
+        assert.ok(
+          error instanceof ApiError && error.status === 400 && typeof error.source?.parameter === 'string',
+          String(error),
+        );
       }
     }),
     { numRuns: 5000 },

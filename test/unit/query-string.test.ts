@@ -14,7 +14,10 @@ const cases: Array<[string, { given: string; want: unknown }]> = [
   ['empty pairs are skipped', { given: '&&a=1&', want: { a: '1' } }],
   ['a key without = has an empty value', { given: 'a&b=', want: { a: '', b: '' } }],
   ['a pair with an empty name is dropped', { given: '=x&[a]=y&b=1', want: { b: '1' } }],
-  ['split on the first = only (farmOS.js >=)', { given: 'filter[x][condition][operator]=>=', want: { filter: { x: { condition: { operator: '>=' } } } } }],
+  [
+    'split on the first = only (farmOS.js >=)',
+    { given: 'filter[x][condition][operator]=>=', want: { filter: { x: { condition: { operator: '>=' } } } } },
+  ],
   ['split on the first = only, not on ]=', { given: 'a=b]=c', want: { a: 'b]=c' } }],
   ['%3E= keeps its literal =', { given: 'op=%3E=', want: { op: '>=' } }],
   ['+ is a space', { given: 'a=IS+NULL', want: { a: 'IS NULL' } }],
@@ -29,15 +32,24 @@ const cases: Array<[string, { given: string; want: unknown }]> = [
   ['a truncated sequence stays raw', { given: 'a=%E2%82', want: { a: '%E2%82' } }],
   ['lower-case hex escapes decode', { given: 'a=%c3%a9', want: { a: 'é' } }],
   ['the last duplicate wins', { given: 'a=1&a=2', want: { a: '2' } }],
-  ['the last duplicate wins in nested keys', { given: 'f[x][v]=done&f[x][v]=pending', want: { f: { x: { v: 'pending' } } } }],
-  ['page[limit] given twice (farmOS.js next link + remainder)', { given: 'page[offset]=50&page[limit]=50&page[limit]=7', want: { page: { offset: '50', limit: '7' } } }],
+  [
+    'the last duplicate wins in nested keys',
+    { given: 'f[x][v]=done&f[x][v]=pending', want: { f: { x: { v: 'pending' } } } },
+  ],
+  [
+    'page[limit] given twice (farmOS.js next link + remainder)',
+    { given: 'page[offset]=50&page[limit]=50&page[limit]=7', want: { page: { offset: '50', limit: '7' } } },
+  ],
   ['[] appends', { given: 'a[]=1&a[]=2', want: { a: ['1', '2'] } }],
   ['a later scalar replaces a list', { given: 'a[]=1&a[]=2&a=3', want: { a: '3' } }],
   ['a later list replaces a scalar', { given: 'a=3&a[]=1', want: { a: ['1'] } }],
   ['a later map replaces a scalar', { given: 'a=1&a[b]=2', want: { a: { b: '2' } } }],
   ['a later scalar replaces a map', { given: 'a[b]=2&a=1', want: { a: '1' } }],
   ['numeric keys become a list in index order', { given: 'v[1]=b&v[0]=a', want: { v: ['a', 'b'] } }],
-  ['more than 20 numeric keys (qs arrayLimit) stay a list', { given: values(25), want: { v: Array.from({ length: 25 }, (_, i) => String(i)) } }],
+  [
+    'more than 20 numeric keys (qs arrayLimit) stay a list',
+    { given: values(25), want: { v: Array.from({ length: 25 }, (_, i) => String(i)) } },
+  ],
   ['sparse numeric keys stay a map, keys kept', { given: 'v[0]=a&v[2]=c', want: { v: { 0: 'a', 2: 'c' } } }],
   ['[] after a numeric key continues from it', { given: 'a[5]=x&a[]=y', want: { a: { 5: 'x', 6: 'y' } } }],
   ['non-canonical numbers are map keys', { given: 'a[01]=x&a[%2B1]=y', want: { a: { '01': 'x', '+1': 'y' } } }],
@@ -46,7 +58,10 @@ const cases: Array<[string, { given: string; want: unknown }]> = [
   ['[ ] (one space) appends like []', { given: 'a[ ]=1', want: { a: ['1'] } }],
   ['[ b] keeps its leading space', { given: 'a[ b]=1', want: { a: { ' b': '1' } } }],
   ['nesting', { given: 'a[b][c]=v', want: { a: { b: { c: 'v' } } } }],
-  ['%5B%5D-encoded brackets nest (farmOS.py)', { given: 'filter%5Bstatus%5D=done', want: { filter: { status: 'done' } } }],
+  [
+    '%5B%5D-encoded brackets nest (farmOS.py)',
+    { given: 'filter%5Bstatus%5D=done', want: { filter: { status: 'done' } } },
+  ],
   ['dots are kept inside brackets', { given: 'filter[asset.id]=x', want: { filter: { 'asset.id': 'x' } } }],
   ['dots and spaces in a top-level name become _', { given: 'a.b=1&c+d=2', want: { a_b: '1', c_d: '2' } }],
   ['leading spaces of a name are dropped', { given: '+a=1', want: { a: '1' } }],
@@ -57,20 +72,41 @@ const cases: Array<[string, { given: string; want: unknown }]> = [
   ['a ] in a top-level name is kept', { given: 'a]b=1', want: { 'a]b': '1' } }],
   ['a NUL ends the name', { given: 'a%00b=1', want: { a: '1' } }],
   ['a NUL in a value is kept', { given: 'a=x%00y', want: { a: 'x\0y' } }],
-  ['__proto__ and constructor are plain keys', {
-    given: '__proto__[polluted]=1&constructor[prototype][polluted]=1&toString=x&a[hasOwnProperty]=y',
-    want: { ['__proto__']: { polluted: '1' }, constructor: { prototype: { polluted: '1' } }, toString: 'x', a: { hasOwnProperty: 'y' } },
-  }],
-  [`nesting ${MAX_DEPTH} levels deep is accepted`, { given: 'a[1][2][3][4][5][6][7][8]=x', want: { a: { 1: { 2: { 3: { 4: { 5: { 6: { 7: { 8: 'x' } } } } } } } } } }],
-  [`${MAX_PARAMETERS} parameters are accepted`, { given: values(MAX_PARAMETERS), want: { v: Array.from({ length: MAX_PARAMETERS }, (_, i) => String(i)) } }],
-  ['farmOS.py [value][] for >', {
-    given: 'filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bpath%5D=timestamp&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Boperator%5D=%3E&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bvalue%5D%5B%5D=5',
-    want: { filter: { 'timestamp_>': { condition: { path: 'timestamp', operator: '>', value: ['5'] } } } },
-  }],
-  ['farmOS.py NOT IN: + in a bracketed key is a space', {
-    given: 'filter%5Bstatus_not+in%5D%5Bcondition%5D%5Boperator%5D=NOT+IN',
-    want: { filter: { 'status_not in': { condition: { operator: 'NOT IN' } } } },
-  }],
+  [
+    '__proto__ and constructor are plain keys',
+    {
+      given: '__proto__[polluted]=1&constructor[prototype][polluted]=1&toString=x&a[hasOwnProperty]=y',
+      want: {
+        ['__proto__']: { polluted: '1' },
+        constructor: { prototype: { polluted: '1' } },
+        toString: 'x',
+        a: { hasOwnProperty: 'y' },
+      },
+    },
+  ],
+  [
+    `nesting ${MAX_DEPTH} levels deep is accepted`,
+    { given: 'a[1][2][3][4][5][6][7][8]=x', want: { a: { 1: { 2: { 3: { 4: { 5: { 6: { 7: { 8: 'x' } } } } } } } } } },
+  ],
+  [
+    `${MAX_PARAMETERS} parameters are accepted`,
+    { given: values(MAX_PARAMETERS), want: { v: Array.from({ length: MAX_PARAMETERS }, (_, i) => String(i)) } },
+  ],
+  [
+    'farmOS.py [value][] for >',
+    {
+      given:
+        'filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bpath%5D=timestamp&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Boperator%5D=%3E&filter%5Btimestamp_%3E%5D%5Bcondition%5D%5Bvalue%5D%5B%5D=5',
+      want: { filter: { 'timestamp_>': { condition: { path: 'timestamp', operator: '>', value: ['5'] } } } },
+    },
+  ],
+  [
+    'farmOS.py NOT IN: + in a bracketed key is a space',
+    {
+      given: 'filter%5Bstatus_not+in%5D%5Bcondition%5D%5Boperator%5D=NOT+IN',
+      want: { filter: { 'status_not in': { condition: { operator: 'NOT IN' } } } },
+    },
+  ],
 ];
 
 for (const [name, { given, want }] of cases) {
@@ -88,9 +124,24 @@ test('parseQueryString: maps have a null prototype and Object.prototype is untou
 });
 
 const failures: Array<[string, { given: string; want: Bad }]> = [
-  [`more than ${MAX_PARAMETERS} parameters`, { given: `${values(MAX_PARAMETERS)}&w=1`, want: { parameter: 'w', detail: [`more than ${MAX_PARAMETERS} parameters`] } }],
-  [`nesting deeper than ${MAX_DEPTH}`, { given: 'a[1][2][3][4][5][6][7][8][9]=x', want: { parameter: 'a', detail: ["'a'", `more than ${MAX_DEPTH} levels`] } }],
-  ['nesting deeper than the limit through an unterminated bracket', { given: 'filter[1][2][3][4][5][6][7][8][9=x', want: { parameter: 'filter', detail: ["'filter'"] } }],
+  [
+    `more than ${MAX_PARAMETERS} parameters`,
+    {
+      given: `${values(MAX_PARAMETERS)}&w=1`,
+      want: { parameter: 'w', detail: [`more than ${MAX_PARAMETERS} parameters`] },
+    },
+  ],
+  [
+    `nesting deeper than ${MAX_DEPTH}`,
+    {
+      given: 'a[1][2][3][4][5][6][7][8][9]=x',
+      want: { parameter: 'a', detail: ["'a'", `more than ${MAX_DEPTH} levels`] },
+    },
+  ],
+  [
+    'nesting deeper than the limit through an unterminated bracket',
+    { given: 'filter[1][2][3][4][5][6][7][8][9=x', want: { parameter: 'filter', detail: ["'filter'"] } },
+  ],
 ];
 
 for (const [name, { given, want }] of failures) {

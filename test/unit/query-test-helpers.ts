@@ -24,18 +24,31 @@ export function assertBadParameter(run: () => unknown, want: Bad): void {
     assert.ok(error instanceof ApiError, `expected an ApiError, got ${String(error)}`);
     assert.equal(error.status, 400);
     assert.equal(error.source?.parameter, want.parameter);
-    for (const fragment of want.detail) assert.ok(error.detail.includes(fragment), `detail ${JSON.stringify(error.detail)} lacks ${JSON.stringify(fragment)}`);
+    for (const fragment of want.detail)
+      assert.ok(
+        error.detail.includes(fragment),
+        `detail ${JSON.stringify(error.detail)} lacks ${JSON.stringify(fragment)}`,
+      );
     return true;
   });
 }
 
 /** A condition value object, for `want` tables. */
-export function cond(key: string, path: string, operator: FilterOperator, value: FilterCondition['value']): FilterCondition {
+export function cond(
+  key: string,
+  path: string,
+  operator: FilterOperator,
+  value: FilterCondition['value'],
+): FilterCondition {
   return { kind: 'condition', key, path, operator, value };
 }
 
 /** A group value object, for `want` tables. */
-export function group(key: string, conjunction: 'AND' | 'OR', ...members: Array<FilterCondition | FilterGroup>): FilterGroup {
+export function group(
+  key: string,
+  conjunction: 'AND' | 'OR',
+  ...members: Array<FilterCondition | FilterGroup>
+): FilterGroup {
   return { kind: 'group', key, conjunction, members };
 }
 

@@ -19,8 +19,15 @@ function project(): { root: string; write(text: string): void; remove(): void } 
   mkdirSync(join(root, 'runtime', 'cli'), { recursive: true });
   writeFileSync(join(root, 'package.json'), '{ "type": "module" }');
   symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
-  writeFileSync(join(root, 'runtime', 'cli', 'main.ts'), "import { part } from '../part.ts';\nexport const said: string = part;\n");
-  const write = (text: string) => writeFileSync(join(root, 'runtime', 'part.ts'), `export const part: string = ${JSON.stringify(text)} + ' at ' + import.meta.url;\n`);
+  writeFileSync(
+    join(root, 'runtime', 'cli', 'main.ts'),
+    "import { part } from '../part.ts';\nexport const said: string = part;\n",
+  );
+  const write = (text: string) =>
+    writeFileSync(
+      join(root, 'runtime', 'part.ts'),
+      `export const part: string = ${JSON.stringify(text)} + ' at ' + import.meta.url;\n`,
+    );
   write('first');
   return { root, write, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
@@ -56,7 +63,10 @@ test('a source that no longer builds gives no bundle (bin/tilth.js then runs the
   const p = project();
   try {
     assert.ok(await build({ root: p.root }));
-    writeFileSync(join(p.root, 'runtime', 'cli', 'main.ts'), "import { part } from '../gone.ts';\nexport const said = part;\n");
+    writeFileSync(
+      join(p.root, 'runtime', 'cli', 'main.ts'),
+      "import { part } from '../gone.ts';\nexport const said = part;\n",
+    );
     assert.equal(await build({ root: p.root }), null);
     assert.equal(await build({ root: p.root, build: false }), null);
   } finally {
@@ -88,6 +98,15 @@ test("a bundle's key covers each input's content and name, and the project's pla
   assert.notEqual(key('/q', ['a.ts', 'b.ts'], read), base);
   // The real project's bundle is made from its sources: the CLI's entry and the generated/ it serves among them.
   assert.ok(await build({ root: ROOT }));
-  const manifest = JSON.parse(readFileSync(join(ROOT, '.cache', 'runtime', 'manifest.json'), 'utf8')) as { inputs: string[] };
-  for (const input of ['runtime/cli/main.ts', 'runtime/server.ts', 'generated/routes.ts', 'generated/descriptors/index.ts', 'generated/migrations/index.ts']) assert.ok(manifest.inputs.includes(input), input);
+  const manifest = JSON.parse(readFileSync(join(ROOT, '.cache', 'runtime', 'manifest.json'), 'utf8')) as {
+    inputs: string[];
+  };
+  for (const input of [
+    'runtime/cli/main.ts',
+    'runtime/server.ts',
+    'generated/routes.ts',
+    'generated/descriptors/index.ts',
+    'generated/migrations/index.ts',
+  ])
+    assert.ok(manifest.inputs.includes(input), input);
 });

@@ -37,7 +37,12 @@ export function slot(name: string): string {
 }
 
 export function slotName(binding: unknown): string | null {
-  return typeof binding === 'string' && binding.length > 1 && binding.charCodeAt(0) === 0 && binding.charCodeAt(binding.length - 1) === 0 ? binding.slice(1, -1) : null;
+  return typeof binding === 'string' &&
+    binding.length > 1 &&
+    binding.charCodeAt(0) === 0 &&
+    binding.charCodeAt(binding.length - 1) === 0
+    ? binding.slice(1, -1)
+    : null;
 }
 
 /** The moment at which computed locations are read (Unix seconds). */
@@ -45,7 +50,9 @@ const AT = slot('at');
 
 /** Interval rows (alias `alias`: placements or group memberships) whose [start_ts, end_ts) holds the request's `at`. */
 function during(qb: Builder, alias: string): void {
-  qb.where(`${alias}.start_ts`, '<=', AT).where((w) => w.whereNull(`${alias}.end_ts`).orWhere(`${alias}.end_ts`, '>', AT));
+  qb.where(`${alias}.start_ts`, '<=', AT).where((w) =>
+    w.whereNull(`${alias}.end_ts`).orWhere(`${alias}.end_ts`, '>', AT),
+  );
 }
 type Scalar = string | number | boolean;
 
@@ -102,7 +109,13 @@ export class QueryCompiler {
    * order, so the first invalid one is the error. Returns the conditions' paths, which
    * `filterValues` needs to fill the slots of a request of the same shape.
    */
-  applyFilter(qb: Builder, rt: ResourceType, group: FilterGroup, principal: Principal, options: { rangeColumn?: string } = {}): ResolvedPath[] {
+  applyFilter(
+    qb: Builder,
+    rt: ResourceType,
+    group: FilterGroup,
+    principal: Principal,
+    options: { rangeColumn?: string } = {},
+  ): ResolvedPath[] {
     const paths: ResolvedPath[] = [];
     const index = new Map<FilterCondition, number>();
     eachCondition(group, (condition) => {
@@ -145,20 +158,40 @@ export class QueryCompiler {
    * checks row by row instead of using for the range, so the cursor's bound is the one the index
    * seeks to.
    */
-  private group(qb: Builder, group: FilterGroup, principal: Principal, paths: ResolvedPath[], index: Map<FilterCondition, number>, range: string | null): void {
+  private group(
+    qb: Builder,
+    group: FilterGroup,
+    principal: Principal,
+    paths: ResolvedPath[],
+    index: Map<FilterCondition, number>,
+    range: string | null,
+  ): void {
     for (const member of group.members) {
-      const apply = (w: Builder) => (member.kind === 'group' ? this.group(w, member, principal, paths, index, range) : this.condition(w, member, principal, paths, index.get(member)!, range));
+      const apply = (w: Builder) =>
+        member.kind === 'group'
+          ? this.group(w, member, principal, paths, index, range)
+          : this.condition(w, member, principal, paths, index.get(member)!, range);
       if (group.conjunction === 'OR') qb.orWhere(apply);
       else qb.andWhere(apply);
     }
   }
 
-  private condition(qb: Builder, condition: FilterCondition, principal: Principal, paths: ResolvedPath[], i: number, range: string | null): void {
+  private condition(
+    qb: Builder,
+    condition: FilterCondition,
+    principal: Principal,
+    paths: ResolvedPath[],
+    i: number,
+    range: string | null,
+  ): void {
     const path = paths[i]!;
     const op = condition.operator;
     const count = condition.value === null ? 0 : Array.isArray(condition.value) ? condition.value.length : 1;
     const values = Array.from({ length: count }, (_, j) => slot(`f${i}.${j}`));
-    const multi = path.hops.length > 0 || (path.terminal?.kind === 'property' && path.terminal.side !== null) || path.terminal === null;
+    const multi =
+      path.hops.length > 0 ||
+      (path.terminal?.kind === 'property' && path.terminal.side !== null) ||
+      path.terminal === null;
     const positive = NEGATED[op];
     if (multi) {
       // Uncorrelated IN sub-queries: the database evaluates them once and seeks by index,
@@ -170,7 +203,10 @@ export class QueryCompiler {
         qb.whereNotExists(sub.whereRaw('r0.entity_id = e.id'));
         return;
       }
-      if (positive) qb.where((w) => (nullable ? w.whereNull(`e.${column}`).orWhereNotIn(`e.${column}`, sub) : w.whereNotIn(`e.${column}`, sub)));
+      if (positive)
+        qb.where((w) =>
+          nullable ? w.whereNull(`e.${column}`).orWhereNotIn(`e.${column}`, sub) : w.whereNotIn(`e.${column}`, sub),
+        );
       else qb.whereIn(`e.${column}`, sub);
       return;
     }
@@ -195,7 +231,14 @@ export class QueryCompiler {
    * A sub-query selecting the values of `column` (on the parent: its id, or a reference column)
    * for which the rest of the path holds. `nullable` tells whether that parent column may be NULL.
    */
-  private pathIn(path: ResolvedPath, hops: Hop[], op: FilterOperator, values: Scalar[], principal: Principal, depth: number): { column: string; sub: Builder; nullable: boolean } {
+  private pathIn(
+    path: ResolvedPath,
+    hops: Hop[],
+    op: FilterOperator,
+    values: Scalar[],
+    principal: Principal,
+    depth: number,
+  ): { column: string; sub: Builder; nullable: boolean } {
     const [hop, ...rest] = hops;
     const t = path.terminal;
     if (!hop) {
@@ -211,7 +254,10 @@ export class QueryCompiler {
     let column: string;
     if (hop.side) {
       const r = `r${depth}`;
-      sub = this.knex.select(`${r}.entity_id`).from(`${hop.side} as ${r}`).join(`${hop.target.table} as ${target}`, `${target}.id`, `${r}.${hop.column}`);
+      sub = this.knex
+        .select(`${r}.entity_id`)
+        .from(`${hop.side} as ${r}`)
+        .join(`${hop.target.table} as ${target}`, `${target}.id`, `${r}.${hop.column}`);
       if (hop.timed) during(sub, r);
       column = 'id';
     } else {
@@ -219,7 +265,11 @@ export class QueryCompiler {
       column = hop.column;
     }
     const allBundles = this.registry.bundlesOf(hop.target.entityType).length;
-    if (hop.targetTypes.length < allBundles) sub.whereIn(`${target}.bundle`, hop.targetTypes.map((rt) => rt.bundle.bundle));
+    if (hop.targetTypes.length < allBundles)
+      sub.whereIn(
+        `${target}.bundle`,
+        hop.targetTypes.map((rt) => rt.bundle.bundle),
+      );
     const guard = viewCondition(principal, hop.target, target);
     if (guard) guard(sub);
     if (rest.length) {
@@ -236,7 +286,14 @@ export class QueryCompiler {
     return { column, sub, nullable: !hop.side };
   }
 
-  private compare(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed = false, caseless = false): void {
+  private compare(
+    qb: Builder,
+    column: string,
+    op: FilterOperator,
+    values: Scalar[],
+    unindexed = false,
+    caseless = false,
+  ): void {
     if (caseless && CASELESS_OPERATORS.has(op)) {
       this.compareCaseless(qb, column, op, values, unindexed);
       return;
@@ -244,7 +301,13 @@ export class QueryCompiler {
     if (unindexed && op !== 'IS NULL' && op !== 'IS NOT NULL') {
       // `+column`: the same test, not used to range the index scan (see group's `range`).
       const list = values.map(() => '?').join(', ');
-      const sql = { 'IN': `+?? IN (${list})`, 'NOT IN': `+?? NOT IN (${list})`, BETWEEN: '+?? BETWEEN ? AND ?', 'NOT BETWEEN': '+?? NOT BETWEEN ? AND ?' }[op as string] ?? `+?? ${op} ?`;
+      const sql =
+        {
+          IN: `+?? IN (${list})`,
+          'NOT IN': `+?? NOT IN (${list})`,
+          BETWEEN: '+?? BETWEEN ? AND ?',
+          'NOT BETWEEN': '+?? NOT BETWEEN ? AND ?',
+        }[op as string] ?? `+?? ${op} ?`;
       qb.whereRaw(sql, [column, ...(op === 'IN' || op === 'NOT IN' || op.endsWith('BETWEEN') ? values : [values[0]!])]);
       return;
     }
@@ -304,7 +367,9 @@ export class QueryCompiler {
     const values = this.convertValues(path, condition);
     if (!TEXT_OPERATORS.has(condition.operator)) return values;
     const escape = (s: string) => String(s).replace(/[\\%_]/g, (c) => `\\${c}`);
-    const [before, after] = { STARTS_WITH: ['', '%'], CONTAINS: ['%', '%'], ENDS_WITH: ['%', ''] }[condition.operator as 'STARTS_WITH']!;
+    const [before, after] = { STARTS_WITH: ['', '%'], CONTAINS: ['%', '%'], ENDS_WITH: ['%', ''] }[
+      condition.operator as 'STARTS_WITH'
+    ]!;
     return values.map((v) => `${before}${escape(String(v))}${after}`);
   }
 
@@ -314,19 +379,30 @@ export class QueryCompiler {
     const t = path.terminal;
     const where = `filter[${condition.key}]`;
     for (const value of raw) {
-      if (value.includes('\u0000')) throw badParameter('filter', `${where}: filter values may not contain the NUL character.`);
+      if (value.includes('\u0000'))
+        throw badParameter('filter', `${where}: filter values may not contain the NUL character.`);
     }
     if (!t) return raw;
     if (TEXT_OPERATORS.has(condition.operator)) {
-      const textual = t.kind === 'uuid' || t.kind === 'bundle' || (t.kind === 'property' && FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column === 'text');
-      if (!textual) throw badParameter('filter', `${where}: the ${condition.operator} operator works on text; "${condition.path}" is not text.`);
+      const textual =
+        t.kind === 'uuid' ||
+        t.kind === 'bundle' ||
+        (t.kind === 'property' && FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column === 'text');
+      if (!textual)
+        throw badParameter(
+          'filter',
+          `${where}: the ${condition.operator} operator works on text; "${condition.path}" is not text.`,
+        );
       return raw;
     }
     const INT32 = 2_147_483_647;
     const wholeNumber = (value: string, max: number): number => {
       const n = /^-?\d+$/.test(value) ? Number(value) : NaN;
       if (!Number.isSafeInteger(n) || Math.abs(n) > max) {
-        throw badParameter('filter', `${where}: "${value}" is not a whole number ${Number.isNaN(n) ? '' : `between -${max} and ${max} `}as "${condition.path}" needs.`);
+        throw badParameter(
+          'filter',
+          `${where}: "${value}" is not a whole number ${Number.isNaN(n) ? '' : `between -${max} and ${max} `}as "${condition.path}" needs.`,
+        );
       }
       return n;
     };
@@ -337,7 +413,11 @@ export class QueryCompiler {
       const column = FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column;
       if (t.field.type === 'timestamp') {
         const s = parseTimestamp(value);
-        if (s === null) throw badParameter('filter', `${where}: "${value}" is not a date and time; use Unix seconds or an ISO 8601 date-time.`);
+        if (s === null)
+          throw badParameter(
+            'filter',
+            `${where}: "${value}" is not a date and time; use Unix seconds or an ISO 8601 date-time.`,
+          );
         return s;
       }
       if (column === 'boolean') {
@@ -348,7 +428,8 @@ export class QueryCompiler {
       if (column === 'integer') return wholeNumber(value, INT32);
       if (column === 'bigint') return wholeNumber(value, Number.MAX_SAFE_INTEGER);
       if (column === 'double' || column === 'decimal') {
-        if (!/^-?\d{1,15}(\.\d{1,15})?$/.test(value)) throw badParameter('filter', `${where}: "${value}" is not a number, as "${condition.path}" needs.`);
+        if (!/^-?\d{1,15}(\.\d{1,15})?$/.test(value))
+          throw badParameter('filter', `${where}: "${value}" is not a number, as "${condition.path}" needs.`);
         return Number(value);
       }
       return value;
@@ -359,12 +440,21 @@ export class QueryCompiler {
   sortKeys(rt: ResourceType, sort: SortField[], principal: Principal): SortKey[] {
     return sort.map((s) => {
       const path = resolvePath(this.registry, rt, s.path, principal, 'sort');
-      if (!path.terminal) throw badParameter('sort', `Invalid sort path "${s.path}": sort by a field of the related resource, e.g. "${s.path}.name".`);
+      if (!path.terminal)
+        throw badParameter(
+          'sort',
+          `Invalid sort path "${s.path}": sort by a field of the related resource, e.g. "${s.path}.name".`,
+        );
       if (!path.hops.length && !(path.terminal.kind === 'property' && path.terminal.side)) {
         const column = this.terminalColumn(path.terminal);
         const t = path.terminal;
         const notNull = t.kind !== 'property' || t.field.required;
-        const type: ColumnType = t.kind === 'internalId' ? 'integer' : t.kind === 'property' ? FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column : 'text';
+        const type: ColumnType =
+          t.kind === 'internalId'
+            ? 'integer'
+            : t.kind === 'property'
+              ? FIELD_TYPE_SPECS[t.field.type].properties[t.property]!.column
+              : 'text';
         const numeric = ['integer', 'bigint', 'double', 'decimal'].includes(type);
         return { sql: `e.${column}`, bindings: [], direction: s.direction, column, notNull, numeric, type };
       }
@@ -378,7 +468,10 @@ export class QueryCompiler {
     const agg = direction === 'ASC' ? 'MIN' : 'MAX';
     const t = path.terminal!;
     if (!path.hops.length && t.kind === 'property' && t.side) {
-      const q = this.knex.from(`${t.side} as cv`).whereRaw('cv.entity_id = e.id').select(this.knex.raw(`${agg}(cv.${t.column})`));
+      const q = this.knex
+        .from(`${t.side} as cv`)
+        .whereRaw('cv.entity_id = e.id')
+        .select(this.knex.raw(`${agg}(cv.${t.column})`));
       const { sql, bindings } = q.toSQL();
       return { sql: `(${sql})`, bindings: bindings as Scalar[], direction, column: null };
     }
@@ -394,7 +487,11 @@ export class QueryCompiler {
       const prev = `c${i}`;
       const cur = `c${i + 1}`;
       if (hop.side) {
-        q.join(`${hop.side} as cr${i + 1}`, `cr${i + 1}.entity_id`, `${prev}.id`).join(`${hop.target.table} as ${cur}`, `${cur}.id`, `cr${i + 1}.${hop.column}`);
+        q.join(`${hop.side} as cr${i + 1}`, `cr${i + 1}.entity_id`, `${prev}.id`).join(
+          `${hop.target.table} as ${cur}`,
+          `${cur}.id`,
+          `cr${i + 1}.${hop.column}`,
+        );
         if (hop.timed) during(q, `cr${i + 1}`);
       } else q.join(`${hop.target.table} as ${cur}`, `${cur}.id`, `${prev}.${hop.column}`);
       const guard = viewCondition(principal, hop.target, cur);

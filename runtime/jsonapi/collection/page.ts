@@ -35,7 +35,10 @@ interface Cursor {
 }
 
 function fingerprint(filter: FilterGroup, sort: SortField[]): string {
-  return createHash('sha1').update(JSON.stringify([filter, sort])).digest('base64url').slice(0, 10);
+  return createHash('sha1')
+    .update(JSON.stringify([filter, sort]))
+    .digest('base64url')
+    .slice(0, 10);
 }
 
 function decodeCursor(text: string | undefined): Cursor | null {
@@ -124,7 +127,14 @@ function accessKey(principal: Principal): string {
 }
 
 function filterShape(group: FilterGroup): unknown {
-  return [group.conjunction, group.members.map((m) => (m.kind === 'group' ? filterShape(m) : [m.path, m.operator, m.value === null ? -1 : Array.isArray(m.value) ? m.value.length : 1]))];
+  return [
+    group.conjunction,
+    group.members.map((m) =>
+      m.kind === 'group'
+        ? filterShape(m)
+        : [m.path, m.operator, m.value === null ? -1 : Array.isArray(m.value) ? m.value.length : 1],
+    ),
+  ];
 }
 
 export async function fetchPage(
@@ -144,7 +154,8 @@ export async function fetchPage(
   const sortPlan = memo.get(sortKey, () => {
     const keys = compiler.sortKeys(rt, sort, principal);
     const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
-    if (!keys.some((k) => k.column === 'id')) keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
+    if (!keys.some((k) => k.column === 'id'))
+      keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
     return { keys, keyset: keys.every((k) => k.column !== null), plans: new Map() };
   });
   const { keys, keyset } = sortPlan;
@@ -153,7 +164,13 @@ export async function fetchPage(
   const cursor = decodeCursor(page.cursor);
   // A cursor whose values do not fit the sort's columns was not made by this server for this
   // query (a database would refuse them as parameters): it is ignored like any damaged one.
-  const following = keyset && cursor !== null && cursor.o === page.offset && cursor.h === hash && cursor.v.length === keys.length && keys.every((k, i) => fits(k.type, cursor.v[i]!));
+  const following =
+    keyset &&
+    cursor !== null &&
+    cursor.o === page.offset &&
+    cursor.h === hash &&
+    cursor.v.length === keys.length &&
+    keys.every((k, i) => fits(k.type, cursor.v[i]!));
   const start = following ? `c${cursor!.v.map((v) => (v === null ? 'n' : 'v')).join('')}` : page.offset ? 'o' : '';
   const planKey = JSON.stringify([filterShape(filter), start]);
   let plan = sortPlan.plans.get(planKey);
@@ -182,7 +199,10 @@ export async function fetchPage(
     // Two statements see two moments: a record whose value was emptied in between is read by
     // both, and kept once.
     const seen = new Set(rows.map((r) => Number(r.id)));
-    const more = await selectRows(db, `${plan.nulls.sql} limit ?`, [...bind(plan.nulls.bindings), page.limit + 1 - rows.length]);
+    const more = await selectRows(db, `${plan.nulls.sql} limit ?`, [
+      ...bind(plan.nulls.bindings),
+      page.limit + 1 - rows.length,
+    ]);
     rows = rows.concat(more.filter((r) => !seen.has(Number(r.id))));
   }
   const hasMore = rows.length > page.limit;
@@ -246,7 +266,13 @@ function buildPlan(
   const nulls = bound && nullsAfterBound ? qb.clone().whereNull(bound[0]).toSQL() : null;
   if (bound) qb.where(...bound);
   const { sql, bindings } = qb.toSQL();
-  return { sql, bindings, nulls: nulls && { sql: nulls.sql, bindings: nulls.bindings }, paths, offset: offset && !values };
+  return {
+    sql,
+    bindings,
+    nulls: nulls && { sql: nulls.sql, bindings: nulls.bindings },
+    paths,
+    offset: offset && !values,
+  };
 }
 
 /**
@@ -254,7 +280,11 @@ function buildPlan(
  * this database sorts them: one raw condition, built as text (Knex's nested builders cost more to
  * compile than the statement costs to run).
  */
-function afterCursor(compiler: QueryCompiler, keys: SortKey[], values: Array<string | null>): [string, Array<string | number | boolean>] {
+function afterCursor(
+  compiler: QueryCompiler,
+  keys: SortKey[],
+  values: Array<string | null>,
+): [string, Array<string | number | boolean>] {
   const bindings: Array<string | number | boolean> = [];
   const column = (k: SortKey) => `e."${k.column}"`;
   const alternatives = keys.map((key, j) => {

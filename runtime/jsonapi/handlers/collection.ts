@@ -12,7 +12,12 @@ import { badParameter } from '../../errors.ts';
 import { exportFormat, sendExport } from '../export.ts';
 
 /** An absolute link to this collection with `page` replaced and every other parameter kept. */
-function pageLink(s: JsonApiServices, req: Request, query: JsonApiQuery, page: Record<string, string>): { href: string } {
+function pageLink(
+  s: JsonApiServices,
+  req: Request,
+  query: JsonApiQuery,
+  page: Record<string, string>,
+): { href: string } {
   const params = { ...query.params, page };
   const qs = buildQueryString(params);
   return { href: `${s.ctx.config.baseUrl}${req.baseUrl}${req.path}${qs ? `?${qs}` : ''}` };
@@ -26,7 +31,10 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const query = s.requests.query(req, rt);
     // As Drupal: a collection is of current revisions, which `rel:` names; an `id:` names none.
     if (query.resourceVersion?.kind === 'id') {
-      throw badParameter(RESOURCE_VERSION_PARAMETER, 'Collection resources only support the following resource version identifiers: rel:latest-version, rel:working-copy');
+      throw badParameter(
+        RESOURCE_VERSION_PARAMETER,
+        'Collection resources only support the following resource version identifiers: rel:latest-version, rel:working-copy',
+      );
     }
     assertMayOnType(principal, rt.entityType, 'view', `${rt.type} resources`);
     // CSV, GeoJSON or KML: the whole filtered collection, streamed (export.ts).
@@ -35,7 +43,14 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     const { page } = query;
     const at = query.asOf ?? undefined;
     const result = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
-    const records = await s.loader.load(s.knex, rt.entityType.entityType, result.ids, fieldsetsToRead(query.fields, query.include), at, [rt.bundle.bundle]);
+    const records = await s.loader.load(
+      s.knex,
+      rt.entityType.entityType,
+      result.ids,
+      fieldsetsToRead(query.fields, query.include),
+      at,
+      [rt.bundle.bundle],
+    );
     const links: Record<string, { href: string }> = { self: s.requests.selfLink(req) };
     if (result.hasMore) {
       links.next = pageLink(s, req, query, {
@@ -46,7 +61,10 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
     }
     if (page.offset > 0) {
       links.first = pageLink(s, req, query, { offset: '0', limit: String(page.limit) });
-      links.prev = pageLink(s, req, query, { offset: String(Math.max(0, page.offset - page.limit)), limit: String(page.limit) });
+      links.prev = pageLink(s, req, query, {
+        offset: String(Math.max(0, page.offset - page.limit)),
+        limit: String(page.limit),
+      });
     }
     s.documents.send(res, 200, await s.documents.document(s.knex, records, principal, query, links, { at }));
   };

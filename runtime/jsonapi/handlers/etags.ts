@@ -41,7 +41,13 @@ function namedVersions(header: string): Set<number> | '*' {
 }
 
 /** Set the record's ETag on the answer; its version, or null for a record the feed does not know. */
-export async function setEntityTag(db: Db, res: Response, req: Request, entityType: string, id: number): Promise<number | null> {
+export async function setEntityTag(
+  db: Db,
+  res: Response,
+  req: Request,
+  entityType: string,
+  id: number,
+): Promise<number | null> {
   const version = await versionOf(db, entityType, id);
   if (version !== null) res.setHeader('ETag', entityTag(version, req));
   return version;

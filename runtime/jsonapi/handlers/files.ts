@@ -20,11 +20,19 @@ import { FileCommands, type ReceivedFile } from '../../usecases/files.ts';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/octet-stream') throw unsupportedMediaType(`File uploads need "Content-Type: application/octet-stream"${type ? `, not "${type}"` : ''}.`);
+  if (type !== 'application/octet-stream')
+    throw unsupportedMediaType(
+      `File uploads need "Content-Type: application/octet-stream"${type ? `, not "${type}"` : ''}.`,
+    );
 }
 
 /** What an image's first bytes must say, by the extensions farmOS allows on image fields. */
-const IMAGE_TYPES: Record<string, string> = { png: 'image/png', gif: 'image/gif', jpg: 'image/jpeg', jpeg: 'image/jpeg' };
+const IMAGE_TYPES: Record<string, string> = {
+  png: 'image/png',
+  gif: 'image/gif',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+};
 
 export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew: RouteHandler; upload: RouteHandler } {
   const commands = new FileCommands(s.ctx.registry, s.commands, s.entities, files);
@@ -36,7 +44,12 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
     const allowed = ALLOWED_EXTENSIONS[field.type as 'file' | 'image'];
     const ext = extname(filename).slice(1).toLowerCase();
     if (!allowed.includes(ext)) {
-      throw new ValidationError([{ pointer: '/data', detail: `${field.name}: file validation failed: only files with the extensions ${allowed.join(' ')} are allowed, not "${filename}".` }]);
+      throw new ValidationError([
+        {
+          pointer: '/data',
+          detail: `${field.name}: file validation failed: only files with the extensions ${allowed.join(' ')} are allowed, not "${filename}".`,
+        },
+      ]);
     }
     return filename;
   }
@@ -53,7 +66,12 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const found = await fileTypeFromFile(received.tmp).catch(() => undefined);
       if (!found || found.mime !== expected) {
         files.discard(received.tmp);
-        throw new ValidationError([{ pointer: '/data', detail: `${field.name}: file validation failed: "${filename}" is ${found ? `a ${found.mime} file` : 'not an image'}, not the ${expected} its name says.` }]);
+        throw new ValidationError([
+          {
+            pointer: '/data',
+            detail: `${field.name}: file validation failed: "${filename}" is ${found ? `a ${found.mime} file` : 'not an image'}, not the ${expected} its name says.`,
+          },
+        ]);
       }
     }
     return { ...received, filename };
@@ -67,7 +85,13 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       requireOctetStream(req);
       const received = await receive(req, route, checkedName(req, route));
       const { version, shown } = await commands.upload(principal, rt, received, (trx, record) =>
-        s.documents.document(trx, record, principal, { ...s.requests.query(req), include: [] }, { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record.uuid}` } }),
+        s.documents.document(
+          trx,
+          record,
+          principal,
+          { ...s.requests.query(req), include: [] },
+          { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record.uuid}` } },
+        ),
       );
       // The created file's ETag (RFC 9110 §15.3.2: a 201's validators are the new resource's).
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
@@ -90,11 +114,24 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
       const { version, shown } = await commands.attach(principal, rt, route.id, field, received, {
         ifMatch,
         present: async (trx, updated) => {
-          const refs = ((field.multiple ? updated.values.get(field.name) : [updated.values.get(field.name)]) as Reference[]).filter(Boolean);
-          const records = await s.loader.load(trx, 'file', refs.map((r) => r.targetId), null);
+          const refs = (
+            (field.multiple ? updated.values.get(field.name) : [updated.values.get(field.name)]) as Reference[]
+          ).filter(Boolean);
+          const records = await s.loader.load(
+            trx,
+            'file',
+            refs.map((r) => r.targetId),
+            null,
+          );
           const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}/${field.name}`;
           const one = field.multiple ? null : (records[0] ?? null);
-          return s.documents.document(trx, field.multiple ? records : one, principal, { ...s.requests.query(req), include: [] }, { self: { href: base } });
+          return s.documents.document(
+            trx,
+            field.multiple ? records : one,
+            principal,
+            { ...s.requests.query(req), include: [] },
+            { self: { href: base } },
+          );
         },
       });
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
@@ -120,11 +157,18 @@ export function fileDownloadRoutes(s: JsonApiServices, files: FileStore): Router
     // RFC 6266: an ASCII fallback, and the real name as UTF-8 (a raw non-ASCII header value is refused by Node).
     const name = String(row.filename);
     const fallback = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
-    res.setHeader('Content-Disposition', `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`);
+    res.setHeader(
+      'Content-Disposition',
+      `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`,
+    );
     res.setHeader('X-Content-Type-Options', 'nosniff');
     // Private files: no shared cache (a proxy, a CDN) may keep a copy, nor the browser's disk.
     res.setHeader('Cache-Control', 'private, no-store');
-    await new Promise<void>((resolve, reject) => res.sendFile(full, { dotfiles: 'allow' }, (err) => (err ? reject(notFound('There is no such file.')) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      res.sendFile(full, { dotfiles: 'allow' }, (err) =>
+        err ? reject(notFound('There is no such file.')) : resolve(),
+      ),
+    );
   });
   return router;
 }

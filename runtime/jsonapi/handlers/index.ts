@@ -15,7 +15,16 @@ import type { Router } from 'express';
 import type { ConfigCatalogue } from '../config-resources.ts';
 import { changesRoutes } from '../changes.ts';
 
-export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { handlers: Record<HandlerName, RouteHandler>; downloads: Router; revisionHistory: Router; changes: Router; configs: ConfigCatalogue } {
+export function createResourceHandlers(
+  ctx: AppContext,
+  store: SchemaStore,
+): {
+  handlers: Record<HandlerName, RouteHandler>;
+  downloads: Router;
+  revisionHistory: Router;
+  changes: Router;
+  configs: ConfigCatalogue;
+} {
   const self = (path: string) => `${ctx.config.baseUrl}${path}`;
   const services = new JsonApiServices(ctx);
   const individual = individualHandlers(services);
@@ -29,8 +38,10 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { h
       if (!text) throw notFound(`No schema for ${route.resourceType.type}.`);
       sendSchema(res, text);
     },
-    'schema.individual': (req, res, route) => sendSchema(res, store.documentSchema(route.resourceType, 'individual', self(req.originalUrl))),
-    'schema.collection': (req, res, route) => sendSchema(res, store.documentSchema(route.resourceType, 'collection', self(req.originalUrl))),
+    'schema.individual': (req, res, route) =>
+      sendSchema(res, store.documentSchema(route.resourceType, 'individual', self(req.originalUrl))),
+    'schema.collection': (req, res, route) =>
+      sendSchema(res, store.documentSchema(route.resourceType, 'collection', self(req.originalUrl))),
     'schema.related': (req, res, route) => {
       const text = store.relatedSchema(route.resourceType, route.entry.field!, self(req.originalUrl));
       if (!text) throw notFound(`${route.resourceType.type} has no relationship ${route.entry.field}.`);
@@ -49,5 +60,11 @@ export function createResourceHandlers(ctx: AppContext, store: SchemaStore): { h
     'file.upload': uploads.upload,
     'file.uploadNew': uploads.uploadNew,
   };
-  return { handlers, downloads: fileDownloadRoutes(services, files), revisionHistory: revisionHistoryRoutes(services), changes: changesRoutes(services), configs: services.configs };
+  return {
+    handlers,
+    downloads: fileDownloadRoutes(services, files),
+    revisionHistory: revisionHistoryRoutes(services),
+    changes: changesRoutes(services),
+    configs: services.configs,
+  };
 }

@@ -51,16 +51,25 @@ function assertRelationshipBody(f: FieldDescriptor, data: unknown, allowed: read
     if (!isObject(item) || typeof item.type !== 'string' || typeof item.id !== 'string') return;
     const pointer = Array.isArray(data) ? `/data/${i}` : '/data';
     if (allowed.length && !allowed.includes(item.type)) {
-      throw badRequest(`The provided type (${item.type}) does not match the destination resource types (${allowed.join(', ')}).`, { pointer: `${pointer}/type` });
+      throw badRequest(
+        `The provided type (${item.type}) does not match the destination resource types (${allowed.join(', ')}).`,
+        { pointer: `${pointer}/type` },
+      );
     }
     const arity = isObject(item.meta) && Number.isInteger(item.meta.arity) ? item.meta.arity : null;
     const key = JSON.stringify([item.type, item.id.toLowerCase(), arity]);
-    if (seen.has(key)) throw badRequest('Duplicate relationships are not permitted. Use `meta.arity` to distinguish resource identifiers with matching `type` and `id` values.', { pointer });
+    if (seen.has(key))
+      throw badRequest(
+        'Duplicate relationships are not permitted. Use `meta.arity` to distinguish resource identifiers with matching `type` and `id` values.',
+        { pointer },
+      );
     seen.add(key);
   });
 }
 
-export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' | 'patch' | 'delete' | 'related', RouteHandler> {
+export function relationshipHandlers(
+  s: JsonApiServices,
+): Record<'get' | 'post' | 'patch' | 'delete' | 'related', RouteHandler> {
   const field = (route: MatchedRoute) => route.field!;
   /** The identifier types a relationship takes. */
   const targetTypes = (f: FieldDescriptor): string[] => {
@@ -70,23 +79,41 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
   };
 
   /** Read the identifiers of a relationship request body through the resource reader. */
-  async function identifiers(trx: Parameters<typeof s.input.read>[0], req: Request, route: MatchedRoute): Promise<{ value: ItemValue | ItemValue[]; sent: unknown[] }> {
+  async function identifiers(
+    trx: Parameters<typeof s.input.read>[0],
+    req: Request,
+    route: MatchedRoute,
+  ): Promise<{ value: ItemValue | ItemValue[]; sent: unknown[] }> {
     const body = req.body as Record<string, unknown> | undefined;
-    if (!body || typeof body !== 'object' || !('data' in body)) throw badRequest('The request body must be a document with a "data" member holding resource identifiers.', { pointer: '/data' });
+    if (!body || typeof body !== 'object' || !('data' in body))
+      throw badRequest('The request body must be a document with a "data" member holding resource identifiers.', {
+        pointer: '/data',
+      });
     const f = field(route);
     assertRelationshipBody(f, body.data, targetTypes(f));
-    const input = await s.input.read(trx, route.resourceType, { data: { type: route.resourceType.type, relationships: { [f.name]: { data: body.data } } } });
+    const input = await s.input.read(trx, route.resourceType, {
+      data: { type: route.resourceType.type, relationships: { [f.name]: { data: body.data } } },
+    });
     const value = input.values.get(f.name) ?? (f.multiple ? [] : null);
     const sent = Array.isArray(body.data) ? body.data : body.data === null ? [] : [body.data];
     return { value, sent };
   }
 
-  async function write(req: Request, res: Parameters<RouteHandler>[1], route: MatchedRoute, op: 'post' | 'patch' | 'delete'): Promise<void> {
+  async function write(
+    req: Request,
+    res: Parameters<RouteHandler>[1],
+    route: MatchedRoute,
+    op: 'post' | 'patch' | 'delete',
+  ): Promise<void> {
     const principal = principalOf(res);
     const rt = route.resourceType;
     const f = field(route);
     s.requests.requireJsonApiBody(req);
-    if (op !== 'patch' && !f.multiple) throw conflict(`You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`, { pointer: '/data' });
+    if (op !== 'patch' && !f.multiple)
+      throw conflict(
+        `You can only ${op.toUpperCase()} to to-many relationships; ${f.name} holds one resource, so PATCH it instead.`,
+        { pointer: '/data' },
+      );
     let sent: unknown[] = [];
     const { version, shown } = await s.commands.update(principal, rt, route.id, {
       ifMatch: ifMatchOf(req),
@@ -126,9 +153,19 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
       const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id);
       const version = await setEntityTag(s.knex, res, req, record.rt.entityType.entityType, record.id);
       if (sentNotModified(req, res, version)) return;
-      const doc: Record<string, unknown> = { jsonapi: JSONAPI_VERSION, data: s.serializer.relationshipData(record, field(route)), links: links(s, record, field(route).name) };
+      const doc: Record<string, unknown> = {
+        jsonapi: JSONAPI_VERSION,
+        data: s.serializer.relationshipData(record, field(route)),
+        links: links(s, record, field(route).name),
+      };
       if (query.include.length) {
-        const full = await s.documents.document(s.knex, record, principal, { ...query, include: query.include.filter((p) => p[0] === field(route).name) }, {});
+        const full = await s.documents.document(
+          s.knex,
+          record,
+          principal,
+          { ...query, include: query.include.filter((p) => p[0] === field(route).name) },
+          {},
+        );
         if (full.included) doc.included = full.included;
       }
       s.documents.send(res, 200, doc);
@@ -139,19 +176,32 @@ export function relationshipHandlers(s: JsonApiServices): Record<'get' | 'post' 
 
     async related(req, res, route) {
       const f = field(route);
-      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, { validateIncludes: false });
+      const { principal, query, record } = await s.records.viewable(req, res, route.resourceType, route.id, {
+        validateIncludes: false,
+      });
       const refs = refsOf(record, f.name).filter((r) => r.uuid);
       const et = s.ctx.registry.model.entityTypes[f.target!.entityType]!;
       let targets: EntityRecord[] = [];
       if (refs.length && mayOnType(principal, et, 'view')) {
-        targets = (await s.loader.load(s.knex, et.entityType, refs.map((r) => r.targetId), fieldsetsToRead(query.fields, query.include))).filter((t) => mayOnRecord(principal, et, 'view', t));
+        targets = (
+          await s.loader.load(
+            s.knex,
+            et.entityType,
+            refs.map((r) => r.targetId),
+            fieldsetsToRead(query.fields, query.include),
+          )
+        ).filter((t) => mayOnRecord(principal, et, 'view', t));
       }
       const data = f.multiple ? targets : (targets[0] ?? null);
       if (!Array.isArray(data) && data) {
         const version = await setEntityTag(s.knex, res, req, data.rt.entityType.entityType, data.id);
         if (sentNotModified(req, res, version)) return;
       }
-      s.documents.send(res, 200, await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }));
+      s.documents.send(
+        res,
+        200,
+        await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }),
+      );
     },
   };
 }

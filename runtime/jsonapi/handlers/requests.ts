@@ -17,7 +17,10 @@ export class RequestReader {
     const query = parseJsonApiQuery(i < 0 ? '' : url.slice(i + 1));
     if (query.resourceVersion && req.method !== 'GET' && req.method !== 'HEAD') {
       // Drupal's answer: a version can be read, not written to.
-      throw badParameter(RESOURCE_VERSION_PARAMETER, `${req.method} requests with a \`${RESOURCE_VERSION_PARAMETER}\` query parameter are not supported.`);
+      throw badParameter(
+        RESOURCE_VERSION_PARAMETER,
+        `${req.method} requests with a \`${RESOURCE_VERSION_PARAMETER}\` query parameter are not supported.`,
+      );
     }
     if (rt && query.include.length) validateIncludes(this.ctx.registry, rt, query.include);
     return query;
@@ -28,9 +31,13 @@ export class RequestReader {
     const type = req.headers['content-type'];
     if (!type) throw unsupportedMediaType(`No "Content-Type" request header specified: send ${JSONAPI_MEDIA_TYPE}.`);
     const [media, ...params] = type.split(';').map((s) => s.trim().toLowerCase());
-    if (media !== JSONAPI_MEDIA_TYPE) throw unsupportedMediaType(`The Content-Type "${type}" is not supported here: send ${JSONAPI_MEDIA_TYPE}.`);
+    if (media !== JSONAPI_MEDIA_TYPE)
+      throw unsupportedMediaType(`The Content-Type "${type}" is not supported here: send ${JSONAPI_MEDIA_TYPE}.`);
     const bad = params.filter((p) => p && !/^(charset|ext|profile)=/.test(p));
-    if (bad.length) throw unsupportedMediaType(`The media type parameter(s) ${bad.join(', ')} are not supported: send ${JSONAPI_MEDIA_TYPE} without them.`);
+    if (bad.length)
+      throw unsupportedMediaType(
+        `The media type parameter(s) ${bad.join(', ')} are not supported: send ${JSONAPI_MEDIA_TYPE} without them.`,
+      );
   }
 
   selfLink(req: Request): { href: string } {

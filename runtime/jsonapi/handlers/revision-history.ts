@@ -22,12 +22,19 @@ export function revisionHistoryRoutes(s: JsonApiServices): Router {
     const rt = s.ctx.registry.get(`${req.params.entity}--${req.params.bundle}`);
     if (!rt || !rt.entityType.revisionId) return next();
     const probe = s.requests.query(req, rt);
-    if (probe.resourceVersion) throw badParameter(RESOURCE_VERSION_PARAMETER, `The revision history lists every version; it takes no ${RESOURCE_VERSION_PARAMETER} parameter.`);
+    if (probe.resourceVersion)
+      throw badParameter(
+        RESOURCE_VERSION_PARAMETER,
+        `The revision history lists every version; it takes no ${RESOURCE_VERSION_PARAMETER} parameter.`,
+      );
     const { principal, query, record } = await s.records.viewable(req, res, rt, req.params.id, { fieldsets: true });
     const fieldsets = fieldsetsToRead(query.fields, query.include);
     const { offset, limit } = query.page;
     // One more than a page tells whether another page follows.
-    const rows = await s.loader.store.revisions.list(s.knex, rt.entityType.entityType, record.id, { offset, limit: limit + 1 });
+    const rows = await s.loader.store.revisions.list(s.knex, rt.entityType.entityType, record.id, {
+      offset,
+      limit: limit + 1,
+    });
     const revisions = await s.loader.loadRevisions(s.knex, record, rows.slice(0, limit), fieldsets);
     for (const r of revisions) r.revisionView = true;
     const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}/${REVISION_HISTORY_SEGMENT}`;

@@ -15,6 +15,10 @@ export const AS_OF_PARAMETER = 'as_of';
 export function parseAsOf(value: unknown): number | null {
   if (value === undefined) return null;
   const at = parseTimestamp(value);
-  if (at === null) throw badParameter(AS_OF_PARAMETER, `${AS_OF_PARAMETER}: ${JSON.stringify(value)} is not a date and time; use Unix seconds or an ISO 8601 date-time.`);
+  if (at === null)
+    throw badParameter(
+      AS_OF_PARAMETER,
+      `${AS_OF_PARAMETER}: ${JSON.stringify(value)} is not a date and time; use Unix seconds or an ISO 8601 date-time.`,
+    );
   return at;
 }

@@ -40,7 +40,8 @@ function write(prefix: string, value: unknown, depth: number, pairs: string[]): 
       pairs.push(`${prefix}=${value ? '1' : '0'}`);
       return;
     case 'object':
-      if (depth >= MAX_DEPTH) throw new TypeError(`Cannot write a query parameter nested more than ${MAX_DEPTH} levels deep.`);
+      if (depth >= MAX_DEPTH)
+        throw new TypeError(`Cannot write a query parameter nested more than ${MAX_DEPTH} levels deep.`);
       for (const [key, item] of Object.entries(value)) {
         if (!isWritableSegment(key)) throw new TypeError(`Cannot write the query key segment ${JSON.stringify(key)}.`);
         write(`${prefix}[${encode(key)}]`, item, depth + 1, pairs);
@@ -63,5 +64,7 @@ function isWritableSegment(key: string): boolean {
 
 /** encodeURIComponent, except that lone surrogates (which make it throw) become U+FFFD. */
 function encode(text: string): string {
-  return encodeURIComponent(text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD'));
+  return encodeURIComponent(
+    text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD'),
+  );
 }

@@ -17,7 +17,10 @@ import { entriesOf, isContainer } from './values.ts';
  * relationship out still includes its targets). Null when no fieldset is asked for: read them all.
  * Segments are added to every type's set; a name a type does not have is ignored when reading.
  */
-export function fieldsetsToRead(fields: Map<string, Set<string>>, include: string[][]): Map<string, Set<string>> | null {
+export function fieldsetsToRead(
+  fields: Map<string, Set<string>>,
+  include: string[][],
+): Map<string, Set<string>> | null {
   if (!fields.size) return null;
   const followed = include.flat();
   if (!followed.length) return fields;
@@ -28,13 +31,22 @@ export function parseFields(param: unknown): Map<string, Set<string>> {
   const fieldsets = new Map<string, Set<string>>();
   if (param === undefined) return fieldsets;
   if (!isContainer(param)) {
-    throw badParameter('fields', 'The fields parameter must be keyed by resource type, e.g. fields[log--activity]=name,status.');
+    throw badParameter(
+      'fields',
+      'The fields parameter must be keyed by resource type, e.g. fields[log--activity]=name,status.',
+    );
   }
   for (const [type, list] of entriesOf(param)) {
     if (typeof list !== 'string') {
-      throw badParameter(`fields[${type}]`, `The fields[${type}] parameter must be a comma-separated list of field names.`);
+      throw badParameter(
+        `fields[${type}]`,
+        `The fields[${type}] parameter must be a comma-separated list of field names.`,
+      );
     }
-    const names = list.split(',').map((name) => name.trim()).filter((name) => name !== '');
+    const names = list
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== '');
     fieldsets.set(type, new Set(names));
   }
   return fieldsets;

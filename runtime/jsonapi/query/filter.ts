@@ -18,11 +18,21 @@ import { asciiUpper, entriesOf, getKey, hasKey, isContainer, listItems, type Con
 
 /** Every operator Drupal's EntityCondition allows, in its spelling. */
 export const FILTER_OPERATORS = [
-  '=', '<>', '>', '>=', '<', '<=',
-  'STARTS_WITH', 'CONTAINS', 'ENDS_WITH',
-  'IN', 'NOT IN',
-  'BETWEEN', 'NOT BETWEEN',
-  'IS NULL', 'IS NOT NULL',
+  '=',
+  '<>',
+  '>',
+  '>=',
+  '<',
+  '<=',
+  'STARTS_WITH',
+  'CONTAINS',
+  'ENDS_WITH',
+  'IN',
+  'NOT IN',
+  'BETWEEN',
+  'NOT BETWEEN',
+  'IS NULL',
+  'IS NOT NULL',
 ] as const;
 
 export type FilterOperator = (typeof FILTER_OPERATORS)[number];
@@ -118,11 +128,23 @@ function readGroup(key: string, item: Container, at: string): Entry {
     }
     if (hasKey(condition, 'memberOf')) {
       const parameter = `${at}[condition][memberOf]`;
-      return { kind: 'group', key, conjunction, memberOf: readMemberOf(condition, parameter, key), memberOfParameter: parameter };
+      return {
+        kind: 'group',
+        key,
+        conjunction,
+        memberOf: readMemberOf(condition, parameter, key),
+        memberOfParameter: parameter,
+      };
     }
   }
   const parameter = `${at}[group][memberOf]`;
-  return { kind: 'group', key, conjunction, memberOf: readMemberOf(group, parameter, key), memberOfParameter: parameter };
+  return {
+    kind: 'group',
+    key,
+    conjunction,
+    memberOf: readMemberOf(group, parameter, key),
+    memberOfParameter: parameter,
+  };
 }
 
 /**
@@ -130,7 +152,13 @@ function readGroup(key: string, item: Container, at: string): Entry {
  * `bare` the filter parameter itself is the value (`filter[status]=done`). A path taken from
  * the filter key is blamed on `base`, since the client sent no `[path]` parameter.
  */
-function readCondition(key: string, fields: Container, base: string, defaultPath: string | undefined, { bare = false }: { bare?: boolean } = {}): Entry {
+function readCondition(
+  key: string,
+  fields: Container,
+  base: string,
+  defaultPath: string | undefined,
+  { bare = false }: { bare?: boolean } = {},
+): Entry {
   rejectUnknownKeys(fields, CONDITION_KEYS, base, key, 'a filter condition');
   const pathParameter = hasKey(fields, 'path') || defaultPath === undefined ? `${base}[path]` : base;
   const path = readPath(fields, defaultPath, pathParameter, key);
@@ -146,10 +174,20 @@ function readCondition(key: string, fields: Container, base: string, defaultPath
   };
 }
 
-function rejectUnknownKeys(container: Container, allowed: ReadonlySet<string>, base: string, key: string, what: string): void {
+function rejectUnknownKeys(
+  container: Container,
+  allowed: ReadonlySet<string>,
+  base: string,
+  key: string,
+  what: string,
+): void {
   for (const [name] of entriesOf(container)) {
     if (!allowed.has(name)) {
-      throw fail(`${base}[${name}]`, key, `The '${name}' key is not allowed in ${what}; allowed: ${[...allowed].join(', ')}.`);
+      throw fail(
+        `${base}[${name}]`,
+        key,
+        `The '${name}' key is not allowed in ${what}; allowed: ${[...allowed].join(', ')}.`,
+      );
     }
   }
 }
@@ -169,11 +207,17 @@ function readOperator(fields: Container, parameter: string, key: string): Filter
   if (typeof given !== 'string') throw fail(parameter, key, 'The filter operator must be a string.');
   // The word operators are accepted in any case; symbols are unaffected by upper-casing.
   const operator = asciiUpper(given);
-  if (!OPERATORS.has(operator)) throw fail(parameter, key, `The '${given}' operator is not allowed in a filter parameter.`);
+  if (!OPERATORS.has(operator))
+    throw fail(parameter, key, `The '${given}' operator is not allowed in a filter parameter.`);
   return operator as FilterOperator;
 }
 
-function readValue(fields: Container, operator: FilterOperator, parameter: string, key: string): string | string[] | null {
+function readValue(
+  fields: Container,
+  operator: FilterOperator,
+  parameter: string,
+  key: string,
+): string | string[] | null {
   const present = hasKey(fields, 'value');
   const given = getKey(fields, 'value');
   if (NO_VALUE_OPERATORS.has(operator)) {
@@ -188,17 +232,21 @@ function readValue(fields: Container, operator: FilterOperator, parameter: strin
   }
   if (RANGE_OPERATORS.has(operator)) {
     const list = readList(given, operator, parameter, key);
-    if (list.length !== 2) throw fail(parameter, key, `The '${operator}' operator needs exactly two values, got ${list.length}.`);
+    if (list.length !== 2)
+      throw fail(parameter, key, `The '${operator}' operator needs exactly two values, got ${list.length}.`);
     return list;
   }
   if (typeof given === 'string') return given;
   // farmOS.py sends `[value][]=5` for `>`, `<` and `<>`; Drupal 9's database layer reduced a
   // one-item list to its item, and farmOS 2.x clients rely on that.
   const items = listItems(given);
-  if (items === null) throw fail(parameter, key, `The '${operator}' operator needs a single string value, not an object.`);
-  if (items.length !== 1) throw fail(parameter, key, `The '${operator}' operator needs a single value, got ${items.length}.`);
+  if (items === null)
+    throw fail(parameter, key, `The '${operator}' operator needs a single string value, not an object.`);
+  if (items.length !== 1)
+    throw fail(parameter, key, `The '${operator}' operator needs a single value, got ${items.length}.`);
   const only = items[0];
-  if (typeof only !== 'string') throw fail(parameter, key, `The '${operator}' operator needs a single string value, not an object.`);
+  if (typeof only !== 'string')
+    throw fail(parameter, key, `The '${operator}' operator needs a single string value, not an object.`);
   return only;
 }
 
@@ -207,7 +255,11 @@ function readList(given: unknown, operator: FilterOperator, parameter: string, k
   if (typeof given === 'string') return [given];
   const items = listItems(given);
   if (items === null) {
-    throw fail(parameter, key, `The '${operator}' operator needs a list of values (value[]=a&value[]=b), not an object.`);
+    throw fail(
+      parameter,
+      key,
+      `The '${operator}' operator needs a list of values (value[]=a&value[]=b), not an object.`,
+    );
   }
   if (!items.every((item): item is string => typeof item === 'string')) {
     throw fail(parameter, key, `Each value of the '${operator}' operator must be a string, not an object.`);
@@ -216,7 +268,8 @@ function readList(given: unknown, operator: FilterOperator, parameter: string, k
 }
 
 function readConjunction(group: Container, parameter: string, key: string): 'AND' | 'OR' {
-  if (!hasKey(group, 'conjunction')) throw fail(parameter, key, "A filter group needs a 'conjunction' key (AND or OR).");
+  if (!hasKey(group, 'conjunction'))
+    throw fail(parameter, key, "A filter group needs a 'conjunction' key (AND or OR).");
   const given = getKey(group, 'conjunction');
   if (typeof given !== 'string') throw fail(parameter, key, 'The filter group conjunction must be AND or OR.');
   const conjunction = asciiUpper(given);
@@ -243,7 +296,11 @@ function checkMembership(entries: Entry[]): void {
       throw fail(entry.memberOfParameter, entry.key, `memberOf '${entry.memberOf}' does not name a filter group.`);
     }
     if (parent.kind !== 'group') {
-      throw fail(entry.memberOfParameter, entry.key, `memberOf '${entry.memberOf}' names a filter condition, not a group.`);
+      throw fail(
+        entry.memberOfParameter,
+        entry.key,
+        `memberOf '${entry.memberOf}' names a filter condition, not a group.`,
+      );
     }
   }
   // Walk each group's chain up to the root; groups already known to reach it end the walk early.
@@ -256,7 +313,11 @@ function checkMembership(entries: Entry[]): void {
     while (current !== undefined && !reachesRoot.has(current.key)) {
       if (onChain.has(current.key)) {
         const loop = [...chain.slice(chain.indexOf(current)).map((entry) => entry.key), current.key].join(' → ');
-        throw fail(current.memberOfParameter, current.key, `The filter group '${current.key}' is a member of itself: ${loop}.`);
+        throw fail(
+          current.memberOfParameter,
+          current.key,
+          `The filter group '${current.key}' is a member of itself: ${loop}.`,
+        );
       }
       chain.push(current);
       onChain.add(current.key);
@@ -278,12 +339,15 @@ function assemble(entries: Entry[]): FilterGroup {
     else children.set(entry.memberOf, [entry]);
   }
   const build = (key: string, conjunction: 'AND' | 'OR', depth: number): FilterGroup => {
-    if (depth > MAX_FILTER_DEPTH) throw fail(`filter[${key}]`, key, `Filter groups are nested more than ${MAX_FILTER_DEPTH} deep.`);
+    if (depth > MAX_FILTER_DEPTH)
+      throw fail(`filter[${key}]`, key, `Filter groups are nested more than ${MAX_FILTER_DEPTH} deep.`);
     return {
       kind: 'group',
       key,
       conjunction,
-      members: (children.get(key) ?? []).map((entry) => (entry.kind === 'condition' ? entry.condition : build(entry.key, entry.conjunction, depth + 1))),
+      members: (children.get(key) ?? []).map((entry) =>
+        entry.kind === 'condition' ? entry.condition : build(entry.key, entry.conjunction, depth + 1),
+      ),
     };
   };
   return build(ROOT_GROUP_KEY, 'AND', 0);

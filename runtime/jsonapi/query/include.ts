@@ -17,12 +17,19 @@ export const MAX_INCLUDE_PATHS = 20;
 export function parseInclude(param: unknown): string[][] {
   if (param === undefined || param === '') return [];
   if (typeof param !== 'string') {
-    throw badParameter('include', 'The include parameter must be a comma-separated list of relationship paths, e.g. include=asset,quantity.units.');
+    throw badParameter(
+      'include',
+      'The include parameter must be a comma-separated list of relationship paths, e.g. include=asset,quantity.units.',
+    );
   }
   const seen = new Set<string>();
   const paths: string[][] = [];
   const items = param.split(',');
-  if (items.length > MAX_INCLUDE_PATHS) throw badParameter('include', `The include parameter lists ${items.length} paths; at most ${MAX_INCLUDE_PATHS} are allowed.`);
+  if (items.length > MAX_INCLUDE_PATHS)
+    throw badParameter(
+      'include',
+      `The include parameter lists ${items.length} paths; at most ${MAX_INCLUDE_PATHS} are allowed.`,
+    );
   for (const item of items) {
     const problem = pathProblem(item.trim());
     if (problem) throw badParameter('include', `The include path ${problem}.`);

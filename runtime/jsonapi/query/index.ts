@@ -68,7 +68,10 @@ export function parseJsonApiQuery(raw: string): JsonApiQuery {
     else extra[name] = value;
   }
   if (violations.length > 0) {
-    throw badParameter(violations[0]!, `The following query parameters violate the JSON:API spec: '${violations.join("', '")}'.`);
+    throw badParameter(
+      violations[0]!,
+      `The following query parameters violate the JSON:API spec: '${violations.join("', '")}'.`,
+    );
   }
   return {
     params,

@@ -14,6 +14,7 @@ export function pathProblem(path: string): string | null {
   if (path === '') return 'is empty';
   const segments = path.split('.');
   if (segments.some((segment) => segment === '')) return `'${path}' has an empty segment`;
-  if (segments.length > MAX_PATH_SEGMENTS) return `'${path.slice(0, 200)}' has ${segments.length} segments; at most ${MAX_PATH_SEGMENTS} are allowed`;
+  if (segments.length > MAX_PATH_SEGMENTS)
+    return `'${path.slice(0, 200)}' has ${segments.length} segments; at most ${MAX_PATH_SEGMENTS} are allowed`;
   return null;
 }

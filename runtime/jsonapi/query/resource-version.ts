@@ -22,9 +22,13 @@ export function parseResourceVersion(value: unknown): ResourceVersion | null {
   if (value === undefined) return null;
   if (typeof value !== 'string' || !SHAPE.test(value)) {
     const shown = typeof value === 'string' ? value : JSON.stringify(value);
-    throw badParameter(RESOURCE_VERSION_PARAMETER, `A resource version identifier was provided in an invalid format: \`${shown}\``);
+    throw badParameter(
+      RESOURCE_VERSION_PARAMETER,
+      `A resource version identifier was provided in an invalid format: \`${shown}\``,
+    );
   }
-  const invalid = () => badParameter(RESOURCE_VERSION_PARAMETER, `An invalid resource version identifier, \`${value}\`, was provided.`);
+  const invalid = () =>
+    badParameter(RESOURCE_VERSION_PARAMETER, `An invalid resource version identifier, \`${value}\`, was provided.`);
   const separator = value.indexOf(':');
   const negotiator = value.slice(0, separator);
   const argument = value.slice(separator + 1);

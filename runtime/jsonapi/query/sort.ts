@@ -25,7 +25,8 @@ const LONG_FORM_KEYS: ReadonlySet<string> = new Set(['path', 'direction', 'langc
 export function parseSort(param: unknown): SortField[] {
   if (param === undefined) return [];
   if (typeof param === 'string') return parseList(param);
-  if (!isContainer(param)) throw badParameter('sort', 'The sort parameter must be a comma-separated list of field paths.');
+  if (!isContainer(param))
+    throw badParameter('sort', 'The sort parameter must be a comma-separated list of field paths.');
   const entries = entriesOf(param);
   if (entries.length === 0) throw badParameter('sort', 'You need to provide a value for the sort parameter.');
   return entries.map(([key, item]) => parseLongFormItem(key, item));
@@ -50,14 +51,18 @@ function parseLongFormItem(key: string, item: unknown): SortField {
   }
   for (const [name] of entriesOf(item)) {
     if (!LONG_FORM_KEYS.has(name)) {
-      throw badParameter(`${at}[${name}]`, `You have provided an invalid set of sort keys: '${name}' is not one of path, direction, langcode.`);
+      throw badParameter(
+        `${at}[${name}]`,
+        `You have provided an invalid set of sort keys: '${name}' is not one of path, direction, langcode.`,
+      );
     }
   }
   const path = getKey(item, 'path');
   if (path === undefined) throw badParameter(`${at}[path]`, 'You need to provide a field name for the sort parameter.');
   if (typeof path !== 'string') throw badParameter(`${at}[path]`, 'The sort path must be a string.');
   const langcode = getKey(item, 'langcode');
-  if (langcode !== undefined && typeof langcode !== 'string') throw badParameter(`${at}[langcode]`, 'The sort langcode must be a string.');
+  if (langcode !== undefined && typeof langcode !== 'string')
+    throw badParameter(`${at}[langcode]`, 'The sort langcode must be a string.');
   return { path: checkPath(path, `${at}[path]`), direction: readDirection(item, `${at}[direction]`) };
 }
 

@@ -119,12 +119,18 @@ export function exportParameter(uri: string): string | null {
 /** Parse and check a blueprint; returns its entries in the order they are to run. */
 export function readBlueprint(input: unknown): Subrequest[] {
   if (input === undefined) {
-    throw badRequest('The request body must be a JSON array of subrequests sent as application/json or application/vnd.api+json.', { pointer: '' });
+    throw badRequest(
+      'The request body must be a JSON array of subrequests sent as application/json or application/vnd.api+json.',
+      { pointer: '' },
+    );
   }
   if (!Array.isArray(input)) throw badRequest('The blueprint must be a JSON array of subrequests.', { pointer: '' });
   if (input.length === 0) throw badRequest('The blueprint is empty: send at least one subrequest.', { pointer: '' });
   if (input.length > MAX_BLUEPRINT_ENTRIES) {
-    throw badRequest(`The blueprint has ${input.length} subrequests; at most ${MAX_BLUEPRINT_ENTRIES} are allowed in one call.`, { pointer: '' });
+    throw badRequest(
+      `The blueprint has ${input.length} subrequests; at most ${MAX_BLUEPRINT_ENTRIES} are allowed in one call.`,
+      { pointer: '' },
+    );
   }
 
   const entries = input.map((raw, index) => readEntry(raw, index));
@@ -132,9 +138,12 @@ export function readBlueprint(input: unknown): Subrequest[] {
   for (const entry of entries) {
     const clash = byId.get(entry.requestId);
     if (clash) {
-      throw badRequest(`The requestId "${entry.requestId}" is used by subrequests ${clash.index} and ${entry.index}; each must be unique.`, {
-        pointer: `/${entry.index}/requestId`,
-      });
+      throw badRequest(
+        `The requestId "${entry.requestId}" is used by subrequests ${clash.index} and ${entry.index}; each must be unique.`,
+        {
+          pointer: `/${entry.index}/requestId`,
+        },
+      );
     }
     byId.set(entry.requestId, entry);
   }
@@ -143,12 +152,17 @@ export function readBlueprint(input: unknown): Subrequest[] {
   for (const entry of entries) {
     entry.waitFor.forEach((id, i) => {
       if (!byId.has(id)) {
-        throw badRequest(`The subrequest "${entry.requestId}" waits for "${id}", which is not a requestId in this blueprint.`, {
-          pointer: `/${entry.index}/waitFor/${i}`,
-        });
+        throw badRequest(
+          `The subrequest "${entry.requestId}" waits for "${id}", which is not a requestId in this blueprint.`,
+          {
+            pointer: `/${entry.index}/waitFor/${i}`,
+          },
+        );
       }
       if (id === entry.requestId) {
-        throw badRequest(`The subrequest "${entry.requestId}" waits for itself.`, { pointer: `/${entry.index}/waitFor/${i}` });
+        throw badRequest(`The subrequest "${entry.requestId}" waits for itself.`, {
+          pointer: `/${entry.index}/waitFor/${i}`,
+        });
       }
     });
     entry.uriTokens = findTokens(entry.uri, ids, entry, 'uri');
@@ -156,9 +170,12 @@ export function readBlueprint(input: unknown): Subrequest[] {
     const deps = new Set(entry.waitFor);
     for (const token of [...entry.uriTokens, ...entry.bodyTokens]) {
       if (token.requestId === entry.requestId) {
-        throw badRequest(`The subrequest "${entry.requestId}" has a replacement token ${token.raw} that reads its own response.`, {
-          pointer: `/${entry.index}/${entry.uriTokens.includes(token) ? 'uri' : 'body'}`,
-        });
+        throw badRequest(
+          `The subrequest "${entry.requestId}" has a replacement token ${token.raw} that reads its own response.`,
+          {
+            pointer: `/${entry.index}/${entry.uriTokens.includes(token) ? 'uri' : 'body'}`,
+          },
+        );
       }
       deps.add(token.requestId);
     }
@@ -169,7 +186,8 @@ export function readBlueprint(input: unknown): Subrequest[] {
 
 function readEntry(raw: unknown, index: number): Subrequest {
   const at = (member: string) => ({ pointer: `/${index}${member ? `/${member}` : ''}` });
-  if (!isPlainObject(raw)) throw badRequest(`Subrequest ${index} must be an object with requestId, uri and action.`, at(''));
+  if (!isPlainObject(raw))
+    throw badRequest(`Subrequest ${index} must be an object with requestId, uri and action.`, at(''));
 
   const { requestId, uri, action, body, headers, waitFor } = raw;
   if (typeof requestId !== 'string' || requestId === '') {
@@ -184,7 +202,10 @@ function readEntry(raw: unknown, index: number): Subrequest {
     throw badRequest(`${name} needs an action: one of ${Object.keys(ACTION_METHODS).join(', ')}.`, at('action'));
   }
   if (!Object.prototype.hasOwnProperty.call(ACTION_METHODS, action)) {
-    throw badRequest(`${name} has the unknown action "${action}"; use one of ${Object.keys(ACTION_METHODS).join(', ')}.`, at('action'));
+    throw badRequest(
+      `${name} has the unknown action "${action}"; use one of ${Object.keys(ACTION_METHODS).join(', ')}.`,
+      at('action'),
+    );
   }
 
   // The body is a JSON document serialized as a string (what both client libraries send). An
@@ -192,26 +213,32 @@ function readEntry(raw: unknown, index: number): Subrequest {
   let bodyText: string | undefined;
   if (typeof body === 'string') bodyText = body;
   else if (isPlainObject(body) || Array.isArray(body)) bodyText = JSON.stringify(body);
-  else if (body !== undefined && body !== null) throw badRequest(`${name} has a body that is not a string: send the JSON document as a string.`, at('body'));
+  else if (body !== undefined && body !== null)
+    throw badRequest(`${name} has a body that is not a string: send the JSON document as a string.`, at('body'));
 
   const format = exportParameter(uri);
   if (format !== null) throw badRequest(`${name} asks for an export (_format=${format}). ${NO_EXPORTS}`, at('uri'));
 
   const headerList: Array<[string, string]> = [];
   if (headers !== undefined && headers !== null) {
-    if (!isPlainObject(headers)) throw badRequest(`${name} has headers that are not an object of header names to values.`, at('headers'));
+    if (!isPlainObject(headers))
+      throw badRequest(`${name} has headers that are not an object of header names to values.`, at('headers'));
     for (const [key, value] of Object.entries(headers)) {
       const pointer = at(`headers/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
       if (!HEADER_NAME.test(key)) throw badRequest(`${name} has a header with the invalid name "${key}".`, pointer);
       if (RESERVED_HEADERS.has(key.toLowerCase())) {
-        throw badRequest(`${name} sets the header ${key}, which a subrequest may not set (it is sent with the parent request's credentials).`, pointer);
+        throw badRequest(
+          `${name} sets the header ${key}, which a subrequest may not set (it is sent with the parent request's credentials).`,
+          pointer,
+        );
       }
       const values = Array.isArray(value) ? value : [value];
       if (!values.every((v) => typeof v === 'string' || typeof v === 'number')) {
         throw badRequest(`${name} has a value of the header ${key} that is not a string.`, pointer);
       }
       const joined = values.map(String).join(', ');
-      if (!HEADER_VALUE.test(joined)) throw badRequest(`${name} has a value of the header ${key} with characters a header may not hold.`, pointer);
+      if (!HEADER_VALUE.test(joined))
+        throw badRequest(`${name} has a value of the header ${key} with characters a header may not hold.`, pointer);
       if (key.toLowerCase() === 'accept' && exportFormatOfAccept(joined) !== null) {
         throw badRequest(`${name} sends Accept: ${joined}, which asks for an export. ${NO_EXPORTS}`, pointer);
       }
@@ -259,21 +286,30 @@ function findTokens(subject: string, ids: string[], entry: Subrequest, member: '
     if (tokens.some((t) => t.raw === raw)) continue;
     if (!inner.includes('.body@')) {
       if (/\.headers@/.test(inner)) {
-        throw badRequest(`The subrequest "${entry.requestId}" has the token ${raw} in its ${member}; only body replacements ({{<requestId>.body@<JSONPath>}}) are supported.`, pointer);
+        throw badRequest(
+          `The subrequest "${entry.requestId}" has the token ${raw} in its ${member}; only body replacements ({{<requestId>.body@<JSONPath>}}) are supported.`,
+          pointer,
+        );
       }
       continue;
     }
     const id = ids.find((candidate) => inner.startsWith(`${candidate}.body@`));
     if (id === undefined) {
       const named = inner.slice(0, inner.lastIndexOf('.body@'));
-      throw badRequest(`The subrequest "${entry.requestId}" has the token ${raw} in its ${member}, but "${named}" is not a requestId in this blueprint.`, pointer);
+      throw badRequest(
+        `The subrequest "${entry.requestId}" has the token ${raw} in its ${member}, but "${named}" is not a requestId in this blueprint.`,
+        pointer,
+      );
     }
     let path: Segment[];
     try {
       path = parseJsonPath(inner.slice(id.length + '.body@'.length));
     } catch (error) {
       if (error instanceof JsonPathSyntaxError) {
-        throw badRequest(`The subrequest "${entry.requestId}" has the token ${raw} in its ${member}, whose JSONPath is not understood: ${error.message}.`, pointer);
+        throw badRequest(
+          `The subrequest "${entry.requestId}" has the token ${raw} in its ${member}, whose JSONPath is not understood: ${error.message}.`,
+          pointer,
+        );
       }
       throw error;
     }

@@ -32,7 +32,8 @@ export function parseJsonPath(path: string): Segment[] {
       }
       let j = i + 1;
       while (j < path.length && NAME_CHAR.test(path[j]!)) j++;
-      if (j === i + 1) throw new JsonPathSyntaxError(`a member name is missing after "." at position ${i} of "${path}"`);
+      if (j === i + 1)
+        throw new JsonPathSyntaxError(`a member name is missing after "." at position ${i} of "${path}"`);
       segments.push({ kind: 'name', name: path.slice(i + 1, j) });
       i = j;
       continue;
@@ -43,7 +44,8 @@ export function parseJsonPath(path: string): Segment[] {
       const inner = path.slice(i + 1, close).trim();
       if (inner === '*') segments.push({ kind: 'wildcard' });
       else if (/^-?\d{1,9}$/.test(inner)) segments.push({ kind: 'index', index: Number(inner) });
-      else if (/^'[^']*'$/.test(inner) || /^"[^"]*"$/.test(inner)) segments.push({ kind: 'name', name: inner.slice(1, -1) });
+      else if (/^'[^']*'$/.test(inner) || /^"[^"]*"$/.test(inner))
+        segments.push({ kind: 'name', name: inner.slice(1, -1) });
       else throw new JsonPathSyntaxError(`"[${inner}]" in "${path}" is not supported (use [n], [*] or ['name'])`);
       i = close + 1;
       continue;

@@ -18,18 +18,31 @@ import { write } from '../../storage/transactions.ts';
 /** oauth2orize exchange for grant_type=client_credentials. */
 export function clientCredentialsExchange({ ctx }: OAuthDeps) {
   const knex = ctx.db.knex;
-  return oauth2orize.exchange.clientCredentials({}, (client: Client, _scope: string[], body: Record<string, string>, done: ExchangeDoneFunction) =>
-    respondWith(done, async () => {
-      if (!client.confidential) throw new OAuthError('unauthorized_client', 'The client_credentials grant is only for confidential clients.');
-      const scopes = resolveScopes(parseScope(body.scope), client);
-      return write(knex, async (trx) => {
-        const user = client.userId === null ? null : await findUser(trx, { id: client.userId });
-        if (!user) throw new OAuthError('invalid_grant', 'The client has no user to act as; register it again with --user.');
-        if (!user.status) throw new OAuthError('invalid_grant', `The user the client acts as is blocked.`);
-        return issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes }, { withRefresh: false });
-      });
-    }),
+  return oauth2orize.exchange.clientCredentials(
+    {},
+    (client: Client, _scope: string[], body: Record<string, string>, done: ExchangeDoneFunction) =>
+      respondWith(done, async () => {
+        if (!client.confidential)
+          throw new OAuthError('unauthorized_client', 'The client_credentials grant is only for confidential clients.');
+        const scopes = resolveScopes(parseScope(body.scope), client);
+        return write(knex, async (trx) => {
+          const user = client.userId === null ? null : await findUser(trx, { id: client.userId });
+          if (!user)
+            throw new OAuthError('invalid_grant', 'The client has no user to act as; register it again with --user.');
+          if (!user.status) throw new OAuthError('invalid_grant', `The user the client acts as is blocked.`);
+          return issueTokens(
+            tokenStore(trx),
+            ctx.config,
+            { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes },
+            { withRefresh: false },
+          );
+        });
+      }),
   );
 }
 
-export const clientCredentialsGrant = { type: 'client_credentials', parameters: [], exchange: clientCredentialsExchange } as const satisfies GrantDefinition;
+export const clientCredentialsGrant = {
+  type: 'client_credentials',
+  parameters: [],
+  exchange: clientCredentialsExchange,
+} as const satisfies GrantDefinition;

@@ -16,10 +16,24 @@ import type { GrantDefinition } from './grant.ts';
 
 /** oauth2orize grant module issuing access tokens for response_type=token. */
 function tokenResponse({ ctx }: OAuthDeps) {
-  return oauth2orize.grant.token((client: Client, user: UserAccount, _ares: unknown, areq: AuthorizeRequest, done: (err: Error | null, token?: string, params?: object) => void) => {
-    write(ctx.db.knex, (trx) => issueTokens(tokenStore(trx), ctx.config, { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes }, { withRefresh: false }))
-      .then((t) => done(null, t.accessToken, t.params), done);
-  });
+  return oauth2orize.grant.token(
+    (
+      client: Client,
+      user: UserAccount,
+      _ares: unknown,
+      areq: AuthorizeRequest,
+      done: (err: Error | null, token?: string, params?: object) => void,
+    ) => {
+      write(ctx.db.knex, (trx) =>
+        issueTokens(
+          tokenStore(trx),
+          ctx.config,
+          { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes },
+          { withRefresh: false },
+        ),
+      ).then((t) => done(null, t.accessToken, t.params), done);
+    },
+  );
 }
 
 /** response_type=token at /oauth/authorize; nothing at the token endpoint. */

@@ -11,14 +11,22 @@ import { refreshTokenGrant } from './refresh-token.ts';
 
 export { allowsGrant, type GrantDefinition } from './grant.ts';
 
-export const GRANTS = [authorizationCodeGrant, implicitGrant, passwordGrant, clientCredentialsGrant, refreshTokenGrant] as const;
+export const GRANTS = [
+  authorizationCodeGrant,
+  implicitGrant,
+  passwordGrant,
+  clientCredentialsGrant,
+  refreshTokenGrant,
+] as const;
 
 /** Grant types a client may be allowed. */
 export type GrantType = (typeof GRANTS)[number]['type'];
 export const GRANT_TYPES: readonly GrantType[] = GRANTS.map((g) => g.type);
 
 /** Grant types of the token endpoint (the implicit grant lives at /oauth/authorize). */
-export const TOKEN_GRANT_TYPES: readonly GrantType[] = GRANTS.filter((g) => 'exchange' in g && g.exchange).map((g) => g.type);
+export const TOKEN_GRANT_TYPES: readonly GrantType[] = GRANTS.filter((g) => 'exchange' in g && g.exchange).map(
+  (g) => g.type,
+);
 
 /** Parameters some grant reads. */
 export const GRANT_PARAMETERS: ReadonlySet<string> = new Set(GRANTS.flatMap((g) => g.parameters));

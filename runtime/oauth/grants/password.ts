@@ -22,31 +22,53 @@ export function passwordExchange({ ctx }: OAuthDeps) {
   // the scope is read again (it splits a double space into an empty scope), and req.authInfo, which
   // token-endpoint.ts fills with the client's address. The `{}` options
   // argument is what the typings of that form ask for.
-  return oauth2orize.exchange.password({}, (client: Client, username: string, password: string, _scope: string[], body: Record<string, string>, info: TokenRequestInfo | undefined, done: ExchangeDoneFunction) =>
-    respondWith(done, async () => {
-      const scopes = resolveScopes(parseScope(body.scope), client);
-      const check = await ctx.passwords.login(knex, username, password, info?.address);
-      if (check.outcome === 'wait') {
-        throw new OAuthError('slow_down', `Too many failed logins for this account; try again in ${check.seconds} seconds.`, { headers: { 'Retry-After': String(check.seconds) } });
-      }
-      if (check.outcome === 'wrong') {
-        // Who tried is logged by account, never by what was typed: people type passwords into the name field.
-        ctx.logger.warn({ client: client.clientId, userId: check.userId }, 'failed sign-in at the token endpoint');
-        throw new OAuthError('invalid_grant', 'The user credentials were incorrect.');
-      }
-      if (check.outcome === 'blocked') throw new OAuthError('invalid_grant', 'The user account is blocked.');
-      if (check.outcome === 'busy') {
-        throw new OAuthError('temporarily_unavailable', 'The server is checking as many passwords as it can at once; try again in a moment.', { status: 503, headers: { 'Retry-After': String(check.seconds) } });
-      }
-      const account = check.account;
+  return oauth2orize.exchange.password(
+    {},
+    (
+      client: Client,
+      username: string,
+      password: string,
+      _scope: string[],
+      body: Record<string, string>,
+      info: TokenRequestInfo | undefined,
+      done: ExchangeDoneFunction,
+    ) =>
+      respondWith(done, async () => {
+        const scopes = resolveScopes(parseScope(body.scope), client);
+        const check = await ctx.passwords.login(knex, username, password, info?.address);
+        if (check.outcome === 'wait') {
+          throw new OAuthError(
+            'slow_down',
+            `Too many failed logins for this account; try again in ${check.seconds} seconds.`,
+            { headers: { 'Retry-After': String(check.seconds) } },
+          );
+        }
+        if (check.outcome === 'wrong') {
+          // Who tried is logged by account, never by what was typed: people type passwords into the name field.
+          ctx.logger.warn({ client: client.clientId, userId: check.userId }, 'failed sign-in at the token endpoint');
+          throw new OAuthError('invalid_grant', 'The user credentials were incorrect.');
+        }
+        if (check.outcome === 'blocked') throw new OAuthError('invalid_grant', 'The user account is blocked.');
+        if (check.outcome === 'busy') {
+          throw new OAuthError(
+            'temporarily_unavailable',
+            'The server is checking as many passwords as it can at once; try again in a moment.',
+            { status: 503, headers: { 'Retry-After': String(check.seconds) } },
+          );
+        }
+        const account = check.account;
 
-      return write(knex, async (trx) => {
-        await recordLogin(trx, account.id);
-        const grant = { chainId: newChainId(), clientRowId: client.id, userId: account.id, scopes };
-        return issueTokens(tokenStore(trx), ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });
-      });
-    }),
+        return write(knex, async (trx) => {
+          await recordLogin(trx, account.id);
+          const grant = { chainId: newChainId(), clientRowId: client.id, userId: account.id, scopes };
+          return issueTokens(tokenStore(trx), ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });
+        });
+      }),
   );
 }
 
-export const passwordGrant = { type: 'password', parameters: ['username', 'password'], exchange: passwordExchange } as const satisfies GrantDefinition;
+export const passwordGrant = {
+  type: 'password',
+  parameters: ['username', 'password'],
+  exchange: passwordExchange,
+} as const satisfies GrantDefinition;

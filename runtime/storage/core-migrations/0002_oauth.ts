@@ -100,7 +100,11 @@ export async function up(knex: Knex): Promise<void> {
   // transactions), bound to the session that saw the page.
   await knex.schema.createTable('oauth_authorize_requests', (t) => {
     t.string('transaction_hash', HASH).primary();
-    t.string('session_hash', HASH).notNullable().references('session_hash').inTable('oauth_sessions').onDelete('CASCADE');
+    t.string('session_hash', HASH)
+      .notNullable()
+      .references('session_hash')
+      .inTable('oauth_sessions')
+      .onDelete('CASCADE');
     t.integer('client_id').notNullable().references('id').inTable('oauth_clients').onDelete('CASCADE');
     t.text('redirect_uri').notNullable();
     // The parsed request (response type, scopes, state, PKCE challenge) as JSON.

@@ -12,7 +12,12 @@
 import type { Knex } from 'knex';
 
 /** Entity types that kept revisions before this migration, and their record tables. */
-const REVISIONED_TABLES: Record<string, string> = { asset: 'asset', log: 'log', quantity: 'quantity', taxonomy_term: 'taxonomy_term' };
+const REVISIONED_TABLES: Record<string, string> = {
+  asset: 'asset',
+  log: 'log',
+  quantity: 'quantity',
+  taxonomy_term: 'taxonomy_term',
+};
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('entity_revision', (t) => {
@@ -24,7 +29,9 @@ export async function up(knex: Knex): Promise<void> {
        FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY entity_type ORDER BY id) AS n FROM entity_revision) AS numbered
       WHERE numbered.id = entity_revision.id`,
   );
-  const types = (await knex('entity_revision').distinct('entity_type')).map((r: { entity_type: string }) => r.entity_type);
+  const types = (await knex('entity_revision').distinct('entity_type')).map(
+    (r: { entity_type: string }) => r.entity_type,
+  );
   for (const type of types) {
     const table = REVISIONED_TABLES[type] ?? type;
     if (!(await knex.schema.hasTable(table)) || !(await knex.schema.hasColumn(table, 'revision_id'))) continue;
@@ -40,7 +47,9 @@ export async function up(knex: Knex): Promise<void> {
     t.text('entity_type').primary();
     t.integer('last_id').notNullable();
   });
-  await knex.raw(`INSERT INTO entity_revision_counter (entity_type, last_id) SELECT entity_type, MAX(revision_id) FROM entity_revision GROUP BY entity_type`);
+  await knex.raw(
+    `INSERT INTO entity_revision_counter (entity_type, last_id) SELECT entity_type, MAX(revision_id) FROM entity_revision GROUP BY entity_type`,
+  );
 }
 
 export async function down(): Promise<void> {

@@ -23,7 +23,8 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['target_id', 'start_ts'], 'asset_group_target_idx');
     t.index(['log_id'], 'asset_group_log_idx');
   });
-  if (!(await knex('tilth_pending_work').where('name', 'asset_location').first())) await knex('tilth_pending_work').insert({ name: 'asset_location' });
+  if (!(await knex('tilth_pending_work').where('name', 'asset_location').first()))
+    await knex('tilth_pending_work').insert({ name: 'asset_location' });
 }
 
 export async function down(): Promise<void> {

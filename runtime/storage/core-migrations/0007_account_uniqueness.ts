@@ -18,13 +18,17 @@ import type { Knex } from 'knex';
 export const ACCOUNT_UNIQUE_INDEXES = { name: 'users_name_lower_uniq', mail: 'users_mail_lower_uniq' } as const;
 
 export async function up(knex: Knex): Promise<void> {
-  await knex.schema.alterTable('oauth_authorization_codes', (t) => t.index(['user_id'], 'oauth_authorization_codes_user_idx'));
+  await knex.schema.alterTable('oauth_authorization_codes', (t) =>
+    t.index(['user_id'], 'oauth_authorization_codes_user_idx'),
+  );
   // A data model without accounts (the generator's own tests) has no users table.
   if (!(await knex.schema.hasTable('users'))) return;
   const clashes: string[] = [];
   for (const field of ['name', 'mail'] as const) {
     const rows: Array<{ id: number; value: string; key: string }> = await knex('users')
-      .whereRaw(`lower(${field}) IN (SELECT lower(${field}) FROM users WHERE ${field} IS NOT NULL AND ${field} <> '' GROUP BY lower(${field}) HAVING COUNT(*) > 1)`)
+      .whereRaw(
+        `lower(${field}) IN (SELECT lower(${field}) FROM users WHERE ${field} IS NOT NULL AND ${field} <> '' GROUP BY lower(${field}) HAVING COUNT(*) > 1)`,
+      )
       .orderBy('id')
       .select('id', { value: field }, knex.raw(`lower(${field}) AS "key"`));
     const groups = new Map<string, string[]>();
@@ -38,7 +42,9 @@ export async function up(knex: Knex): Promise<void> {
     );
   }
   for (const [field, index] of Object.entries(ACCOUNT_UNIQUE_INDEXES)) {
-    await knex.raw(`CREATE UNIQUE INDEX ${index} ON users (lower(${field})) WHERE ${field} IS NOT NULL AND ${field} <> ''`);
+    await knex.raw(
+      `CREATE UNIQUE INDEX ${index} ON users (lower(${field})) WHERE ${field} IS NOT NULL AND ${field} <> ''`,
+    );
   }
 }
 

@@ -19,7 +19,9 @@ const SCOPES = JSON.stringify(['farm_manager', 'farm_worker']);
 const ORIGIN = 'https://farmos.app';
 
 export async function up(knex: Knex): Promise<void> {
-  const client = (await knex('oauth_clients').where({ client_id: CLIENT_ID, default_scopes: OLD_SCOPES }).first('id')) as { id: number } | undefined;
+  const client = (await knex('oauth_clients')
+    .where({ client_id: CLIENT_ID, default_scopes: OLD_SCOPES })
+    .first('id')) as { id: number } | undefined;
   if (!client) return;
   await knex('oauth_clients').where('id', client.id).update({ default_scopes: SCOPES });
   if (!(await knex('oauth_client_origins').where({ client_id: client.id, origin: ORIGIN }).first('origin'))) {

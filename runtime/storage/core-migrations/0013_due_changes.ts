@@ -19,7 +19,10 @@ export async function up(knex: Knex): Promise<void> {
   const now = Math.floor(Date.now() / 1000);
   for (const table of ['asset_location', 'asset_group']) {
     for (const column of ['start_ts', 'end_ts']) {
-      await knex.raw(`INSERT INTO tilth_due_changes (entity_type, entity_id, due_ts) SELECT DISTINCT 'asset', entity_id, ${column} FROM ${table} WHERE ${column} > ? ON CONFLICT DO NOTHING`, [now]);
+      await knex.raw(
+        `INSERT INTO tilth_due_changes (entity_type, entity_id, due_ts) SELECT DISTINCT 'asset', entity_id, ${column} FROM ${table} WHERE ${column} > ? ON CONFLICT DO NOTHING`,
+        [now],
+      );
     }
   }
 }
