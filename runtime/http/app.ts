@@ -62,7 +62,13 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     ),
   );
   // The web interface (runtime/web/): its own pages, signed in with the OAuth pages' session cookie, not a token.
-  app.use(scoped(WEB_PATHS, webRoutes({ ctx, sessions: oauth.sessions, limiters: oauth.limiters })));
+  // The farmOS 2.x sensor listener (/farm/sensor/listener/…, below) is not a page of the web interface.
+  app.use(
+    scoped(
+      { ...WEB_PATHS, except: DATA_STREAM_PATHS },
+      webRoutes({ ctx, sessions: oauth.sessions, limiters: oauth.limiters }),
+    ),
+  );
   app.use(oauth.cors);
   // Signing in, and Field Kit's field module scripts, public as farmOS serves them: before authentication.
   app.use(scoped([...OAUTH_PATHS, ...FIELD_MODULE_SCRIPT_PATHS], oauth.router, fieldModuleRoutes(ctx)));

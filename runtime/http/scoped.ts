@@ -13,19 +13,25 @@
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 
-/** Where routers answer: under any of `prefixes`, or at one of `exact` (with or without a trailing slash, as Express matches it). */
+/**
+ * Where routers answer: under any of `prefixes`, or at one of `exact` (with or without a trailing
+ * slash, as Express matches it), but never under one of `except` (another router's paths inside
+ * this one's prefix: the sensor listener's /farm/sensor/listener/ inside the web pages' /farm/).
+ */
 export interface Scope {
   prefixes?: readonly string[];
   exact?: readonly string[];
+  except?: readonly string[];
 }
 
 const escape = (path: string) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** `handlers` (routers, tried in order as Express would) for the requests in `scope` (a list of prefixes, or a Scope); every other request passes by. */
 export function scoped(scope: readonly string[] | Scope, ...handlers: RequestHandler[]): RequestHandler {
-  const { prefixes = [], exact = [] }: Scope = isPrefixList(scope) ? { prefixes: scope } : scope;
+  const { prefixes = [], exact = [], except = [] }: Scope = isPrefixList(scope) ? { prefixes: scope } : scope;
   const alternatives = [...prefixes.map(escape), ...exact.map((path) => `${escape(path.replace(/\/$/, ''))}\\/?$`)];
-  const under = new RegExp(`^(?:${alternatives.join('|')})`, 'i');
+  const outside = except.length ? `(?!${except.map(escape).join('|')})` : '';
+  const under = new RegExp(`^${outside}(?:${alternatives.join('|')})`, 'i');
   const handler = handlers.length === 1 ? handlers[0]! : express.Router().use(...handlers);
   return (req: Request, res: Response, next: NextFunction) => (under.test(req.path) ? handler(req, res, next) : next());
 }

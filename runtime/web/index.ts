@@ -169,6 +169,9 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   // Every failure is a plain page: 403 and 404 as the API answers them, never a stack trace.
   router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
+    // Express decodes a path's parameters and throws a URIError when one is not valid
+    // percent-encoding: the address is wrong, not the server.
+    if (error instanceof URIError) return sendError(res, 400, M.errors.badRequest, M.errors.badAddress);
     const e = fromDatabaseError(error) ?? error;
     if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
     if (e instanceof ApiError && (e.status === 403 || e.status === 401))

@@ -122,6 +122,15 @@ test('a path that is not valid percent-encoding is a 400 naming it, on every rou
   }
 });
 
+test('a web page whose address is not valid percent-encoding is a plain 400 page, never a 500', async () => {
+  for (const path of ['/farm/log/activity/%E0%A4%A', '/farm/asset/%/new']) {
+    const res = await request(`${server.url}${path}`);
+    assert.equal(res.status, 400, `${path}: ${res.text.slice(0, 200)}`);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    assert.match(res.text, /%XX escape/);
+  }
+});
+
 test('a subrequest whose requestId is __proto__ gets its answer like any other', async () => {
   const res = await request(`${server.url}/subrequests?_format=json`, {
     method: 'POST',
