@@ -21,7 +21,7 @@ import type { LoginSessions } from '../oauth/session.ts';
 import type { Limiters } from '../oauth/rate-limit.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { ApiError } from '../errors.ts';
-import { fromDatabaseError } from '../storage/db-errors.ts';
+import { databaseApiError } from '../jsonapi/errors.ts';
 import { html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
@@ -169,7 +169,7 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   // Every failure is a plain page: 403 and 404 as the API answers them, never a stack trace.
   router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
-    const e = fromDatabaseError(error) ?? error;
+    const e = databaseApiError(error) ?? error;
     if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
     if (e instanceof ApiError && (e.status === 403 || e.status === 401))
       return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);
