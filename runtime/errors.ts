@@ -39,6 +39,12 @@ export interface ErrorSource {
    * it (the JSON:API face as `pointer`, jsonapi/errors.ts).
    */
   field?: FieldRef;
+  /**
+   * The record at fault as a whole (`'whole'`: a write refused to this caller) or its identifier
+   * (`'id'`: a UUID already taken), in the domain's words: each face places it (the JSON:API face
+   * as `pointer` `/data` or `/data/id`, jsonapi/errors.ts).
+   */
+  record?: 'whole' | 'id';
 }
 
 /**

@@ -2,9 +2,9 @@
  * How the JSON:API face renders errors: the domain's violations name a field and an item of it
  * (errors.ts `Violation`); here each becomes an error object whose `source.pointer` is that
  * field's place in a request document, `/data/attributes/<name>[/<item>]` or
- * `/data/relationships/<name>[/data/<item>]`. A violation of the face's own wire (`/data/id`)
- * keeps the pointer it was made with. Failures of the database (storage/db-errors.ts) get their
- * statuses here too.
+ * `/data/relationships/<name>[/data/<item>]`; an error naming the record, `/data` (or `/data/id`
+ * for its identifier). A violation of the face's own wire (`/data/id`) keeps the pointer it was
+ * made with. Failures of the database (storage/db-errors.ts) get their statuses here too.
  */
 import {
   ApiError,
@@ -35,16 +35,24 @@ function fieldPointer(field: FieldRef): string {
   return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
 }
 
+/** The JSON Pointer of the record in a request document (`/data`), or of its identifier (`/data/id`). */
+function recordPointer(record: 'whole' | 'id'): string {
+  return record === 'id' ? '/data/id' : '/data';
+}
+
 /**
  * The error objects of one error: one per violation of a 422, each with its pointer; an error
- * whose source names a field (a 403 for a field only administrators change) points at it.
+ * whose source names a field (a 403 for a field only administrators change) points at it, and one
+ * naming the record (a 403 for the record, a 409 for its taken UUID) at `/data` or `/data/id`.
  */
 export function errorObjects(error: ApiError): ErrorObject[] {
   if (!(error instanceof ValidationError)) {
     return error.toObjects().map((o) => {
-      if (!o.source?.field) return o;
-      const { field, ...rest } = o.source;
-      return { ...o, source: { ...rest, pointer: fieldPointer(field) } };
+      if (!o.source) return o;
+      const { field, record, ...rest } = o.source;
+      if (field) return { ...o, source: { ...rest, pointer: fieldPointer(field) } };
+      if (record) return { ...o, source: { ...rest, pointer: recordPointer(record) } };
+      return o;
     });
   }
   return error.violations.map((v) => ({
