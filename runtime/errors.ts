@@ -39,6 +39,12 @@ export interface ErrorSource {
    * it (the JSON:API face as `pointer`, jsonapi/errors.ts).
    */
   field?: FieldRef;
+  /**
+   * The record at fault as a whole (`'whole'`: a write refused to this caller) or its identifier
+   * (`'id'`: a UUID already taken), in the domain's words: each face places it (the JSON:API face
+   * as `pointer` `/data` or `/data/id`, jsonapi/errors.ts).
+   */
+  record?: 'whole' | 'id';
 }
 
 /**
@@ -231,10 +237,61 @@ export function conflict(detail: string, source?: ErrorSource): ApiError {
 
 /** 507: the disk (or the database's size limit) is full. Not the client's fault: the operator must make room. */
 export function insufficientStorage(): ApiError {
-  return new ApiError(
-    507,
-    "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.",
-  );
+  return new ApiError(507, DISK_FULL);
+}
+
+const DISK_FULL =
+  "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.";
+
+/** accounts/names.ts's words for a taken name, for the save that lost a race to the unique index. */
+const TAKEN =
+  'it is already taken: another account has it as its name or e-mail address (compared without regard to case).';
+
+/**
+ * What went wrong in the database (storage/db-errors.ts `classifyDatabaseError`), in the domain's
+ * words, for a face to answer:
+ * - `taken`: an account's name or e-mail address (`field`) another account has, a save that lost a
+ *   race to the unique index (storage's core migration 0007);
+ * - `duplicate`: another write created a row with the same UUID or key at the same time;
+ * - `reference-gone`: a row this write references was deleted meanwhile (a foreign key);
+ * - `collision`: the write collided with another one (serialization failure, deadlock);
+ * - `busy`: the database is locked, or the write waited too long for the others;
+ * - `schema-changed`: a statement prepared for a schema that changed under the server (its retry
+ *   runs unprepared);
+ * - `disk-full`: the disk (or the database's size limit) is full; the statement was undone;
+ * - `wal-sync-failed`: the disk did not take the log (storage/wal-sync.ts); writes are refused.
+ */
+export type DatabaseFailure =
+  | { kind: 'taken'; field: 'name' | 'mail' }
+  | {
+      kind: 'duplicate' | 'reference-gone' | 'collision' | 'busy' | 'schema-changed' | 'disk-full' | 'wal-sync-failed';
+    };
+
+export type DatabaseFailureKind = DatabaseFailure['kind'];
+
+/**
+ * The words for a failure of the database (`DatabaseFailure`), the same on
+ * every face; each face chooses its status and document (jsonapi/errors.ts, oauth/oauth-errors.ts).
+ */
+export function databaseFailureDetail(failure: DatabaseFailure): string {
+  switch (failure.kind) {
+    case 'taken':
+      return `${failure.field}: ${TAKEN}`;
+    case 'duplicate':
+      return 'Conflict: another request created the same resource at the same time. Fetch it, or retry with another id.';
+    case 'reference-gone':
+      return 'Conflict: a related resource was deleted while this request was being handled. Retry the request.';
+    case 'collision':
+      return 'Conflict: this write collided with another one. Retry the request.';
+    case 'busy':
+      return 'The database is busy. Retry in a moment.';
+    case 'schema-changed':
+      return "The database's schema changed while this request ran. Retry it.";
+    case 'disk-full':
+      return DISK_FULL;
+    case 'wal-sync-failed':
+      return 'The server could not make this write safe on its disk, so it may not be kept; writes are refused until the operator checks the disk and restarts Tilth.';
+  }
 }
 
 export function unsupportedMediaType(detail: string): ApiError {

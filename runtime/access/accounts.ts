@@ -48,7 +48,7 @@ export function assertMayChangeAccount(
       op === 'delete'
         ? 'User 1, the first administrator, cannot be deleted.'
         : 'Only user 1, the first administrator, may change user 1.',
-      { pointer: '/data' },
+      { record: 'whole' },
     );
   }
   if (target && !self) {
@@ -56,7 +56,7 @@ export function assertMayChangeAccount(
     if (beyond.length) {
       throw forbidden(
         `This account holds the role ${beyond.join(', ')}, with rights the current token does not have: only someone who has them may change it.`,
-        { pointer: '/data' },
+        { record: 'whole' },
       );
     }
   }

@@ -85,7 +85,7 @@ export function assertMayOnType(principal: Principal, et: EntityTypeDescriptor, 
   if (!mayOnType(principal, et, op)) {
     throw forbidden(
       `The current user is not allowed to ${VERB[op]} ${what}: it needs the "${permissionFor(et, op)}" permission, which the token's scopes and the user's roles do not both grant.`,
-      { pointer: '/data' },
+      { record: 'whole' },
     );
   }
 }

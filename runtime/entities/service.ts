@@ -173,7 +173,7 @@ export class EntityService {
   ): Promise<{ id: number; uuid: string }> {
     const uuid = input.id ?? randomUUID();
     if (input.id && (await this.store.findByUuid(db, rt.entityType.entityType, uuid))) {
-      throw conflict(`Conflict: a resource with the id ${uuid} already exists.`, { pointer: '/data/id' });
+      throw conflict(`Conflict: a resource with the id ${uuid} already exists.`, { record: 'id' });
     }
     const values = new Map(input.values);
     for (const field of rt.bundle.fields) {

@@ -2,19 +2,25 @@
  * How the JSON:API face renders errors: the domain's violations name a field and an item of it
  * (errors.ts `Violation`); here each becomes an error object whose `source.pointer` is that
  * field's place in a request document, `/data/attributes/<name>[/<item>]` or
- * `/data/relationships/<name>[/data/<item>]`. A violation of the face's own wire (`/data/id`)
- * keeps the pointer it was made with.
+ * `/data/relationships/<name>[/data/<item>]`; an error naming the record, `/data` (or `/data/id`
+ * for its identifier). A violation of the face's own wire (`/data/id`) keeps the pointer it was
+ * made with. Failures of the database (storage/db-errors.ts) get their statuses here too.
  */
 import {
   ApiError,
+  conflict,
+  databaseFailureDetail,
+  insufficientStorage,
   reasonPhrase,
   toJsonApiErrorDocument,
   ValidationError,
+  type DatabaseFailure,
   type ErrorObject,
   type FieldRef,
   type Violation,
   type WireViolation,
 } from '../errors.ts';
+import { classifyDatabaseError } from '../storage/db-errors.ts';
 
 /** The JSON Pointer of a violation in the request document. */
 export function violationPointer(v: Violation | WireViolation): string {
@@ -29,16 +35,24 @@ function fieldPointer(field: FieldRef): string {
   return `/data/${field.kind === 'relationship' ? 'relationships' : 'attributes'}/${field.name}`;
 }
 
+/** The JSON Pointer of the record in a request document (`/data`), or of its identifier (`/data/id`). */
+function recordPointer(record: 'whole' | 'id'): string {
+  return record === 'id' ? '/data/id' : '/data';
+}
+
 /**
  * The error objects of one error: one per violation of a 422, each with its pointer; an error
- * whose source names a field (a 403 for a field only administrators change) points at it.
+ * whose source names a field (a 403 for a field only administrators change) points at it, and one
+ * naming the record (a 403 for the record, a 409 for its taken UUID) at `/data` or `/data/id`.
  */
 export function errorObjects(error: ApiError): ErrorObject[] {
   if (!(error instanceof ValidationError)) {
     return error.toObjects().map((o) => {
-      if (!o.source?.field) return o;
-      const { field, ...rest } = o.source;
-      return { ...o, source: { ...rest, pointer: fieldPointer(field) } };
+      if (!o.source) return o;
+      const { field, record, ...rest } = o.source;
+      if (field) return { ...o, source: { ...rest, pointer: fieldPointer(field) } };
+      if (record) return { ...o, source: { ...rest, pointer: recordPointer(record) } };
+      return o;
     });
   }
   return error.violations.map((v) => ({
@@ -53,4 +67,35 @@ export function errorObjects(error: ApiError): ErrorObject[] {
 /** Any thrown value as the JSON:API error document of this face (errors.ts `toJsonApiErrorDocument`). */
 export function jsonApiErrorDocument(error: unknown, via: string): ReturnType<typeof toJsonApiErrorDocument> {
   return toJsonApiErrorDocument(error, via, errorObjects);
+}
+
+/**
+ * A database failure (storage/db-errors.ts) as this face answers it, or null when the error is
+ * none (a bug): a name or e-mail address taken by a racing save is the 422 accounts/names.ts
+ * gives, pointing at the field; a UUID, a deleted reference or a write that collided, a 409 to
+ * retry; a busy database or a statement prepared for a changed schema, a 503 with Retry-After;
+ * a full disk, 507; a log the disk did not take, a 500. The web pages answer the same.
+ */
+export function databaseApiError(error: unknown): ApiError | null {
+  const failure = classifyDatabaseError(error);
+  return failure && apiErrorOf(failure);
+}
+
+function apiErrorOf(failure: DatabaseFailure): ApiError {
+  const detail = databaseFailureDetail(failure);
+  switch (failure.kind) {
+    case 'taken':
+      return new ValidationError([{ field: { kind: 'attribute', name: failure.field }, detail }]);
+    case 'duplicate':
+    case 'reference-gone':
+    case 'collision':
+      return conflict(detail);
+    case 'busy':
+    case 'schema-changed':
+      return new ApiError(503, detail, { headers: { 'Retry-After': '1' } });
+    case 'disk-full':
+      return insufficientStorage();
+    case 'wal-sync-failed':
+      return new ApiError(500, detail);
+  }
 }

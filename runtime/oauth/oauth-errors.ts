@@ -7,8 +7,8 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import oauth2orize from 'oauth2orize';
-import { OAuthError, type OAuthErrorCode } from '../errors.ts';
-import { fromDatabaseError } from '../storage/db-errors.ts';
+import { databaseFailureDetail, OAuthError, type DatabaseFailureKind, type OAuthErrorCode } from '../errors.ts';
+import { classifyDatabaseError } from '../storage/db-errors.ts';
 import type { OAuthDeps } from './deps.ts';
 
 const CODES = new Set<string>([
@@ -36,14 +36,30 @@ export function asOAuthError(error: unknown): OAuthError | null {
     const code = CODES.has(error.code) ? (error.code as OAuthErrorCode) : 'invalid_request';
     return new OAuthError(code, error.message);
   }
-  const db = fromDatabaseError(error);
-  if (db) {
-    const code: OAuthErrorCode =
-      db.status === 503 ? 'temporarily_unavailable' : db.status >= 500 ? 'server_error' : 'invalid_request';
-    return new OAuthError(code, db.message, { status: db.status, headers: db.headers });
+  const failure = classifyDatabaseError(error);
+  if (failure) {
+    const [code, status] = DATABASE_ANSWER[failure.kind];
+    const headers: Record<string, string> = status === 503 ? { 'Retry-After': '1' } : {};
+    return new OAuthError(code, databaseFailureDetail(failure), { status, headers });
   }
   return null;
 }
+
+/**
+ * A database failure (storage/db-errors.ts) as this face answers it: the API's status (a taken
+ * name 422, a race 409, busy 503, a full disk 507, a failed log sync 500), under the RFC 6749
+ * code a client acts on.
+ */
+const DATABASE_ANSWER: Readonly<Record<DatabaseFailureKind, [OAuthErrorCode, number]>> = {
+  taken: ['invalid_request', 422],
+  duplicate: ['invalid_request', 409],
+  'reference-gone': ['invalid_request', 409],
+  collision: ['invalid_request', 409],
+  busy: ['temporarily_unavailable', 503],
+  'schema-changed': ['temporarily_unavailable', 503],
+  'disk-full': ['server_error', 507],
+  'wal-sync-failed': ['server_error', 500],
+};
 
 /** The last step of an OAuth endpoint: any failure as an OAuthError for the app's error handler; bugs are logged. */
 export function oauthErrors(deps: OAuthDeps) {

@@ -1,10 +1,12 @@
 /**
  * Database errors that a correct request can still meet under concurrency (two writers racing for
  * one UUID, a record deleted while another request references it, a busy SQLite file, a statement
- * prepared for a schema that changed), turned into the JSON:API errors a client can act on instead
- * of a 500; and a full disk, which is the operator's to fix (507, logged).
+ * prepared for a schema that changed), and a full disk or a log the disk did not take, which are
+ * the operator's to fix: classified here as a `DatabaseFailure` (errors.ts), so that each face
+ * answers them in its own (jsonapi/errors.ts `databaseApiError` for the API and the web pages,
+ * oauth/oauth-errors.ts for the token endpoints) instead of a 500. No HTTP status here.
  */
-import { ApiError, ValidationError, conflict, insufficientStorage } from '../errors.ts';
+import type { DatabaseFailure } from '../errors.ts';
 import { ACCOUNT_UNIQUE_INDEXES } from './core-migrations/0007_account_uniqueness.ts';
 import { WriteQueueTimeout } from './group-commit.ts';
 import { isStalePrepared } from './sql.ts';
@@ -18,10 +20,6 @@ interface DriverError {
   constraint?: string;
 }
 
-/** accounts/names.ts's words for a taken name, for the save that lost a race to the unique index. */
-const TAKEN =
-  'it is already taken: another account has it as its name or e-mail address (compared without regard to case).';
-
 /** The account field whose unique index (core migration 0007) a violation names, if any. */
 function accountFieldTaken(e: DriverError): 'name' | 'mail' | null {
   for (const [field, index] of Object.entries(ACCOUNT_UNIQUE_INDEXES) as Array<['name' | 'mail', string]>) {
@@ -30,52 +28,32 @@ function accountFieldTaken(e: DriverError): 'name' | 'mail' | null {
   return null;
 }
 
-export function fromDatabaseError(error: unknown): ApiError | null {
+/** The failure a database error stands for, or null when it is none of these (a bug, for the face to log). */
+export function classifyDatabaseError(error: unknown): DatabaseFailure | null {
   if (!error || typeof error !== 'object') return null;
   const e = error as DriverError;
   const code = String(e.code ?? '');
   // PostgreSQL SQLSTATE codes; better-sqlite3's SqliteError codes.
   if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     const taken = accountFieldTaken(e);
-    if (taken)
-      return new ValidationError([{ field: { kind: 'attribute', name: taken }, detail: `${taken}: ${TAKEN}` }]);
-    return conflict(
-      'Conflict: another request created the same resource at the same time. Fetch it, or retry with another id.',
-    );
+    return taken ? { kind: 'taken', field: taken } : { kind: 'duplicate' };
   }
-  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-    return conflict(
-      'Conflict: a related resource was deleted while this request was being handled. Retry the request.',
-    );
-  }
-  if (code === '40001' || code === '40P01') {
-    return conflict('Conflict: this write collided with another one. Retry the request.');
-  }
+  if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return { kind: 'reference-gone' };
+  if (code === '40001' || code === '40P01') return { kind: 'collision' };
   // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT…); a write that waited too long for the others.
   if (
     /^SQLITE_(?:BUSY|LOCKED)/.test(code) ||
     error instanceof WriteQueueTimeout ||
     /Knex: Timeout acquiring a connection/.test(e.message ?? '')
   ) {
-    return new ApiError(503, 'The database is busy. Retry in a moment.', { headers: { 'Retry-After': '1' } });
+    return { kind: 'busy' };
   }
   // A statement prepared for a schema that changed under the server: its retry runs unprepared.
-  if (isStalePrepared(error)) {
-    return new ApiError(503, "The database's schema changed while this request ran. Retry it.", {
-      headers: { 'Retry-After': '1' },
-    });
-  }
+  if (isStalePrepared(error)) return { kind: 'schema-changed' };
   // A full disk (or a database at its size limit): the statement was undone, and so is the
   // request's transaction. Not the client's fault and not a bug: the operator must make room.
-  if (code === 'SQLITE_FULL' || code === '53100') {
-    return insufficientStorage();
-  }
-  // The disk did not take the log (wal-sync.ts): a 500, logged, and worded for the person asking.
-  if (error instanceof WalSyncFailed) {
-    return new ApiError(
-      500,
-      'The server could not make this write safe on its disk, so it may not be kept; writes are refused until the operator checks the disk and restarts Tilth.',
-    );
-  }
+  if (code === 'SQLITE_FULL' || code === '53100') return { kind: 'disk-full' };
+  // The disk did not take the log (wal-sync.ts).
+  if (error instanceof WalSyncFailed) return { kind: 'wal-sync-failed' };
   return null;
 }

@@ -16,7 +16,7 @@ export function assertMayOnRecord(principal: Principal, record: EntityRecord, op
     const verb = { view: 'GET', update: 'PATCH', delete: 'DELETE' }[op];
     throw forbidden(
       `The current user is not allowed to ${verb} the selected resource (${record.rt.type} ${record.uuid}).`,
-      { pointer: '/data' },
+      { record: 'whole' },
     );
   }
 }

@@ -21,7 +21,7 @@ import type { LoginSessions } from '../oauth/session.ts';
 import type { Limiters } from '../oauth/rate-limit.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { ApiError } from '../errors.ts';
-import { fromDatabaseError } from '../storage/db-errors.ts';
+import { databaseApiError } from '../jsonapi/errors.ts';
 import { html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
@@ -172,7 +172,7 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     // Express decodes a path's parameters and throws a URIError when one is not valid
     // percent-encoding: the address is wrong, not the server.
     if (error instanceof URIError) return sendError(res, 400, M.errors.badRequest, M.errors.badAddress);
-    const e = fromDatabaseError(error) ?? error;
+    const e = databaseApiError(error) ?? error;
     if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
     if (e instanceof ApiError && (e.status === 403 || e.status === 401))
       return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);

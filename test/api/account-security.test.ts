@@ -59,6 +59,7 @@ test('an account admin cannot change user 1: no new password, no new e-mail, no 
   });
   assert.equal(res.status, 403, res.text);
   assert.match(res.body.errors[0].detail, /user 1/);
+  assert.equal(res.body.errors[0].source.pointer, '/data', 'the refusal names the record as a whole');
   assert.equal(await signsIn(ADMIN.name, 'taken-over-123'), 400, 'the attacker’s password does not work');
   assert.equal(
     await signsIn(ADMIN.name, ADMIN.password),
@@ -90,6 +91,7 @@ test('nobody may change an account that holds rights they lack, nor grant a role
   const onAdmin = await patchUser(otherAdmin.uuid, keeperToken, { attributes: { pass: { value: 'taken-over-123' } } });
   assert.equal(onAdmin.status, 403, 'an account admin cannot edit an administrator');
   assert.match(onAdmin.body.errors[0].detail, /administrator/);
+  assert.equal(onAdmin.body.errors[0].source.pointer, '/data');
   assert.equal(await signsIn(otherAdmin.name, otherAdmin.password), 200);
 
   const onWorker = await patchUser(worker.uuid, keeperToken, { attributes: { mail: 'w@example.org' } });

@@ -346,7 +346,7 @@ test('403: a farm_viewer may read but not write', async () => {
     assertError(
       await viewer.post('/api/log/activity', { data: { type: 'log--activity', attributes: { name: 'Viewer log' } } }),
       403,
-      { detail: ['POST'] },
+      { pointer: '/data', detail: ['POST'] },
       'viewer POST',
     );
   });
@@ -358,13 +358,13 @@ test('403: a farm_viewer may read but not write', async () => {
           data: { type: 'log--activity', id: activity.id, attributes: { name: 'Viewer edit' } },
         }),
         403,
-        { detail: ['PATCH'] },
+        { pointer: '/data', detail: ['PATCH'] },
         'viewer PATCH',
       );
       assertError(
         await viewer.delete(`/api/log/activity/${activity.id}`),
         403,
-        { detail: ['DELETE'] },
+        { pointer: '/data', detail: ['DELETE'] },
         'viewer DELETE',
       );
       assertError(

@@ -10,9 +10,9 @@ import { startTestServer, createTestDatabase, ADMIN, type TestServer } from '../
 import { request } from '../support/http.ts';
 import { addUser, passwordGrant, token } from '../oauth/helpers.ts';
 import { AccountError, createUser } from '../../runtime/accounts/users.ts';
-import { fromDatabaseError } from '../../runtime/storage/db-errors.ts';
+import { classifyDatabaseError } from '../../runtime/storage/db-errors.ts';
 import type { ValidationError } from '../../runtime/errors.ts';
-import { errorObjects } from '../../runtime/jsonapi/errors.ts';
+import { databaseApiError, errorObjects } from '../../runtime/jsonapi/errors.ts';
 
 let server: TestServer;
 let adminToken: string;
@@ -208,7 +208,8 @@ test('the database refuses a second account with a taken name or e-mail address,
       );
     assert.ok(error, `a second account with ${field} ${JSON.stringify(duplicate[field])} is refused`);
     // A save that loses this race answers as names.ts's check does: 422 naming the field, not a 409 or a 500.
-    const answer = fromDatabaseError(error) as ValidationError;
+    assert.deepEqual(classifyDatabaseError(error), { kind: 'taken', field });
+    const answer = databaseApiError(error) as ValidationError;
     assert.equal(answer.status, 422);
     assert.equal(errorObjects(answer)[0]!.source?.pointer, `/data/attributes/${field}`);
   }

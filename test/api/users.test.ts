@@ -80,6 +80,7 @@ test('a user may edit their own account but not another one', async () => {
   });
   assert.equal(other.status, 403);
   assert.equal(other.body.errors[0].status, '403');
+  assert.equal(other.body.errors[0].source.pointer, '/data', 'the refusal names the record as a whole');
 });
 
 test('filtering users by a private field is refused to non-admins', async () => {
