@@ -61,7 +61,7 @@ export class RecordReads {
     const unique = [...new Set(ids)];
     const single = unique.length === 1;
     const sql = this.sql.reads.get(`load:${entityType}:${dialect.name}:${single}:${selected?.key ?? '*'}`, () =>
-      this.sql.rowsSql(entityType, selected?.columns ?? null, dialect.inIdList('e.id', single)),
+      this.sql.rowsSql(entityType, selected?.columns ?? null, dialect.inIdList('e.id', { single })),
     );
     const rows = await selectRows<any>(db, sql, [dialect.idListParameter(unique)]);
     const { byId, unexpected } = await this.recordsOf(db, entityType, rows, fields, bundles);
@@ -86,7 +86,7 @@ export class RecordReads {
     const { columns, key } = this.columnsOf(entityType, [bundle], fields);
     const withVersion = options.withVersion === true;
     const sql = this.sql.reads.get(`load-uuid:${entityType}:${key}:${withVersion}`, () =>
-      this.sql.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?', withVersion),
+      this.sql.rowsSql(entityType, columns, 'e.uuid = ? AND e.bundle = ?', { withVersion }),
     );
     const rows = await selectRows<any>(db, sql, withVersion ? [entityType, uuid, bundle] : [uuid, bundle]);
     const { byId } = await this.recordsOf(db, entityType, rows, fields, [bundle]);
@@ -248,7 +248,7 @@ export class RecordReads {
       const sql = this.sql.reads.get(
         `targets:${entityType}:${dialect.name}:${single}`,
         () =>
-          `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${dialect.inIdList('id', single)}`,
+          `SELECT id, uuid, bundle${et.revisionId ? ', revision_id' : ''} FROM ${quote(et.table)} WHERE ${dialect.inIdList('id', { single })}`,
       );
       for (const row of await selectRows<{ id: number; uuid: string; bundle: string; revision_id?: number | null }>(
         db,

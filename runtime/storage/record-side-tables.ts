@@ -84,7 +84,7 @@ export async function loadSideTables(
       statements.sideTablesSql(
         dialect,
         sides.map((s) => s.field),
-        single,
+        { single },
       ),
   );
   const list = dialect.idListParameter([...owners.keys()]);

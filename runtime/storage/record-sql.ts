@@ -71,10 +71,15 @@ export class RecordSql {
    * lookup by the feed's key, its entity type the statement's first parameter): a record read for
    * its ETag then needs no second statement (storage/change-feed.ts versionOf reads the same).
    */
-  rowsSql(entityType: string, columns: string[] | null, where: string, withVersion = false): string {
+  rowsSql(
+    entityType: string,
+    columns: string[] | null,
+    where: string,
+    options: { withVersion?: boolean } = {},
+  ): string {
     const et = this.entityType(entityType);
     const selected = columns ? columns.map((c) => `e.${quote(c)}`) : ['e.*'];
-    if (withVersion)
+    if (options.withVersion)
       selected.push(`(SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = e.id) AS tilth_version`);
     const from = [`${quote(et.table)} AS e`];
     for (const j of this.singleReferenceJoins(entityType)) {
@@ -92,7 +97,7 @@ export class RecordSql {
    * PostgreSQL wants one type per column of a UNION, so there each branch selects its properties
    * as one JSON object instead. Each branch joins the reference's target.
    */
-  sideTablesSql(dialect: SqlDialect, fields: FieldDescriptor[], single: boolean): string {
+  sideTablesSql(dialect: SqlDialect, fields: FieldDescriptor[], options: { single?: boolean } = {}): string {
     const width = Math.max(
       ...fields.map((f) => Object.keys((f.storage as { columns: Record<string, string> }).columns).length),
     );
@@ -112,7 +117,7 @@ export class RecordSql {
         ? `t.uuid AS t_uuid, t.bundle AS t_bundle, ${target.revisionId ? 't.revision_id' : 'CAST(NULL AS integer)'} AS t_rev`
         : 'CAST(NULL AS text) AS t_uuid, CAST(NULL AS text) AS t_bundle, CAST(NULL AS integer) AS t_rev';
       const join = target ? ` LEFT JOIN ${quote(target.table)} AS t ON t.id = s.target_id` : '';
-      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${dialect.inIdList('s.entity_id', single)}`;
+      return `SELECT ${i} AS k, s.entity_id, s.delta, ${props}, ${targetColumns} FROM ${quote(table)} AS s${join} WHERE ${dialect.inIdList('s.entity_id', options)}`;
     });
     return `SELECT * FROM (${branches.join(' UNION ALL ')}) AS u ORDER BY entity_id, k, delta`;
   }
