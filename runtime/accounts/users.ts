@@ -37,7 +37,7 @@ const now = () => Math.floor(Date.now() / 1000);
 async function rolesOf(knex: Knex, ids: number[]): Promise<Map<number, Role[]>> {
   const dialect = dialectOf(knex);
   const single = ids.length === 1;
-  const sql = `SELECT user_id, role FROM user_role WHERE ${dialect.inIdList('user_id', single)} ORDER BY role`;
+  const sql = `SELECT user_id, role FROM user_role WHERE ${dialect.inIdList('user_id', { single })} ORDER BY role`;
   const rows = ids.length
     ? await selectRows<{ user_id: number; role: string }>(knex, sql, [dialect.idListParameter(ids)])
     : [];

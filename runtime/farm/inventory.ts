@@ -11,7 +11,8 @@ import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { lockRows, type Db, type EntityRecord, type ItemValue, type Reference } from '../storage/records.ts';
 import { noteChangedIds } from '../storage/unit-of-work.ts';
-import { SqlMemo, idListParameter, inIdList, isPostgres, quoteName, selectRows } from '../storage/sql.ts';
+import { SqlMemo, quoteName, selectRows } from '../storage/sql.ts';
+import { dialectOf } from '../storage/dialect.ts';
 import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import { farmDecimal } from './decimal.ts';
 
@@ -222,13 +223,13 @@ export class InventoryChanges {
     const ids = [...new Set(quantities)];
     if (!ids.length) return [];
     const l = this.layout!;
-    const postgres = isPostgres(db);
+    const dialect = dialectOf(db);
     const single = ids.length === 1;
-    const sql = this.sql.get(`assets:${postgres}:${single}:${adjusting}`, () => {
+    const sql = this.sql.get(`assets:${dialect.name}:${single}:${adjusting}`, () => {
       const asset = quoteName(l.inventoryAsset);
-      return `SELECT DISTINCT ${asset} AS asset FROM ${quoteName(l.quantity)} WHERE ${inIdList(postgres, 'id', single)} AND ${asset} IS NOT NULL${adjusting ? ` AND ${quoteName(l.kind)} IS NOT NULL` : ''}`;
+      return `SELECT DISTINCT ${asset} AS asset FROM ${quoteName(l.quantity)} WHERE ${dialect.inIdList('id', { single })} AND ${asset} IS NOT NULL${adjusting ? ` AND ${quoteName(l.kind)} IS NOT NULL` : ''}`;
     });
-    return (await selectRows<{ asset: number }>(db, sql, [idListParameter(postgres, ids)])).map((r) => Number(r.asset));
+    return (await selectRows<{ asset: number }>(db, sql, [dialect.idListParameter(ids)])).map((r) => Number(r.asset));
   }
 }
 

@@ -169,7 +169,7 @@ export class Placements {
       const sql = this.intervalSql.get(
         `${table}:${dialect.name}:${single}`,
         () => `SELECT p.entity_id, p.log_id, p.target_id, t.uuid, t.bundle FROM ${table} AS p LEFT JOIN ${asset} AS t ON t.id = p.target_id
-          WHERE ${dialect.inIdList('p.entity_id', single)} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`,
+          WHERE ${dialect.inIdList('p.entity_id', { single })} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`,
       );
       out.push(...(await selectRows<IntervalRow>(db, sql, [dialect.idListParameter(part), time, time])));
     }

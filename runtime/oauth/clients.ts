@@ -89,7 +89,7 @@ async function originsOf(db: Knex, ids: number[]): Promise<Map<number, string[]>
   const out = new Map<number, string[]>();
   if (!ids.length) return out;
   const dialect = dialectOf(db);
-  const sql = `SELECT client_id, origin FROM oauth_client_origins WHERE ${dialect.inIdList('client_id', ids.length === 1)} ORDER BY origin`;
+  const sql = `SELECT client_id, origin FROM oauth_client_origins WHERE ${dialect.inIdList('client_id', { single: ids.length === 1 })} ORDER BY origin`;
   const rows = await selectRows<{ client_id: number; origin: string }>(db, sql, [dialect.idListParameter(ids)]);
   for (const r of rows) out.set(r.client_id, [...(out.get(r.client_id) ?? []), r.origin]);
   return out;

@@ -107,9 +107,9 @@ export async function recordChanges(
   db: Db,
   entityType: string,
   records: readonly ChangedRecord[],
-  deleted: boolean,
-  now = Math.floor(Date.now() / 1000),
+  options: { deleted?: boolean; now?: number } = {},
 ): Promise<void> {
+  const { deleted = false, now = Math.floor(Date.now() / 1000) } = options;
   if (!records.length) return;
   // A record listed twice in one statement: once (PostgreSQL's ON CONFLICT refuses it twice).
   const list = [...new Map(records.map((r) => [r.id, r])).values()];
@@ -138,19 +138,27 @@ export async function recordChangedIds(
   const unique = [...new Set(ids)];
   const rows = await selectRows<{ id: number; uuid: string; bundle: string }>(
     db,
-    `SELECT id, uuid, bundle FROM "${table}" WHERE ${dialect.inIdList('id', unique.length === 1)}`,
+    `SELECT id, uuid, bundle FROM "${table}" WHERE ${dialect.inIdList('id', { single: unique.length === 1 })}`,
     [dialect.idListParameter(unique)],
   );
   await recordChanges(
     db,
     entityType,
     rows.map((r) => ({ id: Number(r.id), uuid: r.uuid, bundle: r.bundle })),
-    false,
   );
 }
 
-/** A record's version: its feed row's position; null for a record the feed has no row of. */
-export async function versionOf(db: Db, entityType: string, id: number, lock = false): Promise<number | null> {
+/**
+ * A record's version: its feed row's position; null for a record the feed has no row of. With
+ * `lock`, the feed row is read FOR UPDATE (an If-Match's check before its save).
+ */
+export async function versionOf(
+  db: Db,
+  entityType: string,
+  id: number,
+  options: { lock?: boolean } = {},
+): Promise<number | null> {
+  const lock = options.lock === true;
   // What this transaction wrote itself (PostgreSQL, see `written`); a lock always asks the row.
   const known = lock ? undefined : written.get(db)?.get(`${entityType}:${id}`);
   if (known !== undefined) return known;

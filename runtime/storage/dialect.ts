@@ -57,10 +57,10 @@ export interface SqlDialect {
   readonly name: DialectName;
   /**
    * `<column> IN <the ids bound as one parameter>` (SQLite's json_each, PostgreSQL's = ANY of an
-   * array); `<column> = ?` for a single id. Two texts, not one: SQLite answers `= ?` for one record
+   * array); `<column> = ?` for a single id (`single`). Two texts, not one: SQLite answers `= ?` for one record
    * (a log's ten side tables) in a fifteenth of the time it takes to walk a one-element json_each.
    */
-  inIdList(column: string, single?: boolean): string;
+  inIdList(column: string, options?: { single?: boolean }): string;
   /** The one parameter `inIdList` binds (the id itself when there is one). */
   idListParameter(ids: readonly number[]): string | number;
   /** `<column> IN <the strings bound as one parameter>` (as inIdList, for text such as UUIDs). */
@@ -77,16 +77,17 @@ export interface SqlDialect {
    * A comparison without regard to case, as farmOS compares (`=`, `<>`, `IN`, `NOT IN`): `lower()`
    * on both sides on PostgreSQL, SQLite's NOCASE collation (ASCII letters only), each matching
    * `caselessIndexColumn`. `left` is the column's SQL (a `??` placeholder, maybe with `+`), `count`
-   * the number of `?` values on the right.
+   * the number of `?` values on the right; `unindexed` writes the column `+…`, so that no index
+   * serves the comparison.
    */
-  caselessCondition(left: string, op: string, count: number, unindexed: boolean): string;
+  caselessCondition(left: string, op: string, count: number, options?: { unindexed?: boolean }): string;
   /** An index column without regard to case (a `??` placeholder for the column's name). */
   readonly caselessIndexColumn: string;
   /** `<column> LIKE ?` without regard to case, `\` escaping the pattern. */
   caselessLike(column: string): string;
   /**
    * Whether the branches of a UNION must agree on each column's type (PostgreSQL): then a side
-   * table's row is read as one JSON object (storage/records.ts sideTablesSql), not as columns.
+   * table's row is read as one JSON object (storage/record-sql.ts sideTablesSql), not as columns.
    */
   readonly unionOfOneType: boolean;
   /** `<expression>`'s values of a group joined into one string by `separator` (a constant). */
@@ -109,14 +110,15 @@ function placeholders(count: number): string {
 
 export const SQLITE: SqlDialect = {
   name: 'sqlite',
-  inIdList: (column, single = false) => (single ? `${column} = ?` : `${column} IN (SELECT value FROM json_each(?))`),
+  inIdList: (column, { single = false } = {}) =>
+    single ? `${column} = ?` : `${column} IN (SELECT value FROM json_each(?))`,
   idListParameter: (ids) => (ids.length === 1 ? ids[0]! : `[${ids.join(',')}]`),
   inTextList: (column) => `${column} IN (SELECT value FROM json_each(?))`,
   textListParameter: (values) => JSON.stringify(values),
   locksRows: false,
   rowLock: () => '',
   transactionLock: async () => undefined,
-  caselessCondition: (left, op, count, unindexed) => {
+  caselessCondition: (left, op, count, { unindexed = false } = {}) => {
     const column = `${unindexed ? '+' : ''}${left}`;
     if (op === 'IN' || op === 'NOT IN') return `${column} COLLATE NOCASE ${op} (${placeholders(count)})`;
     return `${column} ${op} ? COLLATE NOCASE`;
@@ -135,7 +137,7 @@ export const SQLITE: SqlDialect = {
 
 export const POSTGRES: SqlDialect = {
   name: 'postgres',
-  inIdList: (column, single = false) => (single ? `${column} = ?` : `${column} = ANY(?::bigint[])`),
+  inIdList: (column, { single = false } = {}) => (single ? `${column} = ?` : `${column} = ANY(?::bigint[])`),
   idListParameter: (ids) => (ids.length === 1 ? ids[0]! : `{${ids.join(',')}}`),
   inTextList: (column) => `${column} = ANY(?::text[])`,
   textListParameter: (values) => `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`,
@@ -144,7 +146,7 @@ export const POSTGRES: SqlDialect = {
   transactionLock: async (db, key) => {
     await db.raw('SELECT pg_advisory_xact_lock(?)', [key]);
   },
-  caselessCondition: (left, op, count, unindexed) => {
+  caselessCondition: (left, op, count, { unindexed = false } = {}) => {
     const column = `${unindexed ? '+' : ''}lower(${left})`;
     if (op === 'IN' || op === 'NOT IN')
       return `${column} ${op} (${Array.from({ length: count }, () => 'lower(?)').join(', ')})`;

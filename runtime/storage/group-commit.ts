@@ -87,6 +87,9 @@ interface Write {
   arrived: number;
 }
 
+/** How a write ended: its result (`ok`), or the error it is refused with. */
+type Outcome = { ok: boolean; value: unknown };
+
 const MAX_WRITES = 16;
 const MAX_BATCH_MS = 10;
 const QUEUE_TIMEOUT_MS = 60_000;
@@ -144,7 +147,7 @@ export class GroupCommit {
   /** Refuse every waiting write and every later one (the database is closing). */
   close(error: Error): void {
     this.closedWith = error;
-    for (const write of this.waiting.splice(0)) this.settle(write, false, error);
+    for (const write of this.waiting.splice(0)) this.settle(write, { ok: false, value: error });
   }
 
   private expire(write: Write): void {
@@ -161,9 +164,10 @@ export class GroupCommit {
     return write;
   }
 
-  private settle(write: Write, ok: boolean, value: unknown): void {
+  /** Answer a write: with its result when `ok`, else refused with `value` (its error). */
+  private settle(write: Write, outcome: Outcome): void {
     clearTimeout(write.timer);
-    (ok ? write.resolve : write.reject)(value);
+    (outcome.ok ? write.resolve : write.reject)(outcome.value);
   }
 
   private async drain(): Promise<void> {
@@ -215,7 +219,7 @@ export class GroupCommit {
   }
 
   private async batch(): Promise<void> {
-    const done: Array<{ write: Write; ok: boolean; value: unknown }> = [];
+    const done: Array<{ write: Write } & Outcome> = [];
     // Set when the transaction has settled. Knex runs the body even when BEGIN failed (and
     // rejects at once): such a body must take no write, or its caller would never hear back.
     let settled = false;
@@ -226,7 +230,7 @@ export class GroupCommit {
     let reason: unknown;
     const failure = this.durability?.failure();
     if (failure) {
-      for (const write of this.waiting.splice(0)) this.settle(write, false, failure);
+      for (const write of this.waiting.splice(0)) this.settle(write, { ok: false, value: failure });
       return;
     }
     try {
@@ -292,18 +296,18 @@ export class GroupCommit {
       this.lastBatchSize = done.length;
     }
     if (!durable) {
-      for (const { write, ok, value } of done) this.settle(write, ok, value);
+      for (const d of done) this.settle(d.write, d);
       return;
     }
     // Committed; the writes that failed are answered now, the others once the log is on disk
     // (or, if the sync fails, with its error). The next batch does not wait for this sync.
-    for (const { write, ok, value } of done) if (!ok) this.settle(write, ok, value);
+    for (const d of done) if (!d.ok) this.settle(d.write, d);
     durable.then(
       () => {
-        for (const { write, ok, value } of done) if (ok) this.settle(write, true, value);
+        for (const d of done) if (d.ok) this.settle(d.write, d);
       },
       (error: unknown) => {
-        for (const { write, ok } of done) if (ok) this.settle(write, false, error);
+        for (const d of done) if (d.ok) this.settle(d.write, { ok: false, value: error });
       },
     );
   }

@@ -34,7 +34,7 @@ export async function lockRows(
   const sorted = [...new Set(ids)].sort((a, b) => a - b);
   for (let i = 0; i < sorted.length; i += IDS_PER_STATEMENT) {
     const part = sorted.slice(i, i + IDS_PER_STATEMENT);
-    const sql = `SELECT id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', part.length === 1)} ORDER BY id${dialect.rowLock(strength)}`;
+    const sql = `SELECT id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', { single: part.length === 1 })} ORDER BY id${dialect.rowLock(strength)}`;
     await selectRows(db, sql, [dialect.idListParameter(part)]);
   }
 }

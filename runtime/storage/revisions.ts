@@ -175,7 +175,7 @@ export class RevisionStore {
       const single = ids.length === 1;
       const sql = this.sql.get(
         `${table}:${dialect.name}:${single}`,
-        () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', single)}`,
+        () => `SELECT id, revision_id FROM ${quoteName(table)} WHERE ${dialect.inIdList('id', { single })}`,
       );
       const rows = await selectRows<{ id: number; revision_id: number | null }>(db, sql, [
         dialect.idListParameter(ids),

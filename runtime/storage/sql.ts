@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { directConnectionOf, readConnectionOf } from './database.ts';
-import { DIALECTS, dialectOf } from './dialect.ts';
+import { dialectOf } from './dialect.ts';
 import { BoundedMemo } from '../values/bounded-memo.ts';
 
 /** A table or column name from the definitions, quoted the same on SQLite and PostgreSQL. */
@@ -134,31 +134,6 @@ export async function insertReturningId(db: Db, sql: string, bindings: readonly 
     return Number(((await db.raw(`${sql} RETURNING id`, bindings)) as { rows: Array<{ id: number }> }).rows[0]!.id);
   // Outside a transaction on SQLite, through Knex (which waits for the sync): the run's info.
   return Number(((await db.raw(sql, bindings)) as unknown as { lastInsertRowid: number | bigint }).lastInsertRowid);
-}
-
-/*
- * The lists of ids and strings bound as one parameter are the dialect's (storage/dialect.ts:
- * `dialectOf(db).inIdList` …). These take the old `postgres` flag, for callers not yet converted.
- */
-
-/** @deprecated `dialectOf(db).inIdList` */
-export function inIdList(postgres: boolean, column: string, single = false): string {
-  return DIALECTS[postgres ? 'postgres' : 'sqlite'].inIdList(column, single);
-}
-
-/** @deprecated `dialectOf(db).idListParameter` */
-export function idListParameter(postgres: boolean, ids: readonly number[]): string | number {
-  return DIALECTS[postgres ? 'postgres' : 'sqlite'].idListParameter(ids);
-}
-
-/** @deprecated `dialectOf(db).inTextList` */
-export function inTextList(postgres: boolean, column: string): string {
-  return DIALECTS[postgres ? 'postgres' : 'sqlite'].inTextList(column);
-}
-
-/** @deprecated `dialectOf(db).textListParameter` */
-export function textListParameter(postgres: boolean, values: readonly string[]): string {
-  return DIALECTS[postgres ? 'postgres' : 'sqlite'].textListParameter(values);
 }
 
 /**

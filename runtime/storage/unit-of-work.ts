@@ -80,13 +80,13 @@ export class UnitOfWork {
         if (record) known.push(record);
         else byId.push(id);
       }
-      await recordChanges(db, entityType, known, false);
+      await recordChanges(db, entityType, known);
       if (byId.length && t.table) await recordChangedIds(db, entityType, t.table, byId);
       await recordChanges(
         db,
         entityType,
         [...t.deleted.values()].sort((a, b) => a.id - b.id),
-        true,
+        { deleted: true },
       );
     }
     this.touched.clear();
@@ -117,7 +117,7 @@ export async function inUnitOfWork<T>(db: Db, fn: () => Promise<T>): Promise<T> 
 export async function noteChanged(db: Db, entityType: string, records: readonly ChangedRecord[]): Promise<void> {
   const unit = open.get(db);
   if (unit) unit.changed(entityType, records);
-  else await recordChanges(db, entityType, records, false);
+  else await recordChanges(db, entityType, records);
 }
 
 /** Note records changed, known by id only (a cascade): in the unit open on `db`, or written now. */
@@ -131,5 +131,5 @@ export async function noteChangedIds(db: Db, entityType: string, table: string, 
 export async function noteDeleted(db: Db, entityType: string, records: readonly ChangedRecord[]): Promise<void> {
   const unit = open.get(db);
   if (unit) unit.deleted(entityType, records);
-  else await recordChanges(db, entityType, records, true);
+  else await recordChanges(db, entityType, records, { deleted: true });
 }

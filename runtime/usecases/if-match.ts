@@ -40,7 +40,7 @@ export async function staleVersion(
   ifMatch: IfMatch | undefined,
 ): Promise<StaleVersionError | null> {
   if (ifMatch === undefined) return null;
-  const version = await versionOf(db, record.rt.entityType.entityType, record.id, true);
+  const version = await versionOf(db, record.rt.entityType.entityType, record.id, { lock: true });
   if (ifMatch === '*' || (version !== null && ifMatch.has(version))) return null;
   return new StaleVersionError(version);
 }

@@ -358,7 +358,9 @@ export class QueryCompiler {
    * caseless index (generator/storage.ts).
    */
   private compareCaseless(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed: boolean): void {
-    const sql = this.dialect.caselessCondition('??', op, op === 'IN' || op === 'NOT IN' ? values.length : 1, unindexed);
+    const sql = this.dialect.caselessCondition('??', op, op === 'IN' || op === 'NOT IN' ? values.length : 1, {
+      unindexed,
+    });
     qb.whereRaw(sql, op === 'IN' || op === 'NOT IN' ? [column, ...values] : [column, values[0]!]);
   }
 
