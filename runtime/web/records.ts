@@ -481,7 +481,13 @@ ${sections}
                 { value: '0', label: M.values.no },
               ]
             : (d.allowedValues ?? []);
-        input = html`<fieldset id="${id}"${aria}><legend>${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</legend>${options.map(
+        // A group of radios is a radiogroup (which may be required); a group of checkboxes is a
+        // plain group, which ARIA gives no aria-required: its legend says so.
+        const groupAria =
+          type === 'radio'
+            ? html` role="radiogroup"${aria}`
+            : html`${describedBy ? html` aria-describedby="${describedBy}"` : ''}${errors.length ? html` aria-invalid="true"` : ''}`;
+        input = html`<fieldset id="${id}"${groupAria}><legend>${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</legend>${options.map(
           (a, i) =>
             html`<label class="choice" for="${id}-${i}"><input type="${type}" id="${id}-${i}" name="${f.name}" value="${a.value}" ${values.includes(a.value) ? 'checked' : ''}> ${a.label}</label>`,
         )}</fieldset>`;
