@@ -93,6 +93,20 @@ export const M = {
     notFoundReference: (value: string) => `No record named or with the ID “${value}” may be referred to here.`,
     sections: { main: '', sidebar: 'More' } as Record<string, string>,
   },
+  conflict: {
+    title: 'Someone else changed this record',
+    changedBy: (who: string | null, when: string | null) =>
+      `Changed${who ? ` by ${who}` : ''}${when ? ` on ${when}` : ''} while you were editing.`,
+    differ: 'The fields that differ',
+    field: 'Field',
+    theirs: 'Theirs (saved now)',
+    yours: 'Yours (not saved)',
+    same: 'Your values are the same as theirs: saving again changes nothing of theirs.',
+    keepTheirs: 'Keep theirs',
+    applyMine: 'Apply mine to theirs',
+    applyHelp:
+      'Keep theirs leaves the record as it is now. Apply mine to theirs saves the form below (your values, which you may still change) over the record as it is now.',
+  },
   account: {
     title: 'Change my password',
     link: 'Password',

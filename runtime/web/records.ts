@@ -138,6 +138,17 @@ export class RecordPages {
       }
       return this.renderForm(res, 200, rt, ui, null, { values, errors: new Map(), general: [], version: '' });
     }
+    const { resource, values, version } = await this.storedForm(principal, rt, ui, uuid);
+    this.renderForm(res, 200, rt, ui, resource, { values, errors: new Map(), general: [], version });
+  }
+
+  /** An edit form's values for the record as it is now, and its version; refused to whom may not update it. */
+  private async storedForm(
+    principal: Principal,
+    rt: ResourceType,
+    ui: BundleUi,
+    uuid: string,
+  ): Promise<{ resource: Resource; values: Map<string, string[]>; version: string; record: EntityRecord }> {
     const { resource, included, version } = await this.reads.record(
       rt,
       uuid,
@@ -162,12 +173,65 @@ export class RecordPages {
         );
       } else values.set(f.name, this.storedText(d, resource.attributes?.[f.name]));
     }
-    this.renderForm(res, 200, rt, ui, resource, {
-      values,
-      errors: new Map(),
-      general: [],
-      version: version === null ? '' : String(version),
+    return { resource, values, version: version === null ? '' : String(version), record };
+  }
+
+  /**
+   * A stale edit (issue 38 screen 6): who changed the record and when, the fields that differ
+   * (theirs, yours), and the two choices: keep theirs (the record's page: nothing of theirs
+   * changes), or apply mine to theirs (the form again, with what was typed and the record's
+   * version now, so that saving it is an edit of theirs). What was typed stays on the page.
+   */
+  private async conflict(res: Response, rt: ResourceType, ui: BundleUi, uuid: string, yours: FormState): Promise<void> {
+    const { principal } = webState(res);
+    const { resource, values: theirs, version, record } = await this.storedForm(principal, rt, ui, uuid);
+    const differ = ui.fields.filter((f) => {
+      if (!f.widget || f.widget === 'file') return false;
+      const boolean = this.field(rt, f)?.type === 'boolean';
+      return comparable(theirs.get(f.name), boolean) !== comparable(yours.values.get(f.name), boolean);
     });
+    const shown = (f: UiField, values: string[] | undefined): Html | string => {
+      const d = this.field(rt, f);
+      const list = (values ?? []).flatMap((v) => v.split('\n')).filter((v) => v.trim() !== '');
+      if (f.widget === 'checkbox') return list.includes('1') || list.includes('true') ? M.values.yes : M.values.no;
+      if (!list.length) return M.record.empty;
+      return list.map((v) => d?.allowedValues?.find((a) => a.value === v)?.label ?? v).join(', ');
+    };
+    const table = differ.length
+      ? html`<div class="table-wrap"><table><caption>${M.conflict.differ}</caption><thead><tr><th scope="col">${M.conflict.field}</th><th scope="col">${M.conflict.theirs}</th><th scope="col">${M.conflict.yours}</th></tr></thead><tbody>${differ.map(
+          (f) =>
+            html`<tr><th scope="row">${f.label}</th><td>${shown(f, theirs.get(f.name))}</td><td>${shown(f, yours.values.get(f.name))}</td></tr>`,
+        )}</tbody></table></div>`
+      : html`<p>${M.conflict.same}</p>`;
+    const intro = html`<section class="card" aria-labelledby="conflict"><h2 id="conflict">${M.conflict.title}</h2><p>${await this.changedBy(rt, record, principal)}</p>${table}<div class="actions"><a class="button secondary" href="${recordPath(resource)}">${M.conflict.keepTheirs}</a></div><p class="help">${M.conflict.applyHelp}</p></section>`;
+    this.renderForm(
+      res,
+      409,
+      rt,
+      ui,
+      resource,
+      { ...yours, version, general: [M.form.conflict] },
+      { intro, submit: M.conflict.applyMine },
+    );
+  }
+
+  /** "Changed by <who> on <when>": the record's newest revision, or its changed time. */
+  private async changedBy(rt: ResourceType, record: EntityRecord, principal: Principal): Promise<string> {
+    const [last] = rt.entityType.revisionId
+      ? await this.services.loader.store.revisions.list(this.services.knex, rt.entityType.entityType, record.id, {
+          offset: 0,
+          limit: 1,
+        })
+      : [];
+    const changed = last?.created ?? Number(record.values.get('changed') ?? NaN);
+    let who: string | null = null;
+    const users = this.ctx.registry.model.entityTypes.user;
+    if (last?.userId != null && users && mayOnType(principal, users, 'view')) {
+      const [u] = await this.services.loader.load(this.services.knex, 'user', [last.userId], null);
+      who = u ? String(u.values.get('name') ?? '') : null;
+    }
+    const when = Number.isFinite(changed) ? this.formats.dateTime.format(new Date(changed * 1000)) : null;
+    return M.conflict.changedBy(who, when);
   }
 
   /** A stored attribute as the text its input holds. */
@@ -231,10 +295,7 @@ export class RecordPages {
         `${recordPath({ type: rt.type, id: saved.shown })}?saved=${uuid === null ? 'created' : 'saved'}`,
       );
     } catch (error) {
-      if (error instanceof StaleVersionError) {
-        state.general.push(M.form.conflict);
-        return this.renderForm(res, 409, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
-      }
+      if (error instanceof StaleVersionError && uuid !== null) return this.conflict(res, rt, ui, uuid, state);
       if (error instanceof ReferenceProblem) {
         state.errors.set(error.field, [error.message]);
         return this.renderForm(res, 422, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
@@ -412,6 +473,7 @@ export class RecordPages {
     ui: BundleUi,
     resource: Pick<Resource, 'type' | 'id'> | null,
     state: FormState,
+    conflict?: { intro: Html; submit: string },
   ): void {
     const { csrfToken } = webState(res);
     const action = resource
@@ -428,11 +490,11 @@ export class RecordPages {
       state.general.length || state.errors.size
         ? html`<div class="error" role="alert"><p>${M.form.problems}</p>${state.general.map((g) => html`<p>${g}</p>`)}</div>`
         : '';
-    const body = html`${problems}<form class="record card" method="post" action="${action}" novalidate>
+    const body = html`${problems}${conflict?.intro ?? ''}<form class="record card" method="post" action="${action}" novalidate>
 <input type="hidden" name="csrf_token" value="${csrfToken}">
 ${resource ? html`<input type="hidden" name="version" value="${state.version}">` : ''}
 ${sections}
-<div class="actions"><button class="primary" type="submit">${M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
+<div class="actions"><button class="primary" type="submit">${conflict?.submit ?? M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
 </form>`;
     this.send(res, status, resource ? M.form.edit(ui.label) : M.form.create(ui.label), body);
   }
@@ -533,6 +595,16 @@ function labelOrId(resource: Resource | undefined, id: string, ctx: AppContext):
     resource.attributes?.[ctx.registry.model.entityTypes[resource.type.split('--')[0]!]?.labelField ?? 'name'];
   // The ID in brackets keeps the very record when the form is saved again, whatever names others share.
   return typeof label === 'string' && label ? `${label} [${id}]` : id;
+}
+
+/** A field's values as text to compare: blank lines and surrounding space left out. */
+function comparable(values: string[] | undefined, boolean: boolean): string {
+  const list = (values ?? [])
+    .flatMap((v) => v.split('\n'))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+  // A boolean is stored as '1' or '', and sent as '1', '0' or nothing.
+  return boolean ? String(list.includes('1') || list.includes('true')) : JSON.stringify(list);
 }
 
 function humanise(name: string): string {

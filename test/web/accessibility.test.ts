@@ -99,6 +99,18 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
       await page.click('form.record button[type=submit]');
       await page.waitForSelector('#field-geometry-error');
       for (const v of await seriousViolations(page)) found.push(`${viewport.width}px form with errors: ${v}`);
+      // A stale edit: the conflict page.
+      await page.goto(`${server.url}/farm/log/activity/${id}/edit`);
+      const patched = await request(`${server.url}/api/log/activity/${id}`, {
+        method: 'PATCH',
+        token,
+        json: { data: { type: 'log--activity', id, attributes: { name: `Walk the fences ${viewport.width}` } } },
+      });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      await page.fill('#field-name', 'Walk the hedges');
+      await page.click('form.record button[type=submit]');
+      await page.waitForSelector('section[aria-labelledby=conflict]');
+      for (const v of await seriousViolations(page)) found.push(`${viewport.width}px conflict page: ${v}`);
       assert.deepEqual(found, []);
     } finally {
       await context.close();

@@ -282,6 +282,62 @@ test('a log created through the generated form reads back through the API as ent
   }
 });
 
+test('the conflict page: who changed the record and when, the fields that differ, and apply mine to theirs keeps both edits', async () => {
+  const log = await createLog('Prune the apples');
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    // This tab opens the form; meanwhile someone changes the notes through the API.
+    await page.goto(`${server.url}/farm/log/activity/${log.id}/edit`);
+    const theirs = await request(`${server.url}/api/log/activity/${log.id}`, {
+      method: 'PATCH',
+      token,
+      json: {
+        data: {
+          type: 'log--activity',
+          id: log.id,
+          attributes: { notes: { value: 'Start at the north row', format: 'default' } },
+        },
+      },
+    });
+    assert.equal(theirs.status, 200, JSON.stringify(theirs.body));
+    await page.fill('#field-name', 'Prune the pears');
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.click('form.record button[type=submit]'),
+    ]);
+    assert.equal(answer.status(), 409);
+    const conflict = (await page.textContent('section[aria-labelledby=conflict]'))!;
+    assert.match(conflict, new RegExp(`Changed by ${ADMIN.name} on .*20\\d\\d`), 'who and when');
+    const rows = await page.$$eval('section[aria-labelledby=conflict] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.children].map((c) => c.textContent!.trim())),
+    );
+    assert.deepEqual(rows, [
+      ['Name', 'Prune the apples', 'Prune the pears'],
+      ['Notes', 'Start at the north row', '—'],
+    ]);
+    assert.ok(
+      await page.$(`section[aria-labelledby=conflict] a[href="/farm/log/activity/${log.id}"]:text("Keep theirs")`),
+    );
+    // Nothing saved yet, and what was typed is kept in the form. The notes are theirs to keep:
+    // the form is applied to theirs with their notes typed back in.
+    assert.equal(
+      (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes.name,
+      'Prune the apples',
+    );
+    assert.equal(await page.inputValue('#field-name'), 'Prune the pears');
+    await page.fill('#field-notes', 'Start at the north row');
+    await page.click('button:text("Apply mine to theirs")');
+    await page.waitForURL(/\?saved=saved/);
+    const read = (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes;
+    assert.equal(read.name, 'Prune the pears', 'mine applied');
+    assert.equal(read.notes.value, 'Start at the north row', 'theirs kept');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
 test('a viewer sees no edit buttons, and a direct POST of a form is refused', async () => {
   const log = await createLog('Inspect hives');
   const { context, page } = await openBrowser();
