@@ -107,6 +107,24 @@ export const M = {
     applyHelp:
       'Keep theirs leaves the record as it is now. Apply mine to theirs saves the form below (your values, which you may still change) over the record as it is now.',
   },
+  remove: {
+    button: 'Delete',
+    title: (label: string) => `Delete ${label}?`,
+    confirm: 'Delete for good',
+    cannotUndo: 'This cannot be undone.',
+    alone: 'Nothing else is deleted with it.',
+    withIt: (n: number) => (n === 1 ? 'This goes with it:' : `These ${n} go with it:`),
+    quantity: (value: string, unit: string, label: string) =>
+      `Quantity ${[value, unit].filter(Boolean).join(' ') || '(no value)'}${label ? ` (${label})` : ''}`,
+    done: (label: string) => `Deleted ${label}.`,
+    stale: 'Someone changed this record since you opened the confirmation. Nothing was deleted: look at it again.',
+  },
+  status: {
+    archive: 'Archive',
+    reactivate: 'Reactivate',
+    archived: 'Archived.',
+    reactivated: 'Reactivated.',
+  },
   account: {
     title: 'Change my password',
     link: 'Password',

@@ -28,6 +28,7 @@ import { attributeValue, labelOf, recordPath, relationshipValue, type Formats, t
 import type { WebReads } from './reads.ts';
 import { formValue, safeReturn, webState, type Form, type WebSessions } from './session.ts';
 import { TASKS, type ListPages } from './lists.ts';
+import { dependentsOnDelete } from '../farm/hooks.ts';
 
 /** What a form shows: the values typed (or stored), and the messages by field. */
 interface FormState {
@@ -93,13 +94,31 @@ export class RecordPages {
       return html`<section class="card">${heading ? html`<h2>${heading}</h2>` : ''}<dl class="fields">${rows}</dl></section>`;
     });
     const record = await this.services.commands.view(principal, rt, uuid);
-    const actions =
-      mayOnType(principal, rt.entityType, 'update') &&
-      mayOnRecord(principal, rt.entityType, 'update', record) &&
-      ui.fields.some((f) => f.widget)
-        ? html`<div class="actions"><a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a></div>`
-        : '';
-    const body = html`${notice ? html`<p class="notice" role="status">${notice === 'created' ? M.record.created : M.record.saved}</p>` : ''}${actions}${sections}${await this.revisions(rt, record.id, principal)}`;
+    const mayUpdate =
+      mayOnType(principal, rt.entityType, 'update') && mayOnRecord(principal, rt.entityType, 'update', record);
+    const mayDelete =
+      mayOnType(principal, rt.entityType, 'delete') && mayOnRecord(principal, rt.entityType, 'delete', record);
+    const { csrfToken } = webState(res);
+    // An asset is archived or reactivated by its status (farmOS's Archive and Reactivate).
+    const status = hasArchive(rt) ? resource.attributes?.[ARCHIVE.status] : undefined;
+    const toStatus = status === ARCHIVE.archived ? ARCHIVE.active : ARCHIVE.archived;
+    const buttons = [
+      mayUpdate && ui.fields.some((f) => f.widget)
+        ? html`<a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a>`
+        : '',
+      mayUpdate && status !== undefined
+        ? html`<form method="post" action="${recordPath(resource)}/status"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="status" value="${toStatus}"><button class="button secondary" type="submit">${toStatus === ARCHIVE.archived ? M.status.archive : M.status.reactivate}</button></form>`
+        : '',
+      mayDelete ? html`<a class="button secondary" href="${recordPath(resource)}/delete">${M.remove.button}</a>` : '',
+    ].filter((b) => b !== '');
+    const actions = buttons.length ? html`<div class="actions">${buttons}</div>` : '';
+    const notices: Record<string, string> = {
+      created: M.record.created,
+      saved: M.record.saved,
+      archived: M.status.archived,
+      reactivated: M.status.reactivated,
+    };
+    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.revisions(rt, record.id, principal)}`;
     this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
   }
 
@@ -316,6 +335,91 @@ export class RecordPages {
       }
       throw error;
     }
+  }
+
+  /**
+   * GET /farm/<type>/<bundle>/<uuid>/delete (issue 38 screen 7): a confirmation naming what goes
+   * with the record (a log's quantities no other log names), refused to whom may not delete it.
+   */
+  async confirmDelete(res: Response, rt: ResourceType, uuid: string, problem?: string): Promise<void> {
+    const { principal, csrfToken } = webState(res);
+    const { resource, version } = await this.reads.record(rt, uuid, principal, []);
+    const record = await this.services.commands.view(principal, rt, uuid);
+    this.services.commands.assertMayWrite(principal, record, 'delete');
+    const dependents = await dependentsOnDelete(this.services.knex, rt, [record.id]);
+    const named: string[] = [];
+    for (const group of dependents) {
+      const records = await this.services.loader.load(this.services.knex, group.entityType, group.ids, null);
+      for (const r of records) named.push(await this.dependentLabel(r, principal));
+    }
+    const label = labelOf(resource, rt.entityType.labelField);
+    const body = html`${problem ? html`<div class="error" role="alert"><p>${problem}</p></div>` : ''}<section class="card">${
+      named.length
+        ? html`<p>${M.remove.withIt(named.length)}</p><ul>${named.map((n) => html`<li>${n}</li>`)}</ul>`
+        : html`<p>${M.remove.alone}</p>`
+    }<p>${M.remove.cannotUndo}</p>
+<form method="post" action="${recordPath(resource)}/delete"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="version" value="${version === null ? '' : String(version)}">
+<div class="actions"><button class="primary" type="submit">${M.remove.confirm}</button><a class="button secondary" href="${recordPath(resource)}">${M.form.cancel}</a></div></form></section>`;
+    this.send(res, problem ? 409 : 200, M.remove.title(label), body);
+  }
+
+  /** A record deleted along with another, as the confirmation names it (a quantity: its value, unit and label). */
+  private async dependentLabel(r: EntityRecord, principal: Principal): Promise<string> {
+    const type = this.ctx.registry.typeName(r.rt.entityType.entityType, r.bundle);
+    const rt = this.ctx.registry.get(type);
+    if (!rt || r.rt.entityType.entityType !== 'quantity') return `${r.bundle} ${r.uuid.slice(0, 8)}`;
+    try {
+      const { resource, included } = await this.reads.record(rt, r.uuid, principal, ['units']);
+      const value = (resource.attributes?.value as { decimal?: string } | null)?.decimal ?? '';
+      const unitRef = resource.relationships?.units?.data;
+      const unit =
+        unitRef && !Array.isArray(unitRef) ? labelOf(included.get(`${unitRef.type}:${unitRef.id}`), 'name') : '';
+      return M.remove.quantity(value, unit, String(resource.attributes?.label ?? ''));
+    } catch {
+      return M.remove.quantity('', '', '');
+    }
+  }
+
+  /** POST /farm/<type>/<bundle>/<uuid>/delete (after the CSRF check): through the delete command, at the version confirmed. */
+  async remove(req: Request, res: Response, rt: ResourceType, uuid: string): Promise<void> {
+    const { principal } = webState(res);
+    const version = formValue(req.body as Form, 'version') ?? '';
+    const { resource } = await this.reads.record(rt, uuid, principal, []);
+    try {
+      await this.services.commands.delete(principal, rt, uuid, {
+        ifMatch: /^\d+$/.test(version) ? new Set([Number(version)]) : '*',
+      });
+    } catch (error) {
+      if (error instanceof StaleVersionError) return this.confirmDelete(res, rt, uuid, M.remove.stale);
+      throw error;
+    }
+    const label = labelOf(resource, rt.entityType.labelField);
+    res.redirect(
+      303,
+      `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}?${new URLSearchParams({ deleted: label })}`,
+    );
+  }
+
+  /** POST /farm/asset/<bundle>/<uuid>/status (after the CSRF check): archive or reactivate, as a PATCH of its status. */
+  async setStatus(req: Request, res: Response, rt: ResourceType, uuid: string): Promise<void> {
+    const { principal } = webState(res);
+    const to = formValue(req.body as Form, 'status');
+    if (!hasArchive(rt) || (to !== ARCHIVE.archived && to !== ARCHIVE.active))
+      throw new ApiError(400, 'The status is archived or active.');
+    await this.services.commands.update(principal, rt, uuid, {
+      read: (trx, record) =>
+        this.services.input.read(
+          trx,
+          rt,
+          { data: { type: rt.type, id: record.uuid, attributes: { [ARCHIVE.status]: to } } },
+          record,
+        ),
+      present: async () => null,
+    });
+    res.redirect(
+      303,
+      `${recordPath({ type: rt.type, id: uuid })}?saved=${to === ARCHIVE.archived ? 'archived' : 'reactivated'}`,
+    );
   }
 
   /** POST /farm/log/<bundle>/<uuid>/done (after the CSRF check): a task marked done in place, saved as a PATCH of its status is; back to the dashboard. */
@@ -595,6 +699,13 @@ function labelOrId(resource: Resource | undefined, id: string, ctx: AppContext):
     resource.attributes?.[ctx.registry.model.entityTypes[resource.type.split('--')[0]!]?.labelField ?? 'name'];
   // The ID in brackets keeps the very record when the form is saved again, whatever names others share.
   return typeof label === 'string' && label ? `${label} [${id}]` : id;
+}
+
+/** Archive and reactivate: an asset's status (farmOS's). */
+const ARCHIVE = { entityType: 'asset', status: 'status', archived: 'archived', active: 'active' } as const;
+
+function hasArchive(rt: ResourceType): boolean {
+  return rt.entityType.entityType === ARCHIVE.entityType && rt.fieldsByName.has(ARCHIVE.status);
 }
 
 /** A field's values as text to compare: blank lines and surrounding space left out. */

@@ -87,6 +87,7 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
         `/farm/log/activity/${id}`,
         '/farm/log/activity/new',
         `/farm/log/activity/${id}/edit`,
+        `/farm/log/activity/${id}/delete`,
         '/farm/asset/equipment/new',
         '/farm/account/password',
         '/farm/log/nonsense',
