@@ -102,10 +102,11 @@ export const M = {
     theirs: 'Theirs (saved now)',
     yours: 'Yours (not saved)',
     same: 'Your values are the same as theirs: saving again changes nothing of theirs.',
+    unchanged: 'Not changed by you: theirs is kept',
     keepTheirs: 'Keep theirs',
     applyMine: 'Apply mine to theirs',
     applyHelp:
-      'Keep theirs leaves the record as it is now. Apply mine to theirs saves the form below (your values, which you may still change) over the record as it is now.',
+      'Keep theirs leaves the record as it is now. Apply mine to theirs saves the form below over the record as it is now: the fields you changed with your values, the others with theirs. You may still change any of them.',
   },
   remove: {
     button: 'Delete',

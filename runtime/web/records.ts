@@ -36,6 +36,8 @@ interface FormState {
   errors: Map<string, string[]>;
   general: string[];
   version: string;
+  /** An edit's values as stored when the form was opened (sent back hidden), to tell which fields the person changed. */
+  originals?: Map<string, string[]>;
 }
 
 /** A submitted value that names no record the field may point at: a 422 of the form's own. */
@@ -158,7 +160,13 @@ export class RecordPages {
       return this.renderForm(res, 200, rt, ui, null, { values, errors: new Map(), general: [], version: '' });
     }
     const { resource, values, version } = await this.storedForm(principal, rt, ui, uuid);
-    this.renderForm(res, 200, rt, ui, resource, { values, errors: new Map(), general: [], version });
+    this.renderForm(res, 200, rt, ui, resource, {
+      values,
+      errors: new Map(),
+      general: [],
+      version,
+      originals: values,
+    });
   }
 
   /** An edit form's values for the record as it is now, and its version; refused to whom may not update it. */
@@ -204,11 +212,18 @@ export class RecordPages {
   private async conflict(res: Response, rt: ResourceType, ui: BundleUi, uuid: string, yours: FormState): Promise<void> {
     const { principal } = webState(res);
     const { resource, values: theirs, version, record } = await this.storedForm(principal, rt, ui, uuid);
-    const differ = ui.fields.filter((f) => {
-      if (!f.widget || f.widget === 'file') return false;
+    const same = (f: UiField, a: string[] | undefined, b: string[] | undefined) => {
       const boolean = this.field(rt, f)?.type === 'boolean';
-      return comparable(theirs.get(f.name), boolean) !== comparable(yours.values.get(f.name), boolean);
-    });
+      return comparable(a, boolean) === comparable(b, boolean);
+    };
+    // A field the person did not change keeps theirs; without the originals (an old form), every field is mine.
+    const mine = (f: UiField) => !yours.originals || !same(f, yours.values.get(f.name), yours.originals.get(f.name));
+    const differ = ui.fields.filter(
+      (f) => f.widget && f.widget !== 'file' && !same(f, theirs.get(f.name), yours.values.get(f.name)),
+    );
+    const applied = new Map(
+      ui.fields.map((f) => [f.name, (mine(f) ? yours.values.get(f.name) : theirs.get(f.name)) ?? []]),
+    );
     const shown = (f: UiField, values: string[] | undefined): Html | string => {
       const d = this.field(rt, f);
       const list = (values ?? []).flatMap((v) => v.split('\n')).filter((v) => v.trim() !== '');
@@ -219,7 +234,7 @@ export class RecordPages {
     const table = differ.length
       ? html`<div class="table-wrap"><table><caption>${M.conflict.differ}</caption><thead><tr><th scope="col">${M.conflict.field}</th><th scope="col">${M.conflict.theirs}</th><th scope="col">${M.conflict.yours}</th></tr></thead><tbody>${differ.map(
           (f) =>
-            html`<tr><th scope="row">${f.label}</th><td>${shown(f, theirs.get(f.name))}</td><td>${shown(f, yours.values.get(f.name))}</td></tr>`,
+            html`<tr><th scope="row">${f.label}</th><td>${shown(f, theirs.get(f.name))}</td><td>${mine(f) ? shown(f, yours.values.get(f.name)) : M.conflict.unchanged}</td></tr>`,
         )}</tbody></table></div>`
       : html`<p>${M.conflict.same}</p>`;
     const intro = html`<section class="card" aria-labelledby="conflict"><h2 id="conflict">${M.conflict.title}</h2><p>${await this.changedBy(rt, record, principal)}</p>${table}<div class="actions"><a class="button secondary" href="${recordPath(resource)}">${M.conflict.keepTheirs}</a></div><p class="help">${M.conflict.applyHelp}</p></section>`;
@@ -229,7 +244,7 @@ export class RecordPages {
       rt,
       ui,
       resource,
-      { ...yours, version, general: [M.form.conflict] },
+      { ...yours, values: applied, version, general: [M.form.conflict], originals: theirs },
       { intro, submit: M.conflict.applyMine },
     );
   }
@@ -285,7 +300,10 @@ export class RecordPages {
     const typed = new Map<string, string[]>();
     for (const f of ui.fields) if (f.widget) typed.set(f.name, form.get(f.name) ?? []);
     const version = formValue(form, 'version') ?? '';
-    const state: FormState = { values: typed, errors: new Map(), general: [], version };
+    const originals = form.has('originals')
+      ? new Map(ui.fields.filter((f) => f.widget).map((f) => [f.name, form.get(`original.${f.name}`) ?? []]))
+      : undefined;
+    const state: FormState = { values: typed, errors: new Map(), general: [], version, originals };
     try {
       // The create and update commands (usecases/records.ts): the same lock, version check, access
       // checks, save, revision and feed row as the API's POST and PATCH. The form's version is the
@@ -597,6 +615,11 @@ export class RecordPages {
     const body = html`${problems}${conflict?.intro ?? ''}<form class="record card" method="post" action="${action}" novalidate>
 <input type="hidden" name="csrf_token" value="${csrfToken}">
 ${resource ? html`<input type="hidden" name="version" value="${state.version}">` : ''}
+${
+  resource && state.originals
+    ? html`<input type="hidden" name="originals" value="1">${[...state.originals].map(([name, values]) => values.map((v) => html`<input type="hidden" name="original.${name}" value="${v}">`))}`
+    : ''
+}
 ${sections}
 <div class="actions"><button class="primary" type="submit">${conflict?.submit ?? M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
 </form>`;

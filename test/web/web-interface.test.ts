@@ -314,19 +314,18 @@ test('the conflict page: who changed the record and when, the fields that differ
     );
     assert.deepEqual(rows, [
       ['Name', 'Prune the apples', 'Prune the pears'],
-      ['Notes', 'Start at the north row', '—'],
+      ['Notes', 'Start at the north row', 'Not changed by you: theirs is kept'],
     ]);
     assert.ok(
       await page.$(`section[aria-labelledby=conflict] a[href="/farm/log/activity/${log.id}"]:text("Keep theirs")`),
     );
-    // Nothing saved yet, and what was typed is kept in the form. The notes are theirs to keep:
-    // the form is applied to theirs with their notes typed back in.
+    // Nothing saved yet; the form holds what was typed, and theirs where nothing was typed.
     assert.equal(
       (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes.name,
       'Prune the apples',
     );
     assert.equal(await page.inputValue('#field-name'), 'Prune the pears');
-    await page.fill('#field-notes', 'Start at the north row');
+    assert.equal(await page.inputValue('#field-notes'), 'Start at the north row');
     await page.click('button:text("Apply mine to theirs")');
     await page.waitForURL(/\?saved=saved/);
     const read = (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes;
