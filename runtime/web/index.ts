@@ -11,6 +11,8 @@
  *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
  *   GET|POST /farm/<entity type>/<bundle>/new    the create form
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
+ *   GET|POST /farm/<entity type>/<bundle>/<uuid>/delete  the delete confirmation, naming what goes with it
+ *   POST /farm/asset/<bundle>/<uuid>/status       archive or reactivate an asset
  *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
@@ -150,6 +152,36 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     asyncPage(async (req, res) => {
       const b = bundleOf(req);
       return b ? records.save(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/:uuid/delete',
+    web.signedIn,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.confirmDelete(res, b.rt, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/delete',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b ? records.remove(req, res, b.rt, String(req.params.uuid)) : notFoundPage(res);
+    }),
+  );
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/status',
+    web.signedIn,
+    web.formBody,
+    web.checkCsrf,
+    asyncPage(async (req, res) => {
+      const b = bundleOf(req);
+      return b && b.rt.entityType.entityType === 'asset'
+        ? records.setStatus(req, res, b.rt, String(req.params.uuid))
+        : notFoundPage(res);
     }),
   );
   router.post(

@@ -292,7 +292,8 @@ ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('so
       mayOnType(principal, rt.entityType, 'create') && rt.entityType.access !== 'file'
         ? html`<div class="actions"><a class="button" href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new">${M.list.add(ui.label)}</a></div>`
         : '';
-    const body = html`${actions}${filterForm}
+    const deleted = view.get('deleted');
+    const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${actions}${filterForm}
 <p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), count > COUNT_CAP)}</p>
 ${rows.length ? html`<div class="table-wrap"><table><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${M.list.none}</p>`}
 ${pager}`;

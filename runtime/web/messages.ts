@@ -93,6 +93,39 @@ export const M = {
     notFoundReference: (value: string) => `No record named or with the ID “${value}” may be referred to here.`,
     sections: { main: '', sidebar: 'More' } as Record<string, string>,
   },
+  conflict: {
+    title: 'Someone else changed this record',
+    changedBy: (who: string | null, when: string | null) =>
+      `Changed${who ? ` by ${who}` : ''}${when ? ` on ${when}` : ''} while you were editing.`,
+    differ: 'The fields that differ',
+    field: 'Field',
+    theirs: 'Theirs (saved now)',
+    yours: 'Yours (not saved)',
+    same: 'Your values are the same as theirs: saving again changes nothing of theirs.',
+    unchanged: 'Not changed by you: theirs is kept',
+    keepTheirs: 'Keep theirs',
+    applyMine: 'Apply mine to theirs',
+    applyHelp:
+      'Keep theirs leaves the record as it is now. Apply mine to theirs saves the form below over the record as it is now: the fields you changed with your values, the others with theirs. You may still change any of them.',
+  },
+  remove: {
+    button: 'Delete',
+    title: (label: string) => `Delete ${label}?`,
+    confirm: 'Delete for good',
+    cannotUndo: 'This cannot be undone.',
+    alone: 'Nothing else is deleted with it.',
+    withIt: (n: number) => (n === 1 ? 'This goes with it:' : `These ${n} go with it:`),
+    quantity: (value: string, unit: string, label: string) =>
+      `Quantity ${[value, unit].filter(Boolean).join(' ') || '(no value)'}${label ? ` (${label})` : ''}`,
+    done: (label: string) => `Deleted ${label}.`,
+    stale: 'Someone changed this record since you opened the confirmation. Nothing was deleted: look at it again.',
+  },
+  status: {
+    archive: 'Archive',
+    reactivate: 'Reactivate',
+    archived: 'Archived.',
+    reactivated: 'Reactivated.',
+  },
   account: {
     title: 'Change my password',
     link: 'Password',

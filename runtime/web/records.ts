@@ -28,6 +28,7 @@ import { attributeValue, labelOf, recordPath, relationshipValue, type Formats, t
 import type { WebReads } from './reads.ts';
 import { formValue, safeReturn, webState, type Form, type WebSessions } from './session.ts';
 import { TASKS, type ListPages } from './lists.ts';
+import { dependentsOnDelete } from '../farm/hooks.ts';
 
 /** What a form shows: the values typed (or stored), and the messages by field. */
 interface FormState {
@@ -35,6 +36,8 @@ interface FormState {
   errors: Map<string, string[]>;
   general: string[];
   version: string;
+  /** An edit's values as stored when the form was opened (sent back hidden), to tell which fields the person changed. */
+  originals?: Map<string, string[]>;
 }
 
 /** A submitted value that names no record the field may point at: a 422 of the form's own. */
@@ -93,13 +96,31 @@ export class RecordPages {
       return html`<section class="card">${heading ? html`<h2>${heading}</h2>` : ''}<dl class="fields">${rows}</dl></section>`;
     });
     const record = await this.services.commands.view(principal, rt, uuid);
-    const actions =
-      mayOnType(principal, rt.entityType, 'update') &&
-      mayOnRecord(principal, rt.entityType, 'update', record) &&
-      ui.fields.some((f) => f.widget)
-        ? html`<div class="actions"><a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a></div>`
-        : '';
-    const body = html`${notice ? html`<p class="notice" role="status">${notice === 'created' ? M.record.created : M.record.saved}</p>` : ''}${actions}${sections}${await this.revisions(rt, record.id, principal)}`;
+    const mayUpdate =
+      mayOnType(principal, rt.entityType, 'update') && mayOnRecord(principal, rt.entityType, 'update', record);
+    const mayDelete =
+      mayOnType(principal, rt.entityType, 'delete') && mayOnRecord(principal, rt.entityType, 'delete', record);
+    const { csrfToken } = webState(res);
+    // An asset is archived or reactivated by its status (farmOS's Archive and Reactivate).
+    const status = hasArchive(rt) ? resource.attributes?.[ARCHIVE.status] : undefined;
+    const toStatus = status === ARCHIVE.archived ? ARCHIVE.active : ARCHIVE.archived;
+    const buttons = [
+      mayUpdate && ui.fields.some((f) => f.widget)
+        ? html`<a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a>`
+        : '',
+      mayUpdate && status !== undefined
+        ? html`<form method="post" action="${recordPath(resource)}/status"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="status" value="${toStatus}"><button class="button secondary" type="submit">${toStatus === ARCHIVE.archived ? M.status.archive : M.status.reactivate}</button></form>`
+        : '',
+      mayDelete ? html`<a class="button secondary" href="${recordPath(resource)}/delete">${M.remove.button}</a>` : '',
+    ].filter((b) => b !== '');
+    const actions = buttons.length ? html`<div class="actions">${buttons}</div>` : '';
+    const notices: Record<string, string> = {
+      created: M.record.created,
+      saved: M.record.saved,
+      archived: M.status.archived,
+      reactivated: M.status.reactivated,
+    };
+    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.revisions(rt, record.id, principal)}`;
     this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
   }
 
@@ -138,6 +159,23 @@ export class RecordPages {
       }
       return this.renderForm(res, 200, rt, ui, null, { values, errors: new Map(), general: [], version: '' });
     }
+    const { resource, values, version } = await this.storedForm(principal, rt, ui, uuid);
+    this.renderForm(res, 200, rt, ui, resource, {
+      values,
+      errors: new Map(),
+      general: [],
+      version,
+      originals: values,
+    });
+  }
+
+  /** An edit form's values for the record as it is now, and its version; refused to whom may not update it. */
+  private async storedForm(
+    principal: Principal,
+    rt: ResourceType,
+    ui: BundleUi,
+    uuid: string,
+  ): Promise<{ resource: Resource; values: Map<string, string[]>; version: string; record: EntityRecord }> {
     const { resource, included, version } = await this.reads.record(
       rt,
       uuid,
@@ -162,12 +200,72 @@ export class RecordPages {
         );
       } else values.set(f.name, this.storedText(d, resource.attributes?.[f.name]));
     }
-    this.renderForm(res, 200, rt, ui, resource, {
-      values,
-      errors: new Map(),
-      general: [],
-      version: version === null ? '' : String(version),
-    });
+    return { resource, values, version: version === null ? '' : String(version), record };
+  }
+
+  /**
+   * A stale edit (issue 38 screen 6): who changed the record and when, the fields that differ
+   * (theirs, yours), and the two choices: keep theirs (the record's page: nothing of theirs
+   * changes), or apply mine to theirs (the form again, with what was typed and the record's
+   * version now, so that saving it is an edit of theirs). What was typed stays on the page.
+   */
+  private async conflict(res: Response, rt: ResourceType, ui: BundleUi, uuid: string, yours: FormState): Promise<void> {
+    const { principal } = webState(res);
+    const { resource, values: theirs, version, record } = await this.storedForm(principal, rt, ui, uuid);
+    const same = (f: UiField, a: string[] | undefined, b: string[] | undefined) => {
+      const boolean = this.field(rt, f)?.type === 'boolean';
+      return comparable(a, boolean) === comparable(b, boolean);
+    };
+    // A field the person did not change keeps theirs; without the originals (an old form), every field is mine.
+    const mine = (f: UiField) => !yours.originals || !same(f, yours.values.get(f.name), yours.originals.get(f.name));
+    const differ = ui.fields.filter(
+      (f) => f.widget && f.widget !== 'file' && !same(f, theirs.get(f.name), yours.values.get(f.name)),
+    );
+    const applied = new Map(
+      ui.fields.map((f) => [f.name, (mine(f) ? yours.values.get(f.name) : theirs.get(f.name)) ?? []]),
+    );
+    const shown = (f: UiField, values: string[] | undefined): Html | string => {
+      const d = this.field(rt, f);
+      const list = (values ?? []).flatMap((v) => v.split('\n')).filter((v) => v.trim() !== '');
+      if (f.widget === 'checkbox') return list.includes('1') || list.includes('true') ? M.values.yes : M.values.no;
+      if (!list.length) return M.record.empty;
+      return list.map((v) => d?.allowedValues?.find((a) => a.value === v)?.label ?? v).join(', ');
+    };
+    const table = differ.length
+      ? html`<div class="table-wrap"><table><caption>${M.conflict.differ}</caption><thead><tr><th scope="col">${M.conflict.field}</th><th scope="col">${M.conflict.theirs}</th><th scope="col">${M.conflict.yours}</th></tr></thead><tbody>${differ.map(
+          (f) =>
+            html`<tr><th scope="row">${f.label}</th><td>${shown(f, theirs.get(f.name))}</td><td>${mine(f) ? shown(f, yours.values.get(f.name)) : M.conflict.unchanged}</td></tr>`,
+        )}</tbody></table></div>`
+      : html`<p>${M.conflict.same}</p>`;
+    const intro = html`<section class="card" aria-labelledby="conflict"><h2 id="conflict">${M.conflict.title}</h2><p>${await this.changedBy(rt, record, principal)}</p>${table}<div class="actions"><a class="button secondary" href="${recordPath(resource)}">${M.conflict.keepTheirs}</a></div><p class="help">${M.conflict.applyHelp}</p></section>`;
+    this.renderForm(
+      res,
+      409,
+      rt,
+      ui,
+      resource,
+      { ...yours, values: applied, version, general: [M.form.conflict], originals: theirs },
+      { intro, submit: M.conflict.applyMine },
+    );
+  }
+
+  /** "Changed by <who> on <when>": the record's newest revision, or its changed time. */
+  private async changedBy(rt: ResourceType, record: EntityRecord, principal: Principal): Promise<string> {
+    const [last] = rt.entityType.revisionId
+      ? await this.services.loader.store.revisions.list(this.services.knex, rt.entityType.entityType, record.id, {
+          offset: 0,
+          limit: 1,
+        })
+      : [];
+    const changed = last?.created ?? Number(record.values.get('changed') ?? NaN);
+    let who: string | null = null;
+    const users = this.ctx.registry.model.entityTypes.user;
+    if (last?.userId != null && users && mayOnType(principal, users, 'view')) {
+      const [u] = await this.services.loader.load(this.services.knex, 'user', [last.userId], null);
+      who = u ? String(u.values.get('name') ?? '') : null;
+    }
+    const when = Number.isFinite(changed) ? this.formats.dateTime.format(new Date(changed * 1000)) : null;
+    return M.conflict.changedBy(who, when);
   }
 
   /** A stored attribute as the text its input holds. */
@@ -202,7 +300,10 @@ export class RecordPages {
     const typed = new Map<string, string[]>();
     for (const f of ui.fields) if (f.widget) typed.set(f.name, form.get(f.name) ?? []);
     const version = formValue(form, 'version') ?? '';
-    const state: FormState = { values: typed, errors: new Map(), general: [], version };
+    const originals = form.has('originals')
+      ? new Map(ui.fields.filter((f) => f.widget).map((f) => [f.name, form.get(`original.${f.name}`) ?? []]))
+      : undefined;
+    const state: FormState = { values: typed, errors: new Map(), general: [], version, originals };
     try {
       // The create and update commands (usecases/records.ts): the same lock, version check, access
       // checks, save, revision and feed row as the API's POST and PATCH. The form's version is the
@@ -231,10 +332,7 @@ export class RecordPages {
         `${recordPath({ type: rt.type, id: saved.shown })}?saved=${uuid === null ? 'created' : 'saved'}`,
       );
     } catch (error) {
-      if (error instanceof StaleVersionError) {
-        state.general.push(M.form.conflict);
-        return this.renderForm(res, 409, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
-      }
+      if (error instanceof StaleVersionError && uuid !== null) return this.conflict(res, rt, ui, uuid, state);
       if (error instanceof ReferenceProblem) {
         state.errors.set(error.field, [error.message]);
         return this.renderForm(res, 422, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
@@ -255,6 +353,91 @@ export class RecordPages {
       }
       throw error;
     }
+  }
+
+  /**
+   * GET /farm/<type>/<bundle>/<uuid>/delete (issue 38 screen 7): a confirmation naming what goes
+   * with the record (a log's quantities no other log names), refused to whom may not delete it.
+   */
+  async confirmDelete(res: Response, rt: ResourceType, uuid: string, problem?: string): Promise<void> {
+    const { principal, csrfToken } = webState(res);
+    const { resource, version } = await this.reads.record(rt, uuid, principal, []);
+    const record = await this.services.commands.view(principal, rt, uuid);
+    this.services.commands.assertMayWrite(principal, record, 'delete');
+    const dependents = await dependentsOnDelete(this.services.knex, rt, [record.id]);
+    const named: string[] = [];
+    for (const group of dependents) {
+      const records = await this.services.loader.load(this.services.knex, group.entityType, group.ids, null);
+      for (const r of records) named.push(await this.dependentLabel(r, principal));
+    }
+    const label = labelOf(resource, rt.entityType.labelField);
+    const body = html`${problem ? html`<div class="error" role="alert"><p>${problem}</p></div>` : ''}<section class="card">${
+      named.length
+        ? html`<p>${M.remove.withIt(named.length)}</p><ul>${named.map((n) => html`<li>${n}</li>`)}</ul>`
+        : html`<p>${M.remove.alone}</p>`
+    }<p>${M.remove.cannotUndo}</p>
+<form method="post" action="${recordPath(resource)}/delete"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="version" value="${version === null ? '' : String(version)}">
+<div class="actions"><button class="primary" type="submit">${M.remove.confirm}</button><a class="button secondary" href="${recordPath(resource)}">${M.form.cancel}</a></div></form></section>`;
+    this.send(res, problem ? 409 : 200, M.remove.title(label), body);
+  }
+
+  /** A record deleted along with another, as the confirmation names it (a quantity: its value, unit and label). */
+  private async dependentLabel(r: EntityRecord, principal: Principal): Promise<string> {
+    const type = this.ctx.registry.typeName(r.rt.entityType.entityType, r.bundle);
+    const rt = this.ctx.registry.get(type);
+    if (!rt || r.rt.entityType.entityType !== 'quantity') return `${r.bundle} ${r.uuid.slice(0, 8)}`;
+    try {
+      const { resource, included } = await this.reads.record(rt, r.uuid, principal, ['units']);
+      const value = (resource.attributes?.value as { decimal?: string } | null)?.decimal ?? '';
+      const unitRef = resource.relationships?.units?.data;
+      const unit =
+        unitRef && !Array.isArray(unitRef) ? labelOf(included.get(`${unitRef.type}:${unitRef.id}`), 'name') : '';
+      return M.remove.quantity(value, unit, String(resource.attributes?.label ?? ''));
+    } catch {
+      return M.remove.quantity('', '', '');
+    }
+  }
+
+  /** POST /farm/<type>/<bundle>/<uuid>/delete (after the CSRF check): through the delete command, at the version confirmed. */
+  async remove(req: Request, res: Response, rt: ResourceType, uuid: string): Promise<void> {
+    const { principal } = webState(res);
+    const version = formValue(req.body as Form, 'version') ?? '';
+    const { resource } = await this.reads.record(rt, uuid, principal, []);
+    try {
+      await this.services.commands.delete(principal, rt, uuid, {
+        ifMatch: /^\d+$/.test(version) ? new Set([Number(version)]) : '*',
+      });
+    } catch (error) {
+      if (error instanceof StaleVersionError) return this.confirmDelete(res, rt, uuid, M.remove.stale);
+      throw error;
+    }
+    const label = labelOf(resource, rt.entityType.labelField);
+    res.redirect(
+      303,
+      `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}?${new URLSearchParams({ deleted: label })}`,
+    );
+  }
+
+  /** POST /farm/asset/<bundle>/<uuid>/status (after the CSRF check): archive or reactivate, as a PATCH of its status. */
+  async setStatus(req: Request, res: Response, rt: ResourceType, uuid: string): Promise<void> {
+    const { principal } = webState(res);
+    const to = formValue(req.body as Form, 'status');
+    if (!hasArchive(rt) || (to !== ARCHIVE.archived && to !== ARCHIVE.active))
+      throw new ApiError(400, 'The status is archived or active.');
+    await this.services.commands.update(principal, rt, uuid, {
+      read: (trx, record) =>
+        this.services.input.read(
+          trx,
+          rt,
+          { data: { type: rt.type, id: record.uuid, attributes: { [ARCHIVE.status]: to } } },
+          record,
+        ),
+      present: async () => null,
+    });
+    res.redirect(
+      303,
+      `${recordPath({ type: rt.type, id: uuid })}?saved=${to === ARCHIVE.archived ? 'archived' : 'reactivated'}`,
+    );
   }
 
   /** POST /farm/log/<bundle>/<uuid>/done (after the CSRF check): a task marked done in place, saved as a PATCH of its status is; back to the dashboard. */
@@ -412,6 +595,7 @@ export class RecordPages {
     ui: BundleUi,
     resource: Pick<Resource, 'type' | 'id'> | null,
     state: FormState,
+    conflict?: { intro: Html; submit: string },
   ): void {
     const { csrfToken } = webState(res);
     const action = resource
@@ -428,11 +612,16 @@ export class RecordPages {
       state.general.length || state.errors.size
         ? html`<div class="error" role="alert"><p>${M.form.problems}</p>${state.general.map((g) => html`<p>${g}</p>`)}</div>`
         : '';
-    const body = html`${problems}<form class="record card" method="post" action="${action}" novalidate>
+    const body = html`${problems}${conflict?.intro ?? ''}<form class="record card" method="post" action="${action}" novalidate>
 <input type="hidden" name="csrf_token" value="${csrfToken}">
 ${resource ? html`<input type="hidden" name="version" value="${state.version}">` : ''}
+${
+  resource && state.originals
+    ? html`<input type="hidden" name="originals" value="1">${[...state.originals].map(([name, values]) => values.map((v) => html`<input type="hidden" name="original.${name}" value="${v}">`))}`
+    : ''
+}
 ${sections}
-<div class="actions"><button class="primary" type="submit">${M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
+<div class="actions"><button class="primary" type="submit">${conflict?.submit ?? M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
 </form>`;
     this.send(res, status, resource ? M.form.edit(ui.label) : M.form.create(ui.label), body);
   }
@@ -481,7 +670,13 @@ ${sections}
                 { value: '0', label: M.values.no },
               ]
             : (d.allowedValues ?? []);
-        input = html`<fieldset id="${id}"${aria}><legend>${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</legend>${options.map(
+        // A group of radios is a radiogroup (which may be required); a group of checkboxes is a
+        // plain group, which ARIA gives no aria-required: its legend says so.
+        const groupAria =
+          type === 'radio'
+            ? html` role="radiogroup"${aria}`
+            : html`${describedBy ? html` aria-describedby="${describedBy}"` : ''}${errors.length ? html` aria-invalid="true"` : ''}`;
+        input = html`<fieldset id="${id}"${groupAria}><legend>${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</legend>${options.map(
           (a, i) =>
             html`<label class="choice" for="${id}-${i}"><input type="${type}" id="${id}-${i}" name="${f.name}" value="${a.value}" ${values.includes(a.value) ? 'checked' : ''}> ${a.label}</label>`,
         )}</fieldset>`;
@@ -527,6 +722,23 @@ function labelOrId(resource: Resource | undefined, id: string, ctx: AppContext):
     resource.attributes?.[ctx.registry.model.entityTypes[resource.type.split('--')[0]!]?.labelField ?? 'name'];
   // The ID in brackets keeps the very record when the form is saved again, whatever names others share.
   return typeof label === 'string' && label ? `${label} [${id}]` : id;
+}
+
+/** Archive and reactivate: an asset's status (farmOS's). */
+const ARCHIVE = { entityType: 'asset', status: 'status', archived: 'archived', active: 'active' } as const;
+
+function hasArchive(rt: ResourceType): boolean {
+  return rt.entityType.entityType === ARCHIVE.entityType && rt.fieldsByName.has(ARCHIVE.status);
+}
+
+/** A field's values as text to compare: blank lines and surrounding space left out. */
+function comparable(values: string[] | undefined, boolean: boolean): string {
+  const list = (values ?? [])
+    .flatMap((v) => v.split('\n'))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+  // A boolean is stored as '1' or '', and sent as '1', '0' or nothing.
+  return boolean ? String(list.includes('1') || list.includes('true')) : JSON.stringify(list);
 }
 
 function humanise(name: string): string {

@@ -282,6 +282,61 @@ test('a log created through the generated form reads back through the API as ent
   }
 });
 
+test('the conflict page: who changed the record and when, the fields that differ, and apply mine to theirs keeps both edits', async () => {
+  const log = await createLog('Prune the apples');
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    // This tab opens the form; meanwhile someone changes the notes through the API.
+    await page.goto(`${server.url}/farm/log/activity/${log.id}/edit`);
+    const theirs = await request(`${server.url}/api/log/activity/${log.id}`, {
+      method: 'PATCH',
+      token,
+      json: {
+        data: {
+          type: 'log--activity',
+          id: log.id,
+          attributes: { notes: { value: 'Start at the north row', format: 'default' } },
+        },
+      },
+    });
+    assert.equal(theirs.status, 200, JSON.stringify(theirs.body));
+    await page.fill('#field-name', 'Prune the pears');
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.click('form.record button[type=submit]'),
+    ]);
+    assert.equal(answer.status(), 409);
+    const conflict = (await page.textContent('section[aria-labelledby=conflict]'))!;
+    assert.match(conflict, new RegExp(`Changed by ${ADMIN.name} on .*20\\d\\d`), 'who and when');
+    const rows = await page.$$eval('section[aria-labelledby=conflict] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.children].map((c) => c.textContent!.trim())),
+    );
+    assert.deepEqual(rows, [
+      ['Name', 'Prune the apples', 'Prune the pears'],
+      ['Notes', 'Start at the north row', 'Not changed by you: theirs is kept'],
+    ]);
+    assert.ok(
+      await page.$(`section[aria-labelledby=conflict] a[href="/farm/log/activity/${log.id}"]:text("Keep theirs")`),
+    );
+    // Nothing saved yet; the form holds what was typed, and theirs where nothing was typed.
+    assert.equal(
+      (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes.name,
+      'Prune the apples',
+    );
+    assert.equal(await page.inputValue('#field-name'), 'Prune the pears');
+    assert.equal(await page.inputValue('#field-notes'), 'Start at the north row');
+    await page.click('button:text("Apply mine to theirs")');
+    await page.waitForURL(/\?saved=saved/);
+    const read = (await request(`${server.url}/api/log/activity/${log.id}`, { token })).body.data.attributes;
+    assert.equal(read.name, 'Prune the pears', 'mine applied');
+    assert.equal(read.notes.value, 'Start at the north row', 'theirs kept');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
 test('a viewer sees no edit buttons, and a direct POST of a form is refused', async () => {
   const log = await createLog('Inspect hives');
   const { context, page } = await openBrowser();
@@ -509,6 +564,95 @@ test('change my password: the current one is asked for, and every sign-in of the
     assert.equal(new URL(page.url()).pathname, '/farm/sign-in', 'this sign-in ended too');
     assert.ok(await passwordToken(server.url, name, 'cam-password-2'), 'the new password is the account’s');
     assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('delete: the confirmation names the log’s quantities, and they go with it; archive and reactivate an asset', async () => {
+  const post = async (path: string, data: unknown) => {
+    const res = await request(`${server.url}/api/${path}`, { method: 'POST', token, json: { data } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.data as { type: string; id: string };
+  };
+  const unit = await post('taxonomy_term/unit', { type: 'taxonomy_term--unit', attributes: { name: 'kg' } });
+  const quantity = await post('quantity/standard', {
+    type: 'quantity--standard',
+    attributes: { value: { decimal: '12.5' }, measure: 'weight', label: 'Apples' },
+    relationships: { units: { data: { type: unit.type, id: unit.id } } },
+  });
+  const log = await post('log/harvest', {
+    type: 'log--harvest',
+    attributes: { name: 'Pick the orchard', status: 'done' },
+    relationships: { quantity: { data: [{ type: quantity.type, id: quantity.id }] } },
+  });
+  const asset = await post('asset/equipment', { type: 'asset--equipment', attributes: { name: 'Old plough' } });
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    await page.goto(`${server.url}/farm/log/harvest/${log.id}`);
+    await page.click('a:text("Delete")');
+    await page.waitForURL(`${server.url}/farm/log/harvest/${log.id}/delete`);
+    assert.equal(await page.textContent('h1'), 'Delete Pick the orchard?');
+    assert.match((await page.textContent('main'))!, /This goes with it:\s*Quantity 12\.5 kg \(Apples\)/);
+    await page.click('button:text("Delete for good")');
+    await page.waitForURL(/\/farm\/log\/harvest\?deleted=/);
+    assert.match((await page.textContent('main .notice'))!, /Deleted Pick the orchard\./);
+    assert.equal((await request(`${server.url}/api/log/harvest/${log.id}`, { token })).status, 404);
+    assert.equal(
+      (await request(`${server.url}/api/quantity/standard/${quantity.id}`, { token })).status,
+      404,
+      'its quantity went with it',
+    );
+    assert.equal((await request(`${server.url}/api/taxonomy_term/unit/${unit.id}`, { token })).status, 200);
+
+    await page.goto(`${server.url}/farm/asset/equipment/${asset.id}`);
+    await page.click('button:text("Archive")');
+    await page.waitForURL(/\?saved=archived/);
+    assert.match((await page.textContent('[role=status]'))!, /Archived/);
+    const read = async () =>
+      (await request(`${server.url}/api/asset/equipment/${asset.id}`, { token })).body.data.attributes;
+    assert.equal((await read()).status, 'archived');
+    assert.ok((await read()).archived, 'the time it was archived is kept');
+    await page.click('button:text("Reactivate")');
+    await page.waitForURL(/\?saved=reactivated/);
+    assert.equal((await read()).status, 'active');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a viewer is offered no delete or archive, and their direct POSTs are refused', async () => {
+  const log = await createLog('Count the sheep');
+  const asset = await request(`${server.url}/api/asset/equipment`, {
+    method: 'POST',
+    token,
+    json: { data: { type: 'asset--equipment', attributes: { name: 'Seed drill' } } },
+  });
+  assert.equal(asset.status, 201);
+  const { context, page } = await openBrowser();
+  try {
+    await signIn(page, VIEWER);
+    await page.goto(`${server.url}/farm/log/activity/${log.id}`);
+    assert.equal(await page.$('a:text("Delete")'), null, 'no delete button');
+    await page.goto(`${server.url}/farm/asset/equipment/${asset.body.data.id}`);
+    assert.equal(await page.$('button:text("Archive")'), null, 'no archive button');
+    const csrf = await page.inputValue('header input[name=csrf_token]');
+    assert.equal((await page.request.get(`${server.url}/farm/log/activity/${log.id}/delete`)).status(), 403);
+    const del = await page.request.post(`${server.url}/farm/log/activity/${log.id}/delete`, {
+      form: { csrf_token: csrf },
+    });
+    assert.equal(del.status(), 403);
+    const archive = await page.request.post(`${server.url}/farm/asset/equipment/${asset.body.data.id}/status`, {
+      form: { csrf_token: csrf, status: 'archived' },
+    });
+    assert.equal(archive.status(), 403);
+    assert.equal((await request(`${server.url}/api/log/activity/${log.id}`, { token })).status, 200, 'still there');
+    assert.equal(
+      (await request(`${server.url}/api/asset/equipment/${asset.body.data.id}`, { token })).body.data.attributes.status,
+      'active',
+    );
   } finally {
     await context.close();
   }
