@@ -65,7 +65,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(
     scoped(
       { ...WEB_PATHS, except: DATA_STREAM_PATHS },
-      webRoutes({ ctx, sessions: oauth.sessions, limiters: oauth.limiters }),
+      webRoutes({ ctx, sessions: oauth.sessions, limiters: oauth.limiters, refuseWrites: ahead.refuseWrites() }),
     ),
   );
   app.use(oauth.cors);

@@ -17,8 +17,10 @@
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
  */
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
+import type { ResourceType } from '../model/registry.ts';
+import type { BundleUi } from '../model/ui.ts';
 import type { LoginSessions } from '../oauth/session.ts';
 import type { Limiters } from '../oauth/rate-limit.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
@@ -43,6 +45,12 @@ export interface WebDeps {
   /** The OAuth pages' sign-in, shared (oauth/index.ts). */
   sessions: LoginSessions;
   limiters: Limiters;
+  /**
+   * Refuses a write while the database is ahead of this process's code (http/database-ahead.ts),
+   * as it refuses the API's: every POST that changes a record goes through it. Signing in and out
+   * does not, as an API sign-in does not.
+   */
+  refuseWrites: RequestHandler;
 }
 
 /** The farm's time zone: the server's (a setting of its own is to come, issue 38 "Text in one place"). */
@@ -50,7 +58,7 @@ function farmTimeZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 }
 
-export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
+export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): Router {
   const services = new JsonApiServices(ctx);
   const formats = new Formats(undefined, farmTimeZone());
   const reads = new WebReads(services);
@@ -59,6 +67,8 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   const records = new RecordPages(ctx, services, reads, web, lists, formats);
   const account = new AccountPages(ctx, services, web, lists);
   const router = express.Router();
+  // A POST that changes a record: signed in, not refused (before its body is read), then its body and CSRF token.
+  const recordWrite = [web.signedIn, refuseWrites, web.formBody, web.checkCsrf];
 
   router.get(STYLE_PATH, (_req, res) => {
     res.type('text/css').set('Cache-Control', 'public, max-age=31536000, immutable').send(STYLE);
@@ -75,6 +85,13 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     (handler: (req: Request, res: Response) => Promise<unknown>) => (req: Request, res: Response, next: NextFunction) =>
       handler(req, res).catch(next);
   const notFoundPage = (res: Response) => sendError(res, 404, M.errors.notFound, M.errors.notFoundText);
+  /** A page of one bundle (the path's entity type and bundle, with screens), or the 404 page. */
+  const bundlePage =
+    (handler: (req: Request, res: Response, bundle: { rt: ResourceType; ui: BundleUi }) => unknown): RequestHandler =>
+    (req, res, next) => {
+      const b = bundleOf(req);
+      Promise.resolve(b ? handler(req, res, b) : notFoundPage(res)).catch(next);
+    };
   const sendError = (res: Response, status: number, title: string, text: string) =>
     sendPage(
       res,
@@ -90,9 +107,7 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',
-    web.signedIn,
-    web.formBody,
-    web.checkCsrf,
+    ...recordWrite,
     asyncPage((req, res) => account.save(req, res)),
   );
   router.get(
@@ -105,96 +120,60 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
   router.get(
     '/farm/:entityType/:bundle',
     web.signedIn,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? lists.list(req, res, b.rt, b.ui) : notFoundPage(res);
-    }),
+    bundlePage((req, res, b) => lists.list(req, res, b.rt, b.ui)),
   );
   router.get(
     '/farm/:entityType/:bundle/new',
     web.signedIn,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.form(res, b.rt, b.ui, null) : notFoundPage(res);
-    }),
+    bundlePage((_req, res, b) => records.form(res, b.rt, b.ui, null)),
   );
   router.post(
     '/farm/:entityType/:bundle/new',
-    web.signedIn,
-    web.formBody,
-    web.checkCsrf,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.save(req, res, b.rt, b.ui, null) : notFoundPage(res);
-    }),
+    ...recordWrite,
+    bundlePage((req, res, b) => records.save(req, res, b.rt, b.ui, null)),
   );
   router.get(
     '/farm/:entityType/:bundle/:uuid',
     web.signedIn,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.show(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
-    }),
+    bundlePage((req, res, b) => records.show(req, res, b.rt, b.ui, String(req.params.uuid))),
   );
   router.get(
     '/farm/:entityType/:bundle/:uuid/edit',
     web.signedIn,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.form(res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
-    }),
+    bundlePage((req, res, b) => records.form(res, b.rt, b.ui, String(req.params.uuid))),
   );
   router.post(
     '/farm/:entityType/:bundle/:uuid/edit',
-    web.signedIn,
-    web.formBody,
-    web.checkCsrf,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.save(req, res, b.rt, b.ui, String(req.params.uuid)) : notFoundPage(res);
-    }),
+    ...recordWrite,
+    bundlePage((req, res, b) => records.save(req, res, b.rt, b.ui, String(req.params.uuid))),
   );
   router.get(
     '/farm/:entityType/:bundle/:uuid/delete',
     web.signedIn,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.confirmDelete(res, b.rt, String(req.params.uuid)) : notFoundPage(res);
-    }),
+    bundlePage((req, res, b) => records.confirmDelete(res, b.rt, String(req.params.uuid))),
   );
   router.post(
     '/farm/:entityType/:bundle/:uuid/delete',
-    web.signedIn,
-    web.formBody,
-    web.checkCsrf,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b ? records.remove(req, res, b.rt, String(req.params.uuid)) : notFoundPage(res);
-    }),
+    ...recordWrite,
+    bundlePage((req, res, b) => records.remove(req, res, b.rt, String(req.params.uuid))),
   );
   router.post(
     '/farm/:entityType/:bundle/:uuid/status',
-    web.signedIn,
-    web.formBody,
-    web.checkCsrf,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b && b.rt.entityType.entityType === 'asset'
+    ...recordWrite,
+    bundlePage((req, res, b) =>
+      b.rt.entityType.entityType === 'asset'
         ? records.setStatus(req, res, b.rt, String(req.params.uuid))
-        : notFoundPage(res);
-    }),
+        : notFoundPage(res),
+    ),
   );
   router.post(
     '/farm/:entityType/:bundle/:uuid/done',
-    web.signedIn,
-    web.formBody,
-    web.checkCsrf,
-    asyncPage(async (req, res) => {
-      const b = bundleOf(req);
-      return b && b.rt.entityType.entityType === TASKS.entityType
+    ...recordWrite,
+    bundlePage((req, res, b) =>
+      b.rt.entityType.entityType === TASKS.entityType
         ? records.markDone(req, res, b.rt, String(req.params.uuid))
-        : notFoundPage(res);
-    }),
+        : notFoundPage(res),
+    ),
   );
   router.use((_req: Request, res: Response) => notFoundPage(res));
 
@@ -209,6 +188,11 @@ export function webRoutes({ ctx, sessions, limiters }: WebDeps): Router {
     if (e instanceof ApiError && (e.status === 403 || e.status === 401))
       return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);
     if (e instanceof ApiError && e.status < 500) return sendError(res, e.status, M.errors.badRequest, e.message);
+    // Refused for now (the database is ahead of this process): the API's 503, as a page.
+    if (e instanceof ApiError && e.status === 503) {
+      res.set(e.headers);
+      return sendError(res, 503, M.errors.unavailable, e.message);
+    }
     (res.locals.log ?? ctx.logger).error({ err: error }, 'web page failed');
     sendError(res, 500, M.errors.server, M.errors.serverText);
   });

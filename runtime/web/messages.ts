@@ -147,6 +147,7 @@ export const M = {
     server: 'Something went wrong',
     serverText: 'The server could not answer. Nothing you did caused this; try again in a moment.',
     badRequest: 'This request cannot be answered',
+    unavailable: 'Nothing was saved',
     badAddress:
       'The address is not valid: each % in it must start a %XX escape. Check the link, or go back to the dashboard.',
     home: 'Back to the dashboard',

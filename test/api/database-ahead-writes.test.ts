@@ -89,3 +89,58 @@ test('a process older than its database refuses writes (503, Retry-After, "resta
   await throttle();
   assert.equal((await post('After the undo')).status, 201);
 });
+
+test('the web pages refuse a form that saves a record while the database is ahead (a 503 page, nothing stored); signing in goes on', async () => {
+  // A browser's cookies, by hand: the sign-in page's cookie, then the session's.
+  const cookies = new Map<string, string>();
+  const browse = async (path: string, form?: Record<string, string>) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method: form ? 'POST' : 'GET',
+      redirect: 'manual',
+      headers: {
+        Cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(form ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}),
+      },
+      body: form ? new URLSearchParams(form).toString() : undefined,
+    });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const at = pair!.indexOf('=');
+      cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
+    }
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  };
+  const csrf = (html: string) => /name="csrf_token" value="([^"]+)"/.exec(html)?.[1] ?? '';
+
+  const knex = server.ctx.db.knex;
+  const [row] = await knex('knex_migrations')
+    .insert({ name: 'site/9998_web_from_elsewhere', batch: 98, migration_time: new Date() })
+    .returning('id');
+  await throttle();
+  try {
+    const signInPage = await browse('/farm/sign-in');
+    const signedIn = await browse('/farm/sign-in', {
+      username: ADMIN.name,
+      password: ADMIN.password,
+      csrf_token: csrf(signInPage.text),
+    });
+    assert.equal(signedIn.status, 303, `signing in is not refused: ${signedIn.text.slice(0, 300)}`);
+    const form = await browse('/farm/log/activity/new');
+    assert.equal(form.status, 200, form.text.slice(0, 300));
+    const saved = await browse('/farm/log/activity/new', {
+      csrf_token: csrf(form.text),
+      name: 'Through the web, ahead',
+    });
+    assert.equal(saved.status, 503, saved.text.slice(0, 300));
+    assert.match(saved.headers.get('content-type') ?? '', /text\/html/);
+    assert.ok(saved.headers.get('retry-after'), 'Retry-After');
+    assert.match(saved.text, /newer.*restart/s);
+    const found = await request(`${server.url}/api/log/activity?filter[name]=Through the web, ahead`, { token });
+    assert.equal(found.body.data.length, 0, 'nothing of the refused form was stored');
+  } finally {
+    await knex('knex_migrations')
+      .where('id', typeof row === 'object' ? row.id : row)
+      .delete();
+    await throttle();
+  }
+});
