@@ -6,7 +6,7 @@
  * feed are the API's own.
  *
  *   GET  /farm                                   dashboard (lists.ts)
- *   GET  /farm/<entity type>                     its bundles
+ *   GET  /farm/<entity type>                     all its records in one list (assets, logs), or its bundles
  *   GET  /farm/<entity type>/<bundle>            a list: filters, sort and page in the URL
  *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
  *   GET|POST /farm/<entity type>/<bundle>/new    the create form
@@ -14,6 +14,7 @@
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/delete  the delete confirmation, naming what goes with it
  *   POST /farm/asset/<bundle>/<uuid>/status       archive or reactivate an asset
  *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
+ *   POST /farm/log/<bundle>/<uuid>/move           a task moved to another date from the dashboard (tasks.ts)
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
  */
@@ -114,7 +115,7 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     '/farm/:entityType',
     web.signedIn,
     asyncPage(async (req, res) => {
-      if (!(await lists.index(res, String(req.params.entityType)))) notFoundPage(res);
+      if (!(await lists.index(req, res, String(req.params.entityType)))) notFoundPage(res);
     }),
   );
   router.get(
@@ -175,6 +176,17 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
         : notFoundPage(res),
     ),
   );
+  // --- helper `tasks`: a task moved to another date from the dashboard ---
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/move',
+    ...recordWrite,
+    bundlePage((req, res, b) =>
+      b.rt.entityType.entityType === TASKS.entityType
+        ? lists.moveTask(req, res, b.rt, String(req.params.uuid))
+        : notFoundPage(res),
+    ),
+  );
+  // --- end of helper `tasks`'s routes ---
   router.use((_req: Request, res: Response) => notFoundPage(res));
 
   // Every failure is a plain page: 403 and 404 as the API answers them, never a stack trace.

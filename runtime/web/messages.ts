@@ -138,6 +138,25 @@ export const M = {
     changed: 'Your password is changed. Sign in with the new one.',
   },
   values: { yes: 'Yes', no: 'No' },
+  // --- Dashboard tasks moved in place, all-records lists (helper `tasks`, issue 38 screens 2 and 3) ---
+  tasks: {
+    move: 'Move',
+    moveOf: (name: string) => `Move ${name} to the date chosen`,
+    newDateOf: (name: string) => `New date for ${name}`,
+    moved: 'Moved to the new date.',
+    moveStale:
+      'Someone changed this task since the dashboard was loaded, so it was not moved. Its date as it is now is shown below: choose again.',
+    badDate: 'Choose a date to move the task to.',
+  },
+  lists: {
+    all: (plural: string) => `All ${plural.toLowerCase()}`,
+    byType: 'Lists by type',
+    pages: 'Pages',
+    inside: (label: string) => `${label} (or inside it) contains`,
+    quantity: (value: string, unit: string, label: string) =>
+      [label, [value, unit].filter(Boolean).join(' ')].filter(Boolean).join(' ') || '—',
+  },
+  // --- end of helper `tasks`'s block ---
   errors: {
     forbidden: 'You may not do this',
     forbiddenText: 'Your account’s roles do not allow this. Ask a farm manager if you need to.',
