@@ -333,7 +333,7 @@ ${reset ? html`<p>${M.people.sessionsEnded}</p>` : ''}
     // person out at once; and one's own password is changed with the current one (account.ts).
     const offered = [
       may
-        ? html`<section class="card" aria-labelledby="roles"><h2 id="roles">${M.people.roles}</h2><form method="post" action="${action}/roles">${csrf}${this.roleChoices(
+        ? html`<section class="card"><form method="post" action="${action}/roles">${csrf}${this.roleChoices(
             ROLES.filter((r) => account.roles.includes(r) || grantableRoles(principal).includes(r)),
             account.roles,
           )}<div class="actions"><button class="primary" type="submit">${M.people.saveRoles}</button></div></form></section>`

@@ -53,6 +53,7 @@ ul.plain{list-style:none;padding:0;margin:0}ul.plain li{padding:.35rem 0;border-
 form.inline{display:inline;margin-left:.5rem}
 .badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#e8e4d8;font-size:.85rem}
 code.secret{display:inline-block;font-size:1.25rem;padding:.25rem .5rem;border-radius:4px;background:#f4f1ea;overflow-wrap:anywhere;user-select:all}
+.choice input{flex:none}form.record label.choice{display:flex;font-weight:400}
 `;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);
