@@ -17,6 +17,7 @@
  *   POST /farm/log/<bundle>/<uuid>/move           a task moved to another date from the dashboard (tasks.ts)
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
+ *   GET|POST /farm/people…                       People, for account administrators (people.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -37,6 +38,8 @@ import { WebSessions } from './session.ts';
 import { ListPages, TASKS } from './lists.ts';
 import { RecordPages } from './records.ts';
 import { AccountPages } from './account.ts';
+// --- People (issue 38 screen 8) ---
+import { PeoplePages } from './people.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -105,6 +108,9 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     web.signedIn,
     asyncPage((req, res) => lists.dashboard(req, res)),
   );
+  // --- People (issue 38 screen 8): /farm/people…, for account administrators (people.ts) ---
+  router.use(new PeoplePages(ctx, services, reads, web, lists, formats).routes(web.signedIn, recordWrite));
+  // --- end of People ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',

@@ -55,6 +55,8 @@ form.inline{display:inline;margin-left:.5rem}
 .task-actions{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin-top:.35rem}
 .task-actions form.inline{margin-left:0;display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
 .task-actions input[type=date]{width:auto}
+code.secret{display:inline-block;font-size:1.25rem;padding:.25rem .5rem;border-radius:4px;background:#f4f1ea;overflow-wrap:anywhere;user-select:all}
+.choice input{flex:none}form.record label.choice{display:flex;font-weight:400}
 `;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);
