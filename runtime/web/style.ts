@@ -52,6 +52,10 @@ form.filters{display:grid;gap:0 1rem;grid-template-columns:1fr}
 ul.plain{list-style:none;padding:0;margin:0}ul.plain li{padding:.35rem 0;border-bottom:1px solid #eee}
 form.inline{display:inline;margin-left:.5rem}
 .badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#e8e4d8;font-size:.85rem}
+.default-submit{display:none}
+fieldset.rows .row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.25rem 0}
+fieldset.rows .row input,fieldset.rows .row textarea{flex:1 1 16rem}
+fieldset.component{background:#faf8f3}
 `;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);
