@@ -53,6 +53,7 @@ ul.plain{list-style:none;padding:0;margin:0}ul.plain li{padding:.35rem 0;border-
 form.inline{display:inline;margin-left:.5rem}
 .badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#e8e4d8;font-size:.85rem}
 .default-submit{display:none}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 fieldset.rows .row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.25rem 0}
 fieldset.rows .row input,fieldset.rows .row textarea{flex:1 1 16rem}
 fieldset.component{background:#faf8f3}

@@ -125,7 +125,7 @@ export function control(d: FieldDescriptor, f: UiField, state: FormState, option
     const rows = values.length ? values : [''];
     input = html`<fieldset class="rows"><legend>${f.label}${required}</legend>${rows.map(
       (value, i) =>
-        html`<div class="row">${one(value, i === 0 ? id : `${id}-row-${i}`, html` aria-label="${M.widgets.row(f.label, i + 1)}"`)}${
+        html`<div class="row"><label class="visually-hidden" for="${i === 0 ? id : `${id}-row-${i}`}">${M.widgets.row(f.label, i + 1)}</label>${one(value, i === 0 ? id : `${id}-row-${i}`)}${
           rows.length > 1
             ? html`<input class="button secondary" type="submit" name="${FORM_ACTION}remove:${name}:${i}" value="${M.widgets.remove}" formnovalidate aria-label="${M.widgets.removeRow(f.label, i + 1)}">`
             : ''
