@@ -27,6 +27,8 @@ export interface ComponentRow {
   rt: ResourceType;
   /** An existing component's UUID (one the host names now), or null for a new one. */
   uuid: string | null;
+  /** An existing component the face saw no change to: named again as it is, not saved (no new revision). */
+  unchanged?: boolean;
   /** The face's input for it, read inside the transaction (references resolved there). */
   read: (trx: Db, record: EntityRecord | null) => Promise<EntityInput>;
 }
@@ -125,6 +127,7 @@ export class ComponentCommands {
       throw new ValidationError([
         { field: null, detail: `${row.uuid} is not one of the ${row.rt.entityType.labelPlural} of this record.` },
       ]);
+    if (row.unchanged) return { type: row.rt.type, id: own.uuid };
     // The host is locked already; the component after it (logs before quantities).
     const record = await this.records.lockedForWrite(trx, principal, row.rt, row.uuid, 'update', undefined);
     await this.entities.update(trx, record, await row.read(trx, record), principal);

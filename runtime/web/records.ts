@@ -327,8 +327,14 @@ export class RecordPages {
       else typed.set(f.name, form.get(f.name) ?? []);
     }
     const version = formValue(form, 'version') ?? '';
+    // The values as stored when the form was opened: every field's, and each quantity row's (rowUnchanged).
     const originals = form.has('originals')
-      ? new Map(ui.fields.filter((f) => f.widget).map((f) => [f.name, form.get(`original.${f.name}`) ?? []]))
+      ? new Map([
+          ...ui.fields.filter((f) => f.widget).map((f): [string, string[]] => [f.name, []]),
+          ...[...form]
+            .filter(([key]) => key.startsWith('original.'))
+            .map(([key, values]): [string, string[]] => [key.slice('original.'.length), values]),
+        ])
       : undefined;
     const state: FormState = { values: typed, errors: new Map(), general: [], version, originals };
     const resource = uuid ? { type: rt.type, id: uuid } : null;
@@ -358,6 +364,7 @@ export class RecordPages {
         rows.map((row) => ({
           rt: row.bundle.rt,
           uuid: row.uuid,
+          unchanged: this.rowUnchanged(d, row, form),
           read: async (trx, record) =>
             this.services.input.read(
               trx,
@@ -436,6 +443,25 @@ export class RecordPages {
       }
       throw error;
     }
+  }
+
+  /**
+   * Whether an existing component's row holds what it held when the form was opened (its
+   * originals, found by its UUID: rows move up when one above is removed), so that saving the
+   * record leaves it as it is, with no new revision.
+   */
+  private rowUnchanged(d: FieldDescriptor, row: ComponentRowState, form: Form): boolean {
+    if (!row.uuid || !form.has('originals')) return false;
+    const at = [...form.keys()].find(
+      (k) => k.startsWith(`original.${d.name}.`) && k.endsWith('.uuid') && form.get(k)?.[0] === row.uuid,
+    );
+    if (!at) return false;
+    const original = at.slice(0, -'uuid'.length);
+    return row.bundle.fields.every(
+      ({ f, d: sub }) =>
+        comparable(form.get(`${row.prefix}${f.name}`), sub.type === 'boolean') ===
+        comparable(form.get(`${original}${f.name}`), sub.type === 'boolean'),
+    );
   }
 
   /**

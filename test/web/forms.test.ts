@@ -140,6 +140,24 @@ test('a harvest with two quantities entered inline, a new unit made by its name;
   );
   const gone = await request(`${server.url}/api/quantity/standard/${first.quantities[1].id}`, { token });
   assert.equal(gone.status, 404, 'the removed quantity is deleted');
+
+  // An edit of the log alone leaves its quantity as it is: no new revision of it.
+  const revision = async () =>
+    (await request(`${server.url}/api/quantity/standard/${first.quantities[0].id}`, { token })).body.data.attributes
+      .drupal_internal__revision_id;
+  const before = await revision();
+  assert.equal(typeof before, 'number');
+  await page.goto(`${server.url}/farm/log/harvest/${id}/edit`);
+  await page.fill('#field-name', 'Pick the beans again');
+  await page.click('form.record button.primary');
+  await page.waitForURL(/\?saved=saved/);
+  const third = await read();
+  assert.equal(third.log.attributes.name, 'Pick the beans again');
+  assert.deepEqual(
+    third.quantities.map((q: any) => [q.id, q.value]),
+    [[first.quantities[0].id, '3']],
+  );
+  assert.equal(await revision(), before, 'the unchanged quantity got no new revision');
 });
 
 test('a quantity the API refuses shows its message beside its field, everything typed kept, and nothing is saved', async () => {
