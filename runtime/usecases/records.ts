@@ -126,6 +126,20 @@ export class RecordCommands {
     });
   }
 
+  /**
+   * Create inside a write another command opened (ComponentCommands: a log's new quantity; a form's
+   * new term named in a reference), with create's checks.
+   */
+  async createIn(
+    trx: Db,
+    principal: Principal,
+    rt: ResourceType,
+    input: EntityInput,
+  ): Promise<{ id: number; uuid: string }> {
+    this.assertMayCreate(principal, rt);
+    return this.entities.create(trx, rt, input, principal);
+  }
+
   /** What a create needs: the type's permission; and a file is made only with its bytes (FileCommands), as in Drupal. */
   assertMayCreate(principal: Principal, rt: ResourceType): void {
     assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);

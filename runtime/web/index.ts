@@ -11,6 +11,7 @@
  *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
  *   GET|POST /farm/<entity type>/<bundle>/new    the create form
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
+ *   POST /farm/<entity type>/<bundle>/<uuid>/files/<field>  a file or image uploaded into a field (uploads.ts)
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/delete  the delete confirmation, naming what goes with it
  *   POST /farm/asset/<bundle>/<uuid>/status       archive or reactivate an asset
  *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
@@ -153,6 +154,15 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     '/farm/:entityType/:bundle/:uuid/edit',
     ...recordWrite,
     bundlePage((req, res, b) => records.save(req, res, b.rt, b.ui, String(req.params.uuid))),
+  );
+  // Screen 5: a file or image added to a record's field (uploads.ts reads the multipart body and checks its CSRF token).
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/files/:field',
+    web.signedIn,
+    refuseWrites,
+    bundlePage((req, res, b) =>
+      records.uploads.upload(req, res, b.rt, String(req.params.uuid), String(req.params.field)),
+    ),
   );
   router.get(
     '/farm/:entityType/:bundle/:uuid/delete',

@@ -201,9 +201,9 @@ test('a log created through the generated form reads back through the API as ent
     await page.goto(`${server.url}/farm/log/activity`);
     await page.click('text=Add Activity');
     assert.equal(new URL(page.url()).pathname, '/farm/log/activity/new');
-    // Everything required is marked, every input has a label.
+    // Everything required is marked, every input has a label (a submit input is named by its value, as a button by its text).
     const unlabelled = await page.$$eval(
-      'form.record input:not([type=hidden]), form.record select, form.record textarea',
+      'form.record input:not([type=hidden]):not([type=submit]), form.record select, form.record textarea',
       (els) =>
         els
           .filter((e) => !e.id || !document.querySelector(`label[for="${e.id}"]`))
