@@ -74,6 +74,15 @@ async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 /** Fill and save the form shown; the record's page follows. Returns the new record's UUID. */
+/** Add a standard quantity row to a log's form and fill it (row n, 0-based). */
+async function addQuantity(page: Page, n: number, q: { value: string; units: string; measure: string }): Promise<void> {
+  await page.selectOption('#field-quantity-add', 'standard');
+  await page.click('input[name="_action:add:quantity"]');
+  await page.fill(`#field-quantity-${n}-value`, q.value);
+  await page.fill(`#field-quantity-${n}-units`, q.units);
+  await page.selectOption(`#field-quantity-${n}-measure`, q.measure);
+}
+
 async function save(page: Page): Promise<string> {
   await Promise.all([
     page.waitForURL(/\/[0-9a-f-]{36}\?saved=(created|saved)$/),
@@ -107,7 +116,7 @@ test('a farmer’s first day: every step in the browser, each read back through 
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data.id as string;
   };
-  // The units the quantities are counted in (FORMS-MERGE blocks below), as the vocabulary holds them.
+  // The units the quantities are counted in, as the vocabulary holds them.
   const units: Record<string, string> = {};
   for (const name of ['seeds', 'kg', 'crates']) {
     const res = await request(`${server.url}/api/taxonomy_term/unit`, {
@@ -171,13 +180,8 @@ test('a farmer’s first day: every step in the browser, each read back through 
     await page.fill('#field-asset', 'Tomatoes, bed 1');
     await page.fill('#field-location', 'North field');
     await page.fill('#field-lot_number', 'TOM-2026-A');
-    // --- FORMS-MERGE (1 of 5): switch on once the `forms` branch (inline quantities) is merged, checking
-    // the selectors against its quantities-form.ts: a seeding log with a quantity (rows named quantity.<n>.<field>).
-    // await page.click('button:text("Add quantity")');
-    // await page.fill('[name="quantity.0.value"]', '120');
-    // await page.fill('[name="quantity.0.units"]', 'seeds');
-    // await page.selectOption('[name="quantity.0.measure"]', 'count');
-    // --- end FORMS-MERGE (1) ---
+    // A quantity on the seeding: its kind chosen, then a row added (the form comes back with it).
+    await addQuantity(page, 0, { value: '120', units: 'seeds', measure: 'count' });
     const sown = await save(page);
     const seeding = (await api(`log/seeding/${sown}`)).data;
     assert.equal(seeding.attributes.name, 'Sow tomatoes');
@@ -188,12 +192,17 @@ test('a farmer’s first day: every step in the browser, each read back through 
     assert.deepEqual(ids(seeding.relationships.asset.data), [planting]);
     assert.deepEqual(ids(seeding.relationships.location.data), [field]);
     assert.deepEqual(ids((await api(`asset/plant/${planting}`)).data.relationships.location.data), [field]);
-    // --- FORMS-MERGE (2 of 5): the seeding's quantity, read back as entered. ---
-    // const [sownQuantity] = (await api(`log/seeding/${sown}?include=quantity,quantity.units`)).included.filter((r: any) => r.type.startsWith('quantity--'));
-    // assert.equal(Number(sownQuantity.attributes.value.decimal), 120);
-    // assert.equal(sownQuantity.attributes.measure, 'count');
-    // assert.equal(sownQuantity.relationships.units.data.id, units.seeds);
-    // --- end FORMS-MERGE (2) ---
+    const sownQuantities = (await api(`log/seeding/${sown}?include=quantity`)).included.filter((r: any) =>
+      r.type.startsWith('quantity--'),
+    );
+    assert.deepEqual(
+      sownQuantities.map((q: any) => [
+        Number(q.attributes.value.decimal),
+        q.attributes.measure,
+        q.relationships.units.data.id,
+      ]),
+      [[120, 'count', units.seeds]],
+    );
     await screenshot(page, 'record');
 
     // 4. A harvest from the planting.
@@ -202,29 +211,26 @@ test('a farmer’s first day: every step in the browser, each read back through 
     await page.fill('#field-timestamp', '2026-07-20T17:00');
     await page.check('#field-status-1');
     await page.fill('#field-asset', 'Tomatoes, bed 1');
-    // --- FORMS-MERGE (3 of 5): a harvest with two quantities. ---
-    // await page.click('button:text("Add quantity")');
-    // await page.fill('[name="quantity.0.value"]', '12.5');
-    // await page.fill('[name="quantity.0.units"]', 'kg');
-    // await page.selectOption('[name="quantity.0.measure"]', 'weight');
-    // await page.click('button:text("Add quantity")');
-    // await page.fill('[name="quantity.1.value"]', '3');
-    // await page.fill('[name="quantity.1.units"]', 'crates');
-    // await page.selectOption('[name="quantity.1.measure"]', 'count');
-    // --- end FORMS-MERGE (3) ---
+    await addQuantity(page, 0, { value: '12.5', units: 'kg', measure: 'weight' });
+    await addQuantity(page, 1, { value: '3', units: 'crates', measure: 'count' });
     const picked = await save(page);
     const harvest = (await api(`log/harvest/${picked}`)).data;
     assert.equal(harvest.attributes.name, 'First tomatoes');
     assert.equal(harvest.attributes.status, 'done');
     assert.equal(wallClock(harvest.attributes.timestamp), '2026-07-20T17:00');
     assert.deepEqual(ids(harvest.relationships.asset.data), [planting]);
-    // --- FORMS-MERGE (4 of 5): both quantities, read back as entered. ---
-    // const picks = (await api(`log/harvest/${picked}?include=quantity`)).included;
-    // assert.deepEqual(
-    //   picks.map((q: any) => [Number(q.attributes.value.decimal), q.attributes.measure, q.relationships.units.data.id]).sort(),
-    //   [[12.5, 'weight', units.kg], [3, 'count', units.crates]].sort(),
-    // );
-    // --- end FORMS-MERGE (4) ---
+    const picks = (await api(`log/harvest/${picked}?include=quantity`)).included.filter((r: any) =>
+      r.type.startsWith('quantity--'),
+    );
+    assert.deepEqual(
+      picks
+        .map((q: any) => [Number(q.attributes.value.decimal), q.attributes.measure, q.relationships.units.data.id])
+        .sort(),
+      [
+        [12.5, 'weight', units.kg],
+        [3, 'count', units.crates],
+      ].sort(),
+    );
     // The logs of the day in the all-logs list, newest first, with their types and the planting.
     await page.goto(`${server.url}/farm/log?asset=Tomatoes`);
     const rows = await page.$$eval('tbody tr', (trs) => trs.map((tr) => tr.textContent!));
@@ -283,21 +289,27 @@ test('a farmer’s first day: every step in the browser, each read back through 
     assert.equal(both.lot_number, 'TOM-H1', 'mine applied');
     await other.close();
 
-    // --- FORMS-MERGE (5 of 5): an image uploaded to the planting (check the file input's selector in uploads.ts). ---
-    // const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
-    // await page.goto(`${server.url}/farm/asset/plant/${planting}/edit`);
-    // await page.setInputFiles('input[type=file]', { name: 'tomatoes.png', mimeType: 'image/png', buffer: PNG });
-    // await save(page);
-    // const [image] = (await api(`asset/plant/${planting}?include=image`)).included;
-    // assert.equal(image.attributes.filename, 'tomatoes.png');
-    // assert.deepEqual(
-    //   Buffer.from(await (await page.request.get(image.attributes.uri.url)).body()),
-    //   PNG,
-    //   'the bytes as uploaded',
-    // );
-    // --- end FORMS-MERGE (5) ---
+    // 7. An image of the planting, uploaded from its edit page.
+    const PNG = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    await page.goto(`${server.url}/farm/asset/plant/${planting}/edit`);
+    await page.setInputFiles('#field-image-upload', { name: 'tomatoes.png', mimeType: 'image/png', buffer: PNG });
+    await Promise.all([
+      page.waitForURL(/\?saved=uploaded$/),
+      page.click('form.upload[action$="/files/image"] button[type=submit]'),
+    ]);
+    const image = (await api(`asset/plant/${planting}?include=image`)).included.find(
+      (r: any) => r.type === 'file--file',
+    );
+    assert.equal(image.attributes.filename, 'tomatoes.png');
+    const bytes = await fetch(new URL(image.attributes.uri.url, server.url), {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.deepEqual(Buffer.from(await bytes.arrayBuffer()), PNG, 'the bytes as uploaded');
 
-    // 7. Sign out: the dashboard asks for a sign-in again.
+    // 8. Sign out: the dashboard asks for a sign-in again.
     await Promise.all([page.waitForURL(/\/farm\/sign-in/), page.click('header form button[type=submit]')]);
     await page.goto(`${server.url}/farm`);
     assert.equal(new URL(page.url()).pathname, '/farm/sign-in');
