@@ -105,7 +105,8 @@ export function control(d: FieldDescriptor, f: UiField, state: FormState, option
       case 'wkt':
         return html`<textarea id="${inputId}" name="${name}"${placeholder}${aria}${extra}>${value}</textarea>`;
       case 'datetime':
-        return html`<input type="datetime-local" id="${inputId}" name="${name}" value="${value}"${aria}${extra}>`;
+        // A time with seconds keeps them (format.ts inputDateTime): the default step of 60 s would refuse it.
+        return html`<input type="datetime-local" id="${inputId}" name="${name}" value="${value}"${value.length > 16 ? html` step="1"` : ''}${aria}${extra}>`;
       case 'date':
         return html`<input type="date" id="${inputId}" name="${name}" value="${value.slice(0, 10)}"${aria}${extra}>`;
       case 'number':

@@ -657,3 +657,35 @@ test('a viewer is offered no delete or archive, and their direct POSTs are refus
     await context.close();
   }
 });
+
+test('an edit through the form keeps the seconds of a log’s time: only what the person changed changes', async () => {
+  const res = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token,
+    json: {
+      data: {
+        type: 'log--activity',
+        attributes: { name: 'Check the hives', status: 'pending', timestamp: '2024-03-01T10:00:42+00:00' },
+      },
+    },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const id = res.body.data.id as string;
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    await page.goto(`${server.url}/farm/log/activity/${id}/edit`);
+    await page.fill('#field-name', 'Check the hives again');
+    await Promise.all([page.waitForURL(/\?saved=saved$/), page.click('form.record button[type=submit]')]);
+    const after = (await request(`${server.url}/api/log/activity/${id}`, { token })).body.data.attributes;
+    assert.equal(after.name, 'Check the hives again');
+    assert.equal(
+      Date.parse(after.timestamp),
+      Date.parse('2024-03-01T10:00:42+00:00'),
+      'the time as it was, to the second',
+    );
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
