@@ -52,6 +52,10 @@ form.filters{display:grid;gap:0 1rem;grid-template-columns:1fr}
 ul.plain{list-style:none;padding:0;margin:0}ul.plain li{padding:.35rem 0;border-bottom:1px solid #eee}
 form.inline{display:inline;margin-left:.5rem}
 .badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#e8e4d8;font-size:.85rem}
+dl.fields dd .text{white-space:normal}.text p{margin:0 0 .5rem}.text ul,.text ol{margin:0 0 .5rem;padding-left:1.25rem}
+ul.files li{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;white-space:normal}
+a.thumb{display:inline-flex;min-height:44px}a.thumb img{display:block;max-width:100%;height:auto;object-fit:contain;background:#e8e4d8;border-radius:4px}
+td input[type=radio]{width:1.5rem;height:1.5rem;margin:.6rem 0}
 `;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);
