@@ -243,7 +243,8 @@ export class RecordPage {
       }</td></tr>`;
     });
     const head = html`<thead><tr>${comparable ? html`<th scope="col">${M.recordPage.fromColumn}</th><th scope="col">${M.recordPage.toColumn}</th>` : ''}<th scope="col">${M.record.revisions}</th><th scope="col">${M.record.when}</th><th scope="col">${M.record.who}</th><th scope="col">${M.record.message}</th><th scope="col">${M.recordPage.changes}</th></tr></thead>`;
-    const table = html`<div class="table-wrap"><table>${head}<tbody>${body}</tbody></table></div>`;
+    // Focusable, so that a table wider than a phone can be scrolled from the keyboard.
+    const table = html`<div class="table-wrap" tabindex="0" role="region" aria-labelledby="revisions"><table>${head}<tbody>${body}</tbody></table></div>`;
     const more =
       rows.length > REVISIONS_SHOWN ? html`<p class="muted">${M.recordPage.newest(REVISIONS_SHOWN)}</p>` : '';
     return html`<section class="card" aria-labelledby="revisions"><h2 id="revisions">${M.record.revisions}</h2>${

@@ -98,7 +98,7 @@ export class RevisionDiffPage {
     const ref = { type: rt.type, id: current.uuid };
     const body = html`<section class="card" aria-labelledby="diff"><h2 id="diff">${M.recordPage.changes}</h2><ul class="plain">${saved(before)}${saved(after)}</ul>${
       rows.length
-        ? html`<div class="table-wrap"><table><thead><tr><th scope="col">${M.diff.field}</th><th scope="col">${M.diff.before(from)}</th><th scope="col">${M.diff.after(to)}</th></tr></thead><tbody>${rows}</tbody></table></div>`
+        ? html`<div class="table-wrap" tabindex="0" role="region" aria-labelledby="diff"><table><thead><tr><th scope="col">${M.diff.field}</th><th scope="col">${M.diff.before(from)}</th><th scope="col">${M.diff.after(to)}</th></tr></thead><tbody>${rows}</tbody></table></div>`
         : html`<p>${M.diff.same}</p>`
     }<div class="actions"><a class="button secondary" href="${recordPath(ref)}#revisions">${M.diff.back}</a></div></section>`;
     const title = M.diff.title(labelOf(now, rt.entityType.labelField), from, to);
