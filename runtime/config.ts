@@ -57,6 +57,12 @@ export interface FarmSettings {
   dataDir: string;
   farmName: string;
   systemOfMeasurement: 'metric' | 'us';
+  /**
+   * The locale (a BCP 47 tag, TILTH_LOCALE) and IANA time zone (TILTH_TIME_ZONE) the web pages
+   * write every date and number in; each defaults to the server's own.
+   */
+  locale: string;
+  timeZone: string;
   /** Optional modules switched on (TILTH_MODULES=ledger,…). */
   modules: string[];
   /** The farm's own definitions and what was generated from them (TILTH_SITE_DIR; default site/ in the checkout). */
@@ -207,6 +213,43 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, 
   return value;
 }
 
+/**
+ * TILTH_LOCALE: a BCP 47 tag this Node's Intl can format in (canonicalised: `en-gb` → `en-GB`);
+ * unset, the server's own locale.
+ */
+export function farmLocale(env: NodeJS.ProcessEnv): string {
+  const raw = env.TILTH_LOCALE;
+  if (raw === undefined || raw === '') return new Intl.DateTimeFormat().resolvedOptions().locale;
+  let tag: string | undefined;
+  try {
+    tag = Intl.getCanonicalLocales(raw)[0];
+  } catch {
+    tag = undefined;
+  }
+  // A well-formed tag Node has no data for would silently fall back to another language.
+  if (
+    !tag ||
+    !Intl.DateTimeFormat.supportedLocalesOf([tag]).length ||
+    !Intl.NumberFormat.supportedLocalesOf([tag]).length
+  )
+    throw new ConfigError(
+      `TILTH_LOCALE must be a language tag such as "en-GB" or "fr-FR" that this Node.js formats dates in; it is "${raw}".`,
+    );
+  return tag;
+}
+
+/** TILTH_TIME_ZONE: an IANA time zone (`Europe/Paris`, `UTC`); unset, the server's own. */
+export function farmTimeZone(env: NodeJS.ProcessEnv): string {
+  const raw = env.TILTH_TIME_ZONE;
+  if (raw === undefined || raw === '') return new Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  try {
+    // The zone as Intl names it (`europe/paris` → `Europe/Paris`); a RangeError when there is none.
+    return new Intl.DateTimeFormat('en', { timeZone: raw }).resolvedOptions().timeZone;
+  } catch {
+    throw new ConfigError(`TILTH_TIME_ZONE must be an IANA time zone such as "Europe/Paris" or "UTC"; it is "${raw}".`);
+  }
+}
+
 /** Read the configuration from an environment (process.env by default). Throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -267,6 +310,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     dataDir,
     farmName: env.TILTH_FARM_NAME || 'My farm',
     systemOfMeasurement: system,
+    locale: farmLocale(env),
+    timeZone: farmTimeZone(env),
     modules,
     adminUser: env.TILTH_ADMIN_USER || 'admin',
     adminPassword: env.TILTH_ADMIN_PASSWORD || null,

@@ -5,7 +5,8 @@
  * Formatting is by Intl, made once per server.
  */
 import type { FieldDescriptor } from '../model/descriptor.ts';
-import { html, join, type Html } from './html.ts';
+import { processText } from '../values/text.ts';
+import { Html, html, join } from './html.ts';
 import { M } from './messages.ts';
 
 export interface ResourceRef {
@@ -25,7 +26,9 @@ export class Formats {
   readonly dateTime: Intl.DateTimeFormat;
   readonly date: Intl.DateTimeFormat;
   readonly number: Intl.NumberFormat;
+  private readonly sizes: Array<[number, Intl.NumberFormat]>;
 
+  /** `locale` and `timeZone`: the farm's (TILTH_LOCALE and TILTH_TIME_ZONE, runtime/config.ts). */
   constructor(
     readonly locale: string | undefined,
     readonly timeZone: string,
@@ -33,6 +36,19 @@ export class Formats {
     this.dateTime = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short', timeZone });
     this.date = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeZone });
     this.number = new Intl.NumberFormat(locale, { maximumFractionDigits: 10 });
+    const unit = (u: string) => new Intl.NumberFormat(locale, { style: 'unit', unit: u, maximumFractionDigits: 1 });
+    this.sizes = [
+      [1024 ** 3, unit('gigabyte')],
+      [1024 ** 2, unit('megabyte')],
+      [1024, unit('kilobyte')],
+      [1, unit('byte')],
+    ];
+  }
+
+  /** A file's size as people read it: "1.5 MB", in the farm's locale. */
+  fileSize(bytes: number): string {
+    const [scale, format] = this.sizes.find(([s]) => bytes >= s) ?? this.sizes[this.sizes.length - 1]!;
+    return format.format(bytes / scale);
   }
 
   /**
@@ -108,6 +124,11 @@ export function recordPath(ref: ResourceRef): string {
   return `/farm/${entityType}/${bundle}/${ref.id}`;
 }
 
+/** Where the pages serve a file's bytes (web/files.ts), and an image's own for a thumbnail. */
+export function filePath(uuid: string, image = false): string {
+  return `/farm/files/${uuid}${image ? '/image' : ''}`;
+}
+
 export interface RenderContext {
   formats: Formats;
   /** Included records by `type:id` (labels of references). */
@@ -136,9 +157,11 @@ function oneValue(field: FieldDescriptor, v: unknown, ctx: RenderContext): Html 
       return f.decimal !== undefined ? ctx.formats.number.format(Number(f.decimal)) : '';
     }
     case 'text_long': {
-      // Shown as the text typed, never as markup: `processed` is not trusted to be safe HTML here.
-      const t = v as { value?: string };
-      return t.value ?? '';
+      // Rendered per its format by the very function that makes the API's `processed`
+      // (values/text.ts: an allow-list of tags rebuilt from their names, every other character
+      // escaped), from the value itself: no HTML string from elsewhere reaches the page.
+      const t = v as { value?: string; format?: string | null };
+      return t.value ? new Html(`<div class="text">${processText(String(t.value), t.format ?? 'default')}</div>`) : '';
     }
     case 'geofield':
       return html`<code>${(v as { value?: string }).value ?? ''}</code>`;
@@ -179,8 +202,9 @@ export function relationshipValue(data: ResourceRef | ResourceRef[] | null | und
       const included = ctx.included.get(`${r.type}:${r.id}`);
       if (!included) return html`<span class="muted">${M.record.hidden}</span>`;
       const label = labelOf(included, ctx.labelFieldOf(r.type.split('--')[0]!));
+      // A file downloads through the pages' own route (a browser has a session, not a token).
       return r.type.startsWith('file--')
-        ? html`<a href="${String((included.attributes?.uri as { url?: string } | undefined)?.url ?? '#')}">${label}</a>`
+        ? html`<a href="${filePath(r.id)}">${label}</a>`
         : html`<a href="${recordPath(r)}">${label}</a>`;
     }),
     ', ',

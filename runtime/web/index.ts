@@ -8,7 +8,9 @@
  *   GET  /farm                                   dashboard (lists.ts)
  *   GET  /farm/<entity type>                     all its records in one list (assets, logs), or its bundles
  *   GET  /farm/<entity type>/<bundle>            a list: filters, sort and page in the URL
- *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
+ *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page: fields, files, revisions, related records (record-page.ts)
+ *   GET  /farm/<entity type>/<bundle>/<uuid>/revisions?from=&to=   what changed between two revisions (revision-diff.ts)
+ *   GET  /farm/files/<uuid>, /farm/files/<uuid>/image   a file's download, an image's thumbnail (files.ts)
  *   GET|POST /farm/<entity type>/<bundle>/new    the create form
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
  *   POST /farm/<entity type>/<bundle>/<uuid>/files/<field>  a file or image uploaded into a field (uploads.ts)
@@ -41,6 +43,11 @@ import { RecordPages } from './records.ts';
 import { AccountPages } from './account.ts';
 // --- People (issue 38 screen 8) ---
 import { PeoplePages } from './people.ts';
+// A record's page, its revisions compared, and its files (the record page's block).
+import { RecordPage } from './record-page.ts';
+import { RelatedRecords } from './related.ts';
+import { RevisionDiffPage } from './revision-diff.ts';
+import { FilePages } from './files.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -58,19 +65,19 @@ export interface WebDeps {
   refuseWrites: RequestHandler;
 }
 
-/** The farm's time zone: the server's (a setting of its own is to come, issue 38 "Text in one place"). */
-function farmTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-}
-
 export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): Router {
   const services = new JsonApiServices(ctx);
-  const formats = new Formats(undefined, farmTimeZone());
+  // Every date and number on the pages in the farm's locale and time zone (TILTH_LOCALE, TILTH_TIME_ZONE).
+  const formats = new Formats(ctx.config.locale, ctx.config.timeZone);
   const reads = new WebReads(services);
   const web = new WebSessions(ctx, sessions, limiters);
   const lists = new ListPages(ctx, reads, web, formats);
   const records = new RecordPages(ctx, services, reads, web, lists, formats);
   const account = new AccountPages(ctx, services, web, lists);
+  // The record page's block.
+  const recordPage = new RecordPage(ctx, services, reads, web, lists, formats, new RelatedRecords(ctx, reads));
+  const revisionDiff = new RevisionDiffPage(ctx, services, reads, web, lists, formats);
+  const filePages = new FilePages(ctx);
   const router = express.Router();
   // A POST that changes a record: signed in, not refused (before its body is read), then its body and CSRF token.
   const recordWrite = [web.signedIn, refuseWrites, web.formBody, web.checkCsrf];
@@ -118,6 +125,22 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     ...recordWrite,
     asyncPage((req, res) => account.save(req, res)),
   );
+  // The record page's block: files before the generic /farm/<entity type>/<bundle> routes they would match.
+  router.get(
+    '/farm/files/:uuid',
+    web.signedIn,
+    asyncPage((req, res) => filePages.send(req, res, false)),
+  );
+  router.get(
+    '/farm/files/:uuid/image',
+    web.signedIn,
+    asyncPage((req, res) => filePages.send(req, res, true)),
+  );
+  router.get(
+    '/farm/:entityType/:bundle/:uuid/revisions',
+    web.signedIn,
+    bundlePage((req, res, b) => revisionDiff.show(req, res, b.rt, b.ui, String(req.params.uuid))),
+  );
   router.get(
     '/farm/:entityType',
     web.signedIn,
@@ -143,7 +166,7 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   router.get(
     '/farm/:entityType/:bundle/:uuid',
     web.signedIn,
-    bundlePage((req, res, b) => records.show(req, res, b.rt, b.ui, String(req.params.uuid))),
+    bundlePage((req, res, b) => recordPage.show(req, res, b.rt, b.ui, String(req.params.uuid))),
   );
   router.get(
     '/farm/:entityType/:bundle/:uuid/edit',

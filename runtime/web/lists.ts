@@ -113,7 +113,7 @@ export class ListPages {
       );
       if (n)
         assetCounts.push(
-          html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}?${ACTIVE.status}=${ACTIVE.value}">${ui.label}</a>: ${countText(n)}</li>`,
+          html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}?${ACTIVE.status}=${ACTIVE.value}">${ui.label}</a>: ${countText(n, this.formats)}</li>`,
         );
     }
     const logCounts: Html[] = [];
@@ -131,7 +131,7 @@ export class ListPages {
       );
       if (n)
         logCounts.push(
-          html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">${ui.label}</a>: ${countText(n)}</li>`,
+          html`<li><a href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">${ui.label}</a>: ${countText(n, this.formats)}</li>`,
         );
     }
     const toggle = html`<p class="actions" aria-label="${M.dashboard.show}">
@@ -283,15 +283,15 @@ ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('so
         : '';
     const deleted = view.get('deleted');
     const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${actions}${before}${filterForm}
-<p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), count > COUNT_CAP)}</p>
+<p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), this.formats.number.format(Math.min(count, COUNT_CAP)), count > COUNT_CAP)}</p>
 ${rows.length ? html`<div class="table-wrap"><table><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${M.list.none}</p>`}
 ${pager}`;
     this.send(res, 200, listView.title, body);
   }
 }
 
-function countText(n: number): string {
-  return n > COUNT_CAP ? `${COUNT_CAP}+` : M.dashboard.count(n);
+function countText(n: number, formats: Formats): string {
+  return n > COUNT_CAP ? `${formats.number.format(COUNT_CAP)}+` : formats.number.format(n);
 }
 
 export function capitalise(s: string): string {

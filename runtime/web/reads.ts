@@ -16,6 +16,7 @@ import { fetchPageAcrossBundles } from '../jsonapi/collection/page-across-bundle
 import { validateIncludes } from '../jsonapi/include.ts';
 import { fieldsetsToRead, parseJsonApiQuery, type JsonApiQuery } from '../jsonapi/query/index.ts';
 import { selectRows } from '../storage/sql.ts';
+import type { EntityRecord } from '../storage/records.ts';
 import type { Resource } from './format.ts';
 
 export interface ListResult {
@@ -121,13 +122,17 @@ export class WebReads {
     return Number(row?.n ?? 0);
   }
 
-  /** One record the caller may see (404 otherwise, as the API), with the records its relationships name, and its version. */
+  /**
+   * One record the caller may see (404 otherwise, as the API), with the records its relationships
+   * name, and its version; `record` is the record as loaded (for the per-record access checks), so
+   * a page needs no second load.
+   */
   async record(
     rt: ResourceType,
     uuid: string,
     principal: Principal,
     include: readonly string[],
-  ): Promise<{ resource: Resource; included: Map<string, Resource>; version: number | null }> {
+  ): Promise<{ resource: Resource; included: Map<string, Resource>; version: number | null; record: EntityRecord }> {
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
     const query = this.query(rt, include.length ? `include=${include.join(',')}` : '');
     const record = await this.services.commands.view(principal, rt, uuid, { withVersion: true });
@@ -135,7 +140,7 @@ export class WebReads {
       data: Resource;
       included?: Resource[];
     };
-    return { resource: doc.data, included: indexed(doc.included), version: record.version ?? null };
+    return { resource: doc.data, included: indexed(doc.included), version: record.version ?? null, record };
   }
 }
 

@@ -12,7 +12,7 @@ import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { BundleUi, UiField } from '../model/ui.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
-import { assertMayOnType, mayOnRecord, mayOnType } from '../access/policy.ts';
+import { assertMayOnType, mayOnType } from '../access/policy.ts';
 import type { Principal } from '../access/principal.ts';
 import { ApiError, ValidationError } from '../errors.ts';
 import type { EntityRecord } from '../storage/records.ts';
@@ -24,7 +24,7 @@ import { fetchPage } from '../jsonapi/collection/page.ts';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
-import { attributeValue, labelOf, recordPath, relationshipValue, type Formats, type Resource } from './format.ts';
+import { labelOf, recordPath, type Formats, type Resource } from './format.ts';
 import type { WebReads } from './reads.ts';
 import { formValue, safeReturn, webState, type Form, type WebSessions } from './session.ts';
 import { TASKS, type ListPages } from './lists.ts';
@@ -72,83 +72,6 @@ export class RecordPages {
 
   private field(rt: ResourceType, f: UiField): FieldDescriptor | undefined {
     return rt.fieldsByName.get(f.name);
-  }
-
-  /** GET /farm/<type>/<bundle>/<uuid>. */
-  async show(req: Request, res: Response, rt: ResourceType, ui: BundleUi, uuid: string): Promise<void> {
-    const { principal } = webState(res);
-    const include = ui.fields
-      .filter(
-        (f) =>
-          this.field(rt, f)?.kind === 'relationship' && !this.field(rt, f)?.target?.entityType.startsWith('user_role'),
-      )
-      .map((f) => f.name);
-    const { resource, included } = await this.reads.record(rt, uuid, principal, include);
-    const ctx = this.lists.renderContext(included);
-    const notice = new URL(req.originalUrl, 'http://x').searchParams.get('saved');
-    const sections = ui.sections.map((section) => {
-      const fields = ui.fields.filter((f) => f.section === section);
-      const rows = fields.map((f) => {
-        const d = this.field(rt, f);
-        if (!d) return '';
-        const value =
-          d.kind === 'relationship'
-            ? relationshipValue(resource.relationships?.[f.name]?.data, ctx)
-            : attributeValue(d, resource.attributes?.[f.name], ctx);
-        return html`<dt>${f.label}</dt><dd>${value}</dd>`;
-      });
-      const heading = M.form.sections[section] ?? humanise(section);
-      return html`<section class="card">${heading ? html`<h2>${heading}</h2>` : ''}<dl class="fields">${rows}</dl></section>`;
-    });
-    const record = await this.services.commands.view(principal, rt, uuid);
-    const mayUpdate =
-      mayOnType(principal, rt.entityType, 'update') && mayOnRecord(principal, rt.entityType, 'update', record);
-    const mayDelete =
-      mayOnType(principal, rt.entityType, 'delete') && mayOnRecord(principal, rt.entityType, 'delete', record);
-    const { csrfToken } = webState(res);
-    // An asset is archived or reactivated by its status (farmOS's Archive and Reactivate).
-    const status = hasArchive(rt) ? resource.attributes?.[ARCHIVE.status] : undefined;
-    const toStatus = status === ARCHIVE.archived ? ARCHIVE.active : ARCHIVE.archived;
-    const buttons = [
-      mayUpdate && ui.fields.some((f) => f.widget)
-        ? html`<a class="button" href="${recordPath(resource)}/edit">${M.record.edit}</a>`
-        : '',
-      mayUpdate && status !== undefined
-        ? html`<form method="post" action="${recordPath(resource)}/status"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="status" value="${toStatus}"><button class="button secondary" type="submit">${toStatus === ARCHIVE.archived ? M.status.archive : M.status.reactivate}</button></form>`
-        : '',
-      mayDelete ? html`<a class="button secondary" href="${recordPath(resource)}/delete">${M.remove.button}</a>` : '',
-    ].filter((b) => b !== '');
-    const actions = buttons.length ? html`<div class="actions">${buttons}</div>` : '';
-    const notices: Record<string, string> = {
-      created: M.record.created,
-      saved: M.record.saved,
-      archived: M.status.archived,
-      reactivated: M.status.reactivated,
-    };
-    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.revisions(rt, record.id, principal)}`;
-    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
-  }
-
-  /** The record's revisions: when, who and the message, newest first. */
-  private async revisions(rt: ResourceType, id: number, principal: Principal): Promise<Html> {
-    if (!rt.entityType.revisionId) return html``;
-    const rows = await this.services.loader.store.revisions.list(this.services.knex, rt.entityType.entityType, id, {
-      offset: 0,
-      limit: 20,
-    });
-    const userIds = [...new Set(rows.map((r) => r.userId).filter((u): u is number => u !== null))];
-    const names = new Map<number, string>();
-    const users = this.ctx.registry.model.entityTypes.user;
-    if (userIds.length && users && mayOnType(principal, users, 'view')) {
-      for (const u of await this.services.loader.load(this.services.knex, 'user', userIds, null))
-        names.set(u.id, String(u.values.get('name') ?? ''));
-    }
-    if (!rows.length)
-      return html`<section class="card"><h2>${M.record.revisions}</h2><p class="muted">${M.record.noRevisions}</p></section>`;
-    return html`<section class="card"><h2>${M.record.revisions}</h2><div class="table-wrap"><table><thead><tr><th scope="col">${M.record.when}</th><th scope="col">${M.record.who}</th><th scope="col">${M.record.message}</th></tr></thead><tbody>${rows.map(
-      (r) =>
-        html`<tr><td>${this.formats.dateTime.format(new Date(r.created * 1000))}</td><td>${r.userId !== null ? (names.get(r.userId) ?? M.record.empty) : M.record.empty}</td><td>${r.message ?? ''}</td></tr>`,
-    )}</tbody></table></div></section>`;
   }
 
   /** GET /farm/<type>/<bundle>/new and /<uuid>/edit. */
@@ -833,9 +756,9 @@ function labelOrId(resource: Resource | undefined, id: string, ctx: AppContext):
 }
 
 /** Archive and reactivate: an asset's status (farmOS's). */
-const ARCHIVE = { entityType: 'asset', status: 'status', archived: 'archived', active: 'active' } as const;
+export const ARCHIVE = { entityType: 'asset', status: 'status', archived: 'archived', active: 'active' } as const;
 
-function hasArchive(rt: ResourceType): boolean {
+export function hasArchive(rt: ResourceType): boolean {
   return rt.entityType.entityType === ARCHIVE.entityType && rt.fieldsByName.has(ARCHIVE.status);
 }
 

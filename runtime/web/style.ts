@@ -62,6 +62,10 @@ code.secret{display:inline-block;font-size:1.25rem;padding:.25rem .5rem;border-r
 fieldset.rows .row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.25rem 0}
 fieldset.rows .row input,fieldset.rows .row textarea{flex:1 1 16rem}
 fieldset.component{background:#faf8f3}
+dl.fields dd .text{white-space:normal}.text p{margin:0 0 .5rem}.text ul,.text ol{margin:0 0 .5rem;padding-left:1.25rem}
+ul.files li{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;white-space:normal}
+a.thumb{display:inline-flex;min-height:44px}a.thumb img{display:block;max-width:100%;height:auto;object-fit:contain;background:#e8e4d8;border-radius:4px}
+td input[type=radio]{width:1.5rem;height:1.5rem;margin:.6rem 0}
 `;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);

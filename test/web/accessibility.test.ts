@@ -60,6 +60,56 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
   });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const id = res.body.data.id;
+  // A record's page beside its fields: a location with something in it and its logs, a term with
+  // its uses, an image's thumbnail, and two revisions to compare.
+  const post = async (path: string, data: unknown) => {
+    const created = await request(`${server.url}/api/${path}`, { method: 'POST', token, json: { data } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return created.body.data as { type: string; id: string; attributes: Record<string, any> };
+  };
+  const land = await post('asset/land', {
+    type: 'asset--land',
+    attributes: { name: 'Home field', land_type: 'field' },
+  });
+  const term = await post('taxonomy_term/log_category', {
+    type: 'taxonomy_term--log_category',
+    attributes: { name: 'Fences' },
+  });
+  const tractor = await post('asset/equipment', { type: 'asset--equipment', attributes: { name: 'Tractor' } });
+  await post('log/activity', {
+    type: 'log--activity',
+    attributes: { name: 'Park the tractor', status: 'done', is_movement: true, timestamp: '2024-02-01T10:00:00+00:00' },
+    relationships: {
+      asset: { data: [{ type: tractor.type, id: tractor.id }] },
+      location: { data: [{ type: land.type, id: land.id }] },
+      category: { data: [{ type: term.type, id: term.id }] },
+    },
+  });
+  const png = Buffer.from(
+    '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082',
+    'hex',
+  );
+  const uploaded = await fetch(`${server.url}/api/asset/land/${land.id}/image`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': 'attachment; filename="field.png"',
+    },
+    body: png,
+  });
+  assert.equal(uploaded.status, 200, await uploaded.text());
+  const revision = async () =>
+    (await request(`${server.url}/api/log/activity/${id}`, { token })).body.data.attributes
+      .drupal_internal__revision_id as number;
+  const firstRevision = await revision();
+  const renamed = await request(`${server.url}/api/log/activity/${id}`, {
+    method: 'PATCH',
+    token,
+    json: { data: { type: 'log--activity', id, attributes: { name: 'Walk all the fences' } } },
+  });
+  assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+  const secondRevision = await revision();
   for (const viewport of [
     { width: 360, height: 740 },
     { width: 1440, height: 900 },
@@ -89,6 +139,10 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
         '/farm/log/activity/new',
         `/farm/log/activity/${id}/edit`,
         `/farm/log/activity/${id}/delete`,
+        `/farm/log/activity/${id}/revisions?from=${firstRevision}&to=${secondRevision}`,
+        `/farm/asset/land/${land.id}`,
+        `/farm/asset/land/${land.id}?logs_before=1900000000.999999`,
+        `/farm/taxonomy_term/log_category/${term.id}`,
         '/farm/asset/equipment/new',
         '/farm/account/password',
         '/farm/log/nonsense',
