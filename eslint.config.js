@@ -5,10 +5,11 @@
  * - Floating promises: a promise nobody awaits loses its error (an unhandled rejection ends the
  *   process) and its ordering (a write that may land after the response). `void` marks one left
  *   running on purpose, with a comment saying why.
- * - No Knex transaction outside runtime/storage/: storage/database.ts turns `knex.transaction(cb)`
- *   on SQLite into a savepoint in a batch shared with other requests, under rules nothing else
- *   enforces (never `trx.commit()`, await every statement). New code asks storage for its
- *   transaction; TRANSACTION_CALLERS lists today's callers, and it only shrinks.
+ * - No Knex transaction outside runtime/storage/: a write goes through the database's own door
+ *   (`write` in storage/transactions.ts, `Database.write`), which on SQLite makes it a savepoint
+ *   in the group commit's batch shared with other requests, acknowledged once on disk; a
+ *   `knex.transaction` of its own would take the one writer for itself, outside the batches.
+ *   TRANSACTION_CALLERS lists the callers allowed, and it only shrinks.
  * - Imports across layers: generated code imports only runtime/public.ts (and other generated
  *   files, and Knex for its types), and the runtime never imports the generator or the tests. The
  *   whole rank table stays in test/generator/layers.test.ts (RANKS), the one place it is kept.
@@ -79,7 +80,7 @@ export default defineConfig([
         {
           selector: 'MemberExpression[property.name="transaction"]',
           message:
-            'A Knex transaction outside runtime/storage/ (issue 40 §5): storage/database.ts makes it a savepoint in a shared batch on SQLite. Ask storage for the transaction instead.',
+            'A Knex transaction outside runtime/storage/ (issue 40 §5): on SQLite it would take the one writer outside the group commit. Use write() from runtime/storage/transactions.ts (or Database.write / Database.read) instead.',
         },
       ],
     },

@@ -133,7 +133,10 @@ const FEED = POSTGRES
      ON CONFLICT (entity_type, entity_id) DO UPDATE SET position = nextval('change_feed_position_seq'), txid = EXCLUDED.txid, bundle = EXCLUDED.bundle, uuid = EXCLUDED.uuid, deleted = EXCLUDED.deleted, changed = EXCLUDED.changed
      RETURNING position`
   : `INSERT OR REPLACE INTO change_feed (entity_type, entity_id, bundle, uuid, deleted, changed) VALUES ('log', ?, 'activity', ?, 0, ?) RETURNING position`;
-const NEXT_REVISION = `INSERT INTO entity_revision_counter (entity_type, last_id) VALUES ('log', 1) ON CONFLICT (entity_type) DO UPDATE SET last_id = entity_revision_counter.last_id + 1 RETURNING last_id`;
+// Tilth's revision numbers (runtime/storage/revision-numbers.ts): a sequence per type on PostgreSQL, a counter row on SQLite.
+const NEXT_REVISION = POSTGRES
+  ? `SELECT nextval('entity_revision_log_seq') AS last_id`
+  : `INSERT INTO entity_revision_counter (entity_type, last_id) VALUES ('log', 1) ON CONFLICT (entity_type) DO UPDATE SET last_id = entity_revision_counter.last_id + 1 RETURNING last_id`;
 const REVISION = `INSERT INTO entity_revision (entity_type, entity_id, revision_id, user_id, created, message, data) VALUES ('log', ?, ?, ?, ?, NULL, ?)`;
 
 /** The standard geohash of a point, 12 characters (Tilth computes it for a computed geometry). */

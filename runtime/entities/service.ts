@@ -205,8 +205,8 @@ export class EntityService {
     await this.checkParents(db, rt, null, values);
     await this.farmRules.check(db, rt, values, null);
     const children = childrenOf(rt, values);
-    // The files it names stop being temporary first: on PostgreSQL that locks their rows, and a
-    // save of another record (update) locks files before the revision counter, so the same order here.
+    // The files it names stop being temporary first: on PostgreSQL that locks their rows (step 2 of
+    // the global lock order, storage/locks.ts), before the record's feed row at the save's end.
     await markFilesPermanent(db, rt, values, this.store.entityType('file').table);
     // The first revision's number is taken now, so that the record is inserted with it.
     const revisionId = rt.entityType.revisionId
@@ -266,10 +266,11 @@ export class EntityService {
         await store.update(db, rt, id, values);
       } else {
         fillDefaults(rt.bundle.fields, values, now);
-        // Older revisions are numbered before the current one.
-        const numbers: number[] = [];
-        for (let i = 0; i < older.length; i++) numbers.push(await store.revisions.nextNumber(db, entityType));
-        reserved = rt.entityType.revisionId ? await store.revisions.nextNumber(db, entityType) : undefined;
+        // Older revisions are numbered before the current one (ascending numbers, the last the current's).
+        const numbers = rt.entityType.revisionId
+          ? await store.revisions.reserve(db, entityType, older.length + 1)
+          : older.map(() => undefined);
+        reserved = rt.entityType.revisionId ? numbers.pop() : undefined;
         id = await store.insert(db, rt, uuid, values, reserved === undefined ? {} : { revision_id: reserved });
         for (const [i, past] of older.entries()) await store.revisions.add(db, entityType, id, past, numbers[i]);
       }
@@ -300,23 +301,24 @@ export class EntityService {
       const store = this.store;
       for (const row of rows) fillDefaults(rt.bundle.fields, row.values, now);
       const entityType = rt.entityType.entityType;
-      const first = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, rows.length) : undefined;
+      // Not consecutive on PostgreSQL (storage/revision-numbers.ts): each row takes its own.
+      const numbers = rt.entityType.revisionId ? await store.revisions.reserve(db, entityType, rows.length) : undefined;
       const ids = await store.insertMany(
         db,
         rt,
         rows.map((r, i) => ({
           uuid: r.uuid,
           values: r.values,
-          extra: first === undefined ? {} : { revision_id: first + i },
+          extra: numbers === undefined ? {} : { revision_id: numbers[i] },
         })),
       );
-      if (first === undefined) return ids;
+      if (numbers === undefined) return ids;
       const revisions = [];
       for (const [i, r] of rows.entries()) {
         const stored = storedValues(rt, r.values);
         // No statement: the references a revision pins were read with their target's revision (InputReader).
         await store.revisions.pinTargetRevisions(db, rt, stored);
-        revisions.push({ entityId: ids[i]!, revisionId: first + i, input: { ...r.revision, values: stored } });
+        revisions.push({ entityId: ids[i]!, revisionId: numbers[i]!, input: { ...r.revision, values: stored } });
       }
       await store.revisions.addMany(db, entityType, revisions);
       return ids;
@@ -343,8 +345,8 @@ export class EntityService {
    * read: a PATCH of a child, or another birth log naming it, saved at the same time on
    * PostgreSQL, would otherwise replace its parent rows beside this save (a 409 from the two
    * inserts colliding, a deadlock, or the mother set over a parent this save did not see), and two
-   * new birth logs of one child would both pass the check. Taken here, after the log's own row,
-   * revision counter and with the assets placements locks (a superset, when it rebuilds any), as
+   * new birth logs of one child would both pass the check. Taken here, after the log's own row
+   * and with the assets placements locks (a superset, when it rebuilds any), as
    * every log save takes them; every feed row, the children's too, comes after, when the save's
    * unit of work ends (storage/unit-of-work.ts).
    */

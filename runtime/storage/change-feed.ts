@@ -47,6 +47,7 @@ import type { Knex } from 'knex';
 import type { Db } from './records.ts';
 import { execute, selectRows } from './sql.ts';
 import { dialectOf } from './dialect.ts';
+import { write } from './transactions.ts';
 
 export const FEED_TABLE = 'change_feed';
 
@@ -181,7 +182,7 @@ export async function versionOf(
   if (known !== undefined) return known;
   // FOR UPDATE, not the weaker NO KEY UPDATE: the upsert that follows an If-Match gives the row a
   // new position, its key, and takes FOR UPDATE itself (a weaker lock first would be upgraded).
-  // Step 4 of the global lock order (storage/locks.ts): after the record's row and its revision counter.
+  // Step 4 of the global lock order (storage/locks.ts): after the record's row and the rows it writes.
   const sql = `SELECT position FROM ${FEED_TABLE} WHERE entity_type = ? AND entity_id = ?${lock ? dialectOf(db).rowLock('UPDATE') : ''}`;
   const [row] = await selectRows<{ position: number | string }>(db, sql, [entityType, id]);
   return row ? Number(row.position) : null;
@@ -309,7 +310,7 @@ export async function fillIfPending(
   const feed = dialectOf(knex).feed;
   const now = Math.floor(Date.now() / 1000);
   let filled = 0;
-  await knex.transaction(async (trx) => {
+  await write(knex, async (trx) => {
     for (const { entityType, table } of tables) {
       if (!(await trx.schema.hasTable(table))) continue;
       filled += await execute(trx, feed.fillSql(table), [entityType, 0, now, entityType]);

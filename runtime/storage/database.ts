@@ -44,6 +44,28 @@ export interface Database {
   /** The dialect's name; `sql` is the dialect itself (storage/dialect.ts), chosen here once. */
   dialect: Dialect;
   sql: SqlDialect;
+  /**
+   * Run `body` in a write transaction: on SQLite a savepoint in the group commit's batch,
+   * acknowledged once the shared COMMIT is on disk (storage/transactions.ts `write`).
+   */
+  write<T>(body: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Run `body`'s reads against one state of the database, so that several statements agree (a
+   * page and its count; a record's row and its side tables) though writes commit meanwhile.
+   * Writes in it fail. The body must not wait on the network: it holds a connection.
+   * - PostgreSQL: a READ ONLY transaction at REPEATABLE READ, whose snapshot is taken at its
+   *   first statement and kept to its end. (Not a plain read on the pool: each statement of
+   *   READ COMMITTED sees the commits made since the one before.) Two round trips more than the
+   *   same statements outside it, so use it where statements must agree, not for every read.
+   * - SQLite: a read transaction on a connection of its own (query_only, two at most, opened on
+   *   first use), not the shared read connection, which other requests' reads use meanwhile and
+   *   which must always see the latest commit (a client reads back what it just wrote).
+   * Not for the change feed's page (storage/change-feed.ts): on PostgreSQL its rows must be read
+   * by a statement that sees every commit made before its horizon's statement ended, and a
+   * snapshot taken at the horizon's statement would miss those that ended in between for good.
+   * Its statements agree without one (the horizon).
+   */
+  read<T>(body: (db: Knex.Transaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -60,7 +82,14 @@ export function openDatabase(options: {
       pool: { min: 0, max: 10 },
     });
     registerDialect(knex, POSTGRES);
-    return { knex, dialect: 'postgres', sql: POSTGRES, close: () => knex.destroy() };
+    return {
+      knex,
+      dialect: 'postgres',
+      sql: POSTGRES,
+      write: (body) => knex.transaction(body),
+      read: (body) => knex.transaction(body, { isolationLevel: 'repeatable read', readOnly: true }),
+      close: () => knex.destroy(),
+    };
   }
   try {
     mkdirSync(options.dataDir, { recursive: true });
@@ -137,17 +166,66 @@ export function openDatabase(options: {
     durability,
   );
   client.groupCommit = groupCommit;
+  const snapshots = new SnapshotReads(file);
   return {
     knex,
     dialect: 'sqlite',
     sql: SQLITE,
+    write<T>(body: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+      return groupCommit.run(body) as Promise<T>;
+    },
+    read: (body) => snapshots.read(body),
     close: async () => {
       groupCommit.close(new Error('The database was closed.'));
       await walSync?.close();
       reader.close();
+      await snapshots.close();
       await knex.destroy();
     },
   };
+}
+
+/**
+ * SQLite's consistent reads (`Database.read`): each in a read transaction of Knex's own on a
+ * query-only connection of a small pool beside the writer and the shared reader. In WAL mode a
+ * read transaction keeps the state of its first statement to its end, while the writer commits.
+ * A plain Knex (its better-sqlite3 dialect as it comes): nothing here is extended.
+ */
+class SnapshotReads {
+  private knex: Knex | null = null;
+
+  constructor(private readonly file: string) {}
+
+  read<T>(body: (db: Knex.Transaction) => Promise<T>): Promise<T> {
+    this.knex ??= this.open();
+    return this.knex.transaction(body);
+  }
+
+  private open(): Knex {
+    const knex = knexFactory({
+      client: 'better-sqlite3',
+      ...KNEX_ERRORS,
+      connection: { filename: this.file },
+      useNullAsDefault: true,
+      pool: {
+        min: 0,
+        max: 2,
+        afterCreate: (conn: BetterSqlite3.Database, done: (err: Error | null, conn: unknown) => void) => {
+          conn.pragma('query_only = ON');
+          conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+          cachePreparedStatements(conn, knex, 'snapshot');
+          done(null, conn);
+        },
+      },
+    });
+    registerDialect(knex, SQLITE);
+    return knex;
+  }
+
+  async close(): Promise<void> {
+    await this.knex?.destroy();
+    this.knex = null;
+  }
 }
 
 /**
@@ -298,7 +376,9 @@ export function directConnectionOf(db: Knex | Knex.Transaction): DirectConnectio
 
 /**
  * The Knex release whose private modules and methods this file extends (its better-sqlite3
- * dialect, its SQLite transaction, `_query`, `runner`, `prepare`): package.json pins it, and
+ * dialect's client class, with `_query` and `runner` overridden; its SQLite transaction class,
+ * which ImmediateTransaction extends; and its `_query` preparing every statement through the
+ * connection's `prepare`, which cachePreparedStatements wraps): package.json pins it, and
  * test/unit/knex-version.test.ts fails when the installed one differs, so that an upgrade is a
  * decision with this file read again, not a patch release that quietly breaks group commit.
  */
@@ -345,8 +425,6 @@ class ImmediateTransaction extends SqliteTransaction {
   }
 }
 
-const isNative = (f: Function): boolean => Function.prototype.toString.call(f).endsWith('{ [native code] }');
-
 /** The writer connection's sync of the log (absent with TILTH_SQLITE_SYNCHRONOUS=NORMAL). */
 const WAL_SYNC = Symbol('WAL sync');
 /**
@@ -374,6 +452,17 @@ export function walSyncStats(
 /** Writes waiting to share a commit (SQLite's group commit); 0 on PostgreSQL. */
 export function queuedWrites(db: Knex): number {
   return (db.client as { groupCommit?: GroupCommit }).groupCommit?.queued ?? 0;
+}
+
+/**
+ * The group commit a write on `db` joins (storage/transactions.ts `write`): that of the SQLite
+ * database storage/database.ts opened, when `db` is its Knex instance; none on PostgreSQL, for a
+ * transaction (a write there is a savepoint of it) or for a Knex made elsewhere.
+ */
+export function groupCommitOf(db: Knex | Knex.Transaction): GroupCommit | undefined {
+  // Knex makes a client of its own for each transaction, which carries no group commit.
+  const client = db.client as { groupCommit?: GroupCommit; transacting?: boolean };
+  return client.transacting ? undefined : client.groupCommit;
 }
 
 /**
@@ -420,33 +509,6 @@ class SqliteClient extends BetterSqliteClient {
       void wal.checkpoint();
     }
     return result;
-  }
-
-  /**
-   * A top-level transaction with a body joins the writes waiting to share a COMMIT
-   * (storage/group-commit.ts). Nested ones (savepoints), ones committed by hand, and Knex's own
-   * schema changes, which set the foreign_keys pragma around a transaction of their own
-   * (`enforceForeignCheck`), are Knex's as before.
-   */
-  transaction(
-    container: unknown,
-    config?: { enforceForeignCheck?: unknown; connection?: unknown },
-    outerTx?: unknown,
-  ): unknown {
-    const own = (BetterSqliteClient.prototype as unknown as { transaction(...args: unknown[]): unknown }).transaction;
-    // Without a body (`await knex.transaction()`, committed by hand), Knex passes its promise's
-    // own resolve function: such a transaction is Knex's, so that its commit is a COMMIT.
-    if (
-      !this.groupCommit ||
-      outerTx ||
-      typeof container !== 'function' ||
-      isNative(container) ||
-      config?.enforceForeignCheck !== undefined ||
-      config?.connection
-    ) {
-      return own.call(this, container, config, outerTx);
-    }
-    return this.groupCommit.run(container as (trx: Knex.Transaction) => unknown);
   }
 
   runner(builder: { _method?: string }): { connection?: unknown } {
@@ -518,7 +580,7 @@ interface StatementCache {
 }
 
 /** Per Knex instance (its client's config), the cache of its writer's connection and of its reader's (the current one of each). */
-const statementCaches = new WeakMap<object, Map<'writer' | 'reader', StatementCache>>();
+const statementCaches = new WeakMap<object, Map<'writer' | 'reader' | 'snapshot', StatementCache>>();
 
 /** The statements kept by this database's SQLite connections (writer and reader): how many, and their SQL text's length; none on PostgreSQL. */
 export function keptStatements(db: Knex): StatementCache | undefined {
@@ -530,7 +592,11 @@ export function keptStatements(db: Knex): StatementCache | undefined {
   );
 }
 
-function cachePreparedStatements(conn: { prepare(sql: string): unknown }, knex: Knex, role: 'writer' | 'reader'): void {
+function cachePreparedStatements(
+  conn: { prepare(sql: string): unknown },
+  knex: Knex,
+  role: 'writer' | 'reader' | 'snapshot',
+): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, unknown>();
   const stats: StatementCache = { statements: 0, sqlChars: 0 };

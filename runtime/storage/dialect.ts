@@ -11,6 +11,7 @@ import type { Db } from './records.ts';
 import type { FeedCursor } from './change-feed.ts';
 import { sqliteFeed } from './change-feed-sqlite.ts';
 import { postgresFeed } from './change-feed-postgres.ts';
+import { POSTGRES_NUMBERS, SQLITE_NUMBERS, type RevisionNumbers } from './revision-numbers.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -110,6 +111,8 @@ export interface SqlDialect {
   nullsFirst(direction: 'ASC' | 'DESC'): boolean;
   /** The change feed's statements. */
   readonly feed: FeedDialect;
+  /** How revision numbers are taken: a counter row (SQLite), a sequence per entity type (PostgreSQL). storage/revision-numbers.ts. */
+  readonly revisionNumbers: RevisionNumbers;
 }
 
 /** A column's type in `jsonRows`. */
@@ -147,6 +150,9 @@ export const SQLITE: SqlDialect = {
   get feed() {
     return sqliteFeed;
   },
+  get revisionNumbers() {
+    return SQLITE_NUMBERS;
+  },
 };
 
 export const POSTGRES: SqlDialect = {
@@ -177,6 +183,9 @@ export const POSTGRES: SqlDialect = {
   nullsFirst: (direction) => direction === 'DESC',
   get feed() {
     return postgresFeed;
+  },
+  get revisionNumbers() {
+    return POSTGRES_NUMBERS;
   },
 };
 

@@ -15,6 +15,7 @@
 import type { Knex } from 'knex';
 import { recordChangedIds } from './change-feed.ts';
 import { chunks, lockRows, type Db } from './records.ts';
+import { write } from './transactions.ts';
 
 export const DUE_TABLE = 'tilth_due_changes';
 
@@ -125,7 +126,7 @@ export class DueChanges {
       if (!rows.length) break;
       const byType = new Map<string, number[]>();
       for (const r of rows) byType.set(r.entity_type, [...(byType.get(r.entity_type) ?? []), Number(r.entity_id)]);
-      await this.knex.transaction(async (trx) => {
+      await write(this.knex, async (trx) => {
         for (const [entityType, ids] of byType) {
           const table = this.tables.get(entityType);
           // Its row first, then its feed row, as every save of the record takes them.

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { selectRows } from './sql.ts';
+import { write } from './transactions.ts';
 
 export const FIELD_MODULE_TABLE = 'field_module';
 /** A field module's name: its URL segment and Field Kit's `drupal_internal__id`. */
@@ -81,7 +82,7 @@ export async function putFieldModule(
     hash: createHash('sha256').update(input.script).digest('base64url'),
     changed: Math.floor(Date.now() / 1000),
   };
-  return db.transaction(async (trx) => {
+  return write(db, async (trx) => {
     const replaced = (await trx(FIELD_MODULE_TABLE).where('name', input.name).delete()) > 0;
     await trx(FIELD_MODULE_TABLE).insert(row);
     return replaced;

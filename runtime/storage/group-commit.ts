@@ -32,8 +32,9 @@
  * would end the batch under the writes after it. Return, or throw, instead. And a body awaits
  * every statement it starts before it settles: its savepoint ends the moment it does, so a
  * statement still pending then would run in the batch outside it (kept though the write
- * failed, or inside the next write's savepoint). (`await knex.transaction()` without a body,
- * committed by hand, is left to Knex: database.ts.)
+ * failed, or inside the next write's savepoint). Writes reach a batch through the database's own
+ * door (storage/transactions.ts `write`, `Database.write`); `knex.transaction` is Knex's own,
+ * unchanged, and runs as a transaction of its own, outside the batches.
  *
  * A write waits in the queue for at most QUEUE_TIMEOUT_MS (Knex's own wait for its one
  * connection), then fails with WriteQueueTimeout (a 503): a write that never ends holds up the

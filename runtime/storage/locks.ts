@@ -69,7 +69,8 @@ export async function lockToChangeWhere(db: Db, table: string, column: string, v
  * 2. The rows of the other records it writes, by entity type in ENTITY_LOCK_ORDER, each type's in
  *    ascending ids (lockInOrder): for a save, the files it makes permanent (entities/file-usage.ts);
  *    for a deletion, its holders, then what else it writes (entities/deletion-locks.ts).
- * 3. The entity type's revision counter row (storage/revisions.ts nextNumber).
+ * 3. (No lock now.) Revision numbers come from a sequence per entity type, which locks nothing
+ *    (storage/revision-numbers.ts); the counter row it replaced was locked here until commit.
  * 4. The record's change-feed row (storage/change-feed.ts: versionOf with a lock, the upsert).
  * 5. The assets whose placements or inventories it rebuilds and a birth log's children, in one
  *    ascending pass (farm/placements.ts rebuild, farm/inventory.ts apply, EntityService

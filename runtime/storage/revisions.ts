@@ -2,16 +2,17 @@
  * The revisions of records: one row in `entity_revision` per revision, holding who saved it, when,
  * its log message and a snapshot of the record's stored values as that save left them.
  *
- * Revision numbers count per entity type (Drupal keeps one revision table and serial per type),
- * handed out by a counter row per type in `entity_revision_counter`. A counter row rather than
- * MAX()+1: two PostgreSQL transactions saving logs at once would both read the same MAX and one
- * would fail on the unique index; the upsert below locks the type's row until the saving
- * transaction ends, so the second waits and takes the next number. Rolled-back saves leave no gap.
+ * Revision numbers count per entity type (Drupal keeps one revision table and serial per type).
+ * Each database hands them out its own way (storage/revision-numbers.ts): a sequence per type on
+ * PostgreSQL, so that saves of one type do not take turns for a number; a counter row per type
+ * on SQLite, which writes one transaction at a time anyway. Not MAX()+1: two PostgreSQL
+ * transactions saving logs at once would both read the same MAX and one would fail on the unique
+ * index.
  */
 import type { ResourceType } from '../model/registry.ts';
 import type { EntityTypeDescriptor, FieldDescriptor } from '../model/descriptor.ts';
 import type { Db, EntityRecord, ItemValue, Reference } from './records.ts';
-import { SqlMemo, execute, quoteName, returningRows, selectRows } from './sql.ts';
+import { SqlMemo, execute, quoteName, selectRows } from './sql.ts';
 import { dialectOf } from './dialect.ts';
 
 export interface RevisionRow {
@@ -107,7 +108,6 @@ export async function writeRevision(
 }
 
 const TABLE = 'entity_revision';
-const COUNTER = 'entity_revision_counter';
 
 /**
  * A reference as a snapshot keeps it: without the target's UUID and bundle (looked up again when
@@ -145,10 +145,6 @@ function rowOf(row: any): RevisionRow {
 
 /** A revision's row, as `add` writes it. */
 const INSERT = `INSERT INTO ${TABLE} (entity_type, entity_id, revision_id, user_id, created, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-/** The next number of a type: the counter's row made, or moved on and locked until commit. */
-const NEXT_NUMBER = `INSERT INTO ${COUNTER} (entity_type, last_id) VALUES (?, 1) ON CONFLICT (entity_type) DO UPDATE SET last_id = ${COUNTER}.last_id + 1 RETURNING last_id`;
-/** `count` more numbers of a type at once (reserve). */
-const RESERVE = `INSERT INTO ${COUNTER} (entity_type, last_id) VALUES (?, ?) ON CONFLICT (entity_type) DO UPDATE SET last_id = ${COUNTER}.last_id + ? RETURNING last_id`;
 const REPLACE = `UPDATE ${TABLE} SET message = ?, data = ? WHERE entity_type = ? AND entity_id = ? AND revision_id = ?`;
 
 export class RevisionStore {
@@ -187,19 +183,18 @@ export class RevisionStore {
     }
   }
 
-  /** The next revision number of an entity type; the counter row stays locked until commit. */
+  /** The next revision number of an entity type (storage/revision-numbers.ts: on SQLite the counter row stays locked until commit). */
   async nextNumber(db: Db, entityType: string): Promise<number> {
-    const [row] = await returningRows<{ last_id: number }>(db, NEXT_NUMBER, [entityType]);
-    return Number(row!.last_id);
+    return (await this.reserve(db, entityType, 1))[0]!;
   }
 
   /**
-   * `count` consecutive revision numbers of an entity type, the first returned, in one statement
-   * (the counter moved on by `count` and locked until commit): numbers for a page of new records.
+   * `count` new revision numbers of an entity type, ascending, in one statement: numbers for a
+   * page of new records, or for a record's older revisions and its current one. Not always
+   * consecutive (on PostgreSQL other saves take numbers meanwhile): use the list.
    */
-  async reserve(db: Db, entityType: string, count: number): Promise<number> {
-    const [row] = await returningRows<{ last_id: number }>(db, RESERVE, [entityType, count, count]);
-    return Number(row!.last_id) - count + 1;
+  reserve(db: Db, entityType: string, count: number): Promise<number[]> {
+    return dialectOf(db).revisionNumbers.take(db, entityType, count);
   }
 
   /** Record the first revision of many records (an import's page), numbered beforehand with `reserve`, in one statement per 500. */

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
+import { write } from '../../runtime/storage/transactions.ts';
 
 let server: TestServer;
 let token: string;
@@ -66,7 +67,7 @@ test('a read is answered while a write transaction is open, and sees only what w
   let changed!: () => void;
   const inTransaction = new Promise<void>((resolve) => (changed = resolve));
   // A long write (an import, say) holds its transaction open while requests keep coming.
-  const writer = server.ctx.db.knex.transaction(async (trx) => {
+  const writer = write(server.ctx.db.knex, async (trx) => {
     await trx('asset').where('uuid', id).update({ name: 'Seed drill (renamed)' });
     changed();
     await held;

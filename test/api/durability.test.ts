@@ -23,6 +23,7 @@ import { loadConfig } from '../../runtime/config.ts';
 import { openDatabase, walSyncStats } from '../../runtime/storage/database.ts';
 import { WalSync, WalSyncFailed } from '../../runtime/storage/wal-sync.ts';
 import { execute, returningRows } from '../../runtime/storage/sql.ts';
+import { write } from '../../runtime/storage/transactions.ts';
 
 const sqliteOnly = { skip: process.env.DATABASE_URL ? 'SQLite setting' : false };
 
@@ -144,8 +145,8 @@ test(
       const before = walSyncStats(knex)!.count;
       await knex('t').insert({ x: 1 });
       assert.equal(walSyncStats(knex)!.count, before + 1, 'a statement on its own waited for a sync');
-      // A transaction with its own connection setting is Knex's, not a batch's (database.ts).
-      await knex.transaction(async (trx) => trx('t').insert({ x: 2 }), { enforceForeignCheck: true } as object);
+      // knex.transaction is Knex's own, not a batch's (storage/transactions.ts).
+      await knex.transaction(async (trx) => trx('t').insert({ x: 2 }));
       assert.equal(walSyncStats(knex)!.count, before + 2, 'a transaction of its own waited for a sync');
       assert.equal((await knex('t').select('x')).length, 2); // the read connection, open before the fault
       breakLog(join(dir, 'tilth.sqlite-wal'));
@@ -155,18 +156,19 @@ test(
         knex.transaction(async (trx) => trx('t').insert({ x: 5 })),
         WalSyncFailed,
       );
+      // And a write through the database's own door, which would join a group commit's batch.
+      await assert.rejects(
+        write(knex, async (trx) => trx('t').insert({ x: 5 })),
+        WalSyncFailed,
+      );
       // Statements that a transaction runs on its connection directly (storage/sql.ts), in a
       // transaction of Knex's own: its BEGIN reads nothing and writes nothing, so it is not refused.
       await assert.rejects(
-        knex.transaction(async (trx) => execute(trx, 'INSERT INTO t (x) VALUES (?)', [6]), {
-          enforceForeignCheck: true,
-        } as object),
+        knex.transaction(async (trx) => execute(trx, 'INSERT INTO t (x) VALUES (?)', [6])),
         WalSyncFailed,
       );
       await assert.rejects(
-        knex.transaction(async (trx) => returningRows(trx, 'INSERT INTO t (x) VALUES (?) RETURNING x', [7]), {
-          enforceForeignCheck: true,
-        } as object),
+        knex.transaction(async (trx) => returningRows(trx, 'INSERT INTO t (x) VALUES (?) RETURNING x', [7])),
         WalSyncFailed,
       );
       const xs = (await knex('t').select('x').orderBy('x')).map((r: { x: number }) => r.x);

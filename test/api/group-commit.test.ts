@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { connectionBeside, startTestServerAsAdmin, type TestServer } from '../support/server.ts';
 import { request } from '../support/http.ts';
+import { write } from '../../runtime/storage/transactions.ts';
 
 const sqliteOnly = {
   skip: process.env.DATABASE_URL ? 'SQLite group commit (PostgreSQL commits each transaction)' : false,
@@ -67,22 +68,20 @@ test(
     const stored = (name: string) =>
       (other.prepare('SELECT count(*) AS n FROM taxonomy_term WHERE name = ?').get(name) as { n: number }).n;
     try {
-      await knex.transaction((trx) =>
-        trx('taxonomy_term').insert({ uuid: randomUUID(), bundle: 'unit', name: `Warm-up ${tag}` }),
-      );
+      await write(knex, async (trx) => {
+        await trx('taxonomy_term').insert({ uuid: randomUUID(), bundle: 'unit', name: `Warm-up ${tag}` });
+      });
       const names = Array.from({ length: 8 }, (_, i) => `Queued ${i} ${tag}`);
       // As each settles, what another connection finds on disk.
       const onDisk: number[] = [];
       const { result, transactions } = await countingTransactions(() =>
         Promise.allSettled(
           names.map((name, i) =>
-            knex
-              .transaction(async (trx) => {
-                await trx('taxonomy_term').insert({ uuid: randomUUID(), bundle: 'unit', name });
-                if (i % 2) throw new Error(`refused ${i}`);
-                return i;
-              })
-              .finally(() => (onDisk[i] = stored(name))),
+            write(knex, async (trx) => {
+              await trx('taxonomy_term').insert({ uuid: randomUUID(), bundle: 'unit', name });
+              if (i % 2) throw new Error(`refused ${i}`);
+              return i;
+            }).finally(() => (onDisk[i] = stored(name))),
           ),
         ),
       );
@@ -220,12 +219,12 @@ test(
       // command commit beside the server), then one that writes.
       command.commit(); // once first, so that its next commit is quick
       const [read, wrote] = await Promise.allSettled([
-        knex.transaction(async (trx) => {
+        write(knex, async (trx) => {
           await trx('users').where('name', 'admin').first();
           command.commit();
           return 'read';
         }),
-        knex.transaction(async (trx) => {
+        write(knex, async (trx) => {
           await trx('taxonomy_term').insert({ uuid: randomUUID(), bundle: 'unit', name });
           return 'wrote';
         }),

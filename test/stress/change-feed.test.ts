@@ -13,6 +13,7 @@ import { Api } from '../support/fixtures.ts';
 import { JsonApiServices } from '../../runtime/jsonapi/handlers/services.ts';
 import { ANONYMOUS } from '../../runtime/access/principal.ts';
 import { FULL, SCALE, report } from './scale.ts';
+import { write } from '../../runtime/storage/transactions.ts';
 
 const KINDS = [
   {
@@ -76,7 +77,7 @@ async function writer(
         await sleep(step.hold);
       }
     };
-    await services.knex.transaction(async (trx) => {
+    await write(services.knex, async (trx) => {
       if (action === 'create') {
         const { id } = await services.entities.create(
           trx,

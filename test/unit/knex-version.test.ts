@@ -1,6 +1,7 @@
 // Tilth's SQLite storage extends private parts of Knex (runtime/storage/database.ts: its
-// better-sqlite3 dialect, its transaction, `_query`, `runner`, `prepare`) to commit in groups and
-// sync before acknowledging (issue 40 5). A Knex release other than the one read when those
+// better-sqlite3 dialect's `_query` and `runner`, its SQLite transaction class, and `_query`'s
+// use of the connection's `prepare`) to commit in groups and sync before acknowledging (issue 40
+// 5); `knex.transaction` itself is no longer changed. A Knex release other than the one read when those
 // extensions were written could change what they rely on without a word: this test names it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
