@@ -126,13 +126,27 @@ export class RecordCommands {
     });
   }
 
+  /**
+   * Create inside the caller's transaction, for a face that saves many records as one, all or
+   * nothing (`tilth import geo|csv`, imports/run.ts): the checks of `create`, no reload.
+   */
+  async createIn(
+    trx: Db,
+    principal: Principal,
+    rt: ResourceType,
+    read: (trx: Db) => Promise<EntityInput>,
+  ): Promise<{ id: number; uuid: string }> {
+    this.assertMayCreate(principal, rt);
+    return this.entities.create(trx, rt, await read(trx), principal);
+  }
+
   /** What a create needs: the type's permission; and a file is made only with its bytes (FileCommands), as in Drupal. */
   assertMayCreate(principal: Principal, rt: ResourceType): void {
     assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
     if (rt.entityType.access === 'file') {
       throw forbidden(
         'Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.',
-        { pointer: '/data' },
+        { record: 'whole' },
       );
     }
   }

@@ -59,7 +59,7 @@ function farmTimeZone(): string {
 }
 
 export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): Router {
-  const services = new JsonApiServices(ctx);
+  const services = JsonApiServices.of(ctx);
   const formats = new Formats(undefined, farmTimeZone());
   const reads = new WebReads(services);
   const web = new WebSessions(ctx, sessions, limiters);

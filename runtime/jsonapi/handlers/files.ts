@@ -16,7 +16,8 @@ import type { Reference } from '../../storage/records.ts';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
 import { entityTag, ifMatchOf } from './etags.ts';
-import { FileCommands, type ReceivedFile } from '../../usecases/files.ts';
+import type { ReceivedFile } from '../../usecases/files.ts';
+import { farmCommands } from '../../usecases/commands.ts';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -35,7 +36,7 @@ const IMAGE_TYPES: Record<string, string> = {
 };
 
 export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew: RouteHandler; upload: RouteHandler } {
-  const commands = new FileCommands(s.ctx.registry, s.commands, s.entities, files);
+  const commands = farmCommands(s.ctx).files;
 
   /** The file name of an upload, checked against the field's extensions before any byte is read. */
   function checkedName(req: Request, route: MatchedRoute): string {
