@@ -244,10 +244,13 @@ export const importFarmosCommand: Command = {
         if (values['no-verify'] && !values['verify-only']) return failed ? 1 : 0;
         const differences = await verifyFarm(ctx, source, supported, progress, userRemap);
         for (const d of differences.slice(0, 200))
-          say(`Differs: ${describe(d, { timestamp: ctx.registry.get(d.type)?.fieldsByName.get(d.field)?.type === 'timestamp' })}`, {
-            event: 'differs',
-            ...d,
-          });
+          say(
+            `Differs: ${describe(d, { timestamp: ctx.registry.get(d.type)?.fieldsByName.get(d.field)?.type === 'timestamp' })}`,
+            {
+              event: 'differs',
+              ...d,
+            },
+          );
         if (differences.length > 200)
           say(`… and ${differences.length - 200} more differences.`, {
             event: 'differs_more',

@@ -35,9 +35,10 @@ const OWN_MEMBERS = new Set([
 
 /** The users here by UUID, and the source users matched to one of them by name. */
 export async function loadUsers(run: ImportRun): Promise<void> {
-  const rows = (await run.ctx.db
-    .knex(run.services.store.entityType('user').table)
-    .select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+  const rows = (await run.ctx.db.knex(run.services.store.entityType('user').table).select('id', 'uuid')) as Array<{
+    id: number;
+    uuid: string;
+  }>;
   run.w.userIds = new Map(rows.map((r) => [r.uuid, Number(r.id)]));
 }
 

@@ -116,7 +116,11 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       assertKey(sensor, params);
       const payload = await readPayload(req, res);
       // As farmOS: a stream for every value name posted, numeric or not; only numeric values are stored.
-      await readings.postToSensor(rt, sensor, readingsFromPayload(payload, nowSeconds(), () => true));
+      await readings.postToSensor(
+        rt,
+        sensor,
+        readingsFromPayload(payload, nowSeconds(), () => true),
+      );
       res.status(201).end();
     });
 

@@ -246,7 +246,11 @@ export function changesRoutes(s: JsonApiServices): Router {
   const send = (
     res: Response,
     page: PageText,
-    { withRecords, meta, links }: { withRecords: boolean; meta: Record<string, unknown>; links: Record<string, { href: string }> },
+    {
+      withRecords,
+      meta,
+      links,
+    }: { withRecords: boolean; meta: Record<string, unknown>; links: Record<string, { href: string }> },
   ) => {
     const body = new DocumentPieces();
     body.push(`{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[${page.entries.join(',')}]`);

@@ -13,7 +13,13 @@ import { write } from '../storage/transactions.ts';
 import { ANONYMOUS } from '../access/principal.ts';
 import type { RecordLoader } from '../farm/loader.ts';
 import type { EntityService } from '../entities/service.ts';
-import { insertReadings, PostRefused, type PostedReadings, type Reading, type StreamRef } from '../farm/data-streams.ts';
+import {
+  insertReadings,
+  PostRefused,
+  type PostedReadings,
+  type Reading,
+  type StreamRef,
+} from '../farm/data-streams.ts';
 
 /** Value names a sensor may introduce in one post (each becomes a data stream). */
 const MAX_NEW_STREAMS_PER_POST = 100;

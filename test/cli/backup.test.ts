@@ -68,7 +68,9 @@ function smallDataDirectory(dir: string): string {
   mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
   const db = new Database(join(source, 'tilth.sqlite'));
   // A farm's database as far as `tilth backup` asks (storage/database.ts openExistingDatabase): Tilth's migrations table.
-  db.exec('CREATE TABLE knex_migrations (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE t (x); INSERT INTO t VALUES (42)');
+  db.exec(
+    'CREATE TABLE knex_migrations (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE t (x); INSERT INTO t VALUES (42)',
+  );
   db.close();
   writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
   return source;
