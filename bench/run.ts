@@ -19,7 +19,9 @@
  * samples, default 5). Rows MEM (memory) and STA (start) are measured in every run; --only=MEM,START
  * for them alone. --synchronous=NORMAL runs the main server with TILTH_SQLITE_SYNCHRONOUS=NORMAL and
  * the write baseline with `synchronous=NORMAL` (default FULL, Tilth's default): the price of
- * durability is P4 and P5 of the two runs side by side (issue 41 Part F).
+ * durability is P4 and P5 of the two runs side by side (issue 41 Part F). Rows U1–U5 are the web
+ * interface's (issue 38, bench/web.ts): its pages against the API's answers, and in Chromium
+ * (Debian's /usr/bin/chromium, or CHROMIUM) what a first visit transfers and how soon a page shows.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -45,6 +47,20 @@ import {
 } from './workloads.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 import { checkWrites } from './write-check.ts';
+import {
+  SESSION_COOKIE,
+  animalLabels,
+  apiListPath,
+  browserJob,
+  checkWebEdit,
+  editForms,
+  listedRelationships,
+  logsOnListPage,
+  medianTiming,
+  transferred,
+  webListPath,
+  webSignIn,
+} from './web.ts';
 
 const args = new Map(
   process.argv.slice(2).map((a) => {
@@ -824,6 +840,9 @@ async function main(): Promise<void> {
       });
     }
 
+    // U1–U5 (issue 38): the web pages, signed in with a session cookie as a browser is (bench/web.ts).
+    if (['U1', 'U2', 'U3', 'U4', 'U5'].some(runs)) await webRows(s, db, uuids, p1Tilth);
+
     // Memory: the server's resident set after the workloads so far (the whole run's, in a full run).
     if (runs('MEM')) {
       const rss = residentBytes(s.tilth.child.pid!);
@@ -888,6 +907,169 @@ async function main(): Promise<void> {
     for (const b of baselines) await b.stop();
     await s.tilth.stop();
     rmSync(s.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Issue 38's rows for the web interface (bench/web.ts says what each measures): U1–U3 against the
+ * API's answers in the same run (A B A B in a full run), U4 and U5 from Chromium.
+ */
+async function webRows(s: Session, db: string, uuids: string[], p1Tilth: LoadResult | undefined): Promise<void> {
+  const T = s.tilth.url;
+  const cookie = `${SESSION_COOKIE}=${await webSignIn(T)}`;
+  const web = { Cookie: cookie };
+  const listPath = webListPath();
+
+  if (runs('U1')) {
+    // The API's query of the page: its relationships as the list shows them, read from a log's.
+    const probe = JSON.parse((await body(`${T}${apiListPath([])}`, { headers: s.auth })).toString()) as {
+      data: Array<{ relationships: Record<string, unknown> }>;
+    };
+    const include = listedRelationships(Object.keys(probe.data[0]?.relationships ?? {}));
+    const apiPath = apiListPath(include);
+    const page = (await body(`${T}${listPath}`, { headers: web })).toString();
+    const shown = logsOnListPage(page);
+    const api = (
+      JSON.parse((await body(`${T}${apiPath}`, { headers: s.auth })).toString()) as { data: Array<{ id: string }> }
+    ).data.map((d) => d.id);
+    const same = shown.length === 50 && shown.join() === api.join();
+    add({
+      id: 'chk',
+      what: "U1's list page = the API's page of its query",
+      figure: same
+        ? `the same 50 logs in the same order (include=${include.join(',')})`
+        : `DIFFER: the page shows ${shown.length} logs, the API's page ${api.length}; first difference at row ${shown.findIndex((u, i) => u !== api[i])}`,
+      target: 'identical',
+      met: same,
+    });
+    const [t, a] = await pair(
+      () => closed(`${T}${listPath}`, { headers: web }),
+      () => closed(`${T}${apiPath}`, { headers: s.auth }),
+    );
+    add({
+      id: 'U1',
+      what: `web list of 50 logs, two filters (status, date range) (${(page.length / 1024).toFixed(0)} KB)`,
+      figure: `${fmt(t)}; the API's page of the same query ${a.rps.toLocaleString('en')} req/s; ${ratio(t, a)}×${p1Tilth ? `; ${ratio(t, p1Tilth)}× P1 (measured earlier, no includes)` : ''}`,
+      target: "≥ 0.7× the API's page",
+      met: same && clean(t) && clean(a) ? ratio(t, a) >= 0.7 : 'n/a',
+      detail: { tilth: t, api: a, webPath: listPath, apiPath },
+    });
+  }
+
+  if (runs('U2')) {
+    const pages = writeJson(
+      s.work,
+      'u2.json',
+      uuids.map((u) => `/farm/log/activity/${u}`),
+    );
+    const p3 = writeJson(
+      s.work,
+      'u2-p3.json',
+      uuids.map((u) => `/api/log/activity/${u}`),
+    );
+    const size = (await body(`${T}/farm/log/activity/${uuids[0]}`, { headers: web })).length;
+    const [t, p] = await pair(
+      () => closed(T, { headers: web, mode: 'randomPath', list: pages }),
+      () => closed(T, { headers: s.auth, mode: 'randomPath', list: p3 }),
+    );
+    add({
+      id: 'U2',
+      what: `a log's web page, random (${(size / 1024).toFixed(0)} KB)`,
+      figure: `${fmt(t)}; P3 ${p.rps.toLocaleString('en')} req/s; ${ratio(t, p)}×`,
+      target: '≥ 0.7× P3',
+      met: clean(t) && clean(p) ? ratio(t, p) >= 0.7 : 'n/a',
+      detail: { tilth: t, p3: p },
+    });
+  }
+
+  if (runs('U3')) {
+    const labels = animalLabels(db);
+    const forms = await editForms(T, cookie, uuids.slice(1000, 1200));
+    const problems = await checkWebEdit(T, cookie, forms[0]!, labels[0]!, s.auth);
+    add({
+      id: 'chk',
+      what: "U3's edit form (Chromium's FormData): a save, read back through the API",
+      figure: problems.length ? problems.join('; ') : '303 to the log page; the API reads the new name and asset',
+      target: 'saved',
+      met: problems.length === 0,
+    });
+    const formList = writeJson(s.work, 'u3.json', forms);
+    const patchList = writeJson(
+      s.work,
+      'u3-p5.json',
+      uuids.slice(0, 1000).map((u) => `/api/log/activity/${u}`),
+    );
+    const assets = labels.map((l) => ({ type: 'asset--animal', id: /\[([0-9a-f-]{36})\]$/.exec(l)![1]! }));
+    const [t, p] = await pair(
+      () =>
+        closed(T, {
+          headers: { ...web, 'Content-Type': 'application/x-www-form-urlencoded' },
+          mode: 'webEdit',
+          list: formList,
+          assetLabels: labels,
+          okStatus: 303,
+          ...warm,
+        }),
+      () =>
+        closed(T, {
+          headers: { ...s.auth, 'Content-Type': JSONAPI },
+          mode: 'patchLog',
+          list: patchList,
+          assets,
+          ...warm,
+        }),
+    );
+    add({
+      id: 'U3',
+      what: `a log's edit form POSTed (${(forms[0]!.body.length / 1024).toFixed(1)} KB form, answered 303)`,
+      figure: `${fmt(t)}; P5 ${p.rps.toLocaleString('en')} req/s; ${ratio(t, p)}×`,
+      target: '≥ 0.8× P5',
+      met: problems.length === 0 && clean(t) && clean(p) ? ratio(t, p) >= 0.8 : 'n/a',
+      detail: { tilth: t, p5: p },
+    });
+  }
+
+  if (runs('U4')) {
+    const visit = await browserJob({ kind: 'firstVisit', base: T, user: ADMIN, then: listPath });
+    if (visit.kind !== 'firstVisit') throw new Error('bench/browser.ts answered another job');
+    const first = transferred(visit.firstVisit);
+    const then = transferred(visit.then);
+    add({
+      id: 'U4',
+      what: 'a first visit, empty cache: /farm, the sign-in page and stylesheet, signing in, the dashboard',
+      figure: `${first.wire} KB on the wire in ${first.responses} responses (bodies ${first.body} KB as sent, ${first.gzip} KB gzipped; Tilth does not compress); then U1's list: ${then.wire} KB (${then.gzip} KB gzipped)`,
+      target: '≤ 60 KB',
+      met: first.wire <= 60,
+      detail: { firstVisit: visit.firstVisit, then: visit.then },
+    });
+  }
+
+  if (runs('U5')) {
+    const runsEach = QUICK ? 5 : 15;
+    const timing = await browserJob({
+      kind: 'timing',
+      base: T,
+      cookie: { name: SESSION_COOKIE, value: cookie.slice(SESSION_COOKIE.length + 1) },
+      runs: runsEach,
+      pages: [
+        { what: 'the dashboard', paths: ['/farm'] },
+        { what: "U1's list", paths: [listPath] },
+        { what: 'a log', paths: uuids.slice(0, runsEach).map((u) => `/farm/log/activity/${u}`) },
+      ],
+    });
+    if (timing.kind !== 'timing') throw new Error('bench/browser.ts answered another job');
+    const kinds = timing.pages.map((p) => ({ what: p.what, ...medianTiming(p.timings) }));
+    const painted = kinds.every((k) => k.fcp !== null);
+    const worst = Math.max(...kinds.map((k) => (painted ? k.fcp! : k.load)));
+    add({
+      id: 'U5',
+      what: `navigation to content in Chromium, median of ${runsEach} navigations a page kind (farm-${MAIN})`,
+      figure: `${kinds.map((k) => `${k.what} ${painted ? k.fcp : k.load} ms`).join(', ')} (${painted ? 'first contentful paint' : 'load event: Chromium reported no paint'}; responses complete at ${kinds.map((k) => k.response).join(', ')} ms)`,
+      target: '≤ 300 ms at farm-L',
+      // Measured on any farm; the target is farm-L's, as P9's page 2,000 needs a farm that deep.
+      met: MAIN === 'L' ? worst <= 300 : 'n/a',
+      detail: { pages: timing.pages },
+    });
   }
 }
 

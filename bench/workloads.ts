@@ -16,7 +16,16 @@ export const RATE_CONNECTIONS = 16;
 
 /** One autocannon run in the load process, on `cores` (a taskset list; null: unpinned). */
 export function load(spec: LoadSpec, cores: string | null = LOAD_CORE): Promise<LoadResult> {
-  const args = ['--import', 'tsx', join('bench', 'load.ts')];
+  return inLoadProcess<LoadResult>('load.ts', spec, cores);
+}
+
+/**
+ * A bench script (bench/<file>) run in a process of its own on the load's core, `spec` as JSON on
+ * its stdin, its answer as JSON on its stdout: the load generator (load.ts), or Chromium driven
+ * through the web pages (browser.ts), whose processes inherit the core.
+ */
+export function inLoadProcess<T>(file: string, spec: unknown, cores: string | null = LOAD_CORE): Promise<T> {
+  const args = ['--import', 'tsx', join('bench', file)];
   const [cmd, argv] =
     PINNED && cores !== null ? ['taskset', ['-c', cores, process.execPath, ...args]] : [process.execPath, args];
   return new Promise((resolve, reject) => {
@@ -26,8 +35,8 @@ export function load(spec: LoadSpec, cores: string | null = LOAD_CORE): Promise<
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.on('exit', (code) => {
-      if (code === 0) resolve(JSON.parse(out) as LoadResult);
-      else reject(new Error(`load generator exited with ${code}: ${err}`));
+      if (code === 0) resolve(JSON.parse(out) as T);
+      else reject(new Error(`bench/${file} exited with ${code}: ${err}`));
     });
     child.stdin.end(JSON.stringify(spec));
   });

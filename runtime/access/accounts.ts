@@ -15,7 +15,7 @@
 import { forbidden } from '../errors.ts';
 import type { Principal } from './principal.ts';
 import { isAccountAdmin } from './policy.ts';
-import { permissionsOfRoles, type Role } from './roles.ts';
+import { permissionsOfRoles, ROLES, type Role } from './roles.ts';
 
 /** Drupal's user 1: the account created first. */
 export const FIRST_USER_ID = 1;
@@ -30,6 +30,24 @@ export interface AccountChange {
 /** The roles among `roles` that carry a permission the principal lacks. */
 function rolesBeyond(principal: Principal, roles: readonly Role[]): Role[] {
   return roles.filter((role) => [...permissionsOfRoles([role])].some((p) => !principal.permissions.has(p)));
+}
+
+/**
+ * Whether the principal may change the account `target` at all: what assertMayChangeAccount
+ * checks before any particular change (user 1, and an account holding rights the principal
+ * lacks), with the right to administer accounts. Pages ask it to offer an account's actions;
+ * the save still goes through assertMayChangeAccount.
+ */
+export function mayChangeAccount(principal: Principal, target: { id: number; roles: readonly Role[] }): boolean {
+  if (!isAccountAdmin(principal)) return false;
+  const self = principal.userId === target.id;
+  if (target.id === FIRST_USER_ID && !self) return false;
+  return self || rolesBeyond(principal, target.roles).length === 0;
+}
+
+/** The roles the principal may grant: those with no right it lacks (nobody grants rights they do not have). */
+export function grantableRoles(principal: Principal): Role[] {
+  return isAccountAdmin(principal) ? ROLES.filter((role) => rolesBeyond(principal, [role]).length === 0) : [];
 }
 
 /**

@@ -24,8 +24,8 @@ import { recordDueChanges, type DueChange } from '../storage/due-changes.ts';
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf, sideTableOf } from '../model/storage-of.ts';
 import { chunks, lockRows, type Db, type ItemValue, type Reference } from '../storage/records.ts';
-import { SqlMemo, selectRows } from '../storage/sql.ts';
-import { dialectOf } from '../storage/dialect.ts';
+import { SqlMemo, execute, quoteName, selectRows } from '../storage/sql.ts';
+import { dialectOf, type JsonRowType, type SqlDialect } from '../storage/dialect.ts';
 import { write } from '../storage/transactions.ts';
 
 export const PLACEMENTS_TABLE = 'asset_location';
@@ -98,10 +98,26 @@ class Cursor<T extends Dated> {
 
 const byDate = (a: Dated, b: Dated) => a.timestamp - b.timestamp || a.logId - b.logId;
 
+/** The columns of `asset_location` and `asset_group`, in the order the rebuild inserts them, with their types. */
+const INTERVAL_COLUMNS: ReadonlyArray<readonly [keyof IntervalColumns, JsonRowType]> = [
+  ['entity_id', 'integer'],
+  ['target_id', 'integer'],
+  ['delta', 'integer'],
+  ['log_id', 'integer'],
+  ['start_ts', 'bigint'],
+  ['end_ts', 'bigint'],
+];
+
 export class Placements {
   private readonly layout: Layout | null;
-  /** intervalsAt's statements, by table, dialect and whether they name one asset. */
-  private readonly intervalSql = new SqlMemo();
+  /**
+   * Every statement's text, by what it does, dialect and whether it names one id. A list of ids is
+   * one bound parameter (dialect.inIdList) and a set of rows to insert one JSON parameter
+   * (dialect.jsonRows), so the texts do not grow with an asset's history: built through Knex's
+   * `whereIn` and multi-row INSERT they did, and every history length made SQLite prepare and keep
+   * a new statement (bench/README.md, Issue 41 Part F, MEM).
+   */
+  private readonly statements = new SqlMemo();
 
   constructor(registry: ModelRegistry) {
     this.layout = Placements.layoutOf(registry);
@@ -166,8 +182,8 @@ export class Placements {
       // Two texts per table and dialect (one asset, or a list bound as one parameter): built once.
       const single = part.length === 1;
       const asset = this.layout.asset;
-      const sql = this.intervalSql.get(
-        `${table}:${dialect.name}:${single}`,
+      const sql = this.statements.get(
+        `at:${table}:${dialect.name}:${single}`,
         () => `SELECT p.entity_id, p.log_id, p.target_id, t.uuid, t.bundle FROM ${table} AS p LEFT JOIN ${asset} AS t ON t.id = p.target_id
           WHERE ${dialect.inIdList('p.entity_id', { single })} AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.entity_id, p.delta`,
       );
@@ -269,14 +285,20 @@ export class Placements {
     const l = this.layout!;
     if (!groups.length || !l.logGroup || !l.isGroupAssignment) return [];
     const members = new Set<number>();
+    const logGroup = l.logGroup;
+    const isGroupAssignment = l.isGroupAssignment;
     for (const part of chunks(groups)) {
-      const rows = await db(`${l.logGroup} as lg`)
-        .join(`${l.logAsset} as la`, 'la.entity_id', 'lg.entity_id')
-        .join(`${l.log} as g`, 'g.id', 'lg.entity_id')
-        .whereIn('lg.target_id', part)
-        .where(`g.${l.isGroupAssignment}`, true)
-        .distinct('la.target_id');
-      for (const r of rows as Array<{ target_id: number }>) members.add(Number(r.target_id));
+      const rows = await this.selectByIds<{ target_id: number }>(
+        db,
+        'members',
+        part,
+        (
+          ids,
+        ) => `SELECT DISTINCT la.target_id FROM ${q(logGroup)} AS lg JOIN ${q(l.logAsset)} AS la ON la.entity_id = lg.entity_id
+          JOIN ${q(l.log)} AS g ON g.id = lg.entity_id WHERE ${ids('lg.target_id')} AND g.${q(isGroupAssignment)} = ?`,
+        [true],
+      );
+      for (const r of rows) members.add(Number(r.target_id));
     }
     return [...members];
   }
@@ -317,16 +339,27 @@ export class Placements {
       [PLACEMENTS_TABLE, 'L'],
       [GROUPS_TABLE, 'G'],
     ] as const) {
-      for (const r of (await db(table)
-        .whereIn('entity_id', ids)
-        .select('entity_id', 'target_id', 'delta', 'log_id', 'start_ts', 'end_ts')) as IntervalColumns[])
-        stored.add(kind, r);
+      const rows = await this.selectByIds<IntervalColumns>(
+        db,
+        `stored:${table}`,
+        ids,
+        (of) => `SELECT ${INTERVAL_COLUMNS.map(([c]) => c).join(', ')} FROM ${table} WHERE ${of('entity_id')}`,
+      );
+      for (const r of rows) stored.add(kind, r);
     }
-    await db(PLACEMENTS_TABLE).whereIn('entity_id', ids).delete();
-    await db(GROUPS_TABLE).whereIn('entity_id', ids).delete();
-    const movableQuery = db(l.asset).whereIn('id', ids);
-    if (l.isFixed) movableQuery.where((q) => q.whereNull(l.isFixed!).orWhere(l.isFixed!, false));
-    const movable = ((await movableQuery.select('id')) as Array<{ id: number }>).map((r) => Number(r.id));
+    for (const table of [PLACEMENTS_TABLE, GROUPS_TABLE])
+      await this.executeByIds(db, `delete:${table}`, ids, (of) => `DELETE FROM ${table} WHERE ${of('entity_id')}`);
+    const { isFixed } = l;
+    const movable = (
+      await this.selectByIds<{ id: number }>(
+        db,
+        'movable',
+        ids,
+        (of) =>
+          `SELECT id FROM ${q(l.asset)} WHERE ${of('id')}${isFixed ? ` AND (${q(isFixed)} IS NULL OR ${q(isFixed)} = ?)` : ''}`,
+        isFixed ? [false] : [],
+      )
+    ).map((r) => Number(r.id));
 
     // The assets' own movement and group-assignment logs, done, at any time (future ones too).
     const own = await this.datedLogs(db, ids);
@@ -340,12 +373,17 @@ export class Placements {
     // The groups each assignment log names (groups deleted since do not count, as they are not shown).
     const groupsOf = new Map<number, number[]>();
     if (assignmentLogs.size && l.logGroup) {
+      const logGroup = l.logGroup;
       for (const part of chunks([...assignmentLogs])) {
-        const rows = (await db(`${l.logGroup} as lg`)
-          .join(`${l.asset} as g`, 'g.id', 'lg.target_id')
-          .whereIn('lg.entity_id', part)
-          .orderBy(['lg.entity_id', 'lg.delta'])
-          .select('lg.entity_id', 'lg.target_id')) as Array<{ entity_id: number; target_id: number }>;
+        const rows = await this.selectByIds<{ entity_id: number; target_id: number }>(
+          db,
+          'groupsOf',
+          part,
+          (
+            of,
+          ) => `SELECT lg.entity_id, lg.target_id FROM ${q(logGroup)} AS lg JOIN ${q(l.asset)} AS g ON g.id = lg.target_id
+            WHERE ${of('lg.entity_id')} ORDER BY lg.entity_id, lg.delta`,
+        );
         for (const r of rows) push(groupsOf, Number(r.entity_id), Number(r.target_id));
       }
     }
@@ -395,7 +433,7 @@ export class Placements {
         );
       }
     }
-    for (const part of chunks(rows, 500)) await db(GROUPS_TABLE).insert(part);
+    await this.insertIntervals(db, GROUPS_TABLE, rows);
     return rows;
   }
 
@@ -443,10 +481,13 @@ export class Placements {
 
     const locations = new Map<number, number[]>();
     for (const part of chunks([...new Set(intervals.map((i) => i.logId))])) {
-      const rows = (await db(l.logLocation)
-        .whereIn('entity_id', part)
-        .orderBy(['entity_id', 'delta'])
-        .select('entity_id', 'target_id')) as Array<{ entity_id: number; target_id: number }>;
+      const rows = await this.selectByIds<{ entity_id: number; target_id: number }>(
+        db,
+        'logLocations',
+        part,
+        (of) =>
+          `SELECT entity_id, target_id FROM ${q(l.logLocation)} WHERE ${of('entity_id')} ORDER BY entity_id, delta`,
+      );
       for (const r of rows) push(locations, Number(r.entity_id), Number(r.target_id));
     }
     const rows = intervals.flatMap((i) => {
@@ -461,7 +502,7 @@ export class Placements {
       });
       return at.length ? at.map((target, delta) => row(target, delta)) : [row(null, 0)];
     });
-    for (const part of chunks(rows, 500)) await db(PLACEMENTS_TABLE).insert(part);
+    await this.insertIntervals(db, PLACEMENTS_TABLE, rows);
     return rows;
   }
 
@@ -472,29 +513,25 @@ export class Placements {
   ): Promise<Array<Dated & { assetId: number; movement: boolean; assignment: boolean }>> {
     const l = this.layout!;
     const out: Array<Dated & { assetId: number; movement: boolean; assignment: boolean }> = [];
+    const { isGroupAssignment } = l;
     for (const part of chunks(assetIds)) {
-      const q = db(`${l.logAsset} as la`)
-        .join(`${l.log} as l`, 'l.id', 'la.entity_id')
-        .whereIn('la.target_id', part)
-        .where(`l.${l.status}`, 'done')
-        .where((w) => {
-          w.where(`l.${l.isMovement}`, true);
-          if (l.isGroupAssignment) w.orWhere(`l.${l.isGroupAssignment}`, true);
-        })
-        .select(
-          'la.target_id as asset_id',
-          'l.id as log_id',
-          `l.${l.timestamp} as ts`,
-          `l.${l.isMovement} as movement`,
-          ...(l.isGroupAssignment ? [`l.${l.isGroupAssignment} as assignment`] : []),
-        );
-      for (const r of (await q) as Array<{
+      const rows = await this.selectByIds<{
         asset_id: number;
         log_id: number;
         ts: number;
         movement: unknown;
         assignment?: unknown;
-      }>) {
+      }>(
+        db,
+        'datedLogs',
+        part,
+        (of) =>
+          `SELECT la.target_id AS asset_id, l.id AS log_id, l.${q(l.timestamp)} AS ts, l.${q(l.isMovement)} AS movement${isGroupAssignment ? `, l.${q(isGroupAssignment)} AS assignment` : ''}
+          FROM ${q(l.logAsset)} AS la JOIN ${q(l.log)} AS l ON l.id = la.entity_id
+          WHERE ${of('la.target_id')} AND l.${q(l.status)} = ? AND (l.${q(l.isMovement)} = ?${isGroupAssignment ? ` OR l.${q(isGroupAssignment)} = ?` : ''})`,
+        isGroupAssignment ? ['done', true, true] : ['done', true],
+      );
+      for (const r of rows) {
         out.push({
           assetId: Number(r.asset_id),
           logId: Number(r.log_id),
@@ -505,6 +542,60 @@ export class Placements {
       }
     }
     return out;
+  }
+
+  /**
+   * A SELECT naming `ids` (bound as one parameter, or `= ?` for one), its text built once per
+   * `key` and dialect; `text` writes the statement around the id condition `of(column)`. The
+   * other `bindings` follow the ids.
+   */
+  private selectByIds<T>(
+    db: Db,
+    key: string,
+    ids: readonly number[],
+    text: (of: (column: string) => string) => string,
+    bindings: readonly unknown[] = [],
+  ): Promise<T[]> {
+    const { sql, parameter } = this.byIds(db, key, ids, text);
+    return selectRows<T>(db, sql, [parameter, ...(bindings as Array<string | number | boolean>)]);
+  }
+
+  /** As selectByIds, for a DELETE or UPDATE. */
+  private async executeByIds(
+    db: Db,
+    key: string,
+    ids: readonly number[],
+    text: (of: (column: string) => string) => string,
+  ): Promise<void> {
+    const { sql, parameter } = this.byIds(db, key, ids, text);
+    await execute(db, sql, [parameter]);
+  }
+
+  private byIds(
+    db: Db,
+    key: string,
+    ids: readonly number[],
+    text: (of: (column: string) => string) => string,
+  ): { sql: string; parameter: string | number } {
+    const dialect: SqlDialect = dialectOf(db);
+    const single = ids.length === 1;
+    const sql = this.statements.get(`${key}:${dialect.name}:${single}`, () =>
+      text((column) => dialect.inIdList(column, { single })),
+    );
+    return { sql, parameter: dialect.idListParameter(ids) };
+  }
+
+  /** Interval rows inserted by one statement whatever their number: the rows are one JSON parameter. */
+  private async insertIntervals(db: Db, table: string, rows: readonly IntervalColumns[]): Promise<void> {
+    if (!rows.length) return;
+    const dialect = dialectOf(db);
+    const sql = this.statements.get(
+      `insert:${table}:${dialect.name}`,
+      () =>
+        `INSERT INTO ${table} (${INTERVAL_COLUMNS.map(([c]) => c).join(', ')}) ${dialect.jsonRows(INTERVAL_COLUMNS.map(([, t]) => t))}`,
+    );
+    const values = (v: number | string | null) => (v === null ? null : Number(v));
+    await execute(db, sql, [dialect.jsonRowsParameter(rows.map((r) => INTERVAL_COLUMNS.map(([c]) => values(r[c]))))]);
   }
 
   /**
@@ -579,6 +670,9 @@ class Intervals {
     return this.boundaries;
   }
 }
+
+/** A table or column name from the definitions, quoted. */
+const q = quoteName;
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);

@@ -33,7 +33,9 @@ export async function runImport(
   await write(ctx.db.knex, async (trx) => {
     for (const item of items) {
       try {
-        await commands.createIn(trx, principal, item.rt, (db) => input.read(db, item.rt, item.document));
+        // The caller's right to create the type first, as the API checks it before reading a body.
+        commands.assertMayCreate(principal, item.rt);
+        await commands.createIn(trx, principal, item.rt, await input.read(trx, item.rt, item.document));
       } catch (error) {
         if (error instanceof ValidationError)
           throw new ImportError(`${item.where}: ${error.violations.map((v) => v.detail).join(' ')}`);

@@ -1,6 +1,8 @@
 /**
  * Bearer authentication of the API (RFC 6750) with passport and passport-http-bearer: the access
- * token of the Authorization header becomes the request's Principal. A request without an
+ * token of the Authorization header becomes the request's Principal. An access token is a signed
+ * JWT (access-token-jwt.ts), or an opaque token issued before Tilth signed them, which works until
+ * it expires; either is live only while its row (found by the token's SHA-256) says so. A request without an
  * Authorization header stays anonymous, and the API decides where that is enough (GET /api, the
  * schemas). Any Authorization header that does not carry a live token is refused with 401, a
  * JSON:API error document and a `WWW-Authenticate: Bearer` challenge: an unknown, expired or
@@ -18,6 +20,7 @@ import { selectRows } from '../storage/sql.ts';
 import { dialectOf, type DialectName } from '../storage/dialect.ts';
 import { ChangeCache } from '../storage/change-cache.ts';
 import { setPrincipal, type Principal } from '../access/principal.ts';
+import { accessTokenKeys, looksLikeJwt, type JwtRefusal } from './access-token-jwt.ts';
 
 const REALM = 'tilth';
 
@@ -111,6 +114,14 @@ function principalOfRow(row: TokenRow | undefined): LiveToken | keyof typeof REF
 /** Reads tokens' principals, through a cache where the database can say it has not changed. */
 export class TokenReader {
   private readonly cache = new ChangeCache<LiveToken>(MAX_CACHED);
+  /**
+   * The JWTs whose signature this process verified, by their hash, with their expiry (seconds):
+   * a token is verified once, not on every request (an RS256 check and jose's parsing cost more
+   * than the rest of the bearer check). Only the signature is remembered: the token's row is
+   * still read (or, on SQLite, kept only until the database changes), so a revocation, a blocked
+   * user or a role taken away counts at once, as before.
+   */
+  private readonly verified = new Map<string, number>();
 
   constructor(private readonly db: Knex) {}
 
@@ -118,21 +129,61 @@ export class TokenReader {
    * The principal an access token stands for, or why it is refused: at once when it is kept (a
    * request goes on without waiting for a promise), else once its row is read.
    */
-  principal(token: string): Principal | keyof typeof REFUSED | Promise<Principal | keyof typeof REFUSED> {
+  principal(token: string): Principal | Refusal | Promise<Principal | Refusal> {
     const tokenHash = hashSecret(token);
     const { version, kept } = this.cache.get(this.db, tokenHash);
     if (kept) return isExpired(kept.expires) ? 'expired' : kept.principal;
-    return readToken(this.db, tokenHash).then((row) => {
-      const read = principalOfRow(row);
-      if (typeof read === 'string') return read;
-      this.cache.set(tokenHash, read, version);
-      return read.principal;
-    });
+    // The row is read now, whatever the signature turns out to be: a read that came after a
+    // later commit could otherwise be kept under the version seen before it (ChangeCache.set).
+    const row = readToken(this.db, tokenHash);
+    if (looksLikeJwt(token) && !this.wasVerified(tokenHash)) return this.verifyThenKeep(token, tokenHash, row, version);
+    return this.keep(tokenHash, row, version);
+  }
+
+  private wasVerified(tokenHash: string): boolean {
+    const expires = this.verified.get(tokenHash);
+    if (expires === undefined) return false;
+    if (!isExpired(expires)) return true;
+    this.verified.delete(tokenHash);
+    return false;
+  }
+
+  private async verifyThenKeep(
+    token: string,
+    tokenHash: string,
+    row: Promise<TokenRow | undefined>,
+    version: number | undefined,
+  ): Promise<Principal | Refusal> {
+    const [verified] = await Promise.all([verifyJwt(this.db, token), row]);
+    if (typeof verified === 'string') return verified;
+    if (this.verified.size >= MAX_CACHED) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(tokenHash, verified.expires);
+    return this.keep(tokenHash, row, version);
+  }
+
+  private async keep(
+    tokenHash: string,
+    row: Promise<TokenRow | undefined>,
+    version: number | undefined,
+  ): Promise<Principal | Refusal> {
+    const read = principalOfRow(await row);
+    if (typeof read === 'string') return read;
+    this.cache.set(tokenHash, read, version);
+    return read.principal;
   }
 }
 
+/** A JWT's signature and expiry checked with the farm's key (access-token-jwt.ts). */
+async function verifyJwt(db: Knex, token: string): Promise<{ expires: number } | JwtRefusal> {
+  return (await accessTokenKeys(db)).verify(token);
+}
+
 /** The principal an access token stands for, or why it is refused (read from the database, never kept). */
-export async function principalOfToken(db: Knex, token: string): Promise<Principal | keyof typeof REFUSED> {
+export async function principalOfToken(db: Knex, token: string): Promise<Principal | Refusal> {
+  if (looksLikeJwt(token)) {
+    const verified = await verifyJwt(db, token);
+    if (typeof verified === 'string') return verified;
+  }
   const read = principalOfRow(await readToken(db, hashSecret(token)));
   return typeof read === 'string' ? read : read.principal;
 }

@@ -22,6 +22,7 @@ import { metadataHandler } from './metadata.ts';
 import { authorizeRoutes } from './authorize.ts';
 import { LoginSessions, loadCookieKey } from './session.ts';
 import { createLimiters, type Limiters } from './rate-limit.ts';
+import { accessTokenKeys } from './access-token-jwt.ts';
 import type { OAuthDeps } from './deps.ts';
 
 /** Where the OAuth router answers: every path of its routes starts with one of these (app.ts scopes it to them). */
@@ -41,7 +42,10 @@ export interface OAuthComponents {
   sessions: LoginSessions;
   /** The sign-in rate limits, shared with the web interface's sign-in form. */
   limiters: Limiters;
-  /** Runs at start after migrations: creates the default `farm` client and loads the cookie key. */
+  /**
+   * Runs at start after migrations: creates the default `farm` client and loads the cookie key and
+   * the access tokens' signing key (each made on the farm's first start).
+   */
   bootstrap(): Promise<void>;
 }
 
@@ -84,6 +88,7 @@ export function createOAuth(ctx: AppContext): OAuthComponents {
       await ensureDefaultClient(db, ctx.config.baseUrl);
       await ensureFieldKitClient(db, ctx.config.fieldKitClient);
       cookieKey = await loadCookieKey(db);
+      await accessTokenKeys(db);
     },
   };
 }

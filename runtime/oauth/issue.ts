@@ -3,11 +3,16 @@
  * response besides access_token and refresh_token (RFC 6749 §5.1). `scope` is always the granted
  * scope, which is the requested one whenever a scope was requested: farmOS.py (oauthlib) fails
  * with "Scope has changed" otherwise.
+ *
+ * The access token is a signed JWT (access-token-jwt.ts), stored as its SHA-256 like every
+ * credential; the refresh token stays an opaque random value, as simple_oauth's are opaque to
+ * clients (an encrypted payload nobody but the server reads).
  */
 import type { ExchangeDoneFunction } from 'oauth2orize';
-import type { Config } from '../config.ts';
+import type { AppContext } from '../context.ts';
 import type { Grant, TokenStore } from './tokens.ts';
 import { formatScope } from './scopes.ts';
+import { accessTokenKeys } from './access-token-jwt.ts';
 
 export interface TokenResponseParams {
   expires_in: number;
@@ -20,14 +25,28 @@ export interface IssuedTokens {
   params: TokenResponseParams;
 }
 
-/** Store an access token (and a refresh token when `withRefresh`) for the grant. */
+/**
+ * Sign and store an access token (and store a refresh token when `withRefresh`) for the grant
+ * of `clientId` (the client's public id, the token's `aud` and `client_id`).
+ */
 export async function issueTokens(
   store: TokenStore,
-  config: Config,
+  { config, db }: Pick<AppContext, 'config' | 'db'>,
   grant: Grant,
-  { withRefresh }: { withRefresh: boolean },
+  { clientId, withRefresh }: { clientId: string; withRefresh: boolean },
 ): Promise<IssuedTokens> {
-  const accessToken = await store.issueAccessToken(grant, config.accessTokenLifetime);
+  const issuedAt = Math.floor(Date.now() / 1000);
+  const expires = issuedAt + config.accessTokenLifetime;
+  const keys = await accessTokenKeys(db.knex);
+  const accessToken = await keys.sign({
+    issuer: config.baseUrl,
+    userId: grant.userId,
+    clientId,
+    scopes: grant.scopes,
+    issuedAt,
+    expires,
+  });
+  await store.storeAccessToken(accessToken, grant, issuedAt, expires);
   const refreshToken = withRefresh ? await store.issueRefreshToken(grant, config.refreshTokenLifetime) : undefined;
   return {
     accessToken,

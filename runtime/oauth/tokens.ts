@@ -1,7 +1,9 @@
 /**
  * Token and authorization-code storage behind one small interface. Only SHA-256 hashes of the
  * credentials are stored and looked up (unique indexes on the hash); the raw values exist only in
- * the response that hands them out. Everything is in the database, so any number of server
+ * the response that hands them out. An access token is a signed JWT (access-token-jwt.ts), stored
+ * and found by the hash of the whole token as the opaque ones issued before it were: a copy of
+ * the database holds the signing key too, and still no token. Everything is in the database, so any number of server
  * processes can share it.
  *
  * Finding a token is an index search for its hash, not a constant-time comparison of the token:
@@ -61,8 +63,8 @@ export interface CodeRecord extends NewCode {
 }
 
 export interface TokenStore {
-  /** Store a new access token of the chain; returns the raw token. */
-  issueAccessToken(grant: Grant, lifetime: number): Promise<string>;
+  /** Store an access token of the chain (a signed JWT, issue.ts) made at `created`, good until `expires` (seconds). */
+  storeAccessToken(token: string, grant: Grant, created: number, expires: number): Promise<void>;
   /** Store a new refresh token of the chain; returns the raw token. */
   issueRefreshToken(grant: Grant, lifetime: number): Promise<string>;
   findAccessToken(raw: string): Promise<AccessTokenRecord | null>;
@@ -124,27 +126,31 @@ const SQL = {
 
 /** The token store over a Knex handle or transaction. */
 export function tokenStore(db: Knex): TokenStore {
-  async function insertToken(sql: string, grant: Grant, lifetime: number): Promise<string> {
-    const token = newSecret();
-    const t = now();
+  async function insertToken(sql: string, token: string, grant: Grant, created: number, expires: number) {
     await execute(db, sql, [
       hashSecret(token),
       grant.chainId,
       grant.clientRowId,
       grant.userId,
       formatScope(grant.scopes),
-      t,
-      t + lifetime,
+      created,
+      expires,
     ]);
-    return token;
   }
   const revoke = async (sql: string, value: string | number) => {
     await execute(db, sql, [now(), value]);
   };
 
   return {
-    issueAccessToken: (grant, lifetime) => insertToken(SQL.insertAccessToken, grant, lifetime),
-    issueRefreshToken: (grant, lifetime) => insertToken(SQL.insertRefreshToken, grant, lifetime),
+    storeAccessToken: (token, grant, created, expires) =>
+      insertToken(SQL.insertAccessToken, token, grant, created, expires),
+
+    async issueRefreshToken(grant, lifetime) {
+      const token = newSecret();
+      const t = now();
+      await insertToken(SQL.insertRefreshToken, token, grant, t, t + lifetime);
+      return token;
+    },
 
     async findAccessToken(raw) {
       const [row] = await selectRows<any>(db, SQL.findAccessToken, [hashSecret(raw)]);

@@ -149,6 +149,23 @@ export async function recordChangedIds(
 }
 
 /**
+ * The versions of several records of one entity type (id → version), in one statement: a page
+ * that offers a change of each of its rows (the dashboard's tasks) sends each one's version, as
+ * an edit form does. A record the feed has no row of is left out.
+ */
+export async function versionsOf(db: Db, entityType: string, ids: readonly number[]): Promise<Map<number, number>> {
+  const unique = [...new Set(ids)];
+  if (!unique.length) return new Map();
+  const dialect = dialectOf(db);
+  const rows = await selectRows<{ entity_id: number | string; position: number | string }>(
+    db,
+    `SELECT entity_id, position FROM ${FEED_TABLE} WHERE entity_type = ? AND ${dialect.inIdList('entity_id', { single: unique.length === 1 })}`,
+    [entityType, dialect.idListParameter(unique)],
+  );
+  return new Map(rows.map((r) => [Number(r.entity_id), Number(r.position)]));
+}
+
+/**
  * A record's version: its feed row's position; null for a record the feed has no row of. With
  * `lock`, the feed row is read FOR UPDATE (an If-Match's check before its save).
  */

@@ -67,6 +67,14 @@ export interface SqlDialect {
   inTextList(column: string): string;
   /** The one parameter `inTextList` binds. */
   textListParameter(values: readonly string[]): string;
+  /**
+   * A SELECT of rows bound as one parameter (`jsonRowsParameter`: a JSON array of arrays, a row's
+   * values in `types`' order), for `INSERT INTO t (columns) <this>`: one text whatever the number
+   * of rows, where a multi-row VALUES list makes a new text (a new prepared statement) for each.
+   */
+  jsonRows(types: readonly JsonRowType[]): string;
+  /** The one parameter `jsonRows` binds. */
+  jsonRowsParameter(rows: ReadonlyArray<ReadonlyArray<number | string | null>>): string;
   /** Whether a transaction must lock rows to keep other writers out (PostgreSQL); SQLite runs one write transaction at a time. */
   readonly locksRows: boolean;
   /** ` FOR <strength>` to end a SELECT that locks its rows until the transaction ends; '' where rows are not locked. */
@@ -104,6 +112,9 @@ export interface SqlDialect {
   readonly feed: FeedDialect;
 }
 
+/** A column's type in `jsonRows`. */
+export type JsonRowType = 'integer' | 'bigint' | 'text';
+
 function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
@@ -115,6 +126,9 @@ export const SQLITE: SqlDialect = {
   idListParameter: (ids) => (ids.length === 1 ? ids[0]! : `[${ids.join(',')}]`),
   inTextList: (column) => `${column} IN (SELECT value FROM json_each(?))`,
   textListParameter: (values) => JSON.stringify(values),
+  // SQLite's columns take the value as it is (an integer stays an integer, JSON null is NULL).
+  jsonRows: (types) => `SELECT ${types.map((_, i) => `json_extract(value, '$[${i}]')`).join(', ')} FROM json_each(?)`,
+  jsonRowsParameter: (rows) => JSON.stringify(rows),
   locksRows: false,
   rowLock: () => '',
   transactionLock: async () => undefined,
@@ -141,6 +155,9 @@ export const POSTGRES: SqlDialect = {
   idListParameter: (ids) => (ids.length === 1 ? ids[0]! : `{${ids.join(',')}}`),
   inTextList: (column) => `${column} = ANY(?::text[])`,
   textListParameter: (values) => `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`,
+  jsonRows: (types) =>
+    `SELECT ${types.map((type, i) => `(value->>${i})::${type}`).join(', ')} FROM json_array_elements(?::json)`,
+  jsonRowsParameter: (rows) => JSON.stringify(rows),
   locksRows: true,
   rowLock: (strength) => ` FOR ${strength}`,
   transactionLock: async (db, key) => {

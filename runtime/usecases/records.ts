@@ -127,17 +127,18 @@ export class RecordCommands {
   }
 
   /**
-   * Create inside the caller's transaction, for a face that saves many records as one, all or
-   * nothing (`tilth import geo|csv`, imports/run.ts): the checks of `create`, no reload.
+   * Create inside a write another command opened (ComponentCommands: a log's new quantity; a form's
+   * new term named in a reference; `tilth import geo|csv`, imports/run.ts: many records in one, all
+   * or nothing), with create's checks.
    */
   async createIn(
     trx: Db,
     principal: Principal,
     rt: ResourceType,
-    read: (trx: Db) => Promise<EntityInput>,
+    input: EntityInput,
   ): Promise<{ id: number; uuid: string }> {
     this.assertMayCreate(principal, rt);
-    return this.entities.create(trx, rt, await read(trx), principal);
+    return this.entities.create(trx, rt, input, principal);
   }
 
   /** What a create needs: the type's permission; and a file is made only with its bytes (FileCommands), as in Drupal. */

@@ -35,7 +35,11 @@ export class Formats {
     this.number = new Intl.NumberFormat(locale, { maximumFractionDigits: 10 });
   }
 
-  /** The value of `YYYY-MM-DDTHH:MM` for a datetime-local input, in the farm's time zone. */
+  /**
+   * The value of `YYYY-MM-DDTHH:MM` for a datetime-local input, in the farm's time zone, with
+   * `:SS` when the time has seconds: an edit of another field must not round the stored time to
+   * the minute (a change the person did not make). widgets.ts gives such an input `step="1"`.
+   */
   inputDateTime(iso: string): string {
     const parts = Object.fromEntries(
       new Intl.DateTimeFormat('en-CA', {
@@ -45,19 +49,21 @@ export class Formats {
         day: '2-digit',
         hour: '2-digit',
         minute: '2-digit',
+        second: '2-digit',
         hourCycle: 'h23',
       })
         .formatToParts(new Date(iso))
         .map((p) => [p.type, p.value]),
     );
-    return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}`;
+    const seconds = parts.second === '00' ? '' : `:${parts.second}`;
+    return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}${seconds}`;
   }
 
   /** A datetime-local input's value (the farm's wall clock) as an instant, or null when it is not one. */
   parseInputDateTime(text: string): Date | null {
-    const m = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}))?$/.exec(text.trim());
+    const m = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?)?$/.exec(text.trim());
     if (!m) return null;
-    const wall = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0));
+    const wall = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0), +(m[6] ?? 0));
     // The zone's offset at that wall time: guess, then correct once (enough outside the hour a clock changes).
     let instant = wall - this.offset(wall);
     instant = wall - this.offset(instant);

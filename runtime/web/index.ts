@@ -6,16 +6,19 @@
  * feed are the API's own.
  *
  *   GET  /farm                                   dashboard (lists.ts)
- *   GET  /farm/<entity type>                     its bundles
+ *   GET  /farm/<entity type>                     all its records in one list (assets, logs), or its bundles
  *   GET  /farm/<entity type>/<bundle>            a list: filters, sort and page in the URL
  *   GET  /farm/<entity type>/<bundle>/<uuid>     a record's page, with its revisions (records.ts)
  *   GET|POST /farm/<entity type>/<bundle>/new    the create form
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/edit   the edit form (refused when stale)
+ *   POST /farm/<entity type>/<bundle>/<uuid>/files/<field>  a file or image uploaded into a field (uploads.ts)
  *   GET|POST /farm/<entity type>/<bundle>/<uuid>/delete  the delete confirmation, naming what goes with it
  *   POST /farm/asset/<bundle>/<uuid>/status       archive or reactivate an asset
  *   POST /farm/log/<bundle>/<uuid>/done           a task marked done from the dashboard
+ *   POST /farm/log/<bundle>/<uuid>/move           a task moved to another date from the dashboard (tasks.ts)
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
+ *   GET|POST /farm/people…                       People, for account administrators (people.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -25,7 +28,7 @@ import type { LoginSessions } from '../oauth/session.ts';
 import type { Limiters } from '../oauth/rate-limit.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { ApiError } from '../errors.ts';
-import { databaseApiError } from '../jsonapi/errors.ts';
+import { domainApiError } from '../jsonapi/errors.ts';
 import { html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
@@ -36,6 +39,8 @@ import { WebSessions } from './session.ts';
 import { ListPages, TASKS } from './lists.ts';
 import { RecordPages } from './records.ts';
 import { AccountPages } from './account.ts';
+// --- People (issue 38 screen 8) ---
+import { PeoplePages } from './people.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -104,6 +109,9 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     web.signedIn,
     asyncPage((req, res) => lists.dashboard(req, res)),
   );
+  // --- People (issue 38 screen 8): /farm/people…, for account administrators (people.ts) ---
+  router.use(new PeoplePages(ctx, services, reads, web, lists, formats).routes(web.signedIn, recordWrite));
+  // --- end of People ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',
@@ -114,7 +122,7 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     '/farm/:entityType',
     web.signedIn,
     asyncPage(async (req, res) => {
-      if (!(await lists.index(res, String(req.params.entityType)))) notFoundPage(res);
+      if (!(await lists.index(req, res, String(req.params.entityType)))) notFoundPage(res);
     }),
   );
   router.get(
@@ -147,6 +155,15 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     ...recordWrite,
     bundlePage((req, res, b) => records.save(req, res, b.rt, b.ui, String(req.params.uuid))),
   );
+  // Screen 5: a file or image added to a record's field (uploads.ts reads the multipart body and checks its CSRF token).
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/files/:field',
+    web.signedIn,
+    refuseWrites,
+    bundlePage((req, res, b) =>
+      records.uploads.upload(req, res, b.rt, String(req.params.uuid), String(req.params.field)),
+    ),
+  );
   router.get(
     '/farm/:entityType/:bundle/:uuid/delete',
     web.signedIn,
@@ -175,6 +192,17 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
         : notFoundPage(res),
     ),
   );
+  // --- helper `tasks`: a task moved to another date from the dashboard ---
+  router.post(
+    '/farm/:entityType/:bundle/:uuid/move',
+    ...recordWrite,
+    bundlePage((req, res, b) =>
+      b.rt.entityType.entityType === TASKS.entityType
+        ? lists.moveTask(req, res, b.rt, String(req.params.uuid))
+        : notFoundPage(res),
+    ),
+  );
+  // --- end of helper `tasks`'s routes ---
   router.use((_req: Request, res: Response) => notFoundPage(res));
 
   // Every failure is a plain page: 403 and 404 as the API answers them, never a stack trace.
@@ -183,7 +211,7 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     // Express decodes a path's parameters and throws a URIError when one is not valid
     // percent-encoding: the address is wrong, not the server.
     if (error instanceof URIError) return sendError(res, 400, M.errors.badRequest, M.errors.badAddress);
-    const e = databaseApiError(error) ?? error;
+    const e = domainApiError(error) ?? error;
     if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
     if (e instanceof ApiError && (e.status === 403 || e.status === 401))
       return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);

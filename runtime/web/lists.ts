@@ -7,63 +7,37 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
-import type { BundleUi, UiFilter } from '../model/ui.ts';
-import type { FieldDescriptor } from '../model/descriptor.ts';
-import { mayOnType, fieldFilterable } from '../access/policy.ts';
+import type { BundleUi } from '../model/ui.ts';
+import { mayOnType } from '../access/policy.ts';
 import type { Principal } from '../access/principal.ts';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
-import {
-  attributeValue,
-  labelOf,
-  recordPath,
-  relationshipValue,
-  type Formats,
-  type RenderContext,
-  type Resource,
-} from './format.ts';
+import { type Formats, type RenderContext, type Resource } from './format.ts';
 import { COUNT_CAP, type WebReads } from './reads.ts';
-import { webState, type WebSessions } from './session.ts';
+import { formValue, safeReturn, webState, type Form, type WebSessions } from './session.ts';
+import { ApiQuery } from './api-query.ts';
+import { ListViews, TYPE_PARAM, type ListView } from './list-view.ts';
+import { TASKS, TaskList, type TaskProblem } from './tasks.ts';
 
 /** Rows per list page. */
 export const PAGE_SIZE = 50;
 const DAY = 86_400;
 
-/** farmOS's tasks: pending logs, by their date, owned by someone (the log entity type's base fields). */
-export const TASKS = {
-  entityType: 'log',
-  status: 'status',
-  pending: 'pending',
-  done: 'done',
-  date: 'timestamp',
-  owner: 'owner',
-} as const;
+export { TASKS };
 /** Active assets: their status. */
 const ACTIVE = { entityType: 'asset', status: 'status', value: 'active' } as const;
 /** Entity types with lists, in the navigation's order. */
 export const LISTED = ['asset', 'log', 'quantity', 'taxonomy_term', 'user'] as const;
-
-/** A filter of the API's query string, written as Drupal's long form. */
-class ApiQuery {
-  private readonly params = new URLSearchParams();
-  private n = 0;
-  condition(path: string, operator: string, value?: string | string[]): this {
-    const key = `c${this.n++}`;
-    this.params.set(`filter[${key}][condition][path]`, path);
-    this.params.set(`filter[${key}][condition][operator]`, operator);
-    if (Array.isArray(value)) value.forEach((v, i) => this.params.set(`filter[${key}][condition][value][${i}]`, v));
-    else if (value !== undefined) this.params.set(`filter[${key}][condition][value]`, value);
-    return this;
-  }
-  set(name: string, value: string): this {
-    this.params.set(name, value);
-    return this;
-  }
-  toString(): string {
-    return this.params.toString();
-  }
-}
+/**
+ * Entity types whose records are also listed all together, every bundle in one list (farmOS's
+ * "Assets" and "Logs" views), with the columns in those views' order; a column not named here
+ * (a base field a definition asks to list) follows them.
+ */
+export const ALL_LISTS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['log', ['status', 'timestamp', 'name', TYPE_PARAM, 'asset', 'location', 'quantity', 'category', 'owner', 'flag']],
+  ['asset', ['name', TYPE_PARAM, 'location', 'flag', 'parent', 'owner', 'status']],
+]);
 
 export class ListPages {
   constructor(
@@ -71,7 +45,13 @@ export class ListPages {
     private readonly reads: WebReads,
     private readonly sessions: WebSessions,
     private readonly formats: Formats,
-  ) {}
+  ) {
+    this.views = new ListViews(ctx, formats);
+    this.tasks = new TaskList(ctx, reads, formats);
+  }
+
+  private readonly views: ListViews;
+  private readonly tasks: TaskList;
 
   /** The bundles of an entity type the caller may list, with a UI description. */
   listable(entityType: string, principal: Principal): Array<{ rt: ResourceType; ui: BundleUi }> {
@@ -108,47 +88,20 @@ export class ListPages {
     sendPage(res, status, page(title, this.sessions.chrome(state, this.nav(state.principal)), body));
   }
 
-  /** GET /farm: late and upcoming tasks (all or mine), counts, links to every list. */
-  async dashboard(req: Request, res: Response): Promise<void> {
-    const { principal } = webState(res);
+  /**
+   * GET /farm: late and upcoming tasks (all or mine), each marked done or moved in place; counts;
+   * links to every list. `problem`: a move that was not saved, said above the tasks.
+   */
+  async dashboard(req: Request, res: Response, problem?: TaskProblem): Promise<void> {
+    const { principal, csrfToken } = webState(res);
     const mine = new URL(req.originalUrl, 'http://x').searchParams.get('tasks') === 'mine';
     const now = Math.floor(Date.now() / 1000);
     const logs = this.listable(TASKS.entityType, principal);
-    const tasks = async (from: number | null, to: number) => {
-      const rows: Array<{ resource: Resource; ui: BundleUi }> = [];
-      for (const { rt, ui } of logs) {
-        const q = new ApiQuery()
-          .condition(TASKS.status, '=', TASKS.pending)
-          .condition(TASKS.date, '<', String(to))
-          .set('sort', TASKS.date)
-          .set('page[limit]', '10');
-        if (from !== null) q.condition(TASKS.date, '>=', String(from));
-        if (mine && principal.userUuid) q.condition(`${TASKS.owner}.id`, '=', principal.userUuid);
-        const result = await this.reads.list(rt, this.reads.query(rt, q.toString()), principal);
-        for (const resource of result.resources) rows.push({ resource, ui });
-      }
-      return rows
-        .sort((a, b) =>
-          String(a.resource.attributes?.[TASKS.date]).localeCompare(String(b.resource.attributes?.[TASKS.date])),
-        )
-        .slice(0, 20);
-    };
-    const late = await tasks(null, now);
-    const upcoming = await tasks(now, now + 14 * DAY);
-    const { csrfToken } = webState(res);
-    const mayComplete = logs.length > 0 && mayOnType(principal, logs[0]!.rt.entityType, 'update');
+    const { late, upcoming } = await this.tasks.dashboard(logs, principal, mine, now);
+    const mayUpdate = logs.length > 0 && mayOnType(principal, logs[0]!.rt.entityType, 'update');
     const returnTo = mine ? '/farm?tasks=mine' : '/farm';
-    const taskList = (rows: Array<{ resource: Resource; ui: BundleUi }>) =>
-      rows.length
-        ? html`<ul class="plain">${rows.map(
-            ({ resource, ui }) =>
-              html`<li><a href="${recordPath(resource)}">${labelOf(resource, this.ctx.registry.model.entityTypes[TASKS.entityType]?.labelField)}</a> <span class="badge">${ui.label}</span> <span class="muted">${this.formats.dateTime.format(new Date(String(resource.attributes?.[TASKS.date])))}</span>${
-                mayComplete
-                  ? html`<form class="inline" method="post" action="${recordPath(resource)}/done"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="return_to" value="${returnTo}"><button class="button secondary" type="submit" aria-label="${M.dashboard.markDoneOf(labelOf(resource, this.ctx.registry.model.entityTypes[TASKS.entityType]?.labelField))}">${M.dashboard.markDone}</button></form>`
-                  : ''
-              }</li>`,
-          )}</ul>`
-        : html`<p class="muted">${M.dashboard.noTasks}</p>`;
+    const taskList = (tasks: typeof late) => this.tasks.render(tasks, { csrfToken, returnTo, mayUpdate });
+    const moved = new URL(req.originalUrl, 'http://x').searchParams.get('moved');
 
     const weekStart = now - 7 * DAY;
     const assetCounts: Html[] = [];
@@ -184,14 +137,25 @@ export class ListPages {
     const toggle = html`<p class="actions" aria-label="${M.dashboard.show}">
 <a class="button ${mine ? 'secondary' : ''}" href="/farm" ${mine ? '' : html`aria-current="page"`}>${M.dashboard.all}</a>
 <a class="button ${mine ? '' : 'secondary'}" href="/farm?tasks=mine" ${mine ? html`aria-current="page"` : ''}>${M.dashboard.mine}</a></p>`;
-    const body = html`${toggle}<div class="grid">
+    const body = html`${problem ? html`<div class="error" role="alert"><p>${problem.message}</p></div>` : ''}${moved ? html`<p class="notice" role="status">${M.tasks.moved}</p>` : ''}${toggle}<div class="grid">
 <section class="card" aria-labelledby="late"><h2 id="late">${M.dashboard.late}</h2>${taskList(late)}</section>
 <section class="card" aria-labelledby="upcoming"><h2 id="upcoming">${M.dashboard.upcoming}</h2>${taskList(upcoming)}</section>
 <section class="card" aria-labelledby="assets"><h2 id="assets">${M.dashboard.activeAssets}</h2>${assetCounts.length ? html`<ul class="plain">${assetCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 <section class="card" aria-labelledby="week"><h2 id="week">${M.dashboard.logsThisWeek}</h2>${logCounts.length ? html`<ul class="plain">${logCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 </div>
 <section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>`;
-    this.send(res, 200, this.ctx.config.farmName, body);
+    this.send(res, problem?.status ?? 200, this.ctx.config.farmName, body);
+  }
+
+  /** POST /farm/log/<bundle>/<uuid>/move (after the CSRF check): back to the dashboard, or the dashboard saying why not. */
+  async moveTask(req: Request, res: Response, rt: ResourceType, uuid: string): Promise<void> {
+    const form = req.body as Form;
+    const problem = await this.tasks.move(webState(res).principal, rt, uuid, form);
+    const back = safeReturn(formValue(form, 'return_to'));
+    if (!problem) return res.redirect(303, `${back}${back.includes('?') ? '&' : '?'}moved=1`);
+    // The dashboard the form came from, saying what happened: nothing was saved.
+    req.originalUrl = back;
+    await this.dashboard(req, res, problem);
   }
 
   private listLinks(principal: Principal): Html {
@@ -199,155 +163,130 @@ export class ListPages {
       const bundles = this.listable(et, principal);
       const type = this.ctx.registry.model.entityTypes[et];
       if (!bundles.length || !type) return '';
-      return html`<div><h3>${capitalise(type.labelPlural)}</h3><ul class="plain">${bundles.map(({ rt, ui }) => html`<li><a href="/farm/${et}/${rt.bundle.bundle}">${ui.label}</a></li>`)}</ul></div>`;
+      const all = ALL_LISTS.has(et)
+        ? html`<li><a href="/farm/${et}">${M.lists.all(capitalise(type.labelPlural))}</a></li>`
+        : '';
+      return html`<div><h3>${capitalise(type.labelPlural)}</h3><ul class="plain">${all}${bundles.map(({ rt, ui }) => html`<li><a href="/farm/${et}/${rt.bundle.bundle}">${ui.label}</a></li>`)}</ul></div>`;
     })}</div>`;
   }
 
-  /** GET /farm/<entity type>: its bundles. */
-  async index(res: Response, entityType: string): Promise<boolean> {
+  /**
+   * GET /farm/<entity type>: for assets and logs, every bundle's records in one list (with links
+   * to each type's own list); for the others, the list of their bundles.
+   */
+  async index(req: Request, res: Response, entityType: string): Promise<boolean> {
     const { principal } = webState(res);
     const type = this.ctx.registry.model.entityTypes[entityType];
     const bundles = this.listable(entityType, principal);
     if (!type || !bundles.length) return false;
-    this.send(
-      res,
-      200,
-      capitalise(type.labelPlural),
-      html`<ul class="plain card">${bundles.map(({ rt, ui }) => html`<li><a href="/farm/${entityType}/${rt.bundle.bundle}">${ui.label}</a>${ui.description ? html` <span class="muted">${ui.description}</span>` : ''}</li>`)}</ul>`,
-    );
+    const links = html`<ul class="plain card">${bundles.map(({ rt, ui }) => html`<li><a href="/farm/${entityType}/${rt.bundle.bundle}">${ui.label}</a>${ui.description ? html` <span class="muted">${ui.description}</span>` : ''}</li>`)}</ul>`;
+    if (!ALL_LISTS.has(entityType)) {
+      this.send(res, 200, capitalise(type.labelPlural), links);
+      return true;
+    }
+    const view = new URL(req.originalUrl, 'http://x').searchParams;
+    const listView = this.views.all(bundles, principal, view, {
+      title: M.lists.all(capitalise(type.labelPlural)),
+      order: ALL_LISTS.get(entityType)!,
+    });
+    const byType = html`<details class="card"><summary>${M.lists.byType}</summary>${links}</details>`;
+    await this.render(req, res, listView, byType);
     return true;
   }
 
-  /** GET /farm/<entity type>/<bundle>: the list, its filters, sort and pages, all in the URL. */
+  /** GET /farm/<entity type>/<bundle>: the bundle's list. */
   async list(req: Request, res: Response, rt: ResourceType, ui: BundleUi): Promise<void> {
+    await this.render(req, res, this.views.bundle(rt, ui, webState(res).principal));
+  }
+
+  /**
+   * A list: its filters, sort and page, all in the URL, read through the API's query machinery in
+   * a fixed number of statements whatever its rows (one page of ids, one load, one per include
+   * level, one count).
+   */
+  private async render(req: Request, res: Response, listView: ListView, before: Html | string = ''): Promise<void> {
     const { principal } = webState(res);
     const view = new URL(req.originalUrl, 'http://x').searchParams;
-    const filters = ui.list.filters.filter((f) => {
-      const field = rt.fieldsByName.get(f.field);
-      return field && fieldFilterable(field, principal, rt.entityType);
-    });
+    const { types, columns, filters } = listView;
+    const first = listView.bundles[0]!.rt;
     const q = new ApiQuery();
-    for (const f of filters) this.applyFilter(q, rt, f, view);
-    const sortable = new Set(
-      ui.list.columns.filter((c) => {
-        const field = rt.fieldsByName.get(c);
-        return field && field.kind === 'attribute' && !field.multiple && !field.computed;
-      }),
-    );
+    for (const f of filters)
+      this.views.applyFilter(
+        q,
+        listView.bundles.map((b) => b.rt),
+        f,
+        view,
+      );
+    const sortable = new Map(columns.filter((c) => c.sort).map((c) => [c.name, c.sort!]));
     const asked = view.get('sort') ?? '';
-    const sort = sortable.has(asked.replace(/^-/, '')) ? asked : ui.list.sort;
-    q.set('sort', sort).set('page[limit]', String(PAGE_SIZE));
+    const askedColumn = asked.replace(/^-/, '');
+    const sortName = sortable.has(askedColumn) ? asked : listView.sort;
+    const sortPath = (name: string) => {
+      const descending = name.startsWith('-');
+      const path = sortable.get(name.replace(/^-/, '')) ?? name.replace(/^-/, '');
+      return `${descending ? '-' : ''}${path}`;
+    };
+    q.set('sort', sortPath(sortName)).set('page[limit]', String(PAGE_SIZE));
     const offset = Number(view.get('offset') ?? '0');
     if (Number.isSafeInteger(offset) && offset > 0) q.set('page[offset]', String(offset));
     const cursor = view.get('cursor');
     if (cursor) q.set('page[cursor]', cursor);
-    const relationships = ui.list.columns.filter((c) => rt.fieldsByName.get(c)?.kind === 'relationship');
-    if (relationships.length) q.set('include', relationships.join(','));
-    const query = this.reads.query(rt, q.toString());
-    const result = await this.reads.list(rt, query, principal);
-    const count = await this.reads.count(rt, query, principal);
+    const include = [...new Set(columns.flatMap((c) => c.include))];
+    if (include.length) q.set('include', include.join(','));
+    const query = this.reads.query(first, q.toString());
+    const result = await this.reads.list(types, query, principal);
+    const count = await this.reads.count(types, query, principal);
     const ctx = this.renderContext(result.included);
 
-    const columns = ui.list.columns.map((c) => rt.fieldsByName.get(c)).filter((f): f is FieldDescriptor => Boolean(f));
-    const labelField = rt.entityType.labelField;
     const link = (changes: Record<string, string | null>) => {
       const next = new URLSearchParams(view);
       next.delete('offset');
       next.delete('cursor');
+      next.delete('deleted');
       for (const [k, v] of Object.entries(changes)) v === null ? next.delete(k) : next.set(k, v);
       const qs = next.toString();
-      return `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}${qs ? `?${qs}` : ''}`;
+      return `${listView.path}${qs ? `?${qs}` : ''}`;
     };
-    const head = columns.map((f) => {
-      if (!sortable.has(f.name)) return html`<th scope="col">${f.label}</th>`;
-      const current = sort.replace(/^-/, '') === f.name;
-      const descending = current && sort.startsWith('-');
-      const nextSort = current && !descending ? `-${f.name}` : f.name;
-      return html`<th scope="col" ${current ? html`aria-sort="${descending ? 'descending' : 'ascending'}"` : ''}><a href="${link({ sort: nextSort })}" aria-label="${M.list.sortBy(f.label, nextSort.startsWith('-'))}">${f.label}${current ? (descending ? ' ↓' : ' ↑') : ''}</a></th>`;
+    const current = sortName.replace(/^-/, '');
+    const head = columns.map((c) => {
+      if (!c.sort) return html`<th scope="col">${c.label}</th>`;
+      const here = current === c.name;
+      const descending = here && sortName.startsWith('-');
+      const nextSort = here && !descending ? `-${c.name}` : c.name;
+      return html`<th scope="col" ${here ? html`aria-sort="${descending ? 'descending' : 'ascending'}"` : ''}><a href="${link({ sort: nextSort })}" aria-label="${M.list.sortBy(c.label, nextSort.startsWith('-'))}">${c.label}${here ? (descending ? ' ↓' : ' ↑') : ''}</a></th>`;
     });
     const rows = result.resources.map(
-      (r) =>
-        html`<tr>${columns.map((f) => {
-          const value =
-            f.kind === 'relationship'
-              ? relationshipValue(r.relationships?.[f.name]?.data, ctx)
-              : attributeValue(f, r.attributes?.[f.name], ctx);
-          return f.name === labelField
-            ? html`<td><a href="${recordPath(r)}">${labelOf(r, labelField)}</a></td>`
-            : html`<td>${value}</td>`;
-        })}</tr>`,
+      (r) => html`<tr>${columns.map((c) => this.views.cell(listView, c, r, ctx))}</tr>`,
     );
-    const filterForm = html`<details class="card" ${[...view.keys()].some((k) => k !== 'sort' && k !== 'offset' && k !== 'cursor') ? 'open' : ''}><summary>${M.list.filters}</summary>
-<form class="filters" method="get" action="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">
-${filters.map((f) => this.filterControl(rt, f, view))}
+    const filtering = [...view.keys()].some((k) => !['sort', 'offset', 'cursor', 'deleted'].includes(k));
+    const filterForm = html`<details class="card" ${filtering ? 'open' : ''}><summary>${M.list.filters}</summary>
+<form class="filters" method="get" action="${listView.path}">
+${listView.all ? this.views.typeControl(listView, view) : ''}
+${filters.map((f) =>
+  this.views.filterControl(
+    listView.bundles.map((b) => b.rt),
+    f,
+    view,
+  ),
+)}
 ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('sort')!}">` : ''}
-<div class="actions"><button class="primary" type="submit">${M.list.apply}</button><a class="button secondary" href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}">${M.list.clear}</a></div>
+<div class="actions"><button class="primary" type="submit">${M.list.apply}</button><a class="button secondary" href="${listView.path}">${M.list.clear}</a></div>
 </form></details>`;
-    const pager = html`<nav class="pager" aria-label="pages">${offset > 0 ? html`<a class="button secondary" href="${link({})}">${M.list.first}</a>` : ''}${
+    const pager = html`<nav class="pager" aria-label="${M.lists.pages}">${offset > 0 ? html`<a class="button secondary" href="${link({})}">${M.list.first}</a>` : ''}${
       result.next
         ? html`<a class="button secondary" rel="next" href="${link({ offset: String(result.next.offset), cursor: result.next.cursor ?? null })}">${M.list.next}</a>`
         : ''
     }</nav>`;
     const actions =
-      mayOnType(principal, rt.entityType, 'create') && rt.entityType.access !== 'file'
-        ? html`<div class="actions"><a class="button" href="/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new">${M.list.add(ui.label)}</a></div>`
+      !listView.all && mayOnType(principal, first.entityType, 'create') && first.entityType.access !== 'file'
+        ? html`<div class="actions"><a class="button" href="${listView.path}/new">${M.list.add(listView.title)}</a></div>`
         : '';
     const deleted = view.get('deleted');
-    const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${actions}${filterForm}
+    const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${actions}${before}${filterForm}
 <p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), count > COUNT_CAP)}</p>
 ${rows.length ? html`<div class="table-wrap"><table><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${M.list.none}</p>`}
 ${pager}`;
-    this.send(res, 200, ui.label, body);
-  }
-
-  /** One filter of the view as conditions of the API's query; an empty input adds none. */
-  private applyFilter(q: ApiQuery, rt: ResourceType, f: UiFilter, view: URLSearchParams): void {
-    const value = view.get(f.field)?.trim();
-    switch (f.kind) {
-      case 'contains':
-        if (value) q.condition(f.field, 'CONTAINS', value);
-        return;
-      case 'equals':
-        if (value) q.condition(f.field, '=', value);
-        return;
-      case 'boolean':
-        if (value === '1' || value === '0') q.condition(f.field, '=', value);
-        return;
-      case 'reference': {
-        const target = rt.fieldsByName.get(f.field)?.target?.entityType;
-        const label = target ? this.ctx.registry.model.entityTypes[target]?.labelField : undefined;
-        if (value && label) q.condition(`${f.field}.${label}`, 'CONTAINS', value);
-        return;
-      }
-      case 'range': {
-        const from = view.get(`${f.field}_from`) ? this.formats.parseInputDateTime(view.get(`${f.field}_from`)!) : null;
-        const to = view.get(`${f.field}_to`) ? this.formats.parseInputDateTime(view.get(`${f.field}_to`)!) : null;
-        if (from) q.condition(f.field, '>=', String(Math.floor(from.getTime() / 1000)));
-        if (to) q.condition(f.field, '<', String(Math.floor(to.getTime() / 1000) + DAY));
-        return;
-      }
-    }
-  }
-
-  private filterControl(rt: ResourceType, f: UiFilter, view: URLSearchParams): Html {
-    const id = `filter-${f.field}`;
-    const value = view.get(f.field) ?? '';
-    switch (f.kind) {
-      case 'equals': {
-        const allowed = rt.fieldsByName.get(f.field)?.allowedValues;
-        if (allowed) {
-          return html`<div><label for="${id}">${f.label}</label><select id="${id}" name="${f.field}"><option value="">${M.list.any}</option>${allowed.map((a) => html`<option value="${a.value}" ${a.value === value ? 'selected' : ''}>${a.label}</option>`)}</select></div>`;
-        }
-        return html`<div><label for="${id}">${f.label}</label><input type="text" id="${id}" name="${f.field}" value="${value}"></div>`;
-      }
-      case 'boolean':
-        return html`<div><label for="${id}">${f.label}</label><select id="${id}" name="${f.field}"><option value="">${M.list.any}</option><option value="1" ${value === '1' ? 'selected' : ''}>${M.list.yes}</option><option value="0" ${value === '0' ? 'selected' : ''}>${M.list.no}</option></select></div>`;
-      case 'range':
-        return html`<div><label for="${id}-from">${f.label} ${M.list.from}</label><input type="date" id="${id}-from" name="${f.field}_from" value="${view.get(`${f.field}_from`) ?? ''}">
-<label for="${id}-to">${f.label} ${M.list.to}</label><input type="date" id="${id}-to" name="${f.field}_to" value="${view.get(`${f.field}_to`) ?? ''}"></div>`;
-      default:
-        return html`<div><label for="${id}">${f.label} ${M.list.contains}</label><input type="search" id="${id}" name="${f.field}" value="${value}"></div>`;
-    }
+    this.send(res, 200, listView.title, body);
   }
 }
 

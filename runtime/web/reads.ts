@@ -12,7 +12,7 @@ import { assertMayOnType, listCondition } from '../access/policy.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { QueryCompiler, slotName } from '../jsonapi/collection/compile.ts';
-import { fetchPage } from '../jsonapi/collection/page.ts';
+import { fetchPageAcrossBundles } from '../jsonapi/collection/page-across-bundles.ts';
 import { validateIncludes } from '../jsonapi/include.ts';
 import { fieldsetsToRead, parseJsonApiQuery, type JsonApiQuery } from '../jsonapi/query/index.ts';
 import { selectRows } from '../storage/sql.ts';
@@ -46,17 +46,35 @@ export class WebReads {
     return query;
   }
 
-  /** One page of a bundle's records, with the records its relationships name. */
-  async list(rt: ResourceType, query: JsonApiQuery, principal: Principal): Promise<ListResult> {
+  /**
+   * One page of a bundle's records, or of several bundles' of one entity type in one order (the
+   * filter and sort then name base fields), with the records its relationships name.
+   */
+  async list(
+    types: ResourceType | readonly ResourceType[],
+    query: JsonApiQuery,
+    principal: Principal,
+  ): Promise<ListResult> {
+    const rts = Array.isArray(types) ? (types as readonly ResourceType[]) : [types as ResourceType];
+    if (!rts.length) return { resources: [], included: new Map(), next: null };
+    const rt = rts[0]!;
     assertMayOnType(principal, rt.entityType, 'view', `${rt.type} resources`);
-    const result = await fetchPage(this.knex, this.compiler, rt, query.filter, query.sort, query.page, principal);
+    const result = await fetchPageAcrossBundles(
+      this.knex,
+      this.compiler,
+      rts,
+      query.filter,
+      query.sort,
+      query.page,
+      principal,
+    );
     const records = await this.services.loader.load(
       this.knex,
       rt.entityType.entityType,
       result.ids,
       fieldsetsToRead(query.fields, query.include),
       undefined,
-      [rt.bundle.bundle],
+      rts.map((t) => t.bundle.bundle),
     );
     const doc = (await this.services.documents.document(this.knex, records, principal, query, {})) as {
       data: Resource[];
@@ -71,11 +89,25 @@ export class WebReads {
     };
   }
 
-  /** How many records of a bundle the filter matches and the caller may see, up to COUNT_CAP + 1. */
-  async count(rt: ResourceType, query: JsonApiQuery, principal: Principal): Promise<number> {
-    const qb = this.knex(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
+  /** How many records of a bundle (or of several of one entity type) the filter matches and the caller may see, up to COUNT_CAP + 1. */
+  async count(
+    types: ResourceType | readonly ResourceType[],
+    query: JsonApiQuery,
+    principal: Principal,
+  ): Promise<number> {
+    const rts = Array.isArray(types) ? (types as readonly ResourceType[]) : [types as ResourceType];
+    if (!rts.length) return 0;
+    const rt = rts[0]!;
+    const qb = this.knex(`${rt.entityType.table} as e`);
+    if (rts.length === 1) qb.where('e.bundle', rt.bundle.bundle);
+    else
+      qb.whereIn(
+        'e.bundle',
+        rts.map((t) => t.bundle.bundle),
+      );
     const guard = listCondition(principal, rt.entityType, 'e');
     if (guard) guard(qb);
+    // The filter names base fields when there are several bundles: the first's resolve them as all would.
     const paths = this.compiler.applyFilter(qb, rt, query.filter, principal);
     qb.select('e.id').limit(COUNT_CAP + 1);
     const values = new Map<string, string | number | boolean>([['at', Math.floor(Date.now() / 1000)]]);

@@ -29,16 +29,11 @@ import type { WebReads } from './reads.ts';
 import { formValue, safeReturn, webState, type Form, type WebSessions } from './session.ts';
 import { TASKS, type ListPages } from './lists.ts';
 import { dependentsOnDelete } from '../farm/hooks.ts';
-
-/** What a form shows: the values typed (or stored), and the messages by field. */
-interface FormState {
-  values: Map<string, string[]>;
-  errors: Map<string, string[]>;
-  general: string[];
-  version: string;
-  /** An edit's values as stored when the form was opened (sent back hidden), to tell which fields the person changed. */
-  originals?: Map<string, string[]>;
-}
+import { applyRowAction, control, formAction, sentValues, type FormState } from './widgets.ts';
+import { ComponentForms, isComponentField, type ComponentRowState } from './quantities-form.ts';
+import { ReferenceOptionReader, type ReferenceOptions } from './reference-options.ts';
+import { ComponentCommands, ComponentError, type ComponentRow } from '../usecases/components.ts';
+import { UploadPages } from './uploads.ts';
 
 /** A submitted value that names no record the field may point at: a 422 of the form's own. */
 class ReferenceProblem extends Error {
@@ -51,6 +46,12 @@ class ReferenceProblem extends Error {
 }
 
 export class RecordPages {
+  /** A log's quantities on its form (quantities-form.ts), saved with it in one transaction (usecases/components.ts). */
+  private readonly components: ComponentForms;
+  private readonly componentCommands: ComponentCommands;
+  /** File and image fields' uploads, on the edit page (uploads.ts). */
+  readonly uploads: UploadPages;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly services: JsonApiServices,
@@ -58,7 +59,11 @@ export class RecordPages {
     private readonly sessions: WebSessions,
     private readonly lists: ListPages,
     private readonly formats: Formats,
-  ) {}
+  ) {
+    this.components = new ComponentForms(ctx);
+    this.componentCommands = new ComponentCommands(services.commands, services.entities, services.loader);
+    this.uploads = new UploadPages(ctx, services, sessions);
+  }
 
   private send(res: Response, status: number, title: string, body: Html): void {
     const state = webState(res);
@@ -160,7 +165,7 @@ export class RecordPages {
       return this.renderForm(res, 200, rt, ui, null, { values, errors: new Map(), general: [], version: '' });
     }
     const { resource, values, version } = await this.storedForm(principal, rt, ui, uuid);
-    this.renderForm(res, 200, rt, ui, resource, {
+    await this.renderForm(res, 200, rt, ui, resource, {
       values,
       errors: new Map(),
       general: [],
@@ -183,7 +188,9 @@ export class RecordPages {
       ui.fields
         .filter((f) => f.widget === 'reference' || f.widget === 'select')
         .filter((f) => this.field(rt, f)?.kind === 'relationship')
-        .map((f) => f.name),
+        .flatMap((f) =>
+          isComponentField(this.field(rt, f)) ? this.components.includes(this.field(rt, f)!) : [f.name],
+        ),
     );
     const record = await this.services.commands.view(principal, rt, uuid);
     this.services.commands.assertMayWrite(principal, record, 'update');
@@ -191,7 +198,16 @@ export class RecordPages {
     for (const f of ui.fields) {
       const d = this.field(rt, f);
       if (!d || !f.widget) continue;
-      if (d.kind === 'relationship') {
+      if (isComponentField(d)) {
+        this.components.stored(
+          d,
+          resource,
+          included,
+          values,
+          (sub, value) => this.storedText(sub, value),
+          (r) => labelOrId(included.get(`${r.type}:${r.id}`), r.id, this.ctx),
+        );
+      } else if (d.kind === 'relationship') {
         const data = resource.relationships?.[f.name]?.data;
         const refs = Array.isArray(data) ? data : data ? [data] : [];
         values.set(
@@ -224,6 +240,8 @@ export class RecordPages {
     const applied = new Map(
       ui.fields.map((f) => [f.name, (mine(f) ? yours.values.get(f.name) : theirs.get(f.name)) ?? []]),
     );
+    // A log's quantity rows stay as typed: saving them again is an edit of the quantities as they are now.
+    for (const [name, values] of yours.values) if (!applied.has(name)) applied.set(name, values);
     const shown = (f: UiField, values: string[] | undefined): Html | string => {
       const d = this.field(rt, f);
       const list = (values ?? []).flatMap((v) => v.split('\n')).filter((v) => v.trim() !== '');
@@ -238,7 +256,7 @@ export class RecordPages {
         )}</tbody></table></div>`
       : html`<p>${M.conflict.same}</p>`;
     const intro = html`<section class="card" aria-labelledby="conflict"><h2 id="conflict">${M.conflict.title}</h2><p>${await this.changedBy(rt, record, principal)}</p>${table}<div class="actions"><a class="button secondary" href="${recordPath(resource)}">${M.conflict.keepTheirs}</a></div><p class="help">${M.conflict.applyHelp}</p></section>`;
-    this.renderForm(
+    await this.renderForm(
       res,
       409,
       rt,
@@ -293,40 +311,99 @@ export class RecordPages {
     });
   }
 
-  /** POST /farm/<type>/<bundle>/new and /<uuid>/edit (after the CSRF check). */
+  /**
+   * POST /farm/<type>/<bundle>/new and /<uuid>/edit (after the CSRF check): saved, or, when one of
+   * the buttons that change the form was pressed (widgets.ts FormAction: add or remove a row, find
+   * a reference's records), the form again with everything typed kept and nothing saved.
+   */
   async save(req: Request, res: Response, rt: ResourceType, ui: BundleUi, uuid: string | null): Promise<void> {
     const { principal } = webState(res);
     const form = req.body as Form;
     const typed = new Map<string, string[]>();
-    for (const f of ui.fields) if (f.widget) typed.set(f.name, form.get(f.name) ?? []);
+    for (const f of ui.fields) {
+      const d = this.field(rt, f);
+      if (!f.widget || !d) continue;
+      if (isComponentField(d)) this.components.typed(d, form, typed);
+      else typed.set(f.name, form.get(f.name) ?? []);
+    }
     const version = formValue(form, 'version') ?? '';
+    // The values as stored when the form was opened: every field's, and each quantity row's (rowUnchanged).
     const originals = form.has('originals')
-      ? new Map(ui.fields.filter((f) => f.widget).map((f) => [f.name, form.get(`original.${f.name}`) ?? []]))
+      ? new Map([
+          ...ui.fields.filter((f) => f.widget).map((f): [string, string[]] => [f.name, []]),
+          ...[...form]
+            .filter(([key]) => key.startsWith('original.'))
+            .map(([key, values]): [string, string[]] => [key.slice('original.'.length), values]),
+        ])
       : undefined;
     const state: FormState = { values: typed, errors: new Map(), general: [], version, originals };
+    const resource = uuid ? { type: rt.type, id: uuid } : null;
+
+    const action = formAction(form);
+    if (action && typed.has(action.name)) {
+      if (action.kind !== 'find') applyRowAction(typed, action);
+      return this.renderForm(res, 200, rt, ui, resource, state, undefined, action.kind === 'find' ? action.name : null);
+    }
+    const componentField = action && ui.fields.find((f) => f.name === action.name && f.widget);
+    if (action && componentField && isComponentField(this.field(rt, componentField))) {
+      this.components.apply(this.field(rt, componentField)!, action, typed);
+      return this.renderForm(res, 200, rt, ui, resource, state);
+    }
+    if (action) return this.renderForm(res, 200, rt, ui, resource, state);
+
+    // A log's quantity rows (the new ones left blank make nothing), saved with it.
+    const rowsByField = new Map<string, ComponentRowState[]>();
+    const components = new Map<string, ComponentRow[]>();
+    for (const f of ui.fields) {
+      const d = this.field(rt, f);
+      if (!f.widget || !d || !isComponentField(d)) continue;
+      const rows = this.components.rows(d, typed).filter((row) => !this.components.blank(row, typed));
+      rowsByField.set(f.name, rows);
+      components.set(
+        f.name,
+        rows.map((row) => ({
+          rt: row.bundle.rt,
+          uuid: row.uuid,
+          unchanged: this.rowUnchanged(d, row, form),
+          read: async (trx, record) =>
+            this.services.input.read(
+              trx,
+              row.bundle.rt,
+              {
+                data: {
+                  type: row.bundle.rt.type,
+                  ...(record ? { id: record.uuid } : {}),
+                  ...(await this.document(trx, row.bundle.rt, form, principal, record === null, {
+                    fields: row.bundle.fields.map((x) => x.f),
+                    prefix: row.prefix,
+                  })),
+                },
+              },
+              record ?? undefined,
+            ),
+        })),
+      );
+    }
     try {
-      // The create and update commands (usecases/records.ts): the same lock, version check, access
-      // checks, save, revision and feed row as the API's POST and PATCH. The form's version is the
-      // record's version when the form was made, sent back as If-Match sends it.
-      const body = async (trx: Knex.Transaction | Knex, record: EntityRecord | null) => ({
-        data: {
-          type: rt.type,
-          ...(record ? { id: record.uuid } : {}),
-          ...(await this.document(trx, rt, ui, form, principal, record === null)),
+      // The create or update command's steps (usecases/records.ts), with the quantities' in the
+      // same transaction: the same lock, version check, access checks, save, revision and feed
+      // row as the API's POST and PATCH. The form's version is the record's version when the form
+      // was made, sent back as If-Match sends it.
+      const saved = await this.componentCommands.save(principal, rt, uuid, {
+        ...(uuid !== null ? { ifMatch: /^\d+$/.test(version) ? new Set([Number(version)]) : ('*' as const) } : {}),
+        components,
+        read: async (trx, record, refs) => {
+          const doc = await this.document(trx, rt, form, principal, record === null, { fields: ui.fields });
+          for (const [name, ids] of refs) doc.relationships[name] = { data: ids };
+          return this.services.input.read(
+            trx,
+            rt,
+            { data: { type: rt.type, ...(record ? { id: record.uuid } : {}), ...doc } },
+            record ?? undefined,
+          );
         },
+        present: async (_trx, record) => record.uuid,
       });
-      const present = async (_trx: unknown, record: EntityRecord) => record.uuid;
-      const saved =
-        uuid === null
-          ? await this.services.commands.create(principal, rt, {
-              read: async (trx) => this.services.input.read(trx, rt, await body(trx, null)),
-              present,
-            })
-          : await this.services.commands.update(principal, rt, uuid, {
-              ifMatch: /^\d+$/.test(version) ? new Set([Number(version)]) : '*',
-              read: async (trx, record) => this.services.input.read(trx, rt, await body(trx, record), record),
-              present,
-            });
       res.redirect(
         303,
         `${recordPath({ type: rt.type, id: saved.shown })}?saved=${uuid === null ? 'created' : 'saved'}`,
@@ -335,7 +412,20 @@ export class RecordPages {
       if (error instanceof StaleVersionError && uuid !== null) return this.conflict(res, rt, ui, uuid, state);
       if (error instanceof ReferenceProblem) {
         state.errors.set(error.field, [error.message]);
-        return this.renderForm(res, 422, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
+        return this.renderForm(res, 422, rt, ui, resource, state);
+      }
+      if (error instanceof ComponentError) {
+        // Beside the quantity's own field when the message names one, else at the top of its row.
+        const row = rowsByField.get(error.field)?.[error.index];
+        for (const object of errorObjects(error.error)) {
+          const name = /^\/data\/(?:attributes|relationships)\/([^/]+)/.exec(object.source?.pointer ?? '')?.[1];
+          const key =
+            row && name && row.bundle.fields.some((x) => x.f.name === name)
+              ? `${row.prefix}${name}`
+              : `${row?.prefix}*`;
+          state.errors.set(key, [...(state.errors.get(key) ?? []), object.detail]);
+        }
+        return this.renderForm(res, 422, rt, ui, resource, state);
       }
       if (error instanceof ApiError && (error.status === 422 || error.status === 400 || error.status === 409)) {
         // A broken rule names its field (runtime/errors.ts Violation), or, when the JSON:API
@@ -349,10 +439,29 @@ export class RecordPages {
         }
         if (!(error instanceof ValidationError) && !state.errors.size && !state.general.length)
           state.general.push(error.message);
-        return this.renderForm(res, 422, rt, ui, uuid ? { type: rt.type, id: uuid } : null, state);
+        return this.renderForm(res, 422, rt, ui, resource, state);
       }
       throw error;
     }
+  }
+
+  /**
+   * Whether an existing component's row holds what it held when the form was opened (its
+   * originals, found by its UUID: rows move up when one above is removed), so that saving the
+   * record leaves it as it is, with no new revision.
+   */
+  private rowUnchanged(d: FieldDescriptor, row: ComponentRowState, form: Form): boolean {
+    if (!row.uuid || !form.has('originals')) return false;
+    const at = [...form.keys()].find(
+      (k) => k.startsWith(`original.${d.name}.`) && k.endsWith('.uuid') && form.get(k)?.[0] === row.uuid,
+    );
+    if (!at) return false;
+    const original = at.slice(0, -'uuid'.length);
+    return row.bundle.fields.every(
+      ({ f, d: sub }) =>
+        comparable(form.get(`${row.prefix}${f.name}`), sub.type === 'boolean') ===
+        comparable(form.get(`${original}${f.name}`), sub.type === 'boolean'),
+    );
   }
 
   /**
@@ -457,40 +566,33 @@ export class RecordPages {
     res.redirect(303, safeReturn(formValue(req.body as Form, 'return_to')));
   }
 
-  /** The JSON:API resource object's attributes and relationships for what the form sent. */
+  /**
+   * The JSON:API resource object's attributes and relationships for what the form sent: `fields`'
+   * inputs, named with `prefix` (a quantity row's). Component fields (a log's quantities) are the
+   * command's to fill in, and files are uploaded on their own.
+   */
   private async document(
     db: Knex | Knex.Transaction,
     rt: ResourceType,
-    ui: BundleUi,
     form: Form,
     principal: Principal,
     creating: boolean,
+    { fields, prefix = '' }: { fields: UiField[]; prefix?: string },
   ): Promise<{ attributes: Record<string, unknown>; relationships: Record<string, unknown> }> {
     const attributes: Record<string, unknown> = {};
     const relationships: Record<string, unknown> = {};
-    for (const f of ui.fields) {
+    for (const f of fields) {
       const d = this.field(rt, f);
-      if (!d || !f.widget || f.widget === 'file') continue;
-      const sent = form.get(f.name) ?? [];
+      if (!d || !f.widget || f.widget === 'file' || isComponentField(d)) continue;
+      const name = `${prefix}${f.name}`;
+      const sent = form.get(name) ?? [];
       if (d.kind === 'relationship') {
-        const items = sent
-          .flatMap((v) => v.split('\n'))
-          .map((v) => v.trim())
-          .filter(Boolean);
         const refs = [];
-        for (const item of items) refs.push(await this.resolveReference(db, d, item, principal));
+        for (const item of sentValues(d, f, sent)) refs.push(await this.resolveReference(db, d, item, principal, name));
         relationships[f.name] = { data: d.multiple ? refs : (refs[0] ?? null) };
         continue;
       }
-      const lines =
-        f.widget === 'checkboxes'
-          ? sent
-          : d.multiple
-            ? sent
-                .flatMap((v) => v.split('\n'))
-                .map((v) => v.trim())
-                .filter(Boolean)
-            : sent.slice(0, 1);
+      const lines = sentValues(d, f, sent);
       const one = (text: string): unknown => {
         switch (f.widget) {
           case 'checkbox':
@@ -531,12 +633,18 @@ export class RecordPages {
     return { attributes, relationships };
   }
 
-  /** A typed reference (a UUID, or a record's exact label) as a resource identifier the field may point at, read as the API reads. */
+  /**
+   * A typed reference (a UUID, a record's exact label, an asset's ID tag) as a resource identifier
+   * the field may point at, read as the API reads; a name no term has yet becomes a new term of
+   * the field's first vocabulary the person may add to, as a POST of the term would make it.
+   * `name` is the input's, for the message beside it.
+   */
   private async resolveReference(
     db: Knex | Knex.Transaction,
     d: FieldDescriptor,
     typed: string,
     principal: Principal,
+    name: string,
   ): Promise<{ type: string; id: string }> {
     const targets = this.ctx.registry.targetsOf(d);
     const text = /\[([0-9a-fA-F-]{36})\]\s*$/.exec(typed)?.[1] ?? typed;
@@ -584,11 +692,69 @@ export class RecordPages {
           if (record) return { type: target.type, id: record.uuid };
         }
       }
+      const tagged = await this.byIdTag(db, targets, text, principal);
+      if (tagged) return tagged;
+      const vocabulary = this.newTermVocabulary(d, principal);
+      if (vocabulary && text.trim()) {
+        const input = await this.services.input.read(db, vocabulary, {
+          data: { type: vocabulary.type, attributes: { [vocabulary.entityType.labelField]: text.trim() } },
+        });
+        const { uuid } = await this.services.commands.createIn(db as Knex.Transaction, principal, vocabulary, input);
+        return { type: vocabulary.type, id: uuid };
+      }
     }
-    throw new ReferenceProblem(d.name, M.form.notFoundReference(text));
+    throw new ReferenceProblem(name, M.form.notFoundReference(text));
   }
 
-  private renderForm(
+  /** The vocabulary a name typed into `d` makes a new term of: the first it targets that the person may add terms to. */
+  private newTermVocabulary(d: FieldDescriptor, principal: Principal): ResourceType | undefined {
+    return this.ctx.registry
+      .targetsOf(d)
+      .find((t) => t.entityType.access === 'taxonomy' && mayOnType(principal, t.entityType, 'create'));
+  }
+
+  /** The record among `targets` whose ID tag's ID is `text` (an ear tag typed for an animal), through the API's filter. */
+  private async byIdTag(
+    db: Knex | Knex.Transaction,
+    targets: ResourceType[],
+    text: string,
+    principal: Principal,
+  ): Promise<{ type: string; id: string } | null> {
+    for (const target of targets) {
+      const tag = [...target.fieldsByName.values()].find((f) => f.type === 'id_tag');
+      if (!tag || !mayOnType(principal, target.entityType, 'view')) continue;
+      const query = this.reads.query(
+        target,
+        new URLSearchParams({
+          'filter[tag][condition][path]': `${tag.name}.id`,
+          'filter[tag][condition][value]': text.trim(),
+          'page[limit]': '1',
+        }).toString(),
+      );
+      const { ids } = await fetchPage(
+        db as Knex,
+        this.reads.compiler,
+        target,
+        query.filter,
+        query.sort,
+        query.page,
+        principal,
+      );
+      if (ids.length) {
+        const uuids = await this.services.loader.store.uuidsOf(db, target.entityType.entityType, ids);
+        const uuid = uuids.get(ids[0]!);
+        if (uuid) return { type: target.type, id: uuid };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The create or edit form. `find`: the reference input whose Find was pressed, offered the
+   * records named like what was typed in it; every other reference offers its first records by
+   * name (reference-options.ts).
+   */
+  private async renderForm(
     res: Response,
     status: number,
     rt: ResourceType,
@@ -596,23 +762,53 @@ export class RecordPages {
     resource: Pick<Resource, 'type' | 'id'> | null,
     state: FormState,
     conflict?: { intro: Html; submit: string },
-  ): void {
-    const { csrfToken } = webState(res);
+    find: string | null = null,
+  ): Promise<void> {
+    const { csrfToken, principal } = webState(res);
     const action = resource
       ? `${recordPath(resource)}/edit`
       : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}/new`;
+    // Every reference's records read first (one statement per target entity type, shared by inputs of the same targets), then the page drawn.
+    const reader = new ReferenceOptionReader(this.ctx, this.reads, principal);
+    const offered = new Map<string, ReferenceOptions>();
+    const offer = async (d: FieldDescriptor, f: UiField, name: string) => {
+      if (d.kind !== 'relationship' || (f.widget !== 'reference' && f.widget !== 'select')) return;
+      const typed = (state.values.get(name) ?? []).filter((v) => v.trim() !== '');
+      const search = find === name ? (typed[typed.length - 1] ?? '').replace(/\s*\[[0-9a-fA-F-]{36}\]\s*$/, '') : null;
+      offered.set(name, await reader.options(d, search || null));
+    };
+    const shown = ui.fields.filter((f) => f.widget && f.widget !== 'file');
+    for (const f of shown) {
+      const d = this.field(rt, f);
+      if (!d) continue;
+      if (isComponentField(d)) {
+        for (const row of this.components.rows(d, state.values))
+          for (const x of row.bundle.fields) await offer(x.d, x.f, `${row.prefix}${x.f.name}`);
+      } else await offer(d, f, f.name);
+    }
+    const draw = (d: FieldDescriptor, f: UiField, name: string) =>
+      control(d, f, state, {
+        name,
+        references: offered.get(name),
+        createsTerms: d.kind === 'relationship' && this.newTermVocabulary(d, principal) !== undefined,
+      });
     const sections = ui.sections.map((section) => {
-      const fields = ui.fields.filter((f) => f.section === section && f.widget && f.widget !== 'file');
+      const fields = shown.filter((f) => f.section === section);
       if (!fields.length) return '';
       const heading = M.form.sections[section] ?? humanise(section);
-      const controls = fields.map((f) => this.control(rt, f, state));
+      const controls = fields.map((f) => {
+        const d = this.field(rt, f)!;
+        return isComponentField(d) ? this.components.render(d, f, state, draw) : draw(d, f, f.name);
+      });
       return heading ? html`<fieldset><legend>${heading}</legend>${controls}</fieldset>` : html`<div>${controls}</div>`;
     });
     const problems =
       state.general.length || state.errors.size
         ? html`<div class="error" role="alert"><p>${M.form.problems}</p>${state.general.map((g) => html`<p>${g}</p>`)}</div>`
         : '';
+    // The first submit button is the one Enter in a text input presses: Save, not Add another or Remove.
     const body = html`${problems}${conflict?.intro ?? ''}<form class="record card" method="post" action="${action}" novalidate>
+<input class="default-submit" type="submit" tabindex="-1" value="${M.form.save}">
 <input type="hidden" name="csrf_token" value="${csrfToken}">
 ${resource ? html`<input type="hidden" name="version" value="${state.version}">` : ''}
 ${
@@ -622,96 +818,8 @@ ${
 }
 ${sections}
 <div class="actions"><button class="primary" type="submit">${conflict?.submit ?? M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
-</form>`;
+</form>${resource ? this.uploads.forms(res, rt, ui, resource.id) : ''}`;
     this.send(res, status, resource ? M.form.edit(ui.label) : M.form.create(ui.label), body);
-  }
-
-  /** One field's label, input, help and messages. */
-  private control(rt: ResourceType, f: UiField, state: FormState): Html {
-    const d = this.field(rt, f)!;
-    const id = `field-${f.name}`;
-    const values = state.values.get(f.name) ?? [];
-    const errors = state.errors.get(f.name) ?? [];
-    const describedBy = [
-      f.description || d.kind === 'relationship' || f.widget === 'wkt' || f.widget === 'id_tag' ? `${id}-help` : '',
-      errors.length ? `${id}-error` : '',
-    ]
-      .filter(Boolean)
-      .join(' ');
-    const aria = html`${describedBy ? html` aria-describedby="${describedBy}"` : ''}${errors.length ? html` aria-invalid="true"` : ''}${f.required ? html` aria-required="true"` : ''}`;
-    const label = html`<label for="${id}">${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</label>`;
-    const placeholder = f.placeholder ? html` placeholder="${f.placeholder}"` : '';
-    const text = values.join('\n');
-    let input: Html;
-    switch (f.widget) {
-      case 'textarea':
-      case 'wkt':
-        input = html`${label}<textarea id="${id}" name="${f.name}"${placeholder}${aria}>${text}</textarea>`;
-        break;
-      case 'reference':
-      case 'id_tag':
-        input = d.multiple
-          ? html`${label}<textarea id="${id}" name="${f.name}"${placeholder}${aria}>${text}</textarea>`
-          : html`${label}<input type="text" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${placeholder}${aria}>`;
-        break;
-      case 'checkbox':
-        input = html`<label class="choice" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="1" ${values.includes('1') || values.includes('true') ? 'checked' : ''}${aria}> ${f.label}</label>`;
-        break;
-      case 'select':
-        input = html`${label}<select id="${id}" name="${f.name}"${aria}>${f.required ? '' : html`<option value=""></option>`}${(d.allowedValues ?? []).map((a) => html`<option value="${a.value}" ${values.includes(a.value) ? 'selected' : ''}>${a.label}</option>`)}</select>`;
-        break;
-      case 'radios':
-      case 'checkboxes': {
-        const type = f.widget === 'radios' ? 'radio' : 'checkbox';
-        const options =
-          d.type === 'boolean'
-            ? [
-                { value: '1', label: M.values.yes },
-                { value: '0', label: M.values.no },
-              ]
-            : (d.allowedValues ?? []);
-        // A group of radios is a radiogroup (which may be required); a group of checkboxes is a
-        // plain group, which ARIA gives no aria-required: its legend says so.
-        const groupAria =
-          type === 'radio'
-            ? html` role="radiogroup"${aria}`
-            : html`${describedBy ? html` aria-describedby="${describedBy}"` : ''}${errors.length ? html` aria-invalid="true"` : ''}`;
-        input = html`<fieldset id="${id}"${groupAria}><legend>${f.label}${f.required ? html` <span class="required">(${M.form.required})</span>` : ''}</legend>${options.map(
-          (a, i) =>
-            html`<label class="choice" for="${id}-${i}"><input type="${type}" id="${id}-${i}" name="${f.name}" value="${a.value}" ${values.includes(a.value) ? 'checked' : ''}> ${a.label}</label>`,
-        )}</fieldset>`;
-        break;
-      }
-      case 'datetime':
-        input = html`${label}<input type="datetime-local" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${aria}>`;
-        break;
-      case 'date':
-        input = html`${label}<input type="date" id="${id}" name="${f.name}" value="${(values[0] ?? '').slice(0, 10)}"${aria}>`;
-        break;
-      case 'number':
-        input = html`${label}<input type="number" step="1" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${placeholder}${aria}>`;
-        break;
-      case 'decimal':
-      case 'fraction':
-        input = html`${label}<input type="text" inputmode="decimal" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${placeholder}${aria}>`;
-        break;
-      case 'email':
-        input = html`${label}<input type="email" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${placeholder}${aria}>`;
-        break;
-      default:
-        input = d.multiple
-          ? html`${label}<textarea id="${id}" name="${f.name}"${placeholder}${aria}>${text}</textarea>`
-          : html`${label}<input type="text" id="${id}" name="${f.name}" value="${values[0] ?? ''}"${d.maxLength ? html` maxlength="${d.maxLength}"` : ''}${placeholder}${aria}>`;
-    }
-    const help = [
-      f.description ?? '',
-      d.kind === 'relationship' ? M.form.referenceHelp : '',
-      f.widget === 'wkt' ? M.form.wktHelp : '',
-      f.widget === 'id_tag' ? M.form.idTagHelp : '',
-    ]
-      .filter(Boolean)
-      .join(' ');
-    return html`<div class="control">${input}${help ? html`<p class="help" id="${id}-help">${help}</p>` : ''}${errors.length ? html`<p class="field-error" id="${id}-error">${errors.join(' ')}</p>` : ''}</div>`;
   }
 }
 

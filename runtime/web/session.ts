@@ -15,9 +15,13 @@ import { clientAddress } from '../access/client-address.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import { setPrincipal, type Principal } from '../access/principal.ts';
 import { recordLogin } from '../accounts/users.ts';
+import { isAccountAdmin } from '../access/policy.ts';
 import { html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage, type Chrome } from './layout.ts';
+
+/** Where People is (people.ts's PEOPLE_PATH; written here too, as people.ts imports this module). */
+const PEOPLE_NAV = '/farm/people';
 
 /** Largest form body the pages accept. */
 const FORM_LIMIT_BYTES = 256 * 1024;
@@ -117,13 +121,13 @@ export class WebSessions {
     next();
   };
 
-  /** The page frame for this request's person (or nobody). */
+  /** The page frame for this request's person (or nobody); People (people.ts) for account administrators only. */
   chrome(state: WebState | null, nav: Chrome['nav'] = []): Chrome {
     return {
       farmName: this.ctx.config.farmName,
       user: state ? { name: state.session.user.name } : null,
       csrfToken: state?.csrfToken ?? null,
-      nav,
+      nav: state && isAccountAdmin(state.principal) ? [...nav, { href: PEOPLE_NAV, label: M.nav.people }] : nav,
     };
   }
 

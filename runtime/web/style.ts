@@ -52,6 +52,16 @@ form.filters{display:grid;gap:0 1rem;grid-template-columns:1fr}
 ul.plain{list-style:none;padding:0;margin:0}ul.plain li{padding:.35rem 0;border-bottom:1px solid #eee}
 form.inline{display:inline;margin-left:.5rem}
 .badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#e8e4d8;font-size:.85rem}
+.task-actions{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin-top:.35rem}
+.task-actions form.inline{margin-left:0;display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+.task-actions input[type=date]{width:auto}
+code.secret{display:inline-block;font-size:1.25rem;padding:.25rem .5rem;border-radius:4px;background:#f4f1ea;overflow-wrap:anywhere;user-select:all}
+.choice input{flex:none}form.record label.choice{display:flex;font-weight:400}
+.default-submit{display:none}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+fieldset.rows .row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.25rem 0}
+fieldset.rows .row input,fieldset.rows .row textarea{flex:1 1 16rem}
+fieldset.component{background:#faf8f3}
 `;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);

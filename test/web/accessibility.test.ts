@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
+import { createUser } from '../../runtime/accounts/users.ts';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -112,6 +113,23 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
       await page.click('form.record button[type=submit]');
       await page.waitForSelector('section[aria-labelledby=conflict]');
       for (const v of await seriousViolations(page)) found.push(`${viewport.width}px conflict page: ${v}`);
+      // People: the list, the new account's form (and refused: its message beside the field), an
+      // account's page, and the page that shows a new password once.
+      const person = await createUser(server.ctx.db.knex, {
+        name: `axe-person-${viewport.width}`,
+        password: 'axe-person-password',
+        roles: ['farm_worker'],
+      });
+      for (const path of ['/farm/people', '/farm/people/new', `/farm/people/${person.uuid}`]) await check(path);
+      await page.goto(`${server.url}/farm/people/new`);
+      await page.fill('#name', ADMIN.name);
+      await page.click('form.record button[type=submit]');
+      await page.waitForSelector('#name-error');
+      for (const v of await seriousViolations(page)) found.push(`${viewport.width}px people form with errors: ${v}`);
+      await page.goto(`${server.url}/farm/people/${person.uuid}`);
+      await page.click('button:text("Reset the password")');
+      await page.waitForSelector('#password');
+      for (const v of await seriousViolations(page)) found.push(`${viewport.width}px new password page: ${v}`);
       assert.deepEqual(found, []);
     } finally {
       await context.close();

@@ -201,9 +201,9 @@ test('a log created through the generated form reads back through the API as ent
     await page.goto(`${server.url}/farm/log/activity`);
     await page.click('text=Add Activity');
     assert.equal(new URL(page.url()).pathname, '/farm/log/activity/new');
-    // Everything required is marked, every input has a label.
+    // Everything required is marked, every input has a label (a submit input is named by its value, as a button by its text).
     const unlabelled = await page.$$eval(
-      'form.record input:not([type=hidden]), form.record select, form.record textarea',
+      'form.record input:not([type=hidden]):not([type=submit]), form.record select, form.record textarea',
       (els) =>
         els
           .filter((e) => !e.id || !document.querySelector(`label[for="${e.id}"]`))
@@ -653,6 +653,38 @@ test('a viewer is offered no delete or archive, and their direct POSTs are refus
       (await request(`${server.url}/api/asset/equipment/${asset.body.data.id}`, { token })).body.data.attributes.status,
       'active',
     );
+  } finally {
+    await context.close();
+  }
+});
+
+test('an edit through the form keeps the seconds of a log’s time: only what the person changed changes', async () => {
+  const res = await request(`${server.url}/api/log/activity`, {
+    method: 'POST',
+    token,
+    json: {
+      data: {
+        type: 'log--activity',
+        attributes: { name: 'Check the hives', status: 'pending', timestamp: '2024-03-01T10:00:42+00:00' },
+      },
+    },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const id = res.body.data.id as string;
+  const { context, page, errors } = await openBrowser();
+  try {
+    await signIn(page, ADMIN);
+    await page.goto(`${server.url}/farm/log/activity/${id}/edit`);
+    await page.fill('#field-name', 'Check the hives again');
+    await Promise.all([page.waitForURL(/\?saved=saved$/), page.click('form.record button[type=submit]')]);
+    const after = (await request(`${server.url}/api/log/activity/${id}`, { token })).body.data.attributes;
+    assert.equal(after.name, 'Check the hives again');
+    assert.equal(
+      Date.parse(after.timestamp),
+      Date.parse('2024-03-01T10:00:42+00:00'),
+      'the time as it was, to the second',
+    );
+    assert.deepEqual(errors, []);
   } finally {
     await context.close();
   }

@@ -25,7 +25,7 @@ export interface PageResult {
   nextCursor?: string;
 }
 
-interface Cursor {
+export interface Cursor {
   /** The offset this cursor stands for. */
   o: number;
   /** The query it belongs to. */
@@ -34,14 +34,15 @@ interface Cursor {
   v: Array<string | number | boolean | null>;
 }
 
-function fingerprint(filter: FilterGroup, sort: SortField[]): string {
+/** The query a cursor belongs to: its filter and sort (and, for a page across bundles, which bundles: page-across-bundles.ts). */
+export function fingerprint(filter: FilterGroup, sort: SortField[], types?: readonly string[]): string {
   return createHash('sha1')
-    .update(JSON.stringify([filter, sort]))
+    .update(JSON.stringify(types ? [filter, sort, types] : [filter, sort]))
     .digest('base64url')
     .slice(0, 10);
 }
 
-function decodeCursor(text: string | undefined): Cursor | null {
+export function decodeCursor(text: string | undefined): Cursor | null {
   if (!text) return null;
   try {
     const c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Cursor;
@@ -64,7 +65,7 @@ const INT32 = 2_147_483_647;
  * Whether a cursor's value can be bound for a column of this type. Rows give numbers, or numeric
  * text where PostgreSQL returns bigint and decimal columns as strings; SQLite gives booleans as 0/1.
  */
-function fits(type: ColumnType | undefined, v: string | number | boolean | null): boolean {
+export function fits(type: ColumnType | undefined, v: string | number | boolean | null): boolean {
   if (v === null) return true;
   const whole = (max: number) => {
     const n = typeof v === 'number' ? v : typeof v === 'string' && /^-?\d{1,16}$/.test(v) ? Number(v) : NaN;
@@ -86,7 +87,7 @@ function fits(type: ColumnType | undefined, v: string | number | boolean | null)
 }
 
 /** The SQL of one query shape (PagePlans), its request values left as slots (compile.ts). */
-interface PagePlan {
+export interface PagePlan {
   /** Up to ORDER BY; LIMIT and OFFSET are appended. */
   sql: string;
   bindings: readonly Knex.RawBinding[];
@@ -117,7 +118,7 @@ const PLANS_PER_SORT = 16;
 
 /** The part of a caller that can change a page query's text or whether it may be built. */
 const accessKeys = new WeakMap<ReadonlySet<string>, string>();
-function accessKey(principal: Principal): string {
+export function accessKey(principal: Principal): string {
   let permissions = accessKeys.get(principal.permissions);
   if (permissions === undefined) {
     permissions = [...principal.permissions].sort().join(' ');
@@ -126,7 +127,7 @@ function accessKey(principal: Principal): string {
   return `${principal.userId ?? ''}|${principal.clientId === null ? 0 : 1}|${permissions}`;
 }
 
-function filterShape(group: FilterGroup): unknown {
+export function filterShape(group: FilterGroup): unknown {
   return [
     group.conjunction,
     group.members.map((m) =>
@@ -152,25 +153,14 @@ export async function fetchPage(
   if (!memo) sortPlans.set(compiler, (memo = new BoundedMemo<SortPlan>(500)));
   const sortKey = JSON.stringify([rt.type, accessKey(principal), sort.map((s) => [s.path, s.direction])]);
   const sortPlan = memo.get(sortKey, () => {
-    const keys = compiler.sortKeys(rt, sort, principal);
-    const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
-    if (!keys.some((k) => k.column === 'id'))
-      keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
+    const keys = pageKeys(compiler, rt, sort, principal);
     return { keys, keyset: keys.every((k) => k.column !== null), plans: new Map() };
   });
   const { keys, keyset } = sortPlan;
 
   const hash = fingerprint(filter, sort);
-  const cursor = decodeCursor(page.cursor);
-  // A cursor whose values do not fit the sort's columns was not made by this server for this
-  // query (a database would refuse them as parameters): it is ignored like any damaged one.
-  const following =
-    keyset &&
-    cursor !== null &&
-    cursor.o === page.offset &&
-    cursor.h === hash &&
-    cursor.v.length === keys.length &&
-    keys.every((k, i) => fits(k.type, cursor.v[i]!));
+  const cursor = followedCursor(keyset, keys, page, hash);
+  const following = cursor !== null;
   const start = following ? `c${cursor!.v.map((v) => (v === null ? 'n' : 'v')).join('')}` : page.offset ? 'o' : '';
   const planKey = JSON.stringify([filterShape(filter), start]);
   let plan = sortPlan.plans.get(planKey);
@@ -211,16 +201,50 @@ export async function fetchPage(
   const hasMore = rows.length > page.limit;
   const pageRows = rows.slice(0, page.limit);
   const result: PageResult = { ids: pageRows.map((r) => Number(r.id)), hasMore };
-  if (hasMore && keyset && pageRows.length) {
-    const last = pageRows[pageRows.length - 1]!;
-    const values = keys.map((k, i) => {
-      const v = k.column === 'id' ? last.id : last[`k${i}`];
-      return v === undefined ? null : (v as string | number | boolean | null);
-    });
-    const next: Cursor = { o: page.offset + page.limit, h: hash, v: values };
-    result.nextCursor = Buffer.from(JSON.stringify(next)).toString('base64url');
-  }
+  if (hasMore && keyset && pageRows.length)
+    result.nextCursor = nextCursor(keys, pageRows[pageRows.length - 1]!, page.offset + page.limit, hash);
   return result;
+}
+
+/**
+ * The page's cursor when the page starts at it: one made by this server for this query and this
+ * offset. A cursor whose values do not fit the sort's columns was not made by this server for this
+ * query (a database would refuse them as parameters): it is ignored like any damaged one.
+ */
+export function followedCursor(keyset: boolean, keys: SortKey[], page: PageRequest, hash: string): Cursor | null {
+  const cursor = decodeCursor(page.cursor);
+  return keyset &&
+    cursor !== null &&
+    cursor.o === page.offset &&
+    cursor.h === hash &&
+    cursor.v.length === keys.length &&
+    keys.every((k, i) => fits(k.type, cursor.v[i]!))
+    ? cursor
+    : null;
+}
+
+/** The sort's keys, then the id (in the last key's direction) to break ties: every page has one order. */
+export function pageKeys(
+  compiler: QueryCompiler,
+  rt: ResourceType,
+  sort: SortField[],
+  principal: Principal,
+): SortKey[] {
+  const keys = compiler.sortKeys(rt, sort, principal);
+  const tieDirection = keys.length ? keys[keys.length - 1]!.direction : 'ASC';
+  if (!keys.some((k) => k.column === 'id'))
+    keys.push({ sql: 'e.id', bindings: [], direction: tieDirection, column: 'id', notNull: true, type: 'integer' });
+  return keys;
+}
+
+/** The cursor of the page after one whose last row is `last` (a row of the page query: its id and its keys as k<i>). */
+export function nextCursor(keys: SortKey[], last: Record<string, unknown>, offset: number, hash: string): string {
+  const values = keys.map((k, i) => {
+    const v = k.column === 'id' ? last.id : last[`k${i}`];
+    return v === undefined ? null : (v as string | number | boolean | null);
+  });
+  const next: Cursor = { o: offset, h: hash, v: values };
+  return Buffer.from(JSON.stringify(next)).toString('base64url');
 }
 
 /**
@@ -228,7 +252,7 @@ export async function fetchPage(
  * cursor's (`c<i>`, from which only which values are NULL is read), the filter's and `at`.
  * `start`: the values of the cursor the page follows (null for none), and whether it starts at an offset.
  */
-function buildPlan(
+export function buildPlan(
   db: Knex | Knex.Transaction,
   compiler: QueryCompiler,
   rt: ResourceType,

@@ -13,6 +13,7 @@ import { requireAuthenticated, mayOnType } from '../../access/policy.ts';
 import { ALLOWED_EXTENSIONS, FileStore, filenameFromDisposition, mimeTypeOr } from '../../files/storage.ts';
 import { forbidden, notFound, unsupportedMediaType, ValidationError } from '../../errors.ts';
 import type { Reference } from '../../storage/records.ts';
+import type { FieldDescriptor } from '../../model/descriptor.ts';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
 import { entityTag, ifMatchOf } from './etags.ts';
@@ -35,23 +36,47 @@ const IMAGE_TYPES: Record<string, string> = {
   jpeg: 'image/jpeg',
 };
 
+/** A file's name checked against its field's extensions, before any byte is read (the API's and the web's uploads). */
+export function assertAllowedName(field: FieldDescriptor, filename: string): void {
+  const allowed = ALLOWED_EXTENSIONS[field.type as 'file' | 'image'];
+  const ext = extname(filename).slice(1).toLowerCase();
+  if (!allowed.includes(ext)) {
+    throw new ValidationError([
+      {
+        pointer: '/data',
+        detail: `${field.name}: file validation failed: only files with the extensions ${allowed.join(' ')} are allowed, not "${filename}".`,
+      },
+    ]);
+  }
+}
+
+/** An image field's file must be the image its name says (file-type reads its first bytes); otherwise it is discarded and refused. */
+export async function assertImageContent(
+  files: FileStore,
+  field: FieldDescriptor,
+  received: ReceivedFile,
+): Promise<void> {
+  if (field.type !== 'image') return;
+  const expected = IMAGE_TYPES[extname(received.filename).slice(1).toLowerCase()];
+  const found = await fileTypeFromFile(received.tmp).catch(() => undefined);
+  if (!found || found.mime !== expected) {
+    files.discard(received.tmp);
+    throw new ValidationError([
+      {
+        pointer: '/data',
+        detail: `${field.name}: file validation failed: "${received.filename}" is ${found ? `a ${found.mime} file` : 'not an image'}, not the ${expected} its name says.`,
+      },
+    ]);
+  }
+}
+
 export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew: RouteHandler; upload: RouteHandler } {
   const commands = farmCommands(s.ctx).files;
 
   /** The file name of an upload, checked against the field's extensions before any byte is read. */
   function checkedName(req: Request, route: MatchedRoute): string {
-    const field = route.field!;
     const filename = filenameFromDisposition(req.headers['content-disposition'] as string | undefined);
-    const allowed = ALLOWED_EXTENSIONS[field.type as 'file' | 'image'];
-    const ext = extname(filename).slice(1).toLowerCase();
-    if (!allowed.includes(ext)) {
-      throw new ValidationError([
-        {
-          pointer: '/data',
-          detail: `${field.name}: file validation failed: only files with the extensions ${allowed.join(' ')} are allowed, not "${filename}".`,
-        },
-      ]);
-    }
+    assertAllowedName(route.field!, filename);
     return filename;
   }
 
@@ -60,22 +85,9 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
    * image's content. The command attaches the result in a short transaction, then discards it.
    */
   async function receive(req: Request, route: MatchedRoute, filename: string): Promise<ReceivedFile> {
-    const received = await files.receive(req);
-    const field = route.field!;
-    if (field.type === 'image') {
-      const expected = IMAGE_TYPES[extname(filename).slice(1).toLowerCase()];
-      const found = await fileTypeFromFile(received.tmp).catch(() => undefined);
-      if (!found || found.mime !== expected) {
-        files.discard(received.tmp);
-        throw new ValidationError([
-          {
-            pointer: '/data',
-            detail: `${field.name}: file validation failed: "${filename}" is ${found ? `a ${found.mime} file` : 'not an image'}, not the ${expected} its name says.`,
-          },
-        ]);
-      }
-    }
-    return { ...received, filename };
+    const received = { ...(await files.receive(req)), filename };
+    await assertImageContent(files, route.field!, received);
+    return received;
   }
 
   return {

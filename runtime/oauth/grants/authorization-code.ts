@@ -83,7 +83,10 @@ export function authorizationCodeExchange({ ctx }: OAuthDeps) {
           const user = await findUser(trx, { id: record.userId });
           if (!user || !user.status) return new OAuthError('invalid_grant', 'The user account is blocked.');
           const grant = { chainId: record.chainId, clientRowId: client.id, userId: user.id, scopes: record.scopes };
-          return issueTokens(store, ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });
+          return issueTokens(store, ctx, grant, {
+            clientId: client.clientId,
+            withRefresh: allowsGrant(client, 'refresh_token'),
+          });
         });
         if (outcome instanceof OAuthError) throw outcome;
         return outcome;

@@ -32,9 +32,9 @@ export function clientCredentialsExchange({ ctx }: OAuthDeps) {
           if (!user.status) throw new OAuthError('invalid_grant', `The user the client acts as is blocked.`);
           return issueTokens(
             tokenStore(trx),
-            ctx.config,
+            ctx,
             { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes },
-            { withRefresh: false },
+            { clientId: client.clientId, withRefresh: false },
           );
         });
       }),

@@ -27,9 +27,9 @@ function tokenResponse({ ctx }: OAuthDeps) {
       write(ctx.db.knex, (trx) =>
         issueTokens(
           tokenStore(trx),
-          ctx.config,
+          ctx,
           { chainId: newChainId(), clientRowId: client.id, userId: user.id, scopes: areq.scopes },
-          { withRefresh: false },
+          { clientId: client.clientId, withRefresh: false },
         ),
       ).then((t) => done(null, t.accessToken, t.params), done);
     },

@@ -61,7 +61,10 @@ export function passwordExchange({ ctx }: OAuthDeps) {
         return write(knex, async (trx) => {
           await recordLogin(trx, account.id);
           const grant = { chainId: newChainId(), clientRowId: client.id, userId: account.id, scopes };
-          return issueTokens(tokenStore(trx), ctx.config, grant, { withRefresh: allowsGrant(client, 'refresh_token') });
+          return issueTokens(tokenStore(trx), ctx, grant, {
+            clientId: client.clientId,
+            withRefresh: allowsGrant(client, 'refresh_token'),
+          });
         });
       }),
   );

@@ -67,9 +67,9 @@ export function refreshTokenExchange({ ctx }: OAuthDeps) {
           await store.revokeAccessTokensOfChain(record.chainId);
           return issueTokens(
             store,
-            ctx.config,
+            ctx,
             { chainId: record.chainId, clientRowId: client.id, userId: user.id, scopes },
-            { withRefresh: true },
+            { clientId: client.clientId, withRefresh: true },
           );
         });
         if (outcome instanceof OAuthError) throw outcome;
