@@ -237,10 +237,11 @@ export function conflict(detail: string, source?: ErrorSource): ApiError {
 
 /** 507: the disk (or the database's size limit) is full. Not the client's fault: the operator must make room. */
 export function insufficientStorage(): ApiError {
-  return new ApiError(507, DISK_FULL);
+  return new ApiError(507, DISK_FULL_DETAIL);
 }
 
-const DISK_FULL =
+/** The words for a full disk, the same whatever filled it (the database, an upload): the operator's to fix. */
+export const DISK_FULL_DETAIL =
   "The server's disk is full, so nothing was saved. Tell the farm's administrator; retry once there is room.";
 
 /** accounts/names.ts's words for a taken name, for the save that lost a race to the unique index. */
@@ -288,7 +289,7 @@ export function databaseFailureDetail(failure: DatabaseFailure): string {
     case 'schema-changed':
       return "The database's schema changed while this request ran. Retry it.";
     case 'disk-full':
-      return DISK_FULL;
+      return DISK_FULL_DETAIL;
     case 'wal-sync-failed':
       return 'The server could not make this write safe on its disk, so it may not be kept; writes are refused until the operator checks the disk and restarts Tilth.';
   }

@@ -30,9 +30,9 @@ export interface StartOptions {
   logger?: Logger;
   /**
    * Called with what a person starting the server should see: where it listens (for the log),
-   * and, marked secret, a generated administrator password (for the terminal only, never a log).
+   * and, marked `secret`, a generated administrator password (for the terminal only, never a log).
    */
-  announce?: (line: string, secret?: boolean) => void;
+  announce?: (line: string, options?: { secret?: boolean }) => void;
   /** Called, besides the log's warning, with what a person starting the server must fix (a setting). */
   warn?: (line: string) => void;
 }
@@ -163,7 +163,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       if (admin.password) {
         announce(
           `Created the administrator "${admin.name}" with the password: ${admin.password}\nIt is shown once; change it with \`npx tilth user password --name ${admin.name}\`.`,
-          true,
+          { secret: true },
         );
       } else announce(`Created the administrator "${admin.name}" with the password from TILTH_ADMIN_PASSWORD.`);
     }

@@ -1,8 +1,15 @@
-/** `tilth backup FILE` and `tilth restore FILE` (storage/backup.ts), with a progress bar on a terminal. */
+/**
+ * `tilth backup FILE` and `tilth restore FILE` (storage/backup.ts), with a progress bar on a
+ * terminal. A backup is of a farm that exists, opened by the one path every command opens a farm
+ * by (cli/database.ts withFarm, host/farm.ts openFarm), whichever release migrated it last. A
+ * restore makes the farm where there is none yet (an empty data folder or database), so it opens
+ * no farm first: it reads the same settings and refuses any place that holds one.
+ */
 import type { Command } from './command.ts';
 import { UsageError } from './command.ts';
 import { describeDatabase, loadConfig } from '../config.ts';
 import { backup, restore, type Progress } from '../storage/backup.ts';
+import { withFarm } from './database.ts';
 
 /** A one-line progress bar on stderr when it is a terminal; nothing otherwise. */
 function progressBar(): Progress & { done(): void } {
@@ -50,10 +57,13 @@ export const backupCommands: Command[] = [
     positionals: true,
     async run(_values, positionals) {
       const file = fileArgument(positionals, 'tilth backup FILE.tar.gz');
-      const config = loadConfig();
-      process.stderr.write(`Backing up the ${describeDatabase(config)} and ${config.dataDir}/files.\n`);
-      const bar = progressBar();
-      const report = await backup(config, file, bar).finally(() => bar.done());
+      const report = await withFarm(
+        (farm) => {
+          const bar = progressBar();
+          return backup(farm.config, file, bar).finally(() => bar.done());
+        },
+        { use: 'backup', says: (config) => `Backing up the ${describeDatabase(config)} and ${config.dataDir}/files.` },
+      );
       process.stdout.write(`Wrote ${report.file}: ${sizeText(report.bytes)}, ${report.files} uploaded file(s).\n`);
       return 0;
     },

@@ -5,18 +5,27 @@
  * farm a command touched while scripts still read stdout alone.
  */
 import type { Knex } from 'knex';
-import { describeDatabase, loadConfig } from '../config.ts';
+import { describeDatabase, loadConfig, type Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { createLogger } from '../http/logging.ts';
 import { createProcess } from '../host/process.ts';
 import { openFarm, type Farm } from '../host/farm.ts';
 
-/** The configured farm, opened if its database exists, named on stderr and checked to be migrated, for `fn`; closed after. */
-export async function withFarm<T>(fn: (farm: Farm) => Promise<T>): Promise<T> {
+/**
+ * The configured farm, opened if its database exists, named on stderr and checked to be migrated,
+ * for `fn`; closed after. `use`: `backup` opens it without the migration check (host/farm.ts
+ * OpenFarmOptions); `says`: the line on stderr that names it (`Using the <database>.`).
+ */
+export async function withFarm<T>(
+  fn: (farm: Farm) => Promise<T>,
+  options: { use?: 'command' | 'backup'; says?: (config: Config) => string } = {},
+): Promise<T> {
   const config = loadConfig();
+  const says = options.says ?? ((c: Config) => `Using the ${describeDatabase(c)}.`);
   // A command's process logs nothing: what it says goes to stdout and stderr.
   const farm = await openFarm(createProcess(config, { logger: createLogger('silent') }), config, {
-    opened: () => process.stderr.write(`Using the ${describeDatabase(config)}.\n`),
+    use: options.use ?? 'command',
+    opened: () => process.stderr.write(`${says(config)}\n`),
   });
   try {
     return await fn(farm);

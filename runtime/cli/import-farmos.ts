@@ -100,7 +100,7 @@ async function authFrom(values: Record<string, unknown>): Promise<SourceAuth> {
 }
 
 /** A difference as a person reads it: a timestamp field's values as dates (ISO 8601, UTC), as the API serves them, not Unix seconds; nothing the source said reaches the terminal raw. */
-function describe(d: Difference, timestamp: boolean): string {
+function describe(d: Difference, { timestamp }: { timestamp: boolean }): string {
   const show = (v: unknown) =>
     timestamp && typeof v === 'number' ? formatTimestamp(v) : typeof v === 'string' ? v : JSON.stringify(v);
   return printable(`${d.type} ${d.uuid} ${d.field}: source ${show(d.source)}, here ${show(d.here)}`);
@@ -172,7 +172,7 @@ export const importFarmosCommand: Command = {
       throw new UsageError('--timeout must be a number of seconds above 0 and at most 3600.');
     // The cap on each JSON document read from the source; the rest of the configuration is read when the database opens.
     const maxDocumentBytes = loadConfig().importMaxDocumentBytes;
-    const progress = progressFor(json ? process.stdout : process.stderr, json);
+    const progress = progressFor(json ? process.stdout : process.stderr, { json });
     const say = (line: string, fields: Record<string, unknown>) =>
       process.stdout.write(json ? `${JSON.stringify(fields)}\n` : `${line}\n`);
     try {
@@ -244,10 +244,13 @@ export const importFarmosCommand: Command = {
         if (values['no-verify'] && !values['verify-only']) return failed ? 1 : 0;
         const differences = await verifyFarm(ctx, source, supported, progress, userRemap);
         for (const d of differences.slice(0, 200))
-          say(`Differs: ${describe(d, ctx.registry.get(d.type)?.fieldsByName.get(d.field)?.type === 'timestamp')}`, {
-            event: 'differs',
-            ...d,
-          });
+          say(
+            `Differs: ${describe(d, { timestamp: ctx.registry.get(d.type)?.fieldsByName.get(d.field)?.type === 'timestamp' })}`,
+            {
+              event: 'differs',
+              ...d,
+            },
+          );
         if (differences.length > 200)
           say(`… and ${differences.length - 200} more differences.`, {
             event: 'differs_more',

@@ -14,7 +14,6 @@ import { FIRST_USER_ID } from '../access/accounts.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
 import type { AppContext } from '../context.ts';
-import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { shapesFromGeoJson, shapesFromKml, GeoFileError } from '../imports/geo.ts';
 import { recordsFromCsv, CsvFileError } from '../imports/csv.ts';
 import { runImport, ImportError, type ImportItem } from '../imports/run.ts';
@@ -64,7 +63,7 @@ async function importing(
   items: ImportItem[],
   skipped: ImportItem[] = [],
 ): Promise<number> {
-  const created = await runImport(new JsonApiServices(ctx), ctx.db.knex, items, principal);
+  const created = await runImport(ctx, items, principal);
   const summary = [...created].map(([type, n]) => `${n} ${type}`).join(', ') || 'nothing';
   const skips = skipped.length
     ? `; skipped ${skipped.length} already here (same name and shape): ${skipped.map((item) => item.where).join(', ')}`

@@ -19,7 +19,7 @@ export const serveCommand: Command = {
     const config = loadConfig();
     const logger = createLogger(config.logLevel, config.logFormat);
     // Start-up lines go to the log like everything else; a generated password only to the terminal.
-    const announce = (line: string, secret?: boolean) =>
+    const announce = (line: string, { secret = false }: { secret?: boolean } = {}) =>
       secret ? process.stdout.write(`${line}\n`) : logger.info(line);
     // A setting to fix is said on stderr too, where a person at the terminal sees it whatever the log.
     const warn = (line: string) => process.stderr.write(`Warning: ${line}\n`);

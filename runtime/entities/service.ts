@@ -230,7 +230,7 @@ export class EntityService {
     const inventory = await this.inventories.plan(db, rt.entityType.entityType, id, null, values);
     if (rt.entityType.entityType === 'log')
       await this.placements.logChanged(db, id, null, values, undefined, plannedAssets(inventory));
-    await this.applyBirths(db, rt, id, true, values, children, principal, now);
+    await this.applyBirths(db, rt, { logId: id, created: true }, values, children, principal, now);
     await this.inventories.apply(db, inventory);
     return { id, uuid };
   }
@@ -353,8 +353,7 @@ export class EntityService {
   private async applyBirths(
     db: Db,
     rt: ResourceType,
-    logId: number,
-    created: boolean,
+    { logId, created }: { logId: number; created: boolean },
     log: ReadonlyMap<string, ItemValue | ItemValue[]>,
     children: number[],
     principal: Principal,
@@ -436,7 +435,7 @@ export class EntityService {
     if (rt.entityType.entityType === 'log')
       await this.placements.logChanged(db, record.id, record.values, merged, changes.keys(), plannedAssets(inventory));
     if (rt.entityType.entityType === 'asset') await this.placements.assetChanged(db, record.id, changes.keys());
-    await this.applyBirths(db, rt, record.id, false, merged, children, principal, now);
+    await this.applyBirths(db, rt, { logId: record.id, created: false }, merged, children, principal, now);
     await this.inventories.apply(db, inventory);
   }
 

@@ -7,11 +7,11 @@
  * As farmOS's Basic::storageSave does, a value that is not numeric is skipped (the numeric ones of
  * the same post are stored) and an empty or unreadable timestamp is taken as the time of the post;
  * the post is still a 201. Only a body that is not a JSON object or an array of them is refused
- * (400, nothing written), where farmOS would fail with a 500.
+ * (`PostRefused`, nothing written), where farmOS would fail with a 500; the HTTP routes
+ * (http/data-streams.ts) answer it, and read the query's range and page.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/records.ts';
-import { ApiError, badParameter, badRequest } from '../errors.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 
 export const READINGS_TABLE = 'data_stream_basic';
@@ -60,6 +60,22 @@ function numericValue(value: unknown): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
+/**
+ * A post of readings refused, with nothing stored: a point that is not a JSON object (`point`:
+ * its place in the posted array), or the post as a whole (`point` null: a lone point that is not
+ * an object, too many new value names). The face places it (http/data-streams.ts: a 400 pointing
+ * into the body).
+ */
+export class PostRefused extends Error {
+  constructor(
+    readonly point: number | null,
+    detail: string,
+  ) {
+    super(detail);
+    this.name = 'PostRefused';
+  }
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -81,7 +97,7 @@ export interface PostedReadings {
  *
  * As farmOS's Basic::storageSave: a value that is not numeric (PHP's is_numeric) is skipped; a
  * timestamp that is empty (PHP's empty: missing, null, 0, "0", "", false) or unreadable is the
- * time of the post, `now`. A point that is not a JSON object is a 400.
+ * time of the post, `now`. A point that is not a JSON object is refused (`PostRefused`).
  */
 export function readingsFromPayload(payload: unknown, now: number, accept: (name: string) => boolean): PostedReadings {
   const points = Array.isArray(payload) ? payload : [payload];
@@ -90,9 +106,9 @@ export function readingsFromPayload(payload: unknown, now: number, accept: (name
   const names = new Set<string>();
   points.forEach((point, i) => {
     if (!isObject(point)) {
-      throw badRequest(
+      throw new PostRefused(
+        Array.isArray(payload) ? i : null,
         `${capitalise(where(i))} is not a JSON object: post {"timestamp": 1700000000, "<name>": 76.5} or an array of such objects.`,
-        { pointer: Array.isArray(payload) ? `/${i}` : '' },
       );
     }
     const timestamp = timestampOf(point.timestamp) ?? now;
@@ -113,10 +129,6 @@ function timestampOf(raw: unknown): number | null {
   const number = numericValue(raw);
   const parsed = parseTimestamp(number !== null ? Math.floor(number) : raw);
   return parsed === 0 ? null : parsed;
-}
-
-function truncate(s: string): string {
-  return s.length > 80 ? `${s.slice(0, 77)}…` : s;
 }
 
 function capitalise(s: string): string {
@@ -178,32 +190,4 @@ function decimalString(value: number): string {
   return Math.abs(value) >= 1
     ? BigInt(Math.round(value)).toString()
     : value.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
-}
-
-/** Read `start`, `end`, `limit`, `offset` and `name` from a query string; 400 names a bad parameter, 422 a limit over the cap. */
-export function readingsQueryFrom(params: URLSearchParams): ReadingsQuery {
-  const integer = (name: string, min: number): number | null => {
-    const raw = params.get(name);
-    if (raw === null || raw === '') return null;
-    if (!/^-?\d{1,15}$/.test(raw.trim()) || Number(raw) < min) {
-      throw badParameter(
-        name,
-        `The "${name}" parameter must be a whole number${min === 0 ? ' of 0 or more' : ''}${name === 'start' || name === 'end' ? ' of Unix seconds' : ''}; it is "${truncate(raw)}".`,
-      );
-    }
-    return Number(raw);
-  };
-  const start = integer('start', Number.MIN_SAFE_INTEGER);
-  const end = integer('end', Number.MIN_SAFE_INTEGER);
-  const limit = integer('limit', 0);
-  if (limit !== null && limit > MAX_READINGS_LIMIT) {
-    throw new ApiError(
-      422,
-      `The "limit" parameter may be at most ${MAX_READINGS_LIMIT}; it is ${limit}. Page with "offset", or narrow "start" and "end".`,
-      { source: { parameter: 'limit' } },
-    );
-  }
-  const offset = integer('offset', 0);
-  const names = [...params.getAll('name'), ...params.getAll('name[]')].filter(Boolean);
-  return { start, end, limit: limit ?? MAX_READINGS_LIMIT, offset: offset ?? 0, names: names.length ? names : null };
 }

@@ -29,16 +29,13 @@ export class LogGeometry {
   }
 
   /**
-   * The assets whose geometries a log's geometry combines, and whether only locations among them
-   * count; their bundles when every reference names its own (RecordStore.load then reads only
-   * those bundles' columns).
+   * The assets whose geometries a log's geometry combines (by its `location`, `asset` and
+   * `is_movement`), and whether only locations among them count; their bundles when every
+   * reference names its own (RecordStore.load then reads only those bundles' columns).
    */
-  private candidates(
-    values: Values,
-    isMovement: boolean,
-  ): { ids: number[]; onlyLocations: boolean; bundles?: string[] } {
+  private candidates(values: Values): { ids: number[]; onlyLocations: boolean; bundles?: string[] } {
     const locations = refs(values.get('location'));
-    const chosen = locations.length || isMovement ? locations : refs(values.get('asset'));
+    const chosen = locations.length || values.get('is_movement') === true ? locations : refs(values.get('asset'));
     const bundles = knownBundles(chosen);
     return { ids: chosen.map((r) => r.targetId), onlyLocations: chosen !== locations, ...(bundles ? { bundles } : {}) };
   }
@@ -55,12 +52,12 @@ export class LogGeometry {
   private async combined(
     db: Db,
     selection: { ids: number[]; onlyLocations: boolean; bundles?: string[] },
-    legacy: true,
+    options: { legacy: true },
   ): Promise<{ wkt: string | null; legacy: string | null }>;
   private async combined(
     db: Db,
     { ids: candidates, onlyLocations, bundles }: { ids: number[]; onlyLocations: boolean; bundles?: string[] },
-    legacy?: true,
+    { legacy }: { legacy?: true } = {},
   ): Promise<string | null | { wkt: string | null; legacy: string | null }> {
     if (!candidates.length) return legacy ? { wkt: null, legacy: null } : null;
     const loaded = new Map(
@@ -94,18 +91,18 @@ export class LogGeometry {
     const geometry = wktOf(get('geometry'));
     if (geometry && !current) return;
     const saved = this.candidates(
-      new Map([
+      new Map<string, ItemValue | ItemValue[]>([
         ['location', get('location') as ItemValue[]],
         ['asset', get('asset') as ItemValue[]],
+        ['is_movement', get('is_movement') as ItemValue],
       ]),
-      get('is_movement') === true,
     );
     let storedCombination: string | null | undefined;
     if (geometry && current) {
       const stored = wktOf(current.values.get('geometry'));
       if (stored !== geometry) return; // changed (or set) in this save
-      const before = this.candidates(current.values, current.values.get('is_movement') === true);
-      const combinations = await this.combined(db, before, true);
+      const before = this.candidates(current.values);
+      const combinations = await this.combined(db, before, { legacy: true });
       if (combinations.wkt !== stored && combinations.legacy !== stored) return; // drawn by a person
       storedCombination = combinations.wkt;
       // The same candidates as before this save (a PATCH of other fields): the same combination.

@@ -39,7 +39,7 @@ export async function copyReadings(run: ImportRun, rt: ResourceType): Promise<vo
       const spooled = await spoolSourceReadings(run.source, uuid, run.files.temporaryPath());
       try {
         await write(run.ctx.db.knex, async (trx) => {
-          const stream = await run.services.loader.store.findByUuid(trx, 'data_stream', uuid);
+          const stream = await run.services.store.findByUuid(trx, 'data_stream', uuid);
           if (!stream) throw new SourceError('its data stream was not stored.');
           const before = Number(
             (

@@ -9,8 +9,7 @@ import { join, relative, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { chunks, type EntityRecord } from '../storage/records.ts';
-import { ApiError } from '../errors.ts';
-import { safeStoredPath, type FileLimits, type FileStore } from '../files/storage.ts';
+import { safeStoredPath, UploadRefused, type FileLimits, type FileStore } from '../files/storage.ts';
 import { SourceError, type SourceResource } from './source.ts';
 import type { ImportRun } from './run-state.ts';
 
@@ -69,7 +68,7 @@ export async function placeImported(
 
 /** Bytes at a stored path that no file record has, equal to these: what a killed run of this import placed. */
 async function leftByKilledRun(run: ImportRun, path: string, sha256: string): Promise<boolean> {
-  const table = run.services.loader.store.entityType('file').table;
+  const table = run.services.store.entityType('file').table;
   if (await run.ctx.db.knex(table).where('path', path).first('id')) return false;
   return (await storedSha256(run.files, path)) === sha256;
 }
@@ -89,7 +88,7 @@ export async function sweepUnrecordedBytes(run: ImportRun): Promise<void> {
         .join('/'),
     );
   if (!onDisk.length) return;
-  const table = run.services.loader.store.entityType('file').table;
+  const table = run.services.store.entityType('file').table;
   const recorded = new Set<string>();
   for (const part of chunks(onDisk, 500))
     for (const r of (await run.ctx.db.knex(table).whereIn('path', part).select('path')) as Array<{ path: string }>)
@@ -122,7 +121,10 @@ export async function download(
       if (read > stated) {
         body.destroy(); // the source may send for ever: its connection goes
         return done(
-          new ApiError(413, `its bytes are longer than the filesize ${stated} the source states; not read further.`),
+          new UploadRefused(
+            'too-large',
+            `its bytes are longer than the filesize ${stated} the source states; not read further.`,
+          ),
         );
       }
       hash.update(chunk);

@@ -35,9 +35,10 @@ const OWN_MEMBERS = new Set([
 
 /** The users here by UUID, and the source users matched to one of them by name. */
 export async function loadUsers(run: ImportRun): Promise<void> {
-  const rows = (await run.ctx.db
-    .knex(run.services.loader.store.entityType('user').table)
-    .select('id', 'uuid')) as Array<{ id: number; uuid: string }>;
+  const rows = (await run.ctx.db.knex(run.services.store.entityType('user').table).select('id', 'uuid')) as Array<{
+    id: number;
+    uuid: string;
+  }>;
   run.w.userIds = new Map(rows.map((r) => [r.uuid, Number(r.id)]));
 }
 
@@ -253,7 +254,7 @@ async function recordsHere(
   for (const r of rows) if (r.bundle !== rt.bundle.bundle) out.set(r.uuid, r.bundle);
   const ids = rows.filter((r) => r.bundle === rt.bundle.bundle).map((r) => Number(r.id));
   for (const record of ids.length
-    ? await run.services.loader.store.load(db, entityType, ids, undefined, [rt.bundle.bundle])
+    ? await run.services.store.load(db, entityType, ids, undefined, [rt.bundle.bundle])
     : [])
     out.set(record.uuid, record);
   return out;
@@ -305,7 +306,7 @@ async function storeOne(
 /** Source users already here under the same name with another UUID: noted, and their records' references follow them. */
 export async function matchPageUsers(run: ImportRun, resources: SourceResource[]): Promise<Set<string>> {
   const matched = new Set<string>();
-  const table = run.services.loader.store.entityType('user').table;
+  const table = run.services.store.entityType('user').table;
   for (const r of resources) {
     const name = r.attributes?.name;
     if (typeof name !== 'string' || !name) {

@@ -27,7 +27,8 @@ export interface Progress {
   note(line: string, fields?: Record<string, unknown>): void;
 }
 
-export function progressFor(out: Writable & { isTTY?: boolean }, json: boolean): Progress {
+/** How a run reports its progress on `out`: JSON lines (`json`), else a line redrawn on a terminal, else plain lines. */
+export function progressFor(out: Writable & { isTTY?: boolean }, { json }: { json: boolean }): Progress {
   if (json) return new JsonLines(out);
   return out.isTTY ? new TerminalLine(out) : new PlainLines(out);
 }

@@ -12,7 +12,7 @@ export async function prune(run: ImportRun, supported: ResourceType[]): Promise<
     run.progress.note('Not pruning: some records failed, and what the source lists is not known for certain.');
     return;
   }
-  const store = run.services.loader.store;
+  const store = run.services.store;
   // Bundles read from a mark listed only what changed: the rest of their UUIDs, their numbers only.
   for (const rt of supported.filter((r) => !run.readWhole.has(r.type))) {
     try {

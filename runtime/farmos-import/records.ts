@@ -19,7 +19,8 @@ import { parseTimestamp } from '../values/timestamps.ts';
 import { configIdentifier } from '../model/config-entities.ts';
 import { isRole } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
-import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import type { FarmServices } from '../context.ts';
+import type { InputReader } from '../jsonapi/input.ts';
 import { fillDefaults } from '../model/defaults.ts';
 import type { SourceResource } from './source.ts';
 
@@ -27,7 +28,10 @@ type Values = Map<string, ItemValue | ItemValue[]>;
 
 /** What the writer needs to know of the run: the message, the users here by UUID, users matched by name. */
 export interface WriteContext extends UserMatch {
-  services: JsonApiServices;
+  /** The farm's services graph (context.ts): its entity service saves, its store reads. */
+  services: FarmServices;
+  /** Reads a source's document as a JSON:API write's (jsonapi/input.ts): the source speaks the same wire. */
+  input: InputReader;
   /** "Imported from <url> on <date>". */
   message: string;
   /** Target user id by target UUID (refreshed after the users phase). */
@@ -102,15 +106,15 @@ function userReference(resource: SourceResource, name: string, w: WriteContext):
 /**
  * The automatic fields as the source has them: created, changed and revision_created from its
  * attributes, the author (uid) and revision author from its relationships. A field the source does
- * not send gets what a new record would get (now, or nobody): never the importing user.
+ * not send gets what a new record would get (`now`, or nobody; `isNew`: the record is new here):
+ * never the importing user.
  */
 function sourceAutomatics(
   rt: ResourceType,
   resource: SourceResource,
   values: Values,
   w: WriteContext,
-  now: number,
-  isNew: boolean,
+  { now, isNew }: { now: number; isNew: boolean },
 ): { revisionCreated: number; revisionUser: number | null } {
   for (const field of rt.bundle.fields) {
     if (!field.auto || field.computed || field.storage.kind === 'none') continue;
@@ -146,14 +150,14 @@ export async function writeRecord(
 ): Promise<number> {
   const s = w.services;
   const { document } = cleanDocument(rt, resource, w);
-  const input = await s.input.read(db, rt, document);
+  const input = await w.input.read(db, rt, document);
   const now = Math.floor(Date.now() / 1000);
   const values: Values = new Map(input.values);
   for (const [k, v] of extra) values.set(k, v);
   // A user's save and its timestamps after it: one unit of work, one feed row (storage/unit-of-work.ts).
   if (rt.entityType.access === 'user')
     return inUnitOfWork(db, () => writeUser(db, rt, resource, current, values, w, now));
-  const { revisionCreated, revisionUser } = importedValues(rt, resource, values, w, now, current === null);
+  const { revisionCreated, revisionUser } = importedValues(rt, resource, values, w, { now, isNew: current === null });
   // Older revisions (from a Tilth source, --revisions), for a new record.
   const older = !current && rt.entityType.revisionId ? await olderRevisions(db, rt, history, w, now) : [];
   return s.entities.saveVerbatim(
@@ -181,7 +185,7 @@ export async function writeNewRecords(
   resources: readonly SourceResource[],
   w: WriteContext,
 ): Promise<number[]> {
-  const inputs = await w.services.input.readMany(
+  const inputs = await w.input.readMany(
     db,
     rt,
     resources.map((r) => cleanDocument(rt, r, w).document),
@@ -189,7 +193,7 @@ export async function writeNewRecords(
   const now = Math.floor(Date.now() / 1000);
   const rows = resources.map((resource, i) => {
     const values: Values = new Map(inputs[i]!.values);
-    const revision = importedValues(rt, resource, values, w, now, true);
+    const revision = importedValues(rt, resource, values, w, { now, isNew: true });
     return {
       uuid: resource.id,
       values,
@@ -205,10 +209,9 @@ function importedValues(
   resource: SourceResource,
   values: Values,
   w: WriteContext,
-  now: number,
-  isNew: boolean,
+  { now, isNew }: { now: number; isNew: boolean },
 ): { revisionCreated: number; revisionUser: number | null } {
-  const revision = sourceAutomatics(rt, resource, values, w, now, isNew);
+  const revision = sourceAutomatics(rt, resource, values, w, { now, isNew });
   if (rt.fieldsByName.has(REVISION_LOG_MESSAGE)) values.set(REVISION_LOG_MESSAGE, w.message);
   if (rt.fieldsByName.has('revision_created')) values.set('revision_created', revision.revisionCreated);
   if (rt.fieldsByName.has('revision_user'))
@@ -231,16 +234,16 @@ async function olderRevisions(
   const out: RevisionInput[] = [];
   for (const revision of history) {
     try {
-      const input = await w.services.input.read(db, rt, cleanDocument(rt, revision, w).document);
+      const input = await w.input.read(db, rt, cleanDocument(rt, revision, w).document);
       const values: Values = new Map(input.values);
-      const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, now, true);
+      const { revisionCreated, revisionUser } = sourceAutomatics(rt, revision, values, w, { now, isNew: true });
       const message =
         typeof revision.attributes?.[REVISION_LOG_MESSAGE] === 'string'
           ? (revision.attributes[REVISION_LOG_MESSAGE] as string)
           : '';
       fillDefaults(rt.bundle.fields, values, now);
       const stored = storedValues(rt, values);
-      await w.services.loader.store.revisions.pinTargetRevisions(db, rt, stored);
+      await w.services.store.revisions.pinTargetRevisions(db, rt, stored);
       out.push({ userId: revisionUser, created: revisionCreated, message, values: stored });
     } catch {
       continue;
@@ -276,6 +279,6 @@ async function writeUser(
     const t = parseTimestamp(resource.attributes?.[name]);
     if (rt.fieldsByName.has(name)) times.set(name, t ?? now);
   }
-  await s.loader.store.update(db, rt, id, times);
+  await s.store.update(db, rt, id, times);
   return id;
 }

@@ -3,10 +3,10 @@
  * (pages.ts), the files (files.ts), the readings (copy-readings.ts) and pruning (prune.ts). What
  * it writes with is the farm's services graph (context.ts); what it found goes into its report.
  */
-import type { AppContext } from '../context.ts';
+import type { AppContext, FarmServices } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import { ApiError, ValidationError } from '../errors.ts';
-import { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { InputReader } from '../jsonapi/input.ts';
 import { effectivePermissions, USER_ACCESS_SCOPE } from '../access/roles.ts';
 import type { Principal } from '../access/principal.ts';
 import type { FileStore } from '../files/storage.ts';
@@ -61,7 +61,8 @@ export function systemPrincipal(): Principal {
 }
 
 export class ImportRun {
-  readonly services: JsonApiServices;
+  /** The farm's services graph (context.ts), built once per farm: the import saves and reads through it. */
+  readonly services: FarmServices;
   readonly map: ImportMap;
   readonly files: FileStore;
   readonly w: WriteContext;
@@ -89,13 +90,14 @@ export class ImportRun {
     readonly progress: Progress,
     readonly options: ImportOptions = {},
   ) {
-    this.services = new JsonApiServices(ctx);
+    this.services = ctx.services;
     // The farm's own (context.ts): one Placements and one FileStore per farm.
     this.placements = ctx.services.placements;
     this.map = new ImportMap(source.base);
     this.files = ctx.services.files;
     this.w = {
       services: this.services,
+      input: new InputReader(ctx.registry),
       message: `Imported from ${source.base} on ${new Date().toISOString().slice(0, 10)}`,
       userIds: new Map(),
       userRemap: new Map(),

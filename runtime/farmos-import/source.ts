@@ -404,7 +404,7 @@ export class FarmSource {
       }
       if (REDIRECT_STATUSES.has(res.status)) {
         await res.body?.cancel();
-        url = this.redirectTarget(url, res, authorized, ++redirects);
+        url = this.redirectTarget(url, res, { authorized, hops: ++redirects });
         attempt--;
         continue;
       }
@@ -432,10 +432,15 @@ export class FarmSource {
 
   /**
    * Where a redirect may be followed: on the source's own origin (the token goes only there), a
-   * few hops at most. The token endpoint's is refused whatever its target: the credentials sent
-   * there (a client secret, a password) would be sent on.
+   * few hops at most (`hops`: this one's number). The token endpoint's (not `authorized`) is
+   * refused whatever its target: the credentials sent there (a client secret, a password) would be
+   * sent on.
    */
-  private redirectTarget(url: string, res: Response, authorized: boolean, hops: number): string {
+  private redirectTarget(
+    url: string,
+    res: Response,
+    { authorized, hops }: { authorized: boolean; hops: number },
+  ): string {
     const location = res.headers.get('location');
     if (!location) throw new SourceError(`${url} answered ${res.status} (a redirect) without saying where to.`);
     let target: URL;

@@ -9,7 +9,8 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
-import { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { Serializer } from '../jsonapi/serialize.ts';
+import type { RecordLoader } from '../farm/loader.ts';
 import type { FileStore } from '../files/storage.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
 import { SourceError, type FarmSource, type SourceResource } from './source.ts';
@@ -90,7 +91,9 @@ export async function verifyFarm(
 
 class FarmVerifier {
   readonly out: Difference[] = [];
-  private readonly services: JsonApiServices;
+  /** The farm's loader (context.ts services graph) and the JSON:API serializer both farms' documents are compared in. */
+  private readonly loader: RecordLoader;
+  private readonly serializer: Serializer;
   private readonly map: ImportMap;
   private readonly files: FileStore;
   private readonly principal = systemPrincipal();
@@ -100,7 +103,8 @@ class FarmVerifier {
     private readonly source: FarmSource,
     private readonly userRemap: ReadonlyMap<string, string>,
   ) {
-    this.services = new JsonApiServices(ctx);
+    this.loader = ctx.services.loader;
+    this.serializer = new Serializer(ctx);
     this.map = new ImportMap(source.base);
     this.files = ctx.services.files;
   }
@@ -121,7 +125,7 @@ class FarmVerifier {
         id: number;
         uuid: string;
       }>;
-      const records = await this.services.loader.load(
+      const records = await this.loader.load(
         db,
         entityType,
         rows.map((r) => Number(r.id)),
@@ -145,7 +149,7 @@ class FarmVerifier {
           continue;
         }
         if (entityType === 'user' && this.userRemap.has(resource.id)) continue; // an account of this farm's, matched by name
-        const here = this.services.serializer.resourceObject(record, this.principal);
+        const here = this.serializer.resourceObject(record, this.principal);
         this.out.push(...compare(rt, resource, here as SourceResource, this.userRemap));
         if (entityType === 'file')
           await this.compareBytes(rt, resource, record.values.get('path'), imported.get(resource.id));
@@ -181,7 +185,7 @@ class FarmVerifier {
     const entityType = rt.entityType.entityType;
     if (entityType === 'user') return;
     for (const uuid of await this.map.uuids(this.ctx.db.knex, entityType, rt.bundle.bundle)) {
-      if (!seen.has(uuid) && (await this.services.loader.store.findByUuid(this.ctx.db.knex, entityType, uuid))) {
+      if (!seen.has(uuid) && (await this.loader.store.findByUuid(this.ctx.db.knex, entityType, uuid))) {
         this.out.push({
           type: rt.type,
           uuid,

@@ -2,11 +2,16 @@
  * Uploaded files on disk under TILTH_DATA_DIR/files. An upload is received in two steps so that no
  * database transaction waits on the network: `receive` streams the body (decompressed when it
  * says Content-Encoding) to a temporary file while counting it against the size limit and ending
- * it with 408 when it stalls; then, in a short transaction, `place` moves it under
+ * it when it stalls; then, in a short transaction, `place` moves it under
  * `farm/<entity>/<YYYY>-<MM>/` (renamed when the name is taken, as Drupal does; names are reserved
  * atomically, so processes sharing the folder never overwrite each other's files). Nothing of a
  * failed upload stays behind, and what a process that died mid-upload left in `tmp/` is removed
  * when the server next starts (sweepAbandonedUploads).
+ *
+ * A refusal is an `UploadRefused` of a kind (a name that is not one, too many bytes, a stalled
+ * body, a full disk…), in the store's words and with no status: each face answers it in its own
+ * (the JSON:API face's statuses: jsonapi/errors.ts `uploadApiError`); the importer reports its
+ * sentence.
  *
  * Durability: the bytes are synced before the temporary file is closed, and the directory a file
  * is placed in after the rename (syncPlaced), so a file's record, committed after `place`, never
@@ -28,20 +33,62 @@ import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { ApiError, insufficientStorage, unsupportedMediaType } from '../errors.ts';
+import { DISK_FULL_DETAIL } from '../errors.ts';
 
-/** A full disk or quota, from the file system: the operator's to fix (507), not the client's. */
+/**
+ * Why the store refused a file or its name:
+ * - `no-filename`: the upload names no file (no Content-Disposition, or no file name in it);
+ * - `bad-filename`: a name that is not usable (nothing left once reduced, a `filename*` that is not UTF-8);
+ * - `filename-too-long`: a name longer than farmOS allows;
+ * - `unsupported-encoding`: a Content-Encoding the store cannot decode;
+ * - `not-decompressed`: bytes that do not decompress as their Content-Encoding says;
+ * - `too-large`: more bytes than the limit;
+ * - `stalled`: the body sent nothing for the stall time;
+ * - `interrupted`: the body ended before the whole file arrived;
+ * - `disk-full`: the disk (or a quota) is full: the operator's to fix, not the sender's.
+ */
+export type UploadRefusalKind =
+  | 'no-filename'
+  | 'bad-filename'
+  | 'filename-too-long'
+  | 'unsupported-encoding'
+  | 'not-decompressed'
+  | 'too-large'
+  | 'stalled'
+  | 'interrupted'
+  | 'disk-full';
+
+/** A file or a file name the store refused: its kind, and a sentence saying why (the message). */
+export class UploadRefused extends Error {
+  constructor(
+    readonly kind: UploadRefusalKind,
+    detail: string,
+  ) {
+    super(detail);
+    this.name = 'UploadRefused';
+  }
+
+  get detail(): string {
+    return this.message;
+  }
+}
+
+/** A full disk or quota, from the file system: the operator's to fix, not the client's. */
 function diskFull(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'ENOSPC' || code === 'EDQUOT';
 }
 
-/** Run a file-system step, a full disk reported as 507. */
+function diskFullRefusal(): UploadRefused {
+  return new UploadRefused('disk-full', DISK_FULL_DETAIL);
+}
+
+/** Run a file-system step, a full disk reported as such (`disk-full`). */
 function onDisk<T>(step: () => T): T {
   try {
     return step();
   } catch (error) {
-    throw diskFull(error) ? insufficientStorage() : error;
+    throw diskFull(error) ? diskFullRefusal() : error;
   }
 }
 
@@ -114,8 +161,8 @@ function utf8(value: string): string {
  */
 export function filenameFromDisposition(header: string | undefined): string {
   if (!header)
-    throw new ApiError(
-      400,
+    throw new UploadRefused(
+      'no-filename',
       '"Content-Disposition" header is required. A file name in the format "filename=FILENAME" must be provided.',
     );
   let raw: string | null = null;
@@ -123,22 +170,25 @@ export function filenameFromDisposition(header: string | undefined): string {
   if (extended) {
     const m = /^([\w-]+)'[^']*'(.*)$/.exec(extended[1]!);
     if (!m || !/^utf-8$/i.test(m[1]!))
-      throw new ApiError(
-        400,
+      throw new UploadRefused(
+        'bad-filename',
         `The "filename*" of the Content-Disposition header must be UTF-8''<percent-encoded name>.`,
       );
     try {
       raw = decodeURIComponent(m[2]!);
     } catch {
-      throw new ApiError(400, 'The "filename*" of the Content-Disposition header is not valid percent-encoded UTF-8.');
+      throw new UploadRefused(
+        'bad-filename',
+        'The "filename*" of the Content-Disposition header is not valid percent-encoded UTF-8.',
+      );
     }
   } else {
     const m = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
     if (m) raw = utf8((m[1] ?? m[2] ?? '').replace(/\\(.)/g, '$1'));
   }
   if (raw === null)
-    throw new ApiError(
-      400,
+    throw new UploadRefused(
+      'no-filename',
       'No filename found in the "Content-Disposition" header. A file name in the format "filename=FILENAME" must be provided.',
     );
   return safeFilename(raw);
@@ -155,8 +205,9 @@ export function safeFilename(raw: string): string {
     .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
     .trim();
   if (!name || name === '.' || name === '..')
-    throw new ApiError(400, `The file name "${printable(raw)}" is not usable.`);
-  if ([...name].length > 240) throw new ApiError(422, 'The file name may be at most 240 characters long.');
+    throw new UploadRefused('bad-filename', `The file name "${printable(raw)}" is not usable.`);
+  if ([...name].length > 240)
+    throw new UploadRefused('filename-too-long', 'The file name may be at most 240 characters long.');
   return name;
 }
 
@@ -200,7 +251,8 @@ function decoder(encoding: string | undefined): Transform | null {
     case 'br':
       return createBrotliDecompress();
     default:
-      throw unsupportedMediaType(
+      throw new UploadRefused(
+        'unsupported-encoding',
         `The Content-Encoding "${encoding}" is not supported: send the bytes as they are, or gzip, deflate or br.`,
       );
   }
@@ -259,7 +311,7 @@ function syncDirectory(path: string): void {
 
 export interface FileLimits {
   maxBytes: number;
-  /** Milliseconds the body may send nothing before the upload ends with 408. */
+  /** Milliseconds the body may send nothing before the upload ends (`stalled`). */
   stallMs: number;
 }
 
@@ -295,7 +347,12 @@ export class FileStore {
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
         if (size > maxBytes)
-          done(new ApiError(413, `The file is larger than the ${maxBytes} bytes allowed (TILTH_UPLOAD_MAX_BYTES).`));
+          done(
+            new UploadRefused(
+              'too-large',
+              `The file is larger than the ${maxBytes} bytes allowed (TILTH_UPLOAD_MAX_BYTES).`,
+            ),
+          );
         else done(null, chunk);
       },
     });
@@ -314,13 +371,13 @@ export class FileStore {
       if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       rmSync(tmp, { force: true });
       if (stalled)
-        throw new ApiError(
-          408,
+        throw new UploadRefused(
+          'stalled',
           `The upload sent nothing for ${stallMs / 1000} seconds (TILTH_BODY_TIMEOUT) and was ended; nothing was stored.`,
-          { headers: { Connection: 'close' } },
         );
-      if (error instanceof ApiError) throw error;
-      if (diskFull(error)) throw insufficientStorage();
+      // A refusal of the counter's, or of a stream the caller put before it (the importer's check of a stated size).
+      if (error instanceof UploadRefused) throw error;
+      if (diskFull(error)) throw diskFullRefusal();
       // The disk refused to sync the bytes: the server's trouble (500), not an interrupted upload.
       if ((error as { syscall?: unknown }).syscall === 'fsync') throw error;
       if (
@@ -328,12 +385,12 @@ export class FileStore {
         typeof (error as { code?: string }).code === 'string' &&
         /^Z_|ERR_BROTLI|ERR__ERROR/.test((error as { code: string }).code)
       ) {
-        throw new ApiError(
-          400,
+        throw new UploadRefused(
+          'not-decompressed',
           `The body does not decompress as its Content-Encoding (${body.headers?.['content-encoding']}) says.`,
         );
       }
-      throw new ApiError(400, 'The upload was interrupted before the whole file arrived.');
+      throw new UploadRefused('interrupted', 'The upload was interrupted before the whole file arrived.');
     } finally {
       clearTimeout(timer);
       body.off('data', onData);

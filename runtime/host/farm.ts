@@ -32,8 +32,10 @@ export interface OpenFarmOptions {
    * - `command` (the default): every other command's: only a database that exists
    *   (storage/database.ts openExistingDatabase), named through `opened`, then checked to be
    *   migrated to this code.
+   * - `backup`: `tilth backup`'s: as `command`, but not checked to be migrated: a backup is of the
+   *   farm as it is, whichever release migrated it last (an older one, just before an upgrade).
    */
-  use?: 'serve' | 'migrate' | 'command';
+  use?: 'serve' | 'migrate' | 'command' | 'backup';
   generatedDir?: string;
   /** Called once the database is open, before anything is read from it (a command names it on stderr). */
   opened?: (db: Database) => void;
@@ -145,13 +147,13 @@ export class Farm {
 /** Open the farm `config` describes, for `options.use` (OpenFarmOptions); on failure nothing stays open. */
 export async function openFarm(process: ProcessContext, config: Config, options: OpenFarmOptions = {}): Promise<Farm> {
   const use = options.use ?? 'command';
-  if (use === 'command') {
+  if (use === 'command' || use === 'backup') {
     // The database first: a command with the wrong settings is told there is no farm there before anything else.
     const db = await openExistingDatabase(config);
     try {
       options.opened?.(db);
       const generated = await loadGenerated(options.generatedDir, config.siteDir);
-      await assertMigrated(db.knex, generated.migrations);
+      if (use === 'command') await assertMigrated(db.knex, generated.migrations);
       return new Farm(process, config, db, generated, null);
     } catch (error) {
       await db.close();

@@ -11,7 +11,7 @@ import { SchemaStore, schemaIndexHandler } from '../jsonapi/schemas.ts';
 import { createDispatcher } from '../jsonapi/router.ts';
 import { createResourceHandlers } from '../jsonapi/handlers/index.ts';
 import { ApiError, badRequest, notFound, OAuthError } from '../errors.ts';
-import { databaseApiError, jsonApiErrorDocument } from '../jsonapi/errors.ts';
+import { domainApiError, jsonApiErrorDocument } from '../jsonapi/errors.ts';
 import { JSONAPI_MEDIA_TYPE } from '../jsonapi/document.ts';
 import { OAUTH_PATHS, type OAuthComponents } from '../oauth/index.ts';
 import { createSubrequestHandler } from '../jsonapi/subrequests.ts';
@@ -114,7 +114,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
       res.status(error.status).set(error.headers).set('Cache-Control', 'no-store').json(error.toBody());
       return;
     }
-    let e = databaseApiError(error) ?? normaliseBodyError(error, req);
+    let e = domainApiError(error) ?? normaliseBodyError(error, req);
     // A failure this code cannot explain may be a schema it does not know: another process of a
     // newer release migrated the database (README, "Scaling out"). Then say so with a 503, as
     // /health does, so the load balancer and the client retry elsewhere, rather than a 500.

@@ -17,35 +17,35 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
-import type { Db, EntityRecord, Reference } from '../storage/records.ts';
-import { lockToChange } from '../storage/locks.ts';
-import { ANONYMOUS, principalOf, type Principal } from '../access/principal.ts';
+import type { Db, EntityRecord } from '../storage/records.ts';
+import { principalOf, type Principal } from '../access/principal.ts';
 import { isAuthenticated, mayOnType } from '../access/policy.ts';
-import { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import type { RecordLoader } from '../farm/loader.ts';
 import { UUID } from '../jsonapi/input.ts';
-import { ApiError, badRequest, forbidden, methodNotAllowed, notFound } from '../errors.ts';
+import { ApiError, badParameter, badRequest, forbidden, methodNotAllowed, notFound } from '../errors.ts';
 import {
-  insertReadings,
   keysMatch,
+  MAX_READINGS_LIMIT,
+  PostRefused,
   queryReadings,
   readingsFromPayload,
-  readingsQueryFrom,
-  type StreamRef,
+  type ReadingsQuery,
 } from '../farm/data-streams.ts';
-import { write } from '../storage/transactions.ts';
+import { farmCommands } from '../usecases/commands.ts';
+import { streamRef } from '../usecases/readings.ts';
 
 /** Largest readings body accepted: the same as a JSON:API document. */
 const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
-/** Value names a sensor may introduce in one post (each becomes a data stream). */
-const MAX_NEW_STREAMS_PER_POST = 100;
-const NAME_MAX_LENGTH = 255;
 const ALLOWED = ['GET', 'POST'];
 
 /** Where dataStreamRoutes answers: every path of its routes starts with one of these (app.ts scopes it to them). */
 export const DATA_STREAM_PATHS = ['/api/data_stream/', '/asset/', '/farm/sensor/listener/'];
 
 export function dataStreamRoutes(ctx: AppContext): Router {
-  const s = new JsonApiServices(ctx);
+  // The farm's services graph and commands, built once per farm (context.ts, usecases/commands.ts).
+  const { loader } = ctx.services;
+  const readings = farmCommands(ctx).readings;
+  const knex = ctx.db.knex;
   const router = Router();
   const readRaw = ctx.bodies.read(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }), {
     limitBytes: BODY_LIMIT_BYTES,
@@ -78,31 +78,26 @@ export function dataStreamRoutes(ctx: AppContext): Router {
   const endpoint =
     (handler: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
       if (!ALLOWED.includes(req.method)) return next(methodNotAllowed(req.method, ALLOWED));
-      handler(req, res).catch(next);
+      handler(req, res).catch((error: unknown) => next(postApiError(error)));
     };
 
   router.all(
     '/api/data_stream/:uuid/data',
     endpoint(async (req, res) => {
       const rt = streamType();
-      const stream = await loadByUuid(s, rt, String(req.params.uuid));
+      const stream = await loadByUuid(loader, knex, rt, String(req.params.uuid));
       const params = searchParams(req);
       if (req.method === 'GET') {
         assertMayRead(stream, params, principalOf(res), rt);
         const query = readingsQueryFrom(params);
-        res.json(await queryReadings(s.knex, [streamRef(stream)], query));
+        res.json(await queryReadings(knex, [streamRef(stream)], query));
         return;
       }
       assertKey(stream, params);
       const payload = await readPayload(req, res);
       const name = streamRef(stream).name;
-      const { readings } = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
-      await write(s.knex, (trx) =>
-        insertReadings(
-          trx,
-          readings.map((r) => ({ streamId: stream.id, timestamp: r.timestamp, value: r.value })),
-        ),
-      );
+      const posted = readingsFromPayload(payload, nowSeconds(), (key) => key === name);
+      await readings.postToStream(streamRef(stream), posted.readings);
       res.status(201).end();
     }),
   );
@@ -115,38 +110,23 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       if (req.method === 'GET') {
         assertMayRead(sensor, params, principalOf(res), rt);
         const query = readingsQueryFrom(params);
-        res.json(await queryReadings(s.knex, await basicStreamsOf(s, s.knex, sensor), query));
+        res.json(await queryReadings(knex, await readings.streamsOf(knex, sensor), query));
         return;
       }
       assertKey(sensor, params);
       const payload = await readPayload(req, res);
       // As farmOS: a stream for every value name posted, numeric or not; only numeric values are stored.
-      const { readings, names } = readingsFromPayload(payload, nowSeconds(), () => true);
-      const tooLong = names.find((n) => n.length > NAME_MAX_LENGTH);
-      if (tooLong)
-        throw badRequest(
-          `The value name "${tooLong.slice(0, 40)}…" is longer than ${NAME_MAX_LENGTH} characters; it names a data stream.`,
-          { pointer: '' },
-        );
-      await write(s.knex, async (trx) => {
-        // Serialise posts to one sensor, so that two of them do not both create a stream for a new
-        // name. FOR NO KEY UPDATE (storage/locks.ts), not FOR UPDATE as before: two posts still
-        // take turns, but a post no longer waits on every log save naming the sensor (each holds
-        // a KEY SHARE lock on it), nor they on it.
-        await lockToChange(trx, rt.entityType.table, [sensor.id]);
-        const streams = await ensureStreams(s, trx, sensor.id, names);
-        const ids = new Map(streams.map((st) => [st.name, st.id]));
-        await insertReadings(
-          trx,
-          readings.map((r) => ({ streamId: ids.get(r.name)!, timestamp: r.timestamp, value: r.value })),
-        );
-      });
+      await readings.postToSensor(
+        rt,
+        sensor,
+        readingsFromPayload(payload, nowSeconds(), () => true),
+      );
       res.status(201).end();
     });
 
   router.all(
     '/asset/:uuid/data/basic',
-    sensorEndpoint((req, rt) => loadByUuid(s, rt, String(req.params.uuid))),
+    sensorEndpoint((req, rt) => loadByUuid(loader, knex, rt, String(req.params.uuid))),
   );
   router.all(
     '/farm/sensor/listener/:public_key',
@@ -155,80 +135,63 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       const column = field?.storage.kind === 'columns' ? field.storage.columns.value : undefined;
       const key = String(req.params.public_key);
       const row = column
-        ? await s
-            .knex(rt.entityType.table)
+        ? await knex(rt.entityType.table)
             .where({ bundle: rt.bundle.bundle, [column]: key })
             .first('id')
         : undefined;
       if (!row)
         throw notFound(`There is no sensor with the public key "${key.slice(0, 64)}".`, { parameter: 'public_key' });
-      return (await s.loader.load(s.knex, rt.entityType.entityType, [Number(row.id)], null))[0]!;
+      return (await loader.load(knex, rt.entityType.entityType, [Number(row.id)], null))[0]!;
     }),
   );
   return router;
 }
 
-async function loadByUuid(s: JsonApiServices, rt: ResourceType, uuid: string): Promise<EntityRecord> {
-  const hit = UUID.test(uuid)
-    ? await s.loader.store.findByUuid(s.knex, rt.entityType.entityType, uuid.toLowerCase())
-    : null;
+/** A refused post (farm/data-streams.ts PostRefused) as this face answers it: a 400 pointing at the point in the body, or at the body. */
+function postApiError(error: unknown): unknown {
+  if (!(error instanceof PostRefused)) return error;
+  return badRequest(error.message, { pointer: error.point === null ? '' : `/${error.point}` });
+}
+
+async function loadByUuid(loader: RecordLoader, db: Db, rt: ResourceType, uuid: string): Promise<EntityRecord> {
+  const hit = UUID.test(uuid) ? await loader.store.findByUuid(db, rt.entityType.entityType, uuid.toLowerCase()) : null;
   if (!hit || hit.bundle !== rt.bundle.bundle)
     throw notFound(`There is no ${rt.type} with the id "${uuid.slice(0, 64)}".`, { parameter: 'uuid' });
-  const [record] = await s.loader.load(s.knex, rt.entityType.entityType, [hit.id], null);
+  const [record] = await loader.load(db, rt.entityType.entityType, [hit.id], null);
   if (!record) throw notFound(`There is no ${rt.type} with the id "${uuid}".`, { parameter: 'uuid' });
   return record;
 }
 
-function streamRef(record: EntityRecord): StreamRef {
-  return { id: record.id, name: String(record.values.get('name') ?? '') };
+function truncate(s: string): string {
+  return s.length > 80 ? `${s.slice(0, 77)}…` : s;
 }
 
-/** The basic data streams a sensor references, in its order. */
-async function basicStreamsOf(s: JsonApiServices, db: Db, sensor: EntityRecord): Promise<StreamRef[]> {
-  const refs = ((sensor.values.get('data_stream') as Reference[] | undefined) ?? []).filter(Boolean);
-  if (!refs.length) return [];
-  const records = await s.loader.load(
-    db,
-    'data_stream',
-    refs.map((r) => r.targetId),
-    null,
-  );
-  return records.filter((r) => r.bundle === 'basic').map(streamRef);
-}
-
-/**
- * The sensor's basic streams for these value names, creating (and linking) those it lacks, as
- * farmOS's SensorDataController::createDataStream does. Runs in the post's transaction.
- */
-async function ensureStreams(s: JsonApiServices, trx: Db, sensorId: number, names: string[]): Promise<StreamRef[]> {
-  const [sensor] = await s.loader.load(trx, 'asset', [sensorId], null);
-  const existing = await basicStreamsOf(s, trx, sensor!);
-  const have = new Set(existing.map((st) => st.name));
-  const missing = names.filter((n) => !have.has(n));
-  if (!missing.length) return existing;
-  if (missing.length > MAX_NEW_STREAMS_PER_POST) {
-    throw badRequest(
-      `The post names ${missing.length} new values; a sensor may gain at most ${MAX_NEW_STREAMS_PER_POST} data streams per post.`,
-      { pointer: '' },
+/** Read `start`, `end`, `limit`, `offset` and `name` from a query string; 400 names a bad parameter, 422 a limit over the cap. */
+function readingsQueryFrom(params: URLSearchParams): ReadingsQuery {
+  const integer = (name: string, min: number): number | null => {
+    const raw = params.get(name);
+    if (raw === null || raw === '') return null;
+    if (!/^-?\d{1,15}$/.test(raw.trim()) || Number(raw) < min) {
+      throw badParameter(
+        name,
+        `The "${name}" parameter must be a whole number${min === 0 ? ' of 0 or more' : ''}${name === 'start' || name === 'end' ? ' of Unix seconds' : ''}; it is "${truncate(raw)}".`,
+      );
+    }
+    return Number(raw);
+  };
+  const start = integer('start', Number.MIN_SAFE_INTEGER);
+  const end = integer('end', Number.MIN_SAFE_INTEGER);
+  const limit = integer('limit', 0);
+  if (limit !== null && limit > MAX_READINGS_LIMIT) {
+    throw new ApiError(
+      422,
+      `The "limit" parameter may be at most ${MAX_READINGS_LIMIT}; it is ${limit}. Page with "offset", or narrow "start" and "end".`,
+      { source: { parameter: 'limit' } },
     );
   }
-  const streamRt = s.ctx.registry.get('data_stream--basic')!;
-  const created: StreamRef[] = [];
-  for (const name of missing) {
-    const { id } = await s.entities.create(
-      trx,
-      streamRt,
-      { values: new Map([['name', name]]), secrets: new Map() },
-      ANONYMOUS,
-    );
-    created.push({ id, name });
-  }
-  const refs = [
-    ...((sensor!.values.get('data_stream') as Reference[] | undefined) ?? []).filter(Boolean),
-    ...created.map((c) => ({ targetId: c.id, meta: {} }) as Reference),
-  ];
-  await s.entities.update(trx, sensor!, { values: new Map([['data_stream', refs]]), secrets: new Map() }, ANONYMOUS);
-  return [...existing, ...created];
+  const offset = integer('offset', 0);
+  const names = [...params.getAll('name'), ...params.getAll('name[]')].filter(Boolean);
+  return { start, end, limit: limit ?? MAX_READINGS_LIMIT, offset: offset ?? 0, names: names.length ? names : null };
 }
 
 /** The query string, read as URLSearchParams (the app's own parser is switched off). */

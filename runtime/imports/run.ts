@@ -1,13 +1,14 @@
 /**
- * Runs an import: every record through the same reading and saving as a JSON:API POST
- * (InputReader, EntityService: validation, farm behaviour, revisions), all in one transaction,
- * as the given user. The first bad record stops it; its message names the row, and nothing is
- * kept.
+ * Runs an import: every record through the same reading and saving as a JSON:API POST (the
+ * JSON:API InputReader, then the create command, usecases/records.ts: the caller's right to
+ * create the type, validation, farm behaviour, revisions), all in one transaction, as the given
+ * user. The first bad record stops it; its message names the row, and nothing is kept.
  */
-import type { Knex } from 'knex';
+import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
-import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
+import { InputReader } from '../jsonapi/input.ts';
+import { farmCommands } from '../usecases/commands.ts';
 import { ApiError, ValidationError } from '../errors.ts';
 import { write } from '../storage/transactions.ts';
 
@@ -22,17 +23,19 @@ export interface ImportItem {
 
 /** Import the items; returns how many of each resource type were created. */
 export async function runImport(
-  s: JsonApiServices,
-  db: Knex,
+  ctx: AppContext,
   items: ImportItem[],
   principal: Principal,
 ): Promise<Map<string, number>> {
   const created = new Map<string, number>();
-  await write(db, async (trx) => {
+  const input = new InputReader(ctx.registry);
+  const commands = farmCommands(ctx).records;
+  await write(ctx.db.knex, async (trx) => {
     for (const item of items) {
       try {
-        const input = await s.input.read(trx, item.rt, item.document);
-        await s.entities.create(trx, item.rt, input, principal);
+        // The caller's right to create the type first, as the API checks it before reading a body.
+        commands.assertMayCreate(principal, item.rt);
+        await commands.createIn(trx, principal, item.rt, await input.read(trx, item.rt, item.document));
       } catch (error) {
         if (error instanceof ValidationError)
           throw new ImportError(`${item.where}: ${error.violations.map((v) => v.detail).join(' ')}`);

@@ -79,7 +79,7 @@ function requestedTypes(params: QueryObject): string[] | null {
 }
 
 /** page[limit], or its default; with records, at most MAX_CHANGES_WITH_RECORDS (a larger one is taken as that). */
-function pageLimit(params: QueryObject, withRecords: boolean): number {
+function pageLimit(params: QueryObject, { withRecords }: { withRecords: boolean }): number {
   const page = params.page;
   const most = withRecords ? MAX_CHANGES_WITH_RECORDS : MAX_CHANGES_LIMIT;
   if (page === undefined) return Math.min(DEFAULT_CHANGES_LIMIT, most);
@@ -202,8 +202,7 @@ export function changesRoutes(s: JsonApiServices): Router {
   const pageText = async (
     principal: Principal,
     rows: FeedRow[],
-    withRecords: boolean,
-    budget: number,
+    { withRecords, budget }: { withRecords: boolean; budget: number },
   ): Promise<PageText> => {
     const page: PageText = { entries: [], records: [], cutAfter: null };
     let used = 0;
@@ -247,9 +246,11 @@ export function changesRoutes(s: JsonApiServices): Router {
   const send = (
     res: Response,
     page: PageText,
-    withRecords: boolean,
-    meta: Record<string, unknown>,
-    links: Record<string, { href: string }>,
+    {
+      withRecords,
+      meta,
+      links,
+    }: { withRecords: boolean; meta: Record<string, unknown>; links: Record<string, { href: string }> },
   ) => {
     const body = new DocumentPieces();
     body.push(`{"jsonapi":${JSON.stringify(JSONAPI_VERSION)},"data":[${page.entries.join(',')}]`);
@@ -301,7 +302,8 @@ export function changesRoutes(s: JsonApiServices): Router {
     const include = single(params, 'include');
     if (include !== undefined && include !== 'records')
       throw badParameter('include', 'The change feed includes only "records" (include=records).');
-    const limit = pageLimit(params, include !== undefined);
+    const withRecords = include !== undefined;
+    const limit = pageLimit(params, { withRecords });
     const types = readableTypes(principal, requestedTypes(params));
 
     const kinds: FeedKind[] = types.map((type) => ({
@@ -323,12 +325,10 @@ export function changesRoutes(s: JsonApiServices): Router {
     const nextLink = (at: string) => ({
       href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}`,
     });
-    const page = await pageText(
-      principal,
-      shown,
-      include !== undefined,
-      config.responseMaxBytes - frameBytes(self, nextLink),
-    );
+    const page = await pageText(principal, shown, {
+      withRecords,
+      budget: config.responseMaxBytes - frameBytes(self, nextLink),
+    });
     // Cut short by the budget: go on after the last row sent (a shorter page is a page like another).
     const next = page.cutAfter
       ? { issued: now, txid: page.cutAfter.txid, position: page.cutAfter.position }
@@ -336,7 +336,7 @@ export function changesRoutes(s: JsonApiServices): Router {
     const nextCursor = encodeCursor(next);
     const links: Record<string, { href: string }> = { self };
     if (read.more || page.cutAfter) links.next = nextLink(nextCursor);
-    send(res, page, include !== undefined, { cursor: nextCursor }, links);
+    send(res, page, { withRecords, meta: { cursor: nextCursor }, links });
   });
   router.all(CHANGES_PATH, (req) => {
     throw methodNotAllowed(req.method, ['GET']);

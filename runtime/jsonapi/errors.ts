@@ -4,14 +4,17 @@
  * field's place in a request document, `/data/attributes/<name>[/<item>]` or
  * `/data/relationships/<name>[/data/<item>]`; an error naming the record, `/data` (or `/data/id`
  * for its identifier). A violation of the face's own wire (`/data/id`) keeps the pointer it was
- * made with. Failures of the database (storage/db-errors.ts) get their statuses here too.
+ * made with. Failures of the database (storage/db-errors.ts) and the file store's refusals
+ * (files/storage.ts `UploadRefused`) get their statuses here too (`domainApiError`).
  */
 import {
   ApiError,
   conflict,
   databaseFailureDetail,
+  badRequest,
   insufficientStorage,
   reasonPhrase,
+  unsupportedMediaType,
   toJsonApiErrorDocument,
   ValidationError,
   type DatabaseFailure,
@@ -21,6 +24,7 @@ import {
   type WireViolation,
 } from '../errors.ts';
 import { classifyDatabaseError } from '../storage/db-errors.ts';
+import { UploadRefused } from '../files/storage.ts';
 
 /** The JSON Pointer of a violation in the request document. */
 export function violationPointer(v: Violation | WireViolation): string {
@@ -97,5 +101,42 @@ function apiErrorOf(failure: DatabaseFailure): ApiError {
       return insufficientStorage();
     case 'wal-sync-failed':
       return new ApiError(500, detail);
+  }
+}
+
+/**
+ * A failure of a part below the faces, as this face answers it: the database's (databaseApiError)
+ * or the file store's refusal of an upload (uploadApiError); null for anything else, which the
+ * caller renders as it is (an ApiError) or as a 500.
+ */
+export function domainApiError(error: unknown): ApiError | null {
+  if (error instanceof UploadRefused) return uploadApiError(error);
+  return databaseApiError(error);
+}
+
+/**
+ * The file store's refusal of an upload (files/storage.ts) as this face answers it: a file name
+ * missing or unusable, bytes that do not decompress or a body cut short, 400; a name too long,
+ * 422 (no pointer: it is a header's); an encoding it cannot read, 415; too many bytes, 413; a
+ * stalled body, 408 with the connection closed (the rest of the body may never come); a full
+ * disk, 507.
+ */
+export function uploadApiError(refusal: UploadRefused): ApiError {
+  switch (refusal.kind) {
+    case 'no-filename':
+    case 'bad-filename':
+    case 'not-decompressed':
+    case 'interrupted':
+      return badRequest(refusal.detail);
+    case 'filename-too-long':
+      return new ApiError(422, refusal.detail);
+    case 'unsupported-encoding':
+      return unsupportedMediaType(refusal.detail);
+    case 'too-large':
+      return new ApiError(413, refusal.detail);
+    case 'stalled':
+      return new ApiError(408, refusal.detail, { headers: { Connection: 'close' } });
+    case 'disk-full':
+      return insufficientStorage();
   }
 }

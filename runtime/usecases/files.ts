@@ -71,7 +71,7 @@ export class FileCommands {
   ): Promise<Saved<T>> {
     this.assertMayUpload(principal, rt);
     return this.inTransaction(received, async (trx, placed) => {
-      const id = await this.place(trx, received, rt, false, principal, placed);
+      const id = await this.place(trx, received, { rt, permanent: false, principal, placed });
       return this.records.reloadedIn(trx, this.fileType(), id, present);
     });
   }
@@ -88,7 +88,7 @@ export class FileCommands {
     return this.inTransaction(received, async (trx, placed) => {
       // Locked: concurrent uploads to one record each add to what the one before them saved.
       const host = await this.records.lockedForWrite(trx, principal, rt, uuid, 'update', input.ifMatch);
-      const id = await this.place(trx, received, rt, true, principal, placed);
+      const id = await this.place(trx, received, { rt, permanent: true, principal, placed });
       const ref: Reference = { targetId: id, meta: {} };
       const current = host.values.get(field.name);
       const next = field.multiple ? [...((current as ItemValue[] | undefined) ?? []), ref] : ref;
@@ -97,14 +97,20 @@ export class FileCommands {
     });
   }
 
-  /** Place a received file and create its record inside `trx`; the placed file goes if the transaction fails. */
+  /**
+   * Place a received file for a field of `rt` and create its record inside `trx`, `permanent`
+   * when a record references it already (else temporary until one does); its path is added to
+   * `placed`, so that it goes if the transaction fails.
+   */
   private async place(
     trx: Db,
     received: ReceivedFile,
-    rt: ResourceType,
-    permanent: boolean,
-    principal: Principal,
-    placed: string[],
+    {
+      rt,
+      permanent,
+      principal,
+      placed,
+    }: { rt: ResourceType; permanent: boolean; principal: Principal; placed: string[] },
   ): Promise<number> {
     const path = this.files.place(received.tmp, rt.entityType.entityType, received.filename);
     placed.push(path);

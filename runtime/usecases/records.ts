@@ -128,7 +128,8 @@ export class RecordCommands {
 
   /**
    * Create inside a write another command opened (ComponentCommands: a log's new quantity; a form's
-   * new term named in a reference), with create's checks.
+   * new term named in a reference; `tilth import geo|csv`, imports/run.ts: many records in one, all
+   * or nothing), with create's checks.
    */
   async createIn(
     trx: Db,
@@ -146,7 +147,7 @@ export class RecordCommands {
     if (rt.entityType.access === 'file') {
       throw forbidden(
         'Files cannot be created with a JSON document: POST the bytes (Content-Type: application/octet-stream) to /api/<entity_type>/<bundle>/<file field>, then reference the file.',
-        { pointer: '/data' },
+        { record: 'whole' },
       );
     }
   }

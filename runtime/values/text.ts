@@ -124,8 +124,14 @@ function urlEnd(text: string, start: number): number {
 
 type Escape = (s: string) => string;
 
+/** How a text format writes its text: how it escapes, and whether it is `plain_text` (every character shown as typed). */
+interface TextFormat {
+  escape: Escape;
+  plain: boolean;
+}
+
 /** Text with its URLs made links (not inside a link), escaped. */
-function linkify(text: string, escape: Escape, plain: boolean): string {
+function linkify(text: string, { escape, plain }: TextFormat): string {
   let out = '';
   let at = 0;
   URL_START.lastIndex = 0;
@@ -198,7 +204,7 @@ function hrefOf(attributes: string): string | null {
  */
 export function processText(value: string, format: string | null = 'default'): string {
   const plain = format === 'plain_text';
-  const escape: Escape = plain ? escapeAll : escapeKeepingEntities;
+  const written: TextFormat = { escape: plain ? escapeAll : escapeKeepingEntities, plain };
   const text = value.includes('\r') ? value.replace(/\r\n?/g, '\n') : value;
   // No tag to keep (plain text, or no "<" at all): paragraphs of escaped, linked lines, as the
   // general walk below renders them, without its bookkeeping.
@@ -209,12 +215,12 @@ export function processText(value: string, format: string | null = 'default'): s
       if (!trimmed.trim()) continue;
       out += `${out ? '\n' : ''}<p>${trimmed
         .split('\n')
-        .map((line) => linkify(line, escape, plain))
+        .map((line) => linkify(line, written))
         .join('<br />\n')}</p>`;
     }
     return out;
   }
-  const walk = new Walk(escape, plain);
+  const walk = new Walk(written);
   let textStart = 0;
   let i = text.indexOf('<');
   while (i >= 0) {
@@ -242,10 +248,7 @@ class Walk {
   out = '';
   readonly stack: string[] = [];
 
-  constructor(
-    private readonly escape: Escape,
-    private readonly plain: boolean,
-  ) {}
+  constructor(private readonly format: TextFormat) {}
 
   inside(name: string): boolean {
     return this.stack.includes(name);
@@ -283,7 +286,7 @@ class Walk {
   }
 
   render(s: string): string {
-    return this.inside('a') ? this.escape(s) : linkify(s, this.escape, this.plain);
+    return this.inside('a') ? this.format.escape(s) : linkify(s, this.format);
   }
 
   addText(chunk: string): void {

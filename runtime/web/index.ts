@@ -30,7 +30,7 @@ import type { LoginSessions } from '../oauth/session.ts';
 import type { Limiters } from '../oauth/rate-limit.ts';
 import { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { ApiError } from '../errors.ts';
-import { databaseApiError } from '../jsonapi/errors.ts';
+import { domainApiError } from '../jsonapi/errors.ts';
 import { html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
@@ -66,7 +66,7 @@ export interface WebDeps {
 }
 
 export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): Router {
-  const services = new JsonApiServices(ctx);
+  const services = JsonApiServices.of(ctx);
   // Every date and number on the pages in the farm's locale and time zone (TILTH_LOCALE, TILTH_TIME_ZONE).
   const formats = new Formats(ctx.config.locale, ctx.config.timeZone);
   const reads = new WebReads(services);
@@ -234,7 +234,7 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
     // Express decodes a path's parameters and throws a URIError when one is not valid
     // percent-encoding: the address is wrong, not the server.
     if (error instanceof URIError) return sendError(res, 400, M.errors.badRequest, M.errors.badAddress);
-    const e = databaseApiError(error) ?? error;
+    const e = domainApiError(error) ?? error;
     if (e instanceof ApiError && e.status === 404) return notFoundPage(res);
     if (e instanceof ApiError && (e.status === 403 || e.status === 401))
       return sendError(res, 403, M.errors.forbidden, M.errors.forbiddenText);

@@ -67,7 +67,10 @@ function smallDataDirectory(dir: string): string {
   const source = join(dir, 'source');
   mkdirSync(join(source, 'files', 'public', '2026-11'), { recursive: true });
   const db = new Database(join(source, 'tilth.sqlite'));
-  db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (42)');
+  // A farm's database as far as `tilth backup` asks (storage/database.ts openExistingDatabase): Tilth's migrations table.
+  db.exec(
+    'CREATE TABLE knex_migrations (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE t (x); INSERT INTO t VALUES (42)',
+  );
   db.close();
   writeFileSync(join(source, 'files', 'public', '2026-11', 'yield.csv'), 'date,yield\n');
   return source;
@@ -442,6 +445,26 @@ test(
     } finally {
       await source.drop();
       await target.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+test(
+  'tilth backup where there is no farm says so, writes no backup and leaves no database behind',
+  { skip: Boolean(process.env.DATABASE_URL) && 'runs on the embedded SQLite database only' },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tilth-backup-none-'));
+    try {
+      const empty = join(dir, 'data');
+      mkdirSync(empty);
+      const file = join(dir, 'farm.tar.gz');
+      const res = tilth(['backup', file], { TILTH_DATA_DIR: empty });
+      assert.notEqual(res.status, 0, res.stdout);
+      assert.match(res.stderr, /There is no Tilth database at .*tilth\.sqlite/);
+      assert.equal(existsSync(file), false, 'no backup file');
+      assert.deepEqual(readdirSync(empty), [], 'no database made where there was none');
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   },

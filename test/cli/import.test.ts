@@ -267,3 +267,48 @@ test('import geo twice: features whose name and shape are already there are skip
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('import --as a user whose roles may not create the records is refused, naming the permission, and creates nothing', async () => {
+  // "Their rights apply, as to a token of theirs": a viewer's import created land assets, for the
+  // import saved through the entity service without the create command's check of the type.
+  const database = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'tilth-import-'));
+  const server = await startChildServer(database.env);
+  try {
+    const token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
+    const viewer = tilth(
+      ['user', 'create', '--name', 'reader', '--password', 'a long enough password', '--role', 'farm_viewer'],
+      database.env,
+    );
+    assert.equal(viewer.status, 0, viewer.stderr);
+    writeFileSync(join(dir, 'fields.kml'), KML);
+    const refused = tilth(
+      ['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field', '--as', 'reader'],
+      database.env,
+    );
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(
+      refused.stderr,
+      /placemark 1 \("North field"\): The current user is not allowed to POST asset--land resources: it needs the "content:create" permission/,
+    );
+    const land = await request(`${server.url}/api/asset/land`, { token });
+    assert.deepEqual(land.body.data, [], 'nothing was created');
+
+    // A worker may: the same file imports as them.
+    const worker = tilth(
+      ['user', 'create', '--name', 'hand', '--password', 'a long enough password', '--role', 'farm_worker'],
+      database.env,
+    );
+    assert.equal(worker.status, 0, worker.stderr);
+    const imported = tilth(
+      ['import', 'geo', join(dir, 'fields.kml'), '--bundle', 'land', '--land-type', 'field', '--as', 'hand'],
+      database.env,
+    );
+    assert.equal(imported.status, 0, imported.stderr);
+    assert.match(imported.stdout, /Imported .* as hand: created 2 asset--land/);
+  } finally {
+    await server.stop();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -211,7 +211,7 @@ export class QueryCompiler {
       return;
     }
     const column = `e.${this.terminalColumn(path.terminal!)}`;
-    this.compare(qb, column, op, values, column === range, isCaseless(path.terminal));
+    this.compare(qb, column, op, values, { unindexed: column === range, caseless: isCaseless(path.terminal) });
   }
 
   private terminalColumn(t: Terminal): string {
@@ -246,7 +246,7 @@ export class QueryCompiler {
       if (t?.kind !== 'property' || !t.side) throw new Error('pathIn: no hop and no side-table terminal');
       const v = `v${depth}`;
       const sub = this.knex.select(`${v}.entity_id`).from(`${t.side} as ${v}`);
-      this.compare(sub, `${v}.${t.column}`, op, values, false, isCaseless(t));
+      this.compare(sub, `${v}.${t.column}`, op, values, { caseless: isCaseless(t) });
       return { column: 'id', sub, nullable: false };
     }
     const target = `t${depth}`;
@@ -281,7 +281,7 @@ export class QueryCompiler {
       const inner = this.pathIn(path, [], op, values, principal, depth + 1);
       sub.whereIn(`${target}.id`, inner.sub);
     } else {
-      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values, false, isCaseless(t));
+      this.compare(sub, `${target}.${this.terminalColumn(t)}`, op, values, { caseless: isCaseless(t) });
     }
     return { column, sub, nullable: !hop.side };
   }
@@ -291,11 +291,10 @@ export class QueryCompiler {
     column: string,
     op: FilterOperator,
     values: Scalar[],
-    unindexed = false,
-    caseless = false,
+    { unindexed = false, caseless = false }: { unindexed?: boolean; caseless?: boolean } = {},
   ): void {
     if (caseless && CASELESS_OPERATORS.has(op)) {
-      this.compareCaseless(qb, column, op, values, unindexed);
+      this.compareCaseless(qb, column, op, values, { unindexed });
       return;
     }
     if (unindexed && op !== 'IS NULL' && op !== 'IS NOT NULL') {
@@ -357,7 +356,13 @@ export class QueryCompiler {
    * sides on PostgreSQL, SQLite's NOCASE collation (ASCII letters only), each matching the label's
    * caseless index (generator/storage.ts).
    */
-  private compareCaseless(qb: Builder, column: string, op: FilterOperator, values: Scalar[], unindexed: boolean): void {
+  private compareCaseless(
+    qb: Builder,
+    column: string,
+    op: FilterOperator,
+    values: Scalar[],
+    { unindexed }: { unindexed: boolean },
+  ): void {
     const sql = this.dialect.caselessCondition('??', op, op === 'IN' || op === 'NOT IN' ? values.length : 1, {
       unindexed,
     });

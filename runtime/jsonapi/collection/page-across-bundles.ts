@@ -79,7 +79,10 @@ export async function fetchPageAcrossBundles(
     const parts = types.flatMap((rt) => {
       const keys = pageKeys(compiler, rt, sort, principal);
       // Each part starts at the cursor (or at the top: the outer statement skips an offset).
-      const part = buildPlan(db, compiler, rt, filter, keys, principal, cursor ? cursor.v : null, false);
+      const part = buildPlan(db, compiler, rt, filter, keys, principal, {
+        cursorValues: cursor ? cursor.v : null,
+        offset: false,
+      });
       // A part's NULLs that follow its bounded rows are a part of their own (fetchPage reads them by a second statement).
       return part.nulls ? [part, { ...part, sql: part.nulls.sql, bindings: part.nulls.bindings, nulls: null }] : [part];
     });

@@ -165,7 +165,10 @@ export async function fetchPage(
   const planKey = JSON.stringify([filterShape(filter), start]);
   let plan = sortPlan.plans.get(planKey);
   if (!plan) {
-    plan = buildPlan(db, compiler, rt, filter, keys, principal, following ? cursor!.v : null, Boolean(page.offset));
+    plan = buildPlan(db, compiler, rt, filter, keys, principal, {
+      cursorValues: following ? cursor!.v : null,
+      offset: Boolean(page.offset),
+    });
     if (sortPlan.plans.size >= PLANS_PER_SORT) sortPlan.plans.delete(sortPlan.plans.keys().next().value!);
     sortPlan.plans.set(planKey, plan);
   }
@@ -247,6 +250,7 @@ export function nextCursor(keys: SortKey[], last: Record<string, unknown>, offse
 /**
  * The page query for one shape, through Knex's builder, with every request value a slot: the
  * cursor's (`c<i>`, from which only which values are NULL is read), the filter's and `at`.
+ * `start`: the values of the cursor the page follows (null for none), and whether it starts at an offset.
  */
 export function buildPlan(
   db: Knex | Knex.Transaction,
@@ -255,9 +259,9 @@ export function buildPlan(
   filter: FilterGroup,
   keys: SortKey[],
   principal: Principal,
-  cursorValues: Cursor['v'] | null,
-  offset: boolean,
+  start: { cursorValues: Cursor['v'] | null; offset: boolean },
 ): PagePlan {
+  const { cursorValues, offset } = start;
   const qb = db(`${rt.entityType.table} as e`).where('e.bundle', rt.bundle.bundle);
   const guard = listCondition(principal, rt.entityType, 'e');
   if (guard) guard(qb);

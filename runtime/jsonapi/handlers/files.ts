@@ -17,7 +17,8 @@ import type { FieldDescriptor } from '../../model/descriptor.ts';
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
 import { entityTag, ifMatchOf } from './etags.ts';
-import { FileCommands, type ReceivedFile } from '../../usecases/files.ts';
+import type { ReceivedFile } from '../../usecases/files.ts';
+import { farmCommands } from '../../usecases/commands.ts';
 
 function requireOctetStream(req: Request): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -70,7 +71,7 @@ export async function assertImageContent(
 }
 
 export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew: RouteHandler; upload: RouteHandler } {
-  const commands = new FileCommands(s.ctx.registry, s.commands, s.entities, files);
+  const commands = farmCommands(s.ctx).files;
 
   /** The file name of an upload, checked against the field's extensions before any byte is read. */
   function checkedName(req: Request, route: MatchedRoute): string {

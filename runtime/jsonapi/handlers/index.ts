@@ -26,7 +26,7 @@ export function createResourceHandlers(
   configs: ConfigCatalogue;
 } {
   const self = (path: string) => `${ctx.config.baseUrl}${path}`;
-  const services = new JsonApiServices(ctx);
+  const services = JsonApiServices.of(ctx);
   const individual = individualHandlers(services);
   const relationships = relationshipHandlers(services);
   // The farm's one FileStore, with its upload limits (context.ts buildFarmServices).

@@ -1,7 +1,8 @@
 /**
- * The pieces every JSON:API handler uses, over the farm's services graph (context.ts): each piece
- * with one job (reading requests, finding records the caller may touch, writing documents,
- * loading, serialising, reading input, saving).
+ * The pieces every JSON:API handler uses, over the farm's services graph (context.ts) and its
+ * commands (usecases/commands.ts): each piece with one job (reading requests, finding records the
+ * caller may touch, writing documents, loading, serialising, reading input, saving). One per
+ * farm (`JsonApiServices.of`): the handlers and the web pages share it.
  */
 import type { AppContext } from '../../context.ts';
 import type { RecordLoader } from '../../farm/loader.ts';
@@ -12,9 +13,20 @@ import { ConfigCatalogue } from '../config-resources.ts';
 import { RequestReader } from './requests.ts';
 import { RecordAccess } from './record-access.ts';
 import { DocumentWriter } from './documents.ts';
-import { RecordCommands } from '../../usecases/records.ts';
+import type { RecordCommands } from '../../usecases/records.ts';
+import { farmCommands } from '../../usecases/commands.ts';
+
+/** Each farm's one JsonApiServices, by the farm's context (host/farm.ts builds one per farm). */
+const byFarm = new WeakMap<AppContext, JsonApiServices>();
 
 export class JsonApiServices {
+  /** The farm's JSON:API parts, built on first use: every handler and web page of the farm shares them. */
+  static of(ctx: AppContext): JsonApiServices {
+    let services = byFarm.get(ctx);
+    if (!services) byFarm.set(ctx, (services = new JsonApiServices(ctx)));
+    return services;
+  }
+
   readonly loader: RecordLoader;
   readonly serializer: Serializer;
   readonly input: InputReader;
@@ -35,7 +47,7 @@ export class JsonApiServices {
     this.configs = new ConfigCatalogue(ctx);
     this.entities = ctx.services.entities;
     this.requests = new RequestReader(ctx);
-    this.commands = new RecordCommands(ctx.db.knex, this.loader, this.entities);
+    this.commands = farmCommands(ctx).records;
     this.records = new RecordAccess(ctx.db.knex, this.loader, this.requests, this.commands);
     this.documents = new DocumentWriter(ctx, this.loader, this.serializer, this.configs);
   }
