@@ -10,7 +10,8 @@
 // going wrong together.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../support/browser.ts';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
@@ -23,10 +24,7 @@ let adminToken: string;
 before(async () => {
   server = await startTestServer({ env: { TILTH_FARM_NAME: 'Willow Creek' } });
   adminToken = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

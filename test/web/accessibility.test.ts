@@ -3,7 +3,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../support/browser.ts';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
@@ -17,10 +18,7 @@ let token: string;
 before(async () => {
   server = await startTestServer({ env: { TILTH_FARM_NAME: 'Willow Creek' } });
   token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

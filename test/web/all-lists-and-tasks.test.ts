@@ -6,7 +6,8 @@
 // through the update command at the version the dashboard showed, a stale one refused.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { launchChromium } from '../support/browser.ts';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
@@ -20,10 +21,7 @@ before(async () => {
   server = await startTestServer({ env: { TILTH_FARM_NAME: 'Willow Creek' } });
   token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
   await createUser(server.ctx.db.knex, { name: VIEWER.name, password: VIEWER.password, roles: ['farm_viewer'] });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

@@ -11,8 +11,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { generate } from '../../generator/index.ts';
+import { launchChromium } from '../support/browser.ts';
 import { scratchProject } from '../support/project.ts';
 import { startTestServerAsAdmin, ADMIN } from '../support/server.ts';
 import { request } from '../support/http.ts';
@@ -258,18 +258,7 @@ test(
       generatedDir: join(p.root, 'generated'),
       env: { TILTH_SITE_DIR: site, TILTH_MODULES: 'ledger' },
     });
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const { registry, generated } = server.ctx;
       const bundles = [...generated.ui.values()]

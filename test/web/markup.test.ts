@@ -9,7 +9,8 @@
 // is tested: with the CSP on, an injected script would be blocked and the test could not tell.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../support/browser.ts';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { Api, buildFixture, bundlesServed, collectionPath, model } from '../support/fixtures.ts';
@@ -34,10 +35,7 @@ let api: Api;
 before(async () => {
   server = await startTestServer({ env: { TILTH_MODULES: ALL_MODULES.join(',') } });
   api = new Api(server.url, await passwordToken(server.url, ADMIN.name, ADMIN.password));
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

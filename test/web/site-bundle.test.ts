@@ -5,8 +5,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { generate } from '../../generator/index.ts';
+import { launchChromium } from '../support/browser.ts';
 import { scratchProject } from '../support/project.ts';
 import { startTestServerAsAdmin, ADMIN } from '../support/server.ts';
 import { request } from '../support/http.ts';
@@ -46,18 +46,7 @@ test("a site bundle's form, page and list, generated with no code", async () => 
     generatedDir: join(p.root, 'generated'),
     env: { TILTH_SITE_DIR: site },
   });
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     await page.goto(`${server.url}/farm/asset/beehive/new`);

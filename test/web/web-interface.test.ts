@@ -4,7 +4,8 @@
 // markup in a string field escaped on the list and the record page, and a stale edit refused.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { launchChromium } from '../support/browser.ts';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
 import { createUser } from '../../runtime/accounts/users.ts';
@@ -18,18 +19,7 @@ before(async () => {
   server = await startTestServer({ env: { TILTH_FARM_NAME: 'Willow Creek' } });
   token = await passwordToken(server.url, ADMIN.name, ADMIN.password);
   await createUser(server.ctx.db.knex, { name: VIEWER.name, password: VIEWER.password, roles: ['farm_viewer'] });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();
