@@ -15,11 +15,15 @@ import type { Db, EntityRecord, ItemValue, Reference } from './records.ts';
 import { SqlMemo, execute, quoteName, selectRows } from './sql.ts';
 import { dialectOf } from './dialect.ts';
 
-export interface RevisionRow {
+/** What a list of revisions shows: who, when and why, without the record's values. */
+export interface RevisionSummary {
   revisionId: number;
   userId: number | null;
   created: number;
   message: string | null;
+}
+
+export interface RevisionRow extends RevisionSummary {
   /** Field name → internal value, as EntityRecord.values held them at that save. */
   values: Map<string, ItemValue | ItemValue[]>;
 }
@@ -144,6 +148,8 @@ function rowOf(row: any): RevisionRow {
 }
 
 /** A revision's row, as `add` writes it. */
+/** The newest revisions' summaries of one record: the page of revisions needs no snapshot. */
+const SUMMARIES = `SELECT revision_id, user_id, created, message FROM ${TABLE} WHERE entity_type = ? AND entity_id = ? ORDER BY revision_id DESC LIMIT ?`;
 const INSERT = `INSERT INTO ${TABLE} (entity_type, entity_id, revision_id, user_id, created, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)`;
 const REPLACE = `UPDATE ${TABLE} SET message = ?, data = ? WHERE entity_type = ? AND entity_id = ? AND revision_id = ?`;
 
@@ -288,6 +294,26 @@ export class RevisionStore {
       .offset(page.offset)
       .limit(page.limit);
     return rows.map(rowOf);
+  }
+
+  /**
+   * The newest `limit` revisions of a record, newest first, without their snapshots (a fixed
+   * statement: a record's page asks it on every view; parsing twenty snapshots it does not show
+   * was a tenth of that page's time).
+   */
+  async summaries(db: Db, entityType: string, entityId: number, limit: number): Promise<RevisionSummary[]> {
+    const rows = await selectRows<{
+      revision_id: number;
+      user_id: number | null;
+      created: number;
+      message: string | null;
+    }>(db, SUMMARIES, [entityType, entityId, limit]);
+    return rows.map((row) => ({
+      revisionId: Number(row.revision_id),
+      userId: row.user_id === null || row.user_id === undefined ? null : Number(row.user_id),
+      created: Number(row.created),
+      message: row.message ?? null,
+    }));
   }
 
   /** Forget the revisions of deleted records (ids may be reused, and a deleted record's past is not served). */

@@ -16,7 +16,7 @@ import { mayOnRecord, mayOnType } from '../access/policy.ts';
 import type { Principal } from '../access/principal.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import type { EntityRecord } from '../storage/records.ts';
-import type { RevisionRow } from '../storage/revisions.ts';
+import type { RevisionSummary } from '../storage/revisions.ts';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
 import { page, sendPage } from './layout.ts';
@@ -217,11 +217,11 @@ export class RecordPage {
   private async revisions(rt: ResourceType, record: EntityRecord, principal: Principal): Promise<Html> {
     if (!rt.entityType.revisionId) return html``;
     // One more than shown: the previous revision of the oldest shown, for its "changes" link.
-    const rows = await this.services.loader.store.revisions.list(
+    const rows = await this.services.loader.store.revisions.summaries(
       this.services.knex,
       rt.entityType.entityType,
       record.id,
-      { offset: 0, limit: REVISIONS_SHOWN + 1 },
+      REVISIONS_SHOWN + 1,
     );
     if (!rows.length)
       return html`<section class="card" aria-labelledby="revisions"><h2 id="revisions">${M.record.revisions}</h2><p class="muted">${M.record.noRevisions}</p></section>`;
@@ -259,7 +259,7 @@ export class RecordPage {
 export async function revisionAuthors(
   ctx: AppContext,
   services: JsonApiServices,
-  rows: RevisionRow[],
+  rows: readonly RevisionSummary[],
   principal: Principal,
 ): Promise<Map<number, string>> {
   const userIds = [...new Set(rows.map((r) => r.userId).filter((u): u is number => u !== null))];

@@ -193,10 +193,7 @@ export class RecordPages {
   /** "Changed by <who> on <when>": the record's newest revision, or its changed time. */
   private async changedBy(rt: ResourceType, record: EntityRecord, principal: Principal): Promise<string> {
     const [last] = rt.entityType.revisionId
-      ? await this.services.loader.store.revisions.list(this.services.knex, rt.entityType.entityType, record.id, {
-          offset: 0,
-          limit: 1,
-        })
+      ? await this.services.loader.store.revisions.summaries(this.services.knex, rt.entityType.entityType, record.id, 1)
       : [];
     const changed = last?.created ?? Number(record.values.get('changed') ?? NaN);
     let who: string | null = null;
