@@ -132,15 +132,41 @@ export class WebReads {
     uuid: string,
     principal: Principal,
     include: readonly string[],
+    labelsOnly = false,
   ): Promise<{ resource: Resource; included: Map<string, Resource>; version: number | null; record: EntityRecord }> {
     assertMayOnType(principal, rt.entityType, 'view', 'this resource');
-    const query = this.query(rt, include.length ? `include=${include.join(',')}` : '');
+    const params = new URLSearchParams();
+    if (include.length) params.set('include', include.join(','));
+    if (labelsOnly)
+      for (const [type, fields] of this.labelFieldsets(rt, include)) params.set(`fields[${type}]`, fields);
+    const query = this.query(rt, params.toString());
     const record = await this.services.commands.view(principal, rt, uuid, { withVersion: true });
     const doc = (await this.services.documents.document(this.knex, record, principal, query, {})) as {
       data: Resource;
       included?: Resource[];
     };
     return { resource: doc.data, included: indexed(doc.included), version: record.version ?? null, record };
+  }
+
+  /**
+   * Sparse fieldsets naming only the label of each type the included relationships reach: a page
+   * that shows a referenced record by its name need not have its whole resource written (an
+   * asset's computed location and geometry, its every field). Files stay whole (a page shows
+   * their name, size and image), as does the record's own type (its fields are the page).
+   */
+  private labelFieldsets(rt: ResourceType, include: readonly string[]): Map<string, string> {
+    const registry = this.services.ctx.registry;
+    const out = new Map<string, string>();
+    for (const name of include) {
+      const field = rt.fieldsByName.get(name);
+      if (!field || field.kind !== 'relationship' || !field.target) continue;
+      for (const target of registry.targetsOf(field)) {
+        const label = target.entityType.labelField;
+        if (target.type === rt.type || target.entityType.entityType === 'file' || !label) continue;
+        out.set(target.type, label);
+      }
+    }
+    return out;
   }
 }
 

@@ -75,7 +75,7 @@ export class RecordPage {
       .map((f) => rt.fieldsByName.get(f.name))
       .filter((d): d is FieldDescriptor => d?.kind === 'relationship' && !d.target?.entityType.startsWith('user_role'))
       .map((d) => d.name);
-    const { resource, included, record } = await this.reads.record(rt, uuid, principal, include);
+    const { resource, included, record } = await this.reads.record(rt, uuid, principal, include, true);
     const ctx = this.lists.renderContext(included);
     const view = new URL(req.originalUrl, 'http://x').searchParams;
     const notice = view.get('saved');
