@@ -289,6 +289,11 @@ test('an organization has its assets: filtered and included by farm, kept while 
     ['North Farm', 'South Farm'],
   );
 
+  const csv = await api.get('/api/organization/farm?_format=csv');
+  assert.equal(csv.status, 200, csv.text);
+  assert.match(csv.text, /North Farm/, 'exported as other records are');
+  assert.match(csv.text, /South Farm/);
+
   // Each save a revision, numbered per entity type (PostgreSQL: the organization sequence).
   const renamed = await api.patch(`/api/organization/farm/${north.id}`, {
     data: { type: 'organization--farm', id: north.id, attributes: { name: 'North Farm Ltd', archived: true } },
