@@ -36,7 +36,7 @@ export interface Fields {
 [k: string]: Field
 }
 export interface Field {
-type: ("boolean" | "decimal" | "email" | "entity_reference" | "entity_reference_revisions" | "file" | "image" | "fraction" | "geofield" | "id_tag" | "integer" | "inventory" | "list_string" | "string" | "string_long" | "text_long" | "timestamp" | "password" | "file_uri")
+type: ("boolean" | "decimal" | "email" | "entity_reference" | "entity_reference_revisions" | "file" | "image" | "fraction" | "geofield" | "id_tag" | "integer" | "inventory" | "list_string" | "string" | "string_long" | "text_long" | "timestamp" | "uri" | "password" | "file_uri")
 label: string
 description?: string
 required?: boolean

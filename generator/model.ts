@@ -377,8 +377,8 @@ class FieldNormaliser {
       bad(['default_callback'], `"default_callback" only applies to string fields.`);
     if (raw.default_callback !== undefined && raw.default !== undefined)
       bad(['default_callback'], `give either "default" or "default_callback", not both.`);
-    if (raw.max_length !== undefined && !['string', 'email', 'string_long'].includes(type))
-      bad(['max_length'], `"max_length" only applies to string and email fields.`);
+    if (raw.max_length !== undefined && !['string', 'email', 'uri', 'string_long'].includes(type))
+      bad(['max_length'], `"max_length" only applies to string, email and uri fields.`);
     if ((raw.min !== undefined || raw.max !== undefined) && !['integer', 'decimal'].includes(type))
       bad([raw.min !== undefined ? 'min' : 'max'], `"min" and "max" only apply to integer and decimal fields.`);
     if (

@@ -627,6 +627,57 @@ export const descriptor: BundleDescriptor = {
       }
     },
     {
+      "name": "farm",
+      "type": "entity_reference",
+      "kind": "relationship",
+      "label": "Farm",
+      "description": "What farm is this associated with?",
+      "required": false,
+      "multiple": false,
+      "target": {
+        "entityType": "organization",
+        "bundles": [
+          "farm"
+        ]
+      },
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "columns",
+        "columns": {
+          "target_id": "farm"
+        }
+      }
+    },
+    {
+      "name": "equipment_type",
+      "type": "entity_reference",
+      "kind": "relationship",
+      "label": "Equipment type",
+      "description": "Enter the type of equipment.",
+      "required": false,
+      "multiple": true,
+      "target": {
+        "entityType": "taxonomy_term",
+        "bundles": [
+          "equipment_type"
+        ]
+      },
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "table",
+        "table": "asset__equipment_type",
+        "columns": {
+          "target_id": "target_id"
+        }
+      }
+    },
+    {
       "name": "manufacturer",
       "type": "string",
       "kind": "attribute",

@@ -627,6 +627,31 @@ export const descriptor: BundleDescriptor = {
       }
     },
     {
+      "name": "farm",
+      "type": "entity_reference",
+      "kind": "relationship",
+      "label": "Farm",
+      "description": "What farm is this associated with?",
+      "required": false,
+      "multiple": false,
+      "target": {
+        "entityType": "organization",
+        "bundles": [
+          "farm"
+        ]
+      },
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "columns",
+        "columns": {
+          "target_id": "farm"
+        }
+      }
+    },
+    {
       "name": "plant_type",
       "type": "entity_reference",
       "kind": "relationship",

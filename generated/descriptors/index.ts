@@ -26,12 +26,14 @@ import { descriptor as log__purchase } from './log--purchase.ts';
 import { descriptor as log__sale } from './log--sale.ts';
 import { descriptor as log__seeding } from './log--seeding.ts';
 import { descriptor as log__transplanting } from './log--transplanting.ts';
+import { descriptor as organization__farm } from './organization--farm.ts';
 import { descriptor as quantity__material } from './quantity--material.ts';
 import { descriptor as quantity__quantity } from './quantity--quantity.ts';
 import { descriptor as quantity__standard } from './quantity--standard.ts';
 import { descriptor as quantity__test } from './quantity--test.ts';
 import { descriptor as taxonomy_term__animal_type } from './taxonomy_term--animal_type.ts';
 import { descriptor as taxonomy_term__crop_family } from './taxonomy_term--crop_family.ts';
+import { descriptor as taxonomy_term__equipment_type } from './taxonomy_term--equipment_type.ts';
 import { descriptor as taxonomy_term__lab } from './taxonomy_term--lab.ts';
 import { descriptor as taxonomy_term__log_category } from './taxonomy_term--log_category.ts';
 import { descriptor as taxonomy_term__material_type } from './taxonomy_term--material_type.ts';
@@ -88,6 +90,18 @@ export const model: DataModel = {
       "bundleKey": "log_type",
       "labelField": "name",
       "namePattern": "{bundle_label} log {id}",
+      "access": "content",
+      "hasBundles": true
+    },
+    "organization": {
+      "entityType": "organization",
+      "label": "organization",
+      "labelPlural": "organizations",
+      "table": "organization",
+      "internalId": "drupal_internal__id",
+      "revisionId": "drupal_internal__revision_id",
+      "bundleKey": "organization_type",
+      "labelField": "name",
       "access": "content",
       "hasBundles": true
     },
@@ -153,12 +167,14 @@ export const model: DataModel = {
     log__sale,
     log__seeding,
     log__transplanting,
+    organization__farm,
     quantity__material,
     quantity__quantity,
     quantity__standard,
     quantity__test,
     taxonomy_term__animal_type,
     taxonomy_term__crop_family,
+    taxonomy_term__equipment_type,
     taxonomy_term__lab,
     taxonomy_term__log_category,
     taxonomy_term__material_type,

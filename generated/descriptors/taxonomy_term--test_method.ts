@@ -250,6 +250,79 @@ export const descriptor: BundleDescriptor = {
           "target_id": "target_id"
         }
       }
+    },
+    {
+      "name": "file",
+      "type": "file",
+      "kind": "relationship",
+      "label": "Files",
+      "required": false,
+      "multiple": true,
+      "target": {
+        "entityType": "file",
+        "bundles": null
+      },
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "table",
+        "table": "taxonomy_term__file",
+        "columns": {
+          "target_id": "target_id",
+          "display": "display",
+          "description": "description"
+        }
+      }
+    },
+    {
+      "name": "image",
+      "type": "image",
+      "kind": "relationship",
+      "label": "Images",
+      "required": false,
+      "multiple": true,
+      "target": {
+        "entityType": "file",
+        "bundles": null
+      },
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "table",
+        "table": "taxonomy_term__image",
+        "columns": {
+          "target_id": "target_id",
+          "alt": "alt",
+          "title": "title",
+          "width": "width",
+          "height": "height"
+        }
+      }
+    },
+    {
+      "name": "external_uri",
+      "type": "uri",
+      "kind": "attribute",
+      "label": "External URI",
+      "description": "Link this term to one or more external URLs or ontology item URIs.",
+      "required": false,
+      "multiple": true,
+      "maxLength": 2048,
+      "aliases": [],
+      "readOnly": false,
+      "internal": false,
+      "visibility": "all",
+      "storage": {
+        "kind": "table",
+        "table": "taxonomy_term__external_uri",
+        "columns": {
+          "value": "value"
+        }
+      }
     }
   ]
 };

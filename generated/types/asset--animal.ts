@@ -235,6 +235,16 @@ meta?: number
 }[]
 }
 /**
+ * What farm is this associated with?
+ */
+farm?: {
+data?: {
+type: "organization--farm"
+id: string
+meta?: number
+}
+}
+/**
  * Enter this animal asset's species/breed.
  */
 animal_type?: {

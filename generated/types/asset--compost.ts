@@ -224,4 +224,14 @@ id: string
 meta?: number
 }[]
 }
+/**
+ * What farm is this associated with?
+ */
+farm?: {
+data?: {
+type: "organization--farm"
+id: string
+meta?: number
+}
+}
 }

@@ -227,4 +227,24 @@ id: string
 meta?: number
 }[]
 }
+/**
+ * What farm is this associated with?
+ */
+farm?: {
+data?: {
+type: "organization--farm"
+id: string
+meta?: number
+}
+}
+/**
+ * Enter the type of equipment.
+ */
+equipment_type?: {
+data?: {
+type: "taxonomy_term--equipment_type"
+id: string
+meta?: number
+}[]
+}
 }

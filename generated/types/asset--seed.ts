@@ -225,6 +225,16 @@ meta?: number
 }[]
 }
 /**
+ * What farm is this associated with?
+ */
+farm?: {
+data?: {
+type: "organization--farm"
+id: string
+meta?: number
+}
+}
+/**
  * Enter this seed asset's crop/variety.
  */
 plant_type?: {

@@ -237,6 +237,16 @@ meta?: number
 }[]
 }
 /**
+ * What farm is this associated with?
+ */
+farm?: {
+data?: {
+type: "organization--farm"
+id: string
+meta?: number
+}
+}
+/**
  * Data streams provided by this sensor.
  */
 data_stream?: {

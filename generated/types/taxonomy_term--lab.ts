@@ -42,6 +42,10 @@ default_langcode?: boolean
  * Indicates if the last edit of a translation belongs to current revision.
  */
 revision_translation_affected?: boolean
+/**
+ * Link this term to one or more external URLs or ontology item URIs.
+ */
+external_uri?: string[]
 }
 
 /**
@@ -73,6 +77,45 @@ data?: {
 type: "taxonomy_term--lab"
 id: string
 meta?: number
+}[]
+}
+file?: {
+data?: {
+type: string
+id: string
+meta?: {
+target_id: number
+/**
+ * Flag to control whether this file should be displayed when viewing content
+ */
+display?: boolean
+description?: string
+}
+}[]
+}
+image?: {
+data?: {
+type: string
+id: string
+meta?: {
+target_id: number
+/**
+ * Alternative image text, for the image's 'alt' attribute.
+ */
+alt?: string
+/**
+ * Image title text, for the image's 'title' attribute.
+ */
+title?: string
+/**
+ * The width of the image in pixels.
+ */
+width?: number
+/**
+ * The height of the image in pixels.
+ */
+height?: number
+}
 }[]
 }
 }

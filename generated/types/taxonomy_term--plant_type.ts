@@ -42,8 +42,13 @@ default_langcode?: boolean
  * Indicates if the last edit of a translation belongs to current revision.
  */
 revision_translation_affected?: boolean
+/**
+ * Link this term to one or more external URLs or ontology item URIs.
+ */
+external_uri?: string[]
 maturity_days?: number
 transplant_days?: number
+harvest_days?: number
 }
 
 /**
@@ -77,22 +82,19 @@ id: string
 meta?: number
 }[]
 }
-companions?: {
+file?: {
 data?: {
-type: "taxonomy_term--plant_type"
+type: string
 id: string
-meta?: number
-}[]
-}
+meta?: {
+target_id: number
 /**
- * What crop family is this a member of?
+ * Flag to control whether this file should be displayed when viewing content
  */
-crop_family?: {
-data?: {
-type: "taxonomy_term--crop_family"
-id: string
-meta?: number
+display?: boolean
+description?: string
 }
+}[]
 }
 image?: {
 data?: {
@@ -118,5 +120,22 @@ width?: number
 height?: number
 }
 }[]
+}
+companions?: {
+data?: {
+type: "taxonomy_term--plant_type"
+id: string
+meta?: number
+}[]
+}
+/**
+ * What crop family is this a member of?
+ */
+crop_family?: {
+data?: {
+type: "taxonomy_term--crop_family"
+id: string
+meta?: number
+}
 }
 }

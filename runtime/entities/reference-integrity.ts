@@ -18,8 +18,18 @@ import type { EntityRecord, RecordStore, ReferencePlace, Db } from '../storage/r
 import { ApiError } from '../errors.ts';
 import { REVISION_METADATA_FIELDS } from '../storage/revisions.ts';
 
-/** The entity types whose integrity farmOS enforces (farm_entity_install, and plan since an update). */
-const ENFORCED = new Set(['asset', 'data_stream', 'file', 'log', 'plan', 'quantity', 'taxonomy_term', 'user']);
+/** The entity types whose integrity farmOS enforces (farm_entity_install, and plan and organization (4.0) since updates). */
+const ENFORCED = new Set([
+  'asset',
+  'data_stream',
+  'file',
+  'log',
+  'organization',
+  'plan',
+  'quantity',
+  'taxonomy_term',
+  'user',
+]);
 
 /** How many holders' UUIDs a refusal names, per field. */
 const NAMED = 3;

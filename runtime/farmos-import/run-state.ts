@@ -17,7 +17,16 @@ import type { WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
 
 /** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
-export const IMPORT_ORDER = ['user', 'taxonomy_term', 'file', 'data_stream', 'asset', 'quantity', 'log'] as const;
+export const IMPORT_ORDER = [
+  'user',
+  'taxonomy_term',
+  'file',
+  'data_stream',
+  'organization',
+  'asset',
+  'quantity',
+  'log',
+] as const;
 
 export interface Failure {
   type: string;

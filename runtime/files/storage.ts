@@ -315,6 +315,13 @@ export interface FileLimits {
   stallMs: number;
 }
 
+/**
+ * The folder of terms' files: farmOS 3.2 stores them under `farm/term/[YYYY]-[MM]`
+ * (farm_entity_fields' file_directory), not under the entity type's name as it does for assets,
+ * logs and organizations.
+ */
+const TERM_DIRECTORY = 'term';
+
 export class FileStore {
   readonly root: string;
   /** Directories files were placed in whose parents this process has synced (syncPlaced). */
@@ -399,7 +406,8 @@ export class FileStore {
   }
 
   /**
-   * Move a received file into place under `farm/<entityType>/<YYYY>-<MM>/`. Returns its stored path
+   * Move a received file into place under `farm/<entityType>/<YYYY>-<MM>/` (terms' under
+   * `farm/term/`: TERM_DIRECTORY). Returns its stored path
    * (relative to the root). The name is reduced to a safe base name whoever gives it, and nothing is
    * ever written outside the root.
    */
@@ -407,7 +415,8 @@ export class FileStore {
     if (!/^[a-z][a-z0-9_]*$/.test(entityType))
       throw new Error(`Not an entity type to store files under: ${printable(entityType)}.`);
     const month = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
-    const placed = this.placeIn(tmp, ['farm', entityType, month].join('/'), safeFilename(filename), { exact: false });
+    const folder = entityType === 'taxonomy_term' ? TERM_DIRECTORY : entityType;
+    const placed = this.placeIn(tmp, ['farm', folder, month].join('/'), safeFilename(filename), { exact: false });
     return placed!;
   }
 

@@ -217,6 +217,7 @@ const COERCE_ITEM: Readonly<Record<string, (field: FieldDescriptor, raw: unknown
   string: coerceString,
   string_long: coerceString,
   email: coerceString,
+  uri: coerceString,
   list_string: coerceString,
   password: coerceString,
   boolean: coerceBoolean,

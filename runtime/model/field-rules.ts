@@ -11,6 +11,13 @@ import { TEXT_FORMATS } from '../values/text.ts';
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
+/**
+ * An absolute URI as RFC 3986 writes one: a scheme, a colon, then only characters a URI may hold
+ * (percent-escapes whole). farmOS's Uri constraint (farm_field, UriValidator) requires the scheme
+ * and RFC 3986's grammar; this checks the scheme and the characters, not each part's grammar.
+ */
+const URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?#[\]]|%[0-9A-Fa-f]{2})*$/;
+
 /** Integers are stored in 32-bit columns on PostgreSQL (`integer`); SQLite's are wider. */
 export const INT_MIN = -2147483648;
 export const INT_MAX = 2147483647;
@@ -28,7 +35,7 @@ function notAllowed(field: FieldDescriptor, v: string, what: string): string | n
   return `${what} is not ${field.type === 'id_tag' ? 'an ID tag type' : 'an allowed value'}; use one of: ${field.allowedValues.map((a) => a.value).join(', ')}`;
 }
 
-/** A string field's value (string, long string, e-mail, list of values, password). */
+/** A string field's value (string, long string, e-mail, URI, list of values, password). */
 export function stringProblem(field: FieldDescriptor, v: string): string | null {
   if (hasNul(v)) return NUL_PROBLEM;
   if (field.type === 'list_string') {
@@ -38,6 +45,8 @@ export function stringProblem(field: FieldDescriptor, v: string): string | null 
   if (field.maxLength && [...v].length > field.maxLength)
     return `may not be longer than ${field.maxLength} characters (it has ${[...v].length})`;
   if (field.type === 'email' && v !== '' && !EMAIL.test(v)) return `"${v}" is not a valid e-mail address`;
+  if (field.type === 'uri' && v !== '' && !URI.test(v))
+    return `"${v.length > 60 ? `${v.slice(0, 60)}…` : v}" is not a valid URI (a scheme such as https: and then no spaces)`;
   return null;
 }
 

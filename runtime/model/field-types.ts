@@ -22,6 +22,7 @@ export const FIELD_TYPES = [
   'string_long',
   'text_long',
   'timestamp',
+  'uri',
   'password',
   'file_uri',
 ] as const;
@@ -73,6 +74,13 @@ export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
   email: {
     kind: 'attribute',
     properties: { value: { column: 'text', schema: { type: 'string', format: 'email' } } },
+    mainProperty: 'value',
+  },
+  // Drupal's uri field (farmOS 3.2's term `external_uri`): a string that must be an absolute URI,
+  // a scheme and what follows it (farm_field's Uri constraint, field-rules.ts).
+  uri: {
+    kind: 'attribute',
+    properties: { value: { column: 'text', schema: { type: 'string', format: 'uri' } } },
     mainProperty: 'value',
   },
   integer: {

@@ -28,7 +28,7 @@ export { TASKS };
 /** Active assets: their status. */
 const ACTIVE = { entityType: 'asset', status: 'status', value: 'active' } as const;
 /** Entity types with lists, in the navigation's order. */
-export const LISTED = ['asset', 'log', 'quantity', 'taxonomy_term', 'user'] as const;
+export const LISTED = ['asset', 'log', 'quantity', 'taxonomy_term', 'organization', 'user'] as const;
 /**
  * Entity types whose records are also listed all together, every bundle in one list (farmOS's
  * "Assets" and "Logs" views), with the columns in those views' order; a column not named here

@@ -117,7 +117,9 @@ export function control(d: FieldDescriptor, f: UiField, state: FormState, option
       case 'email':
         return html`<input type="email" id="${inputId}" name="${name}" value="${value}"${placeholder}${aria}${extra}>`;
       default:
-        return html`<input type="text" id="${inputId}" name="${name}" value="${value}"${d.maxLength && f.widget === 'text' ? html` maxlength="${d.maxLength}"` : ''}${placeholder}${list}${aria}${extra}>`;
+        // A URI's text input brings up a phone's URL keyboard (inputmode), without the browser's
+        // own check of type=url, which refuses URIs a term may hold (urn:, doi:).
+        return html`<input type="text"${d.type === 'uri' ? html` inputmode="url"` : ''} id="${inputId}" name="${name}" value="${value}"${d.maxLength && f.widget === 'text' ? html` maxlength="${d.maxLength}"` : ''}${placeholder}${list}${aria}${extra}>`;
     }
   };
   let input: Html;

@@ -60,6 +60,8 @@ const EXTRA_FROM_FARMOS_MODULES: Record<
       owner:
         'farm_owner gives assets "Owners" in farmOS 3.x (farmos-behaviour.md §1.2); the 2.x reference had owners on logs only.',
       group: 'farm_group (optional module, §1.2, §1.8): computed group membership on every asset.',
+      equipment_type: "farmOS 3.4 (farm_equipment_type): an equipment asset's types, a vocabulary of their own.",
+      farm: 'farmOS 4.0 (PR #849, farm_farm): the farm organization an asset belongs to (README, "Types added from farmOS 3.x and 4.x").',
     },
   },
   log: {
@@ -79,7 +81,16 @@ const EXTRA_FROM_FARMOS_MODULES: Record<
       inventory_asset: 'farm_inventory (optional module, §1.6): the asset whose inventory the quantity adjusts.',
     },
   },
-  taxonomy_term: { attributes: {}, relationships: {} },
+  taxonomy_term: {
+    attributes: {
+      external_uri: 'farmOS 3.2 (PR #808, farm_entity_fields): external URLs or ontology URIs on every term.',
+      harvest_days: 'farmOS 3.2 (farm_plant_type): a plant type\'s "Days of harvest".',
+    },
+    relationships: {
+      file: 'farmOS 3.2 (PR #807, farm_entity_fields): files on every term.',
+      image: 'farmOS 3.2 (PR #807, farm_entity_fields): images on every term (plant types had them in 2.x).',
+    },
+  },
   user: { attributes: {}, relationships: {} },
 };
 

@@ -68,6 +68,8 @@ export function sampleInput(field: FieldDescriptor, bundle: BundleDescriptor): u
         return `Sample ${field.name} of ${bundle.type}`;
       case 'email':
         return `${randomUUID().slice(0, 8)}@example.com`;
+      case 'uri':
+        return `https://example.org/${bundle.bundle}/${field.name}`;
       case 'password':
         return 'sample-password-123';
       case 'list_string': {

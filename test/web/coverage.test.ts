@@ -54,7 +54,7 @@ fields:
     label: Planted
 `;
 
-const COVERED = ['taxonomy_term', 'asset', 'quantity', 'log'];
+const COVERED = ['taxonomy_term', 'organization', 'asset', 'quantity', 'log'];
 /** A 1×1 PNG. */
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -149,6 +149,11 @@ function fill(
     case 'text':
     case 'textarea':
       if (d.type === 'geofield') return one('POINT (-72.5 42.3)', ['POINT (-72.5 42.3)']);
+      if (d.type === 'uri') {
+        // A term's external URI must be one (a scheme, no spaces).
+        const uri = `https://example.org/${tag.toLowerCase().replace(/\W+/g, '-')}/${f.name}`;
+        return one(uri, [uri], { [f.name]: uri });
+      }
       return one(text, [text], { [f.name]: text });
     case 'email':
       return one(`${tag.toLowerCase().replace(/\W/g, '')}@example.com`, []);
@@ -272,6 +277,8 @@ test(
         'log--purchase',
         'quantity--standard',
         'taxonomy_term--unit',
+        'taxonomy_term--equipment_type',
+        'organization--farm',
       ])
         assert.ok(types.includes(expected), `${expected} is covered`);
 
