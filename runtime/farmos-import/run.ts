@@ -61,12 +61,9 @@ export async function sourceTypes(
   source: FarmSource,
   ctx: AppContext,
 ): Promise<{ supported: ResourceType[]; unsupported: string[] }> {
-  const index = await source.getJson('/api');
-  const links = index?.links && typeof index.links === 'object' ? Object.keys(index.links) : [];
-  if (!links.length)
-    throw new SourceError(
-      `${source.base}/api lists no resource types, so it is not a farm's API: give --url the farm's own address (e.g. https://farm.example.org), that of a farmOS 2.x or 3.x server or a Tilth.`,
-    );
+  // Read once per source (its version, its shape, its links): the run and its verification share it.
+  const { document } = await source.entryPoint();
+  const links = Object.keys(document.links);
   const supported: ResourceType[] = [];
   const unsupported: string[] = [];
   for (const type of links.filter((k) => k.includes('--') && !isConfigType(k))) {
