@@ -501,6 +501,25 @@ function as4x(data: Record<string, FixtureRecord[]>): Record<string, FixtureReco
   return out;
 }
 
+/**
+ * The same farm as farmOS 2.x serves it: a material quantity's `material_type` to-one (to-many
+ * since 3.0), and no products (3.1).
+ */
+function as2x(data: Record<string, FixtureRecord[]>): Record<string, FixtureRecord[]> {
+  const out: Record<string, FixtureRecord[]> = {};
+  for (const [type, list] of Object.entries(data)) {
+    if (type === 'asset--product' || type === 'taxonomy_term--product_type') continue;
+    out[type] =
+      type === 'quantity--material'
+        ? list.map((r) => {
+            const types = (r.relationships.material_type as { data: unknown[] }).data;
+            return { ...r, relationships: { ...r.relationships, material_type: { data: types[0] ?? null } } };
+          })
+        : list;
+  }
+  return out;
+}
+
 /** What only a source with `faults` serves: a file whose bytes are not its size, a log about an asset that is not there. */
 function withoutFaults(data: Record<string, FixtureRecord[]>): Record<string, FixtureRecord[]> {
   const faulty = new Set([FIXTURE.badFile, FIXTURE.dangling]);
@@ -533,8 +552,8 @@ export interface FarmosFixture {
 }
 
 export interface FixtureOptions {
-  /** Which farmOS it is: 3.x (meta.farm.version 3.2.0, the default) or 4.x (4.0.0, its records in 4.x's shape). */
-  version?: '3.x' | '4.x';
+  /** Which farmOS it is: 3.x (meta.farm.version 3.2.0, the default), 4.x (4.0.0) or 2.x (2.2.2), its records in that version's shape. */
+  version?: '2.x' | '3.x' | '4.x';
   /** The records and collection that fail on purpose (a bad file, a dangling log, a collection that always answers 500); default true. */
   faults?: boolean;
   /** The `meta.farm.version` its `/api` says, when not the version's own (a version the importer does not know). */
@@ -624,7 +643,8 @@ export async function startFarmosFixture(options: FixtureOptions = {}): Promise<
       );
     }
     const faults = options.faults !== false;
-    const shaped = options.version === '4.x' ? as4x(records(base)) : records(base);
+    const shaped =
+      options.version === '4.x' ? as4x(records(base)) : options.version === '2.x' ? as2x(records(base)) : records(base);
     const data = faults ? shaped : withoutFaults(shaped);
     if (options.readings) {
       const stream = FIXTURE_STREAM;
@@ -677,7 +697,7 @@ export async function startFarmosFixture(options: FixtureOptions = {}): Promise<
           farm: {
             name: 'Fixture farm',
             url: base,
-            version: options.reports ?? (options.version === '4.x' ? '4.0.0' : '3.2.0'),
+            version: options.reports ?? { '2.x': '2.2.2', '3.x': '3.2.0', '4.x': '4.0.0' }[options.version ?? '3.x'],
           },
           links: { me: { meta: { id: FIXTURE.admin } } },
         },

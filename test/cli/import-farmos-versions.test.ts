@@ -1,9 +1,10 @@
-// `tilth import farmos` from farmOS 4.x (issue 39, "Moving in from farmOS 3.x and 4.x"): the
+// `tilth import farmos` from farmOS 4.x and 2.x (issue 39, "Moving in from farmOS 3.x and 4.x"): the
 // source's `meta.farm.version` chooses the shape its records are read in, so a 4.x farm's boolean
 // `archived` and `last_archived`, `is_sterile`, abandoned logs and farm organizations come across
 // as this farm holds them, and the round trip verifies. A 4.x whose API is off, or whose OAuth2
 // keys were never generated, is told what to run at the source; a version it does not know is
-// named. The recorded farm is test/support/farmos-fixture.ts, as farmOS 4.x serves it.
+// named. A 2.x farm's to-one material type reads as the to-many it is here. The recorded farm is
+// test/support/farmos-fixture.ts, as farmOS 4.x (and 2.x) serves it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -203,5 +204,28 @@ test('a farmOS version it does not read is named, and nothing is copied', async 
     assert.match(run.stdout, /as farmOS 4\.x \(its \/api says version 4\.x-dev\)/, run.stdout + run.stderr);
   } finally {
     await dev.close();
+  }
+});
+
+test("a farmOS 2.x's to-one material type is this farm's to-many, and the round trip verifies", async () => {
+  const source = await startFarmosFixture({ version: '2.x', faults: false });
+  const db = await createTestDatabase({ migrated: true });
+  const here = await startTestServer({ database: db });
+  try {
+    const run = await tilthAsync(importFrom(source.url), db.env).done;
+    assert.match(run.stdout, /as farmOS 2\.x \(its \/api says version 2\.2\.2\)/);
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^Verified: this farm has what /m);
+    const mulch = await request(`${here.url}/api/quantity/material/${FIXTURE.mulch}`, {
+      token: await passwordToken(here.url, ADMIN.name, ADMIN.password),
+    });
+    assert.deepEqual(
+      mulch.body.data.relationships.material_type.data.map((r: { id: string }) => r.id),
+      [FIXTURE.compost],
+    );
+  } finally {
+    await here.close();
+    await db.drop();
+    await source.close();
   }
 });
