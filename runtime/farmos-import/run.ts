@@ -2,8 +2,8 @@
  * `tilth import farmos`: copy a farm from a farmOS (or Tilth) server into this database, in
  * dependency order (users, files, taxonomy terms, data streams, farm organizations, assets,
  * quantities, logs, then the readings of data streams), a page per transaction. Each record is
- * stored as it was (records.ts) and noted in the import map (mapping.ts) in the same transaction; a record the map already holds
- * with the same digest is not written again, so a run that was killed resumes, and a second run of
+ * stored as it was (records.ts) and noted in the import map (mapping.ts) in the same
+ * transaction; a record the map already holds with the same digest is not written again, so a run that was killed resumes, and a second run of
  * an unchanged farm writes nothing. A record type read to its end with nothing failed leaves a
  * mark: the next run asks the source only for its records changed since (at or after). A record
  * that cannot be stored is reported by UUID with the reason and the rest goes on; one whose
