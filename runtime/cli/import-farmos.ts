@@ -1,6 +1,6 @@
 /**
- * `tilth import farmos --url …`: move a whole farm in from a farmOS 2.x/3.x server or another
- * Tilth, resumably, and verify it (runtime/farmos-import/). Not to be confused with `tilth import
+ * `tilth import farmos --url …`: move a whole farm in from a farmOS 2.x, 3.x or 4.x server or
+ * another Tilth, resumably, and verify it (runtime/farmos-import/). Not to be confused with `tilth import
  * geo|csv` (cli/import.ts), which create new records from a file.
  */
 import { readFileSync } from 'node:fs';
@@ -118,7 +118,8 @@ function readingsClause(streams: { copied: number; failed: number }): string {
 
 export const importFarmosCommand: Command = {
   name: ['import', 'farmos'],
-  summary: 'Move a whole farm in from a farmOS 2.x/3.x server (or another Tilth): resumable, idempotent, verified.',
+  summary:
+    'Move a whole farm in from a farmOS 2.x, 3.x or 4.x server (or another Tilth): resumable, idempotent, verified.',
   usage:
     'tilth import farmos --url URL (--username NAME [--password-file FILE] | --client-id ID --client-secret[-file] SECRET | --token[-file] TOKEN) [--revisions] [--prune] [--verify-only] [--no-verify] [--retries N] [--timeout SECONDS] [--json]',
   options: {
@@ -180,6 +181,14 @@ export const importFarmosCommand: Command = {
       await source.signIn();
       return await withAppContext(async (ctx) => {
         const { supported, unsupported } = await sourceTypes(source, ctx);
+        // Which farmOS the source says it runs, and so the shape its records are read in (shapes.ts).
+        const { document, shape } = await source.entryPoint();
+        const version = String(document.meta.farm.version);
+        say(`Reading ${source.base} as ${shape.name} (its /api says version ${printable(version)}).`, {
+          event: 'source',
+          version,
+          shape: shape.name,
+        });
         let failed = 0;
         let userRemap = new Map<string, string>();
         if (!values['verify-only']) {

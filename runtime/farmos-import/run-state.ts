@@ -16,11 +16,15 @@ import { ImportMap } from './mapping.ts';
 import type { WriteContext } from './records.ts';
 import type { BundleCounts, Progress } from './progress.ts';
 
-/** Entity types in the order their records can be stored: each refers only to those before it (and to itself: parents). */
+/**
+ * Entity types in the order their records can be stored: each refers only to those before it (and
+ * to itself: parents). Files come before terms (a term's photos and files, farmOS 3.2), farm
+ * organizations (farmOS 4.x, where this farm has them) before the assets that name their farm.
+ */
 export const IMPORT_ORDER = [
   'user',
-  'taxonomy_term',
   'file',
+  'taxonomy_term',
   'data_stream',
   'organization',
   'asset',

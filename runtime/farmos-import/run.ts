@@ -1,9 +1,9 @@
 /**
  * `tilth import farmos`: copy a farm from a farmOS (or Tilth) server into this database, in
- * dependency order (users, taxonomy terms, files, data streams, assets, quantities, logs, then the
- * readings of data streams), a page per transaction. Each record is stored as it was (records.ts)
- * and noted in the import map (mapping.ts) in the same transaction; a record the map already holds
- * with the same digest is not written again, so a run that was killed resumes, and a second run of
+ * dependency order (users, files, taxonomy terms, data streams, farm organizations, assets,
+ * quantities, logs, then the readings of data streams), a page per transaction. Each record is
+ * stored as it was (records.ts) and noted in the import map (mapping.ts) in the same
+ * transaction; a record the map already holds with the same digest is not written again, so a run that was killed resumes, and a second run of
  * an unchanged farm writes nothing. A record type read to its end with nothing failed leaves a
  * mark: the next run asks the source only for its records changed since (at or after). A record
  * that cannot be stored is reported by UUID with the reason and the rest goes on; one whose
@@ -61,12 +61,9 @@ export async function sourceTypes(
   source: FarmSource,
   ctx: AppContext,
 ): Promise<{ supported: ResourceType[]; unsupported: string[] }> {
-  const index = await source.getJson('/api');
-  const links = index?.links && typeof index.links === 'object' ? Object.keys(index.links) : [];
-  if (!links.length)
-    throw new SourceError(
-      `${source.base}/api lists no resource types, so it is not a farm's API: give --url the farm's own address (e.g. https://farm.example.org), that of a farmOS 2.x or 3.x server or a Tilth.`,
-    );
+  // Read once per source (its version, its shape, its links): the run and its verification share it.
+  const { document } = await source.entryPoint();
+  const links = Object.keys(document.links);
   const supported: ResourceType[] = [];
   const unsupported: string[] = [];
   for (const type of links.filter((k) => k.includes('--') && !isConfigType(k))) {

@@ -1,7 +1,8 @@
 /**
- * The farm being moved in, read over its API as any client reads it: a farmOS 2.x or 3.x server,
- * or another Tilth. Signs in (a token, client credentials, or the password grant), reads `/api`,
- * pages collections by a stable key (the records' own `drupal_internal__*` number, sorted, each page
+ * The farm being moved in, read over its API as any client reads it: a farmOS 2.x, 3.x or 4.x
+ * server, or another Tilth. Signs in (a token, client credentials, or the password grant), reads
+ * `/api` (its `meta.farm.version` chooses the shape its records are read in, shapes.ts), pages
+ * collections by a stable key (the records' own `drupal_internal__*` number, sorted, each page
  * asking for numbers above the last one seen) so that records written at the source meanwhile are
  * neither lost nor read twice, and downloads file bytes. Network errors, 5xx, 429 and answers that
  * are not JSON are retried with backoff; what still fails is a SourceError naming the URL.
@@ -12,6 +13,7 @@
  * revision history's `links.next` that comes back, or never ends, is an error naming the record.
  */
 import { Readable } from 'node:stream';
+import { READABLE_VERSIONS, readResource, shapeOf, type SourceShape } from './shapes.ts';
 
 /** What the source would not give, named for the operator; `status` is the source's HTTP answer, when it gave one. */
 export class SourceError extends Error {
@@ -65,6 +67,20 @@ export const PASSWORD_GRANT_HELP =
   '(and farm_api_default_consumer for the "farm" client) at the source, or sign in another way: --client-id and --client-secret ' +
   '(a client with the client_credentials grant), or --token with an access token.';
 
+/**
+ * What a farmOS 4.x needs before it can be read (its 4.0 release post, "Default module changes"):
+ * the API module is no longer installed by default, the OAuth2 server is a module of its own, and
+ * its keys are not generated on install.
+ */
+export const FARMOS4_API_HELP =
+  'farmOS 4.x does not install its API by default: at the source, run drush en farm_api farm_api_oauth farm_api_default_consumer ' +
+  '(farm_api_default_consumer gives the "farm" client; add simple_oauth_password_grant for --username), ' +
+  'then drush simple-oauth:generate-keys ../keys (farmOS 4.x does not generate the OAuth2 keys; the key paths are set under ' +
+  'Administration > Configuration > Web services > Consumers > Settings).';
+
+/** simple_oauth's server_error when its key files are not there (Oauth2GrantManager checkKeyPaths). */
+const MISSING_KEYS = /You need to set the OAuth2/i;
+
 const RETRIED_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 export interface PageOptions {
@@ -83,6 +99,8 @@ export class FarmSource {
   /** The source's clock (its last answer's Date header, in seconds), or null when it sends none. */
   sourceNow: number | null = null;
   private token: string | null = null;
+  /** The source's `/api` document and the shape it says its records are in, once read (entryPoint). */
+  private entry: { document: any; shape: SourceShape } | null = null;
   private readonly attempts: number;
   private readonly backoffMs: number;
   readonly pageSize: number;
@@ -158,19 +176,70 @@ export class FarmSource {
     if (typeof body.error !== 'string' && res.status >= 500)
       throw new SourceError(`Signing in to ${this.base} failed (HTTP ${res.status}).`);
     if (typeof body.error !== 'string') {
+      // farmOS 4.x without its OAuth2 server has no token endpoint at all: a 404, as for a wrong address.
+      const farmos4 =
+        res.status === 404 ? ` If it is, and it runs farmOS 4.x, its OAuth2 server is off. ${FARMOS4_API_HELP}` : '';
       throw new SourceError(
-        `Signing in to ${this.base} failed: ${url} answered ${res.status}${res.ok ? ' without an access token' : ''}, which is not an OAuth answer: give --url the farm's own address, the one its web pages are at (e.g. https://farm.example.org).`,
+        `Signing in to ${this.base} failed: ${url} answered ${res.status}${res.ok ? ' without an access token' : ''}, which is not an OAuth answer: give --url the farm's own address, the one its web pages are at (e.g. https://farm.example.org).${farmos4}`,
       );
     }
     const error = body.error;
+    const description = typeof body.error_description === 'string' ? body.error_description : '';
+    if (error === 'server_error' && MISSING_KEYS.test(description))
+      throw new SourceError(
+        `Signing in to ${this.base} failed: its OAuth2 server has no keys (${description}). farmOS 4.x does not generate them on install: at the source, run drush simple-oauth:generate-keys ../keys and set the key paths under Administration > Configuration > Web services > Consumers > Settings.`,
+      );
     if (
       this.auth.kind === 'password' &&
       (error === 'unsupported_grant_type' || (error === 'invalid_client' && this.auth.clientId === 'farm'))
     ) {
       throw new SourceError(`${PASSWORD_GRANT_HELP} (The source answered ${error}.)`);
     }
-    const detail = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
+    const detail = description ? `: ${description}` : '';
     throw new SourceError(`Signing in to ${this.base} failed (${error}${detail}).`);
+  }
+
+  /**
+   * The source's `/api` document, read once, and the shape its records are in (its
+   * `meta.farm.version`). A 404 is a farmOS 4.x with its API off, or not a farm: the error says
+   * what to enable; a version not in shapes.ts's table is an error naming it.
+   */
+  async entryPoint(): Promise<{ document: any; shape: SourceShape }> {
+    if (this.entry) return this.entry;
+    let document: any;
+    try {
+      document = await this.getJson('/api');
+    } catch (error) {
+      if (error instanceof SourceError && error.status === 404)
+        throw new SourceError(
+          `${this.base}/api answered 404: this is not a farm's address, or the farm runs farmOS 4.x with its API off. ${FARMOS4_API_HELP}`,
+          404,
+        );
+      throw error;
+    }
+    const links = document?.links && typeof document.links === 'object' ? Object.keys(document.links) : [];
+    if (!links.length)
+      throw new SourceError(
+        `${this.base}/api lists no resource types, so it is not a farm's API: give --url the farm's own address (e.g. https://farm.example.org), that of a ${READABLE_VERSIONS.replace(' and ', ' or ')} server or a Tilth.`,
+      );
+    const version: unknown = document?.meta?.farm?.version;
+    const shape = shapeOf(version);
+    if (!shape)
+      throw new SourceError(
+        typeof version === 'string'
+          ? `${this.base}/api says it runs farmOS ${JSON.stringify(version)} (meta.farm.version), a version this Tilth cannot read: it reads ${READABLE_VERSIONS}.`
+          : `${this.base}/api does not say which farmOS it runs (no meta.farm.version), so its records cannot be read in their shape: this Tilth reads ${READABLE_VERSIONS}.`,
+      );
+    this.entry = { document, shape };
+    return this.entry;
+  }
+
+  /** Source documents in this farm's shape (shapes.ts): the entry point is read first, once. */
+  private async read(resources: SourceResource[]): Promise<SourceResource[]> {
+    const { shape } = await this.entryPoint();
+    return resources.map((r) =>
+      r && typeof r === 'object' && typeof r.type === 'string' ? readResource(shape, r) : r,
+    );
   }
 
   /** GET a JSON document at a path of the source (or an absolute URL on it). */
@@ -218,7 +287,7 @@ export class FarmSource {
       const doc = await this.getJson(`/api/${entityType}/${bundle}?${q}`);
       if (!doc || !Array.isArray(doc.data))
         throw new SourceError(`${this.base}/api/${entityType}/${bundle}: the answer has no "data" list.`);
-      const page = doc.data as SourceResource[];
+      const page = await this.read(doc.data as SourceResource[]);
       if (!page.length) return;
       yield page;
       const last = Number(page[page.length - 1]!.attributes?.[internalId]);
@@ -345,7 +414,7 @@ export class FarmSource {
       next = typeof doc?.links?.next?.href === 'string' ? doc.links.next.href : null;
       if (!page.length && next)
         throw new SourceError(`${record}: ${url} has no revisions, yet a next page (no progress); not read further.`);
-      out.push(...page);
+      out.push(...(await this.read(page)));
       if (out.length > this.maxRevisions)
         throw new SourceError(
           `${record}: the source serves more than ${this.maxRevisions} revisions of it; not read further.`,

@@ -104,7 +104,19 @@ test('from farmOS: records come across as they were; bad ones are named by UUID 
     'its highest number for the time left (one HTML answer, then again), then the page, then the verification',
   );
 
+  assert.match(out, /^Reading .* as farmOS 3\.x \(its \/api says version 3\.2\.0\)\.$/m);
+
   const get = async (path: string) => (await request(`${target.url}/api/${path}`, { token })).body.data;
+  // farmOS 3.x's own shapes: a quantity's two material types (3.0), a product (3.1), a term's photo (3.2).
+  assert.deepEqual(
+    (await get(`quantity/material/${FIXTURE.mulch}`)).relationships.material_type.data.map((r: any) => r.id),
+    [FIXTURE.compost, FIXTURE.straw],
+  );
+  assert.equal((await get(`asset/product/${FIXTURE.preserves}`)).relationships.product_type.data.id, FIXTURE.jam);
+  assert.deepEqual(
+    (await get(`taxonomy_term/plant_type/${FIXTURE.tomato}`)).relationships.image.data.map((r: any) => r.id),
+    [FIXTURE.photo],
+  );
   const field = await get(`asset/land/${FIXTURE.field}`);
   assert.equal(field.attributes.created, '2021-06-01T00:00:00+00:00');
   assert.equal(field.attributes.changed, '2021-06-05T08:30:00+00:00');

@@ -1,12 +1,21 @@
 /**
- * A small farmOS 3.x, recorded: plain node:http answering as farmOS does (farmos-behaviour.md):
+ * A small farmOS 3.x, recorded (or the same farm as farmOS 4.x serves it: `version: '4.x'`): plain
+ * node:http answering as farmOS does (farmos-behaviour.md):
  * `+00:00` timestamps, `drupal_internal__*` numbers, offset paging links with no `meta.count`,
  * keyset filters on those numbers, private files under `/system/files/…` (a token needed), an
  * anonymous user with no name, role identifiers of its own, a contributed module's bundle
  * (`plan--crop`) and field, and a token endpoint without the password grant (the optional
  * simple_oauth_password_grant module is not enabled). It also misbehaves on cue: a 500, an HTML
  * page and a truncated body once each (retried), a collection that always fails, a file whose bytes
- * are not its stated size, a log related to an asset that does not exist.
+ * are not its stated size, a log related to an asset that does not exist (`faults: false` leaves
+ * out the last three). farmOS 3.x's own shapes are in it: a material quantity with two material
+ * types, a product asset, a plant type with a photo.
+ *
+ * As farmOS 4.x (its 4.0 release post): assets have no `status`, their `archived` is a boolean
+ * and the time is `last_archived`; an animal's `is_castrated` is `is_sterile`; a log may be
+ * `abandoned`; a farm organization (`organization--farm`) that an asset names as its `farm`. It
+ * can also be a 4.x whose API is off (`farmApi: false`: `/api` and `/oauth/token` are Drupal's
+ * HTML 404) or whose OAuth2 keys were never generated (`oauthKeys: false`: simple_oauth's 500).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,22 +37,104 @@ export const FIXTURE = {
   ownerless: U(502),
   missingAsset: U(999),
   plan: U(600),
+  photo: U(402),
+  compost: U(201),
+  straw: U(202),
+  jam: U(203),
+  sheep: U(204),
+  preserves: U(301),
+  dolly: U(302),
+  mulch: U(550),
+  // farmOS 4.x only.
+  abandoned: U(503),
+  farm: U(900),
 };
 export const MAP_BYTES = 'A hand-drawn map of the home field.\n'.repeat(20);
+export const PHOTO_BYTES = 'Not really a JPEG: ripe tomatoes.\n'.repeat(8);
 
 const t = (s: string) => `${s}+00:00`;
+
+type FixtureRecord = {
+  type: string;
+  id: string;
+  attributes: Record<string, unknown>;
+  relationships: Record<string, unknown>;
+};
+/** A taxonomy term as farmOS 3.x serves it. */
+const term = (
+  vocabulary: string,
+  id: string,
+  tid: number,
+  name: string,
+  relationships: Record<string, unknown> = {},
+): FixtureRecord => ({
+  type: `taxonomy_term--${vocabulary}`,
+  id,
+  attributes: {
+    drupal_internal__tid: tid,
+    drupal_internal__revision_id: tid,
+    langcode: 'en',
+    revision_created: t('2021-05-03T00:00:00'),
+    revision_log_message: null,
+    status: true,
+    name,
+    description: null,
+    weight: 0,
+    changed: t('2021-05-03T00:00:00'),
+    default_langcode: true,
+    revision_translation_affected: true,
+  },
+  // A root term's parent, as Drupal serves it: the "virtual" identifier.
+  relationships: {
+    parent: {
+      data: [
+        {
+          type: `taxonomy_term--${vocabulary}`,
+          id: 'virtual',
+          meta: { links: { help: { href: 'https://www.drupal.org/docs/8/modules/json-api/core-concepts#virtual' } } },
+        },
+      ],
+    },
+    ...relationships,
+  },
+});
+/** An asset as farmOS 3.x serves it. */
+const asset = (
+  bundle: string,
+  id: string,
+  n: number,
+  name: string,
+  attributes: Record<string, unknown>,
+  relationships: Record<string, unknown>,
+): FixtureRecord => ({
+  type: `asset--${bundle}`,
+  id,
+  attributes: {
+    drupal_internal__id: n,
+    drupal_internal__revision_id: n,
+    langcode: 'en',
+    name,
+    status: 'active',
+    archived: null,
+    created: t('2021-06-01T00:00:00'),
+    changed: t('2021-06-01T00:00:00'),
+    notes: null,
+    flag: [],
+    id_tag: [],
+    intrinsic_geometry: null,
+    is_location: false,
+    is_fixed: false,
+    ...attributes,
+  },
+  relationships: { uid: { data: null }, owner: { data: [] }, parent: { data: [] }, ...relationships },
+});
 const rel = (type: string, id: string, meta: Record<string, unknown> = {}) => ({
   type,
   id,
   meta: { drupal_internal__target_id: 1, ...meta },
 });
 
-function records(
-  base: string,
-): Record<
-  string,
-  Array<{ type: string; id: string; attributes: Record<string, unknown>; relationships: Record<string, unknown> }>
-> {
+function records(base: string): Record<string, FixtureRecord[]> {
   const user = (id: string, uid: number, name: string, extra: Record<string, unknown> = {}, roles: string[] = []) => ({
     type: 'user--user',
     id,
@@ -101,6 +192,8 @@ function records(
         relationships: {
           vid: { data: { type: 'taxonomy_vocabulary--taxonomy_vocabulary', id: U(800) } },
           revision_user: { data: null },
+          // A term's photo (farmOS 3.x): its file comes before the term.
+          image: { data: [rel('file--file', FIXTURE.photo, { alt: 'Ripe tomatoes', title: '' })] },
           parent: {
             data: [
               {
@@ -110,6 +203,61 @@ function records(
                   links: { help: { href: 'https://www.drupal.org/docs/8/modules/json-api/core-concepts#virtual' } },
                 },
               },
+            ],
+          },
+        },
+      },
+    ],
+    'taxonomy_term--material_type': [
+      term('material_type', FIXTURE.compost, 2, 'Compost'),
+      term('material_type', FIXTURE.straw, 3, 'Straw'),
+    ],
+    'taxonomy_term--product_type': [term('product_type', FIXTURE.jam, 4, 'Jam')],
+    'taxonomy_term--animal_type': [term('animal_type', FIXTURE.sheep, 5, 'Sheep')],
+    // farmOS 3.1's products (PR #787).
+    'asset--product': [
+      asset(
+        'product',
+        FIXTURE.preserves,
+        2,
+        'Tomato jam',
+        {},
+        { product_type: { data: rel('taxonomy_term--product_type', FIXTURE.jam) } },
+      ),
+    ],
+    // Archived, and castrated: what farmOS 4.x serves as `archived: true`, `last_archived` and `is_sterile`.
+    'asset--animal': [
+      asset(
+        'animal',
+        FIXTURE.dolly,
+        3,
+        'Dolly',
+        { status: 'archived', archived: t('2021-07-01T00:00:00'), is_castrated: true, sex: 'F', nickname: [] },
+        { animal_type: { data: rel('taxonomy_term--animal_type', FIXTURE.sheep) } },
+      ),
+    ],
+    // To-many material types (farmOS 3.0).
+    'quantity--material': [
+      {
+        type: 'quantity--material',
+        id: FIXTURE.mulch,
+        attributes: {
+          drupal_internal__id: 1,
+          drupal_internal__revision_id: 1,
+          langcode: 'en',
+          measure: 'weight',
+          value: { numerator: 5, denominator: 2, decimal: '2.5' },
+          label: 'mulch',
+          created: t('2021-06-02T10:00:00'),
+          changed: t('2021-06-02T10:00:00'),
+        },
+        relationships: {
+          uid: { data: rel('user--user', FIXTURE.farmer) },
+          units: { data: null },
+          material_type: {
+            data: [
+              rel('taxonomy_term--material_type', FIXTURE.compost),
+              rel('taxonomy_term--material_type', FIXTURE.straw),
             ],
           },
         },
@@ -174,6 +322,22 @@ function records(
       },
       {
         type: 'file--file',
+        id: FIXTURE.photo,
+        attributes: {
+          drupal_internal__fid: 3,
+          langcode: 'en',
+          filename: 'tomato.jpg',
+          uri: { value: 'private://2021-06/tomato.jpg', url: '/system/files/2021-06/tomato.jpg' },
+          filemime: 'image/jpeg',
+          filesize: Buffer.byteLength(PHOTO_BYTES),
+          status: true,
+          created: t('2021-06-02T09:30:00'),
+          changed: t('2021-06-02T09:30:00'),
+        },
+        relationships: { uid: { data: rel('user--user', FIXTURE.farmer) } },
+      },
+      {
+        type: 'file--file',
         id: FIXTURE.badFile,
         attributes: {
           drupal_internal__fid: 2,
@@ -222,7 +386,7 @@ function records(
           file: { data: [rel('file--file', FIXTURE.mapFile, { description: 'Map', display: true })] },
           image: { data: [] },
           owner: { data: [rel('user--user', FIXTURE.farmer)] },
-          quantity: { data: [] },
+          quantity: { data: [rel('quantity--material', FIXTURE.mulch)] },
           location: { data: [] },
           equipment: { data: [] },
           group: { data: [] },
@@ -275,6 +439,101 @@ function records(
   };
 }
 
+/**
+ * The same farm as farmOS 4.x serves it (its 4.0 release post): assets without `status`, a boolean
+ * `archived` and the time as `last_archived` (PR #986); `is_sterile` for `is_castrated` (PR #960);
+ * and what only 4.x has: an abandoned log (PR #945), a farm organization that the home field is in
+ * (PR #849).
+ */
+function as4x(data: Record<string, FixtureRecord[]>): Record<string, FixtureRecord[]> {
+  const out: Record<string, FixtureRecord[]> = {};
+  for (const [type, list] of Object.entries(data)) {
+    out[type] = list.map((r) => {
+      if (!type.startsWith('asset--')) return r;
+      const { status, archived, is_castrated, ...attributes } = r.attributes;
+      return {
+        ...r,
+        attributes: {
+          ...attributes,
+          archived: status === 'archived',
+          last_archived: archived ?? null,
+          ...(is_castrated === undefined ? {} : { is_sterile: is_castrated }),
+        },
+      };
+    });
+  }
+  out['log--activity'] = [
+    ...out['log--activity']!,
+    {
+      type: 'log--activity',
+      id: FIXTURE.abandoned,
+      attributes: {
+        drupal_internal__id: 4,
+        drupal_internal__revision_id: 4,
+        langcode: 'en',
+        name: 'Spray the orchard',
+        timestamp: t('2021-06-06T10:00:00'),
+        status: 'abandoned',
+        created: t('2021-06-05T10:00:00'),
+        changed: t('2021-06-06T10:00:00'),
+      },
+      relationships: { uid: { data: rel('user--user', FIXTURE.farmer) }, owner: { data: [] }, asset: { data: [] } },
+    },
+  ];
+  out['organization--farm'] = [
+    {
+      type: 'organization--farm',
+      id: FIXTURE.farm,
+      attributes: {
+        drupal_internal__id: 1,
+        drupal_internal__revision_id: 1,
+        langcode: 'en',
+        name: 'Home farm',
+        created: t('2021-05-01T00:00:00'),
+        changed: t('2021-05-01T00:00:00'),
+      },
+      relationships: { uid: { data: rel('user--user', FIXTURE.admin) } },
+    },
+  ];
+  for (const r of out['asset--land']!)
+    if (r.id === FIXTURE.field)
+      r.relationships = { ...r.relationships, farm: { data: rel('organization--farm', FIXTURE.farm) } };
+  return out;
+}
+
+/**
+ * The same farm as farmOS 2.x serves it: a material quantity's `material_type` to-one (to-many
+ * since 3.0), and no products (3.1).
+ */
+function as2x(data: Record<string, FixtureRecord[]>): Record<string, FixtureRecord[]> {
+  const out: Record<string, FixtureRecord[]> = {};
+  for (const [type, list] of Object.entries(data)) {
+    if (type === 'asset--product' || type === 'taxonomy_term--product_type') continue;
+    out[type] =
+      type === 'quantity--material'
+        ? list.map((r) => {
+            const types = (r.relationships.material_type as { data: unknown[] }).data;
+            return { ...r, relationships: { ...r.relationships, material_type: { data: types[0] ?? null } } };
+          })
+        : list;
+  }
+  return out;
+}
+
+/** What only a source with `faults` serves: a file whose bytes are not its size, a log about an asset that is not there. */
+function withoutFaults(data: Record<string, FixtureRecord[]>): Record<string, FixtureRecord[]> {
+  const faulty = new Set([FIXTURE.badFile, FIXTURE.dangling]);
+  return Object.fromEntries(Object.entries(data).map(([type, list]) => [type, list.filter((r) => !faulty.has(r.id))]));
+}
+
+/** Drupal's own page for a path no module answers (farmOS 4.x's `/api` and `/oauth/token` when farm_api is off). */
+function drupalNotFound(res: ServerResponse): void {
+  res.writeHead(404, { 'Content-Type': 'text/html; charset=UTF-8' });
+  res.end(
+    '<!DOCTYPE html><html><head><title>Page not found | Fixture farm</title></head><body><h1>Page not found</h1><p>The requested page could not be found.</p></body></html>',
+  );
+}
+
 const INTERNAL: Record<string, string> = {
   user: 'drupal_internal__uid',
   taxonomy_term: 'drupal_internal__tid',
@@ -293,6 +552,16 @@ export interface FarmosFixture {
 }
 
 export interface FixtureOptions {
+  /** Which farmOS it is: 3.x (meta.farm.version 3.2.0, the default), 4.x (4.0.0) or 2.x (2.2.2), its records in that version's shape. */
+  version?: '2.x' | '3.x' | '4.x';
+  /** The records and collection that fail on purpose (a bad file, a dangling log, a collection that always answers 500); default true. */
+  faults?: boolean;
+  /** The `meta.farm.version` its `/api` says, when not the version's own (a version the importer does not know). */
+  reports?: string;
+  /** farmOS 4.x with `farm_api` (and its OAuth2 server) not installed: `/api` and `/oauth/token` are 404 pages. */
+  farmApi?: boolean;
+  /** farmOS 4.x whose OAuth2 keys were never generated: the token endpoint answers simple_oauth's server_error. */
+  oauthKeys?: boolean;
   /**
    * A data stream (`data_stream--basic`, farmOS 3.x's) with these readings, served newest first
    * by its data endpoint; `hold`, when given, is called as each request for them arrives, and the
@@ -325,6 +594,14 @@ export async function startFarmosFixture(options: FixtureOptions = {}): Promise<
     const url = new URL(req.url ?? '/', base);
     requests.push(`${req.method} ${url.pathname}`);
     queries.push(`${req.method} ${url.pathname}${url.search}`);
+    if (options.farmApi === false && (url.pathname === '/oauth/token' || url.pathname.startsWith('/api')))
+      return drupalNotFound(res);
+    if (url.pathname === '/oauth/token' && req.method === 'POST' && options.oauthKeys === false) {
+      // simple_oauth's Oauth2GrantManager::checkKeyPaths, an OAuthServerException::serverError (500).
+      const message =
+        'The authorization server encountered an unexpected condition which prevented it from fulfilling the request: You need to set the OAuth2 secret and private keys.';
+      return send(res, 500, { error: 'server_error', error_description: message, message });
+    }
     if (url.pathname === '/oauth/token' && req.method === 'POST') {
       let body = '';
       req.on('data', (d) => (body += d));
@@ -361,9 +638,14 @@ export async function startFarmosFixture(options: FixtureOptions = {}): Promise<
       });
     if (url.pathname.startsWith('/system/files/')) {
       res.writeHead(200, { 'Content-Type': 'text/plain' });
-      return res.end(url.pathname.endsWith('/map.txt') ? MAP_BYTES : 'short');
+      return res.end(
+        url.pathname.endsWith('/map.txt') ? MAP_BYTES : url.pathname.endsWith('/tomato.jpg') ? PHOTO_BYTES : 'short',
+      );
     }
-    const data = records(base);
+    const faults = options.faults !== false;
+    const shaped =
+      options.version === '4.x' ? as4x(records(base)) : options.version === '2.x' ? as2x(records(base)) : records(base);
+    const data = faults ? shaped : withoutFaults(shaped);
     if (options.readings) {
       const stream = FIXTURE_STREAM;
       if (url.pathname === `/api/data_stream/${stream}/data`) {
@@ -412,7 +694,11 @@ export async function startFarmosFixture(options: FixtureOptions = {}): Promise<
         jsonapi: { version: '1.0' },
         data: [],
         meta: {
-          farm: { name: 'Fixture farm', url: base, version: '3.2.0' },
+          farm: {
+            name: 'Fixture farm',
+            url: base,
+            version: options.reports ?? { '2.x': '2.2.2', '3.x': '3.2.0', '4.x': '4.0.0' }[options.version ?? '3.x'],
+          },
           links: { me: { meta: { id: FIXTURE.admin } } },
         },
         links,
@@ -424,7 +710,7 @@ export async function startFarmosFixture(options: FixtureOptions = {}): Promise<
       once.add(url.pathname);
       return glitches[url.pathname]!(res);
     }
-    if (url.pathname === '/api/log/observation')
+    if (url.pathname === '/api/log/observation' && faults)
       return send(res, 500, {
         errors: [
           { status: '500', title: 'Internal Server Error', detail: 'The website encountered an unexpected error.' },
