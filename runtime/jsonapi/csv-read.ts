@@ -99,7 +99,7 @@ export async function readCsv(
   for (const [i, { record: cells, info }] of body.entries()) {
     const row = i + 2;
     // csv-parse counts the lines read when the record ends: its first line is that less its own breaks.
-    const line = info.lines - (cells.join('\n').match(/\n/g)?.length ?? 0);
+    const line = info.lines - cells.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
     const problem = (column: string, detail: string) => problems.push({ row, line, column, detail });
     const type = (col.has('type') ? cells[col.get('type')!] : '') || bundle?.type || '';
     const rt = registry.get(type);
