@@ -235,7 +235,7 @@ test('a CSV with one bad row imports nothing and names its line and column; a go
     assert.deepEqual(await seriousViolations(page), [], 'the import form');
     await page.setInputFiles('#sheet-file', join(dir, 'bad.csv'));
     const [res] = await Promise.all([page.waitForResponse(/\/import$/), page.click('button[value=preview]')]);
-    assert.equal(res.status(), 422, await page.textContent('main'));
+    assert.equal(res.status(), 422, (await page.textContent('main')) ?? '');
     const rows = await page.$$eval('table.problems tbody tr', (trs) =>
       trs.map((tr) => [...tr.children].map((td) => td.textContent!.trim())),
     );
