@@ -20,7 +20,7 @@ import type { Principal } from '../access/principal.ts';
 import { fieldsetsToRead, type JsonApiQuery } from './query/index.ts';
 import type { QueryCompiler } from './collection/compile.ts';
 import type { ResourceObject } from './serialize.ts';
-import { fetchPage } from './collection/page.ts';
+import { fetchPageAcrossBundles } from './collection/page-across-bundles.ts';
 import { listCondition, viewCondition } from '../access/policy.ts';
 import { badParameter } from '../errors.ts';
 import { quoted } from './coerce.ts';
@@ -182,23 +182,34 @@ async function write(res: Response, chunk: string): Promise<void> {
     });
 }
 
+/**
+ * Stream the collection `query` picks as `format`. `types`: one bundle (the API's collection), or
+ * several of one entity type read in one order (the web interface's "all logs" list: its filter
+ * and sort name base fields; page-across-bundles.ts).
+ */
 export async function sendExport(
   s: JsonApiServices,
   compiler: QueryCompiler,
   res: Response,
-  rt: ResourceType,
+  types: ResourceType | readonly ResourceType[],
   query: JsonApiQuery,
   principal: Principal,
   format: ExportFormat,
 ): Promise<void> {
+  const rts = Array.isArray(types) ? (types as readonly ResourceType[]) : [types as ResourceType];
+  const rt = rts[0]!;
   // The first batch is fetched before anything is sent, so that a bad query is still a clean error.
   let page = { offset: 0, limit: BATCH } as { offset: number; limit: number; cursor?: string };
   const at = query.asOf ?? undefined;
-  let batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
+  const fetch = () => fetchPageAcrossBundles(s.knex, compiler, rts, query.filter, query.sort, page, principal, at);
+  let batch = await fetch();
   const columns = new Map<string, 'attribute' | 'relationship'>();
   let headed = false;
   let features = 0;
-  const filename = `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`;
+  const filename =
+    rts.length === 1
+      ? `${rt.entityType.entityType}-${rt.bundle.bundle}.${format}`
+      : `${rt.entityType.entityType}.${format}`;
   const fieldTypes = new Map(rt.bundle.fields.map((f) => [f.name, f.type as string]));
   res
     .status(200)
@@ -212,10 +223,10 @@ export async function sendExport(
       batch.ids,
       fieldsetsToRead(query.fields, query.include),
       at,
-      [rt.bundle.bundle],
+      rts.map((t) => t.bundle.bundle),
     );
     const resources = records.map((r) =>
-      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(rt.type))),
+      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(r.rt.type))),
     );
     const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
     for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);
@@ -236,7 +247,7 @@ export async function sendExport(
           ? `${BYTE_ORDER_MARK}${['id', 'type', ...[...columns].flatMap(([k, kind]) => (kind === 'relationship' ? [k, `${k}.id`] : [k]))].map(csvCell).join(',')}\r\n`
           : format === 'geojson'
             ? '{"type":"FeatureCollection","features":['
-            : `<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>${xml(`${s.ctx.config.farmName}: ${rt.bundle.label}`)}</name>\n`;
+            : `<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="http://www.opengis.net/kml/2.2"><Document><name>${xml(`${s.ctx.config.farmName}: ${rts.length === 1 ? rt.bundle.label : rt.entityType.labelPlural}`)}</name>\n`;
       headed = true;
     }
     for (const r of resources) {
@@ -281,7 +292,7 @@ export async function sendExport(
       limit: BATCH,
       ...(batch.nextCursor ? { cursor: batch.nextCursor } : {}),
     };
-    batch = await fetchPage(s.knex, compiler, rt, query.filter, query.sort, page, principal, at);
+    batch = await fetch();
   }
   res.end(format === 'csv' ? '' : format === 'geojson' ? ']}\n' : '</Document></kml>\n');
 }

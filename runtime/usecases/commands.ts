@@ -10,6 +10,7 @@ import type { AppContext } from '../context.ts';
 import { RecordCommands } from './records.ts';
 import { FileCommands } from './files.ts';
 import { ReadingCommands } from './readings.ts';
+import { BulkCommands } from './bulk.ts';
 
 export interface FarmCommands {
   /** View, create, update and delete records (usecases/records.ts). */
@@ -18,6 +19,8 @@ export interface FarmCommands {
   files: FileCommands;
   /** Store readings of data streams and sensors (usecases/readings.ts). */
   readings: ReadingCommands;
+  /** One change to many records of a type, all or nothing (usecases/bulk.ts). */
+  bulk: BulkCommands;
 }
 
 const byFarm = new WeakMap<AppContext, FarmCommands>();
@@ -32,6 +35,7 @@ export function farmCommands(ctx: AppContext): FarmCommands {
       records,
       files: new FileCommands(ctx.registry, records, entities, files),
       readings: new ReadingCommands(ctx.db.knex, loader, entities),
+      bulk: new BulkCommands(ctx.db.knex, loader, entities),
     };
     byFarm.set(ctx, commands);
   }

@@ -21,6 +21,9 @@
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
  *   GET|POST /farm/people…                       People, for account administrators (people.ts)
+ *   GET  /farm/<entity type>[/<bundle>]?_format=csv|geojson|kml   a list view as a file (sheets.ts)
+ *   POST /farm/<entity type>[/<bundle>]/bulk      a bulk action: confirm, then apply (bulk.ts)
+ *   GET|POST /farm/<entity type>/<bundle>/import, …/import/template.csv   a CSV imported, with a preview (sheets.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -48,6 +51,10 @@ import { RecordPage } from './record-page.ts';
 import { RelatedRecords } from './related.ts';
 import { RevisionDiffPage } from './revision-diff.ts';
 import { FilePages } from './files.ts';
+// Issue 42 §3 and §4: bulk actions on lists, spreadsheets in and out.
+import { BulkPages } from './bulk.ts';
+import { SheetPages } from './sheets.ts';
+import { FieldForms } from './records.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -119,6 +126,16 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   // --- People (issue 38 screen 8): /farm/people…, for account administrators (people.ts) ---
   router.use(new PeoplePages(ctx, services, reads, web, lists, formats).routes(web.signedIn, recordWrite));
   // --- end of People ---
+  // --- Issue 42 §3, §4: bulk actions and spreadsheets (bulk.ts, sheets.ts), before the routes their paths would match ---
+  const sheets = new SheetPages(ctx, services, reads, web, lists);
+  const bulk = new BulkPages(ctx, services, reads, web, lists, formats, new FieldForms(records), sheets);
+  lists.attachTools({
+    export: (res, listView, view, format) => sheets.export(res, listView, view, format),
+    offer: (res, listView, view, count) => bulk.offer(res, listView, view, count),
+  });
+  router.use(sheets.routes(web.signedIn, refuseWrites));
+  router.use(bulk.routes(recordWrite));
+  // --- end of issue 42 §3, §4 ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',

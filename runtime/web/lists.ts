@@ -20,6 +20,25 @@ import { ApiQuery } from './api-query.ts';
 import { ListViews, TYPE_PARAM, type ListView } from './list-view.ts';
 import { TASKS, TaskList, type TaskProblem } from './tasks.ts';
 
+/** The URL parameter that asks for a list view as a file (csv, geojson, kml: sheets.ts), as the API's `_format`. */
+export const EXPORT_PARAM = '_format';
+
+/** What a list offers beside its rows: bulk actions over them, and its view as files (bulk.ts, sheets.ts). */
+export interface ListTools {
+  /** The whole view as a file of `format` instead of its page. */
+  export(res: Response, listView: ListView, view: URLSearchParams, format: string): Promise<void>;
+  /** For this caller: links (files, import), and, when it may act on the rows, a tick box per row and the form round them. */
+  offer(res: Response, listView: ListView, view: URLSearchParams, count: number): ListOffer;
+}
+
+export interface ListOffer {
+  links: Html | string;
+  /** The row's tick box cell, or null when no bulk action is offered. */
+  select: ((r: Resource, ctx: RenderContext) => Html) | null;
+  head: Html;
+  wrap: (table: Html) => Html;
+}
+
 /** Rows per list page. */
 export const PAGE_SIZE = 50;
 const DAY = 86_400;
@@ -52,6 +71,12 @@ export class ListPages {
 
   private readonly views: ListViews;
   private readonly tasks: TaskList;
+  /** Bulk actions and spreadsheets on lists (issue 42 §3, §4), attached once the pages that offer them exist (index.ts). */
+  private tools: ListTools | null = null;
+
+  attachTools(tools: ListTools): void {
+    this.tools = tools;
+  }
 
   /** The bundles of an entity type the caller may list, with a UI description. */
   listable(entityType: string, principal: Principal): Array<{ rt: ResourceType; ui: BundleUi }> {
@@ -200,6 +225,49 @@ export class ListPages {
   }
 
   /**
+   * A list's view (the URL's filters and sort) as the API's query: what its page, its bulk
+   * actions' "all matching" (bulk.ts) and its exports (sheets.ts) read. `sortName` is the column
+   * sorted by, as the URL names it.
+   */
+  viewQuery(listView: ListView, view: URLSearchParams): { q: ApiQuery; sortName: string } {
+    const q = new ApiQuery();
+    for (const f of listView.filters)
+      this.views.applyFilter(
+        q,
+        listView.bundles.map((b) => b.rt),
+        f,
+        view,
+      );
+    const sortable = new Map(listView.columns.filter((c) => c.sort).map((c) => [c.name, c.sort!]));
+    const asked = view.get('sort') ?? '';
+    const askedColumn = asked.replace(/^-/, '');
+    const sortName = sortable.has(askedColumn) ? asked : listView.sort;
+    const descending = sortName.startsWith('-');
+    const path = sortable.get(sortName.replace(/^-/, '')) ?? sortName.replace(/^-/, '');
+    q.set('sort', `${descending ? '-' : ''}${path}`);
+    return { q, sortName };
+  }
+
+  /**
+   * The list view a path names (`/farm/<entity type>` for all of its records, or one bundle's),
+   * for this caller and the URL's view; null when there is none (a 404).
+   */
+  viewOf(entityType: string, bundle: string | null, principal: Principal, view: URLSearchParams): ListView | null {
+    const bundles = this.listable(entityType, principal);
+    const type = this.ctx.registry.model.entityTypes[entityType];
+    if (!type || !bundles.length) return null;
+    if (bundle === null)
+      return ALL_LISTS.has(entityType)
+        ? this.views.all(bundles, principal, view, {
+            title: M.lists.all(capitalise(type.labelPlural)),
+            order: ALL_LISTS.get(entityType)!,
+          })
+        : null;
+    const b = bundles.find((x) => x.rt.bundle.bundle === bundle);
+    return b ? this.views.bundle(b.rt, b.ui, principal) : null;
+  }
+
+  /**
    * A list: its filters, sort and page, all in the URL, read through the API's query machinery in
    * a fixed number of statements whatever its rows (one page of ids, one load, one per include
    * level, one count).
@@ -209,24 +277,11 @@ export class ListPages {
     const view = new URL(req.originalUrl, 'http://x').searchParams;
     const { types, columns, filters } = listView;
     const first = listView.bundles[0]!.rt;
-    const q = new ApiQuery();
-    for (const f of filters)
-      this.views.applyFilter(
-        q,
-        listView.bundles.map((b) => b.rt),
-        f,
-        view,
-      );
-    const sortable = new Map(columns.filter((c) => c.sort).map((c) => [c.name, c.sort!]));
-    const asked = view.get('sort') ?? '';
-    const askedColumn = asked.replace(/^-/, '');
-    const sortName = sortable.has(askedColumn) ? asked : listView.sort;
-    const sortPath = (name: string) => {
-      const descending = name.startsWith('-');
-      const path = sortable.get(name.replace(/^-/, '')) ?? name.replace(/^-/, '');
-      return `${descending ? '-' : ''}${path}`;
-    };
-    q.set('sort', sortPath(sortName)).set('page[limit]', String(PAGE_SIZE));
+    // A spreadsheet or map file of the whole view instead of its page (sheets.ts).
+    const format = view.get(EXPORT_PARAM);
+    if (format && this.tools) return this.tools.export(res, listView, view, format);
+    const { q, sortName } = this.viewQuery(listView, view);
+    q.set('page[limit]', String(PAGE_SIZE));
     const offset = Number(view.get('offset') ?? '0');
     if (Number.isSafeInteger(offset) && offset > 0) q.set('page[offset]', String(offset));
     const cursor = view.get('cursor');
@@ -255,8 +310,12 @@ export class ListPages {
       const nextSort = here && !descending ? `-${c.name}` : c.name;
       return html`<th scope="col" ${here ? html`aria-sort="${descending ? 'descending' : 'ascending'}"` : ''}><a href="${link({ sort: nextSort })}" aria-label="${M.list.sortBy(c.label, nextSort.startsWith('-'))}">${c.label}${here ? (descending ? ' ↓' : ' ↑') : ''}</a></th>`;
     });
+    // Bulk actions (a tick box per row in a form round the table) and the view's files (bulk.ts, sheets.ts).
+    const offer = this.tools?.offer(res, listView, view, count) ?? null;
+    if (offer?.select) head.unshift(offer.head);
     const rows = result.resources.map(
-      (r) => html`<tr>${columns.map((c) => this.views.cell(listView, c, r, ctx))}</tr>`,
+      (r) =>
+        html`<tr>${offer?.select ? offer.select(r, ctx) : ''}${columns.map((c) => this.views.cell(listView, c, r, ctx))}</tr>`,
     );
     const filtering = [...view.keys()].some((k) => !['sort', 'offset', 'cursor', 'deleted'].includes(k));
     const filterForm = html`<details class="card" ${filtering ? 'open' : ''}><summary>${M.list.filters}</summary>
@@ -284,7 +343,14 @@ ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('so
     const deleted = view.get('deleted');
     const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${actions}${before}${filterForm}
 <p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), this.formats.number.format(Math.min(count, COUNT_CAP)), count > COUNT_CAP)}</p>
-${rows.length ? html`<div class="table-wrap"><table><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${M.list.none}</p>`}
+${offer?.links ?? ''}
+${
+  rows.length
+    ? (offer?.wrap ?? ((t: Html) => t))(
+        html`<div class="table-wrap"><table><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>`,
+      )
+    : html`<p>${M.list.none}</p>`
+}
 ${pager}`;
     this.send(res, 200, listView.title, body);
   }

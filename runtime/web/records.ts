@@ -36,7 +36,7 @@ import { ComponentCommands, ComponentError, type ComponentRow } from '../usecase
 import { UploadPages } from './uploads.ts';
 
 /** A submitted value that names no record the field may point at: a 422 of the form's own. */
-class ReferenceProblem extends Error {
+export class ReferenceProblem extends Error {
   constructor(
     readonly field: string,
     message: string,
@@ -669,6 +669,58 @@ export class RecordPages {
     return null;
   }
 
+  /** FieldForms.control: one field's control, its reference's records read first. */
+  async fieldControl(
+    res: Response,
+    rt: ResourceType,
+    ui: BundleUi,
+    name: string,
+    state: FormState,
+    find: boolean,
+  ): Promise<Html> {
+    const { principal } = webState(res);
+    const f = ui.fields.find((x) => x.name === name && x.widget);
+    const d = f && this.field(rt, f);
+    if (!f || !d) return html``;
+    const reader = new ReferenceOptionReader(this.ctx, this.reads, principal);
+    const typed = (state.values.get(name) ?? []).filter((v) => v.trim() !== '');
+    const search = find ? (typed[typed.length - 1] ?? '').replace(/\s*\[[0-9a-fA-F-]{36}\]\s*$/, '') : null;
+    const references =
+      d.kind === 'relationship' && (f.widget === 'reference' || f.widget === 'select')
+        ? await reader.options(d, search || null)
+        : undefined;
+    return control(d, f, state, {
+      name,
+      references,
+      createsTerms: d.kind === 'relationship' && this.newTermVocabulary(d, principal) !== undefined,
+    });
+  }
+
+  /** FieldForms.read. */
+  fieldsDocument(
+    db: Knex | Knex.Transaction,
+    rt: ResourceType,
+    ui: BundleUi,
+    form: Form,
+    principal: Principal,
+    names: readonly string[],
+  ): Promise<{ attributes: Record<string, unknown>; relationships: Record<string, unknown> }> {
+    return this.document(db, rt, form, principal, false, { fields: ui.fields.filter((f) => names.includes(f.name)) });
+  }
+
+  /** FieldForms.prefilled. */
+  async prefilledForm(res: Response, rt: ResourceType, ui: BundleUi, values: Map<string, string[]>): Promise<void> {
+    assertMayOnType(webState(res).principal, rt.entityType, 'create', `${rt.type} resources`);
+    const filled = new Map<string, string[]>();
+    for (const f of ui.fields) {
+      const d = this.field(rt, f);
+      if (d && f.widget && d.default !== undefined && typeof d.default !== 'object')
+        filled.set(f.name, [String(d.default)]);
+    }
+    for (const [k, v] of values) filled.set(k, v);
+    await this.renderForm(res, 200, rt, ui, null, { values: filled, errors: new Map(), general: [], version: '' });
+  }
+
   /**
    * The create or edit form. `find`: the reference input whose Find was pressed, offered the
    * records named like what was typed in it; every other reference offers its first records by
@@ -740,6 +792,33 @@ ${sections}
 <div class="actions"><button class="primary" type="submit">${conflict?.submit ?? M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
 </form>${resource ? this.uploads.forms(res, rt, ui, resource.id) : ''}`;
     this.send(res, status, resource ? M.form.edit(ui.label) : M.form.create(ui.label), body);
+  }
+}
+
+/** What bulk actions (bulk.ts) take of a record's form: one field's control, its values read, a form filled in. */
+export class FieldForms {
+  constructor(private readonly pages: RecordPages) {}
+
+  /** One field's control as the bundle's form draws it, with the records a reference offers (`find`: searched by what was typed). */
+  control(res: Response, rt: ResourceType, ui: BundleUi, name: string, state: FormState, find: boolean): Promise<Html> {
+    return this.pages.fieldControl(res, rt, ui, name, state, find);
+  }
+
+  /** The attributes and relationships the named fields' inputs make, read as the form's save reads them. */
+  read(
+    db: Knex | Knex.Transaction,
+    rt: ResourceType,
+    ui: BundleUi,
+    form: Form,
+    principal: Principal,
+    names: readonly string[],
+  ): Promise<{ attributes: Record<string, unknown>; relationships: Record<string, unknown> }> {
+    return this.pages.fieldsDocument(db, rt, ui, form, principal, names);
+  }
+
+  /** The bundle's create form with these values in its inputs (a log for assets chosen in a list). */
+  prefilled(res: Response, rt: ResourceType, ui: BundleUi, values: Map<string, string[]>): Promise<void> {
+    return this.pages.prefilledForm(res, rt, ui, values);
   }
 }
 
