@@ -226,7 +226,8 @@ export async function sendExport(
       rts.map((t) => t.bundle.bundle),
     );
     const resources = records.map((r) =>
-      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(r.rt.type))),
+      // The columns are the request's shape's (an asset's 4.x `archived` a boolean column).
+      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(r.rt.type), s.shape(res))),
     );
     const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
     for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);
