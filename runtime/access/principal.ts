@@ -3,7 +3,7 @@
  * up to; and where a request keeps its principal between middleware and handlers.
  */
 import type { Response } from 'express';
-import type { Permission } from './roles.ts';
+import type { Permission, PermissionShape } from './roles.ts';
 
 export interface Principal {
   /** Internal user id, or null for anonymous requests and client-credentials tokens without a user. */
@@ -16,6 +16,11 @@ export interface Principal {
   /** The sign-in (token chain) the request's access token belongs to, or null without a token. */
   tokenChainId: string | null;
   permissions: ReadonlySet<Permission>;
+  /**
+   * The API shape whose rules made `permissions` (roles.ts): farmOS 4.x's worker deletes only its
+   * own records. Absent: the farmOS 2.x shape's, as the pages and commands act.
+   */
+  shape?: PermissionShape;
 }
 
 export const ANONYMOUS: Principal = Object.freeze({
