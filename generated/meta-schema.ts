@@ -97,6 +97,13 @@ internal?: boolean
 visibility?: ("all" | "self" | "admin" | "editors")
 default_callback?: "unique_key"
 ui?: FieldUi
+/**
+ * How the field reads and is written in each API shape (runtime/model/shapes.ts): farmos2 is the farmOS 2.x shape served under /api, farmos4 the farmOS 4.x shape (README, farmOS versions). A shape left out shows the field as stored.
+ */
+shapes?: {
+farmos2?: FieldShape
+farmos4?: FieldShape
+}
 }
 export interface AllowedValue {
 value: string
@@ -134,6 +141,39 @@ placeholder?: string
  * true: left out of forms and the record page (the API still has it)
  */
 hidden?: boolean
+}
+/**
+ * One shape's view of a field. Every key is optional; none changes what is stored.
+ */
+export interface FieldShape {
+/**
+ * the public name in this shape (documents, input, filters, sorts, sparse fieldsets); the stored name and the aliases stay accepted on input and in filters unless another field shows under that name
+ */
+name?: string
+/**
+ * true: not in this shape at all (not shown, not accepted, not filterable)
+ */
+omit?: true
+/**
+ * true: a new record sent without it is a 422 naming it, in this shape only
+ */
+required?: boolean
+/**
+ * the value a new record sent without one gets in this shape, instead of the field's default
+ */
+default?: (string | number | boolean)
+/**
+ * list_string: every stored value and how this shape shows it (a string or a boolean), one to one: read, written, filtered and sorted through it ({active: false, archived: true})
+ */
+values?: {
+[k: string]: (string | boolean)
+}
+/**
+ * list_string: stored values this shape cannot express and the allowed value each reads as ({abandoned: done}); a filter on the shown value matches them too, the shape cannot write them, and a write sending the shown value of the stored one leaves it
+ */
+show_values?: {
+[k: string]: string
+}
 }
 export interface EntityTypeFile {
 entity_type: MachineName

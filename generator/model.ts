@@ -21,6 +21,7 @@ import { assignStorage } from './storage.ts';
 import { COMPUTED_NEEDS } from '../runtime/model/computed-needs.ts';
 import { CONVERSIONS, conversionDefined } from '../runtime/model/conversions.ts';
 import { isConfigEntityType } from '../runtime/model/config-entities.ts';
+import { checkShapeNames, normaliseShapes } from './shapes.ts';
 
 const RESERVED = new Set([
   'id',
@@ -286,6 +287,12 @@ class FieldNormaliser {
     private readonly problems: Problems,
   ) {}
 
+  /** The names an entity type's documents give its own ids and bundle: no field may show under one. */
+  reservedNames(entityType: string): string[] {
+    const et = this.entityTypes[entityType];
+    return et ? ([et.internalId, et.revisionId, et.bundleKey].filter(Boolean) as string[]) : [];
+  }
+
   private bundleNames(entityType: string): Set<string> {
     return new Set(this.bundles.filter((b) => b.descriptor.entityType === entityType).map((b) => b.descriptor.bundle));
   }
@@ -456,6 +463,7 @@ class FieldNormaliser {
       bad(['type'], `inventory fields are computed; add "computed: inventory".`);
     if (type === 'file_uri' && raw.computed !== 'file_uri')
       bad(['type'], `file_uri fields are computed; add "computed: file_uri".`);
+    const shapes = normaliseShapes(name, raw, bad);
     if (!ok) return null;
     const computed = raw.computed;
     return {
@@ -487,6 +495,7 @@ class FieldNormaliser {
       internal: Boolean(raw.internal || type === 'password'),
       visibility: raw.visibility ?? 'all',
       storage: { kind: 'none' },
+      ...(shapes ? { shapes } : {}),
     };
   }
 }
@@ -574,6 +583,17 @@ function attachFields(bundle: PendingBundle, base: PendingField[], fields: Field
       names.set(alias, f.name);
     }
   }
+  // Each shape's public names must be unique too (a field renamed in one onto another's name).
+  const etd = bundle.descriptor.entityType;
+  const pendingByName = new Map(bundle.fields.map((p) => [p.descriptor.name, p]));
+  checkShapeNames(
+    bundle.fields.map((p) => p.descriptor),
+    fields.reservedNames(etd),
+    (name, shape, sentence) => {
+      const p = pendingByName.get(name)!;
+      problems.fail(p.file, [...p.path, 'shapes', shape], sentence);
+    },
+  );
 }
 
 /** One storage per field name per entity type, as Drupal's shared field storage requires. */

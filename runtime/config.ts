@@ -41,6 +41,12 @@ export interface ProcessSettings {
   maxConnections: number;
   /** TILTH_LOG_FORMAT: `auto` (readable on a terminal, JSON otherwise), `json` or `pretty`. */
   logFormat: 'auto' | 'json' | 'pretty';
+  /**
+   * A second port the same process listens on, answered in the farmOS 4.x shape (TILTH_API4_PORT;
+   * null: none). farmOS.py 2.0 cannot use a base URL with a path, so 4.x clients need a base of
+   * their own: this port, or a host name of TILTH_API4_HOSTS.
+   */
+  api4Port: number | null;
 }
 
 /**
@@ -103,6 +109,16 @@ export interface FarmSettings {
   tombstoneDays: number;
   /** The largest JSON document `tilth import farmos` reads from its source, in bytes (TILTH_IMPORT_MAX_DOCUMENT_MB). */
   importMaxDocumentBytes: number;
+  /**
+   * The base of links on TILTH_API4_PORT (TILTH_API4_BASE_URL; default TILTH_BASE_URL with that
+   * port), without a trailing slash; null without the port.
+   */
+  api4BaseUrl: string | null;
+  /**
+   * Host names answered in the farmOS 4.x shape (TILTH_API4_HOSTS, comma-separated, lower case,
+   * for a reverse proxy that passes the Host header): links take the host the request named.
+   */
+  api4Hosts: string[];
 }
 
 /**
@@ -300,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
   const siteDir = resolve(env.TILTH_SITE_DIR || join(import.meta.dirname, '..', 'site'));
   if (existsSync(siteDir) && !statSync(siteDir).isDirectory())
     throw new ConfigError(`TILTH_SITE_DIR must be a directory; ${siteDir} is a file.`);
+  const api4 = api4Settings(env, baseUrl, port);
   return {
     port,
     host,
@@ -345,5 +362,53 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     bodyBudgetBytes: integer(env, 'TILTH_BODY_BUDGET_MB', 32, 4, 4096) * 1024 * 1024,
     maxConnections: integer(env, 'TILTH_MAX_CONNECTIONS', 1000, 10, 1_000_000),
     importMaxDocumentBytes: integer(env, 'TILTH_IMPORT_MAX_DOCUMENT_MB', 64, 1, 4096) * 1024 * 1024,
+    ...api4,
   };
+}
+
+/** A host name as TILTH_API4_HOSTS lists it: letters, digits, dots and hyphens (an IPv6 literal has no name to proxy by). */
+const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+/** The farmOS 4.x shape's port, its links' base and its host names (README, "farmOS versions"). */
+function api4Settings(
+  env: NodeJS.ProcessEnv,
+  baseUrl: string,
+  port: number,
+): Pick<Config, 'api4Port' | 'api4BaseUrl' | 'api4Hosts'> {
+  const api4Port = env.TILTH_API4_PORT ? integer(env, 'TILTH_API4_PORT', 0, 1, 65535) : null;
+  if (api4Port !== null && api4Port === port)
+    throw new ConfigError(`TILTH_API4_PORT must differ from PORT (${port}): each port answers in one shape.`);
+  let api4BaseUrl: string | null = null;
+  if (env.TILTH_API4_BASE_URL) {
+    if (api4Port === null)
+      throw new ConfigError('TILTH_API4_BASE_URL is the base of links on TILTH_API4_PORT; set that port too.');
+    try {
+      const url = new URL(env.TILTH_API4_BASE_URL);
+      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) throw new Error();
+    } catch {
+      throw new ConfigError(
+        `TILTH_API4_BASE_URL must be an absolute http(s) URL without query or fragment; it is "${env.TILTH_API4_BASE_URL}".`,
+      );
+    }
+    api4BaseUrl = env.TILTH_API4_BASE_URL.replace(/\/+$/, '');
+  } else if (api4Port !== null) {
+    const url = new URL(baseUrl);
+    url.port = String(api4Port);
+    api4BaseUrl = url.toString().replace(/\/+$/, '');
+  }
+  const api4Hosts = (env.TILTH_API4_HOSTS || '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  for (const h of api4Hosts)
+    if (!HOST_NAME.test(h))
+      throw new ConfigError(
+        `TILTH_API4_HOSTS must list host names separated by commas (no scheme, port or path); "${h}" is not one.`,
+      );
+  const main = new URL(baseUrl).hostname.toLowerCase();
+  if (api4Hosts.includes(main))
+    throw new ConfigError(
+      `TILTH_API4_HOSTS names ${main}, the host of TILTH_BASE_URL, whose /api answers in the farmOS 2.x shape; give 4.x clients a host name of their own.`,
+    );
+  return { api4Port, api4BaseUrl, api4Hosts };
 }

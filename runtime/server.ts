@@ -7,6 +7,7 @@
 import { fillIfPending } from './storage/change-feed.ts';
 import type { Server, ServerResponse } from 'node:http';
 import { createAppServer } from './http/node-server.ts';
+import { markApi4Port } from './http/shape-choice.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, networkLinksWarning, type Config } from './config.ts';
@@ -43,6 +44,8 @@ export interface RunningServer {
   /** The farm it serves (host/farm.ts): its services graph, timers and database. */
   farm: Farm;
   server: Server;
+  /** The TILTH_API4_PORT server, answering in the farmOS 4.x shape, and its address; null without the port. */
+  api4: { server: Server; url: string } | null;
   close(): Promise<void>;
 }
 
@@ -77,6 +80,20 @@ function sharedSettings(config: Config): SharedSettings {
   };
 }
 
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = options.config ?? loadConfig();
   const processContext = createProcess(config, { logger: options.logger });
@@ -87,6 +104,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const { db, registry, generated } = farm;
   let running = null as { record(): Promise<void>; leave(): Promise<void> } | null;
   let bound: Server | null = null;
+  let bound4: Server | null = null;
   try {
     const ctx = farm.ctx;
     const oauth = farm.oauth;
@@ -101,10 +119,21 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     bound = server;
     server.keepAliveTimeout = 65_000;
     server.maxConnections = config.maxConnections;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
+    await listen(server, config.port, config.host);
+    // The farmOS 4.x shape's port: the same app, the same farm; its requests are marked so that
+    // http/shape-choice.ts answers them in that shape.
+    let api4: RunningServer['api4'] = null;
+    if (config.api4Port !== null) {
+      const server4 = createAppServer(app, (req, res) => {
+        markApi4Port(req);
+        return started ? app(req, res) : answerStarting(res, `${config.api4BaseUrl}${req.url ?? ''}`);
+      });
+      bound4 = server4;
+      server4.keepAliveTimeout = 65_000;
+      server4.maxConnections = config.maxConnections;
+      await listen(server4, config.api4Port, config.host);
+      api4 = { server: server4, url: config.api4BaseUrl! };
+    }
     const address = server.address() as AddressInfo;
     const loopback =
       address.family === 'IPv6'
@@ -159,6 +188,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     announce(
       `Tilth is serving ${config.farmName} at ${config.baseUrl}/api (listening on ${config.host}:${address.port}, ${db.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}).`,
     );
+    if (api4)
+      announce(
+        `It answers in the farmOS 4.x shape at ${api4.url}/api (listening on ${config.host}:${(api4.server.address() as AddressInfo).port}).`,
+      );
+    if (config.api4Hosts.length)
+      announce(`Host names answered in the farmOS 4.x shape: ${config.api4Hosts.join(', ')}.`);
     if (admin) {
       if (admin.password) {
         announce(
@@ -175,12 +210,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       ctx,
       farm,
       server,
+      api4,
       close: () =>
         (closing ??= (async () => {
-          await new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          });
+          await Promise.all([server, api4?.server].filter((s) => s !== undefined).map(closeServer));
           await farm.stopTimers();
           await running?.leave();
           await farm.close();
@@ -188,11 +221,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     };
   } catch (error) {
     // A start that failed after binding (a migration, a setting differing from running processes') lets the port go.
-    if (bound?.listening)
-      await new Promise<void>((resolve) => {
-        bound!.close(() => resolve());
-        bound!.closeAllConnections();
-      });
+    for (const s of [bound, bound4]) if (s?.listening) await closeServer(s);
     await running?.leave();
     await farm.close();
     throw error;

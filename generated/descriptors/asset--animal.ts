@@ -115,6 +115,15 @@ export const descriptor: BundleDescriptor = {
         "columns": {
           "value": "status"
         }
+      },
+      "shapes": {
+        "farmos4": {
+          "name": "archived",
+          "values": {
+            "active": false,
+            "archived": true
+          }
+        }
       }
     },
     {
@@ -133,6 +142,11 @@ export const descriptor: BundleDescriptor = {
         "kind": "columns",
         "columns": {
           "value": "archived"
+        }
+      },
+      "shapes": {
+        "farmos4": {
+          "name": "last_archived"
         }
       }
     },
@@ -693,7 +707,9 @@ export const descriptor: BundleDescriptor = {
       "description": "Has this animal been castrated?",
       "required": false,
       "multiple": false,
-      "aliases": [],
+      "aliases": [
+        "is_sterile"
+      ],
       "readOnly": false,
       "internal": false,
       "visibility": "all",
@@ -701,6 +717,11 @@ export const descriptor: BundleDescriptor = {
         "kind": "columns",
         "columns": {
           "value": "is_castrated"
+        }
+      },
+      "shapes": {
+        "farmos4": {
+          "name": "is_sterile"
         }
       }
     },

@@ -115,6 +115,15 @@ export const descriptor: BundleDescriptor = {
         "columns": {
           "value": "status"
         }
+      },
+      "shapes": {
+        "farmos4": {
+          "name": "archived",
+          "values": {
+            "active": false,
+            "archived": true
+          }
+        }
       }
     },
     {
@@ -133,6 +142,11 @@ export const descriptor: BundleDescriptor = {
         "kind": "columns",
         "columns": {
           "value": "archived"
+        }
+      },
+      "shapes": {
+        "farmos4": {
+          "name": "last_archived"
         }
       }
     },

@@ -110,6 +110,11 @@ export const descriptor: BundleDescriptor = {
         "columns": {
           "value": "timestamp"
         }
+      },
+      "shapes": {
+        "farmos4": {
+          "required": true
+        }
       }
     },
     {
@@ -129,6 +134,10 @@ export const descriptor: BundleDescriptor = {
         {
           "value": "done",
           "label": "Done"
+        },
+        {
+          "value": "abandoned",
+          "label": "Abandoned"
         }
       ],
       "aliases": [],
@@ -139,6 +148,16 @@ export const descriptor: BundleDescriptor = {
         "kind": "columns",
         "columns": {
           "value": "status"
+        }
+      },
+      "shapes": {
+        "farmos2": {
+          "showValues": {
+            "abandoned": "done"
+          }
+        },
+        "farmos4": {
+          "default": "done"
         }
       }
     },

@@ -109,6 +109,11 @@ export const descriptor: BundleDescriptor = {
         "columns": {
           "value": "timestamp"
         }
+      },
+      "shapes": {
+        "farmos4": {
+          "required": true
+        }
       }
     },
     {
@@ -128,6 +133,10 @@ export const descriptor: BundleDescriptor = {
         {
           "value": "done",
           "label": "Done"
+        },
+        {
+          "value": "abandoned",
+          "label": "Abandoned"
         }
       ],
       "aliases": [],
@@ -138,6 +147,16 @@ export const descriptor: BundleDescriptor = {
         "kind": "columns",
         "columns": {
           "value": "status"
+        }
+      },
+      "shapes": {
+        "farmos2": {
+          "showValues": {
+            "abandoned": "done"
+          }
+        },
+        "farmos4": {
+          "default": "done"
         }
       }
     },

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_DECIMAL } from '../../runtime/values/decimal-value.ts';
 import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
+import { allowedValuesIn } from '../../runtime/model/shapes.ts';
 import type { BundleDescriptor, DataModel, FieldDescriptor } from '../../runtime/model/descriptor.ts';
 import { STAMP } from './stamp.ts';
 import type { FileMap } from './descriptors.ts';
@@ -51,7 +52,8 @@ function propertySchema(field: FieldDescriptor): Schema {
 
 function attributeSchema(field: FieldDescriptor): Schema {
   const item = propertySchema(field);
-  let enumeration = field.allowedValues?.map((v) => ({ const: v.value, title: v.label }));
+  // The farmOS 2.x shape's values (/api/schema): a stored value it cannot write is not listed.
+  let enumeration = allowedValuesIn(field, 'farmos2')?.map((v) => ({ const: v.value, title: v.label }));
   // An ID tag's allowed values are its tag types: they constrain the item's `type` property.
   if (field.type === 'id_tag' && enumeration) {
     (item.properties as Record<string, Schema>).type = {

@@ -27,6 +27,8 @@ import { securityHeaders } from './security-headers.ts';
 import { mergeScopes, scoped } from './scoped.ts';
 import { AheadWatch, WRITE_PATHS, databaseAheadError } from './database-ahead.ts';
 import { WEB_PATHS, rootForSignedIn, webRoutes } from '../web/index.ts';
+import { shapeChoice } from './shape-choice.ts';
+import { shapeOf } from '../jsonapi/shape.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -45,6 +47,8 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   const ahead = new AheadWatch(ctx);
   app.use(requestLogger(ctx.logger));
   app.use(metrics.observe);
+  // The API shape (farmOS 2.x or 4.x) and the base of its links, once, for every face to read.
+  app.use(shapeChoice(ctx.config));
   // Before authentication: a health check needs no token, and a stale one must not fail it.
   app.get('/health', healthHandler(ctx, ahead));
   // Every page and document from here on carries helmet's headers (X-Frame-Options, nosniff…).
@@ -119,7 +123,7 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
     // newer release migrated the database (README, "Scaling out"). Then say so with a 503, as
     // /health does, so the load balancer and the client retry elsewhere, rather than a 500.
     if (!(e instanceof ApiError) && (await ahead.checkNow())) e = databaseAheadError('answer');
-    const rendered = jsonApiErrorDocument(e, `${ctx.config.baseUrl}${req.originalUrl}`);
+    const rendered = jsonApiErrorDocument(e, `${shapeOf(res, ctx.config.baseUrl).base}${req.originalUrl}`);
     if (rendered.status >= 500) (res.locals.log ?? ctx.logger).error({ err: error }, 'unhandled error');
     res.status(rendered.status).set(rendered.headers).type(JSONAPI_MEDIA_TYPE).send(JSON.stringify(rendered.body));
   });

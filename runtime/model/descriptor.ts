@@ -7,6 +7,26 @@ import type { AutoKind, ComputedKind, Field } from '../../generated/meta-schema.
 
 export type { ComputedKind } from '../../generated/meta-schema.ts';
 
+/** The API shapes a field can be shown in (README, "farmOS versions"): farmOS 2.x's, served under /api, and farmOS 4.x's. */
+export const SHAPE_NAMES = ['farmos2', 'farmos4'] as const;
+export type ShapeName = (typeof SHAPE_NAMES)[number];
+
+/** One shape's view of a field (YAML `shapes:`, definitions/README.md); model/shapes.ts compiles them per bundle. */
+export interface FieldShapeDescriptor {
+  /** Its public name in the shape. */
+  name?: string;
+  /** Not in the shape at all. */
+  omit?: true;
+  /** A new record sent without it is a 422 in the shape. */
+  required?: boolean;
+  /** What a new record sent without it gets in the shape, instead of `default`. */
+  default?: string | number | boolean | { now: true };
+  /** Every stored value and how the shape shows it, one to one (a list_string shown as a boolean: `{ active: false, archived: true }`). */
+  values?: Record<string, string | boolean>;
+  /** Stored values the shape cannot express and the value each reads as (`{ abandoned: done }`); the shape cannot write them. */
+  showValues?: Record<string, string>;
+}
+
 export interface AllowedValue {
   value: string;
   label: string;
@@ -74,6 +94,8 @@ export interface FieldDescriptor {
   internal: boolean;
   visibility: Visibility;
   storage: FieldStorage;
+  /** How the API shapes name and show it, where one differs from the stored field (YAML `shapes:`). */
+  shapes?: Partial<Record<ShapeName, FieldShapeDescriptor>>;
 }
 
 export interface EntityTypeDescriptor {

@@ -5,6 +5,7 @@
  */
 import type { BundleDescriptor, DataModel, EntityTypeDescriptor, FieldDescriptor } from './descriptor.ts';
 import { ConfigError } from '../config.ts';
+import { compileShapes, type ShapedType, type ShapeName } from './shapes.ts';
 
 export interface ResourceType {
   /** `<entity_type>--<bundle>` */
@@ -15,6 +16,8 @@ export interface ResourceType {
   fieldsByName: Map<string, FieldDescriptor>;
   attributes: FieldDescriptor[];
   relationships: FieldDescriptor[];
+  /** The bundle as each API shape names and shows it (model/shapes.ts), compiled once here. */
+  shapes: Record<ShapeName, ShapedType>;
 }
 
 export class ModelRegistry {
@@ -49,6 +52,7 @@ export class ModelRegistry {
         fieldsByName,
         attributes: visible.filter((f) => f.kind === 'attribute'),
         relationships: visible.filter((f) => f.kind === 'relationship'),
+        shapes: compileShapes(bundle.fields),
       });
     }
     // A reference may only name bundles that are switched on.

@@ -15,6 +15,8 @@ import { RecordAccess } from './record-access.ts';
 import { DocumentWriter } from './documents.ts';
 import type { RecordCommands } from '../../usecases/records.ts';
 import { farmCommands } from '../../usecases/commands.ts';
+import type { Response } from 'express';
+import { shapeOf, type ApiShape } from '../shape.ts';
 
 /** Each farm's one JsonApiServices, by the farm's context (host/farm.ts builds one per farm). */
 const byFarm = new WeakMap<AppContext, JsonApiServices>();
@@ -50,6 +52,11 @@ export class JsonApiServices {
     this.commands = farmCommands(ctx).records;
     this.records = new RecordAccess(ctx.db.knex, this.loader, this.requests, this.commands);
     this.documents = new DocumentWriter(ctx, this.loader, this.serializer, this.configs);
+  }
+
+  /** The request's API shape and the base of its links (http/shape-choice.ts chose it). */
+  shape(res: Response): ApiShape {
+    return shapeOf(res, this.ctx.config.baseUrl);
   }
 
   get knex() {
