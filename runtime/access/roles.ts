@@ -4,6 +4,7 @@
  * (taxonomy terms, OAuth clients); account administrators manage users; the administrator may
  * do everything. OAuth scopes are role names, plus `user_access` (all of the user's own roles).
  */
+import type { ShapeName } from '../model/descriptor.ts';
 
 export const ROLES = ['farm_viewer', 'farm_worker', 'farm_manager', 'farm_account_admin', 'administrator'] as const;
 export type Role = (typeof ROLES)[number];
@@ -63,10 +64,7 @@ const ROLE_PERMISSIONS_4X: Record<Role, readonly Permission[]> = {
   farm_worker: [...VIEW, 'content:create', 'content:update', 'content:delete_own'],
 };
 
-/** The API shape whose rules decide (runtime/model/shapes.ts): farmOS 2.x's under /api, 4.x's on its own base. */
-export type PermissionShape = 'farmos2' | 'farmos4';
-
-const PERMISSIONS_BY_SHAPE: Record<PermissionShape, Record<Role, readonly Permission[]>> = {
+const PERMISSIONS_BY_SHAPE: Record<ShapeName, Record<Role, readonly Permission[]>> = {
   farmos2: ROLE_PERMISSIONS,
   farmos4: ROLE_PERMISSIONS_4X,
 };
@@ -84,7 +82,7 @@ export function isScope(value: string): boolean {
   return (SCOPES as readonly string[]).includes(value);
 }
 
-export function permissionsOfRoles(roles: Iterable<string>, shape: PermissionShape = 'farmos2'): Set<Permission> {
+export function permissionsOfRoles(roles: Iterable<string>, shape: ShapeName = 'farmos2'): Set<Permission> {
   const table = PERMISSIONS_BY_SHAPE[shape];
   const out = new Set<Permission>();
   for (const role of roles) if (isRole(role)) for (const p of table[role]) out.add(p);
@@ -98,7 +96,7 @@ export function permissionsOfRoles(roles: Iterable<string>, shape: PermissionSha
 export function effectivePermissions(
   userRoles: readonly string[],
   scopes: readonly string[],
-  shape: PermissionShape = 'farmos2',
+  shape: ShapeName = 'farmos2',
 ): ReadonlySet<Permission> {
   // Worked out on every request: kept per combination of roles, scopes and shape. Roles are of a
   // fixed set and scopes of the registered ones, so there are few combinations.
@@ -116,7 +114,7 @@ const EFFECTIVE = new Map<string, ReadonlySet<Permission>>();
 function computeEffective(
   userRoles: readonly string[],
   scopes: readonly string[],
-  shape: PermissionShape,
+  shape: ShapeName,
 ): ReadonlySet<Permission> {
   const byRoles = permissionsOfRoles(userRoles, shape);
   const scopeRoles = scopes.includes(USER_ACCESS_SCOPE) ? userRoles : scopes;

@@ -245,16 +245,3 @@ test('subrequests follow the shape they are sent through: 4.x refuses deleting a
   const in2 = await subrequests('2.x', wendy, [blueprint(theirs.id, 'theirs')]);
   assert.equal(Number(in2.theirs!.headers.status[0]), 204, in2.theirs!.body);
 });
-
-test("/api/user_role/user_role: the worker's permissions as each shape applies them", async () => {
-  const worker = async (shape: Shape) => {
-    const res = await api(shape, admin, '/api/user_role/user_role');
-    assert.equal(res.status, 200, res.text);
-    return res.body.data.find((r: any) => r.attributes.drupal_internal__id === 'farm_worker').attributes.permissions;
-  };
-  const two = await worker('2.x');
-  const four = await worker('4.x');
-  assert.ok(two.includes('content:delete'));
-  assert.ok(!four.includes('content:delete'), JSON.stringify(four));
-  assert.ok(four.includes('content:delete_own'));
-});

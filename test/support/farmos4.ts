@@ -22,5 +22,6 @@ export async function startFarmos4Server(
 ): Promise<{ server: TestServer; hostname: string }> {
   const port = await freePort();
   const server = await startTestServer({ ...options, env: { TILTH_API4_PORT: String(port), ...options.env } });
-  return { server, hostname: `http://127.0.0.1:${port}` };
+  // TILTH_API4_BASE_URL's default: TILTH_BASE_URL with the 4.x port.
+  return { server, hostname: server.api4!.url };
 }
