@@ -11,6 +11,7 @@
  * are listed as the user collection lists them, and rendered as it renders them: by their name
  * only, for all but account administrators (policy.ts labelOnly).
  */
+import type { ApiShape } from './shape.ts';
 import express, { type Request, type Response, type Router } from 'express';
 import type { JsonApiServices } from './handlers/services.ts';
 import { principalOf, type Principal } from '../access/principal.ts';
@@ -202,7 +203,7 @@ export function changesRoutes(s: JsonApiServices): Router {
   const pageText = async (
     principal: Principal,
     rows: FeedRow[],
-    { withRecords, budget }: { withRecords: boolean; budget: number },
+    { withRecords, budget, shape }: { withRecords: boolean; budget: number; shape: ApiShape },
   ): Promise<PageText> => {
     const page: PageText = { entries: [], records: [], cutAfter: null };
     let used = 0;
@@ -216,7 +217,7 @@ export function changesRoutes(s: JsonApiServices): Router {
       for (const row of batch) {
         const entry = JSON.stringify(entryOf(row));
         const record = loaded.get(`${row.entityType}:${row.entityId}`);
-        const text = record ? JSON.stringify(s.serializer.resourceObject(record, principal, undefined)) : null;
+        const text = record ? JSON.stringify(s.serializer.resourceObject(record, principal, undefined, shape)) : null;
         const bytes = text === null ? 0 : Buffer.byteLength(text);
         // Each with the comma before it.
         const adds = Buffer.byteLength(entry) + 1 + (text === null ? 0 : bytes + 1);
@@ -321,12 +322,15 @@ export function changesRoutes(s: JsonApiServices): Router {
       );
     }
     const shown = await visible(principal, read.rows);
-    const self = { href: `${config.baseUrl}${req.originalUrl}` };
+    // The records and links in the caller's shape (jsonapi/shape.ts): one feed, read two ways.
+    const shape = s.shape(res);
+    const self = { href: `${shape.base}${req.originalUrl}` };
     const nextLink = (at: string) => ({
-      href: `${config.baseUrl}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}`,
+      href: `${shape.base}${CHANGES_PATH}?${buildQueryString({ ...params, since: at })}`,
     });
     const page = await pageText(principal, shown, {
       withRecords,
+      shape,
       budget: config.responseMaxBytes - frameBytes(self, nextLink),
     });
     // Cut short by the budget: go on after the last row sent (a shorter page is a page like another).

@@ -215,7 +215,8 @@ export async function sendExport(
       [rt.bundle.bundle],
     );
     const resources = records.map((r) =>
-      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(rt.type))),
+      // The columns are the request's shape's (an asset's 4.x `archived` a boolean column).
+      withAllMembers(s.serializer.resourceObject(r, principal, query.fields.get(rt.type), s.shape(res))),
     );
     const labels = await relatedLabels(s, resources, principal, (ref) => !isQuantity(ref));
     for (const [uuid, text] of await quantityTexts(s, resources, principal, at)) labels.set(uuid, text);

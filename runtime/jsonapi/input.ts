@@ -23,6 +23,7 @@ import { hasVirtualRoot, VIRTUAL_ID } from './virtual.ts';
 import { configIdentifier, isConfigEntityType } from '../model/config-entities.ts';
 import { ROLES } from '../access/roles.ts';
 import type { EntityInput, Secret } from '../entities/input.ts';
+import type { ShapedField, ShapedType, ShapeName } from '../model/shapes.ts';
 
 /** The names config entities referenced by records can have (their identifiers derive from them). */
 const CONFIG_NAMES: Record<string, readonly string[]> = { user_role: ROLES };
@@ -93,8 +94,14 @@ export class InputReader {
    * Read a resource object for `rt`: a new record's, or `current`'s when it updates one. Throws
    * 400/404/409 for malformed documents, 403 for a changed id, and 422 for invalid values.
    */
-  async read(db: Db, rt: ResourceType, body: unknown, current?: StoredNumbers): Promise<EntityInput> {
-    const parsed = this.parse(rt, body, current);
+  async read(
+    db: Db,
+    rt: ResourceType,
+    body: unknown,
+    current?: StoredNumbers,
+    shape?: ShapeName,
+  ): Promise<EntityInput> {
+    const parsed = this.parse(rt, body, current, shape);
     await this.resolve(db, parsed.pending, parsed.violations);
     return finish(parsed);
   }
@@ -118,7 +125,12 @@ export class InputReader {
   }
 
   /** A document's attributes coerced and its relationship identifiers listed, before any lookup. */
-  private parse(rt: ResourceType, body: unknown, current?: StoredNumbers): Parsed {
+  /**
+   * `shape`: the API shape the document is written in (model/shapes.ts): its names, its values,
+   * what it requires of a new record and the defaults it gives one. Without one, the stored
+   * fields' (the web pages, `tilth import`).
+   */
+  private parse(rt: ResourceType, body: unknown, current?: StoredNumbers, shape?: ShapeName): Parsed {
     const data = readDataMember(body);
     if (typeof data.type !== 'string' || !data.type)
       throw badRequest('The resource object must include a "type" member.', { pointer: '/data/type' });
@@ -139,6 +151,8 @@ export class InputReader {
     }
     const values = new Map<string, ItemValue | ItemValue[]>();
     const secrets = new Map<string, Secret>();
+    const shaped = shape && rt.shapes[shape].differs ? rt.shapes[shape] : null;
+    const byName = shaped ? shaped.byName : rt.fieldsByName;
     const ignored = new Set([rt.entityType.internalId, rt.entityType.revisionId].filter(Boolean) as string[]);
 
     if (data.attributes !== undefined && data.attributes !== null) {
@@ -146,7 +160,7 @@ export class InputReader {
         throw badRequest('"attributes" must be an object.', { pointer: '/data/attributes' });
       for (const [name, raw] of Object.entries(data.attributes)) {
         const pointer = `/data/attributes/${name}`;
-        const field = rt.fieldsByName.get(name);
+        const field = byName.get(name);
         if (!field) {
           if (ignored.has(name)) {
             assertOwnNumber(rt, name, raw, current);
@@ -172,7 +186,18 @@ export class InputReader {
           continue;
         }
         if (field.readOnly) continue;
-        const c = coerceField(field, raw);
+        const sf = shaped?.byField.get(field);
+        let sent = raw;
+        if (sf?.fromShown) {
+          const read = storedValue(sf, raw, current);
+          if (read.problem) {
+            violations.push({ pointer, detail: `${name}: ${read.problem}` });
+            continue;
+          }
+          if (read.keep) continue;
+          sent = read.value;
+        }
+        const c = coerceField(field, sent);
         if (!c.ok)
           violations.push({
             pointer: c.index !== undefined ? `${pointer}/${c.index}` : pointer,
@@ -189,7 +214,7 @@ export class InputReader {
       for (const [name, member] of Object.entries(data.relationships)) {
         const pointer = `/data/relationships/${name}`;
         if (name === rt.entityType.bundleKey) continue;
-        const field = rt.fieldsByName.get(name);
+        const field = byName.get(name);
         if (!field || field.internal) {
           violations.push({
             pointer,
@@ -236,6 +261,7 @@ export class InputReader {
       }
     }
 
+    if (shaped && !current) newInShape(shaped, data, values, pending, violations);
     return { id, values, secrets, pending, violations };
   }
 
@@ -307,10 +333,59 @@ export class InputReader {
   }
 }
 
-/** The numbers a stored record already has: its id and its current revision's. */
+/** The numbers a stored record already has: its id and its current revision's; and its values, when the caller has them. */
 export interface StoredNumbers {
   id: number;
   revisionId?: number | null;
+  values?: ReadonlyMap<string, unknown>;
+}
+
+/**
+ * A value sent in a shape that shows some stored values differently (model/shapes.ts): the stored
+ * value it stands for; `keep` when it is the shown value of the value already stored (a 2.x client
+ * echoing the `done` it read of an abandoned log leaves it abandoned); or the problem.
+ */
+function storedValue(
+  sf: ShapedField,
+  raw: unknown,
+  current: StoredNumbers | undefined,
+): { value?: unknown; keep?: true; problem?: string } {
+  if (raw === null || raw === undefined) return { value: raw };
+  if (sf.field.multiple) return { value: raw };
+  const stored = current?.values?.get(sf.field.name);
+  if (typeof stored === 'string' && sf.toShown?.has(stored) && sf.toShown.get(stored) === raw) return { keep: true };
+  if (typeof raw === 'string' && sf.unwritable.has(raw))
+    return {
+      problem: `"${raw}" cannot be written in this shape of the API, which reads it as "${String(sf.toShown!.get(raw))}"; use one of: ${sf.allowedValues!.map((a) => a.value).join(', ')}.`,
+    };
+  if (!sf.shownAsBoolean) return { value: raw };
+  const values = typeof raw === 'boolean' ? sf.fromShown!.get(raw) : undefined;
+  if (!values) return { problem: `${JSON.stringify(raw)} is not a boolean; send true or false.` };
+  return { value: values[0] };
+}
+
+/**
+ * What a shape asks of a new record: each field it requires was sent (a 4.x log's `timestamp`),
+ * and the shape's default where it has its own (a 4.x log's `status`: done).
+ */
+function newInShape(
+  shaped: ShapedType,
+  data: Record<string, unknown>,
+  values: Map<string, ItemValue | ItemValue[]>,
+  pending: PendingIdentifier[],
+  violations: WireViolation[],
+): void {
+  const attributes = isObject(data.attributes) ? data.attributes : {};
+  for (const sf of shaped.byField.values()) {
+    const field = sf.field;
+    if (values.has(field.name) || pending.some((p) => p.field === field)) continue;
+    const sent = [sf.name, field.name, ...field.aliases].some((n) => n in attributes);
+    if (sf.required && !field.required && !sent) {
+      const where = field.kind === 'attribute' ? 'attributes' : 'relationships';
+      violations.push({ pointer: `/data/${where}/${sf.name}`, detail: `${sf.name}: This value should not be null.` });
+    } else if (sf.default !== field.default && sf.default !== undefined && typeof sf.default !== 'object' && !sent)
+      values.set(field.name, sf.default);
+  }
 }
 
 /**

@@ -14,6 +14,8 @@ import { processText } from '../values/text.ts';
 import { bundleIdentifier, configIdentifier } from '../model/config-entities.ts';
 import { fieldVisible, labelOnly } from '../access/policy.ts';
 import { hasVirtualRoot, virtualIdentifier } from './virtual.ts';
+import type { ApiShape } from './shape.ts';
+import { showValue, type ShapedField } from '../model/shapes.ts';
 
 export interface ResourceIdentifier {
   type: string;
@@ -124,6 +126,23 @@ export class Serializer {
     return value ? this.identifier(field, value as Reference) : null;
   }
 
+  /** One attribute under the shape's name, its stored value shown the shape's way (an asset's 4.x `archived`: a boolean). */
+  private shapedAttribute(
+    record: EntityRecord,
+    principal: Principal,
+    sf: ShapedField,
+    want: (name: string) => boolean,
+    into: Record<string, unknown>,
+  ): void {
+    const field = sf.field;
+    if (!want(field.name) || !fieldVisible(field, record, principal)) return;
+    const value = record.values.get(field.name);
+    if (value === undefined && !field.computed) return;
+    into[sf.name] = field.multiple
+      ? ((value as ItemValue[] | undefined) ?? []).map((v) => showValue(sf, attributeItem(field, v)))
+      : showValue(sf, attributeItem(field, (value ?? null) as ItemValue));
+  }
+
   /** A record the principal sees by its label only (policy.ts labelOnly): `display_name` and nothing else, as Drupal's LabelOnlyResourceObject. */
   private labelOnlyObject(record: EntityRecord, self: string, want: (name: string) => boolean): ResourceObject {
     const object: ResourceObject = { type: record.rt.type, id: record.uuid, links: { self: { href: self } } };
@@ -131,10 +150,21 @@ export class Serializer {
     return object;
   }
 
-  resourceObject(record: EntityRecord, principal: Principal, fieldset?: ReadonlySet<string>): ResourceObject {
+  /**
+   * One record as a resource object. `shape`: the API shape and the base of its links (the
+   * request's, jsonapi/shape.ts); without one the fields as stored on the farm's own base (the
+   * web pages, verification). `fieldset` names stored fields (the request reader translated a
+   * shape's names).
+   */
+  resourceObject(
+    record: EntityRecord,
+    principal: Principal,
+    fieldset?: ReadonlySet<string>,
+    shape?: ApiShape,
+  ): ResourceObject {
     const rt = record.rt;
     const path = resourcePath(record);
-    const self = `${this.base}${path}`;
+    const self = `${shape?.base ?? this.base}${path}`;
     // A revision asked for with ?resourceVersion names its version in its links, as Drupal's do.
     const version = record.revisionView && record.revisionId !== null ? `?resourceVersion=id:${record.revisionId}` : '';
     const attributes: Record<string, unknown> = {};
@@ -144,29 +174,38 @@ export class Serializer {
     if (want(rt.entityType.internalId)) attributes[rt.entityType.internalId] = record.id;
     if (rt.entityType.revisionId && want(rt.entityType.revisionId))
       attributes[rt.entityType.revisionId] = record.revisionId;
-    for (const field of rt.attributes) {
-      if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
-      const value = record.values.get(field.name);
-      if (value === undefined && !field.computed) continue;
-      attributes[field.name] = field.multiple
-        ? ((value as ItemValue[] | undefined) ?? []).map((v) => attributeItem(field, v))
-        : attributeItem(field, (value ?? null) as ItemValue);
+    // The shape's names and values (model/shapes.ts), compiled once per bundle; a shape that
+    // differs in nothing takes the stored fields' loop, as every request did before shapes.
+    const shaped = shape ? rt.shapes[shape.name] : null;
+    if (shaped?.differs) {
+      for (const sf of shaped.attributes) this.shapedAttribute(record, principal, sf, want, attributes);
+    } else {
+      for (const field of rt.attributes) {
+        if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
+        const value = record.values.get(field.name);
+        if (value === undefined && !field.computed) continue;
+        attributes[field.name] = field.multiple
+          ? ((value as ItemValue[] | undefined) ?? []).map((v) => attributeItem(field, v))
+          : attributeItem(field, (value ?? null) as ItemValue);
+      }
     }
     const bundleKey = rt.entityType.bundleKey;
     if (bundleKey && want(bundleKey)) {
       relationships[bundleKey] = { data: bundleIdentifier(rt.entityType, rt.bundle.bundle) };
     }
-    for (const field of rt.relationships) {
+    const fields = shaped?.differs ? shaped.relationships : null;
+    for (const [i, field] of (fields?.map((sf) => sf.field) ?? rt.relationships).entries()) {
       if (!want(field.name) || !fieldVisible(field, record, principal)) continue;
       if (!record.values.has(field.name)) continue;
+      const name = fields ? fields[i]!.name : field.name;
       const data = this.relationshipData(record, field);
       // References to config entities have no endpoints, so no links.
-      relationships[field.name] = this.ctx.registry.model.entityTypes[field.target!.entityType]
+      relationships[name] = this.ctx.registry.model.entityTypes[field.target!.entityType]
         ? {
             data,
             links: {
-              related: { href: `${self}/${field.name}${version}` },
-              self: { href: `${self}/relationships/${field.name}${version}` },
+              related: { href: `${self}/${name}${version}` },
+              self: { href: `${self}/relationships/${name}${version}` },
             },
           }
         : { data };

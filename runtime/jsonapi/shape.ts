@@ -26,8 +26,8 @@ export function apiShape(name: ShapeName, base: string): ApiShape {
 }
 
 /** The request's shape; `fallback` for a response no shape was chosen for (a page, a test's own call). */
-export function shapeOf(res: Response, fallback: string): ApiShape {
-  return (res.locals.shape as ApiShape | undefined) ?? defaultShape(fallback);
+export function shapeOf(res: Pick<Response, 'locals'> | undefined, fallback: string): ApiShape {
+  return (res?.locals.shape as ApiShape | undefined) ?? defaultShape(fallback);
 }
 
 export function setShape(res: Response, shape: ApiShape): void {

@@ -20,7 +20,7 @@ function pageLink(
 ): { href: string } {
   const params = { ...query.params, page };
   const qs = buildQueryString(params);
-  return { href: `${s.ctx.config.baseUrl}${req.baseUrl}${req.path}${qs ? `?${qs}` : ''}` };
+  return { href: `${s.requests.shape(req).base}${req.baseUrl}${req.path}${qs ? `?${qs}` : ''}` };
 }
 
 export function collectionHandler(s: JsonApiServices): RouteHandler {
@@ -66,6 +66,10 @@ export function collectionHandler(s: JsonApiServices): RouteHandler {
         limit: String(page.limit),
       });
     }
-    s.documents.send(res, 200, await s.documents.document(s.knex, records, principal, query, links, { at }));
+    s.documents.send(
+      res,
+      200,
+      await s.documents.document(s.knex, records, principal, query, links, { at, shape: s.shape(res) }),
+    );
   };
 }

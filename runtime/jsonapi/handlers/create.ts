@@ -15,13 +15,13 @@ export function createHandler(s: JsonApiServices): RouteHandler {
     s.requests.requireJsonApiBody(req);
     // Passwords are hashed before the transaction opens: argon2 takes its time.
     const hashed = await s.entities.hashSecrets(s.knex, rt, readSecrets(rt, req.body), principal, null);
-    const location = (uuid: string) =>
-      `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
+    const shape = s.shape(res);
+    const location = (uuid: string) => `${shape.base}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${uuid}`;
     const { record, version, shown } = await s.commands.create(principal, rt, {
       hashed,
-      read: (trx) => s.input.read(trx, rt, req.body),
+      read: (trx) => s.input.read(trx, rt, req.body, undefined, shape.name),
       present: (trx, created) =>
-        s.documents.document(trx, created, principal, query, { self: { href: location(created.uuid) } }),
+        s.documents.document(trx, created, principal, query, { self: { href: location(created.uuid) } }, { shape }),
     });
     res.setHeader('Location', location(record.uuid));
     if (version !== null) res.setHeader('ETag', entityTag(version, req));

@@ -9,6 +9,7 @@ import type { ConfigCatalogue, ConfigResource } from '../config-resources.ts';
 import { JSONAPI_VERSION, sendDocument } from '../document.ts';
 import type { Principal } from '../../access/principal.ts';
 import { fieldsetsToRead, type JsonApiQuery } from '../query/index.ts';
+import type { ApiShape } from '../shape.ts';
 
 export class DocumentWriter {
   constructor(
@@ -28,7 +29,7 @@ export class DocumentWriter {
     principal: Principal,
     query: JsonApiQuery,
     links: Record<string, { href: string }>,
-    options: { meta?: Record<string, unknown>; at?: number } = {},
+    options: { meta?: Record<string, unknown>; at?: number; shape?: ApiShape } = {},
   ): Promise<Record<string, unknown>> {
     const list = data === null ? [] : Array.isArray(data) ? data : [data];
     // Inline arrows, not a named `render`: under tsx each named function made per request is also
@@ -36,9 +37,9 @@ export class DocumentWriter {
     const doc: Record<string, unknown> = {
       jsonapi: JSONAPI_VERSION,
       data: Array.isArray(data)
-        ? list.map((r) => this.render(r, principal, query))
+        ? list.map((r) => this.render(r, principal, query, options.shape))
         : data
-          ? this.render(data, principal, query)
+          ? this.render(data, principal, query, options.shape)
           : null,
     };
     if (query.include.length) {
@@ -52,7 +53,7 @@ export class DocumentWriter {
         options.at,
       );
       doc.included = [
-        ...records.map((r) => this.render(r, principal, query)),
+        ...records.map((r) => this.render(r, principal, query, options.shape)),
         ...this.configIncludes(levels, query.include, principal),
       ];
     }
@@ -61,8 +62,8 @@ export class DocumentWriter {
     return doc;
   }
 
-  private render(r: EntityRecord, principal: Principal, query: JsonApiQuery): ResourceObject {
-    return this.serializer.resourceObject(r, principal, query.fields.get(r.rt.type));
+  private render(r: EntityRecord, principal: Principal, query: JsonApiQuery, shape?: ApiShape): ResourceObject {
+    return this.serializer.resourceObject(r, principal, query.fields.get(r.rt.type), shape);
   }
 
   /** The configuration resources (log types, vocabularies, roles…) include paths end on, once each. */

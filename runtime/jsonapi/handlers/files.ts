@@ -103,7 +103,8 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
           record,
           principal,
           { ...s.requests.query(req), include: [] },
-          { self: { href: `${s.ctx.config.baseUrl}/api/file/file/${record.uuid}` } },
+          { self: { href: `${s.shape(res).base}/api/file/file/${record.uuid}` } },
+          { shape: s.shape(res) },
         ),
       );
       // The created file's ETag (RFC 9110 §15.3.2: a 201's validators are the new resource's).
@@ -136,7 +137,7 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
             refs.map((r) => r.targetId),
             null,
           );
-          const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}/${field.name}`;
+          const base = `${s.shape(res).base}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}/${field.name}`;
           const one = field.multiple ? null : (records[0] ?? null);
           return s.documents.document(
             trx,
@@ -144,6 +145,7 @@ export function fileHandlers(s: JsonApiServices, files: FileStore): { uploadNew:
             principal,
             { ...s.requests.query(req), include: [] },
             { self: { href: base } },
+            { shape: s.shape(res) },
           );
         },
       });

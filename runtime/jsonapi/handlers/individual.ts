@@ -31,7 +31,14 @@ export function individualHandlers(s: JsonApiServices): {
       s.documents.send(
         res,
         200,
-        await s.documents.document(s.knex, record, principal, query, { self: s.requests.selfLink(req) }),
+        await s.documents.document(
+          s.knex,
+          record,
+          principal,
+          query,
+          { self: s.requests.selfLink(req) },
+          { shape: s.shape(res) },
+        ),
       );
     },
 
@@ -39,6 +46,7 @@ export function individualHandlers(s: JsonApiServices): {
       const principal = principalOf(res);
       const rt = route.resourceType;
       const query = s.requests.query(req, rt);
+      const shape = s.shape(res);
       s.requests.requireJsonApiBody(req);
       // Passwords are checked and hashed before the transaction opens: argon2 takes its time.
       const secrets = readSecrets(rt, req.body);
@@ -70,14 +78,17 @@ export function individualHandlers(s: JsonApiServices): {
               { pointer: '/data/id' },
             );
           }
-          return s.input.read(trx, rt, req.body, record);
+          return s.input.read(trx, rt, req.body, record, shape.name);
         },
         present: (trx, updated) =>
-          s.documents.document(trx, updated, principal, query, {
-            self: {
-              href: `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}`,
-            },
-          }),
+          s.documents.document(
+            trx,
+            updated,
+            principal,
+            query,
+            { self: { href: `${shape.base}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${updated.uuid}` } },
+            { shape },
+          ),
       });
       if (version !== null) res.setHeader('ETag', entityTag(version, req));
       s.documents.send(res, 200, shown);

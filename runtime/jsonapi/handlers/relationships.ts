@@ -8,7 +8,7 @@
  * about one resource only for a to-one relationship: it carries that resource's ETag; a list of
  * resources carries none (it changes when any of them does).
  */
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import type { RouteHandler, MatchedRoute } from '../router.ts';
 import type { JsonApiServices } from './services.ts';
 import { principalOf } from '../../access/principal.ts';
@@ -21,8 +21,8 @@ import { entityTag, ifMatchOf, sentNotModified, setEntityTag } from './etags.ts'
 import type { FieldDescriptor } from '../../model/descriptor.ts';
 import { isConfigEntityType } from '../../model/config-entities.ts';
 
-function links(s: JsonApiServices, record: EntityRecord, field: string) {
-  const self = `${s.ctx.config.baseUrl}/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
+function links(s: JsonApiServices, res: Response, record: EntityRecord, field: string) {
+  const self = `${s.shape(res).base}/api/${record.rt.entityType.entityType}/${record.rt.bundle.bundle}/${record.uuid}`;
   return { self: { href: `${self}/relationships/${field}` }, related: { href: `${self}/${field}` } };
 }
 
@@ -139,7 +139,7 @@ export function relationshipHandlers(
         const final = Array.isArray(data) ? data : data ? [data] : [];
         const sentIds = new Set(sent.map((i) => (i as { id?: string })?.id));
         const extra = op !== 'delete' && final.some((i) => !sentIds.has(i.id));
-        return { extra, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, updated, f.name) } };
+        return { extra, doc: { jsonapi: JSONAPI_VERSION, data, links: links(s, res, updated, f.name) } };
       },
     });
     // The record's new version, on the 204 too: a sync client sends it with its next If-Match.
@@ -156,7 +156,7 @@ export function relationshipHandlers(
       const doc: Record<string, unknown> = {
         jsonapi: JSONAPI_VERSION,
         data: s.serializer.relationshipData(record, field(route)),
-        links: links(s, record, field(route).name),
+        links: links(s, res, record, field(route).name),
       };
       if (query.include.length) {
         const full = await s.documents.document(
@@ -165,6 +165,7 @@ export function relationshipHandlers(
           principal,
           { ...query, include: query.include.filter((p) => p[0] === field(route).name) },
           {},
+          { shape: s.shape(res) },
         );
         if (full.included) doc.included = full.included;
       }
@@ -200,7 +201,14 @@ export function relationshipHandlers(
       s.documents.send(
         res,
         200,
-        await s.documents.document(s.knex, data, principal, query, { self: s.requests.selfLink(req) }),
+        await s.documents.document(
+          s.knex,
+          data,
+          principal,
+          query,
+          { self: s.requests.selfLink(req) },
+          { shape: s.shape(res) },
+        ),
       );
     },
   };

@@ -6,15 +6,35 @@ import { validateIncludes } from '../include.ts';
 import { badParameter, unsupportedMediaType } from '../../errors.ts';
 import { JSONAPI_MEDIA_TYPE } from '../document.ts';
 import { parseJsonApiQuery, RESOURCE_VERSION_PARAMETER, type JsonApiQuery } from '../query/index.ts';
+import { ShapedQuery } from '../collection/shaped-query.ts';
+import { SHAPE_NAMES, type ShapeName } from '../../model/shapes.ts';
+import { shapeOf, type ApiShape } from '../shape.ts';
 
 export class RequestReader {
-  constructor(private readonly ctx: AppContext) {}
+  /** Each shape's reader of names and values into stored ones, made once. */
+  private readonly shaped: Record<ShapeName, ShapedQuery>;
 
-  /** The raw query string of a request (after `?`), parsed the PHP way. */
+  constructor(private readonly ctx: AppContext) {
+    this.shaped = Object.fromEntries(SHAPE_NAMES.map((s) => [s, new ShapedQuery(ctx.registry, s)])) as Record<
+      ShapeName,
+      ShapedQuery
+    >;
+  }
+
+  /** The request's API shape (http/shape-choice.ts chose it); the farmOS 2.x shape for a request without a response. */
+  shape(req: Request): ApiShape {
+    return shapeOf(req.res, this.ctx.config.baseUrl);
+  }
+
+  /**
+   * The raw query string of a request (after `?`), parsed the PHP way; with `rt`, its field names
+   * and values read from the request's shape into the stored fields' (collection/shaped-query.ts).
+   */
   query(req: Request, rt?: ResourceType): JsonApiQuery {
     const url = req.originalUrl;
     const i = url.indexOf('?');
-    const query = parseJsonApiQuery(i < 0 ? '' : url.slice(i + 1));
+    let query = parseJsonApiQuery(i < 0 ? '' : url.slice(i + 1));
+    query = this.shaped[this.shape(req).name].read(rt, query);
     if (query.resourceVersion && req.method !== 'GET' && req.method !== 'HEAD') {
       // Drupal's answer: a version can be read, not written to.
       throw badParameter(
@@ -40,7 +60,8 @@ export class RequestReader {
       );
   }
 
+  /** The request's own URL on the base it came in on. */
   selfLink(req: Request): { href: string } {
-    return { href: `${this.ctx.config.baseUrl}${req.originalUrl}` };
+    return { href: `${this.shape(req).base}${req.originalUrl}` };
   }
 }

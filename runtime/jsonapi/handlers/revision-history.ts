@@ -37,13 +37,17 @@ export function revisionHistoryRoutes(s: JsonApiServices): Router {
     });
     const revisions = await s.loader.loadRevisions(s.knex, record, rows.slice(0, limit), fieldsets);
     for (const r of revisions) r.revisionView = true;
-    const base = `${s.ctx.config.baseUrl}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}/${REVISION_HISTORY_SEGMENT}`;
+    const base = `${s.shape(res).base}/api/${rt.entityType.entityType}/${rt.bundle.bundle}/${record.uuid}/${REVISION_HISTORY_SEGMENT}`;
     const links: Record<string, { href: string }> = { self: s.requests.selfLink(req) };
     if (rows.length > limit) {
       const params = { ...query.params, page: { offset: String(offset + limit), limit: String(limit) } };
       links.next = { href: `${base}?${buildQueryString(params)}` };
     }
-    s.documents.send(res, 200, await s.documents.document(s.knex, revisions, principal, query, links));
+    s.documents.send(
+      res,
+      200,
+      await s.documents.document(s.knex, revisions, principal, query, links, { shape: s.shape(res) }),
+    );
   });
   return router;
 }
