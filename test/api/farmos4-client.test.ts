@@ -465,7 +465,7 @@ test("farmOS.py's joining: links.next's path re-joined onto the hostname's path 
   );
   const [hostname, auth] = farmAuth();
   const farm = new FarmClient(hostname, auth);
-  const first = await farm.log.get('observation', { 'page[limit]': 2 });
+  const first = await farm.asset.get('equipment', { 'page[limit]': 2 });
   const next = first.links.next.href as string;
   assert.equal(new URL(next).origin, new URL(FARMOS_HOSTNAME).origin, 'the next link names the 4.x base');
   const second = (await farm.request('GET', pathOfNext(next))).json();
