@@ -69,4 +69,6 @@ export interface AppContext {
   services: FarmServices;
   /** Where this process itself can be reached over loopback (set once listening); subrequests use it. */
   internalUrl: string;
+  /** The same for the TILTH_API4_PORT server ('' without one): a 4.x request's subrequests stay in the 4.x shape. */
+  internalUrl4: string;
 }

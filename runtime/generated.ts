@@ -7,7 +7,8 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { DataModel, SchemaOp } from './model/descriptor.ts';
+import type { DataModel, SchemaOp, ShapeName } from './model/descriptor.ts';
+import { SHAPE_NAMES } from './model/descriptor.ts';
 import type { RouteEntry } from './model/routes.ts';
 import type { BundleUi } from './model/ui.ts';
 import { modelFingerprint } from './model/fingerprint.ts';
@@ -20,8 +21,10 @@ export interface GeneratedArtifacts {
   model: DataModel;
   routes: readonly RouteEntry[];
   migrations: GeneratedMigration[];
-  /** Resource schema text by resource type, with the `{base_url}` placeholder. */
+  /** Resource schema text by resource type, with the `{base_url}` placeholder: the farmOS 2.x shape's. */
   schemas: Map<string, string>;
+  /** The same for every other API shape (farmOS 4.x's), from `schemas/<shape>/`; a shape generated before it had none has an empty map. */
+  shapeSchemas: Map<ShapeName, Map<string, string>>;
   /** The web interface's description of each bundle (generated/ui/), by resource type; a bundle generated before there was one has none. */
   ui: Map<string, BundleUi>;
   /** The site folder's generated/ that was merged in, or null when the site has none. */
@@ -89,10 +92,13 @@ export function loadGenerated(
         // A file missing or broken in generated/ (a merge that kept one side's index): name it, no stack trace.
         throw new GeneratedLoadError(dir, error);
       });
-      const schemas = new Map<string, string>();
-      for (const file of readdirSync(join(dir, 'schemas'))) {
-        if (file.endsWith('.json')) schemas.set(file.slice(0, -5), readFileSync(join(dir, 'schemas', file), 'utf8'));
-      }
+      const schemas = readSchemas(join(dir, 'schemas'));
+      const shapeSchemas = new Map(
+        SHAPE_NAMES.filter((shape) => shape !== 'farmos2').map((shape) => [
+          shape,
+          readSchemas(join(dir, 'schemas', shape)),
+        ]),
+      );
       const ui = readUi(join(dir, 'ui'));
       // Each migration knows its file, whose checksum is compared with the one recorded when applied.
       const withFiles = migrations.map((m) => ({ ...m, file: join(dir, 'migrations', `${m.name}.ts`) }));
@@ -102,6 +108,7 @@ export function loadGenerated(
         routes,
         migrations: withFiles,
         schemas,
+        shapeSchemas,
         ui,
         siteGeneratedDir: null,
       };
@@ -139,11 +146,19 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
     );
   }
   const schemas = new Map(core.schemas);
+  const shapeSchemas = new Map([...core.shapeSchemas].map(([shape, texts]) => [shape, new Map(texts)]));
   for (const bundle of site.bundles) {
     const file = join(out, 'schemas', `${bundle.type}.json`);
     if (!existsSync(file))
       throw new SiteOutputError(`${file} is missing. Run \`npm run generate\`, which writes it again.`);
     schemas.set(bundle.type, readFileSync(file, 'utf8'));
+    // A site bundle gets every shape's schema, as Tilth's own do (generator/emit/schemas.ts).
+    for (const [shape, texts] of shapeSchemas) {
+      const shaped = join(out, 'schemas', shape, `${bundle.type}.json`);
+      if (!existsSync(shaped))
+        throw new SiteOutputError(`${shaped} is missing. Run \`npm run generate\`, which writes it again.`);
+      texts.set(bundle.type, readFileSync(shaped, 'utf8'));
+    }
   }
   const ui = new Map(core.ui);
   for (const [type, description] of readUi(join(out, 'ui'))) ui.set(type, description);
@@ -176,6 +191,7 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
     routes: [...core.routes, ...site.routes],
     migrations: [...core.migrations, ...migrations],
     schemas,
+    shapeSchemas,
     ui,
     siteGeneratedDir: out,
   };
@@ -193,4 +209,14 @@ function readUi(dir: string): Map<string, BundleUi> {
     ui.set(description.type, description);
   }
   return ui;
+}
+
+/** The resource schemas of one folder by resource type (its `.json` files); none when there is no such folder. */
+function readSchemas(folder: string): Map<string, string> {
+  const schemas = new Map<string, string>();
+  if (!existsSync(folder)) return schemas;
+  for (const file of readdirSync(folder)) {
+    if (file.endsWith('.json')) schemas.set(file.slice(0, -5), readFileSync(join(folder, file), 'utf8'));
+  }
+  return schemas;
 }

@@ -144,6 +144,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
           ? '127.0.0.1'
           : address.address;
     ctx.internalUrl = `http://${loopback}:${address.port}`;
+    if (api4) ctx.internalUrl4 = `http://${loopback}:${(api4.server.address() as AddressInfo).port}`;
     const admin = await withStartLock(db, async () => {
       // First: a process whose settings differ from the running ones' changes nothing.
       if (config.databaseUrl) running = await joinRunningProcesses(config.databaseUrl, db, sharedSettings(config));

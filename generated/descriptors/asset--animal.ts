@@ -119,6 +119,7 @@ export const descriptor: BundleDescriptor = {
       "shapes": {
         "farmos4": {
           "name": "archived",
+          "required": false,
           "values": {
             "active": false,
             "archived": true

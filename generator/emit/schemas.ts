@@ -1,10 +1,13 @@
 /**
  * Emits one JSON Schema per resource type in the shape jsonapi_schema serves and farmOS.js reads
- * (farmos-behaviour.md §3.3). URLs carry the `{base_url}` placeholder; the runtime fills it in.
+ * (farmos-behaviour.md §3.3), for each API shape: `schemas/<type>.json` the farmOS 2.x shape's
+ * (/api), `schemas/<shape>/<type>.json` another's (farmOS 4.x: its names, booleans, required
+ * members, defaults and allowed values, from the fields' `shapes:`, model/shapes.ts). URLs carry the
+ * `{base_url}` placeholder; the runtime fills in the base of the shape the schema is served in.
  */
 import { DEFAULT_DECIMAL } from '../../runtime/values/decimal-value.ts';
 import { FIELD_TYPE_SPECS } from '../../runtime/model/field-types.ts';
-import { allowedValuesIn } from '../../runtime/model/shapes.ts';
+import { compileShape, SHAPE_NAMES, showValue, type ShapedField, type ShapeName } from '../../runtime/model/shapes.ts';
 import type { BundleDescriptor, DataModel, FieldDescriptor } from '../../runtime/model/descriptor.ts';
 import { STAMP } from './stamp.ts';
 import type { FileMap } from './descriptors.ts';
@@ -50,10 +53,19 @@ function propertySchema(field: FieldDescriptor): Schema {
   return schema;
 }
 
-function attributeSchema(field: FieldDescriptor): Schema {
+function attributeSchema(field: FieldDescriptor, shaped: ShapedField): Schema {
+  // A stored list value a shape shows as a boolean (an asset's 4.x `archived`): a boolean, no list.
+  if (shaped.shownAsBoolean) {
+    const schema: Schema = { type: 'boolean', title: field.label };
+    if (field.description) schema.description = field.description;
+    const shown = showValue(shaped, shaped.default);
+    if (typeof shown === 'boolean') schema.default = shown;
+    if (field.readOnly) schema.readOnly = true;
+    return schema;
+  }
   const item = propertySchema(field);
-  // The farmOS 2.x shape's values (/api/schema): a stored value it cannot write is not listed.
-  let enumeration = allowedValuesIn(field, 'farmos2')?.map((v) => ({ const: v.value, title: v.label }));
+  // The shape's values: a stored value it cannot write is not listed (2.x: no abandoned log).
+  let enumeration = shaped.allowedValues?.map((v) => ({ const: v.value, title: v.label }));
   // An ID tag's allowed values are its tag types: they constrain the item's `type` property.
   if (field.type === 'id_tag' && enumeration) {
     (item.properties as Record<string, Schema>).type = {
@@ -73,7 +85,7 @@ function attributeSchema(field: FieldDescriptor): Schema {
     if (enumeration) schema.oneOf = enumeration;
   }
   if (field.description) schema.description = field.description;
-  if (field.default !== undefined && typeof field.default !== 'object') schema.default = field.default;
+  if (shaped.default !== undefined && typeof shaped.default !== 'object') schema.default = shaped.default;
   if (field.readOnly) schema.readOnly = true;
   return schema;
 }
@@ -161,9 +173,10 @@ function bundleRelationship(bundle: BundleDescriptor, model: DataModel): [string
   ];
 }
 
-/** The resource object schema of one bundle (`…/resource/schema`). */
-export function resourceSchema(bundle: BundleDescriptor, model: DataModel): Schema {
+/** The resource object schema of one bundle (`…/resource/schema`) in a shape. */
+export function resourceSchema(bundle: BundleDescriptor, model: DataModel, shape: ShapeName = 'farmos2'): Schema {
   const type = model.entityTypes[bundle.entityType]!;
+  const shaped = compileShape(bundle.fields, shape);
   const attributes: Record<string, Schema> = {};
   const relationships: Record<string, Schema> = {};
   const required: string[] = [];
@@ -173,10 +186,12 @@ export function resourceSchema(bundle: BundleDescriptor, model: DataModel): Sche
   if (bundleRel) relationships[bundleRel[0]] = bundleRel[1];
   for (const field of bundle.fields) {
     if (field.internal && field.type !== 'password') continue;
-    if (field.kind === 'relationship') relationships[field.name] = relationshipSchema(field, bundle, model);
-    else attributes[field.name] = attributeSchema(field);
+    const sf = shaped.byField.get(field);
+    if (!sf) continue; // not in this shape
+    if (field.kind === 'relationship') relationships[sf.name] = relationshipSchema(field, bundle, model);
+    else attributes[sf.name] = attributeSchema(field, sf);
     // farmOS lists only attributes as required; a required relationship is checked on write.
-    if (field.required && field.kind === 'attribute' && !field.computed && !field.auto) required.push(field.name);
+    if (sf.required && field.kind === 'attribute' && !field.computed && !field.auto) required.push(sf.name);
   }
   if (type.entityType === 'taxonomy_term' || type.entityType === 'user') required.unshift(type.internalId);
   const title = `${bundle.label} ${type.hasBundles ? type.label : ''}`.trim();
@@ -215,11 +230,16 @@ export function resourceSchema(bundle: BundleDescriptor, model: DataModel): Sche
   };
 }
 
+/** Where a shape's schema of a resource type is written: the 2.x shape's as always, another's in a folder of its name. */
+export function schemaPath(shape: ShapeName, type: string): string {
+  return shape === 'farmos2' ? `schemas/${type}.json` : `schemas/${shape}/${type}.json`;
+}
+
 export function emitSchemas(model: DataModel): FileMap {
   const files: FileMap = new Map();
-  for (const bundle of model.bundles) {
-    files.set(`schemas/${bundle.type}.json`, JSON.stringify(resourceSchema(bundle, model), null, 2) + '\n');
-  }
+  for (const shape of SHAPE_NAMES)
+    for (const bundle of model.bundles)
+      files.set(schemaPath(shape, bundle.type), JSON.stringify(resourceSchema(bundle, model, shape), null, 2) + '\n');
   return files;
 }
 

@@ -15,7 +15,7 @@
 import { forbidden } from '../errors.ts';
 import type { Principal } from './principal.ts';
 import { isAccountAdmin } from './policy.ts';
-import { permissionsOfRoles, ROLES, type Role } from './roles.ts';
+import { holds, permissionsOfRoles, ROLES, type Role } from './roles.ts';
 
 /** Drupal's user 1: the account created first. */
 export const FIRST_USER_ID = 1;
@@ -29,7 +29,10 @@ export interface AccountChange {
 
 /** The roles among `roles` that carry a permission the principal lacks. */
 function rolesBeyond(principal: Principal, roles: readonly Role[]): Role[] {
-  return roles.filter((role) => [...permissionsOfRoles([role])].some((p) => !principal.permissions.has(p)));
+  // In the shape the principal acts through: a role's rights differ between them (roles.ts).
+  return roles.filter((role) =>
+    [...permissionsOfRoles([role], principal.shape)].some((p) => !holds(principal.permissions, p)),
+  );
 }
 
 /**

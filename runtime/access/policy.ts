@@ -47,7 +47,35 @@ export function requireAuthenticated(principal: Principal): void {
 export function mayOnType(principal: Principal, et: EntityTypeDescriptor, op: Operation): boolean {
   if (et.access === 'user' && op === 'update')
     return isAuthenticated(principal) && (principal.userId !== null || isAccountAdmin(principal));
+  if (deletesOwnOnly(principal, et, op)) return true;
   return principal.permissions.has(permissionFor(et, op));
+}
+
+/**
+ * Whether the principal may delete records of this type only where it is their author: farmOS
+ * 4.0's worker (PR #1033), through the farmOS 4.x shape (roles.ts). The record decides.
+ */
+function deletesOwnOnly(principal: Principal, et: EntityTypeDescriptor, op: Operation): boolean {
+  return (
+    op === 'delete' &&
+    (et.access === 'content' || et.access === 'file') &&
+    !principal.permissions.has('content:delete') &&
+    principal.permissions.has('content:delete_own')
+  );
+}
+
+/**
+ * The user who authored a record: its `uid` (the field the definitions fill with the author,
+ * `auto: author`), or null for a record that has none (a data stream) or none known. farmOS
+ * judges "own" by the author, not by the `owner` field (farmos-behaviour.md §6.5).
+ */
+export function authorOf(record: { rt?: unknown; values?: Map<string, unknown> }): number | null {
+  const rt = record.rt as { bundle?: { fields: readonly FieldDescriptor[] } } | undefined;
+  const field = rt?.bundle?.fields.find((f) => f.auto === 'author');
+  const value = field ? record.values?.get(field.name) : undefined;
+  if (value && typeof value === 'object' && 'targetId' in value)
+    return Number((value as { targetId: unknown }).targetId);
+  return null;
 }
 
 /**
@@ -58,7 +86,7 @@ export function mayOnRecord(
   principal: Principal,
   et: EntityTypeDescriptor,
   op: Operation,
-  record: { id: number; values?: Map<string, unknown> },
+  record: { id: number; values?: Map<string, unknown>; rt?: unknown },
 ): boolean {
   if (et.access === 'user') {
     const own = principal.userId !== null && principal.userId === record.id;
@@ -74,6 +102,7 @@ export function mayOnRecord(
     !principal.permissions.has('taxonomy:view_unpublished')
   )
     return false;
+  if (deletesOwnOnly(principal, et, op)) return principal.userId !== null && authorOf(record) === principal.userId;
   return principal.permissions.has(permissionFor(et, op));
 }
 
@@ -160,4 +189,29 @@ export function fieldFilterable(field: FieldDescriptor, principal: Principal, et
   // A filter on a key would let a reader guess it a character at a time.
   if (field.visibility === 'editors') return mayOnType(principal, et, 'update');
   return field.visibility === 'all' || isAccountAdmin(principal);
+}
+
+/**
+ * 403 when a principal who deletes only its own records (farmOS 4.x's worker) would change who
+ * authored `record`: making another's record its own would let it delete that record after all.
+ * Anyone else sets `uid` as farmOS lets an editor set it (an import keeps who wrote what).
+ */
+export function assertMayChangeAuthor(
+  principal: Principal,
+  record: {
+    id: number;
+    rt: { entityType: EntityTypeDescriptor; bundle: { fields: readonly FieldDescriptor[] } };
+    values: Map<string, unknown>;
+  },
+  values: ReadonlyMap<string, unknown>,
+): void {
+  if (!deletesOwnOnly(principal, record.rt.entityType, 'delete')) return;
+  const field = record.rt.bundle.fields.find((f) => f.auto === 'author');
+  if (!field || !values.has(field.name)) return;
+  const sent = authorOf({ rt: record.rt, values: new Map([[field.name, values.get(field.name)]]) });
+  if (sent === authorOf(record)) return;
+  throw forbidden(
+    `The current user may not change ${field.name}, who authored this record: through the farmOS 4.x API a worker deletes only the records they authored, and ${field.name} decides which those are.`,
+    { field: { kind: field.kind === 'relationship' ? 'relationship' : 'attribute', name: field.name } },
+  );
 }

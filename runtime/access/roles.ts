@@ -4,6 +4,7 @@
  * (taxonomy terms, OAuth clients); account administrators manage users; the administrator may
  * do everything. OAuth scopes are role names, plus `user_access` (all of the user's own roles).
  */
+import type { ShapeName } from '../model/descriptor.ts';
 
 export const ROLES = ['farm_viewer', 'farm_worker', 'farm_manager', 'farm_account_admin', 'administrator'] as const;
 export type Role = (typeof ROLES)[number];
@@ -16,6 +17,8 @@ export type Permission =
   | 'content:create'
   | 'content:update'
   | 'content:delete'
+  /** Delete the records one authored (their `uid`): farmOS 4.0's worker (PR #1033), in the 4.x shape. */
+  | 'content:delete_own'
   | 'taxonomy:view'
   | 'taxonomy:create'
   | 'taxonomy:update'
@@ -49,6 +52,28 @@ export const ROLE_LABELS: Record<Role, string> = {
   administrator: 'Administrator',
 };
 
+/**
+ * farmOS 4.0's managed roles (PR #1033, "Limit permissions of worker role"), which the farmOS 4.x
+ * shape applies: a worker deletes only the records they authored, and edits or deletes no terms.
+ * Tilth's worker never had term rights (2.x shape: `ROLE_PERMISSIONS`), so only deletion changes;
+ * farmOS 4.0's worker may create terms, which Tilth's does not gain in either shape (README,
+ * "farmOS versions"). The web pages keep the 2.x rights.
+ */
+const ROLE_PERMISSIONS_4X: Record<Role, readonly Permission[]> = {
+  ...ROLE_PERMISSIONS,
+  farm_worker: [...VIEW, 'content:create', 'content:update', 'content:delete_own'],
+};
+
+const PERMISSIONS_BY_SHAPE: Record<ShapeName, Record<Role, readonly Permission[]>> = {
+  farmos2: ROLE_PERMISSIONS,
+  farmos4: ROLE_PERMISSIONS_4X,
+};
+
+/** Whether a set of permissions includes `p`: deleting any record includes deleting one's own. */
+export function holds(held: ReadonlySet<Permission>, p: Permission): boolean {
+  return held.has(p) || (p === 'content:delete_own' && held.has('content:delete'));
+}
+
 export function isRole(value: string): value is Role {
   return (ROLES as readonly string[]).includes(value);
 }
@@ -57,9 +82,10 @@ export function isScope(value: string): boolean {
   return (SCOPES as readonly string[]).includes(value);
 }
 
-export function permissionsOfRoles(roles: Iterable<string>): Set<Permission> {
+export function permissionsOfRoles(roles: Iterable<string>, shape: ShapeName = 'farmos2'): Set<Permission> {
+  const table = PERMISSIONS_BY_SHAPE[shape];
   const out = new Set<Permission>();
-  for (const role of roles) if (isRole(role)) for (const p of ROLE_PERMISSIONS[role]) out.add(p);
+  for (const role of roles) if (isRole(role)) for (const p of table[role]) out.add(p);
   return out;
 }
 
@@ -67,13 +93,17 @@ export function permissionsOfRoles(roles: Iterable<string>): Set<Permission> {
  * What a token may do: every permission must be granted both by its scopes and by its user's
  * roles (simple_oauth's TokenAuthUser rule). `user_access` grants whatever the user's roles do.
  */
-export function effectivePermissions(userRoles: readonly string[], scopes: readonly string[]): ReadonlySet<Permission> {
-  // Worked out on every request: kept per combination of roles and scopes. Roles are of a fixed
-  // set and scopes of the registered ones, so there are few combinations.
-  const key = `${userRoles.join(' ')}|${scopes.join(' ')}`;
+export function effectivePermissions(
+  userRoles: readonly string[],
+  scopes: readonly string[],
+  shape: ShapeName = 'farmos2',
+): ReadonlySet<Permission> {
+  // Worked out on every request: kept per combination of roles, scopes and shape. Roles are of a
+  // fixed set and scopes of the registered ones, so there are few combinations.
+  const key = `${userRoles.join(' ')}|${scopes.join(' ')}|${shape}`;
   let known = EFFECTIVE.get(key);
   if (!known) {
-    known = computeEffective(userRoles, scopes);
+    known = computeEffective(userRoles, scopes, shape);
     if (EFFECTIVE.size < 1000) EFFECTIVE.set(key, known);
   }
   return known;
@@ -81,9 +111,13 @@ export function effectivePermissions(userRoles: readonly string[], scopes: reado
 
 const EFFECTIVE = new Map<string, ReadonlySet<Permission>>();
 
-function computeEffective(userRoles: readonly string[], scopes: readonly string[]): ReadonlySet<Permission> {
-  const byRoles = permissionsOfRoles(userRoles);
+function computeEffective(
+  userRoles: readonly string[],
+  scopes: readonly string[],
+  shape: ShapeName,
+): ReadonlySet<Permission> {
+  const byRoles = permissionsOfRoles(userRoles, shape);
   const scopeRoles = scopes.includes(USER_ACCESS_SCOPE) ? userRoles : scopes;
-  const byScopes = permissionsOfRoles(scopeRoles);
+  const byScopes = permissionsOfRoles(scopeRoles, shape);
   return new Set([...byRoles].filter((p) => byScopes.has(p)));
 }

@@ -96,6 +96,7 @@ export class Farm {
       bodies: this.process.bodies,
       services: this.services,
       internalUrl: '',
+      internalUrl4: '',
     });
   }
 

@@ -29,6 +29,7 @@ import { AheadWatch, WRITE_PATHS, databaseAheadError } from './database-ahead.ts
 import { WEB_PATHS, rootForSignedIn, webRoutes } from '../web/index.ts';
 import { shapeChoice } from './shape-choice.ts';
 import { shapeOf } from '../jsonapi/shape.ts';
+import { inShape, principalOf, setPrincipal } from '../access/principal.ts';
 
 /** Largest JSON:API request body accepted. */
 const JSON_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -77,6 +78,13 @@ export function createApp(ctx: AppContext, oauth: OAuthComponents): express.Expr
   app.use(scoped([...OAUTH_PATHS, ...FIELD_MODULE_SCRIPT_PATHS], oauth.router, fieldModuleRoutes(ctx)));
 
   app.use(oauth.authenticate);
+  // Through the farmOS 4.x shape its roles decide what a token may do (farmOS 4.0's worker deletes
+  // only its own records: access/roles.ts); the web pages set their own principal, with 2.x rights.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    const shape = shapeOf(res, ctx.config.baseUrl).name;
+    if (shape !== 'farmos2') setPrincipal(res, inShape(principalOf(res), shape));
+    next();
+  });
   // A database migrated past this code (by a process beside it) takes no writes from it: before any body is read.
   app.use(scoped(WRITE_PATHS, ahead.refuseWrites()));
   // Metrics, and sensor readings: bodies of any media type, read by their own parser (before express.json).

@@ -23,6 +23,7 @@ import { ApiError, badParameter, type ErrorSource } from '../errors.ts';
 import { jsonApiErrorDocument } from './errors.ts';
 import { requireAuthenticated } from '../access/policy.ts';
 import { principalOf } from '../access/principal.ts';
+import { shapeOf } from './shape.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
 import { exportParameter, NO_EXPORTS, readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';
@@ -118,6 +119,11 @@ class Runner {
   private bytes = 0;
   private readonly authorization: string | undefined;
   private readonly parentRequestId: string | undefined;
+  /**
+   * Where the sub-requests go: this server over loopback, on the port of the call's API shape, so
+   * that each is answered, and its access decided, in that shape (a 4.x worker's DELETE too).
+   */
+  private readonly loopback: string;
 
   constructor(
     private readonly ctx: AppContext,
@@ -131,6 +137,8 @@ class Runner {
     private readonly limits: { maxBytes: number; maxRequests: number },
   ) {
     this.authorization = req.headers.authorization;
+    this.loopback =
+      shapeOf(res, ctx.config.baseUrl).name === 'farmos4' && ctx.internalUrl4 ? ctx.internalUrl4 : ctx.internalUrl;
     this.parentRequestId = res.locals.requestId;
   }
 
@@ -419,7 +427,7 @@ class Runner {
     // nothing more of its response is read.
     const cutOff = new AbortController();
     try {
-      response = await fetch(`${this.ctx.internalUrl}${target}`, {
+      response = await fetch(`${this.loopback}${target}`, {
         method: sub.method,
         headers,
         body: sendsBody ? body : undefined,

@@ -14,7 +14,7 @@
 import type { Knex } from 'knex';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
-import { assertMayOnType, requireAuthenticated } from '../access/policy.ts';
+import { assertMayChangeAuthor, assertMayOnType, requireAuthenticated } from '../access/policy.ts';
 import type { Db, EntityRecord } from '../storage/records.ts';
 import { lockToChangeWhere } from '../storage/locks.ts';
 import { versionOf } from '../storage/change-feed.ts';
@@ -169,7 +169,9 @@ export class RecordCommands {
   ): Promise<Saved<T>> {
     return write(this.knex, async (trx) => {
       const record = await this.lockedForWrite(trx, principal, rt, uuid, 'update', input.ifMatch);
-      await this.entities.update(trx, record, await input.read(trx, record), principal, input.hashed);
+      const entityInput = await input.read(trx, record);
+      assertMayChangeAuthor(principal, record, entityInput.values);
+      await this.entities.update(trx, record, entityInput, principal, input.hashed);
       return this.reloadedIn(trx, rt, record.id, input.present);
     });
   }

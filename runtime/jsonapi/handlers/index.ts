@@ -25,7 +25,6 @@ export function createResourceHandlers(
   changes: Router;
   configs: ConfigCatalogue;
 } {
-  const self = (path: string) => `${ctx.config.baseUrl}${path}`;
   const services = JsonApiServices.of(ctx);
   const individual = individualHandlers(services);
   const relationships = relationshipHandlers(services);
@@ -33,17 +32,23 @@ export function createResourceHandlers(
   const files = ctx.services.files;
   const uploads = fileHandlers(services, files);
   const handlers: Record<HandlerName, RouteHandler> = {
+    // In the request's shape, naming its base (jsonapi/schemas.ts).
     'schema.resource': (_req, res, route) => {
-      const text = store.resourceSchema(route.resourceType.type);
+      const text = store.of(res).resourceSchema(route.resourceType.type);
       if (!text) throw notFound(`No schema for ${route.resourceType.type}.`);
       sendSchema(res, text);
     },
-    'schema.individual': (req, res, route) =>
-      sendSchema(res, store.documentSchema(route.resourceType, 'individual', self(req.originalUrl))),
-    'schema.collection': (req, res, route) =>
-      sendSchema(res, store.documentSchema(route.resourceType, 'collection', self(req.originalUrl))),
+    'schema.individual': (req, res, route) => {
+      const schemas = store.of(res);
+      sendSchema(res, schemas.documentSchema(route.resourceType, 'individual', schemas.self(req.originalUrl)));
+    },
+    'schema.collection': (req, res, route) => {
+      const schemas = store.of(res);
+      sendSchema(res, schemas.documentSchema(route.resourceType, 'collection', schemas.self(req.originalUrl)));
+    },
     'schema.related': (req, res, route) => {
-      const text = store.relatedSchema(route.resourceType, route.entry.field!, self(req.originalUrl));
+      const schemas = store.of(res);
+      const text = schemas.relatedSchema(route.resourceType, route.entry.field!, schemas.self(req.originalUrl));
       if (!text) throw notFound(`${route.resourceType.type} has no relationship ${route.entry.field}.`);
       sendSchema(res, text);
     },
