@@ -3,10 +3,12 @@ import type { GeneratedMigration } from '../../runtime/public.ts';
 import * as m0001 from './0001_initial.ts';
 import * as m0002 from './0002_create_data_stream_and_more.ts';
 import * as m0003 from './0003_index_asset_and_more.ts';
+import * as m0004 from './0004_index_asset_and_more.ts';
 
 /** Every generated migration, oldest first. */
 export const migrations: GeneratedMigration[] = [
   { name: '0001_initial', up: m0001.up, down: m0001.down, checksum: 'f9a4baf9a208b64396b42692a793fa534d2c2241a69ee5b3b629a93c3e5f3c8d' },
   { name: '0002_create_data_stream_and_more', up: m0002.up, down: m0002.down, checksum: 'd9923cceab7607062f3f8f671761295631549ac72ec0192547ac361b939b0441' },
   { name: '0003_index_asset_and_more', up: m0003.up, down: m0003.down, checksum: 'aebc97e35ae519c4d975bf11200f1425fe7332909f30f336c35b09de3bc3e73e' },
+  { name: '0004_index_asset_and_more', up: m0004.up, down: m0004.down, checksum: '888e4373ed0d669bd606ecff12e8e4a9d391d84cfeb82cb787a58f6c97d7268b' },
 ];

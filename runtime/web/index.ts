@@ -51,6 +51,8 @@ import { FilePages } from './files.ts';
 // --- The pages' own scripts (issue 42): built at install or at start, served under /farm/assets/ (assets.ts) ---
 import { ensureAssets, serveAsset } from './assets.ts';
 import { pageCsp } from './layout.ts';
+// --- The farm map (issue 42 part 1): the features of a view (map.ts) ---
+import { MapPages } from './map.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -99,6 +101,8 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   });
   // --- end of the pages' own scripts ---
   router.use(web.routes());
+  // --- The farm map: GET /farm/map/features (map.ts), before the generic /farm/<type>/<bundle> routes ---
+  router.use(MapPages.of(ctx).routes(web));
 
   /** The resource type and UI description of a path's entity type and bundle, or null (a 404). */
   const bundleOf = (req: Request) => {
@@ -169,7 +173,8 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   router.get(
     '/farm/:entityType/:bundle/new',
     web.signedIn,
-    bundlePage((_req, res, b) => records.form(res, b.rt, b.ui, null)),
+    // The query string may fill fields in (the map's "record a log here": ?location=<name> [<uuid>]).
+    bundlePage((req, res, b) => records.form(res, b.rt, b.ui, null, new URL(req.originalUrl, 'http://x').searchParams)),
   );
   router.post(
     '/farm/:entityType/:bundle/new',

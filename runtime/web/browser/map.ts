@@ -184,7 +184,17 @@ class FeatureLoader {
     private readonly status: HTMLElement | null,
   ) {
     this.visible = new Set(spec.layers.map((l) => l.id));
-    map.on('moveend', () => void this.load());
+  }
+
+  /**
+   * The first view's features, once the map has its size (OpenLayers sends no `moveend` for its
+   * first frame), then every view's after a pan or zoom.
+   */
+  start(): void {
+    this.map.once('postrender', () => {
+      void this.load();
+      this.map.on('moveend', () => void this.load());
+    });
   }
 
   async load(): Promise<void> {
@@ -247,8 +257,10 @@ function popupFor(map: OlMap, spec: MapSpec, layer: VectorLayer): void {
   map.addOverlay(overlay);
   close.addEventListener('click', () => overlay.setPosition(undefined));
   map.on('singleclick', (event) => {
-    // The farm's features only (not a record's own shape drawn over them); the topmost first.
-    const hit = map.forEachFeatureAtPixel(event.pixel, (f) => f, { layerFilter: (l) => l === layer, hitTolerance: 4 });
+    // The farm's features only (not a record's own shape drawn over them): a marker before the
+    // shape it stands on, else the topmost.
+    const hits = map.getFeaturesAtPixel(event.pixel, { layerFilter: (l) => l === layer, hitTolerance: 4 });
+    const hit = hits.find((f) => f.get('kind') !== 'shape') ?? hits[0];
     if (!hit) return overlay.setPosition(undefined);
     content.replaceChildren();
     const props = hit.getProperties();
@@ -332,6 +344,7 @@ function farmMap(element: HTMLElement): void {
     });
   }
   viewFor(map, spec.wkt && own.getFeatures().length ? transformExtent(own.getExtent()!, MERCATOR, WGS84) : spec.extent);
+  loader.start();
 }
 
 /** What the textarea holds, as features; null when it does not parse (what is drawn stays). */
@@ -481,12 +494,10 @@ function geometryWidget(textarea: HTMLTextAreaElement): void {
           const point = new Feature(new Point(fromLonLat([p.coords.longitude, p.coords.latitude])));
           drawn.addFeature(point);
           toText();
-          map
-            .getView()
-            .animate({
-              center: point.getGeometry()!.getCoordinates(),
-              zoom: Math.max(map.getView().getZoom() ?? 0, 17),
-            });
+          map.getView().animate({
+            center: point.getGeometry()!.getCoordinates(),
+            zoom: Math.max(map.getView().getZoom() ?? 0, 17),
+          });
         },
         () => here.setAttribute('aria-disabled', 'true'),
         { enableHighAccuracy: true, timeout: 15000 },
@@ -495,6 +506,7 @@ function geometryWidget(textarea: HTMLTextAreaElement): void {
     toolbar.append(here);
   }
   viewFor(map, drawn.getFeatures().length ? transformExtent(drawn.getExtent()!, MERCATOR, WGS84) : spec.extent);
+  loader.start();
 }
 
 for (const element of document.querySelectorAll<HTMLElement>('[data-map]')) farmMap(element);
