@@ -183,6 +183,7 @@ test('a paddock drawn on the geometry widget is saved as its WKT; a flock moved 
     await page.selectOption('#field-land_type', 'field');
     const map = page.locator('.geometry-widget .map');
     await page.waitForSelector('.geometry-widget .map[data-state=ready]');
+    await map.scrollIntoViewIfNeeded();
     const box = (await map.boundingBox())!;
     const at = (dx: number, dy: number) => ({ x: box.x + box.width / 2 + dx, y: box.y + box.height / 2 + dy });
     // A square paddock inside the farm's field, drawn with the mouse, and closed on its first corner.
@@ -243,11 +244,14 @@ test('a paddock drawn on the geometry widget is saved as its WKT; a flock moved 
       moved.relationships.location.data.map((r: any) => r.id),
       [paddockId],
     );
-    assert.equal(moved.attributes.geometry.value, drawn);
+    // The same shape (the computed geometry is written as geoPHP writes WKT, with its own spaces).
+    const bare = (wkt: string) => wkt.replace(/\s*([(),])\s*/g, '$1');
+    assert.equal(bare(moved.attributes.geometry.value), bare(drawn));
 
     // The paddock's page: its small map, the flock's marker at its middle; a click names it and where it is.
     await page.goto(`${server.url}/farm/asset/land/${paddockId}`);
     await page.waitForSelector('[data-map][data-state=ready]');
+    await page.locator('[data-map]').scrollIntoViewIfNeeded();
     const small = (await page.locator('[data-map]').boundingBox())!;
     await page.mouse.click(small.x + small.width / 2, small.y + small.height / 2);
     const popup = page.locator('.map-popup');
