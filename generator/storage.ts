@@ -86,6 +86,14 @@ export function tablesFor(model: DataModel): TableSpec[] {
           if (spec.kind === 'relationship') {
             const col = field.storage.columns.target_id!;
             indexes.push({ name: indexName(table, [col]), columns: [col], unique: false });
+          } else if (field.type === 'geofield') {
+            // A shape's bounding box (the geofield's derived left, right, bottom and top), for the
+            // map's "what is in this view" (farm/map-features.ts): the index holds all four, so a
+            // view's lookup ranges over `left` and tests the other three without reading rows.
+            const box = ['left', 'right', 'bottom', 'top'].map((p) =>
+              field.storage.kind === 'columns' ? field.storage.columns[p]! : p,
+            );
+            indexes.push({ name: indexName(table, [field.name, 'bbox']), columns: box, unique: false });
           } else if (INDEXED_TYPES.has(field.type)) {
             // Not text_long: notes.value filters are substring searches, which no index helps.
             indexes.push({

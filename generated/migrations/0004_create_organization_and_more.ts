@@ -465,9 +465,37 @@ export const ops: SchemaOp[] = [
     "op": "createIndex",
     "table": "asset",
     "index": {
+      "name": "asset_intrinsic_geometry_bbox_idx",
+      "columns": [
+        "intrinsic_geometry__left",
+        "intrinsic_geometry__right",
+        "intrinsic_geometry__bottom",
+        "intrinsic_geometry__top"
+      ],
+      "unique": false
+    }
+  },
+  {
+    "op": "createIndex",
+    "table": "asset",
+    "index": {
       "name": "asset_farm_idx",
       "columns": [
         "farm"
+      ],
+      "unique": false
+    }
+  },
+  {
+    "op": "createIndex",
+    "table": "log",
+    "index": {
+      "name": "log_geometry_bbox_idx",
+      "columns": [
+        "geometry__left",
+        "geometry__right",
+        "geometry__bottom",
+        "geometry__top"
       ],
       "unique": false
     }

@@ -10,5 +10,5 @@ export const migrations: GeneratedMigration[] = [
   { name: '0001_initial', up: m0001.up, down: m0001.down, checksum: 'f9a4baf9a208b64396b42692a793fa534d2c2241a69ee5b3b629a93c3e5f3c8d' },
   { name: '0002_create_data_stream_and_more', up: m0002.up, down: m0002.down, checksum: 'd9923cceab7607062f3f8f671761295631549ac72ec0192547ac361b939b0441' },
   { name: '0003_index_asset_and_more', up: m0003.up, down: m0003.down, checksum: 'aebc97e35ae519c4d975bf11200f1425fe7332909f30f336c35b09de3bc3e73e' },
-  { name: '0004_create_organization_and_more', up: m0004.up, down: m0004.down, checksum: 'f86b8580e8b82f0d931a116a009f8c3b3a42fabfebc3186daf73773ce3f106ec' },
+  { name: '0004_create_organization_and_more', up: m0004.up, down: m0004.down, checksum: 'c02e1bba7cb8201dacde089b7b2dbadb52fd7de23e6abc7a2992b3f490657991' },
 ];

@@ -55,6 +55,11 @@ import { FilePages } from './files.ts';
 import { BulkPages } from './bulk.ts';
 import { SheetPages } from './sheets.ts';
 import { FieldForms } from './records.ts';
+// --- The pages' own scripts (issue 42): built at install or at start, served under /farm/assets/ (assets.ts) ---
+import { ensureAssets, serveAsset } from './assets.ts';
+import { pageCsp } from './layout.ts';
+// --- The farm map (issue 42 part 1): the features of a view (map.ts) ---
+import { MapPages } from './map.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -92,7 +97,19 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   router.get(STYLE_PATH, (_req, res) => {
     res.type('text/css').set('Cache-Control', 'public, max-age=31536000, immutable').send(STYLE);
   });
+  // --- The pages' own scripts: built now when missing or stale (logged), then served from memory ---
+  ensureAssets(ctx.logger);
+  router.get(`/farm/assets/:file`, serveAsset);
+  // The map's tiles (TILTH_MAP_TILES), when set, are the one other origin a page takes images from.
+  const csp = pageCsp(ctx.config.mapTiles?.origins ?? []);
+  router.use((_req, res, next) => {
+    res.locals.pageCsp = csp;
+    next();
+  });
+  // --- end of the pages' own scripts ---
   router.use(web.routes());
+  // --- The farm map: GET /farm/map/features (map.ts), before the generic /farm/<type>/<bundle> routes ---
+  router.use(MapPages.of(ctx).routes(web));
 
   /** The resource type and UI description of a path's entity type and bundle, or null (a 404). */
   const bundleOf = (req: Request) => {
@@ -173,7 +190,8 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   router.get(
     '/farm/:entityType/:bundle/new',
     web.signedIn,
-    bundlePage((_req, res, b) => records.form(res, b.rt, b.ui, null)),
+    // The query string may fill fields in (the map's "record a log here": ?location=<name> [<uuid>]).
+    bundlePage((req, res, b) => records.form(res, b.rt, b.ui, null, new URL(req.originalUrl, 'http://x').searchParams)),
   );
   router.post(
     '/farm/:entityType/:bundle/new',

@@ -4,6 +4,8 @@
  * URL holds the whole view (filters, sort, page), so a view can be bookmarked and shared; it is
  * written as the API's query (filter, sort, page) and read through the API's parts (reads.ts).
  */
+// The farm map on the dashboard (issue 42).
+import { MapPages } from './map.ts';
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import type { ResourceType } from '../model/registry.ts';
@@ -108,9 +110,9 @@ export class ListPages {
     };
   }
 
-  private send(res: Response, status: number, title: string, body: Html): void {
+  private send(res: Response, status: number, title: string, body: Html, assets: string[] = []): void {
     const state = webState(res);
-    sendPage(res, status, page(title, this.sessions.chrome(state, this.nav(state.principal)), body));
+    sendPage(res, status, page(title, this.sessions.chrome(state, this.nav(state.principal)), body, { assets }));
   }
 
   /**
@@ -169,7 +171,9 @@ export class ListPages {
 <section class="card" aria-labelledby="week"><h2 id="week">${M.dashboard.logsThisWeek}</h2>${logCounts.length ? html`<ul class="plain">${logCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 </div>
 <section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>`;
-    this.send(res, problem?.status ?? 200, this.ctx.config.farmName, body);
+    // The farm map (issue 42), after what the dashboard had: it shows only where its script runs.
+    const map = await MapPages.of(this.ctx).dashboardCard(principal);
+    this.send(res, problem?.status ?? 200, this.ctx.config.farmName, html`${body}${map}`, map ? ['map'] : []);
   }
 
   /** POST /farm/log/<bundle>/<uuid>/move (after the CSRF check): back to the dashboard, or the dashboard saying why not. */

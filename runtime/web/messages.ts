@@ -418,3 +418,39 @@ export const M = {
     again: 'Choose another file',
   },
 } as const;
+
+// --- The farm map (issue 42 part 1: web/map.ts and its script, web/browser/map.ts) ---
+export const MAP_M = {
+  title: 'Map',
+  farmMap: 'Map of the farm',
+  recordMap: (name: string) => `Map of ${name}`,
+  layers: 'Layers',
+  help: 'Drag or use the arrow keys to pan, + and − to zoom. Click a shape or marker for its record.',
+  truncated:
+    'This view holds more records than are drawn one by one: the small ones are counted in circles. Zoom in to see each.',
+  failed: 'The map’s records could not be loaded. Reload the page to try again.',
+  close: 'Close',
+  zoomIn: 'Zoom in',
+  location: 'Location',
+  recordLog: 'Record a log here',
+  cluster: (n: string, label: string) => `${n} ${label}`,
+  tools: 'Drawing tools',
+  widgetMap: 'Map to draw the geometry on',
+  point: 'Point',
+  line: 'Line',
+  polygon: 'Polygon',
+  modify: 'Modify',
+  move: 'Move',
+  delete: 'Delete',
+  clear: 'Clear',
+  here: 'Use my location',
+  isLocation: 'Location',
+  badBbox:
+    'bbox must be four numbers, west,south,east,north in degrees (longitude from -180 to 180, latitude from -90 to 90, west below east and south below north), e.g. bbox=-72.6,42.3,-72.5,42.4.',
+  badZoom: 'zoom must be a whole number from 0 to 24.',
+  badLayers: (names: string) =>
+    `layers names no layer of this map: ${names}. Leave it out for every layer, or name asset types (e.g. layers=land,animal).`,
+  signIn: 'Sign in to see the map.',
+  forbidden: 'The current user may not view assets, so the map has nothing to show them.',
+} as const;
+// --- end of the farm map ---

@@ -36,6 +36,7 @@ import { webState, type WebSessions } from './session.ts';
 import type { ListPages } from './lists.ts';
 import { ARCHIVE, hasArchive } from './records.ts';
 import { parseLogCursor, type RelatedRecord, type RelatedRecords } from './related.ts';
+import { MapPages } from './map.ts';
 
 /** Revisions listed on a record's page, newest first. */
 export const REVISIONS_SHOWN = 20;
@@ -63,9 +64,9 @@ export class RecordPage {
     private readonly related: RelatedRecords,
   ) {}
 
-  private send(res: Response, status: number, title: string, body: Html): void {
+  private send(res: Response, status: number, title: string, body: Html, assets: string[] = []): void {
     const state = webState(res);
-    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body));
+    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body, { assets }));
   }
 
   /** GET /farm/<type>/<bundle>/<uuid>. */
@@ -118,8 +119,14 @@ export class RecordPage {
       archived: M.status.archived,
       reactivated: M.status.reactivated,
     };
-    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
-    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
+    // The record's small map (the farm map, issue 42): its geometry, and a location's contents at it.
+    const map = MapPages.of(this.ctx).recordMap(
+      principal,
+      labelOf(resource, rt.entityType.labelField),
+      resource.attributes?.geometry ?? resource.attributes?.intrinsic_geometry,
+    );
+    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${map}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
+    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body, map ? ['map'] : []);
   }
 
   /** What the record relates to: an asset's logs (and a location's contents), a term's uses. */

@@ -6,6 +6,8 @@
  * version the form was opened at and is refused, as If-Match refuses it, when the record changed
  * since; a 422's messages are shown beside their fields with everything typed kept.
  */
+// The geometry widget's settings (the farm map, issue 42).
+import { MapPages } from './map.ts';
 import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { AppContext } from '../context.ts';
@@ -65,9 +67,9 @@ export class RecordPages {
     this.uploads = new UploadPages(ctx, services, sessions);
   }
 
-  private send(res: Response, status: number, title: string, body: Html): void {
+  private send(res: Response, status: number, title: string, body: Html, assets: string[] = []): void {
     const state = webState(res);
-    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body));
+    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body, { assets }));
   }
 
   private field(rt: ResourceType, f: UiField): FieldDescriptor | undefined {
@@ -75,7 +77,13 @@ export class RecordPages {
   }
 
   /** GET /farm/<type>/<bundle>/new and /<uuid>/edit. */
-  async form(res: Response, rt: ResourceType, ui: BundleUi, uuid: string | null): Promise<void> {
+  async form(
+    res: Response,
+    rt: ResourceType,
+    ui: BundleUi,
+    uuid: string | null,
+    prefill?: URLSearchParams,
+  ): Promise<void> {
     const { principal } = webState(res);
     if (uuid === null) {
       assertMayOnType(principal, rt.entityType, 'create', `${rt.type} resources`);
@@ -84,6 +92,11 @@ export class RecordPages {
         const d = this.field(rt, f);
         if (d && f.widget && d.default !== undefined && typeof d.default !== 'object')
           values.set(f.name, [String(d.default)]);
+        // A field named in the query string starts with its values there (a link's "record a log
+        // here", map.ts): only what a person could type, and checked as typed when saved.
+        const given = prefill?.getAll(f.name).filter((v) => v.length <= 1000);
+        if (d && f.widget && f.widget !== 'file' && !isComponentField(d) && given?.length)
+          values.set(f.name, given.slice(0, 20));
       }
       return this.renderForm(res, 200, rt, ui, null, { values, errors: new Map(), general: [], version: '' });
     }
@@ -758,11 +771,15 @@ export class RecordPages {
           for (const x of row.bundle.fields) await offer(x.d, x.f, `${row.prefix}${x.f.name}`);
       } else await offer(d, f, f.name);
     }
+    const geometry = shown.some((f) => f.widget === 'wkt')
+      ? await MapPages.of(this.ctx).widgetSpec(principal)
+      : undefined;
     const draw = (d: FieldDescriptor, f: UiField, name: string) =>
       control(d, f, state, {
         name,
         references: offered.get(name),
         createsTerms: d.kind === 'relationship' && this.newTermVocabulary(d, principal) !== undefined,
+        geometry: f.widget === 'wkt' ? geometry : undefined,
       });
     const sections = ui.sections.map((section) => {
       const fields = shown.filter((f) => f.section === section);
@@ -791,7 +808,7 @@ ${
 ${sections}
 <div class="actions"><button class="primary" type="submit">${conflict?.submit ?? M.form.save}</button><a class="button secondary" href="${resource ? recordPath(resource) : `/farm/${rt.entityType.entityType}/${rt.bundle.bundle}`}">${M.form.cancel}</a></div>
 </form>${resource ? this.uploads.forms(res, rt, ui, resource.id) : ''}`;
-    this.send(res, status, resource ? M.form.edit(ui.label) : M.form.create(ui.label), body);
+    this.send(res, status, resource ? M.form.edit(ui.label) : M.form.create(ui.label), body, geometry ? ['map'] : []);
   }
 }
 

@@ -108,6 +108,15 @@ export class WebSessions {
     next();
   };
 
+  /**
+   * The signed-in person's principal, or null: for answers that are not pages (the map's features,
+   * map.ts), which say 401 instead of sending the browser to sign in.
+   */
+  async principal(req: Request): Promise<Principal | null> {
+    const session = await this.sessions.attach(req);
+    return session ? principalOf(session) : null;
+  }
+
   /** After signedIn and formBody on a POST: 403 and nothing done unless the form carries the session's CSRF token. */
   readonly checkCsrf: RequestHandler = (req, res, next) => {
     const state = webState(res);

@@ -82,6 +82,8 @@ export interface ControlOptions {
   references?: ReferenceOptions;
   /** A reference to terms: a name no term has yet makes a new one (records.ts resolveReference). */
   createsTerms?: boolean;
+  /** A WKT field's map (map.ts widgetSpec, as JSON): the textarea the map's script enhances. */
+  geometry?: string;
 }
 
 /** One field's label, input (or rows of inputs), help and messages. */
@@ -102,8 +104,10 @@ export function control(d: FieldDescriptor, f: UiField, state: FormState, option
   const one = (value: string, inputId: string, extra: Html | string = ''): Html => {
     switch (f.widget) {
       case 'textarea':
-      case 'wkt':
         return html`<textarea id="${inputId}" name="${name}"${placeholder}${aria}${extra}>${value}</textarea>`;
+      case 'wkt':
+        // The field itself, and the accessible way in; the map's script puts a map to draw on above it.
+        return html`<textarea id="${inputId}" name="${name}"${placeholder}${aria}${extra}${options.geometry ? html` data-geometry-widget="${options.geometry}"` : ''}>${value}</textarea>`;
       case 'datetime':
         // A time with seconds keeps them (format.ts inputDateTime): the default step of 60 s would refuse it.
         return html`<input type="datetime-local" id="${inputId}" name="${name}" value="${value}"${value.length > 16 ? html` step="1"` : ''}${aria}${extra}>`;
