@@ -21,6 +21,9 @@
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
  *   GET|POST /farm/people…                       People, for account administrators (people.ts)
+ *   GET  /farm/asset/<bundle>/<uuid>/timeline    an asset's logs by day, where it was (timeline.ts)
+ *   GET|POST /farm/views…                        saved views of lists (saved-views.ts)
+ *   GET  /farm/data_stream/basic/<uuid>/readings(.csv)   a stream's readings per pixel, or as CSV (charts.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -48,6 +51,8 @@ import { RecordPage } from './record-page.ts';
 import { RelatedRecords } from './related.ts';
 import { RevisionDiffPage } from './revision-diff.ts';
 import { FilePages } from './files.ts';
+// helper `views`: an asset's timeline, saved views, readings' summary and CSV (issue 42 §5, §6).
+import { viewsRoutes } from './views.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -119,6 +124,9 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   // --- People (issue 38 screen 8): /farm/people…, for account administrators (people.ts) ---
   router.use(new PeoplePages(ctx, services, reads, web, lists, formats).routes(web.signedIn, recordWrite));
   // --- end of People ---
+  // --- helper `views` (issue 42 §5, §6): an asset's timeline, saved views, readings' summary and CSV ---
+  router.use(viewsRoutes({ ctx, reads, web, lists, formats, signedIn: web.signedIn, recordWrite }));
+  // --- end of helper `views` ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',

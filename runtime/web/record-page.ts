@@ -36,6 +36,8 @@ import { webState, type WebSessions } from './session.ts';
 import type { ListPages } from './lists.ts';
 import { ARCHIVE, hasArchive } from './records.ts';
 import { parseLogCursor, type RelatedRecord, type RelatedRecords } from './related.ts';
+import { RecordCharts } from './charts.ts';
+import { timelinePath } from './timeline.ts';
 
 /** Revisions listed on a record's page, newest first. */
 export const REVISIONS_SHOWN = 20;
@@ -62,6 +64,12 @@ export class RecordPage {
     private readonly formats: Formats,
     private readonly related: RelatedRecords,
   ) {}
+
+  /** Readings and inventory charts below the fields (charts.ts, issue 42 §6). */
+  private chartsMemo: RecordCharts | undefined;
+  private get charts(): RecordCharts {
+    return (this.chartsMemo ??= new RecordCharts(this.ctx, this.reads, this.formats));
+  }
 
   private send(res: Response, status: number, title: string, body: Html): void {
     const state = webState(res);
@@ -118,7 +126,7 @@ export class RecordPage {
       archived: M.status.archived,
       reactivated: M.status.reactivated,
     };
-    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
+    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.charts.section(rt, record, principal, view)}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
     this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
   }
 
@@ -150,7 +158,7 @@ export class RecordPage {
                 : ''
             }</nav>`
           : '';
-      return html`${contentsSection}<section class="card" aria-labelledby="logs"><h2 id="logs">${M.recordPage.logs}</h2><p class="help">${M.recordPage.logsHelp}</p>${
+      return html`${contentsSection}<section class="card" aria-labelledby="logs"><h2 id="logs">${M.recordPage.logs}</h2><p class="help">${M.recordPage.logsHelp}</p><p><a href="${timelinePath(resource)}">${M.timeline.link}</a></p>${
         logs.length
           ? this.table(logs, [M.recordPage.date, M.recordPage.name, M.recordPage.type, M.recordPage.status], false)
           : html`<p class="muted">${M.recordPage.noLogs}</p>`
