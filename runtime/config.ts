@@ -103,6 +103,13 @@ export interface FarmSettings {
   tombstoneDays: number;
   /** The largest JSON document `tilth import farmos` reads from its source, in bytes (TILTH_IMPORT_MAX_DOCUMENT_MB). */
   importMaxDocumentBytes: number;
+  /**
+   * The map's base layer (TILTH_MAP_TILES, an XYZ tile URL, and TILTH_MAP_TILES_ATTRIBUTION): the
+   * URL, the origins it loads from (the pages' CSP lets images come from them only), its
+   * attribution as plain text. Null (the default): no base layer, the farm's shapes on a plain
+   * background, nothing from the internet.
+   */
+  mapTiles: MapTiles | null;
 }
 
 /**
@@ -345,5 +352,49 @@ export function loadConfig(env: NodeJS.ProcessEnv = readEnvironment()): Config {
     bodyBudgetBytes: integer(env, 'TILTH_BODY_BUDGET_MB', 32, 4, 4096) * 1024 * 1024,
     maxConnections: integer(env, 'TILTH_MAX_CONNECTIONS', 1000, 10, 1_000_000),
     importMaxDocumentBytes: integer(env, 'TILTH_IMPORT_MAX_DOCUMENT_MB', 64, 1, 4096) * 1024 * 1024,
+    mapTiles: mapTiles(env),
   };
+}
+
+/** A base layer of XYZ tiles for the map. */
+export interface MapTiles {
+  url: string;
+  origins: string[];
+  attribution: string;
+}
+
+/**
+ * TILTH_MAP_TILES: an http(s) URL with `{z}`, `{x}` and `{y}` (and, in its host, an optional range
+ * of subdomains such as `{a-c}`, which OpenLayers spreads requests over); its attribution in
+ * TILTH_MAP_TILES_ATTRIBUTION. Unset: no base layer.
+ */
+export function mapTiles(env: NodeJS.ProcessEnv): MapTiles | null {
+  const url = env.TILTH_MAP_TILES;
+  if (!url) return null;
+  const refuse = (why: string) =>
+    new ConfigError(
+      `TILTH_MAP_TILES must be an http(s) URL of XYZ tiles with {z}, {x} and {y}, e.g. "https://tile.openstreetmap.org/{z}/{x}/{y}.png"; ${why}.`,
+    );
+  if (!/\{z\}/.test(url) || !/\{x\}/.test(url) || !/\{-?y\}/.test(url)) throw refuse(`it is "${url}"`);
+  // The subdomains' range, each written out: the CSP names every origin the tiles come from.
+  const range = /\{([a-z0-9])-([a-z0-9])\}/.exec(url);
+  const subdomains = range
+    ? Array.from({ length: range[2]!.charCodeAt(0) - range[1]!.charCodeAt(0) + 1 }, (_, i) =>
+        String.fromCharCode(range[1]!.charCodeAt(0) + i),
+      )
+    : [null];
+  if (!subdomains.length || subdomains.length > 26) throw refuse(`its subdomain range is not one, in "${url}"`);
+  const origins: string[] = [];
+  for (const sub of subdomains) {
+    const one = (sub === null ? url : url.replace(range![0], sub)).replace(/\{-?[xyz]\}/g, '0');
+    let parsed: URL;
+    try {
+      parsed = new URL(one);
+    } catch {
+      throw refuse(`it is "${url}"`);
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw refuse(`it is "${url}"`);
+    if (!origins.includes(parsed.origin)) origins.push(parsed.origin);
+  }
+  return { url, origins, attribution: env.TILTH_MAP_TILES_ATTRIBUTION ?? '' };
 }

@@ -22,6 +22,8 @@ declare global {
       route?: string;
       /** oauth/authorize.ts: the form-action sources of the consent page's Content-Security-Policy. */
       formActionSources?: string;
+      /** web/index.ts: the web pages' Content-Security-Policy when it differs from layout.ts PAGE_CSP (the map's tile server). */
+      pageCsp?: string;
     }
   }
 }

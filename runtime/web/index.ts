@@ -53,6 +53,9 @@ import { RevisionDiffPage } from './revision-diff.ts';
 import { FilePages } from './files.ts';
 // helper `views`: an asset's timeline, saved views, readings' summary and CSV (issue 42 §5, §6).
 import { viewsRoutes } from './views.ts';
+// --- The pages' own scripts (issue 42): built at install or at start, served under /farm/assets/ (assets.ts) ---
+import { ensureAssets, serveAsset } from './assets.ts';
+import { pageCsp } from './layout.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -90,6 +93,16 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   router.get(STYLE_PATH, (_req, res) => {
     res.type('text/css').set('Cache-Control', 'public, max-age=31536000, immutable').send(STYLE);
   });
+  // --- The pages' own scripts: built now when missing or stale (logged), then served from memory ---
+  ensureAssets(ctx.logger);
+  router.get(`/farm/assets/:file`, serveAsset);
+  // The map's tiles (TILTH_MAP_TILES), when set, are the one other origin a page takes images from.
+  const csp = pageCsp(ctx.config.mapTiles?.origins ?? []);
+  router.use((_req, res, next) => {
+    res.locals.pageCsp = csp;
+    next();
+  });
+  // --- end of the pages' own scripts ---
   router.use(web.routes());
 
   /** The resource type and UI description of a path's entity type and bundle, or null (a 404). */

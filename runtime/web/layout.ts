@@ -7,10 +7,29 @@ import type { Response } from 'express';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
 import { STYLE_PATH } from './style.ts';
+import { assetPath } from './assets.ts';
 
-/** No script, no inline style, nothing from elsewhere; images from here (thumbnails) only. */
+/**
+ * No inline script or style, nothing from elsewhere; images from here (thumbnails) only. Scripts
+ * only Tilth's own bundles (assets.ts), which fetch from here only (the map's features).
+ */
 export const PAGE_CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/**
+ * The policy with images from these origins too (the map's tiles, TILTH_MAP_TILES): webRoutes
+ * sets it on every page's response once, as `res.locals.pageCsp`.
+ */
+export function pageCsp(imageOrigins: readonly string[]): string {
+  return imageOrigins.length
+    ? PAGE_CSP.replace("img-src 'self'", `img-src 'self' ${imageOrigins.join(' ')}`)
+    : PAGE_CSP;
+}
+
+/** What a page adds to the frame: the browser entry points it runs (assets.ts ASSET_ENTRIES names). */
+export interface PageOptions {
+  assets?: readonly string[];
+}
 
 export interface Chrome {
   farmName: string;
@@ -21,7 +40,14 @@ export interface Chrome {
   nav: Array<{ href: string; label: string }>;
 }
 
-export function page(title: string, chrome: Chrome, body: Html): string {
+export function page(title: string, chrome: Chrome, body: Html, options: PageOptions = {}): string {
+  // Each entry point's stylesheet (when its sources import CSS) and its script, deferred: the
+  // page is whole and usable before it runs, and works without it.
+  const assets = (options.assets ?? []).map((name) => {
+    const css = assetPath(name, 'css');
+    const js = assetPath(name, 'js');
+    return html`${css ? html`<link rel="stylesheet" href="${css}">` : ''}${js ? html`<script src="${js}" defer></script>` : ''}`;
+  });
   const header = chrome.user
     ? html`<header class="top">
 <a class="farm" href="/farm">${chrome.farmName}</a>
@@ -38,6 +64,7 @@ export function page(title: string, chrome: Chrome, body: Html): string {
 <meta name="referrer" content="same-origin">
 <title>${title} · ${chrome.farmName}</title>
 <link rel="stylesheet" href="${STYLE_PATH}">
+${assets}
 </head>
 <body>
 <a class="skip" href="#content">${M.skipToContent}</a>
@@ -52,5 +79,6 @@ ${body}
 }
 
 export function sendPage(res: Response, status: number, text: string): void {
-  res.status(status).set('Content-Security-Policy', PAGE_CSP).set('Cache-Control', 'no-store').type('html').send(text);
+  const csp = res.locals.pageCsp ?? PAGE_CSP;
+  res.status(status).set('Content-Security-Policy', csp).set('Cache-Control', 'no-store').type('html').send(text);
 }
