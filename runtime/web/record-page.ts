@@ -19,7 +19,7 @@ import type { EntityRecord } from '../storage/records.ts';
 import type { RevisionRow } from '../storage/revisions.ts';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
-import { page, sendPage } from './layout.ts';
+import { page, sendPage, type PageOptions } from './layout.ts';
 import {
   attributeValue,
   filePath,
@@ -71,9 +71,9 @@ export class RecordPage {
     return (this.chartsMemo ??= new RecordCharts(this.ctx, this.reads, this.formats));
   }
 
-  private send(res: Response, status: number, title: string, body: Html): void {
+  private send(res: Response, status: number, title: string, body: Html, options: PageOptions = {}): void {
     const state = webState(res);
-    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body));
+    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body, options));
   }
 
   /** GET /farm/<type>/<bundle>/<uuid>. */
@@ -126,8 +126,12 @@ export class RecordPage {
       archived: M.status.archived,
       reactivated: M.status.reactivated,
     };
-    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${await this.charts.section(rt, record, principal, view)}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
-    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body);
+    const charts = await this.charts.section(rt, record, principal, view);
+    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${charts}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
+    // The charts' script (browser/chart.ts) only where a chart is.
+    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body, {
+      assets: charts.text.includes('class="chart ') ? ['chart'] : [],
+    });
   }
 
   /** What the record relates to: an asset's logs (and a location's contents), a term's uses. */

@@ -304,11 +304,39 @@ test('a sensor’s readings posted through its listener: latest value, the range
       (api.body as Array<Record<string, string | number>>).map((r) => [String(r.timestamp), String(r.temperature)]),
     );
     assert.equal(lines.length - 1, 144, 'the day up to the latest reading: 24 hours of readings');
+    // The chart: drawn by the page's script from the summary, one bucket per pixel at most.
+    const chart = page.locator('.readings-chart[data-drawn]').first();
+    await chart.waitFor();
+    const drawnChart = await chart.evaluate((el) => {
+      const canvas = el.querySelector('canvas')!;
+      const pixels = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+      let painted = 0;
+      for (let i = 3; i < pixels.length; i += 4) if (pixels[i]! > 0) painted++;
+      return { points: Number((el as HTMLElement).dataset.points), painted, width: canvas.clientWidth };
+    });
+    assert.ok(drawnChart.painted > 500, `pixels painted: ${drawnChart.painted}`);
+    assert.ok(drawnChart.points > 24 && drawnChart.points <= 144, `points: ${drawnChart.points}`);
+    // Zoom: a drag across the chart asks for that part again, at the same width.
+    const over = (await chart.locator('.u-over').boundingBox())!;
+    const [zoomed] = await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/readings?') && r.request().method() === 'GET'),
+      (async () => {
+        await page.mouse.move(over.x + over.width * 0.4, over.y + over.height / 2);
+        await page.mouse.down();
+        await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2, { steps: 5 });
+        await page.mouse.up();
+      })(),
+    ]);
+    const zoomRange = new URL(zoomed.url()).searchParams;
+    const wholeRange = new URL(href, server.url).searchParams;
+    assert.ok(Number(zoomRange.get('start')) > Number(wholeRange.get('start')), 'a narrower range');
+    assert.ok(Number(zoomRange.get('end')) < Number(wholeRange.get('end')), 'a narrower range');
+    assert.equal(zoomed.status(), 200);
     // A week: the same readings, fewer rows of them per span.
     await page.selectOption('#range', 'week');
     await page.click('form.range button[type=submit]');
     await page.waitForURL(/range=week/);
-    assert.ok((await page.locator('section[aria-labelledby=readings] table tbody tr').count()) <= 24);
+    assert.ok((await page.locator('section[aria-labelledby=readings] table[id$=-table] tbody tr').count()) <= 24);
     // The data stream's own page shows the same block.
     await page.goto(`${server.url}/farm/data_stream/basic/${streamId}`);
     assert.equal(await page.locator('section[aria-labelledby=readings] a[download]').count(), 1);
@@ -343,7 +371,7 @@ test('an asset’s inventory history: each adjusting log’s step, the last the 
   const { context, page } = await signedIn(VIEWER);
   try {
     await page.goto(`${server.url}/farm/asset/equipment/${seed.id}`);
-    const rows = await page.$$eval('section[aria-labelledby=inventory] tbody tr', (trs) =>
+    const rows = await page.$$eval('section[aria-labelledby=inventory] table[id$=-table] tbody tr', (trs) =>
       trs.map((tr) => [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)),
     );
     assert.deepEqual(rows, [
@@ -352,6 +380,11 @@ test('an asset’s inventory history: each adjusting log’s step, the last the 
       ['reset to 100', '100'],
     ]);
     assert.equal(rows[0]![1], inventory[0]!.value);
+    // Drawn as a step chart: a point per step.
+    const chart = page.locator('.inventory-chart[data-drawn]');
+    await chart.waitFor();
+    assert.equal(await chart.getAttribute('data-points'), '3');
+    assert.equal(await chart.locator('canvas').count(), 1);
   } finally {
     await context.close();
   }
