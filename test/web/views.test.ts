@@ -278,7 +278,7 @@ test('a sensor’s readings posted through its listener: latest value, the range
     );
     // The day up to the latest reading, reduced to at most 24 rows; the spike is the highest.
     const rows = await block
-      .locator('table tbody tr')
+      .locator('table[id$=-table] tbody tr')
       .evaluateAll((trs) =>
         trs.map((tr) => ({ min: Number(tr.getAttribute('data-min')), max: Number(tr.getAttribute('data-max')) })),
       );
@@ -317,6 +317,7 @@ test('a sensor’s readings posted through its listener: latest value, the range
     assert.ok(drawnChart.painted > 500, `pixels painted: ${drawnChart.painted}`);
     assert.ok(drawnChart.points > 24 && drawnChart.points <= 144, `points: ${drawnChart.points}`);
     // Zoom: a drag across the chart asks for that part again, at the same width.
+    await chart.scrollIntoViewIfNeeded();
     const over = (await chart.locator('.u-over').boundingBox())!;
     const [zoomed] = await Promise.all([
       page.waitForResponse((r) => r.url().includes('/readings?') && r.request().method() === 'GET'),

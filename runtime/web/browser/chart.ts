@@ -68,7 +68,8 @@ async function readingsChart(el: HTMLElement): Promise<void> {
         { label: `${label} (highest)`, stroke: HIGH, width: 1 },
       ],
       scales: { x: { time: true } },
-      cursor: { drag: { x: true, y: false, setScale: true } },
+      // The drag selects; the hook below zooms (uPlot would otherwise rescale without asking again).
+      cursor: { drag: { x: true, y: false, setScale: false } },
       hooks: {
         // A zoom (a drag across the chart) asks for the range now shown, at the same width.
         setSelect: [
@@ -76,6 +77,7 @@ async function readingsChart(el: HTMLElement): Promise<void> {
             if (u.select.width < 2 || fetching) return;
             const start = u.posToVal(u.select.left, 'x');
             const end = u.posToVal(u.select.left + u.select.width, 'x');
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
             void zoomTo(start, end);
           },
         ],
