@@ -47,6 +47,8 @@ import {
 } from './workloads.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 import { checkWrites } from './write-check.ts';
+// helper `views`: row C1.
+import { chartRow } from './chart.ts';
 import {
   SESSION_COOKIE,
   animalLabels,
@@ -902,6 +904,8 @@ async function main(): Promise<void> {
     if (PG && runs('PG')) await postgresLeg(PG);
     // Start: `tilth serve --migrate` on the farm the run used, with nothing left to migrate or compute.
     if (runs('STA') || runs('START')) s.tilth = await startFigure(s);
+    // --- helper `views`: C1, a chart of a million readings in Chromium (bench/chart.ts) ---
+    if (runs('C1')) add(await chartRow(say));
     report();
   } finally {
     for (const b of baselines) await b.stop();

@@ -13,6 +13,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/records.ts';
 import { parseTimestamp } from '../values/timestamps.ts';
+import { badParameter } from '../errors.ts';
 
 export const READINGS_TABLE = 'data_stream_basic';
 
@@ -190,4 +191,109 @@ function decimalString(value: number): string {
   return Math.abs(value) >= 1
     ? BigInt(Math.round(value)).toString()
     : value.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+/** The most buckets one summary may ask for: a chart wider than this has more buckets than pixels. */
+export const MAX_SUMMARY_BUCKETS = 4000;
+
+/** One bucket of a summary: the readings of [start, start + width) reduced to their extremes. */
+export interface ReadingsBucket {
+  /** The bucket's first and last reading's times (Unix seconds). */
+  first: number;
+  last: number;
+  min: number;
+  max: number;
+  count: number;
+}
+
+export interface ReadingsSummary {
+  start: number;
+  end: number;
+  /** Seconds per bucket: the range split into at most `buckets` equal parts. */
+  width: number;
+  buckets: ReadingsBucket[];
+}
+
+/**
+ * A stream's readings in [start, end] reduced for a chart (issue 42 §6): the range cut into at
+ * most `buckets` equal spans (one per pixel of the chart), each span's minimum, maximum, count and
+ * first and last times. A line through each bucket's min and max draws what every reading would
+ * at that width (no peak is lost), from at most `buckets` rows whatever the stream holds. It is
+ * one aggregate statement over the (stream_id, timestamp) index's range (core migration 0004),
+ * the same text on SQLite and PostgreSQL: integer division of bigints truncates on both, and the
+ * range starts at `start`, so no bucket number is negative.
+ */
+export async function summariseReadings(
+  db: Db,
+  streamId: number,
+  range: { start: number; end: number; buckets: number },
+): Promise<ReadingsSummary> {
+  const { start, end } = range;
+  const buckets = Math.max(1, Math.min(MAX_SUMMARY_BUCKETS, Math.floor(range.buckets)));
+  const width = Math.max(1, Math.ceil((end - start + 1) / buckets));
+  const rows = (await db.raw(SUMMARY_SQL, [start, width, streamId, start, end])) as unknown;
+  // SQLite's driver answers the rows; PostgreSQL's a result holding them.
+  const list = (Array.isArray(rows) ? rows : (rows as { rows: unknown[] }).rows) as Array<Record<string, unknown>>;
+  return {
+    start,
+    end,
+    width,
+    buckets: list.map((r) => ({
+      first: Number(r.first),
+      last: Number(r.last),
+      min: Number(r.min),
+      max: Number(r.max),
+      count: Number(r.n),
+    })),
+  };
+}
+
+const SUMMARY_SQL = `SELECT ("timestamp" - CAST(? AS BIGINT)) / CAST(? AS BIGINT) AS bucket,
+ MIN("timestamp") AS first, MAX("timestamp") AS last, MIN(value) AS min, MAX(value) AS max, COUNT(*) AS n
+ FROM ${READINGS_TABLE} WHERE stream_id = ? AND "timestamp" >= ? AND "timestamp" <= ?
+ GROUP BY 1 ORDER BY 1`;
+
+/** A stream's newest reading (one step down the index), or null when it has none. */
+export async function latestReading(db: Db, streamId: number): Promise<{ timestamp: number; value: number } | null> {
+  const row = (await db(READINGS_TABLE)
+    .where('stream_id', streamId)
+    .orderBy('timestamp', 'desc')
+    .first('timestamp', 'value')) as { timestamp: number | string; value: number | string } | undefined;
+  return row ? { timestamp: Number(row.timestamp), value: Number(row.value) } : null;
+}
+
+/** A summary's range when the query names none: the last day. */
+export const DEFAULT_SUMMARY_SPAN = 86_400;
+/** Buckets when the query names none: about a chart's width on a desktop. */
+export const DEFAULT_SUMMARY_BUCKETS = 600;
+
+/**
+ * A summary's range and bucket count from a query (`start`, `end`: Unix seconds, inclusive, as the
+ * readings endpoint reads them; `buckets`), the same for the API and the web pages. Missing: the
+ * day up to `now`, 600 buckets. A value that is not a whole number, a start after the end or a
+ * bucket count outside 1…MAX_SUMMARY_BUCKETS is a 400 naming its parameter.
+ */
+export function summaryRangeOf(
+  get: (name: string) => string | null,
+  now: number,
+): { start: number; end: number; buckets: number } {
+  const integer = (name: string, min: number, max: number, unit: string): number | null => {
+    const raw = get(name);
+    if (raw === null || raw.trim() === '') return null;
+    const n = /^-?\d{1,15}$/.test(raw.trim()) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max)
+      throw badParameter(
+        name,
+        `The "${name}" parameter must be a whole number ${unit}; it is "${raw.length > 40 ? `${raw.slice(0, 37)}…` : raw}".`,
+      );
+    return n;
+  };
+  const seconds = 'of Unix seconds';
+  const end = integer('end', -1e12, 1e12, seconds) ?? now;
+  const start = integer('start', -1e12, 1e12, seconds) ?? end - DEFAULT_SUMMARY_SPAN;
+  if (start > end)
+    throw badParameter('start', `The "start" parameter (${start}) is after "end" (${end}): the range is empty.`);
+  const buckets =
+    integer('buckets', 1, MAX_SUMMARY_BUCKETS, `from 1 to ${MAX_SUMMARY_BUCKETS}`) ?? DEFAULT_SUMMARY_BUCKETS;
+  return { start, end, buckets };
 }

@@ -248,13 +248,8 @@ function gcd(a: bigint, b: bigint): bigint {
   return a || 1n;
 }
 
-export async function fillInventory(
-  db: Db,
-  registry: ModelRegistry,
-  assets: EntityRecord[],
-  now: number,
-): Promise<void> {
-  for (const a of assets) a.values.set('inventory', []);
+/** The tables and columns an inventory is read from, or null when the model lacks one of them. */
+function inventoryLayout(registry: ModelRegistry) {
   const quantityEt = registry.model.entityTypes.quantity;
   const logEt = registry.model.entityTypes.log;
   const logQuantity = sideTableOf(fieldOf(registry, 'log', 'quantity'));
@@ -280,11 +275,31 @@ export async function fillInventory(
     !q.numerator ||
     !q.denominator ||
     !l.status ||
-    !l.timestamp ||
-    !assets.length
+    !l.timestamp
   )
-    return;
-  // Quantity bundles name their unit `units` (farmOS) or `unit` (the spec, an alias); both are read.
+    return null;
+  return {
+    quantityEt,
+    logEt,
+    logQuantity,
+    q: q as Record<keyof typeof q, string>,
+    l: l as Record<keyof typeof l, string>,
+  };
+}
+
+/**
+ * The adjustments of these assets' inventories on done logs up to `now`, in the order they apply
+ * (log timestamp, log id, quantity id): one statement. Quantity bundles name their unit `units`
+ * (farmOS) or `unit` (the spec, an alias); both are read.
+ */
+async function readAdjustments(
+  db: Db,
+  registry: ModelRegistry,
+  layout: NonNullable<ReturnType<typeof inventoryLayout>>,
+  assetIds: number[],
+  now: number,
+): Promise<{ rows: Array<Record<string, unknown>>; unit: ReturnType<Db['raw']> }> {
+  const { quantityEt, logEt, logQuantity, q, l } = layout;
   const unitColumns = [
     ...new Set(
       registry
@@ -299,10 +314,7 @@ export async function fillInventory(
   const rows = (await db(`${quantityEt.table} as q`)
     .join(`${logQuantity} as lq`, 'lq.target_id', 'q.id')
     .join(`${logEt.table} as l`, 'l.id', 'lq.entity_id')
-    .whereIn(
-      `q.${q.asset}`,
-      assets.map((a) => a.id),
-    )
+    .whereIn(`q.${q.asset}`, assetIds)
     .whereNotNull(`q.${q.kind}`)
     .where(`l.${l.status}`, 'done')
     .where(`l.${l.timestamp}`, '<=', now)
@@ -313,8 +325,29 @@ export async function fillInventory(
       `q.${q.measure} as measure`,
       `q.${q.numerator} as n`,
       `q.${q.denominator} as d`,
+      `l.${l.timestamp} as at`,
       unit,
     )) as Array<Record<string, unknown>>;
+  return { rows, unit };
+}
+
+export async function fillInventory(
+  db: Db,
+  registry: ModelRegistry,
+  assets: EntityRecord[],
+  now: number,
+): Promise<void> {
+  for (const a of assets) a.values.set('inventory', []);
+  const layout = inventoryLayout(registry);
+  if (!layout || !assets.length) return;
+  const { quantityEt, q } = layout;
+  const { rows, unit } = await readAdjustments(
+    db,
+    registry,
+    layout,
+    assets.map((a) => a.id),
+    now,
+  );
   const adjustments: Adjustment[] = rows.map((r) => ({
     asset: Number(r.asset),
     kind: r.kind as Adjustment['kind'],
@@ -385,4 +418,81 @@ export async function fillInventory(
       })) as unknown as ItemValue[],
     );
   }
+}
+
+/** One step of an inventory's history: what a log's adjustment made of it. */
+export interface InventoryStep {
+  timestamp: number;
+  kind: 'increment' | 'decrement' | 'reset';
+  /** The adjustment's value and the inventory after it, as farmOS renders them. */
+  amount: string;
+  value: string;
+  /** The inventory after it, as a number (for a chart). */
+  numeric: number;
+}
+
+/**
+ * An asset's inventory history (issue 42 §6): per (measure, units) pair, every step its done
+ * adjusting logs up to `now` made, in the order fillInventory applies them, with the same
+ * arithmetic, so the last step is the inventory the asset shows. The newest `keep` steps of each
+ * pair are returned (`more` when there were older ones). One statement, plus one for unit names.
+ */
+export async function inventoryHistory(
+  db: Db,
+  registry: ModelRegistry,
+  assetId: number,
+  now: number,
+  keep: number,
+): Promise<Array<{ measure: string; units: string; steps: InventoryStep[]; more: boolean }>> {
+  const layout = inventoryLayout(registry);
+  if (!layout) return [];
+  const { rows } = await readAdjustments(db, registry, layout, [assetId], now);
+  if (!rows.length) return [];
+  const termTable = registry.model.entityTypes.taxonomy_term?.table;
+  const unitIds = [
+    ...new Set(
+      rows
+        .map((r) => r.unit)
+        .filter((u) => u !== null && u !== undefined)
+        .map(Number),
+    ),
+  ];
+  const unitNames = new Map<number, string>();
+  if (unitIds.length && termTable)
+    for (const t of await db(termTable).whereIn('id', unitIds).select('id', 'name'))
+      unitNames.set(Number(t.id), String(t.name));
+  const pairs = new Map<string, { measure: string; units: string; n: bigint; d: bigint; steps: InventoryStep[] }>();
+  for (const r of rows) {
+    const measure = (r.measure as string | null) || '';
+    const unit = r.unit === null || r.unit === undefined ? null : Number(r.unit);
+    const key = `${measure}|${unit ?? ''}`;
+    let pair = pairs.get(key);
+    if (!pair)
+      pairs.set(
+        key,
+        (pair = { measure, units: unit !== null ? (unitNames.get(unit) ?? '') : '', n: 0n, d: 1n, steps: [] }),
+      );
+    const kind = r.kind as InventoryStep['kind'];
+    const n = BigInt(String(r.n ?? 0));
+    const d = BigInt(String(r.d ?? 1)) || 1n;
+    if (kind === 'reset') {
+      pair.n = n;
+      pair.d = d;
+    } else {
+      const sign = kind === 'decrement' ? -1n : 1n;
+      pair.n = pair.n * d + sign * n * pair.d;
+      pair.d = pair.d * d;
+      const g = gcd(pair.n, pair.d);
+      pair.n /= g;
+      pair.d /= g;
+    }
+    const value = farmDecimal(pair.n, pair.d);
+    pair.steps.push({ timestamp: Number(r.at), kind, amount: farmDecimal(n, d), value, numeric: Number(value) });
+  }
+  return [...pairs.values()].map((p) => ({
+    measure: p.measure,
+    units: p.units,
+    steps: p.steps.slice(-keep),
+    more: p.steps.length > keep,
+  }));
 }

@@ -173,6 +173,42 @@ export class Placements {
     return out;
   }
 
+  /**
+   * Where one asset was between `from` and `to` (inclusive): its location intervals overlapping
+   * that span, oldest first, each with its start, end (null: still) and locations (an asset's
+   * timeline, issue 42 §5). One indexed query, by (entity_id, start_ts), whatever the span holds.
+   */
+  async intervalsOf(
+    db: Db,
+    assetId: number,
+    from: number,
+    to: number,
+  ): Promise<Array<{ start: number; end: number | null; logId: number; locations: Reference[] }>> {
+    if (!this.layout) return [];
+    const sql = this.statements.get(
+      'intervals-of',
+      () => `SELECT p.start_ts, p.end_ts, p.log_id, p.target_id, t.uuid, t.bundle FROM ${PLACEMENTS_TABLE} AS p LEFT JOIN ${this.layout!.asset} AS t ON t.id = p.target_id
+        WHERE p.entity_id = ? AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?) ORDER BY p.start_ts, p.delta`,
+    );
+    const rows = await selectRows<IntervalRow & { start_ts: number | string; end_ts: number | string | null }>(
+      db,
+      sql,
+      [assetId, to, from],
+    );
+    const out: Array<{ start: number; end: number | null; logId: number; locations: Reference[] }> = [];
+    for (const r of rows) {
+      const start = Number(r.start_ts);
+      let last = out[out.length - 1];
+      if (!last || last.start !== start || last.logId !== Number(r.log_id))
+        out.push(
+          (last = { start, end: r.end_ts === null ? null : Number(r.end_ts), logId: Number(r.log_id), locations: [] }),
+        );
+      if (r.target_id !== null && r.uuid)
+        last.locations.push({ targetId: Number(r.target_id), uuid: r.uuid, bundle: r.bundle!, meta: {} });
+    }
+    return out;
+  }
+
   /** The rows of an interval table (placements or memberships) that hold at `time`, with their targets' UUID and bundle. */
   private async intervalsAt(db: Db, table: string, assetIds: number[], time: number): Promise<IntervalRow[]> {
     if (!this.layout || !assetIds.length) return [];

@@ -2,6 +2,7 @@
  * The data endpoints of data streams and sensors, outside JSON:API as in farmOS:
  *
  * - `/api/data_stream/{uuid}/data` (data_stream module, DataStreamController + Basic.php)
+ * - `/api/data_stream/{uuid}/data/summary` (Tilth's: the readings reduced per chart pixel, GET only)
  * - `/asset/{uuid}/data/basic` (farm_sensor, SensorDataController)
  * - `/farm/sensor/listener/{public_key}` (farm_sensor_listener, the farmOS 1.x URL)
  *
@@ -29,6 +30,8 @@ import {
   PostRefused,
   queryReadings,
   readingsFromPayload,
+  summariseReadings,
+  summaryRangeOf,
   type ReadingsQuery,
 } from '../farm/data-streams.ts';
 import { farmCommands } from '../usecases/commands.ts';
@@ -101,6 +104,20 @@ export function dataStreamRoutes(ctx: AppContext): Router {
       res.status(201).end();
     }),
   );
+
+  // A stream's readings reduced for a chart (issue 42 §6): at most `buckets` rows of min, max and
+  // count over [start, end], whatever the stream holds; read as the readings are (public, key or token).
+  router.all('/api/data_stream/:uuid/data/summary', (req, res, next) => {
+    if (req.method !== 'GET') return next(methodNotAllowed(req.method, ['GET']));
+    (async () => {
+      const rt = streamType();
+      const stream = await loadByUuid(loader, knex, rt, String(req.params.uuid));
+      const params = searchParams(req);
+      assertMayRead(stream, params, principalOf(res), rt);
+      const range = summaryRangeOf((name) => params.get(name), nowSeconds());
+      res.json(await summariseReadings(knex, stream.id, range));
+    })().catch(next);
+  });
 
   const sensorEndpoint = (find: (req: Request, rt: ResourceType) => Promise<EntityRecord>) =>
     endpoint(async (req, res) => {

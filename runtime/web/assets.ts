@@ -25,7 +25,11 @@ import type { Request, Response } from 'express';
 import * as esbuild from 'esbuild';
 
 /** The browser entry points: a name, and its file under runtime/web/browser/. One line each. */
-export const ASSET_ENTRIES: ReadonlyArray<{ name: string; source: string }> = [{ name: 'map', source: 'map.ts' }];
+export const ASSET_ENTRIES: ReadonlyArray<{ name: string; source: string }> = [
+  { name: 'map', source: 'map.ts' },
+  // helper `views`: readings and inventory charts (uPlot; web/charts.ts renders what it draws).
+  { name: 'chart', source: 'chart.ts' },
+];
 
 /** Where the assets are served: /farm/assets/<name>.<hash>.<js|css>, beside the stylesheet (style.ts). */
 export const ASSETS_PREFIX = '/farm/assets/';

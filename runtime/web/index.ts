@@ -24,6 +24,9 @@
  *   GET  /farm/<entity type>[/<bundle>]?_format=csv|geojson|kml   a list view as a file (sheets.ts)
  *   POST /farm/<entity type>[/<bundle>]/bulk      a bulk action: confirm, then apply (bulk.ts)
  *   GET|POST /farm/<entity type>/<bundle>/import, …/import/template.csv   a CSV imported, with a preview (sheets.ts)
+ *   GET  /farm/asset/<bundle>/<uuid>/timeline    an asset's logs by day, where it was (timeline.ts)
+ *   GET|POST /farm/views…                        saved views of lists (saved-views.ts)
+ *   GET  /farm/data_stream/basic/<uuid>/readings(.csv)   a stream's readings per pixel, or as CSV (charts.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -55,6 +58,8 @@ import { FilePages } from './files.ts';
 import { BulkPages } from './bulk.ts';
 import { SheetPages } from './sheets.ts';
 import { FieldForms } from './records.ts';
+// helper `views`: an asset's timeline, saved views, readings' summary and CSV (issue 42 §5, §6).
+import { viewsRoutes } from './views.ts';
 // --- The pages' own scripts (issue 42): built at install or at start, served under /farm/assets/ (assets.ts) ---
 import { ensureAssets, serveAsset } from './assets.ts';
 import { pageCsp } from './layout.ts';
@@ -153,6 +158,9 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   router.use(sheets.routes(web.signedIn, refuseWrites));
   router.use(bulk.routes(recordWrite));
   // --- end of issue 42 §3, §4 ---
+  // --- helper `views` (issue 42 §5, §6): an asset's timeline, saved views, readings' summary and CSV ---
+  router.use(viewsRoutes({ ctx, reads, web, lists, formats, signedIn: web.signedIn, recordWrite }));
+  // --- end of helper `views` ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',

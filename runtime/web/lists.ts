@@ -21,6 +21,8 @@ import { formValue, safeReturn, webState, type Form, type WebSessions } from './
 import { ApiQuery } from './api-query.ts';
 import { ListViews, TYPE_PARAM, type ListView } from './list-view.ts';
 import { TASKS, TaskList, type TaskProblem } from './tasks.ts';
+// helper `views`: saved views (issue 42 §5).
+import { SavedViews } from './saved-views.ts';
 
 /** The URL parameter that asks for a list view as a file (csv, geojson, kml: sheets.ts), as the API's `_format`. */
 export const EXPORT_PARAM = '_format';
@@ -69,6 +71,20 @@ export class ListPages {
   ) {
     this.views = new ListViews(ctx, formats);
     this.tasks = new TaskList(ctx, reads, formats);
+    this.saved = new SavedViews(ctx, (path, principal) => this.isListPath(path, principal));
+  }
+
+  /** Saved views of lists (saved-views.ts): the dashboard lists them, each list saves its own. */
+  readonly saved: SavedViews;
+
+  /** Whether `path` is a list this caller may read: an all-records list or a bundle's. */
+  isListPath(path: string, principal: Principal): boolean {
+    const m = /^\/farm\/([a-z_]{1,64})(?:\/([a-z0-9_]{1,64}))?$/.exec(path);
+    if (!m) return false;
+    const bundles = this.listable(m[1]!, principal);
+    return m[2] === undefined
+      ? ALL_LISTS.has(m[1]!) && bundles.length > 0
+      : bundles.some((b) => b.rt.bundle.bundle === m[2]);
   }
 
   private readonly views: ListViews;
@@ -170,6 +186,7 @@ export class ListPages {
 <section class="card" aria-labelledby="assets"><h2 id="assets">${M.dashboard.activeAssets}</h2>${assetCounts.length ? html`<ul class="plain">${assetCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 <section class="card" aria-labelledby="week"><h2 id="week">${M.dashboard.logsThisWeek}</h2>${logCounts.length ? html`<ul class="plain">${logCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 </div>
+${await this.saved.section(principal, csrfToken)}
 <section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>`;
     // The farm map (issue 42), after what the dashboard had: it shows only where its script runs.
     const map = await MapPages.of(this.ctx).dashboardCard(principal);
@@ -279,7 +296,11 @@ export class ListPages {
   private async render(req: Request, res: Response, listView: ListView, before: Html | string = ''): Promise<void> {
     const { principal } = webState(res);
     const view = new URL(req.originalUrl, 'http://x').searchParams;
-    const { types, columns, filters } = listView;
+    const { types, filters } = listView;
+    // The columns the view asks for (`col`, repeated; saved views keep them), else all of them.
+    const asked = new Set(view.getAll('col'));
+    const chosen = listView.columns.filter((c) => asked.has(c.name));
+    const columns = chosen.length ? chosen : listView.columns;
     const first = listView.bundles[0]!.rt;
     // A spreadsheet or map file of the whole view instead of its page (sheets.ts).
     const format = view.get(EXPORT_PARAM);
@@ -302,6 +323,7 @@ export class ListPages {
       next.delete('offset');
       next.delete('cursor');
       next.delete('deleted');
+      next.delete('view_saved');
       for (const [k, v] of Object.entries(changes)) v === null ? next.delete(k) : next.set(k, v);
       const qs = next.toString();
       return `${listView.path}${qs ? `?${qs}` : ''}`;
@@ -321,7 +343,7 @@ export class ListPages {
       (r) =>
         html`<tr>${offer?.select ? offer.select(r, ctx) : ''}${columns.map((c) => this.views.cell(listView, c, r, ctx))}</tr>`,
     );
-    const filtering = [...view.keys()].some((k) => !['sort', 'offset', 'cursor', 'deleted'].includes(k));
+    const filtering = [...view.keys()].some((k) => !['sort', 'offset', 'cursor', 'deleted', 'view_saved'].includes(k));
     const filterForm = html`<details class="card" ${filtering ? 'open' : ''}><summary>${M.list.filters}</summary>
 <form class="filters" method="get" action="${listView.path}">
 ${listView.all ? this.views.typeControl(listView, view) : ''}
@@ -332,6 +354,7 @@ ${filters.map((f) =>
     view,
   ),
 )}
+<fieldset class="columns"><legend>${M.savedViews.columns}</legend>${listView.columns.map((c) => html`<label class="choice"><input type="checkbox" name="col" value="${c.name}" ${columns.includes(c) ? 'checked' : ''}>${c.label}</label>`)}</fieldset>
 ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('sort')!}">` : ''}
 <div class="actions"><button class="primary" type="submit">${M.list.apply}</button><a class="button secondary" href="${listView.path}">${M.list.clear}</a></div>
 </form></details>`;
@@ -345,7 +368,9 @@ ${view.get('sort') ? html`<input type="hidden" name="sort" value="${view.get('so
         ? html`<div class="actions"><a class="button" href="${listView.path}/new">${M.list.add(listView.title)}</a></div>`
         : '';
     const deleted = view.get('deleted');
-    const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${actions}${before}${filterForm}
+    const saveView = principal.userId !== null ? this.saved.saveForm(listView.path, view, webState(res).csrfToken) : '';
+    const savedNotice = view.get('view_saved') ? html`<p class="notice" role="status">${M.savedViews.saved}</p>` : '';
+    const body = html`${deleted ? html`<p class="notice">${M.remove.done(deleted)}</p>` : ''}${savedNotice}${actions}${before}${filterForm}${saveView}
 <p class="muted" role="status">${M.list.about(Math.min(count, COUNT_CAP), this.formats.number.format(Math.min(count, COUNT_CAP)), count > COUNT_CAP)}</p>
 ${offer?.links ?? ''}
 ${

@@ -19,7 +19,7 @@ import type { EntityRecord } from '../storage/records.ts';
 import type { RevisionSummary } from '../storage/revisions.ts';
 import { html, type Html } from './html.ts';
 import { M } from './messages.ts';
-import { page, sendPage } from './layout.ts';
+import { page, sendPage, type PageOptions } from './layout.ts';
 import {
   attributeValue,
   filePath,
@@ -37,6 +37,8 @@ import type { ListPages } from './lists.ts';
 import { ARCHIVE, hasArchive } from './records.ts';
 import { parseLogCursor, type RelatedRecord, type RelatedRecords } from './related.ts';
 import { MapPages } from './map.ts';
+import { RecordCharts } from './charts.ts';
+import { timelinePath } from './timeline.ts';
 
 /** Revisions listed on a record's page, newest first. */
 export const REVISIONS_SHOWN = 20;
@@ -64,9 +66,15 @@ export class RecordPage {
     private readonly related: RelatedRecords,
   ) {}
 
-  private send(res: Response, status: number, title: string, body: Html, assets: string[] = []): void {
+  /** Readings and inventory charts below the fields (charts.ts, issue 42 §6). */
+  private chartsMemo: RecordCharts | undefined;
+  private get charts(): RecordCharts {
+    return (this.chartsMemo ??= new RecordCharts(this.ctx, this.reads, this.formats));
+  }
+
+  private send(res: Response, status: number, title: string, body: Html, options: PageOptions = {}): void {
     const state = webState(res);
-    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body, { assets }));
+    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body, options));
   }
 
   /** GET /farm/<type>/<bundle>/<uuid>. */
@@ -125,8 +133,11 @@ export class RecordPage {
       labelOf(resource, rt.entityType.labelField),
       resource.attributes?.geometry ?? resource.attributes?.intrinsic_geometry,
     );
-    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${map}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
-    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body, map ? ['map'] : []);
+    const charts = await this.charts.section(rt, record, principal, view);
+    const body = html`${notice ? html`<p class="notice" role="status">${notices[notice] ?? M.record.saved}</p>` : ''}${actions}${sections}${map}${charts}${await this.beside(rt, record, resource, principal, view)}${await this.revisions(rt, record, principal)}`;
+    // The map's and the charts' scripts (browser/map.ts, browser/chart.ts) only where they are used.
+    const assets = [...(map ? ['map'] : []), ...(charts.text.includes('class="chart ') ? ['chart'] : [])];
+    this.send(res, 200, labelOf(resource, rt.entityType.labelField), body, { assets });
   }
 
   /** What the record relates to: an asset's logs (and a location's contents), a term's uses. */
@@ -157,7 +168,7 @@ export class RecordPage {
                 : ''
             }</nav>`
           : '';
-      return html`${contentsSection}<section class="card" aria-labelledby="logs"><h2 id="logs">${M.recordPage.logs}</h2><p class="help">${M.recordPage.logsHelp}</p>${
+      return html`${contentsSection}<section class="card" aria-labelledby="logs"><h2 id="logs">${M.recordPage.logs}</h2><p class="help">${M.recordPage.logsHelp}</p><p><a href="${timelinePath(resource)}">${M.timeline.link}</a></p>${
         logs.length
           ? this.table(logs, [M.recordPage.date, M.recordPage.name, M.recordPage.type, M.recordPage.status], false)
           : html`<p class="muted">${M.recordPage.noLogs}</p>`

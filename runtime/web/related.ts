@@ -40,6 +40,13 @@ export function parseLogCursor(text: string | null): LogCursor | null {
   return m ? { at: Number(m[1]), id: Number(m[2]) } : null;
 }
 
+/** Fields beyond a list's label, date and status, and include paths, that a page reads logs with (the timeline's). */
+export interface LogShape {
+  fields: readonly string[];
+  include: readonly string[];
+}
+const NO_SHAPE: LogShape = { fields: [], include: [] };
+
 export interface RelatedRecord {
   resource: Resource;
   rt: ResourceType;
@@ -94,18 +101,21 @@ export class RelatedRecords {
     return this.ctx.registry.bundlesOf(entityType).filter((rt) => mayOnType(principal, rt.entityType, 'view'));
   }
 
-  /** The fields a list of this entity type shows: its label, date and status. */
-  private fieldsetOf(entityType: string): Map<string, Set<string>> {
-    let sets = this.fieldsets.get(entityType);
+  /** The fields a list of this entity type shows: its label, date and status (and `extra`, a timeline's). */
+  private fieldsetOf(entityType: string, extra: readonly string[] = []): Map<string, Set<string>> {
+    const key = [entityType, ...extra].join(',');
+    let sets = this.fieldsets.get(key);
     if (!sets) {
       sets = new Map();
       const et = this.ctx.registry.model.entityTypes[entityType];
       for (const rt of this.ctx.registry.bundlesOf(entityType))
         sets.set(
           rt.type,
-          new Set([et?.labelField, 'timestamp', 'status'].filter((n): n is string => !!n && rt.fieldsByName.has(n))),
+          new Set(
+            [et?.labelField, 'timestamp', 'status', ...extra].filter((n): n is string => !!n && rt.fieldsByName.has(n)),
+          ),
         );
-      this.fieldsets.set(entityType, sets);
+      this.fieldsets.set(key, sets);
     }
     return sets;
   }
@@ -117,20 +127,40 @@ export class RelatedRecords {
   }
 
   /** Records of one entity type by internal id, in that order, as the API renders them to this caller. */
-  private async render(entityType: string, records: EntityRecord[], principal: Principal): Promise<RelatedRecord[]> {
-    if (!records.length) return [];
+  private async render(
+    entityType: string,
+    records: EntityRecord[],
+    principal: Principal,
+    shape: LogShape = NO_SHAPE,
+  ): Promise<RelatedRecord[]> {
+    return (await this.renderWith(entityType, records, principal, shape)).records;
+  }
+
+  /** As render, with the records their `include` paths name (those the API would include for this caller). */
+  private async renderWith(
+    entityType: string,
+    records: EntityRecord[],
+    principal: Principal,
+    shape: LogShape,
+  ): Promise<{ records: RelatedRecord[]; included: Map<string, Resource> }> {
+    if (!records.length) return { records: [], included: new Map() };
     // Rendered with the fieldsets they were loaded with, as a sparse `fields[…]` request is.
     const fields = new URLSearchParams();
-    for (const [type, names] of this.fieldsetOf(entityType))
+    for (const [type, names] of this.fieldsetOf(entityType, shape.fields))
       if (names.size) fields.set(`fields[${type}]`, [...names].join(','));
+    const include = shape.include.filter((path) => records.some((r) => r.rt.fieldsByName.has(path.split('.')[0]!)));
+    if (include.length) fields.set('include', include.join(','));
     const doc = (await this.reads.services.documents.document(
       this.knex,
       records,
       principal,
       this.reads.query(records[0]!.rt, fields.toString()),
       {},
-    )) as { data: Resource[] };
-    return doc.data.map((resource, i) => ({ resource, rt: records[i]!.rt }));
+    )) as { data: Resource[]; included?: Resource[] };
+    return {
+      records: doc.data.map((resource, i) => ({ resource, rt: records[i]!.rt })),
+      included: new Map((doc.included ?? []).map((r) => [`${r.type}:${r.id}`, r])),
+    };
   }
 
   /**
@@ -142,7 +172,8 @@ export class RelatedRecords {
     uuid: string,
     principal: Principal,
     before: LogCursor | null,
-  ): Promise<{ logs: RelatedRecord[]; next: LogCursor | null }> {
+    shape: LogShape = NO_SHAPE,
+  ): Promise<{ logs: RelatedRecord[]; next: LogCursor | null; included: Map<string, Resource> }> {
     const ids: number[] = [];
     let more = false;
     for (const rt of this.viewable(LOGS.entityType, principal)) {
@@ -167,21 +198,23 @@ export class RelatedRecords {
       ids.push(...page.ids);
       if (page.hasMore) more = true;
     }
-    if (!ids.length) return { logs: [], next: null };
+    if (!ids.length) return { logs: [], next: null, included: new Map() };
     const records = await this.reads.services.loader.load(
       this.knex,
       LOGS.entityType,
       ids,
-      this.fieldsetOf(LOGS.entityType),
+      this.fieldsetOf(LOGS.entityType, shape.fields),
     );
     const at = (r: EntityRecord) => Number(r.values.get(LOGS.date) ?? 0);
     records.sort((a, b) => at(b) - at(a) || b.id - a.id);
     const shown = records.slice(0, LOGS_PAGE);
     more ||= records.length > LOGS_PAGE;
     const last = shown[shown.length - 1]!;
+    const rendered = await this.renderWith(LOGS.entityType, shown, principal, shape);
     return {
-      logs: await this.render(LOGS.entityType, shown, principal),
+      logs: rendered.records,
       next: more ? { at: at(last), id: last.id } : null,
+      included: rendered.included,
     };
   }
 

@@ -4,6 +4,8 @@
  * targets at least 44 px, visible focus, colours that meet WCAG AA on their backgrounds.
  */
 import { createHash } from 'node:crypto';
+// helper `views`: the timeline's, saved views' and charts' styles (issue 42 §5, §6).
+import { VIEWS_STYLE } from './views-style.ts';
 
 export const STYLE = `*,*::before,*::after{box-sizing:border-box}
 html{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:100%;line-height:1.45;color:#1f2421;background:#f4f1ea}
@@ -66,7 +68,7 @@ dl.fields dd .text{white-space:normal}.text p{margin:0 0 .5rem}.text ul,.text ol
 ul.files li{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;white-space:normal}
 a.thumb{display:inline-flex;min-height:44px}a.thumb img{display:block;max-width:100%;height:auto;object-fit:contain;background:#e8e4d8;border-radius:4px}
 td input[type=radio]{width:1.5rem;height:1.5rem;margin:.6rem 0}
-`;
+${VIEWS_STYLE}`;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);
 

@@ -97,6 +97,20 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
     body: png,
   });
   assert.equal(uploaded.status, 200, await uploaded.text());
+  // helper `views`: a sensor with a stream of readings, a view saved (the dashboard lists it).
+  const sensor = await post('asset/sensor', { type: 'asset--sensor', attributes: { name: 'Soil probe' } });
+  const sensorKeys = (await request(`${server.url}/api/asset/sensor/${sensor.id}`, { token })).body.data.attributes;
+  const readings = await fetch(
+    `${server.url}/farm/sensor/listener/${sensorKeys.public_key}?private_key=${sensorKeys.private_key}`,
+    {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify([1, 2, 3].map((i) => ({ timestamp: 1_700_000_000 + i * 600, moisture: 20 + i }))),
+    },
+  );
+  assert.equal(readings.status, 201);
+  const stream = (await request(`${server.url}/api/asset/sensor/${sensor.id}`, { token })).body.data.relationships
+    .data_stream.data[0] as { id: string };
   const revision = async () =>
     (await request(`${server.url}/api/log/activity/${id}`, { token })).body.data.attributes
       .drupal_internal__revision_id as number;
@@ -129,6 +143,13 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
       await page.fill('#password', ADMIN.password);
       await page.click('button[type=submit]');
       await page.waitForURL(`${server.url}/farm`);
+      // helper `views`: a saved view, shared, on the dashboard.
+      const csrf = await page.getAttribute('header.top form input[name=csrf_token]', 'value');
+      const saved = await page.request.post(`${server.url}/farm/views`, {
+        form: { csrf_token: csrf!, name: `Pending ${viewport.width}`, path: '/farm/log', query: 'status=pending' },
+        maxRedirects: 0,
+      });
+      assert.equal(saved.status(), 303);
       for (const path of [
         '/farm',
         '/farm/log',
@@ -144,6 +165,11 @@ test('axe-core finds no serious or critical violation on any page kind, at phone
         '/farm/asset/equipment/new',
         '/farm/account/password',
         '/farm/log/nonsense',
+        // helper `views` (issue 42 §5, §6): a timeline, a stream's readings, a list with its view form.
+        `/farm/asset/equipment/${tractor.id}/timeline`,
+        `/farm/data_stream/basic/${stream.id}`,
+        `/farm/asset/sensor/${sensor.id}`,
+        '/farm/log/activity?col=name&col=status',
       ])
         await check(path);
       // A form refused with 422: its messages beside the fields.

@@ -270,6 +270,52 @@ test('every string field of every bundle filled with markup and script: nothing 
       headings: ['Records that use it'],
     });
 
+    // --- helper `views` (issue 42 §5, §6): the timeline, saved views, readings and inventory ---
+    const equipment = created.get('asset--equipment')!.id;
+    const unit = created.get('taxonomy_term--unit')!.id;
+    const adjustment = await api.create(
+      'quantity--standard',
+      { measure: 'count', value: { decimal: '3' }, inventory_adjustment: 'increment' },
+      {
+        inventory_asset: { data: { type: 'asset--equipment', id: equipment } },
+        units: { data: { type: 'taxonomy_term--unit', id: unit } },
+      },
+    );
+    await api.create(
+      'log--activity',
+      { name: `Stock ${PAYLOAD}`, status: 'done', timestamp: 1_600_000_000 },
+      {
+        asset: { data: [{ type: 'asset--equipment', id: equipment }] },
+        quantity: { data: [{ type: 'quantity--standard', id: adjustment.id }] },
+      },
+    );
+    await check(page, dialogs, `/farm/asset/equipment/${equipment}/timeline`, { title: /: timeline$/ });
+    assert.ok((await page.$$('ol.timeline li.event')).length >= 2, 'the hub and the stock log');
+    await check(page, dialogs, `/farm/asset/equipment/${equipment}`, { headings: ['Inventory history', 'Logs'] });
+    const stream = created.get('data_stream--basic')!.id;
+    const streamRow = await server.ctx.db.knex('data_stream').where('uuid', stream).first('id');
+    await server.ctx.db
+      .knex('data_stream_basic')
+      .insert({ stream_id: streamRow.id, timestamp: 1_600_000_000, value: 1.5 });
+    await check(page, dialogs, `/farm/data_stream/basic/${stream}?range=custom&from=${encodeURIComponent(PAYLOAD)}`, {
+      headings: ['Readings'],
+    });
+    const csrf = await page.getAttribute('header.top form input[name=csrf_token]', 'value');
+    const saved = await page.request.post(`${server.url}/farm/views`, {
+      form: {
+        csrf_token: csrf!,
+        name: PAYLOAD.slice(0, 128),
+        path: '/farm/log',
+        query: `name=${encodeURIComponent(PAYLOAD)}`,
+      },
+      maxRedirects: 0,
+    });
+    assert.equal(saved.status(), 303);
+    await check(page, dialogs, '/farm', { headings: ['Saved views'] });
+    await page.click(`section[aria-labelledby=saved-views] a >> nth=0`);
+    await inspect(page, dialogs, 'a saved view of a hostile filter', { title: 'All logs' });
+    // --- end of helper `views` ---
+
     // The conflict page: the hub edited here while the API changed it.
     await page.goto(`${server.url}/farm/log/activity/${hub.id}/edit`);
     const patched = await api.patch(`/api/log/activity/${hub.id}`, {

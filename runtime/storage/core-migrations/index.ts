@@ -15,6 +15,7 @@ import * as dueChanges from './0013_due_changes.ts';
 import * as feedBundles from './0014_feed_bundles.ts';
 import * as revisionSequences from './0015_revision_sequences.ts';
 import * as organizationRevisions from './0023_organization_revisions.ts';
+import * as savedViews from './0019_saved_views.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -33,4 +34,5 @@ export const coreMigrations = [
   { name: '0014_feed_bundles', up: feedBundles.up, down: feedBundles.down },
   { name: '0015_revision_sequences', up: revisionSequences.up, down: revisionSequences.down },
   { name: '0023_organization_revisions', up: organizationRevisions.up, down: organizationRevisions.down },
+  { name: '0019_saved_views', up: savedViews.up, down: savedViews.down },
 ];
