@@ -21,6 +21,7 @@
  *   GET|POST /farm/sign-in, POST /farm/sign-out  (session.ts)
  *   GET|POST /farm/account/password              change my password (account.ts)
  *   GET|POST /farm/people…                       People, for account administrators (people.ts)
+ *   GET /farm/quick, GET|POST /farm/quick/<name>   quick forms written in YAML (quick.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -48,6 +49,8 @@ import { RecordPage } from './record-page.ts';
 import { RelatedRecords } from './related.ts';
 import { RevisionDiffPage } from './revision-diff.ts';
 import { FilePages } from './files.ts';
+// --- Quick forms (issue 42 §2) ---
+import { QuickFormPages } from './quick.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -119,6 +122,11 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   // --- People (issue 38 screen 8): /farm/people…, for account administrators (people.ts) ---
   router.use(new PeoplePages(ctx, services, reads, web, lists, formats).routes(web.signedIn, recordWrite));
   // --- end of People ---
+  // --- Quick forms (issue 42 §2): /farm/quick… (quick.ts), before the generic /farm/<entity type> routes ---
+  const quick = new QuickFormPages(ctx, services, reads, web, lists, formats, records);
+  lists.quickForms = (principal) => quick.links(principal);
+  router.use(quick.routes(web.signedIn, refuseWrites));
+  // --- end of Quick forms ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',

@@ -52,6 +52,8 @@ export class ListPages {
 
   private readonly views: ListViews;
   private readonly tasks: TaskList;
+  /** The quick forms a person may use (quick.ts, set by index.ts): on the dashboard and in the navigation. */
+  quickForms: (principal: Principal) => Array<{ href: string; label: string }> = () => [];
 
   /** The bundles of an entity type the caller may list, with a UI description. */
   listable(entityType: string, principal: Principal): Array<{ rt: ResourceType; ui: BundleUi }> {
@@ -72,6 +74,7 @@ export class ListPages {
       if (type && this.listable(et, principal).length)
         out.push({ href: `/farm/${et}`, label: capitalise(type.labelPlural) });
     }
+    if (this.quickForms(principal).length) out.push({ href: '/farm/quick', label: M.quick.nav });
     return out;
   }
 
@@ -143,7 +146,7 @@ export class ListPages {
 <section class="card" aria-labelledby="assets"><h2 id="assets">${M.dashboard.activeAssets}</h2>${assetCounts.length ? html`<ul class="plain">${assetCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 <section class="card" aria-labelledby="week"><h2 id="week">${M.dashboard.logsThisWeek}</h2>${logCounts.length ? html`<ul class="plain">${logCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 </div>
-<section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>`;
+<section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>${quickBlock(this.quickForms(principal))}`;
     this.send(res, problem?.status ?? 200, this.ctx.config.farmName, body);
   }
 
@@ -296,4 +299,11 @@ function countText(n: number, formats: Formats): string {
 
 export function capitalise(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** The dashboard's quick forms: one link each, for a few taps from a phone (none: no block). */
+function quickBlock(links: Array<{ href: string; label: string }>): Html | string {
+  return links.length
+    ? html`<section class="card" aria-labelledby="quick"><h2 id="quick">${M.quick.title}</h2><ul class="plain quick-list">${links.map((l) => html`<li><a href="${l.href}">${l.label}</a></li>`)}</ul></section>`
+    : '';
 }

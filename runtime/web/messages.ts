@@ -304,4 +304,18 @@ export const M = {
     uploadHelp: (extensions: string) => `Allowed: ${extensions}.`,
     noFiles: 'No files yet.',
   },
+
+  // Quick forms (issue 42 §2, quick.ts).
+  quick: {
+    title: 'Quick forms',
+    nav: 'Quick forms',
+    none: 'No quick forms are open to you.',
+    submit: 'Save',
+    required: 'This is required.',
+    rows: (label: string, min: number, max: number) => `${label}: from ${min} to ${max}.`,
+    row: (label: string, n: number) => `${label} ${n}`,
+    addRow: (label: string) => `Add to ${label.toLowerCase()}`,
+    removeRow: (label: string, n: number) => `Remove ${label.toLowerCase()} ${n}`,
+    recordProblem: (record: string, detail: string) => `${record}: ${detail}`,
+  },
 } as const;

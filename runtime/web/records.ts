@@ -36,7 +36,7 @@ import { ComponentCommands, ComponentError, type ComponentRow } from '../usecase
 import { UploadPages } from './uploads.ts';
 
 /** A submitted value that names no record the field may point at: a 422 of the form's own. */
-class ReferenceProblem extends Error {
+export class ReferenceProblem extends Error {
   constructor(
     readonly field: string,
     message: string,
@@ -562,7 +562,7 @@ export class RecordPages {
    * the field's first vocabulary the person may add to, as a POST of the term would make it.
    * `name` is the input's, for the message beside it.
    */
-  private async resolveReference(
+  async resolveReference(
     db: Knex | Knex.Transaction,
     d: FieldDescriptor,
     typed: string,
@@ -630,7 +630,7 @@ export class RecordPages {
   }
 
   /** The vocabulary a name typed into `d` makes a new term of: the first it targets that the person may add terms to. */
-  private newTermVocabulary(d: FieldDescriptor, principal: Principal): ResourceType | undefined {
+  newTermVocabulary(d: FieldDescriptor, principal: Principal): ResourceType | undefined {
     return this.ctx.registry
       .targetsOf(d)
       .find((t) => t.entityType.access === 'taxonomy' && mayOnType(principal, t.entityType, 'create'));
