@@ -208,14 +208,18 @@ function compileForm(
     };
   };
   const fields: QuickField[] = [];
+  // A field refused above is not refused again at every path that names it.
+  const broken = new Set<string>();
   for (const [fieldName, raw] of Object.entries(data.fields)) {
     const compiled = compileField(fieldName, raw, ['fields', fieldName], false);
     if (compiled) fields.push(compiled);
+    else broken.add(fieldName);
   }
 
   /** What a path names, or a sentence saying why it names nothing. */
   const resolvePath = (path: string): string | null => {
     const [head, second, third, ...rest] = path.split('.');
+    if (broken.has(head!)) return null;
     const top = fields.find((f) => f.name === head);
     if (!top) return `"${path}" names no field of this form (${fields.map((f) => f.name).join(', ')}).`;
     let leaf = top;

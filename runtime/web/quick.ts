@@ -168,7 +168,9 @@ export class QuickFormPages {
           next(error);
         }
       },
-      run(async (req, res) => this.readBody(req, res)),
+      (req, res, next) => {
+        this.readBody(req, res).then(() => next(), next);
+      },
       this.sessions.checkCsrf,
       run(async (req, res) => this.submit(req, res)),
     );
