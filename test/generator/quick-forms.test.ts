@@ -38,7 +38,10 @@ records:
       status: done
 `;
 
-async function errorsFor(path: string, text: string): Promise<Array<{ file: string; line?: number; sentence: string }>> {
+async function errorsFor(
+  path: string,
+  text: string,
+): Promise<Array<{ file: string; line?: number; sentence: string }>> {
   const project = scratchProject();
   try {
     project.write(path, text);
@@ -55,14 +58,49 @@ async function errorsFor(path: string, text: string): Promise<Array<{ file: stri
 const lineOf = (text: string, fragment: string) => text.split('\n').findIndex((l) => l.includes(fragment)) + 1;
 
 const cases: Array<[string, string, string, RegExp]> = [
-  ['a field like a field that does not exist', 'log--observation.asset', 'log--observation.assets', /log--observation has no field "assets"/],
-  ['a bundle that does not exist', 'type: log--observation', 'type: log--observatoin', /"log--observatoin" is not a bundle/],
-  ['a template naming no field', '{{weight.units}}"\n  log:', '{{weight.unit}}"\n  log:', /the group "weight" has no field "unit"/],
+  [
+    'a field like a field that does not exist',
+    'log--observation.asset',
+    'log--observation.assets',
+    /log--observation has no field "assets"/,
+  ],
+  [
+    'a bundle that does not exist',
+    'type: log--observation',
+    'type: log--observatoin',
+    /"log--observatoin" is not a bundle/,
+  ],
+  [
+    'a template naming no field',
+    '{{weight.units}}"\n  log:',
+    '{{weight.unit}}"\n  log:',
+    /the group "weight" has no field "unit"/,
+  ],
   ['an unclosed section', 'Weight of {{animal}}', 'Weight of {{#animal}}', /\{\{#animal\}\} is never closed/],
-  ['a record named before it is made', 'quantity: { record: weighed }', 'quantity: { record: later }', /names no record made before this one/],
-  ['a role that does not exist', 'roles: [farm_worker, farm_manager]', 'roles: [farm_worker, farm_boss]', /"farm_boss" is not a role/],
-  ['a narrowing to a bundle the reference cannot point at', 'bundles: [animal]', 'bundles: [unit]', /"unit" is not one of the bundles/],
-  ['a record field that does not exist', '      status: done', '      stats: done', /log--observation has no field "stats"/],
+  [
+    'a record named before it is made',
+    'quantity: { record: weighed }',
+    'quantity: { record: later }',
+    /names no record made before this one/,
+  ],
+  [
+    'a role that does not exist',
+    'roles: [farm_worker, farm_manager]',
+    'roles: [farm_worker, farm_boss]',
+    /"farm_boss" is not a role/,
+  ],
+  [
+    'a narrowing to a bundle the reference cannot point at',
+    'bundles: [animal]',
+    'bundles: [unit]',
+    /"unit" is not one of the bundles/,
+  ],
+  [
+    'a record field that does not exist',
+    '      status: done',
+    '      stats: done',
+    /log--observation has no field "stats"/,
+  ],
   ['an unknown key', '    required: true\n  weight:', '    requird: true\n  weight:', /unknown key "requird"/],
 ];
 
@@ -103,7 +141,10 @@ records:
     const sell = JSON.parse(readFileSync(join(project.root, 'generated/quick/sell.json'), 'utf8'));
     assert.equal(sell.module, 'ledger');
     // A core form may not make a module's records: it would be offered when the module is off.
-    const errors = await errorsFor('definitions/quick/sell2.yaml', readFileSync(join(project.root, 'definitions/modules/ledger/quick/sell.yaml'), 'utf8'));
+    const errors = await errorsFor(
+      'definitions/quick/sell2.yaml',
+      readFileSync(join(project.root, 'definitions/modules/ledger/quick/sell.yaml'), 'utf8'),
+    );
     assert.match(errors[0]!.sentence, /belongs to the optional module ledger/);
     assert.ok(!existsSync(join(project.root, 'site/generated')));
   } finally {

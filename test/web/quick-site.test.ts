@@ -90,9 +90,15 @@ test('a quick form written into the site folder is offered and works, with no co
     await page.fill('#field-animal', 'Ewe 9');
     await page.fill('#field-weight-value', '61.5');
     await Promise.all([page.waitForNavigation(), page.click('form.record button.primary')]);
-    assert.match(page.url(), /\/farm\/log\/observation\/[0-9a-f-]{36}\?saved=created/, await page.textContent('main') ?? '');
+    assert.match(
+      page.url(),
+      /\/farm\/log\/observation\/[0-9a-f-]{36}\?saved=created/,
+      (await page.textContent('main')) ?? '',
+    );
     const id = new URL(page.url()).pathname.split('/').pop()!;
-    const log = await request(`${server.url}/api/log/observation/${id}?include=quantity,quantity.units,asset`, { token });
+    const log = await request(`${server.url}/api/log/observation/${id}?include=quantity,quantity.units,asset`, {
+      token,
+    });
     assert.equal(log.body.data.attributes.name, 'Weight of Ewe 9 is 61.5 kg');
     assert.deepEqual(
       log.body.data.relationships.asset.data.map((r: any) => r.id),
