@@ -2,10 +2,16 @@
 /* eslint-disable */
 
 /**
- * A definition file is one of: a bundle file (definitions/<entity_type>/<bundle>.yaml), an entity type file (definitions/entity-types/*.yaml) or a module file (definitions/modules/<module>/module.yaml). The generator picks the kind from the file's place.
+ * A definition file is one of: a bundle file (definitions/<entity_type>/<bundle>.yaml), an entity type file (definitions/entity-types/*.yaml) or a module file (definitions/modules/<module>/module.yaml). A quick form file (definitions/quick/<name>.yaml, a module's quick/<name>.yaml) says what a quick form asks and which records it makes. The generator picks the kind from the file's place.
  */
-export type TilthDefinitionFile = (BundleFile | EntityTypeFile | ModuleFile)
+export type TilthDefinitionFile = (BundleFile | EntityTypeFile | ModuleFile | QuickFormFile)
 export type MachineName = string
+/**
+ * A record field's value: a literal or template string, a number, a boolean, { record: <id> } for the records of an earlier entry, or a list of these.
+ */
+export type QuickValue = ((string | number | boolean) | {
+record: MachineName
+} | QuickValue[])
 
 export interface BundleFile {
 entity_type: MachineName
@@ -192,6 +198,67 @@ export interface ModuleFile {
 module: MachineName
 label: string
 description: string
+}
+export interface QuickFormFile {
+title: string
+description?: string
+access?: {
+/**
+ * @minItems 1
+ */
+roles?: [MachineName, ...(MachineName)[]]
+permission?: string
+}
+fields: {
+[k: string]: QuickField
+}
+records: {
+[k: string]: {
+type: string
+for_each?: MachineName
+when?: string
+values: {
+[k: string]: QuickValue
+}
+}
+}
+}
+/**
+ * A field a quick form asks: borrowed from a bundle's field with `like`, or a group of fields (`group`), repeated with `repeat`.
+ */
+export interface QuickField {
+/**
+ * <entity type>--<bundle>.<field>: the field whose type, allowed values and targets this one takes.
+ */
+like?: string
+label?: string
+description?: string
+required?: boolean
+/**
+ * Overrides the borrowed field's: false asks one value of a field of several.
+ */
+multiple?: boolean
+/**
+ * A reference narrowed to these of its target bundles.
+ * 
+ * @minItems 1
+ */
+bundles?: [MachineName, ...(MachineName)[]]
+/**
+ * The value the form opens with; for a date, now or today.
+ */
+default?: (string | number | boolean)
+/**
+ * One of the widgets the borrowed field's type allows (definitions/README.md, ui hints).
+ */
+widget?: string
+group?: {
+[k: string]: QuickField
+}
+repeat?: {
+min?: number
+max?: number
+}
 }
 
 /** What a computed field is computed from (the meta-schema's `computed` list). */

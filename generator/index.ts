@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { dirname, join, relative } from 'node:path';
 import { loadDefinitions, type SourceFile } from './load.ts';
 import { DefinitionErrors, shownPath } from './errors.ts';
-import { emitSite, readSiteMigrations } from './site.ts';
+import { emitSite, readSiteMigrations, SITE_STAMP } from './site.ts';
 import { buildModel } from './model.ts';
 import { tablesFor, valueRewritesFor } from './storage.ts';
 import { emitDescriptors, type FileMap } from './emit/descriptors.ts';
@@ -20,6 +20,7 @@ import { emitUi } from './emit/ui.ts';
 import { STAMP } from './emit/stamp.ts';
 import { buildUi } from './ui.ts';
 import { emitMigrations, indexDifferences, readExistingMigrations } from './emit/migrations.ts';
+import { buildQuickForms, emitQuickForms } from './quick.ts';
 
 export { DefinitionError, DefinitionErrors } from './errors.ts';
 
@@ -113,6 +114,7 @@ export async function generate({
   const files = loadBoth(root, siteDir);
   const model = buildModel(files.core);
   const ui = buildUi(files.core, model);
+  const quickForms = buildQuickForms(files.core, model);
   const migrationsDir = join(outDir, 'migrations');
   const existing = await readExistingMigrations(migrationsDir);
   const indexDiffers = indexDifferences(
@@ -134,6 +136,7 @@ export async function generate({
     ...(await emitMetaTypes()),
     ...emitRoutes(model),
     ...emitUi(ui, STAMP),
+    ...emitQuickForms(quickForms, STAMP),
     ...migrations.files,
   ]);
   const { changed, removed } = sync(outDir, desired, root, check);
@@ -162,6 +165,22 @@ export async function generate({
       shownMigrationsDir: shownPath(root, join(siteOut, 'migrations')),
       readExisting: (file) => readFileSync(join(siteOut, 'migrations', file), 'utf8'),
     });
+    // The site's quick forms, checked with Tilth's (one name each) against the model with the site's bundles.
+    const siteQuick = new Set(files.site.filter((f) => f.kind === 'quickFormFile').map((f) => f.path));
+    const allQuick = buildQuickForms([...files.core, ...files.site], full);
+    const siteNames = new Set(
+      [...siteQuick].map((p) =>
+        p
+          .split(/[\\/]/)
+          .pop()!
+          .replace(/\.ya?ml$/, ''),
+      ),
+    );
+    for (const [path, text] of emitQuickForms(
+      allQuick.filter((q) => siteNames.has(q.name)),
+      SITE_STAMP,
+    ))
+      site.files.set(path, text);
     const result = sync(siteOut, site.files, root, check);
     changed.push(...result.changed);
     removed.push(...result.removed);

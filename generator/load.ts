@@ -8,9 +8,9 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument, isMap, isPair, isScalar, type Document } from 'yaml';
 import metaSchema from './meta-schema.json' with { type: 'json' };
 import { DefinitionError, DefinitionErrors, shownPath } from './errors.ts';
-import type { BundleFile, EntityTypeFile, ModuleFile } from '../generated/meta-schema.ts';
+import type { BundleFile, EntityTypeFile, ModuleFile, QuickFormFile } from '../generated/meta-schema.ts';
 
-export type FileKind = 'bundleFile' | 'entityTypeFile' | 'moduleFile';
+export type FileKind = 'bundleFile' | 'entityTypeFile' | 'moduleFile' | 'quickFormFile';
 export type Origin = 'core' | 'site';
 
 interface SourceBase {
@@ -30,6 +30,7 @@ export type SourceFile = SourceBase &
     | { kind: 'bundleFile'; data: BundleFile }
     | { kind: 'entityTypeFile'; data: EntityTypeFile }
     | { kind: 'moduleFile'; data: ModuleFile }
+    | { kind: 'quickFormFile'; data: QuickFormFile }
   );
 
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -38,6 +39,7 @@ const validators = {
   bundleFile: ajv.getSchema(`${metaSchema.$id}#/definitions/bundleFile`)!,
   entityTypeFile: ajv.getSchema(`${metaSchema.$id}#/definitions/entityTypeFile`)!,
   moduleFile: ajv.getSchema(`${metaSchema.$id}#/definitions/moduleFile`)!,
+  quickFormFile: ajv.getSchema(`${metaSchema.$id}#/definitions/quickFormFile`)!,
 };
 
 function listYaml(dir: string): string[] {
@@ -55,9 +57,12 @@ function kindOf(inside: string[]): { kind: FileKind; module: string | null } {
   if (inside[0] === 'modules') {
     const module = inside[1] ?? null;
     if (inside.length === 3 && /^module\.ya?ml$/.test(inside[2]!)) return { kind: 'moduleFile', module };
+    if (inside[2] === 'quick') return { kind: 'quickFormFile', module };
     return { kind: 'bundleFile', module };
   }
   if (inside[0] === 'entity-types') return { kind: 'entityTypeFile', module: null };
+  // Quick forms (issue 42 §2): definitions/quick/<name>.yaml, a module's quick/<name>.yaml.
+  if (inside[0] === 'quick') return { kind: 'quickFormFile', module: null };
   return { kind: 'bundleFile', module: null };
 }
 

@@ -55,7 +55,7 @@ function collectHints(files: SourceFile[]): { base: Map<string, Hinted>; own: Ma
   const base = new Map<string, Hinted>();
   const own = new Map<string, Hinted>();
   for (const file of files) {
-    if (file.kind === 'moduleFile') continue;
+    if (file.kind === 'moduleFile' || file.kind === 'quickFormFile') continue;
     for (const [name, raw] of Object.entries(file.data.fields ?? {})) {
       if (!raw.ui) continue;
       if (file.kind === 'entityTypeFile') base.set(`${file.data.entity_type}.${name}`, { file, hints: raw.ui });

@@ -11,6 +11,7 @@ import type { DataModel, SchemaOp, ShapeName } from './model/descriptor.ts';
 import { SHAPE_NAMES } from './model/descriptor.ts';
 import type { RouteEntry } from './model/routes.ts';
 import type { BundleUi } from './model/ui.ts';
+import type { QuickFormDescriptor } from './model/quick.ts';
 import { modelFingerprint } from './model/fingerprint.ts';
 import { SITE_SERIES, type SiteModelFile } from './model/site.ts';
 import type { GeneratedMigration } from './storage/migrations.ts';
@@ -29,6 +30,8 @@ export interface GeneratedArtifacts {
   ui: Map<string, BundleUi>;
   /** The site folder's generated/ that was merged in, or null when the site has none. */
   siteGeneratedDir: string | null;
+  /** Quick forms (generated/quick/, the site's after Tilth's), by name. */
+  quick: Map<string, QuickFormDescriptor>;
 }
 
 export const DEFAULT_GENERATED_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'generated');
@@ -100,6 +103,7 @@ export function loadGenerated(
         ]),
       );
       const ui = readUi(join(dir, 'ui'));
+      const quick = readQuick(join(dir, 'quick'));
       // Each migration knows its file, whose checksum is compared with the one recorded when applied.
       const withFiles = migrations.map((m) => ({ ...m, file: join(dir, 'migrations', `${m.name}.ts`) }));
       const core: GeneratedArtifacts = {
@@ -111,6 +115,7 @@ export function loadGenerated(
         shapeSchemas,
         ui,
         siteGeneratedDir: null,
+        quick,
       };
       return siteDir ? withSite(core, siteDir) : core;
     })();
@@ -162,6 +167,7 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
   }
   const ui = new Map(core.ui);
   for (const [type, description] of readUi(join(out, 'ui'))) ui.set(type, description);
+  const quick = new Map([...core.quick, ...readQuick(join(out, 'quick'))]);
   const migrations: GeneratedMigration[] = site.migrations.map(({ name, checksum }) => {
     const file = join(out, 'migrations', `${name}.json`);
     if (!existsSync(file))
@@ -194,6 +200,7 @@ function withSite(core: GeneratedArtifacts, siteDir: string): GeneratedArtifacts
     shapeSchemas,
     ui,
     siteGeneratedDir: out,
+    quick,
   };
 }
 
@@ -219,4 +226,18 @@ function readSchemas(folder: string): Map<string, string> {
     if (file.endsWith('.json')) schemas.set(file.slice(0, -5), readFileSync(join(folder, file), 'utf8'));
   }
   return schemas;
+}
+
+/** The quick forms in a generated quick/ folder, by name (none when the folder is missing). */
+function readQuick(dir: string): Map<string, QuickFormDescriptor> {
+  const forms = new Map<string, QuickFormDescriptor>();
+  if (!existsSync(dir)) return forms;
+  for (const file of readdirSync(dir).sort()) {
+    if (!file.endsWith('.json')) continue;
+    const { $comment: _, ...form } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as QuickFormDescriptor & {
+      $comment?: string;
+    };
+    forms.set(form.name, form);
+  }
+  return forms;
 }

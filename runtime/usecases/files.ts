@@ -98,6 +98,29 @@ export class FileCommands {
   }
 
   /**
+   * A file placed and its record made, permanent, inside a write another command opened (a quick
+   * form's photo, saved with the log that names it: usecases/quick-forms.ts); its path is added to
+   * `placed`, which the caller removes (`removePlaced`) if the write fails.
+   */
+  async placeIn(
+    trx: Db,
+    principal: Principal,
+    rt: ResourceType,
+    received: ReceivedFile,
+    placed: string[],
+  ): Promise<{ type: string; id: string }> {
+    this.assertMayUpload(principal, rt);
+    const id = await this.place(trx, received, { rt, permanent: true, principal, placed });
+    const uuid = (await this.entities.store.uuidsOf(trx, 'file', [id])).get(id)!;
+    return { type: this.fileType().type, id: uuid };
+  }
+
+  /** Files `placeIn` placed for a write that failed. */
+  removePlaced(placed: readonly string[]): void {
+    for (const path of placed) this.files.remove(path);
+  }
+
+  /**
    * Place a received file for a field of `rt` and create its record inside `trx`, `permanent`
    * when a record references it already (else temporary until one does); its path is added to
    * `placed`, so that it goes if the transaction fails.

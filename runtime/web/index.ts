@@ -27,6 +27,7 @@
  *   GET  /farm/asset/<bundle>/<uuid>/timeline    an asset's logs by day, where it was (timeline.ts)
  *   GET|POST /farm/views…                        saved views of lists (saved-views.ts)
  *   GET  /farm/data_stream/basic/<uuid>/readings(.csv)   a stream's readings per pixel, or as CSV (charts.ts)
+ *   GET /farm/quick, GET|POST /farm/quick/<name>   quick forms written in YAML (quick.ts)
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppContext } from '../context.ts';
@@ -65,6 +66,8 @@ import { ensureAssets, serveAsset } from './assets.ts';
 import { pageCsp } from './layout.ts';
 // --- The farm map (issue 42 part 1): the features of a view (map.ts) ---
 import { MapPages } from './map.ts';
+// --- Quick forms (issue 42 §2) ---
+import { QuickFormPages } from './quick.ts';
 
 /** Where webRoutes answers (app.ts scopes it to these). */
 export const WEB_PATHS = { exact: ['/farm'], prefixes: ['/farm/'] } as const;
@@ -161,6 +164,11 @@ export function webRoutes({ ctx, sessions, limiters, refuseWrites }: WebDeps): R
   // --- helper `views` (issue 42 §5, §6): an asset's timeline, saved views, readings' summary and CSV ---
   router.use(viewsRoutes({ ctx, reads, web, lists, formats, signedIn: web.signedIn, recordWrite }));
   // --- end of helper `views` ---
+  // --- Quick forms (issue 42 §2): /farm/quick… (quick.ts), before the generic /farm/<entity type> routes ---
+  const quick = new QuickFormPages(ctx, services, reads, web, lists, formats, records);
+  lists.quickForms = (principal) => quick.links(principal);
+  router.use(quick.routes(web.signedIn, refuseWrites));
+  // --- end of Quick forms ---
   router.get('/farm/account/password', web.signedIn, (_req, res) => account.form(res));
   router.post(
     '/farm/account/password',

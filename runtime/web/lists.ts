@@ -96,6 +96,9 @@ export class ListPages {
     this.tools = tools;
   }
 
+  /** The quick forms a person may use (quick.ts, set by index.ts): on the dashboard and in the navigation. */
+  quickForms: (principal: Principal) => Array<{ href: string; label: string }> = () => [];
+
   /** The bundles of an entity type the caller may list, with a UI description. */
   listable(entityType: string, principal: Principal): Array<{ rt: ResourceType; ui: BundleUi }> {
     return this.ctx.registry
@@ -115,6 +118,7 @@ export class ListPages {
       if (type && this.listable(et, principal).length)
         out.push({ href: `/farm/${et}`, label: capitalise(type.labelPlural) });
     }
+    if (this.quickForms(principal).length) out.push({ href: '/farm/quick', label: M.quick.nav });
     return out;
   }
 
@@ -187,7 +191,7 @@ export class ListPages {
 <section class="card" aria-labelledby="week"><h2 id="week">${M.dashboard.logsThisWeek}</h2>${logCounts.length ? html`<ul class="plain">${logCounts}</ul>` : html`<p class="muted">${M.dashboard.noTasks}</p>`}</section>
 </div>
 ${await this.saved.section(principal, csrfToken)}
-<section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>`;
+<section class="card" aria-labelledby="lists"><h2 id="lists">${M.dashboard.lists}</h2>${this.listLinks(principal)}</section>${quickBlock(this.quickForms(principal))}`;
     // The farm map (issue 42), after what the dashboard had: it shows only where its script runs.
     const map = await MapPages.of(this.ctx).dashboardCard(principal);
     this.send(res, problem?.status ?? 200, this.ctx.config.farmName, html`${body}${map}`, map ? ['map'] : []);
@@ -391,4 +395,11 @@ function countText(n: number, formats: Formats): string {
 
 export function capitalise(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** The dashboard's quick forms: one link each, for a few taps from a phone (none: no block). */
+function quickBlock(links: Array<{ href: string; label: string }>): Html | string {
+  return links.length
+    ? html`<section class="card" aria-labelledby="quick"><h2 id="quick">${M.quick.title}</h2><ul class="plain quick-list">${links.map((l) => html`<li><a href="${l.href}">${l.label}</a></li>`)}</ul></section>`
+    : '';
 }

@@ -486,6 +486,19 @@ export const M = {
     notFound: 'There is no such saved view.',
     columns: 'Columns',
   },
+  // Quick forms (issue 42 §2, quick.ts).
+  quick: {
+    title: 'Quick forms',
+    nav: 'Quick forms',
+    none: 'No quick forms are open to you.',
+    submit: 'Save',
+    required: 'This is required.',
+    rows: (label: string, min: number, max: number) => `${label}: from ${min} to ${max}.`,
+    row: (label: string, n: number) => `${label} ${n}`,
+    addRow: (label: string) => `Add to ${label.toLowerCase()}`,
+    removeRow: (label: string, n: number) => `Remove ${label.toLowerCase()} ${n}`,
+    recordProblem: (record: string, detail: string) => `${record}: ${detail}`,
+  },
 } as const;
 
 // --- The farm map (issue 42 part 1: web/map.ts and its script, web/browser/map.ts) ---

@@ -572,7 +572,7 @@ export class RecordPages {
    * the field's first vocabulary the person may add to, as a POST of the term would make it.
    * `name` is the input's, for the message beside it.
    */
-  private async resolveReference(
+  async resolveReference(
     db: Knex | Knex.Transaction,
     d: FieldDescriptor,
     typed: string,
@@ -640,7 +640,7 @@ export class RecordPages {
   }
 
   /** The vocabulary a name typed into `d` makes a new term of: the first it targets that the person may add terms to. */
-  private newTermVocabulary(d: FieldDescriptor, principal: Principal): ResourceType | undefined {
+  newTermVocabulary(d: FieldDescriptor, principal: Principal): ResourceType | undefined {
     return this.ctx.registry
       .targetsOf(d)
       .find((t) => t.entityType.access === 'taxonomy' && mayOnType(principal, t.entityType, 'create'));

@@ -68,7 +68,9 @@ dl.fields dd .text{white-space:normal}.text p{margin:0 0 .5rem}.text ul,.text ol
 ul.files li{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;white-space:normal}
 a.thumb{display:inline-flex;min-height:44px}a.thumb img{display:block;max-width:100%;height:auto;object-fit:contain;background:#e8e4d8;border-radius:4px}
 td input[type=radio]{width:1.5rem;height:1.5rem;margin:.6rem 0}
-${VIEWS_STYLE}`;
+${VIEWS_STYLE}
+.quick-list a{display:flex;align-items:center;min-height:44px;font-weight:600}input[type=file]{min-height:44px;max-width:100%}
+`;
 
 const HASH = createHash('sha256').update(STYLE).digest('base64url').slice(0, 12);
 
