@@ -6,7 +6,7 @@
  * most MAX_PER_USER views. What is saved is checked as an address of one of this site's lists the
  * person may read, and rendered as text (html.ts escapes it); opening a view is opening the list,
  * which checks the reader's rights again, so a shared view shows each reader only what they may see.
- * Stored in `tilth_saved_view` (core migration 0019).
+ * Stored in `tilth_saved_view` (core migration 0016).
  */
 import type { Knex } from 'knex';
 import type { AppContext } from '../context.ts';

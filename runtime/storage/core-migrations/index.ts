@@ -14,8 +14,8 @@ import * as importMarks from './0012_import_marks.ts';
 import * as dueChanges from './0013_due_changes.ts';
 import * as feedBundles from './0014_feed_bundles.ts';
 import * as revisionSequences from './0015_revision_sequences.ts';
-import * as organizationRevisions from './0023_organization_revisions.ts';
-import * as savedViews from './0019_saved_views.ts';
+import * as savedViews from './0016_saved_views.ts';
+import * as organizationRevisions from './0017_organization_revisions.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -33,6 +33,6 @@ export const coreMigrations = [
   { name: '0013_due_changes', up: dueChanges.up, down: dueChanges.down },
   { name: '0014_feed_bundles', up: feedBundles.up, down: feedBundles.down },
   { name: '0015_revision_sequences', up: revisionSequences.up, down: revisionSequences.down },
-  { name: '0023_organization_revisions', up: organizationRevisions.up, down: organizationRevisions.down },
-  { name: '0019_saved_views', up: savedViews.up, down: savedViews.down },
+  { name: '0016_saved_views', up: savedViews.up, down: savedViews.down },
+  { name: '0017_organization_revisions', up: organizationRevisions.up, down: organizationRevisions.down },
 ];
