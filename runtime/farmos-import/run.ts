@@ -2,15 +2,15 @@
  * `tilth import farmos`: copy a farm from a farmOS (or Tilth) server into this database, in
  * dependency order (users, files, taxonomy terms, data streams, farm organizations, assets,
  * quantities, logs, then the readings of data streams), a page per transaction. Each record is
- * stored as it was (records.ts) and noted in the import map (mapping.ts) in the same
- * transaction; a record the map already holds with the same digest is not written again, so a run that was killed resumes, and a second run of
- * an unchanged farm writes nothing. A record type read to its end with nothing failed leaves a
- * mark: the next run asks the source only for its records changed since (at or after). A record
- * that cannot be stored is reported by UUID with the reason and the rest goes on; one whose
- * relationship names a record of its own entity type not here yet (a parent on a later page) waits
- * until the end of its phase. The farm's computed
- * locations and groups are rebuilt once, at the end, for every asset: each page that writes
- * leaves the request for it in its transaction, so a run killed before the end leaves it too.
+ * stored as it was (records.ts) and noted in the import map (mapping.ts) in the same transaction; a
+ * record the map already holds with the same digest is not written again, so a run that was killed
+ * resumes, and a second run of an unchanged farm writes nothing. A record type read to its end with
+ * nothing failed leaves a mark: the next run asks the source only for its records changed since (at
+ * or after). A record that cannot be stored is reported by UUID with the reason and the rest goes
+ * on; one whose relationship names a record of its own entity type not here yet (a parent on a
+ * later page) waits until the end of its phase. The farm's computed locations and groups are
+ * rebuilt once, at the end, for every asset: each page that writes leaves the request for it in its
+ * transaction, so a run killed before the end leaves it too.
  *
  * This file is the run (its phases, marks and the rebuild at the end); its jobs are files of their
  * own over its state (run-state.ts): the pages (pages.ts), the files (files.ts), the readings
