@@ -34,7 +34,10 @@ test('every entry point is built, fresh, and served with a hashed name, a year o
     assert.deepEqual(body, readFileSync(join(ASSETS_ROOT, '.cache', 'assets', js!.split('/').pop()!)));
     // Minified: no line of the source's comments is left, and the file is one or a few lines.
     assert.ok(body.toString().split('\n').length < 50, 'minified');
-    const zipped = await fetch(`${server.url}${js}`, { headers: { 'Accept-Encoding': 'gzip' }, decompress: false } as RequestInit);
+    const zipped = await fetch(`${server.url}${js}`, {
+      headers: { 'Accept-Encoding': 'gzip' },
+      decompress: false,
+    } as RequestInit);
     assert.equal(zipped.headers.get('content-encoding'), 'gzip');
     const raw = Buffer.from(await zipped.arrayBuffer());
     // fetch may have decoded it already; either way the bytes are the script's.
@@ -54,9 +57,6 @@ test("the pages' CSP: scripts from Tilth only, none inline; a tile server's orig
   assert.equal(csp, PAGE_CSP);
   assert.match(csp, /script-src 'self';/);
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
-  assert.match(
-    pageCsp(['https://tiles.example.org']),
-    /img-src 'self' https:\/\/tiles\.example\.org;.*/,
-  );
+  assert.match(pageCsp(['https://tiles.example.org']), /img-src 'self' https:\/\/tiles\.example\.org;.*/);
   assert.doesNotMatch(pageCsp(['https://tiles.example.org']), /script-src[^;]*example/);
 });

@@ -328,7 +328,9 @@ test('the read statements of a bulk action on 20 and on 200 records', async () =
         all++;
         // Reads: not the row locks, nor PostgreSQL's revision numbers (SELECT nextval(…): a sequence
         // taken, one per revision written, as the INSERTs are).
-        if (/^\s*(with|select)\b/i.test(q.sql) && !/\bfor (no key )?update\b|nextval\(/i.test(q.sql)) selects++;
+        // The session's own read (kept on SQLite until the database changes) is the page's, not the action's.
+        if (/^\s*(with|select)\b/i.test(q.sql) && !/\bfor (no key )?update\b|nextval\(|oauth_sessions/i.test(q.sql))
+          selects++;
       };
       knex.on('query', listener);
       try {

@@ -166,7 +166,12 @@ function fill(
     case 'radios': {
       if (d.kind === 'relationship') break;
       // The last allowed value: an asset's status archived, so that its archived time is kept (the farm's rule clears it on an active one).
-      const choice = d.type === 'boolean' ? { value: '1', label: 'Yes' } : d.allowedValues!.at(-1)!;
+      // Among those /api (the farmOS 2.x shape) reads back as stored: a log's abandoned reads as done there.
+      const folded = d.shapes?.farmos2?.showValues ?? {};
+      const choice =
+        d.type === 'boolean'
+          ? { value: '1', label: 'Yes' }
+          : d.allowedValues!.filter((v) => !(v.value in folded)).at(-1)!;
       return one(choice.value, [choice.label], { [f.name]: choice.value });
     }
     case 'checkboxes': {

@@ -163,7 +163,7 @@ test('saved views: saved with filters, columns and sort, listed on the dashboard
     await page.goto(`${server.url}/farm/log/activity?status=pending&col=name&col=status&sort=-name`);
     assert.deepEqual(
       await page.$$eval('main table thead th', (ths) => ths.map((t) => t.textContent!.replace(/ [↑↓]$/, ''))),
-      ['Name', 'Status'],
+      ['Select', 'Name', 'Status'], // the bulk actions' tick boxes, then the columns chosen
     );
     await page.click('summary:text("Save this view")');
     await page.fill('#view-name', 'Open <b>jobs</b>');
