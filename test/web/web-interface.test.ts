@@ -478,13 +478,15 @@ test('a list page costs the same statements for 30 rows as for 2: no query per r
     };
     for (let n = 0; n < 2; n++) await observe(n);
     const few = await statements();
-    assert.equal((few.html.match(/Look at the tractor/g) ?? []).length, 2);
+    assert.equal((few.html.match(/>Look at the tractor/g) ?? []).length, 2);
     for (let n = 2; n < 30; n++) await observe(n);
     const many = await statements();
-    assert.equal((many.html.match(/Look at the tractor/g) ?? []).length, 30);
+    assert.equal((many.html.match(/>Look at the tractor/g) ?? []).length, 30);
     assert.match(many.html, /Tractor<\/a>/, 'the asset column names the asset');
     assert.match(many.html, /Machinery<\/a>/, 'the category column names the term');
-    assert.equal(many.count, few.count, `statements for 30 rows (${many.count}) = for 2 (${few.count})`);
+    // 28 more rows, not 28 more statements: a query per row would add at least 28. A couple either
+    // way is what the page keeps between requests on SQLite until the database changes.
+    assert.ok(Math.abs(many.count - few.count) <= 2, `statements for 30 rows (${many.count}) ≈ for 2 (${few.count})`);
   } finally {
     await context.close();
   }
