@@ -9,6 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Config } from '../config.ts';
 import { apiShape, defaultShape, setShape, type ApiShape } from '../jsonapi/shape.ts';
+import { loopbackCallHost } from '../jsonapi/loopback.ts';
 
 /** Requests the TILTH_API4_PORT server received (runtime/server.ts marks them before Express sees them). */
 const viaApi4Port = new WeakSet<IncomingMessage>();
@@ -17,11 +18,12 @@ export function markApi4Port(req: IncomingMessage): void {
   viaApi4Port.add(req);
 }
 
-/** The host a request named, lower case, without its port; null when it named none. */
-function hostName(req: Request): string | null {
-  const host = req.headers.host;
-  if (!host) return null;
-  return host.replace(/:\d+$/, '').toLowerCase();
+/**
+ * The host a request named: its Host header, or for this process's own sub-request the host its
+ * call named (jsonapi/loopback.ts; fetch sends the loopback address as Host).
+ */
+function namedHost(req: Request): string | undefined {
+  return loopbackCallHost(req.headers) ?? req.headers.host;
 }
 
 export function shapeChoice(config: Pick<Config, 'baseUrl' | 'api4BaseUrl' | 'api4Hosts'>) {
@@ -36,10 +38,10 @@ export function shapeChoice(config: Pick<Config, 'baseUrl' | 'api4BaseUrl' | 'ap
     let shape = main;
     if (onPort && viaApi4Port.has(req)) shape = onPort;
     else if (hosts.size) {
-      const name = hostName(req);
-      if (name && hosts.has(name)) {
-        const host = req.headers.host!.toLowerCase();
-        shape = byHost.get(host) ?? apiShape('farmos4', `${base.protocol}//${host}${basePath}`);
+      const host = namedHost(req)?.toLowerCase();
+      // The name without its port, as TILTH_API4_HOSTS lists it.
+      if (host && hosts.has(host.replace(/:\d+$/, ''))) {
+        shape = byHost.get(host) ?? { ...apiShape('farmos4', `${base.protocol}//${host}${basePath}`), host };
         if (byHost.size < hosts.size * 4) byHost.set(host, shape);
       }
     }

@@ -14,6 +14,8 @@ export interface ApiShape {
   base: string;
   /** `meta.farm.version` in this shape. */
   version: string;
+  /** The Host header the shape was chosen by (a host name of TILTH_API4_HOSTS), carried to sub-requests. */
+  host?: string;
 }
 
 /** The farmOS 2.x shape on the farm's own base URL: what /api has always answered, and what the web pages read. */

@@ -24,6 +24,7 @@ import { jsonApiErrorDocument } from './errors.ts';
 import { requireAuthenticated } from '../access/policy.ts';
 import { principalOf } from '../access/principal.ts';
 import { shapeOf } from './shape.ts';
+import { isLoopbackHeader, loopbackHostHeaders } from './loopback.ts';
 import { JSONAPI_MEDIA_TYPE } from './document.ts';
 import { exportParameter, NO_EXPORTS, readBlueprint, type Subrequest, type Token } from './subrequests/blueprint.ts';
 import { evaluateJsonPath } from './subrequests/jsonpath.ts';
@@ -124,6 +125,11 @@ class Runner {
    * that each is answered, and its access decided, in that shape (a 4.x worker's DELETE too).
    */
   private readonly loopback: string;
+  /**
+   * The host a call named when its shape was chosen by host name (TILTH_API4_HOSTS), carried to
+   * its sub-requests (loopback.ts): the main port then answers them in the same shape.
+   */
+  private readonly callHost: Array<[string, string]>;
 
   constructor(
     private readonly ctx: AppContext,
@@ -137,8 +143,9 @@ class Runner {
     private readonly limits: { maxBytes: number; maxRequests: number },
   ) {
     this.authorization = req.headers.authorization;
-    this.loopback =
-      shapeOf(res, ctx.config.baseUrl).name === 'farmos4' && ctx.internalUrl4 ? ctx.internalUrl4 : ctx.internalUrl;
+    const shape = shapeOf(res, ctx.config.baseUrl);
+    this.loopback = shape.name === 'farmos4' && !shape.host && ctx.internalUrl4 ? ctx.internalUrl4 : ctx.internalUrl;
+    this.callHost = loopbackHostHeaders(shape.host);
     this.parentRequestId = res.locals.requestId;
   }
 
@@ -411,7 +418,8 @@ class Runner {
     }
 
     const headers = new Headers();
-    for (const [name, value] of sub.headers) headers.set(name, value);
+    for (const [name, value] of sub.headers) if (!isLoopbackHeader(name)) headers.set(name, value);
+    for (const [name, value] of this.callHost) headers.set(name, value);
     if (!headers.has('accept')) headers.set('Accept', JSONAPI_MEDIA_TYPE);
     if (!headers.has('content-type')) headers.set('Content-Type', JSONAPI_MEDIA_TYPE);
     if (this.authorization !== undefined) headers.set('Authorization', this.authorization);

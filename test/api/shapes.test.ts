@@ -94,7 +94,7 @@ async function golden(name: string, path: string): Promise<void> {
 }
 
 /** A request to the main port naming another host (fetch will not send a Host header of ours). */
-function viaHost(path: string): Promise<{ status: number; body: any }> {
+function viaHost(path: string, post?: unknown): Promise<{ status: number; body: any }> {
   const url = new URL(path, server.url);
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -102,7 +102,13 @@ function viaHost(path: string): Promise<{ status: number; body: any }> {
         host: url.hostname,
         port: url.port,
         path: url.pathname + url.search,
-        headers: { Host: `${HOST4}:${url.port}`, Authorization: `Bearer ${token}`, Accept: 'application/vnd.api+json' },
+        method: post === undefined ? 'GET' : 'POST',
+        headers: {
+          Host: `${HOST4}:${url.port}`,
+          Authorization: `Bearer ${token}`,
+          Accept: 'application/vnd.api+json',
+          ...(post === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
       },
       (res) => {
         let text = '';
@@ -112,7 +118,7 @@ function viaHost(path: string): Promise<{ status: number; body: any }> {
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(post === undefined ? undefined : JSON.stringify(post));
   });
 }
 
@@ -393,4 +399,34 @@ test("a 4.x collection's links stay on the 4.x base, and a client that joins lin
   assert.equal(second.status, 200);
   assert.ok(second.body.data.length >= 1);
   assert.equal(second.body.data[0].attributes.archived, false);
+});
+
+test('a subrequests call through a host name of TILTH_API4_HOSTS runs its sub-requests in the 4.x shape, on that host', async () => {
+  const land = await v2.create('asset--land', { name: 'Host field', land_type: 'field', status: 'archived' });
+  const blueprint = [
+    { requestId: 'read', action: 'view', uri: `/api/asset/land/${land.id}` },
+    // A client's own try at naming a host for the sub-requests counts for nothing.
+    {
+      requestId: 'spoofed',
+      action: 'view',
+      uri: `/api/asset/land/${land.id}`,
+      headers: { 'X-Tilth-Call-Host': 'elsewhere.test', 'X-Tilth-Loopback': 'guess' },
+    },
+  ];
+  const port = new URL(server.url).port;
+  const call = await viaHost('/subrequests?_format=json', blueprint);
+  assert.equal(call.status, 200, JSON.stringify(call.body));
+  for (const id of ['read', 'spoofed']) {
+    const body = JSON.parse(call.body[id].body);
+    assert.equal(body.data.attributes.archived, true, `${id}: 4.x's archived, not 2.x's status`);
+    assert.equal(body.data.attributes.status, undefined, `${id}: no 2.x status`);
+    assert.equal(
+      body.links.self.href,
+      `http://${HOST4}:${port}/api/asset/land/${land.id}`,
+      `${id}: on the call's host`,
+    );
+  }
+  // The same call on the main host stays 2.x.
+  const two = await v2.post('/subrequests?_format=json', blueprint.slice(0, 1));
+  assert.equal(JSON.parse(two.body.read.body).data.attributes.status, 'archived');
 });
