@@ -58,7 +58,7 @@ const serverRss = () => rssMb(server.process.pid);
 function assertAlive(what: string): void {
   assert.ok(
     server.process.exitCode === null && server.process.signalCode === null && !Number.isNaN(serverRss()),
-    `${what}: the server died (out of its ${HEAP_MB} MB heap?)`,
+    `${what}: the server died (out of its ${HEAP_MB} MB heap?); the end of its output:\n${server.output().slice(-3000)}`,
   );
 }
 
