@@ -161,6 +161,14 @@ name?: string
  */
 omit?: true
 /**
+ * the field's label in this shape (its JSON Schema title), when the shape names it otherwise
+ */
+label?: string
+/**
+ * the field's description in this shape (its JSON Schema description)
+ */
+description?: string
+/**
  * true: a new record sent without it is a 422 naming it, in this shape only
  */
 required?: boolean

@@ -115,6 +115,8 @@ function normaliseOne(name: string, raw: Field, s: FieldShape, bad: Bad): FieldS
   const d: FieldShapeDescriptor = {};
   if (s.name) d.name = s.name;
   if (s.omit) d.omit = true;
+  if (s.label) d.label = s.label;
+  if (s.description) d.description = s.description;
   if (s.required !== undefined) d.required = s.required;
   if (s.default !== undefined) d.default = raw.type === 'timestamp' && s.default === 'now' ? { now: true } : s.default;
   if (s.values) d.values = { ...s.values };

@@ -119,6 +119,8 @@ export const descriptor: BundleDescriptor = {
       "shapes": {
         "farmos4": {
           "name": "archived",
+          "label": "Archived",
+          "description": "Whether the asset is archived.",
           "required": false,
           "values": {
             "active": false,
@@ -147,7 +149,9 @@ export const descriptor: BundleDescriptor = {
       },
       "shapes": {
         "farmos4": {
-          "name": "last_archived"
+          "name": "last_archived",
+          "label": "Last Archived",
+          "description": "The time the asset was last archived."
         }
       }
     },

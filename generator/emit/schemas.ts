@@ -56,8 +56,8 @@ function propertySchema(field: FieldDescriptor): Schema {
 function attributeSchema(field: FieldDescriptor, shaped: ShapedField): Schema {
   // A stored list value a shape shows as a boolean (an asset's 4.x `archived`): a boolean, no list.
   if (shaped.shownAsBoolean) {
-    const schema: Schema = { type: 'boolean', title: field.label };
-    if (field.description) schema.description = field.description;
+    const schema: Schema = { type: 'boolean', title: shaped.label };
+    if (shaped.description) schema.description = shaped.description;
     const shown = showValue(shaped, shaped.default);
     if (typeof shown === 'boolean') schema.default = shown;
     if (field.readOnly) schema.readOnly = true;
@@ -76,15 +76,15 @@ function attributeSchema(field: FieldDescriptor, shaped: ShapedField): Schema {
   }
   let schema: Schema;
   if (field.multiple) {
-    schema = { type: 'array', title: field.label, items: { ...item, title: (item.title as string) ?? 'Text value' } };
+    schema = { type: 'array', title: shaped.label, items: { ...item, title: (item.title as string) ?? 'Text value' } };
     if (field.type === 'list_string' || field.type === 'string') (schema.items as Schema).title = 'Text value';
     if (enumeration) (schema.items as Schema).anyOf = enumeration;
     if (field.required) schema.minItems = 1;
   } else {
-    schema = { ...item, title: field.label };
+    schema = { ...item, title: shaped.label };
     if (enumeration) schema.oneOf = enumeration;
   }
-  if (field.description) schema.description = field.description;
+  if (shaped.description) schema.description = shaped.description;
   if (shaped.default !== undefined && typeof shaped.default !== 'object') schema.default = shaped.default;
   if (field.readOnly) schema.readOnly = true;
   return schema;
@@ -100,7 +100,12 @@ function targetTypes(field: FieldDescriptor, model: DataModel): string[] | undef
   });
 }
 
-function relationshipSchema(field: FieldDescriptor, bundle: BundleDescriptor, model: DataModel): Schema {
+function relationshipSchema(
+  field: FieldDescriptor,
+  shaped: ShapedField,
+  bundle: BundleDescriptor,
+  model: DataModel,
+): Schema {
   const types = targetTypes(field, model);
   const identifier: Schema = {
     type: 'object',
@@ -129,8 +134,8 @@ function relationshipSchema(field: FieldDescriptor, bundle: BundleDescriptor, mo
   const schema: Schema = {
     type: 'object',
     properties: { data },
-    title: field.label,
-    ...(field.description ? { description: field.description } : {}),
+    title: shaped.label,
+    ...(shaped.description ? { description: shaped.description } : {}),
     ...(field.readOnly ? { readOnly: true } : {}),
     links: [
       {
@@ -188,7 +193,7 @@ export function resourceSchema(bundle: BundleDescriptor, model: DataModel, shape
     if (field.internal && field.type !== 'password') continue;
     const sf = shaped.byField.get(field);
     if (!sf) continue; // not in this shape
-    if (field.kind === 'relationship') relationships[sf.name] = relationshipSchema(field, bundle, model);
+    if (field.kind === 'relationship') relationships[sf.name] = relationshipSchema(field, sf, bundle, model);
     else attributes[sf.name] = attributeSchema(field, sf);
     // farmOS lists only attributes as required; a required relationship is checked on write.
     if (sf.required && field.kind === 'attribute' && !field.computed && !field.auto) required.push(sf.name);

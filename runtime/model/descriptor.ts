@@ -17,6 +17,9 @@ export interface FieldShapeDescriptor {
   name?: string;
   /** Not in the shape at all. */
   omit?: true;
+  /** Its label (JSON Schema title) and description in the shape, where they differ. */
+  label?: string;
+  description?: string;
   /** A new record sent without it is a 422 in the shape. */
   required?: boolean;
   /** What a new record sent without it gets in the shape, instead of `default`. */

@@ -27,6 +27,9 @@ export interface ShapedField {
   field: FieldDescriptor;
   /** Its public name in the shape. */
   name: string;
+  /** Its label and description in the shape (the field's own unless the shape names them). */
+  label: string;
+  description: string | undefined;
   /** Stored value → shown value, when the shape shows some differently (`values`, `show_values`). */
   toShown: ReadonlyMap<string, ShownValue> | null;
   /**
@@ -86,6 +89,8 @@ function shapeField(field: FieldDescriptor, shape: ShapeName): ShapedField | nul
   return {
     field,
     name: s?.name ?? field.name,
+    label: s?.label ?? field.label,
+    description: s?.description ?? field.description,
     toShown,
     fromShown,
     unwritable,

@@ -87,6 +87,10 @@ test('4.x rules: no asset status, archived a boolean, last_archived the time, is
     assert.equal(attributes.archived.oneOf, undefined, 'a boolean lists no values');
     assert.equal(attributes.last_archived.type, 'string');
     assert.equal(attributes.last_archived.format, 'date-time');
+    // Titled as farmOS 4.x's fields are (asset.module's archived, its update hook's last_archived).
+    assert.equal(attributes.archived.title, 'Archived');
+    assert.equal(attributes.archived.description, 'Whether the asset is archived.');
+    assert.equal(attributes.last_archived.title, 'Last Archived');
     assert.ok(!four.attributes.required.includes('status'));
     const two = await resourceSchema(api2, bundle.type);
     assert.deepEqual(
@@ -98,9 +102,11 @@ test('4.x rules: no asset status, archived a boolean, last_archived the time, is
   }
   const animal4 = (await resourceSchema(api4, 'asset--animal')).attributes.properties;
   assert.equal(animal4.is_sterile.type, 'boolean');
+  assert.equal(animal4.is_sterile.title, 'Sterile', "farm_animal's is_sterile label");
   assert.equal(animal4.is_castrated, undefined);
   const animal2 = (await resourceSchema(api2, 'asset--animal')).attributes.properties;
   assert.equal(animal2.is_castrated.type, 'boolean');
+  assert.equal(animal2.is_castrated.title, 'Castrated');
   assert.equal(animal2.is_sterile, undefined);
 });
 
