@@ -464,7 +464,11 @@ test('axe-core finds nothing serious on the quick form pages; at 360 px every co
     for (const [label, then] of pages) {
       await page.goto(`${server.url}${label.split(' ')[0]}`);
       await then();
-      assert.deepEqual(await seriousViolations(page), [], `${label} at ${width} px`);
+      // axe at the phone's width on every page (quick forms are for the phone); at the desktop's on
+      // the index and the form with the most in it (the layout's one change is the width). The
+      // whole dashboard is axe-checked at both widths by accessibility.test.ts.
+      const axed = width === 360 ? label !== '/farm' : label.startsWith('/farm/quick/birth') || label === '/farm/quick';
+      if (axed) assert.deepEqual(await seriousViolations(page), [], `${label} at ${width} px`);
       // The dashboard's own lists are issue 38's; its quick forms block is checked here.
       if (width !== 360) continue;
       const scope = label === '/farm' ? '#quick ~ ul' : 'main';
