@@ -143,17 +143,85 @@ function capitalise(s: string): string {
  */
 const INSERT_CHUNK = 500;
 
-/** Store readings of streams by id, in bulk. Runs inside the caller's transaction. */
+/**
+ * Each stream's readings summed up by the hour (core migration 0019): what a summary over a long
+ * range reads instead of every reading. Kept in step by insertReadings and deleteReadings, the
+ * only writers of readings.
+ */
+export const HOURS_TABLE = 'data_stream_hours';
+const HOUR = 3600;
+
+/** The start of the hour a time falls in (times before 1970 too). */
+function hourOf(timestamp: number): number {
+  return timestamp - (((timestamp % HOUR) + HOUR) % HOUR);
+}
+
+interface HourRow {
+  stream_id: number;
+  hour: number;
+  first: number;
+  last: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+/** Store readings of streams by id, in bulk, and their hours' sums. Runs inside the caller's transaction. */
 export async function insertReadings(
   db: Db,
   rows: Array<{ streamId: number; timestamp: number; value: number }>,
 ): Promise<void> {
+  const hours = new Map<string, HourRow>();
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
     const chunk = rows
       .slice(i, i + INSERT_CHUNK)
       .map((r) => ({ stream_id: r.streamId, timestamp: r.timestamp, value: r.value }));
     await db(READINGS_TABLE).insert(chunk);
+    for (const r of chunk) {
+      const hour = hourOf(r.timestamp);
+      const key = `${r.stream_id}:${hour}`;
+      const h = hours.get(key);
+      if (!h)
+        hours.set(key, {
+          stream_id: r.stream_id,
+          hour,
+          first: r.timestamp,
+          last: r.timestamp,
+          min: r.value,
+          max: r.value,
+          n: 1,
+        });
+      else {
+        if (r.timestamp < h.first) h.first = r.timestamp;
+        if (r.timestamp > h.last) h.last = r.timestamp;
+        if (r.value < h.min) h.min = r.value;
+        if (r.value > h.max) h.max = r.value;
+        h.n++;
+      }
+    }
   }
+  const all = [...hours.values()];
+  for (let i = 0; i < all.length; i += INSERT_CHUNK) {
+    // Added to the hour's row when it has one: the same statement on SQLite and PostgreSQL.
+    await db(HOURS_TABLE)
+      .insert(all.slice(i, i + INSERT_CHUNK))
+      .onConflict(['stream_id', 'hour'])
+      .merge({
+        first: db.raw(
+          `CASE WHEN excluded.first < ${HOURS_TABLE}.first THEN excluded.first ELSE ${HOURS_TABLE}.first END`,
+        ),
+        last: db.raw(`CASE WHEN excluded.last > ${HOURS_TABLE}.last THEN excluded.last ELSE ${HOURS_TABLE}.last END`),
+        min: db.raw(`CASE WHEN excluded.min < ${HOURS_TABLE}.min THEN excluded.min ELSE ${HOURS_TABLE}.min END`),
+        max: db.raw(`CASE WHEN excluded.max > ${HOURS_TABLE}.max THEN excluded.max ELSE ${HOURS_TABLE}.max END`),
+        n: db.raw(`${HOURS_TABLE}.n + excluded.n`),
+      });
+  }
+}
+
+/** Delete every reading of a stream, and its hours' sums. Runs inside the caller's transaction. */
+export async function deleteReadings(db: Db, streamId: number): Promise<void> {
+  await db(READINGS_TABLE).where('stream_id', streamId).delete();
+  await db(HOURS_TABLE).where('stream_id', streamId).delete();
 }
 
 /**
@@ -218,10 +286,15 @@ export interface ReadingsSummary {
  * A stream's readings in [start, end] reduced for a chart (issue 42 §6): the range cut into at
  * most `buckets` equal spans (one per pixel of the chart), each span's minimum, maximum, count and
  * first and last times. A line through each bucket's min and max draws what every reading would
- * at that width (no peak is lost), from at most `buckets` rows whatever the stream holds. It is
- * one aggregate statement over the (stream_id, timestamp) index's range (core migration 0004),
- * the same text on SQLite and PostgreSQL: integer division of bigints truncates on both, and the
- * range starts at `start`, so no bucket number is negative.
+ * at that width (no peak is lost), from at most `buckets` rows whatever the stream holds.
+ *
+ * It is one aggregate statement, the same text on SQLite and PostgreSQL (integer division of
+ * bigints truncates on both, and bucket numbers count from the range's start, so none is
+ * negative). A span shorter than an hour reads the readings over the (stream_id, timestamp) index
+ * (core migration 0004). A longer one is made a whole number of hours, counted from the hour the
+ * range starts in, so each hour falls in one bucket: the hours wholly inside the range are read
+ * from their sums (migration 0019), and only the partial first and last hours reading by reading.
+ * A million readings a minute apart are then 16,700 rows instead of a million.
  */
 export async function summariseReadings(
   db: Db,
@@ -230,8 +303,38 @@ export async function summariseReadings(
 ): Promise<ReadingsSummary> {
   const { start, end } = range;
   const buckets = Math.max(1, Math.min(MAX_SUMMARY_BUCKETS, Math.floor(range.buckets)));
-  const width = Math.max(1, Math.ceil((end - start + 1) / buckets));
-  const rows = (await db.raw(SUMMARY_SQL, [start, width, streamId, start, end])) as unknown;
+  let width = Math.max(1, Math.ceil((end - start + 1) / buckets));
+  let rows: unknown;
+  if (width < HOUR) {
+    rows = await db.raw(SUMMARY_SQL, [start, width, streamId, start, end]);
+  } else {
+    const origin = hourOf(start);
+    width = Math.ceil((end - origin + 1) / buckets / HOUR) * HOUR;
+    // Hours wholly inside [start, end]: from the first hour starting at or after `start` to the
+    // last ending at or before `end`. What is left at either end is read reading by reading.
+    const fromHour = start === origin ? origin : origin + HOUR;
+    const toHour = hourOf(end + 1); // exclusive: the hour holding end + 1 is not whole
+    rows =
+      fromHour < toHour
+        ? await db.raw(HOURLY_SUMMARY_SQL, [
+            origin,
+            width,
+            streamId,
+            start,
+            fromHour - 1,
+            origin,
+            width,
+            streamId,
+            toHour,
+            end,
+            origin,
+            width,
+            streamId,
+            fromHour,
+            toHour - HOUR,
+          ])
+        : await db.raw(SUMMARY_SQL, [origin, width, streamId, start, end]);
+  }
   // SQLite's driver answers the rows; PostgreSQL's a result holding them.
   const list = (Array.isArray(rows) ? rows : (rows as { rows: unknown[] }).rows) as Array<Record<string, unknown>>;
   return {
@@ -252,6 +355,20 @@ const SUMMARY_SQL = `SELECT ("timestamp" - CAST(? AS BIGINT)) / CAST(? AS BIGINT
  MIN("timestamp") AS first, MAX("timestamp") AS last, MIN(value) AS min, MAX(value) AS max, COUNT(*) AS n
  FROM ${READINGS_TABLE} WHERE stream_id = ? AND "timestamp" >= ? AND "timestamp" <= ?
  GROUP BY 1 ORDER BY 1`;
+
+/** The partial first hour, the partial last hour (readings), and the whole hours between (sums). */
+const HOURLY_SUMMARY_SQL = `SELECT bucket, MIN(first) AS first, MAX(last) AS last, MIN(min) AS min, MAX(max) AS max, SUM(n) AS n
+ FROM (
+  SELECT ("timestamp" - CAST(? AS BIGINT)) / CAST(? AS BIGINT) AS bucket, "timestamp" AS first, "timestamp" AS last,
+   value AS min, value AS max, 1 AS n
+  FROM ${READINGS_TABLE} WHERE stream_id = ? AND "timestamp" >= ? AND "timestamp" <= ?
+  UNION ALL
+  SELECT ("timestamp" - CAST(? AS BIGINT)) / CAST(? AS BIGINT), "timestamp", "timestamp", value, value, 1
+  FROM ${READINGS_TABLE} WHERE stream_id = ? AND "timestamp" >= ? AND "timestamp" <= ?
+  UNION ALL
+  SELECT (hour - CAST(? AS BIGINT)) / CAST(? AS BIGINT), first, last, min, max, n
+  FROM ${HOURS_TABLE} WHERE stream_id = ? AND hour >= ? AND hour <= ?
+ ) AS parts GROUP BY bucket ORDER BY bucket`;
 
 /** A stream's newest reading (one step down the index), or null when it has none. */
 export async function latestReading(db: Db, streamId: number): Promise<{ timestamp: number; value: number } | null> {

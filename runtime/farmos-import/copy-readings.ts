@@ -1,6 +1,6 @@
 /** The readings of data streams in `tilth import farmos`, copied after every record (readings.ts sums and spools them). */
 import type { ResourceType } from '../model/registry.ts';
-import { insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
+import { deleteReadings, insertReadings, READINGS_TABLE } from '../farm/data-streams.ts';
 import { SourceError } from './source.ts';
 import { sourceDigest, spooledReadings, spoolSourceReadings } from './readings.ts';
 import { READINGS_BY_STREAM, READINGS_COUNTS, type BundleCounts } from './progress.ts';
@@ -48,7 +48,7 @@ export async function copyReadings(run: ImportRun, rt: ResourceType): Promise<vo
               }>
             )[0]!.n,
           );
-          await trx(READINGS_TABLE).where('stream_id', stream.id).delete();
+          await deleteReadings(trx, stream.id);
           for await (const page of spooledReadings(spooled.file)) {
             await insertReadings(
               trx,

@@ -420,6 +420,38 @@ test('the readings summary: at most the buckets asked whatever the range, min an
       'in time order, not overlapping',
     );
   }
+  // Each bucket is exactly its readings, with a range starting and ending inside hours (a long
+  // range reads whole hours from their sums, the partial first and last hours reading by reading).
+  for (const [from, to, buckets] of [
+    [start + 1234, end - 777, 7],
+    [start + 1234, end - 777, 90],
+    [start + 7200 - 1, start + 7200 * 3, 2],
+    [start + 100, start + 3000, 3],
+  ] as const) {
+    const res = await summary(`start=${from}&end=${to}&buckets=${buckets}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const got = res.body.buckets as Array<{ min: number; max: number; count: number; first: number; last: number }>;
+    const inRange = readings.filter((r) => r.timestamp >= from && r.timestamp <= to);
+    assert.equal(
+      got.reduce((n, b) => n + b.count, 0),
+      inRange.length,
+      `${from}..${to}: every reading in range counted once`,
+    );
+    for (const b of got) {
+      const mine = inRange.filter((r) => r.timestamp >= b.first && r.timestamp <= b.last);
+      assert.deepEqual(
+        [b.count, b.min, b.max, b.first, b.last],
+        [
+          mine.length,
+          Math.min(...mine.map((r) => r.value)),
+          Math.max(...mine.map((r) => r.value)),
+          mine[0]!.timestamp,
+          mine[mine.length - 1]!.timestamp,
+        ],
+        `${from}..${to} in ${buckets}: the bucket from ${b.first}`,
+      );
+    }
+  }
   // A range far wider than the readings: still bounded.
   const wide = await summary(`start=0&end=4000000000&buckets=50`);
   assert.ok(wide.body.buckets.length <= 50);
