@@ -57,6 +57,7 @@ const ASSET_SIDE_SQL = `WITH ids(id) AS (SELECT value FROM json_each(@ids))
   UNION ALL SELECT 'owner', x.entity_id, x.delta, t.uuid, 'user', t.id, NULL, NULL, NULL FROM asset__owner x JOIN users t ON t.id = x.target_id WHERE x.entity_id IN (SELECT id FROM ids)
   UNION ALL SELECT 'parent', x.entity_id, x.delta, t.uuid, t.bundle, t.id, NULL, NULL, NULL FROM asset__parent x JOIN asset t ON t.id = x.target_id WHERE x.entity_id IN (SELECT id FROM ids)
   UNION ALL SELECT 'plant_type', x.entity_id, x.delta, t.uuid, t.bundle, t.id, NULL, NULL, NULL FROM asset__plant_type x JOIN taxonomy_term t ON t.id = x.target_id WHERE x.entity_id IN (SELECT id FROM ids)
+  UNION ALL SELECT 'equipment_type', x.entity_id, x.delta, t.uuid, t.bundle, t.id, NULL, NULL, NULL FROM asset__equipment_type x JOIN taxonomy_term t ON t.id = x.target_id WHERE x.entity_id IN (SELECT id FROM ids)
   UNION ALL SELECT 'season', x.entity_id, x.delta, t.uuid, t.bundle, t.id, NULL, NULL, NULL FROM asset__season x JOIN taxonomy_term t ON t.id = x.target_id WHERE x.entity_id IN (SELECT id FROM ids)
   UNION ALL SELECT 'location', p.entity_id, p.delta, t.uuid, t.bundle, p.target_id, NULL, NULL, p.log_id FROM asset_location p LEFT JOIN asset t ON t.id = p.target_id
     WHERE p.entity_id IN (SELECT id FROM ids) AND p.start_ts <= @now AND (p.end_ts IS NULL OR p.end_ts > @now)
@@ -170,6 +171,14 @@ function renderAsset(
     'group',
     refs('group', (x) => `asset--${x.bundle}`),
   );
+  // The farm (organization) an asset belongs to: none on the bench's farm.
+  out += `,${relationship(self, 'farm', 'null')}`;
+  if (r.bundle === 'equipment')
+    out += `,${relationship(
+      self,
+      'equipment_type',
+      refs('equipment_type', (x) => `taxonomy_term--${x.bundle}`),
+    )}`;
   if (r.bundle === 'animal')
     out += `,${relationship(self, 'animal_type', ref('taxonomy_term--animal_type', r.animal_type_uuid, r.animal_type))}`;
   if (r.bundle === 'plant')
