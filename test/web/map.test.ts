@@ -368,3 +368,85 @@ test('a view holds what meets its box, bounded, in the same number of statements
     await viewer.context.close();
   }
 });
+
+test('the geometry widget keeps the WKT and the map in step: a shape moved, typed WKT drawn, a shape deleted, a point snapped to a field, my location', async () => {
+  // Far from what the other tests draw; a browser that knows where it is.
+  const [lon, lat, size] = [120.5, -33.2, 0.01];
+  const field = await land('Snap field', square(lon, lat, size));
+  const here = { longitude: 120.503, latitude: -33.197 };
+  const { context, page, errors } = await signedIn(ADMIN, { geolocation: here, permissions: ['geolocation'] });
+  try {
+    await page.goto(`${server.url}/farm/asset/land/${field.id}/edit`);
+    await page.waitForSelector('.geometry-widget .map[data-state=ready]');
+    const map = page.locator('.geometry-widget .map');
+    await map.scrollIntoViewIfNeeded();
+    const box = (await map.boundingBox())!;
+    const [cx, cy] = [box.x + box.width / 2, box.y + box.height / 2];
+    const wkt = () => page.inputValue('#field-intrinsic_geometry');
+    const changed = (from: string) =>
+      page.waitForFunction(
+        (f) => (document.querySelector('#field-intrinsic_geometry') as HTMLTextAreaElement).value !== f,
+        from,
+      );
+    const points = (w: string) =>
+      [...w.matchAll(/(-?\d+(?:\.\d+)?(?:e-?\d+)?)\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)/g)].map(
+        (m) => [Number(m[1]), Number(m[2])] as const,
+      );
+    const drag = async (dx: number) => {
+      await page.mouse.move(cx, cy);
+      await page.mouse.down();
+      await page.mouse.move(cx + dx, cy, { steps: 8 });
+      await page.mouse.up();
+    };
+
+    // Move: the field dragged east; every corner moves by the same longitude, none in latitude.
+    await page.click('[data-tool=move]');
+    const before = await wkt();
+    await drag(40);
+    await changed(before);
+    const [was, now] = [points(before), points(await wkt())];
+    assert.equal(now.length, 5, await wkt());
+    const east = now[0]![0] - was[0]![0];
+    assert.ok(east > 0, 'moved east');
+    for (const [i, [x, y]] of now.entries()) {
+      assert.ok(Math.abs(x - was[i]![0] - east) < 1e-9 && Math.abs(y - was[i]![1]) < 1e-9, `corner ${i}: ${x} ${y}`);
+    }
+
+    // Typed WKT is drawn: a square around the whole view, typed, then dragged as a shape of the map.
+    const typed = square(lon - 1, lat - 1, 2 + size);
+    await page.fill('#field-intrinsic_geometry', typed);
+    await drag(30);
+    await changed(typed);
+    const dragged = points(await wkt());
+    assert.equal(dragged.length, 5, 'the typed square, moved: the map drew what was typed');
+    assert.ok(dragged[0]![0] > lon - 1 && Math.abs(dragged[0]![1] - (lat - 1)) < 1e-9);
+
+    // Delete: a click on the shape with the delete tool empties the field.
+    await page.click('[data-tool=delete]');
+    await page.mouse.click(cx, cy);
+    await page.waitForFunction(
+      () => (document.querySelector('#field-intrinsic_geometry') as HTMLTextAreaElement).value === '',
+    );
+
+    // Snap: a point placed 4 px inside the field's north edge (as saved, drawn around) lands on it.
+    // The view still fits the field as it was, 24 px of padding around it (browser/map.ts viewFor).
+    const merc = (deg: number) => Math.log(Math.tan(Math.PI / 4 + (deg * Math.PI) / 360));
+    const tall = (merc(lat + size) - merc(lat)) / ((size * Math.PI) / 180);
+    const half = Math.min(box.height - 48, (box.width - 48) * tall) / 2;
+    await page.click('[data-tool=Point]');
+    await page.mouse.click(cx, cy - half + 4);
+    await changed('');
+    const [[, north]] = points(await wkt()) as Array<readonly [number, number]>;
+    assert.ok(Math.abs(north! - (lat + size)) < 1e-9, `snapped to the north edge: ${await wkt()}`);
+
+    // My location, where the browser allows it: a point where the browser says it is.
+    await page.click('[data-tool=clear]');
+    await page.click('[data-tool=here]');
+    await changed('');
+    const [[x, y]] = points(await wkt()) as Array<readonly [number, number]>;
+    assert.ok(Math.abs(x! - here.longitude) < 1e-7 && Math.abs(y! - here.latitude) < 1e-7, await wkt());
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
