@@ -1,6 +1,6 @@
 // The bulk actions of lists not driven by bulk-and-sheets.test.ts (issue 42 §3), each as its page
 // sends it (the list's POST with the CSRF token and the ids, the confirmation, then its form sent
-// back with step=apply), by a manager signed in to Debian's Chromium, and checked through the API:
+// back with step=apply) from a manager's context in Debian's Chromium, and checked through the API:
 // assets archived and made active, their owner, flags and parent set, moved to a location by ONE
 // movement log (their computed location follows), added to a group by one group assignment log,
 // a log recorded for them (the form filled in), cloned (new records, the same fields) and exported;
@@ -11,7 +11,7 @@
 // import's preview names every row's mistake, those the store refuses (an ID taken) too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext } from 'playwright-core';
 import { launchChromium } from '../support/browser.ts';
 import { startTestServer, ADMIN, type TestServer } from '../support/server.ts';
 import { passwordToken, request } from '../support/http.ts';
@@ -30,10 +30,9 @@ interface Resource extends Ref {
   relationships: any;
 }
 
-/** A person signed in: the browser context, and the CSRF token its pages carry. */
+/** A person signed in: the browser context (its cookies), and the CSRF token its pages carry. */
 interface Session {
   context: BrowserContext;
-  page: Page;
   csrf: string;
 }
 
@@ -61,22 +60,24 @@ after(async () => {
   await server?.close();
 });
 
-/** Signs in through the sign-in form's POST, as the browser sends it (no page drawn: the dashboard's map is not needed). */
+/**
+ * Signs in through the sign-in form's POST, as the browser sends it, in a context of its own. No
+ * page is drawn: every request below is the context's (its cookies), as the pages' forms send them.
+ */
 async function signedIn(who: { name: string; password: string }): Promise<Session> {
   const context = await browser.newContext();
-  const page = await context.newPage();
-  const form = await (await page.request.get(`${server.url}/farm/sign-in`)).text();
+  const form = await (await context.request.get(`${server.url}/farm/sign-in`)).text();
   const token = /name="csrf_token" value="([^"]*)"/.exec(form)?.[1];
   assert.ok(token, 'the sign-in form has its token');
   // Signed in, the person is sent on to a small page, whose sign-out form carries the session's CSRF token.
-  const res = await page.request.post(`${server.url}/farm/sign-in`, {
+  const res = await context.request.post(`${server.url}/farm/sign-in`, {
     form: { csrf_token: unescape(token), return_to: '/farm/quick', username: who.name, password: who.password },
   });
   assert.equal(res.status(), 200);
   assert.match(res.url(), /\/farm\/quick$/, 'signed in');
   const csrf = /name="csrf_token" value="([^"]*)"/.exec(await res.text())?.[1];
   assert.ok(csrf);
-  return { context, page, csrf: unescape(csrf) };
+  return { context, csrf: unescape(csrf) };
 }
 
 const ref = (r: Ref): Ref => ({ type: r.type, id: r.id });
@@ -145,7 +146,7 @@ async function send(
   path: string,
   pairs: Array<[string, string]>,
 ): Promise<{ status: number; body: string; type: string }> {
-  const res = await who.page.request.post(`${server.url}${path}`, {
+  const res = await who.context.request.post(`${server.url}${path}`, {
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     data: new URLSearchParams(pairs).toString(),
   });
@@ -497,7 +498,7 @@ test("the import's preview names every row the store refuses (an ID taken), not 
     'Fine,2031-04-03T08:00:00+00:00,done,',
     'Bad date,not a date,done,',
   ].join('\r\n');
-  const res = await manager.page.request.post(`${server.url}/farm/log/activity/import`, {
+  const res = await manager.context.request.post(`${server.url}/farm/log/activity/import`, {
     multipart: {
       csrf_token: manager.csrf,
       step: 'preview',
