@@ -95,6 +95,8 @@ interface Action {
   entityType: 'asset' | 'log';
   /** The permission on the list's entity type the action needs. */
   needs: 'update' | 'delete' | 'create' | 'view';
+  /** It changes nothing itself: it answers with a file or a form (its confirmation promises no change). */
+  answers?: true;
   /** Whether the list's bundles have what it sets. */
   offered(listView: ListView, principal: Principal): boolean;
   /** The confirmation page's inputs. */
@@ -361,7 +363,7 @@ export class BulkPages {
 <input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="action" value="${action.name}"><input type="hidden" name="step" value="apply"><input type="hidden" name="view" value="${run.view.toString()}">
 ${chosen.map((c) => html`<input type="hidden" name="id" value="${c.uuid}">`)}
 ${chosen.map((c) => (c.version == null ? '' : html`<input type="hidden" name="version" value="${c.uuid}:${String(c.version)}">`))}
-<p>${M.bulk.confirmIntro(label, chosen.length)}</p>
+<p>${action.answers ? M.bulk.confirmAnswers(label, chosen.length) : M.bulk.confirmIntro(label, chosen.length)}</p>
 ${inputs}
 <div class="actions"><button class="primary" type="submit">${M.bulk.confirm}</button><a class="button secondary" href="${listPath(run)}">${M.bulk.cancel}</a></div>
 </form>
@@ -527,6 +529,7 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
       name: 'export',
       entityType,
       needs: 'view',
+      answers: true,
       offered: () => true,
       inputs: async () =>
         html`<div><label for="bulk-format">${M.bulk.format}</label><select id="bulk-format" name="format">${FORMATS.map((f) => html`<option value="${f}">${M.sheets[f]}</option>`)}</select></div>`,
@@ -598,6 +601,7 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
       name: 'log',
       entityType: 'asset',
       needs: 'view',
+      answers: true,
       offered: (_lv, principal) => this.logTypes(principal).length > 0,
       inputs: async (run) =>
         html`<div><label for="bulk-log-type">${M.bulk.logType}</label><select id="bulk-log-type" name="log_type">${this.logTypes(run.principal).map((b) => html`<option value="${b.rt.bundle.bundle}">${b.ui.label}</option>`)}</select></div>`,

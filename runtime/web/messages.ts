@@ -388,6 +388,8 @@ export const M = {
     stale: (who: string | null, when: string | null) =>
       `changed${who ? ` by ${who}` : ''}${when ? ` on ${when}` : ''} since this action was confirmed. Look at it again, then choose the action again.`,
     oneLog: 'The log recorded for them:',
+    confirmAnswers: (action: string, n: number) =>
+      `${action}: ${n} ${n === 1 ? 'record' : 'records'}. Nothing is changed.`,
     changedSince: (n: number) =>
       `Nothing was changed: ${n === 1 ? 'this record was' : `these ${n} records were`} changed by someone since the action was confirmed.`,
   },
