@@ -6,9 +6,10 @@
 // a log recorded for them (the form filled in), cloned (new records, the same fields) and exported;
 // logs' owner, category and flags set, marked pending, rescheduled to a date and cloned with their
 // quantities. Every change's revision names the action, the second time too. A record changed by
-// someone else after the confirmation was shown is refused and named, and nothing is done. A
-// worker is refused what the API refuses a worker (a new category term), a viewer everything. The
-// import's preview names every row's mistake, those the store refuses (an ID taken) too.
+// someone else after the confirmation was shown is refused and named, and nothing is done; so is
+// a confirmation sent a second time (a log rescheduled by a day moves once). A worker is refused
+// what the API refuses a worker (a new category term), a viewer everything. The import's preview
+// names every row's mistake, those the store refuses (an ID taken) too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Browser, type BrowserContext } from 'playwright-core';
@@ -360,7 +361,7 @@ test('a log recorded for assets (its form filled in), assets cloned and exported
   assert.doesNotMatch(exported.body, new RegExp(copies[0]!), 'only the records chosen');
 });
 
-test("logs' owner, category and flags set, marked pending, rescheduled to a date, cloned with their quantities", async () => {
+test("logs' owner, category and flags set, marked pending, rescheduled (a confirmation sent twice moves them once), cloned with their quantities", async () => {
   const at = Date.parse('2031-05-01T08:00:00Z') / 1000;
   const kg = await post('taxonomy_term/unit', { type: 'taxonomy_term--unit', attributes: { name: 'kg' } });
   const weight = await post('quantity/standard', {
@@ -412,6 +413,14 @@ test("logs' owner, category and flags set, marked pending, rescheduled to a date
     'owner set',
   ]);
   assert.deepEqual((await said(a, 5)).slice(1), ['marked pending', 'flag Priority added', 'category set', 'owner set']);
+
+  // A confirmation sent twice (Back, then Confirm again) moves the log once: the second finds it changed.
+  const byADay = await confirmation(manager, list, 'reschedule', [b]);
+  assert.match(summary(await apply(manager, list, byADay, { days: '1' })), /^Rescheduled by 1 day: 1 record\.$/);
+  const again = await apply(manager, list, byADay, { days: '1' });
+  assert.equal(again.status, 409);
+  assert.match(textOf(again.body), new RegExp(`Bulk chore B ?: changed by ${MANAGER.name} on `));
+  assert.equal((await get(b)).attributes.timestamp, '2031-06-16T10:30:00+00:00', 'moved by one day, once');
 
   const cloned = await act(manager, list, 'clone', [a]);
   assert.match(summary(cloned), /^Cloned: 1 record\.$/);
