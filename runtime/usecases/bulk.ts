@@ -11,16 +11,25 @@
  * The whole run is one unit of work (storage/unit-of-work.ts): each changed record gets ONE
  * change-feed row, written at the end, whatever the saves it took.
  *
+ * The records as confirmed: the face may send each record's version as its confirmation showed
+ * it (`versions`, UUID → version, the feed position an ETag names). A record whose version is
+ * another now, changed by someone after the confirmation was shown, is refused and named (409,
+ * as an If-Match a record's form sends is refused: usecases/if-match.ts), and nothing is done:
+ * the action is never applied over a change its author has not seen. One read for all, after
+ * the rows' lock (every save of a record, and every cascade that moves an asset, locks its row
+ * before it writes its feed row: storage/locks.ts), so a version read cannot change before commit.
+ *
  * A bulk action is bounded: at most BULK_LIMIT records, refused before anything is read.
  */
 import type { Knex } from 'knex';
 import type { ResourceType } from '../model/registry.ts';
 import type { Principal } from '../access/principal.ts';
-import { assertMayOnType, mayOnRecord } from '../access/policy.ts';
+import { assertMayOnType, mayOnRecord, mayOnType } from '../access/policy.ts';
 import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
 import { lockToChange } from '../storage/locks.ts';
 import { inUnitOfWork } from '../storage/unit-of-work.ts';
 import { REVISION_LOG_MESSAGE } from '../storage/revisions.ts';
+import { versionsOf } from '../storage/change-feed.ts';
 import { write } from '../storage/transactions.ts';
 import type { RecordLoader } from '../farm/loader.ts';
 import type { EntityService } from '../entities/service.ts';
@@ -36,7 +45,12 @@ export interface Refusal {
   type: string;
   label: string;
   reason: string;
+  /** A record changed since the action was confirmed: its newest revision's author (when the principal may see users) and time. */
+  changed?: { by: string | null; at: number | null };
 }
+
+/** Each record's version as the confirmation showed it (UUID → version); a record not named is not checked. */
+export type Versions = ReadonlyMap<string, number>;
 
 /** Nothing was done: these records (every one found) may not be changed so. */
 export class BulkRefused extends ApiError {
@@ -112,6 +126,43 @@ export class BulkCommands {
     return records.sort((a, b) => order.get(a.uuid)! - order.get(b.uuid)!);
   }
 
+  /**
+   * Each record whose version is no longer the one confirmed, named with who changed it last and
+   * when (one read of the versions; the newest revision and its author read for a stale record only).
+   */
+  private async refusedAsStale(
+    trx: Db,
+    principal: Principal,
+    records: EntityRecord[],
+    versions: Versions | undefined,
+  ): Promise<Refusal[]> {
+    const checked = versions ? records.filter((r) => versions.has(r.uuid)) : [];
+    if (!checked.length) return [];
+    const et = checked[0]!.rt.entityType;
+    const now = await versionsOf(
+      trx,
+      et.entityType,
+      checked.map((r) => r.id),
+    );
+    const store = this.entities.store;
+    const refused: Refusal[] = [];
+    for (const record of checked.filter((r) => now.get(r.id) !== versions!.get(r.uuid))) {
+      const [last] = et.revisionId ? await store.revisions.summaries(trx, et.entityType, record.id, 1) : [];
+      const changed = Number(last?.created ?? record.values.get('changed') ?? NaN);
+      const users = store.registry.model.entityTypes.user;
+      let by: string | null = null;
+      if (last?.userId != null && users && mayOnType(principal, users, 'view')) {
+        const [user] = await this.loader.load(trx, 'user', [last.userId], null);
+        by = user ? String(user.values.get('name') ?? '') || null : null;
+      }
+      refused.push({
+        ...refusal(record, 'it was changed after the action was confirmed: look at it again, then confirm again'),
+        changed: { by, at: Number.isFinite(changed) ? changed : null },
+      });
+    }
+    return refused;
+  }
+
   /** Each record the principal may not `op`, named. */
   private refusedByAccess(principal: Principal, records: EntityRecord[], op: 'update' | 'delete'): Refusal[] {
     return records
@@ -132,15 +183,22 @@ export class BulkCommands {
     {
       message,
       prepare,
-    }: { message: string; prepare: (trx: Db, first: EntityRecord) => Promise<BulkChange> | BulkChange },
+      versions,
+    }: {
+      message: string;
+      prepare: (trx: Db, first: EntityRecord) => Promise<BulkChange> | BulkChange;
+      versions?: Versions;
+    },
   ): Promise<BulkOutcome> {
     const et = bundles[0]!.entityType;
     assertMayOnType(principal, et, 'update', `${et.entityType} resources`);
     return write(this.knex, (trx) =>
       inUnitOfWork(trx, async () => {
         const records = await this.lockedRecords(trx, et.entityType, bundles, uuids);
-        const refused = this.refusedByAccess(principal, records, 'update');
-        if (refused.length) throw new BulkRefused(refused);
+        refuseAny(
+          this.refusedByAccess(principal, records, 'update'),
+          await this.refusedAsStale(trx, principal, records, versions),
+        );
         if (!records.length) return { records, created: [] };
         const change = await prepare(trx, records[0]!);
         const now = Math.floor(Date.now() / 1000);
@@ -149,9 +207,16 @@ export class BulkCommands {
           const values = change(record);
           if (!values) continue;
           changed.push(record);
-          if (record.rt.fieldsByName.has(REVISION_LOG_MESSAGE)) values.set(REVISION_LOG_MESSAGE, message);
+          let saved = record;
+          if (record.rt.fieldsByName.has(REVISION_LOG_MESSAGE)) {
+            values.set(REVISION_LOG_MESSAGE, message);
+            // The service blanks a message that repeats the record's own (a client echoing the whole
+            // record back, as farmOS does): this one is the action's, sent again when it is repeated.
+            saved = { ...record, values: new Map(record.values) };
+            saved.values.delete(REVISION_LOG_MESSAGE);
+          }
           await this.saving(record, () =>
-            this.entities.update(trx, record, { values, secrets: new Map() }, principal, undefined, now),
+            this.entities.update(trx, saved, { values, secrets: new Map() }, principal, undefined, now),
           );
         }
         return { records: changed, created: [] };
@@ -160,7 +225,12 @@ export class BulkCommands {
   }
 
   /** Delete every record; one another record keeps (farmOS's reference integrity) is named, and none goes. */
-  async delete(principal: Principal, bundles: readonly ResourceType[], uuids: readonly string[]): Promise<BulkOutcome> {
+  async delete(
+    principal: Principal,
+    bundles: readonly ResourceType[],
+    uuids: readonly string[],
+    { versions }: { versions?: Versions } = {},
+  ): Promise<BulkOutcome> {
     const et = bundles[0]!.entityType;
     assertMayOnType(principal, et, 'delete', `${et.entityType} resources`);
     const store = this.entities.store;
@@ -168,6 +238,7 @@ export class BulkCommands {
       inUnitOfWork(trx, async () => {
         const records = await this.lockedRecords(trx, et.entityType, bundles, uuids);
         const refused = this.refusedByAccess(principal, records, 'delete');
+        const stale = await this.refusedAsStale(trx, principal, records, versions);
         // References between records deleted together keep none of them.
         const kept = await referrersOf(
           trx,
@@ -182,7 +253,7 @@ export class BulkCommands {
               refusal(record, `other records refer to it: ${await describeReferrers(trx, store, referrers)}`),
             );
         }
-        if (refused.length) throw new BulkRefused(refused);
+        refuseAny(refused, stale);
         for (const record of records) await this.saving(record, () => this.entities.delete(trx, record, principal));
         return { records, created: [] };
       }),
@@ -198,13 +269,20 @@ export class BulkCommands {
     principal: Principal,
     bundles: readonly ResourceType[],
     uuids: readonly string[],
-    { message, change, owned }: { message: string; change?: BulkChange; owned: (rt: ResourceType) => string[] },
+    {
+      message,
+      change,
+      owned,
+      versions,
+    }: { message: string; change?: BulkChange; owned: (rt: ResourceType) => string[]; versions?: Versions },
   ): Promise<BulkOutcome> {
     const et = bundles[0]!.entityType;
     assertMayOnType(principal, et, 'create', `${et.entityType} resources`);
     return write(this.knex, (trx) =>
       inUnitOfWork(trx, async () => {
         const records = await this.lockedRecords(trx, et.entityType, bundles, uuids);
+        // A copy is of the record as confirmed, not of what someone made of it since.
+        refuseAny([], await this.refusedAsStale(trx, principal, records, versions));
         const created: string[] = [];
         for (const record of records) {
           const values = copyable(record);
@@ -257,6 +335,16 @@ export class BulkCommands {
       throw error;
     }
   }
+}
+
+/**
+ * Nothing is done when any record is refused: every one is named, those the principal may not
+ * change so (or that others keep) with a 403, as the API answers them; records changed since
+ * the confirmation alone, with a 409.
+ */
+function refuseAny(refused: Refusal[], stale: Refusal[]): void {
+  if (refused.length) throw new BulkRefused([...refused, ...stale], 403);
+  if (stale.length) throw new BulkRefused(stale, 409);
 }
 
 function refusal(record: EntityRecord, reason: string): Refusal {

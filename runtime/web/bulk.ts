@@ -6,11 +6,14 @@
  * 1. POST …/bulk from the list: the chosen records read (one page of ids through the API's
  *    compiler and the access policy, one load of their names) and a confirmation page: the
  *    action, how many, every record named, and the action's own inputs (drawn with the bundle's
- *    own form controls: an owner, a category, a location are chosen as on a record's form).
+ *    own form controls: an owner, a category, a location are chosen as on a record's form). The
+ *    form carries each record's version as the page was drawn (one read for all), as a record's
+ *    edit form carries its own.
  * 2. POST …/bulk with step=apply: the action, through usecases/bulk.ts (one transaction; the
- *    records locked and loaded in one read each; refused records named and nothing done; one
- *    revision per record with a message naming the action; one feed row per record), or the
- *    create command (a movement or group assignment: one log for all).
+ *    records locked and loaded in one read each; refused records named and nothing done, a
+ *    record changed since the confirmation among them; one revision per record with a message
+ *    naming the action; one feed row per record), or the create command (a movement or group
+ *    assignment: one log for all).
  * 3. A summary naming what was changed, or a page naming what was refused.
  *
  * Export streams the records chosen (sheets.ts); "record a log" opens a log's create form with
@@ -24,7 +27,15 @@ import { mayOnType } from '../access/policy.ts';
 import type { Principal } from '../access/principal.ts';
 import { ApiError } from '../errors.ts';
 import type { Db, EntityRecord, ItemValue } from '../storage/records.ts';
-import { BULK_LIMIT, BulkRefused, type BulkChange, type BulkCommands, type BulkOutcome } from '../usecases/bulk.ts';
+import {
+  BULK_LIMIT,
+  BulkRefused,
+  type BulkChange,
+  type BulkCommands,
+  type BulkOutcome,
+  type Refusal,
+} from '../usecases/bulk.ts';
+import { versionsOf } from '../storage/change-feed.ts';
 import { farmCommands } from '../usecases/commands.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
 import { fetchPageAcrossBundles } from '../jsonapi/collection/page-across-bundles.ts';
@@ -50,6 +61,8 @@ interface Chosen {
   uuid: string;
   type: string;
   label: string;
+  /** Its version as the confirmation was drawn (the feed position an ETag names); null when unknown. */
+  version?: number | null;
 }
 
 /** One request's action: its list, the person, the form. */
@@ -63,12 +76,18 @@ interface Run {
   ui: BundleUi;
   form: Form;
   view: URLSearchParams;
+  /** The records' versions the confirmation carried (UUID → version): the action is refused for one changed since. */
+  versions: Map<string, number>;
 }
 
 /** What an action did, for the summary. */
 interface Did {
   what: string;
   outcome: BulkOutcome;
+  /** The records the action was for, when it changed none of them itself (a movement: its log). */
+  count?: number;
+  /** The one log made for them all (a movement or a group assignment). */
+  log?: { type: string; uuid: string; label: string };
 }
 
 interface Action {
@@ -76,6 +95,8 @@ interface Action {
   entityType: 'asset' | 'log';
   /** The permission on the list's entity type the action needs. */
   needs: 'update' | 'delete' | 'create' | 'view';
+  /** It changes nothing itself: it answers with a file or a form (its confirmation promises no change). */
+  answers?: true;
   /** Whether the list's bundles have what it sets. */
   offered(listView: ListView, principal: Principal): boolean;
   /** The confirmation page's inputs. */
@@ -185,7 +206,7 @@ export class BulkPages {
     const action = this.offered(listView, principal).find((a) => a.name === formValue(form, 'action'));
     if (!action) return this.problem(res, listView, M.bulk.unknownAction, 400);
     const { rt, ui } = listView.bundles.find((b) => listView.types.includes(b.rt)) ?? listView.bundles[0]!;
-    const run: Run = { req, res, principal, listView, rt, ui, form, view };
+    const run: Run = { req, res, principal, listView, rt, ui, form, view, versions: versionsSent(form) };
     const step = formValue(form, 'step');
     const find = formAction(form);
     if (step !== 'apply' || find) {
@@ -261,13 +282,17 @@ export class BulkPages {
       principal,
     );
     if (page.hasMore) return 'over';
-    return this.labels(listView, page.ids);
+    return this.labels(listView, page.ids, run.versions);
   }
 
-  /** The records' names, in the order of `ids` (one load). */
-  private async labels(listView: ListView, ids: number[]): Promise<Chosen[]> {
+  /**
+   * The records' names, in the order of `ids` (one load); with `versions`, each one's version too:
+   * the one the form carries (a confirmation drawn again), else the record's now (one read).
+   */
+  private async labels(listView: ListView, ids: number[], versions?: Map<string, number>): Promise<Chosen[]> {
     if (!ids.length) return [];
     const et = listView.types[0]!.entityType;
+    const now = versions ? await versionsOf(this.services.knex, et.entityType, ids) : new Map<number, number>();
     const fieldsets = new Map(listView.types.map((t) => [t.type, new Set([et.labelField])]));
     const records = await this.services.loader.load(
       this.services.knex,
@@ -280,7 +305,8 @@ export class BulkPages {
     const byId = new Map(records.map((r) => [r.id, r]));
     return ids.flatMap((id) => {
       const r = byId.get(id);
-      return r ? [chosenOf(r)] : [];
+      if (!r) return [];
+      return [versions ? { ...chosenOf(r), version: versions.get(r.uuid) ?? now.get(id) ?? null } : chosenOf(r)];
     });
   }
 
@@ -305,6 +331,8 @@ export class BulkPages {
       rows.map((r) => Number(r.id)),
     );
     const known = new Set(found.map((c) => c.uuid));
+    // The versions confirmed stay those of the page: drawn again (a mistake in an input), it keeps them.
+    for (const c of found) c.version = run.versions.get(c.uuid) ?? null;
     return [
       ...found,
       ...uuids.filter((u) => !known.has(u.toLowerCase())).map((u) => ({ uuid: u, type: '', label: u })),
@@ -334,7 +362,8 @@ export class BulkPages {
     const body = html`${problems}<form class="card" method="post" action="${run.listView.path}/bulk" novalidate>
 <input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="action" value="${action.name}"><input type="hidden" name="step" value="apply"><input type="hidden" name="view" value="${run.view.toString()}">
 ${chosen.map((c) => html`<input type="hidden" name="id" value="${c.uuid}">`)}
-<p>${M.bulk.confirmIntro(label, chosen.length)}</p>
+${chosen.map((c) => (c.version == null ? '' : html`<input type="hidden" name="version" value="${c.uuid}:${String(c.version)}">`))}
+<p>${action.answers ? M.bulk.confirmAnswers(label, chosen.length) : M.bulk.confirmIntro(label, chosen.length)}</p>
 ${inputs}
 <div class="actions"><button class="primary" type="submit">${M.bulk.confirm}</button><a class="button secondary" href="${listPath(run)}">${M.bulk.cancel}</a></div>
 </form>
@@ -343,13 +372,17 @@ ${inputs}
   }
 
   private summary(run: Run, action: Action, did: Did, chosen: Chosen[]): void {
-    const changed = did.outcome.records.length;
+    const changed = did.count ?? did.outcome.records.length;
     const clones = did.outcome.created;
+    // An update leaves alone a record that already was so (a flag it had): said, with how many.
+    const unchanged = action.needs === 'update' ? chosen.length - changed : 0;
     const listed =
       action.name === 'delete'
         ? html`<ol>${chosen.map((c) => html`<li>${c.label}</li>`)}</ol>`
         : this.recordList(chosen);
     const body = html`<p class="notice" role="status">${M.bulk.done(capitalise(did.what), changed)}</p>
+${unchanged > 0 ? html`<p>${M.bulk.unchanged(unchanged)}</p>` : ''}
+${did.log ? html`<p>${M.bulk.oneLog} <a href="${recordPath({ type: did.log.type, id: did.log.uuid })}">${did.log.label}</a></p>` : ''}
 ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 id="bulk-clones">${M.bulk.clones}</h2><ol>${clones.map((uuid, i) => html`<li><a href="${recordPath({ type: chosen[i]?.type || run.rt.type, id: uuid })}">${chosen[i]?.label ?? uuid}</a></li>`)}</ol></section>` : ''}
 <section class="card" aria-labelledby="bulk-records"><h2 id="bulk-records">${M.bulk.records}</h2>${listed}</section>
 <p class="actions"><a class="button" href="${listPath(run)}">${M.bulk.back}</a></p>`;
@@ -357,10 +390,19 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
   }
 
   private refused(run: Run, error: BulkRefused): void {
-    const body = html`<div class="error" role="alert"><p>${M.bulk.refused(error.refused.length)}</p></div>
-<section class="card"><ul>${error.refused.map((r) => html`<li><a href="${recordPath({ type: r.type, id: r.uuid })}">${r.label}</a>: ${r.reason}</li>`)}</ul></section>
+    const n = error.refused.length;
+    const headline = error.refused.every((r) => r.changed) ? M.bulk.changedSince(n) : M.bulk.refused(n);
+    const body = html`<div class="error" role="alert"><p>${headline}</p></div>
+<section class="card"><ul>${error.refused.map((r) => html`<li><a href="${recordPath({ type: r.type, id: r.uuid })}">${r.label}</a>: ${this.reason(r)}</li>`)}</ul></section>
 <p class="actions"><a class="button" href="${listPath(run)}">${M.bulk.back}</a></p>`;
     this.send(run.res, error.status === 403 ? 403 : 409, M.bulk.refusedTitle, body);
+  }
+
+  /** Why a record was refused; one changed since the confirmation, by whom and when, as a record's stale edit says. */
+  private reason(r: Refusal): string {
+    if (!r.changed) return r.reason;
+    const when = r.changed.at === null ? null : this.formats.dateTime.format(new Date(r.changed.at * 1000));
+    return M.bulk.stale(r.changed.by, when);
   }
 
   private problem(res: Response, listView: ListView, message: string, status: number): void {
@@ -403,6 +445,7 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
       .update(run.principal, run.listView.types, uuids, {
         message: M.bulk.message(what, uuids.length),
         prepare,
+        versions: run.versions,
       })
       .then((outcome) => ({ what, outcome }));
   }
@@ -465,6 +508,7 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
       apply: async (run, uuids) => {
         const outcome = await this.bulk.clone(run.principal, run.listView.types, uuids, {
           message: M.bulk.message(M.bulk.did.clone, uuids.length),
+          versions: run.versions,
           owned: (rt) =>
             [...rt.fieldsByName.values()].filter((f) => f.target?.entityType === 'quantity').map((f) => f.name),
         });
@@ -478,13 +522,14 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
       offered: () => true,
       apply: async (run, uuids) => ({
         what: M.bulk.did.delete,
-        outcome: await this.bulk.delete(run.principal, run.listView.types, uuids),
+        outcome: await this.bulk.delete(run.principal, run.listView.types, uuids, { versions: run.versions }),
       }),
     });
     const exporting = (entityType: 'asset' | 'log'): Action => ({
       name: 'export',
       entityType,
       needs: 'view',
+      answers: true,
       offered: () => true,
       inputs: async () =>
         html`<div><label for="bulk-format">${M.bulk.format}</label><select id="bulk-format" name="format">${FORMATS.map((f) => html`<option value="${f}">${M.sheets[f]}</option>`)}</select></div>`,
@@ -539,13 +584,24 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
           },
           present: async () => null,
         });
-        return { what, outcome: { records: [], created: [saved.record.uuid] } };
+        const label = saved.record.values.get(saved.record.rt.entityType.labelField);
+        return {
+          what,
+          outcome: { records: [], created: [] },
+          count: chosen.filter((c) => c.type).length,
+          log: {
+            type: saved.record.rt.type,
+            uuid: saved.record.uuid,
+            label: typeof label === 'string' && label ? label : saved.record.uuid,
+          },
+        };
       },
     });
     const recordLog: Action = {
       name: 'log',
       entityType: 'asset',
       needs: 'view',
+      answers: true,
       offered: (_lv, principal) => this.logTypes(principal).length > 0,
       inputs: async (run) =>
         html`<div><label for="bulk-log-type">${M.bulk.logType}</label><select id="bulk-log-type" name="log_type">${this.logTypes(run.principal).map((b) => html`<option value="${b.rt.bundle.bundle}">${b.ui.label}</option>`)}</select></div>`,
@@ -647,8 +703,19 @@ function chosenOf(r: EntityRecord): Chosen {
 /** The action inputs' values as sent, to draw them again. */
 function inputState(form: Form): FormState {
   const values = new Map<string, string[]>();
-  for (const [k, v] of form) if (!['csrf_token', 'id', 'action', 'step', 'view', 'scope'].includes(k)) values.set(k, v);
+  for (const [k, v] of form)
+    if (!['csrf_token', 'id', 'version', 'action', 'step', 'view', 'scope'].includes(k)) values.set(k, v);
   return { values, errors: new Map(), general: [], version: '' };
+}
+
+/** The versions a confirmation carries, `<uuid>:<version>` each (UUIDs as the records name them). */
+function versionsSent(form: Form): Map<string, number> {
+  const versions = new Map<string, number>();
+  for (const v of form.get('version') ?? []) {
+    const m = /^([0-9a-fA-F-]{36}):(\d{1,15})$/.exec(v);
+    if (m) versions.set(m[1]!.toLowerCase(), Number(m[2]));
+  }
+  return versions;
 }
 
 function listPath(run: Run): string {

@@ -384,6 +384,14 @@ export const M = {
       move: (to: string) => `moved to ${to} (one movement log)`,
       group: (to: string) => `added to ${to} (one group assignment log)`,
     },
+    // Helper `bulk`: a record changed since the confirmation, and the one log of a movement.
+    stale: (who: string | null, when: string | null) =>
+      `changed${who ? ` by ${who}` : ''}${when ? ` on ${when}` : ''} since this action was confirmed. Look at it again, then choose the action again.`,
+    oneLog: 'The log recorded for them:',
+    confirmAnswers: (action: string, n: number) =>
+      `${action}: ${n} ${n === 1 ? 'record' : 'records'}. Nothing is changed.`,
+    changedSince: (n: number) =>
+      `Nothing was changed: ${n === 1 ? 'this record was' : `these ${n} records were`} changed by someone since the action was confirmed.`,
   },
 
   // Issue 42 §4: spreadsheets in and out (sheets.ts).

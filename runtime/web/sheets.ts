@@ -20,7 +20,7 @@ import type { BundleUi } from '../model/ui.ts';
 import type { FieldDescriptor } from '../model/descriptor.ts';
 import { assertMayOnType, mayOnType } from '../access/policy.ts';
 import type { Principal } from '../access/principal.ts';
-import { ApiError, ValidationError } from '../errors.ts';
+import { ApiError } from '../errors.ts';
 import { UploadRefused } from '../files/storage.ts';
 import { write } from '../storage/transactions.ts';
 import type { JsonApiServices } from '../jsonapi/handlers/services.ts';
@@ -294,8 +294,10 @@ export class SheetPages {
                 column: columnOf(object.source?.pointer, reading.header),
                 detail: object.detail,
               });
-            // A refusal of the store itself (a UUID taken) may leave the transaction unusable: the rows after it are not tried.
-            if (!(error instanceof ValidationError) && error.status === 409) break;
+            // The rows after it are tried too, whatever the refusal (a UUID taken is a 409): an
+            // ApiError is the service's own, which leaves the transaction usable on both databases
+            // (what the row wrote goes with the preview's rollback, or the import's with mistakes).
+            // A failure of the database itself is no ApiError, and ends the import above.
           }
         }
         created = ids.length;
