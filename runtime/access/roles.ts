@@ -1,8 +1,11 @@
 /**
  * Roles and what they allow, after farmOS's managed roles (farmos-behaviour.md §6.5): viewers
- * read; workers also create, update and delete records; managers also manage configuration
- * (taxonomy terms, OAuth clients); account administrators manage users; the administrator may
- * do everything. OAuth scopes are role names, plus `user_access` (all of the user's own roles).
+ * read; workers also create, update and delete records and taxonomy terms (farmOS's
+ * ManagedRolePermissionsManager turns a role's "create all", "update all" and "delete all" into
+ * `create`, `edit` and `delete terms in <vocabulary>` for every vocabulary, so a farmOS 2.x or 3.x
+ * worker adds a crop as a plant type from Field Kit); managers also manage configuration (OAuth
+ * clients); account administrators manage users; the administrator may do everything. OAuth
+ * scopes are role names, plus `user_access` (all of the user's own roles).
  */
 import type { ShapeName } from '../model/descriptor.ts';
 
@@ -31,8 +34,15 @@ export type Permission =
   | 'language:view';
 
 const VIEW: Permission[] = ['content:view', 'taxonomy:view', 'user:view', 'language:view'];
-const WRITE: Permission[] = ['content:create', 'content:update', 'content:delete'];
-const CONFIGURE: Permission[] = ['taxonomy:create', 'taxonomy:update', 'taxonomy:delete', 'client:administer'];
+const WRITE: Permission[] = [
+  'content:create',
+  'content:update',
+  'content:delete',
+  'taxonomy:create',
+  'taxonomy:update',
+  'taxonomy:delete',
+];
+const CONFIGURE: Permission[] = ['client:administer'];
 
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   farm_viewer: VIEW,
@@ -54,14 +64,12 @@ export const ROLE_LABELS: Record<Role, string> = {
 
 /**
  * farmOS 4.0's managed roles (PR #1033, "Limit permissions of worker role"), which the farmOS 4.x
- * shape applies: a worker deletes only the records they authored, and edits or deletes no terms.
- * Tilth's worker never had term rights (2.x shape: `ROLE_PERMISSIONS`), so only deletion changes;
- * farmOS 4.0's worker may create terms, which Tilth's does not gain in either shape (README,
- * "farmOS versions"). The web pages keep the 2.x rights.
+ * shape applies: a worker deletes only the records they authored, and still creates terms ("via
+ * autocomplete textfields") but edits or deletes none. The web pages keep the 2.x rights.
  */
 const ROLE_PERMISSIONS_4X: Record<Role, readonly Permission[]> = {
   ...ROLE_PERMISSIONS,
-  farm_worker: [...VIEW, 'content:create', 'content:update', 'content:delete_own'],
+  farm_worker: [...VIEW, 'content:create', 'content:update', 'content:delete_own', 'taxonomy:create'],
 };
 
 const PERMISSIONS_BY_SHAPE: Record<ShapeName, Record<Role, readonly Permission[]>> = {

@@ -1,7 +1,8 @@
 // farmOS 4.0's worker (PR #1033, "Limit permissions of worker role"), in the farmOS 4.x shape
-// only: a worker deletes only the records they authored (`uid`), and edits or deletes no terms.
-// Through the farmOS 2.x shape (/api on the main base) the same worker, with the same token, keeps
-// today's rights: deleting anyone's logs, assets and quantities. Each action is tried through both
+// only: a worker deletes only the records they authored (`uid`), and creates terms but edits or
+// deletes none. Through the farmOS 2.x shape (/api on the main base) the same worker, with the same
+// token, keeps farmOS 2.x's rights: deleting anyone's logs, assets and quantities, and creating,
+// editing and deleting terms. Each action is tried through both
 // shapes, straight, inside a subrequest, and through relationship endpoints.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -178,27 +179,37 @@ test('relationship endpoints through 4.x: a worker changes the relationships of 
   assert.ok(removed.status === 200 || removed.status === 204, removed.text);
   const term = await made(admin, '/api/taxonomy_term/plant_type', 'taxonomy_term--plant_type', { name: 'Kale' });
   const parent = await made(admin, '/api/taxonomy_term/plant_type', 'taxonomy_term--plant_type', { name: 'Brassicas' });
-  for (const shape of ['2.x', '4.x'] as const) {
-    const res = await api(shape, wendy, `/api/taxonomy_term/plant_type/${term.id}/relationships/parent`, {
+  const reparent = (shape: '2.x' | '4.x') =>
+    api(shape, wendy, `/api/taxonomy_term/plant_type/${term.id}/relationships/parent`, {
       method: 'PATCH',
       json: { data: [{ type: 'taxonomy_term--plant_type', id: parent.id }] },
     });
-    assert.equal(res.status, 403, `${shape}: ${res.text}`);
-  }
+  const refused = await reparent('4.x');
+  assert.equal(refused.status, 403, `4.x: ${refused.text}`);
+  const allowed = await reparent('2.x');
+  assert.ok(allowed.status === 200 || allowed.status === 204, `2.x: ${allowed.text}`);
 });
 
-test('terms: a worker neither edits nor deletes them, through either shape; a manager does both through 4.x', async () => {
+test('terms: through 4.x a worker creates them but neither edits nor deletes one; through 2.x does all three; a manager does all through 4.x', async () => {
   const term = await made(admin, '/api/taxonomy_term/plant_type', 'taxonomy_term--plant_type', { name: 'Leek' });
   const path = `/api/taxonomy_term/plant_type/${term.id}`;
-  for (const shape of ['2.x', '4.x'] as const) {
-    const patch = await api(shape, wendy, path, {
+  const rename = (shape: '2.x' | '4.x', name: string) =>
+    api(shape, wendy, path, {
       method: 'PATCH',
-      json: { data: { type: 'taxonomy_term--plant_type', id: term.id, attributes: { name: 'Leeks' } } },
+      json: { data: { type: 'taxonomy_term--plant_type', id: term.id, attributes: { name } } },
     });
-    assert.equal(patch.status, 403, `${shape} PATCH: ${patch.text}`);
-    const del = await api(shape, wendy, path, { method: 'DELETE' });
-    assert.equal(del.status, 403, `${shape} DELETE: ${del.text}`);
-  }
+  assert.equal((await rename('4.x', 'Leeks')).status, 403, '4.x PATCH');
+  assert.equal((await api('4.x', wendy, path, { method: 'DELETE' })).status, 403, '4.x DELETE');
+  // Creating one, as from an autocomplete field, stays a worker's right in 4.x (PR #1033).
+  const created = await api('4.x', wendy, '/api/taxonomy_term/plant_type', {
+    method: 'POST',
+    json: { data: { type: 'taxonomy_term--plant_type', attributes: { name: 'Chard' } } },
+  });
+  assert.equal(created.status, 201, created.text);
+  // farmOS 2.x's worker edits and deletes terms ("edit/delete terms in <vocabulary>").
+  assert.equal((await rename('2.x', 'Leeks')).status, 200, '2.x PATCH');
+  const own = JSON.parse(created.text).data.id;
+  assert.equal((await api('2.x', wendy, `/api/taxonomy_term/plant_type/${own}`, { method: 'DELETE' })).status, 204);
   const patch = await api('4.x', manny, path, {
     method: 'PATCH',
     json: { data: { type: 'taxonomy_term--plant_type', id: term.id, attributes: { name: 'Leeks' } } },

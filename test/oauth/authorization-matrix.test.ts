@@ -1,5 +1,6 @@
 // The authorization matrix: every role × scope × method on one resource of each entity type,
-// against a table written out here by hand from farmOS's managed roles (farmos-behaviour.md §6.5)
+// against a table written out here by hand from farmOS's managed roles (farmos-behaviour.md §6.5;
+// a worker's "create/update/delete all" covers taxonomy terms, ManagedRolePermissionsManager)
 // and simple_oauth's rule that a token may do only what both its scopes and its user's roles
 // allow (§6.3). Nothing is derived from the server's own role code.
 //
@@ -28,16 +29,16 @@ const EXPECTED: Record<string, Record<string, [string, string, string, string, s
     farm_account_admin: /*                     */ ['', '', '', 'R', 'R'],
   },
   farm_worker: {
-    user_access: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'R', 'R'],
+    user_access: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_viewer: /*                            */ ['R', 'R', 'R', 'R', 'R'],
-    farm_worker: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'R', 'R'],
-    farm_manager: /*                           */ ['RCUD', 'RCUD', 'RCUD', 'R', 'R'],
+    farm_worker: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
+    farm_manager: /*                           */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_account_admin: /*                     */ ['', '', '', 'R', 'R'],
   },
   farm_manager: {
     user_access: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_viewer: /*                            */ ['R', 'R', 'R', 'R', 'R'],
-    farm_worker: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'R', 'R'],
+    farm_worker: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_manager: /*                           */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_account_admin: /*                     */ ['', '', '', 'R', 'R'],
   },
@@ -51,7 +52,7 @@ const EXPECTED: Record<string, Record<string, [string, string, string, string, s
   administrator: {
     user_access: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'RCUD'],
     farm_viewer: /*                            */ ['R', 'R', 'R', 'R', 'R'],
-    farm_worker: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'R', 'R'],
+    farm_worker: /*                            */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_manager: /*                           */ ['RCUD', 'RCUD', 'RCUD', 'RCUD', 'R'],
     farm_account_admin: /*                     */ ['', '', '', 'R', 'RCUD'],
   },

@@ -19,7 +19,8 @@ const SCOPES = ['user_access', 'farm_viewer', 'farm_worker', 'farm_manager', 'fa
 /** What a role's rights are per entity type (R read, C create, U update, D delete). */
 const ROLE_RIGHTS: Record<(typeof ROLES)[number], Record<Entity, string>> = {
   farm_viewer: { log: 'R', asset: 'R', quantity: 'R', taxonomy_term: 'R', user: 'R' },
-  farm_worker: { log: 'RCUD', asset: 'RCUD', quantity: 'RCUD', taxonomy_term: 'R', user: 'R' },
+  // farmOS's ManagedRolePermissionsManager: create/update/delete all covers every vocabulary's terms.
+  farm_worker: { log: 'RCUD', asset: 'RCUD', quantity: 'RCUD', taxonomy_term: 'RCUD', user: 'R' },
   farm_manager: { log: 'RCUD', asset: 'RCUD', quantity: 'RCUD', taxonomy_term: 'RCUD', user: 'R' },
   farm_account_admin: { log: '', asset: '', quantity: '', taxonomy_term: 'R', user: 'RCUD' },
   administrator: { log: 'RCUD', asset: 'RCUD', quantity: 'RCUD', taxonomy_term: 'RCUD', user: 'RCUD' },

@@ -338,6 +338,17 @@ test('every string field of every bundle filled with markup and script: nothing 
       2,
       'name and notes differ',
     );
+
+    // A bulk action (issue 42 §3): the confirmation names the record ticked, and so does the summary.
+    await page.goto(`${server.url}/farm/log/activity?name=Hub`);
+    await page.check(`input[name=id][value="${hub.id}"]`);
+    await page.selectOption('#bulk-action', 'done');
+    await Promise.all([page.waitForURL(/\/bulk$/), page.click('fieldset.bulk button[type=submit]')]);
+    assert.equal(await page.locator('ol.bulk-records li').count(), 1);
+    await inspect(page, dialogs, 'a bulk action’s confirmation');
+    await Promise.all([page.waitForLoadState(), page.click('form.card button.primary')]);
+    assert.match((await page.textContent('[role=status]')) ?? '', /1 record/);
+    await inspect(page, dialogs, 'a bulk action’s summary');
   } finally {
     await context.close();
   }
