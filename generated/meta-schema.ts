@@ -264,6 +264,10 @@ min?: number
 max?: number
 }
 /**
+ * A path (a field of this form): this field may be filled only when that one is, as farmOS's movement form refuses a geometry without a location.
+ */
+needs?: string
+/**
  * On a group that does not repeat: recorded only when its box (label) is ticked; default true: ticked when the form opens.
  */
 optional?: {

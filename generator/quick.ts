@@ -210,6 +210,7 @@ function compileForm(
       ...(raw.description ? { description: raw.description } : {}),
       required: raw.required ?? false,
       ...(raw.default !== undefined ? { default: raw.default } : {}),
+      ...(raw.needs ? { needs: raw.needs } : {}),
       widget: widget ?? 'text',
       field,
       from: type,
@@ -256,6 +257,21 @@ function compileForm(
       return `"${path}": the records "${leaf.name}" points at have no field "${more[0]}".`;
     return null;
   };
+
+  // A field's `needs`: a field of the form or of one of its groups (as typed, not a referenced record's field).
+  const checkNeeds = (f: QuickField, path: Array<string | number>) => {
+    if (!f.needs) return;
+    const [head, sub, more] = f.needs.split('.');
+    const ofRecord = more !== undefined || (sub !== undefined && !fields.find((t) => t.name === head)?.group);
+    const why =
+      resolvePath(f.needs) ??
+      (ofRecord ? `"${f.needs}" is a field of the record "${head}" names: name a field of this form.` : null);
+    if (why) problem([...path, 'needs'], `field "${f.name}" (needs): ${why}`);
+  };
+  for (const f of fields) {
+    checkNeeds(f, ['fields', f.name]);
+    for (const g of f.group ?? []) checkNeeds(g, ['fields', f.name, 'group', g.name]);
+  }
 
   // The records it makes.
   const records: QuickRecord[] = [];

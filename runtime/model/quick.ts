@@ -35,6 +35,8 @@ export interface QuickField {
    * not asked, and `when: <group>` does not hold (Planting's transplanting and harvest).
    */
   optional?: { label: string; default: boolean };
+  /** A path of this form: this field may be filled only when that one has a value (Movement's geometry needs a location). */
+  needs?: string;
 }
 
 /**

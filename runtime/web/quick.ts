@@ -337,6 +337,19 @@ export class QuickFormPages {
         state.errors.set(name, [error.message]);
       }
     }
+    // A field filled that needs another (Movement's geometry, its location), as farmOS's forms refuse it.
+    const needs = (f: QuickField, name: string, row: number | null) => {
+      if (!f.needs || !this.typed(f, values.get(name) ?? []).length) return;
+      const other = this.fieldAt(form, inputName(form, f.needs, row));
+      if (!this.filled(form, values, f.needs, row)) state.errors.set(name, [M.quick.needs(other?.label ?? f.needs)]);
+    };
+    for (const f of form.fields) {
+      if (!f.group) needs(f, f.name, null);
+      else if (!f.repeat) {
+        if (switchedOn(values, f)) for (const g of f.group) needs(g, `${f.name}.${g.name}`, null);
+      } else
+        for (let i = 0; i < rowCount(values, f); i++) for (const g of f.group) needs(g, `${f.name}.${i}.${g.name}`, i);
+    }
     if (state.errors.size || state.general.length) return this.render(res, 422, form, state);
 
     // The plan: each record once, or once per row of its repeating group, when its `when` holds.
@@ -385,16 +398,7 @@ export class QuickFormPages {
       }
     };
     // A record's `when` reads what was typed (references are resolved in the transaction).
-    const has = (path: string, row: number | null) => {
-      const [head, sub] = path.split('.');
-      const top = form.fields.find((f) => f.name === head);
-      if (top?.optional && (!sub || !switchedOn(values, top))) return switchedOn(values, top);
-      const name = inputName(form, path.split('.').slice(0, 2).join('.'), row);
-      return (
-        files.has(name) || this.typed(this.fieldAt(form, name) ?? form.fields[0]!, values.get(name) ?? []).length > 0
-      );
-    };
-    planRecords(has);
+    planRecords((path, row) => this.filled(form, values, path, row, files));
     let made: Awaited<ReturnType<QuickFormCommands['submit']>>;
     try {
       made = await this.commands.submit(principal, plan, async (trx) => {
@@ -433,6 +437,23 @@ export class QuickFormPages {
     const last = plan[plan.length - 1];
     const shown = last ? made.get(last.key)?.at(-1) : undefined;
     res.redirect(303, shown ? `${recordPath(shown)}?saved=created` : `${QUICK_PATH}/${form.name}`);
+  }
+
+  /** Whether a path was filled in (a file sent, a box ticked, text typed), or an optional group ticked: a `when`, a `needs`. */
+  private filled(
+    form: QuickFormDescriptor,
+    values: Map<string, string[]>,
+    path: string,
+    row: number | null,
+    files: ReadonlyMap<string, unknown> = new Map(),
+  ): boolean {
+    const [head, sub] = path.split('.');
+    const top = form.fields.find((f) => f.name === head);
+    if (top?.optional && (!sub || !switchedOn(values, top))) return switchedOn(values, top);
+    const name = inputName(form, path.split('.').slice(0, 2).join('.'), row);
+    return (
+      files.has(name) || this.typed(this.fieldAt(form, name) ?? form.fields[0]!, values.get(name) ?? []).length > 0
+    );
   }
 
   /** The asked field an input name belongs to (`quantity.value`, `children.2.name`). */

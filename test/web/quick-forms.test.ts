@@ -129,14 +129,14 @@ async function quickPost(
   page: Page,
   name: string,
   form: Record<string, string>,
-): Promise<{ path: string; id: string; status: number }> {
+): Promise<{ path: string; id: string; status: number; text: string }> {
   const csrf = await page.inputValue('header input[name=csrf_token]');
   const res = await page.request.post(`${server.url}/farm/quick/${name}`, {
     form: { csrf_token: csrf, ...form },
     maxRedirects: 0,
   });
   const parts = new URL(res.headers().location ?? '/', server.url).pathname.split('/');
-  return { path: `${parts[2]}/${parts[3]}`, id: parts[4] ?? '', status: res.status() };
+  return { path: `${parts[2]}/${parts[3]}`, id: parts[4] ?? '', status: res.status(), text: await res.text() };
 }
 
 const ref = (body: any, rel: string) =>
@@ -207,6 +207,17 @@ test('Movement: a done movement activity log, and the assets are where it says',
   const ram = await get(`asset/animal/${ids.ram}`);
   assert.equal(ram.data.attributes.geometry.value, 'POINT (10 20)', "the asset's geometry is the one drawn");
   assert.deepEqual(ref(ram, 'location'), [ids.south]);
+  // A geometry without a location is refused, as farmOS's form refuses it.
+  const before = await counts();
+  const nowhere = await quickPost(page, 'movement', {
+    date: '2026-03-02T00:00',
+    asset: 'Ram 1',
+    geometry: 'POINT (1 1)',
+    done: '1',
+  });
+  assert.equal(nowhere.status, 422);
+  assert.match(nowhere.text, /This needs locations too\./);
+  assert.deepEqual(await counts(), before, 'nothing stored');
   await page.context().close();
 });
 
@@ -378,6 +389,17 @@ test("Inventory adjustment: the quantity adjusts the asset's inventory", async (
     [['8', 'crates']],
     '10, then +3, then −5',
   );
+  // The log named as the person names it (farmOS's "Customize log name").
+  const named = await quickPost(page, 'inventory', {
+    date: '2026-05-01T00:00',
+    asset: 'Tomato bed',
+    'quantity.value': '8',
+    'quantity.units': 'crates',
+    adjustment: 'reset',
+    name: 'Counted the crates',
+    done: '1',
+  });
+  assert.equal((await get(`log/observation/${named.id}`)).data.attributes.name, 'Counted the crates');
   await page.context().close();
 });
 
@@ -497,6 +519,11 @@ test('Planting: a plant asset with its crop and season, and a seeding log that m
   const grownPlant = await get(`asset/plant/${grown}`);
   assert.equal(grownPlant.data.attributes.name, '2026 South field Tomato');
   assert.deepEqual(ref(grownPlant, 'location'), [ids.field], 'the pending transplanting has not moved it yet');
+
+  // Nothing ticked, a name typed: the plant asset alone, under that name.
+  const bare = await quickPost(page, 'planting', { seasons: '2026', crops: 'Tomato', name: 'Bed 4 tomatoes' });
+  assert.equal(bare.path, 'asset/plant');
+  assert.equal((await get(`asset/plant/${bare.id}`)).data.attributes.name, 'Bed 4 tomatoes');
   await page.context().close();
 });
 
