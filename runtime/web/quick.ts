@@ -341,7 +341,8 @@ export class QuickFormPages {
     const needs = (f: QuickField, name: string, row: number | null) => {
       if (!f.needs || !this.typed(f, values.get(name) ?? []).length) return;
       const other = this.fieldAt(form, inputName(form, f.needs, row));
-      if (!this.filled(form, values, f.needs, row)) state.errors.set(name, [M.quick.needs(other?.label ?? f.needs)]);
+      if (!this.filled(form, values, f.needs, row, files))
+        state.errors.set(name, [M.quick.needs(other?.label ?? f.needs)]);
     };
     for (const f of form.fields) {
       if (!f.group) needs(f, f.name, null);
