@@ -154,7 +154,12 @@ export class QuickFormPages {
       signedIn,
       run(async (req, res) => {
         const { form } = this.find(req, res);
-        await this.render(res, 200, form, { values: this.defaults(form), errors: new Map(), general: [], version: '' });
+        await this.render(res, 200, form, {
+          values: this.prefilled(form, req),
+          errors: new Map(),
+          general: [],
+          version: '',
+        });
       }),
     );
     router.post(
@@ -215,6 +220,21 @@ export class QuickFormPages {
         if (f.optional) values.set(switchKey(f.name), f.optional.default ? ['1'] : []);
         for (const g of f.group) this.putDefault(values, g, `${f.name}.${g.name}`);
       }
+    }
+    return values;
+  }
+
+  /**
+   * The values a form opens with: its defaults, and a field of the form given in the address
+   * (`/farm/quick/movement?asset=<uuid>&asset=<uuid>`), as farmOS's quick forms take `asset`.
+   */
+  private prefilled(form: QuickFormDescriptor, req: Request): Map<string, string[]> {
+    const values = this.defaults(form);
+    const query = new URL(req.originalUrl, 'http://x').searchParams;
+    for (const f of form.fields) {
+      if (f.group || f.field?.type === 'file' || f.field?.type === 'image') continue;
+      const given = query.getAll(f.name).filter((v) => v.trim() !== '');
+      if (given.length) values.set(f.name, f.field?.multiple ? given : given.slice(0, 1));
     }
     return values;
   }

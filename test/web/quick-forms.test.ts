@@ -193,6 +193,13 @@ test('Movement: a done movement activity log, and the assets are where it says',
     "the animal's computed location is the field",
   );
 
+  // The assets given in the address are filled in, as farmOS's quick forms take them.
+  await page.goto(`${server.url}/farm/quick/movement?asset=${ids.ewe}&asset=${ids.ram}`);
+  assert.deepEqual(
+    await page.$$eval('input[name=asset]', (inputs) => inputs.map((i) => (i as HTMLInputElement).value)),
+    [ids.ewe, ids.ram],
+  );
+
   // A geometry given (farmOS's movement form has its map too) is the log's, and so the asset's.
   const moved = await quickPost(page, 'movement', {
     date: '2026-03-01T00:00',
