@@ -7,10 +7,14 @@
 export type TilthDefinitionFile = (BundleFile | EntityTypeFile | ModuleFile | QuickFormFile)
 export type MachineName = string
 /**
- * A record field's value: a literal or template string, a number, a boolean, { record: <id> } for the records of an earlier entry, or a list of these.
+ * A record field's value: a literal or template string, a number, a boolean, { record: <id> } for the records of an earlier entry, { if: <path>, then: <value>, else: <value> } chosen by whether the path has a value, or a list of these.
  */
 export type QuickValue = ((string | number | boolean) | {
 record: MachineName
+} | {
+if: string
+then?: QuickValue
+else?: QuickValue
 } | QuickValue[])
 
 export interface BundleFile {
@@ -266,6 +270,17 @@ group?: {
 repeat?: {
 min?: number
 max?: number
+}
+/**
+ * A path (a field of this form): this field may be filled only when that one is, as farmOS's movement form refuses a geometry without a location.
+ */
+needs?: string
+/**
+ * On a group that does not repeat: recorded only when its box (label) is ticked; default true: ticked when the form opens.
+ */
+optional?: {
+label: string
+default?: boolean
 }
 }
 

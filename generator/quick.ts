@@ -119,6 +119,12 @@ function compileForm(
       const repeat = raw.repeat ? { min: raw.repeat.min ?? 1, max: raw.repeat.max ?? 20 } : undefined;
       if (repeat && repeat.min > repeat.max)
         problem([...path, 'repeat'], `field "${fieldName}": repeat.min is more than repeat.max.`);
+      if (raw.optional && repeat)
+        problem(
+          [...path, 'optional'],
+          `field "${fieldName}": a repeating group is not optional: give it repeat.min 0 instead.`,
+          true,
+        );
       return {
         name: fieldName,
         label,
@@ -127,9 +133,11 @@ function compileForm(
         widget: 'text',
         group,
         ...(repeat ? { repeat } : {}),
+        ...(raw.optional ? { optional: { label: raw.optional.label, default: raw.optional.default ?? false } } : {}),
       };
     }
     if (raw.repeat) problem([...path, 'repeat'], `field "${fieldName}": only a group repeats.`, true);
+    if (raw.optional) problem([...path, 'optional'], `field "${fieldName}": only a group is optional.`, true);
     if (!raw.like) {
       problem(
         path,
@@ -202,6 +210,7 @@ function compileForm(
       ...(raw.description ? { description: raw.description } : {}),
       required: raw.required ?? false,
       ...(raw.default !== undefined ? { default: raw.default } : {}),
+      ...(raw.needs ? { needs: raw.needs } : {}),
       widget: widget ?? 'text',
       field,
       from: type,
@@ -226,8 +235,9 @@ function compileForm(
     let more = [second, third, ...rest].filter((x): x is string => x !== undefined);
     if (top.group) {
       // Outside a record made per row (for_each), a repeating group's field is every row's (joined by commas).
+      // An optional group's own path has a value when its box is ticked.
       if (!more.length)
-        return top.repeat
+        return top.repeat || top.optional
           ? null
           : `"${path}" is a group: name one of its fields (${top.group.map((g) => `${top.name}.${g.name}`).join(', ')}).`;
       const sub = top.group.find((g) => g.name === more[0]);
@@ -247,6 +257,21 @@ function compileForm(
       return `"${path}": the records "${leaf.name}" points at have no field "${more[0]}".`;
     return null;
   };
+
+  // A field's `needs`: a field of the form or of one of its groups (as typed, not a referenced record's field).
+  const checkNeeds = (f: QuickField, path: Array<string | number>) => {
+    if (!f.needs) return;
+    const [head, sub, more] = f.needs.split('.');
+    const ofRecord = more !== undefined || (sub !== undefined && !fields.find((t) => t.name === head)?.group);
+    const why =
+      resolvePath(f.needs) ??
+      (ofRecord ? `"${f.needs}" is a field of the record "${head}" names: name a field of this form.` : null);
+    if (why) problem([...path, 'needs'], `field "${f.name}" (needs): ${why}`);
+  };
+  for (const f of fields) {
+    checkNeeds(f, ['fields', f.name]);
+    for (const g of f.group ?? []) checkNeeds(g, ['fields', f.name, 'group', g.name]);
+  }
 
   // The records it makes.
   const records: QuickRecord[] = [];
@@ -300,6 +325,13 @@ function compileForm(
     ): void {
       if (Array.isArray(value)) {
         value.forEach((v, i) => checkValue(v, [...where, i], field, recordId));
+        return;
+      }
+      if (typeof value === 'object' && 'if' in value) {
+        const why = resolvePath(value.if);
+        if (why) problem([...where, 'if'], `record "${recordId}" (${field.name}, if): ${why}`);
+        if (value.then !== undefined) checkValue(value.then, [...where, 'then'], field, recordId);
+        if (value.else !== undefined) checkValue(value.else, [...where, 'else'], field, recordId);
         return;
       }
       if (typeof value === 'object') {

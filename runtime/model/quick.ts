@@ -29,10 +29,22 @@ export interface QuickField {
   /** A group's fields (`quantity.value`); with `repeat`, rows of them (`children.0.name`). */
   group?: QuickField[];
   repeat?: { min: number; max: number };
+  /**
+   * On a group that does not repeat: it is recorded only when the person ticks its box (`label`,
+   * ticked at first when `default`). Unticked, its fields read as empty, its required fields are
+   * not asked, and `when: <group>` does not hold (Planting's transplanting and harvest).
+   */
+  optional?: { label: string; default: boolean };
+  /** A path of this form: this field may be filled only when that one has a value (Movement's geometry needs a location). */
+  needs?: string;
 }
 
-/** A value in a record's `values`: a literal or template, the records of an earlier entry, or several. */
-export type QuickValue = string | number | boolean | { record: string } | QuickValue[];
+/**
+ * A value in a record's `values`: a literal or template, the records of an earlier entry, a choice
+ * by whether a path has a value (`{ if, then, else }`), or several.
+ */
+export type QuickValue =
+  string | number | boolean | { record: string } | { if: string; then?: QuickValue; else?: QuickValue } | QuickValue[];
 
 export interface QuickRecord {
   /** Its name in the form, for `{ record: <id> }`. */

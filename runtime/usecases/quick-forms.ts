@@ -21,6 +21,8 @@ export type MadeRecords = ReadonlyMap<string, ReadonlyArray<{ type: string; id: 
 export interface PlannedRecord {
   /** The form's name for it (several rows of a repeating group share one). */
   key: string;
+  /** Made per row of a repeating group: its own name too (`<key>#<row>`), for the records of that row. */
+  rowKey?: string;
   rt: ResourceType;
   /** Its input, read inside the transaction with the records made before it. */
   read: (trx: Db, made: MadeRecords) => Promise<EntityInput>;
@@ -65,6 +67,7 @@ export class QuickFormCommands {
         try {
           const { uuid } = await this.records.createIn(trx, principal, p.rt, await p.read(trx, made));
           made.set(p.key, [...(made.get(p.key) ?? []), { type: p.rt.type, id: uuid }]);
+          if (p.rowKey) made.set(p.rowKey, [{ type: p.rt.type, id: uuid }]);
         } catch (error) {
           throw error instanceof ApiError ? new QuickRecordError(index, error) : error;
         }

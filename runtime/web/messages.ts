@@ -506,6 +506,8 @@ export const M = {
     addRow: (label: string) => `Add to ${label.toLowerCase()}`,
     removeRow: (label: string, n: number) => `Remove ${label.toLowerCase()} ${n}`,
     recordProblem: (record: string, detail: string) => `${record}: ${detail}`,
+    // Quick form grammar (issue 42 §2, farmOS's parts): a field that `needs` another.
+    needs: (other: string) => `This needs ${other.toLowerCase()} too.`,
   },
 } as const;
 

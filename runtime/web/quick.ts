@@ -26,6 +26,7 @@ import {
   wholePath,
   type QuickField,
   type QuickFormDescriptor,
+  type QuickRecord,
   type QuickValue,
 } from '../model/quick.ts';
 import { ApiError } from '../errors.ts';
@@ -46,6 +47,7 @@ import { webState, type Form, type WebSessions } from './session.ts';
 import type { ListPages } from './lists.ts';
 import { ReferenceProblem, type RecordPages } from './records.ts';
 import { ReferenceOptionReader, type ReferenceOptions } from './reference-options.ts';
+import { MapPages } from './map.ts';
 import { applyRowAction, control, fieldId, FORM_ACTION, formAction, sentValues, type FormState } from './widgets.ts';
 
 export const QUICK_PATH = '/farm/quick';
@@ -152,7 +154,12 @@ export class QuickFormPages {
       signedIn,
       run(async (req, res) => {
         const { form } = this.find(req, res);
-        await this.render(res, 200, form, { values: this.defaults(form), errors: new Map(), general: [], version: '' });
+        await this.render(res, 200, form, {
+          values: this.prefilled(form, req),
+          errors: new Map(),
+          general: [],
+          version: '',
+        });
       }),
     );
     router.post(
@@ -195,31 +202,56 @@ export class QuickFormPages {
     return this.offered(principal).map((f) => ({ href: `${QUICK_PATH}/${f.name}`, label: f.title }));
   }
 
-  private send(res: Response, status: number, title: string, body: Html): void {
+  private send(res: Response, status: number, title: string, body: Html, assets: string[] = []): void {
     const state = webState(res);
-    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body));
+    sendPage(res, status, page(title, this.sessions.chrome(state, this.lists.nav(state.principal)), body, { assets }));
   }
 
   /** The values a form opens with: its fields' defaults (now and today in the farm's time zone). */
   private defaults(form: QuickFormDescriptor): Map<string, string[]> {
     const values = new Map<string, string[]>();
-    const put = (f: QuickField, name: string) => {
-      if (f.default === undefined) return;
-      if (f.default === 'now' || f.default === 'today') {
-        const now = this.formats.inputDateTime(new Date().toISOString());
-        values.set(name, [f.default === 'today' ? `${now.slice(0, 10)}T00:00` : now.slice(0, 16)]);
-      } else if (f.widget === 'checkbox') values.set(name, f.default === true ? ['1'] : []);
-      else values.set(name, [String(f.default)]);
-    };
     for (const f of form.fields) {
-      if (!f.group) put(f, f.name);
+      if (!f.group) this.putDefault(values, f, f.name);
       else if (f.repeat) {
         const rows = Math.max(1, f.repeat.min);
         values.set(rowsKey(f.name), [String(rows)]);
-        for (let i = 0; i < rows; i++) for (const g of f.group) put(g, `${f.name}.${i}.${g.name}`);
-      } else for (const g of f.group) put(g, `${f.name}.${g.name}`);
+        for (let i = 0; i < rows; i++) this.putRowDefaults(values, f, i);
+      } else {
+        if (f.optional) values.set(switchKey(f.name), f.optional.default ? ['1'] : []);
+        for (const g of f.group) this.putDefault(values, g, `${f.name}.${g.name}`);
+      }
     }
     return values;
+  }
+
+  /**
+   * The values a form opens with: its defaults, and a field of the form given in the address
+   * (`/farm/quick/movement?asset=<uuid>&asset=<uuid>`), as farmOS's quick forms take `asset`.
+   */
+  private prefilled(form: QuickFormDescriptor, req: Request): Map<string, string[]> {
+    const values = this.defaults(form);
+    const query = new URL(req.originalUrl, 'http://x').searchParams;
+    for (const f of form.fields) {
+      if (f.group || f.field?.type === 'file' || f.field?.type === 'image') continue;
+      const given = query.getAll(f.name).filter((v) => v.trim() !== '');
+      if (given.length) values.set(f.name, f.field?.multiple ? given : given.slice(0, 1));
+    }
+    return values;
+  }
+
+  /** A field's default as its input holds it. */
+  private putDefault(values: Map<string, string[]>, f: QuickField, name: string): void {
+    if (f.default === undefined) return;
+    if (f.default === 'now' || f.default === 'today') {
+      const now = this.formats.inputDateTime(new Date().toISOString());
+      values.set(name, [f.default === 'today' ? `${now.slice(0, 10)}T00:00` : now.slice(0, 16)]);
+    } else if (f.widget === 'checkbox') values.set(name, f.default === true ? ['1'] : []);
+    else values.set(name, [String(f.default)]);
+  }
+
+  /** A repeating group's row `i` as it opens (a row added on the page too): its fields' defaults. */
+  private putRowDefaults(values: Map<string, string[]>, group: QuickField, i: number): void {
+    for (const g of group.group!) this.putDefault(values, g, `${group.name}.${i}.${g.name}`);
   }
 
   /** The body: a urlencoded form (session.ts formBody), or multipart when the form asks a photo. */
@@ -285,7 +317,10 @@ export class QuickFormPages {
       const group = form.fields.find((f) => f.name === action.name && f.repeat);
       if (group && action.kind === 'add') {
         const rows = rowCount(values, group);
-        if (rows < group.repeat!.max) values.set(rowsKey(group.name), [String(rows + 1)]);
+        if (rows < group.repeat!.max) {
+          values.set(rowsKey(group.name), [String(rows + 1)]);
+          this.putRowDefaults(values, group, rows);
+        }
       } else if (group && action.kind === 'remove') {
         removeRow(values, group, action.index);
       } else if (action.kind !== 'find') applyRowAction(values, action);
@@ -302,8 +337,9 @@ export class QuickFormPages {
     };
     for (const f of form.fields) {
       if (!f.group) check(f, f.name);
-      else if (!f.repeat) for (const g of f.group) check(g, `${f.name}.${g.name}`);
-      else {
+      else if (!f.repeat) {
+        if (switchedOn(values, f)) for (const g of f.group) check(g, `${f.name}.${g.name}`);
+      } else {
         const rows = rowCount(values, f);
         if (rows < f.repeat.min || rows > f.repeat.max)
           state.general.push(M.quick.rows(f.label, f.repeat.min, f.repeat.max));
@@ -321,6 +357,20 @@ export class QuickFormPages {
         state.errors.set(name, [error.message]);
       }
     }
+    // A field filled that needs another (Movement's geometry, its location), as farmOS's forms refuse it.
+    const needs = (f: QuickField, name: string, row: number | null) => {
+      if (!f.needs || !this.typed(f, values.get(name) ?? []).length) return;
+      const other = this.fieldAt(form, inputName(form, f.needs, row));
+      if (!this.filled(form, values, f.needs, row, files))
+        state.errors.set(name, [M.quick.needs(other?.label ?? f.needs)]);
+    };
+    for (const f of form.fields) {
+      if (!f.group) needs(f, f.name, null);
+      else if (!f.repeat) {
+        if (switchedOn(values, f)) for (const g of f.group) needs(g, `${f.name}.${g.name}`, null);
+      } else
+        for (let i = 0; i < rowCount(values, f); i++) for (const g of f.group) needs(g, `${f.name}.${i}.${g.name}`, i);
+    }
     if (state.errors.size || state.general.length) return this.render(res, 422, form, state);
 
     // The plan: each record once, or once per row of its repeating group, when its `when` holds.
@@ -331,6 +381,8 @@ export class QuickFormPages {
     const slot = (path: string, row: number | null): Slot => this.slot(form, values, refs, related, slots, path, row);
     const sources = new Map<number, Map<string, string>>();
     const plan: Array<PlannedRecord & { label: string }> = [];
+    // The fields the planned records read: only their references are resolved (a unit left at its default makes no term).
+    const used = new Set<string>();
     const planRecords = (has: (path: string, row: number | null) => boolean) => {
       for (const record of form.records) {
         const rt = this.ctx.registry.get(record.type)!;
@@ -341,16 +393,23 @@ export class QuickFormPages {
           const index = plan.length;
           const fieldSources = new Map<string, string>();
           sources.set(index, fieldSources);
+          for (const path of valuePaths(record)) used.add(path.split('.')[0]!);
           plan.push({
             key: record.id,
+            ...(row !== null ? { rowKey: `${record.id}#${row}` } : {}),
             rt,
             label: rt.bundle.label,
             read: async (trx, made) => {
+              // `{ record: <id> }` in a record made per row: the row's own when <id> is made per row of the same group.
+              const recordsOf = (id: string) =>
+                row !== null && form.records.find((r) => r.id === id)?.forEach === record.forEach
+                  ? (made.get(`${id}#${row}`) ?? [])
+                  : (made.get(id) ?? []);
               const doc = this.resource(
                 rt,
                 record.values,
                 (path) => slot(path, row),
-                made,
+                recordsOf,
                 (field, path) => fieldSources.set(field, inputName(form, path, row)),
               );
               return this.services.input.read(trx, rt, { data: { type: rt.type, ...doc } });
@@ -360,18 +419,12 @@ export class QuickFormPages {
       }
     };
     // A record's `when` reads what was typed (references are resolved in the transaction).
-    const has = (path: string, row: number | null) => {
-      const name = inputName(form, path.split('.').slice(0, 2).join('.'), row);
-      return (
-        files.has(name) || this.typed(this.fieldAt(form, name) ?? form.fields[0]!, values.get(name) ?? []).length > 0
-      );
-    };
-    planRecords(has);
+    planRecords((path, row) => this.filled(form, values, path, row, files));
     let made: Awaited<ReturnType<QuickFormCommands['submit']>>;
     try {
       made = await this.commands.submit(principal, plan, async (trx) => {
         slots.clear();
-        await this.resolveAll(trx, form, values, principal, refs);
+        await this.resolveAll(trx, form, values, principal, refs, used);
         await this.readRelated(form, refs, related, principal);
         for (const [name, received] of files) {
           const f = this.fieldAt(form, name);
@@ -407,6 +460,23 @@ export class QuickFormPages {
     res.redirect(303, shown ? `${recordPath(shown)}?saved=created` : `${QUICK_PATH}/${form.name}`);
   }
 
+  /** Whether a path was filled in (a file sent, a box ticked, text typed), or an optional group ticked: a `when`, a `needs`. */
+  private filled(
+    form: QuickFormDescriptor,
+    values: Map<string, string[]>,
+    path: string,
+    row: number | null,
+    files: ReadonlyMap<string, unknown> = new Map(),
+  ): boolean {
+    const [head, sub] = path.split('.');
+    const top = form.fields.find((f) => f.name === head);
+    if (top?.optional && (!sub || !switchedOn(values, top))) return switchedOn(values, top);
+    const name = inputName(form, path.split('.').slice(0, 2).join('.'), row);
+    return (
+      files.has(name) || this.typed(this.fieldAt(form, name) ?? form.fields[0]!, values.get(name) ?? []).length > 0
+    );
+  }
+
   /** The asked field an input name belongs to (`quantity.value`, `children.2.name`). */
   private fieldAt(form: QuickFormDescriptor, name: string): QuickField | undefined {
     const [head, a, b] = name.split('.');
@@ -427,6 +497,7 @@ export class QuickFormPages {
     values: Map<string, string[]>,
     principal: Principal,
     refs: Map<string, Ref[]>,
+    used: ReadonlySet<string>,
   ): Promise<void> {
     const one = async (f: QuickField, name: string) => {
       const d = f.field;
@@ -444,9 +515,11 @@ export class QuickFormPages {
       refs.set(name, list);
     };
     for (const f of form.fields) {
+      if (!used.has(f.name)) continue;
       if (!f.group) await one(f, f.name);
-      else if (!f.repeat) for (const g of f.group) await one(g, `${f.name}.${g.name}`);
-      else
+      else if (!f.repeat) {
+        if (switchedOn(values, f)) for (const g of f.group) await one(g, `${f.name}.${g.name}`);
+      } else
         for (let i = 0; i < rowCount(values, f); i++) for (const g of f.group) await one(g, `${f.name}.${i}.${g.name}`);
     }
   }
@@ -475,10 +548,16 @@ export class QuickFormPages {
     let rest = parts.slice(1);
     if (top.group) {
       if (!rest.length) {
-        const rows = top.repeat ? rowCount(values, top) : 1;
+        const rows = top.repeat ? rowCount(values, top) : switchedOn(values, top) ? 1 : 0;
         const found: Slot = { words: rows ? String(rows) : '', values: [] };
         memo.set(key, found);
         return found;
+      }
+      if (!switchedOn(values, top)) {
+        // An optional group left unticked: its fields read as empty, whatever was typed in them.
+        const none: Slot = { words: '', values: [] };
+        memo.set(key, none);
+        return none;
       }
       if (top.repeat && row === null) {
         // Every row's, outside a record made per row: "Birth: Daisy, Clover".
@@ -535,13 +614,7 @@ export class QuickFormPages {
     principal: Principal,
   ): Promise<void> {
     const wanted = new Set<string>();
-    const collect = (value: QuickValue): void => {
-      if (Array.isArray(value)) return value.forEach(collect);
-      if (typeof value !== 'string') return;
-      const whole = wholePath(value);
-      for (const p of whole ? [whole] : templatePaths(parseTemplate(value))) wanted.add(p);
-    };
-    for (const record of form.records) Object.values(record.values).forEach(collect);
+    for (const record of form.records) for (const p of valuePaths(record)) wanted.add(p);
     for (const path of wanted) {
       const parts = path.split('.');
       const top = form.fields.find((f) => f.name === parts[0]);
@@ -608,7 +681,7 @@ export class QuickFormPages {
     rt: ResourceType,
     spec: Record<string, QuickValue>,
     slot: (path: string) => Slot,
-    made: ReadonlyMap<string, ReadonlyArray<{ type: string; id: string }>>,
+    made: (id: string) => ReadonlyArray<{ type: string; id: string }>,
     source: (field: string, path: string) => void,
   ): { attributes: Record<string, unknown>; relationships: Record<string, unknown> } {
     const attributes: Record<string, unknown> = {};
@@ -632,15 +705,19 @@ export class QuickFormPages {
     return { attributes, relationships };
   }
 
-  /** A value of `values` as a list: literals, a path's values, a template's text, the records made before. */
+  /** A value of `values` as a list: literals, a path's values, a template's text, the records made before, a choice. */
   private evaluate(
     value: QuickValue,
     slot: (path: string) => Slot,
-    made: ReadonlyMap<string, ReadonlyArray<{ type: string; id: string }>>,
+    made: (id: string) => ReadonlyArray<{ type: string; id: string }>,
     seen: (path: string) => void,
   ): unknown[] {
     if (Array.isArray(value)) return value.flatMap((v) => this.evaluate(v, slot, made, seen));
-    if (typeof value === 'object') return [...(made.get(value.record) ?? [])];
+    if (typeof value === 'object' && 'if' in value) {
+      const chosen = hasValue(slot(value.if)) ? value.then : value.else;
+      return chosen === undefined ? [] : this.evaluate(chosen, slot, made, seen);
+    }
+    if (typeof value === 'object') return [...made(value.record)];
     if (typeof value !== 'string') return [value];
     const whole = wholePath(value);
     if (whole) {
@@ -666,6 +743,9 @@ export class QuickFormPages {
     const { csrfToken, principal } = webState(res);
     const reader = new ReferenceOptionReader(this.ctx, this.reads, principal);
     let multipart = false;
+    // A geometry field is drawn on the map, as a record's form draws it (map.ts widgetSpec).
+    const wkt = (fields: QuickField[]): boolean => fields.some((f) => (f.group ? wkt(f.group) : f.widget === 'wkt'));
+    const geometry = wkt(form.fields) ? await MapPages.of(this.ctx).widgetSpec(principal) : undefined;
     const draw = async (f: QuickField, name: string): Promise<Html> => {
       const d = f.field!;
       if (d.type === 'file' || d.type === 'image') {
@@ -686,6 +766,7 @@ export class QuickFormPages {
         name,
         references,
         createsTerms: d.kind === 'relationship' && this.records.newTermVocabulary(d, principal) !== undefined,
+        geometry: f.widget === 'wkt' ? geometry : undefined,
       });
     };
     const parts: Html[] = [];
@@ -696,6 +777,14 @@ export class QuickFormPages {
       }
       if (!f.repeat) {
         const inner: Html[] = [];
+        if (f.optional) {
+          // Its box first: the group is recorded only when it is ticked.
+          const id = fieldId(switchKey(f.name));
+          const on = (state.values.get(switchKey(f.name)) ?? []).includes('1');
+          inner.push(
+            html`<div class="control"><label class="choice" for="${id}"><input type="checkbox" id="${id}" name="${switchKey(f.name)}" value="1"${on ? ' checked' : ''}> ${f.optional.label}</label></div>`,
+          );
+        }
         for (const g of f.group) inner.push(await draw(g, `${f.name}.${g.name}`));
         parts.push(
           html`<fieldset><legend>${f.label}</legend>${f.description ? html`<p class="help">${f.description}</p>` : ''}${inner}</fieldset>`,
@@ -733,8 +822,42 @@ export class QuickFormPages {
 ${parts}
 <div class="actions"><button class="primary" type="submit">${M.quick.submit}</button><a class="button secondary" href="${QUICK_PATH}">${M.form.cancel}</a></div>
 </form>`;
-    this.send(res, status, form.title, body);
+    this.send(res, status, form.title, body, geometry ? ['map'] : []);
   }
+}
+
+/** The box that switches an optional group on. */
+function switchKey(group: string): string {
+  return `${group}._on`;
+}
+
+/** Whether a group is recorded: always, unless it is optional and its box is not ticked. */
+function switchedOn(values: Map<string, string[]>, group: QuickField | undefined): boolean {
+  return !group?.optional || (values.get(switchKey(group.name)) ?? []).includes('1');
+}
+
+/** Whether a path has a value, as a template's `{{#path}}` reads it. */
+function hasValue(slot: Slot): boolean {
+  return slot.words !== '' || slot.values.some((v) => typeof v === 'object' && v !== null);
+}
+
+/** Every path a record reads: its `when`, its values' paths and templates, and their `if`s. */
+function valuePaths(record: QuickRecord): string[] {
+  const out: string[] = record.when ? [record.when] : [];
+  const collect = (value: QuickValue): void => {
+    if (Array.isArray(value)) return value.forEach(collect);
+    if (typeof value === 'object' && 'if' in value) {
+      out.push(value.if);
+      if (value.then !== undefined) collect(value.then);
+      if (value.else !== undefined) collect(value.else);
+      return;
+    }
+    if (typeof value !== 'string') return;
+    const whole = wholePath(value);
+    out.push(...(whole ? [whole] : templatePaths(parseTemplate(value))));
+  };
+  Object.values(record.values).forEach(collect);
+  return out;
 }
 
 /** The hidden input holding how many rows a repeating group has. */

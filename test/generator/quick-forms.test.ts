@@ -101,6 +101,24 @@ const cases: Array<[string, string, string, RegExp]> = [
     '      stats: done',
     /log--observation has no field "stats"/,
   ],
+  [
+    'an optional group that repeats',
+    '    group:\n      value: { like: quantity--standard.value, required: true }',
+    '    optional: { label: Weigh it }\n    repeat: { max: 3 }\n    group:\n      value: { like: quantity--standard.value, required: true }',
+    /a repeating group is not optional/,
+  ],
+  [
+    'a choice by a path naming no field',
+    'asset: "{{animal}}"',
+    'asset: { if: animl, then: "{{animal}}" }',
+    /\(asset, if\): "animl" names no field of this form/,
+  ],
+  [
+    'a field needing a field that does not exist',
+    '    bundles: [animal]',
+    '    needs: weight.unit\n    bundles: [animal]',
+    /field "animal" \(needs\): "weight.unit": the group "weight" has no field "unit"/,
+  ],
   ['an unknown key', '    required: true\n  weight:', '    requird: true\n  weight:', /unknown key "requird"/],
 ];
 

@@ -35,11 +35,19 @@ before(async () => {
   ids.tomato = (await post('taxonomy_term--plant_type', { name: 'Tomato' })).id;
   ids.season = (await post('taxonomy_term--season', { name: '2026' })).id;
   ids.field = (await post('asset--land', { name: 'North field', land_type: 'field', is_location: true })).id;
+  ids.south = (await post('asset--land', { name: 'South field', land_type: 'field', is_location: true })).id;
   ids.flock = (await post('asset--group', { name: 'Flock' })).id;
   ids.ewe = (
     await post(
       'asset--animal',
       { name: 'Ewe 1', sex: 'F' },
+      { animal_type: { data: { type: 'taxonomy_term--animal_type', id: ids.sheep } } },
+    )
+  ).id;
+  ids.ram = (
+    await post(
+      'asset--animal',
+      { name: 'Ram 1', sex: 'M' },
       { animal_type: { data: { type: 'taxonomy_term--animal_type', id: ids.sheep } } },
     )
   ).id;
@@ -82,6 +90,7 @@ async function counts(): Promise<Record<string, number>> {
     'log/harvest',
     'log/birth',
     'log/seeding',
+    'log/transplanting',
     'quantity/standard',
     'asset/animal',
     'asset/plant',
@@ -111,6 +120,30 @@ async function submit(page: Page): Promise<{ path: string; id: string }> {
   const parts = new URL(page.url()).pathname.split('/');
   return { path: `${parts[2]}/${parts[3]}`, id: parts[4]! };
 }
+
+/**
+ * A quick form sent as the page's form would send it (its session and CSRF token), without
+ * drawing it: the record page it redirects to (type path and UUID), or the status of a refusal.
+ */
+async function quickPost(
+  page: Page,
+  name: string,
+  form: Record<string, string>,
+): Promise<{ path: string; id: string; status: number; text: string }> {
+  const csrf = await page.inputValue('header input[name=csrf_token]');
+  const res = await page.request.post(`${server.url}/farm/quick/${name}`, {
+    form: { csrf_token: csrf, ...form },
+    maxRedirects: 0,
+  });
+  const parts = new URL(res.headers().location ?? '/', server.url).pathname.split('/');
+  return { path: `${parts[2]}/${parts[3]}`, id: parts[4] ?? '', status: res.status(), text: await res.text() };
+}
+
+const ref = (body: any, rel: string) =>
+  [body.data.relationships[rel].data]
+    .flat()
+    .filter(Boolean)
+    .map((r: any) => r.id) as string[];
 
 const names = (body: any, rel: string) =>
   (Array.isArray(body.data.relationships[rel].data)
@@ -145,6 +178,7 @@ test('Movement: a done movement activity log, and the assets are where it says',
   assert.equal(await page.isChecked('#field-done'), true);
   await page.fill('#field-asset', 'Ewe 1');
   await page.fill('#field-location', 'North field');
+  assert.equal(await page.locator('textarea#field-geometry[data-geometry-widget]').count(), 1, 'drawn on the map');
   const { path, id } = await submit(page);
   assert.equal(path, 'log/activity');
   const log = await get(`log/activity/${id}?include=asset,location`);
@@ -158,6 +192,39 @@ test('Movement: a done movement activity log, and the assets are where it says',
     [ids.field],
     "the animal's computed location is the field",
   );
+
+  // The assets given in the address are filled in, as farmOS's quick forms take them.
+  await page.goto(`${server.url}/farm/quick/movement?asset=${ids.ewe}&asset=${ids.ram}`);
+  assert.deepEqual(
+    await page.$$eval('input[name=asset]', (inputs) => inputs.map((i) => (i as HTMLInputElement).value)),
+    [ids.ewe, ids.ram],
+  );
+
+  // A geometry given (farmOS's movement form has its map too) is the log's, and so the asset's.
+  const moved = await quickPost(page, 'movement', {
+    date: '2026-03-01T00:00',
+    asset: 'Ram 1',
+    location: 'South field',
+    geometry: 'POINT (10 20)',
+    done: '1',
+  });
+  assert.equal(moved.status, 303);
+  const drawn = await get(`log/activity/${moved.id}`);
+  assert.equal(drawn.data.attributes.geometry.value, 'POINT (10 20)');
+  const ram = await get(`asset/animal/${ids.ram}`);
+  assert.equal(ram.data.attributes.geometry.value, 'POINT (10 20)', "the asset's geometry is the one drawn");
+  assert.deepEqual(ref(ram, 'location'), [ids.south]);
+  // A geometry without a location is refused, as farmOS's form refuses it.
+  const before = await counts();
+  const nowhere = await quickPost(page, 'movement', {
+    date: '2026-03-02T00:00',
+    asset: 'Ram 1',
+    geometry: 'POINT (1 1)',
+    done: '1',
+  });
+  assert.equal(nowhere.status, 422);
+  assert.match(nowhere.text, /This needs locations too\./);
+  assert.deepEqual(await counts(), before, 'nothing stored');
   await page.context().close();
 });
 
@@ -188,15 +255,20 @@ test('Birth: two children (rows added on the page), each an animal with its moth
   await page.fill('#field-children-0-tag', 'ear_tag: 101');
   await page.click('input[name="_action:add:children"]');
   assert.equal(await page.inputValue('#field-children-0-name'), 'Lamb A', 'what was typed is kept');
+  assert.equal(await page.isChecked('#field-children-1-survived'), true, 'a row added opens with its defaults');
   await page.fill('#field-children-1-name', 'Lamb B');
   await page.check('#field-children-1-sex-1');
   await page.fill('#field-date', '2026-03-14T00:00');
   const { path, id } = await submit(page);
   assert.equal(path, 'log/birth');
-  const log = await get(`log/birth/${id}?include=asset,mother`);
+  const log = await get(`log/birth/${id}?include=asset,mother,location,group`);
   assert.equal(log.data.attributes.name, 'Birth: Lamb A, Lamb B');
   assert.equal(log.data.attributes.status, 'done');
   assert.deepEqual(names(log, 'mother'), ['Ewe 1']);
+  // No location or group asked: the mother's (moved and grouped by the tests above), as farmOS's birth log takes them.
+  assert.deepEqual(names(log, 'location'), ['North field']);
+  assert.deepEqual(names(log, 'group'), ['Flock']);
+  assert.deepEqual([log.data.attributes.is_movement, log.data.attributes.is_group_assignment], [true, true]);
   assert.deepEqual(names(log, 'asset').sort(), ['Lamb A', 'Lamb B']);
   for (const child of log.data.relationships.asset.data) {
     const animal = await get(`asset/animal/${child.id}`);
@@ -216,6 +288,63 @@ test('Birth: two children (rows added on the page), each an animal with its moth
       );
     } else assert.equal(a.sex, 'M');
   }
+  await page.context().close();
+});
+
+test("Birth: the father, a birth weight, a child that did not survive, the location given and the mother's group", async () => {
+  const page = await signedIn();
+  const before = await counts();
+  const { path, id, status } = await quickPost(page, 'birth', {
+    date: '2026-04-02T00:00',
+    mother: 'Ewe 1',
+    father: 'Ram 1',
+    'children._rows': '2',
+    'children.0.name': 'Lamb C',
+    'children.0.sex': 'F',
+    'children.0.weight': '3.5',
+    'children.0.survived': '1',
+    'children.1.name': 'Lamb D',
+    'children.1.sex': 'M',
+    weight_units: 'kg',
+    location: 'South field',
+  });
+  assert.equal(status, 303);
+  assert.equal(path, 'log/birth');
+  const log = await get(`log/birth/${id}?include=location,group`);
+  assert.deepEqual(names(log, 'location'), ['South field'], 'where the form says');
+  assert.deepEqual(names(log, 'group'), ['Flock'], "the mother's group");
+  const children = new Map<string, any>();
+  for (const child of ref(log, 'asset')) {
+    const animal = await get(`asset/animal/${child}`);
+    children.set(animal.data.attributes.name, animal);
+    assert.deepEqual(ref(animal, 'parent').sort(), [ids.ewe, ids.ram].sort(), 'mother and father are its parents');
+    assert.deepEqual(ref(animal, 'location'), [ids.south]);
+    assert.deepEqual(ref(animal, 'group'), [ids.flock]);
+  }
+  assert.deepEqual(
+    [...children].map(([name, a]) => [name, a.data.attributes.status]).sort(),
+    [
+      ['Lamb C', 'active'],
+      ['Lamb D', 'archived'],
+    ],
+    'a child that did not survive is archived',
+  );
+  // One weight observation, for the child weighed, with its weight quantity.
+  const weighed = await get(
+    `log/observation?filter[name]=${encodeURIComponent('Weight of Lamb C is 3.5 kg')}&include=quantity,quantity.units`,
+  );
+  assert.equal(weighed.data.length, 1);
+  assert.deepEqual(ref({ data: weighed.data[0] }, 'asset'), [children.get('Lamb C').data.id]);
+  const q = weighed.included.find((i: any) => i.type === 'quantity--standard');
+  assert.deepEqual(
+    [q.attributes.value.decimal, q.attributes.measure, q.relationships.units.data.id],
+    ['3.5', 'weight', ids.kg],
+  );
+  const after = await counts();
+  assert.deepEqual(
+    ['asset/animal', 'log/observation', 'quantity/standard', 'log/birth'].map((k) => after[k]! - before[k]!),
+    [2, 1, 1, 1],
+  );
   await page.context().close();
 });
 
@@ -267,27 +396,41 @@ test("Inventory adjustment: the quantity adjusts the asset's inventory", async (
     [['8', 'crates']],
     '10, then +3, then −5',
   );
+  // The log named as the person names it (farmOS's "Customize log name").
+  const named = await quickPost(page, 'inventory', {
+    date: '2026-05-01T00:00',
+    asset: 'Tomato bed',
+    'quantity.value': '8',
+    'quantity.units': 'crates',
+    adjustment: 'reset',
+    name: 'Counted the crates',
+    done: '1',
+  });
+  assert.equal((await get(`log/observation/${named.id}`)).data.attributes.name, 'Counted the crates');
   await page.context().close();
 });
 
 test('Planting: a plant asset with its crop and season, and a seeding log that moves it to where it was sown', async () => {
   const page = await signedIn();
   await page.goto(`${server.url}/farm/quick/planting`);
+  assert.equal(await page.isChecked('#field-seeding-_on'), true, 'a seeding is recorded unless unticked');
+  assert.equal(await page.isChecked('#field-transplanting-_on'), false);
+  assert.equal(await page.isChecked('#field-harvest-_on'), false);
   await page.fill('#field-seasons', '2026');
   await page.fill('#field-crops', 'Tomato');
-  await page.fill('#field-location', 'North field');
-  await page.fill('#field-quantity-value', '200');
-  await page.fill('#field-quantity-units', 'seeds');
-  await page.selectOption('#field-quantity-measure', 'count');
+  await page.fill('#field-seeding-location', 'North field');
+  await page.fill('#field-seeding-quantity', '200');
+  await page.fill('#field-seeding-units', 'seeds');
+  await page.selectOption('#field-seeding-measure', 'count');
   const { path, id } = await submit(page);
   assert.equal(path, 'log/seeding');
   const log = await get(`log/seeding/${id}?include=asset,location,quantity`);
   const a = log.data.attributes;
-  assert.deepEqual([a.name, a.status, a.is_movement], ['Seed 2026 Tomato', 'done', true]);
+  assert.deepEqual([a.name, a.status, a.is_movement], ['Seed 2026 North field Tomato', 'done', true]);
   assert.deepEqual(names(log, 'location'), ['North field']);
   const [plantRef] = log.data.relationships.asset.data;
   const plant = await get(`asset/plant/${plantRef.id}`);
-  assert.equal(plant.data.attributes.name, '2026 Tomato');
+  assert.equal(plant.data.attributes.name, '2026 North field Tomato', "farmOS's [Season] [Location] [Crop]");
   assert.deepEqual(
     plant.data.relationships.plant_type.data.map((r: any) => r.id),
     [ids.tomato],
@@ -304,15 +447,90 @@ test('Planting: a plant asset with its crop and season, and a seeding log that m
   const q = log.included.find((i: any) => i.type === 'quantity--standard');
   assert.deepEqual([q.attributes.value.decimal, q.attributes.measure], ['200', 'count']);
 
-  // Without a quantity, none is made (the record's `when`).
-  const before = await counts();
-  await page.goto(`${server.url}/farm/quick/planting`);
-  await page.fill('#field-seasons', '2026');
-  await page.fill('#field-crops', 'Tomato');
-  await submit(page);
-  const after = await counts();
+  // Without a quantity, none is made (the record's `when`); a harvest typed but not ticked is not recorded.
+  const seeding = { 'seeding._on': '1', 'seeding.date': '2026-03-01T00:00', 'seeding.location': 'North field' };
+  let before = await counts();
+  const plain = await quickPost(page, 'planting', {
+    seasons: '2026',
+    crops: 'Tomato',
+    ...seeding,
+    'seeding.done': '1',
+    'harvest.date': '2026-07-01T00:00',
+    'harvest.quantity': '9',
+  });
+  assert.equal(plain.path, 'log/seeding');
+  let after = await counts();
   assert.equal(after['quantity/standard'], before['quantity/standard']);
   assert.equal(after['log/seeding'], before['log/seeding']! + 1);
+  assert.equal(after['log/harvest'], before['log/harvest']);
+
+  // A transplanting ticked without its location (required when ticked) stores nothing.
+  before = after;
+  const refused = await quickPost(page, 'planting', {
+    seasons: '2026',
+    crops: 'Tomato',
+    ...seeding,
+    'transplanting._on': '1',
+    'transplanting.date': '2026-04-15T00:00',
+  });
+  assert.equal(refused.status, 422);
+  assert.deepEqual(await counts(), before, 'nothing stored');
+
+  // Seeding, transplanting and harvest at once, as farmOS's planting form records them.
+  const all = await quickPost(page, 'planting', {
+    seasons: '2026',
+    crops: 'Tomato',
+    ...seeding,
+    'seeding.done': '1',
+    'transplanting._on': '1',
+    'transplanting.date': '2026-04-15T00:00',
+    'transplanting.location': 'South field',
+    'transplanting.quantity': '150',
+    'transplanting.units': 'plants',
+    'transplanting.measure': 'count',
+    'harvest._on': '1',
+    'harvest.date': '2026-07-20T00:00',
+    'harvest.quantity': '12',
+    'harvest.units': 'kg',
+    'harvest.measure': 'weight',
+    'harvest.done': '1',
+  });
+  assert.equal(all.path, 'log/harvest', 'it ends on the last log made');
+  const harvest = await get(`log/harvest/${all.id}?include=quantity`);
+  assert.deepEqual(
+    [harvest.data.attributes.name, harvest.data.attributes.status],
+    ['Harvest 2026 South field Tomato', 'done'],
+    'named from the transplanting location',
+  );
+  assert.deepEqual(
+    harvest.included.map((i: any) => [i.attributes.value.decimal, i.attributes.measure]),
+    [['12', 'weight']],
+  );
+  const [grown] = ref(harvest, 'asset');
+  const moved = await get(
+    `log/transplanting?filter[name]=${encodeURIComponent('Transplant 2026 South field Tomato')}&include=location,quantity`,
+  );
+  assert.equal(moved.data.length, 1);
+  const t = moved.data[0];
+  assert.deepEqual(
+    [t.attributes.status, t.attributes.is_movement],
+    ['pending', true],
+    'Completed is unticked at first',
+  );
+  assert.deepEqual(ref({ data: t }, 'asset'), [grown]);
+  assert.deepEqual(ref({ data: t }, 'location'), [ids.south]);
+  assert.deepEqual(
+    moved.included.filter((i: any) => i.type === 'quantity--standard').map((i: any) => i.attributes.value.decimal),
+    ['150'],
+  );
+  const grownPlant = await get(`asset/plant/${grown}`);
+  assert.equal(grownPlant.data.attributes.name, '2026 South field Tomato');
+  assert.deepEqual(ref(grownPlant, 'location'), [ids.field], 'the pending transplanting has not moved it yet');
+
+  // Nothing ticked, a name typed: the plant asset alone, under that name.
+  const bare = await quickPost(page, 'planting', { seasons: '2026', crops: 'Tomato', name: 'Bed 4 tomatoes' });
+  assert.equal(bare.path, 'asset/plant');
+  assert.equal((await get(`asset/plant/${bare.id}`)).data.attributes.name, 'Bed 4 tomatoes');
   await page.context().close();
 });
 
@@ -481,6 +699,8 @@ test('axe-core finds nothing serious on the quick form pages; at 360 px every co
             .filter(
               (e) =>
                 (e as HTMLElement).offsetParent !== null &&
+                // The map's own zoom buttons are the map's (map.test.ts); the WKT text is the way in here.
+                !e.closest('.ol-viewport') &&
                 (e as HTMLInputElement).type !== 'radio' &&
                 (e as HTMLInputElement).type !== 'checkbox',
             )
