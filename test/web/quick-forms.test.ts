@@ -699,8 +699,6 @@ test('axe-core finds nothing serious on the quick form pages; at 360 px every co
             .filter(
               (e) =>
                 (e as HTMLElement).offsetParent !== null &&
-                // The map's own zoom buttons are the map's (map.test.ts); the WKT text is the way in here.
-                !e.closest('.ol-viewport') &&
                 (e as HTMLInputElement).type !== 'radio' &&
                 (e as HTMLInputElement).type !== 'checkbox',
             )
