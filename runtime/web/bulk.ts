@@ -505,9 +505,26 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
       entityType,
       needs: 'create',
       offered: () => true,
+      // A log's copies are dated as the person says, now unless changed (farmOS's LogCloneActionForm
+      // asks a date for them all); left empty, each keeps its log's date.
+      inputs:
+        entityType === 'log'
+          ? async (_run, state) => {
+              const error = state.errors.get('date')?.[0];
+              const value = state.values.has('date')
+                ? (state.values.get('date')?.[0] ?? '')
+                : this.formats.inputDateTime(new Date().toISOString());
+              return html`<div><label for="bulk-date">${M.bulk.cloneDate}</label><input type="datetime-local" id="bulk-date" name="date" value="${value}" aria-describedby="bulk-date-help${error ? ' bulk-date-error' : ''}" ${error ? html`aria-invalid="true"` : ''}>${error ? html`<p class="field-error" id="bulk-date-error">${error}</p>` : ''}<p class="help" id="bulk-date-help">${M.bulk.cloneDateHelp}</p></div>`;
+            }
+          : undefined,
       apply: async (run, uuids) => {
+        const typed = entityType === 'log' ? (formValue(run.form, 'date') ?? '').trim() : '';
+        const when = typed ? this.formats.parseInputDateTime(typed) : null;
+        if (typed && !when) throw new InputProblem('date', M.bulk.badDate);
+        const at = when ? Math.floor(when.getTime() / 1000) : null;
         const outcome = await this.bulk.clone(run.principal, run.listView.types, uuids, {
           message: M.bulk.message(M.bulk.did.clone, uuids.length),
+          change: at === null ? undefined : () => new Map([['timestamp', at]]),
           versions: run.versions,
           owned: (rt) =>
             [...rt.fieldsByName.values()].filter((f) => f.target?.entityType === 'quantity').map((f) => f.name),

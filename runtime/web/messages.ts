@@ -341,6 +341,8 @@ export const M = {
     rescheduleBy: 'Or move by this many days (negative: earlier)',
     rescheduleHelp: 'Fill in one of the two.',
     rescheduleOne: 'Give a date, or a number of days, not both.',
+    cloneDate: 'Date of the copies',
+    cloneDateHelp: "Each copy is dated this (as farmOS's clone asks); empty, each keeps its log's date.",
     badDays: 'The number of days is a whole number between -3650 and 3650.',
     badDate: 'The date is not one this form reads.',
     badFlag: 'Choose one of the flags offered.',

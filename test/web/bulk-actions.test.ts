@@ -440,6 +440,23 @@ test("logs' owner, category and flags set, marked pending, rescheduled (a confir
   assert.deepEqual(q.attributes.value, (await get(weight)).attributes.value);
   assert.deepEqual(ids(q, 'units'), [kg.id]);
   assert.deepEqual(ids(await get(a), 'quantity'), [weight.id], 'the original keeps its own');
+
+  // Copies dated as asked, as farmOS's clone asks a date: the confirmation offers now.
+  const asking = await confirmation(manager, list, 'clone', [a, b]);
+  const offered = /<input type="datetime-local" id="bulk-date" name="date" value="([^"]*)"/.exec(asking)?.[1];
+  assert.match(offered ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d/, 'a date offered, now');
+  assert.ok(Math.abs(Date.parse(`${offered}Z`) - Date.now()) < 5 * 60_000, `${offered} is now`);
+  const dated = await apply(manager, list, asking, { date: '2032-01-02T08:30' });
+  assert.match(summary(dated), /^Cloned: 2 records\.$/);
+  const datedIds = [...dated.body.matchAll(/href="\/farm\/log\/activity\/([0-9a-f-]{36})"/g)]
+    .map((m) => m[1]!)
+    .filter((id) => id !== a.id && id !== b.id);
+  assert.equal(datedIds.length, 2);
+  for (const id of datedIds)
+    assert.equal((await get({ type: a.type, id })).attributes.timestamp, '2032-01-02T08:30:00+00:00');
+  const refused = await apply(manager, list, await confirmation(manager, list, 'clone', [a]), { date: 'soon' });
+  assert.equal(refused.status, 422, 'a date the form cannot read');
+  assert.match(textOf(refused.body), /The date is not one this form reads/);
 });
 
 test('a worker sets a category and makes a new term by it, as the API lets a farmOS 2.x worker; a viewer is refused every action', async () => {
