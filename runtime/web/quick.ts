@@ -782,12 +782,12 @@ export class QuickFormPages {
           const id = fieldId(switchKey(f.name));
           const on = (state.values.get(switchKey(f.name)) ?? []).includes('1');
           inner.push(
-            html`<div class="control"><label class="choice" for="${id}"><input type="checkbox" id="${id}" name="${switchKey(f.name)}" value="1"${on ? ' checked' : ''}> ${f.optional.label}</label></div>`,
+            html`<div class="control switch"><label class="choice" for="${id}"><input type="checkbox" id="${id}" name="${switchKey(f.name)}" value="1"${on ? ' checked' : ''}> ${f.optional.label}</label></div>`,
           );
         }
         for (const g of f.group) inner.push(await draw(g, `${f.name}.${g.name}`));
         parts.push(
-          html`<fieldset><legend>${f.label}</legend>${f.description ? html`<p class="help">${f.description}</p>` : ''}${inner}</fieldset>`,
+          html`<fieldset${f.optional ? html` class="optional"` : ''}><legend>${f.label}</legend>${f.description ? html`<p class="help">${f.description}</p>` : ''}${inner}</fieldset>`,
         );
         continue;
       }

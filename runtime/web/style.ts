@@ -61,6 +61,7 @@ code.secret{display:inline-block;font-size:1.25rem;padding:.25rem .5rem;border-r
 .choice input{flex:none}form.record label.choice{display:flex;font-weight:400}
 .default-submit{display:none}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+fieldset.optional:has(>.switch input:not(:checked))>:not(legend,.switch,.help){display:none}
 fieldset.rows .row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.25rem 0}
 fieldset.rows .row input,fieldset.rows .row textarea{flex:1 1 16rem}
 fieldset.component{background:#faf8f3}

@@ -416,6 +416,11 @@ test('Planting: a plant asset with its crop and season, and a seeding log that m
   assert.equal(await page.isChecked('#field-seeding-_on'), true, 'a seeding is recorded unless unticked');
   assert.equal(await page.isChecked('#field-transplanting-_on'), false);
   assert.equal(await page.isChecked('#field-harvest-_on'), false);
+  // An unticked group shows only its box (the form stays short on a phone), with no script.
+  assert.equal(await page.isVisible('#field-harvest-date'), false, 'folded while unticked');
+  await page.check('#field-harvest-_on');
+  assert.equal(await page.isVisible('#field-harvest-date'), true, 'shown once ticked');
+  await page.uncheck('#field-harvest-_on');
   await page.fill('#field-seasons', '2026');
   await page.fill('#field-crops', 'Tomato');
   await page.fill('#field-seeding-location', 'North field');
