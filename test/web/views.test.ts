@@ -452,6 +452,10 @@ test('the readings summary: at most the buckets asked whatever the range, min an
       );
     }
   }
+  // A day asked in 24 spans, starting inside an hour (the pages' table): 24 spans of an hour, not
+  // fewer wider ones.
+  const day = await summary(`start=${start + 1234}&end=${start + 1234 + 86_399}&buckets=24`);
+  assert.equal(day.body.buckets.length, 24, JSON.stringify(day.body).slice(0, 300));
   // A range far wider than the readings: still bounded.
   const wide = await summary(`start=0&end=4000000000&buckets=50`);
   assert.ok(wide.body.buckets.length <= 50);
