@@ -319,7 +319,9 @@ test('a view holds what meets its box, bounded, in the same number of statements
   await land('Far field', square(-60, -30, 0.001));
   const viewer = await signedIn(VIEWER);
   try {
-    // Off the dashboard, whose map fetches its features after load: only this test's requests count.
+    // Off the dashboard once its map has fetched its features (the server answers a fetch even after
+    // the page has gone): only this test's requests count.
+    await viewer.page.waitForLoadState('networkidle');
     await viewer.page.goto('about:blank');
     const cookie = await cookieOf(viewer.context);
     const view = 'bbox=30,10,30.1,10.1&zoom=14';

@@ -288,8 +288,9 @@ test('the people list costs the same statements for 12 accounts as for 2 more: n
   const { context, page } = await openBrowser();
   try {
     await signIn(page, ADMIN);
-    // The dashboard's map fetches its features after the page has loaded: leave it, so that the
+    // The dashboard's map fetches its features after the page has loaded: wait for it, then leave, so that the
     // statements counted are the list's only.
+    await page.waitForLoadState('networkidle');
     await page.goto('about:blank');
     const statements = async () => {
       // Once first: the first page after a write reads the session again (oauth/session.ts keeps it

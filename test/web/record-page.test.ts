@@ -65,7 +65,10 @@ const iso = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d{3}Z$/,
  * database changes, oauth/session.ts), which is not a statement per row.
  */
 async function statements(page: Page, path: string): Promise<{ count: number; html: string }> {
-  if (page.url() !== 'about:blank') await page.goto('about:blank');
+  if (page.url() !== 'about:blank') {
+    await page.waitForLoadState('networkidle');
+    await page.goto('about:blank');
+  }
   assert.equal((await page.request.get(`${server.url}${path}`)).status(), 200, path);
   const knex = server.ctx.db.knex;
   const log: string[] = [];

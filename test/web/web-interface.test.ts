@@ -460,8 +460,9 @@ test('a list page costs the same statements for 30 rows as for 2: no query per r
   const { context, page } = await openBrowser();
   try {
     await signIn(page, ADMIN);
-    // The dashboard's map fetches its features after the page has loaded: leave it, so that the
+    // The dashboard's map fetches its features after the page has loaded: wait for it, then leave, so that the
     // statements counted are the list's only.
+    await page.waitForLoadState('networkidle');
     await page.goto('about:blank');
     const statements = async () => {
       // Once first: the first page after writes reads the session again (kept on SQLite until the
