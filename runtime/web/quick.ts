@@ -286,7 +286,9 @@ export class QuickFormPages {
         const received = await store.receive(
           Readable.fromWeb(value.stream() as import('node:stream/web').ReadableStream),
         );
-        files.set(name, { ...received, filename: value.name.split(/[\\/]/).pop()! });
+        // One file per field: a second part of the same name is let go, its spool file with it.
+        if (files.has(name)) store.discard(received.tmp);
+        else files.set(name, { ...received, filename: value.name.split(/[\\/]/).pop()! });
       }
     }
     req.body = form;
@@ -348,7 +350,12 @@ export class QuickFormPages {
     }
     for (const [name, received] of files) {
       const f = this.fieldAt(form, name);
-      if (!f?.field) continue;
+      // A file sent for what takes none (a crafted post: a date, a name) is not the form's: let go.
+      if (f?.field?.type !== 'file' && f?.field?.type !== 'image') {
+        this.ctx.services.files.discard(received.tmp);
+        files.delete(name);
+        continue;
+      }
       try {
         assertAllowedName(f.field, received.filename);
         await assertImageContent(this.ctx.services.files, f.field, received);

@@ -554,6 +554,36 @@ test('Observation with a photo: the log and its image, stored together', async (
   const file = log.included.find((i: any) => i.type === 'file--file');
   assert.match(file.attributes.filename, /^leaf.*\.png$/);
   assert.equal(file.attributes.status, true, 'permanent: the log names it');
+
+  // A crafted post: a file sent for fields that take none (the date, the notes) and two for the
+  // photo. The fields' own values count, the first photo is the log's, and nothing answers 500.
+  const csrf = await page.inputValue('header input[name=csrf_token]');
+  const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+  const body = new FormData();
+  body.append('csrf_token', csrf);
+  body.append('name', 'Crafted observation');
+  body.append('date', '2026-03-01T08:00');
+  body.append('date', new Blob([PNG], { type: 'image/png' }), 'date.png');
+  body.append('notes', new Blob(['not a note']), 'notes.txt');
+  body.append('photo', new Blob([PNG], { type: 'image/png' }), 'first.png');
+  body.append('photo', new Blob([PNG], { type: 'image/png' }), 'second.png');
+  const crafted = await fetch(`${server.url}/farm/quick/observation`, {
+    method: 'POST',
+    body,
+    headers: { Cookie: cookie },
+    redirect: 'manual',
+  });
+  assert.equal(crafted.status, 303, await crafted.text());
+  const craftedId = new URL(crafted.headers.get('location')!, server.url).pathname.split('/')[4]!;
+  const stored = await get(`log/observation/${craftedId}?include=image`);
+  assert.equal(stored.data.attributes.timestamp, '2026-03-01T08:00:00+00:00');
+  assert.equal(stored.data.attributes.notes, null);
+  assert.deepEqual(
+    stored.included
+      .filter((i: any) => i.type === 'file--file')
+      .map((f: any) => f.attributes.filename.replace(/_\d+(?=\.)/, '')),
+    ['first.png'],
+  );
   await page.context().close();
 });
 
