@@ -29,8 +29,8 @@ import type { OAuthDeps } from './deps.ts';
 /** What a scope lets a client do, as the consent page says it. */
 const SCOPE_DESCRIPTIONS: Record<string, string> = {
   farm_viewer: 'view the farm records (logs, assets, quantities, terms) and user names',
-  farm_worker: 'view, create, change and delete farm records',
-  farm_manager: 'everything a worker may do, and manage configuration such as taxonomy terms',
+  farm_worker: 'view, create, change and delete farm records and taxonomy terms',
+  farm_manager: 'everything a worker may do',
   farm_account_admin: 'manage user accounts',
   administrator: 'do everything you can do as administrator',
   [USER_ACCESS_SCOPE]: 'do everything your own roles allow',

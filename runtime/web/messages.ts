@@ -238,8 +238,8 @@ export const M = {
       'A password is made for the new account and shown once, on the next page: give it to them, and they can change it after signing in.',
     roleLabels: {
       farm_viewer: 'Viewer: sees the farm’s records',
-      farm_worker: 'Worker: also records, edits and deletes logs, assets and quantities',
-      farm_manager: 'Manager: also manages taxonomy terms and apps (OAuth clients)',
+      farm_worker: 'Worker: also records, edits and deletes logs, assets, quantities and terms',
+      farm_manager: 'Manager: also shares saved views with everyone',
       farm_account_admin: 'Account admin: manages people',
       administrator: 'Administrator: may do everything',
     } as Record<string, string>,
