@@ -16,6 +16,7 @@ import * as feedBundles from './0014_feed_bundles.ts';
 import * as revisionSequences from './0015_revision_sequences.ts';
 import * as savedViews from './0016_saved_views.ts';
 import * as organizationRevisions from './0017_organization_revisions.ts';
+import * as assetMapIndex from './0018_asset_map_index.ts';
 
 export const coreMigrations = [
   { name: '0001_accounts', up: accounts.up, down: accounts.down },
@@ -35,4 +36,5 @@ export const coreMigrations = [
   { name: '0015_revision_sequences', up: revisionSequences.up, down: revisionSequences.down },
   { name: '0016_saved_views', up: savedViews.up, down: savedViews.down },
   { name: '0017_organization_revisions', up: organizationRevisions.up, down: organizationRevisions.down },
+  { name: '0018_asset_map_index', up: assetMapIndex.up, down: assetMapIndex.down },
 ];
