@@ -168,7 +168,8 @@ function viewFor(map: OlMap, extent: Extent | null): void {
 /**
  * The features of the visible area, fetched at every move (the answer depends on the zoom:
  * clusters and simplified shapes, web/map.ts), the previous request aborted. The element's
- * `data-state` says `loading` or `ready`, and `data-loads` counts the answers drawn.
+ * `data-state` says `loading` or `ready`, `data-loads` counts the answers drawn, and `data-drawn`
+ * is when the last was drawn (milliseconds since navigation: bench rows M2 and M3 read it).
  */
 class FeatureLoader {
   readonly source = new VectorSource<Feature<Geometry>>();
@@ -226,6 +227,7 @@ class FeatureLoader {
       if (this.status) this.status.textContent = this.truncated ? (this.spec.labels.truncated ?? '') : '';
       this.map.once('rendercomplete', () => {
         if (this.controller !== controller) return;
+        this.element.dataset.drawn = String(Math.round(performance.now()));
         this.element.dataset.loads = String(++this.loads);
         this.element.dataset.state = 'ready';
       });
