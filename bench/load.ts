@@ -54,6 +54,8 @@ export interface LoadSpec {
 export interface LoadResult {
   rps: number;
   p50: number;
+  /** Fixed rate only (autocannon's closed loop has no 95th percentile). */
+  p95?: number;
   p99: number;
   requests: number;
   errors: number;
@@ -211,6 +213,7 @@ function fixedRate(spec: LoadSpec, maker: RequestMaker | null): Promise<LoadResu
       resolve({
         rps: Math.round(latencies.length / Math.max(0.001, (last - start) / 1000)),
         p50: at(0.5),
+        p95: at(0.95),
         p99: at(0.99),
         requests: latencies.length,
         errors,

@@ -22,6 +22,8 @@
  * durability is P4 and P5 of the two runs side by side (issue 41 Part F). Rows U1–U5 are the web
  * interface's (issue 38, bench/web.ts): its pages against the API's answers, and in Chromium
  * (Debian's /usr/bin/chromium, or CHROMIUM) what a first visit transfers and how soon a page shows.
+ * Rows C1 (bench/chart.ts) and M1–M3 (bench/map.ts) bring their own server and farm and run last;
+ * `--only` naming none but them skips the main farm.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -49,6 +51,8 @@ import type { LoadResult, LoadSpec } from './load.ts';
 import { checkWrites } from './write-check.ts';
 // helper `views`: row C1.
 import { chartRow } from './chart.ts';
+// helper `mapbench`: rows M1–M3.
+import { mapRows } from './map.ts';
 import {
   SESSION_COOKIE,
   animalLabels,
@@ -324,6 +328,24 @@ const machine = {
   load: loadAverage,
 };
 
+/** Rows with a server and farm of their own, measured after the others (or alone: --only=C1,M1). */
+const STANDALONE = ['C1', 'M1', 'M2', 'M3'];
+
+async function standaloneRows(): Promise<void> {
+  // --- helper `views`: C1, a chart of a million readings in Chromium (bench/chart.ts) ---
+  if (runs('C1')) add(await chartRow(say));
+  // --- helper `mapbench`: M1–M3, the farm map on 30,000 fields and 10,000 animals (bench/map.ts) ---
+  const map = (['M1', 'M2', 'M3'] as const).filter(runs);
+  if (map.length)
+    for (const row of await mapRows(say, {
+      seconds: QUICK ? 6 : 20,
+      rate: 5,
+      runs: QUICK ? 2 : 5,
+      rows: new Set(map),
+    }))
+      add(row);
+}
+
 async function main(): Promise<void> {
   say(
     `bench: ${QUICK ? 'quick' : 'full'} run, main farm-${MAIN}, G farm-${SMALL} against farm-${BIG}, ${SECONDS} s per figure, seed ${SEED}${SYNCHRONOUS === 'FULL' ? '' : `, SQLite synchronous=${SYNCHRONOUS}`}`,
@@ -337,6 +359,13 @@ async function main(): Promise<void> {
         ? `PostgreSQL through ${PROCESSES} processes: ${placeProcesses(PROCESSES).description}`
         : '--processes has effect with --pg only',
     );
+
+  // Only rows that bring their own server and farm: none of the main farm's.
+  if (ONLY && [...ONLY].every((id) => STANDALONE.includes(id))) {
+    await standaloneRows();
+    report();
+    return;
+  }
 
   // Client for P7's client_credentials grant, made with Tilth's own CLI before the server starts.
   const s = await open(MAIN);
@@ -904,8 +933,7 @@ async function main(): Promise<void> {
     if (PG && runs('PG')) await postgresLeg(PG);
     // Start: `tilth serve --migrate` on the farm the run used, with nothing left to migrate or compute.
     if (runs('STA') || runs('START')) s.tilth = await startFigure(s);
-    // --- helper `views`: C1, a chart of a million readings in Chromium (bench/chart.ts) ---
-    if (runs('C1')) add(await chartRow(say));
+    await standaloneRows();
     report();
   } finally {
     for (const b of baselines) await b.stop();

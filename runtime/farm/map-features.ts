@@ -18,6 +18,7 @@
  */
 import type { ModelRegistry } from '../model/registry.ts';
 import { columnOf, fieldOf } from '../model/storage-of.ts';
+import { ChangeCache } from '../storage/change-cache.ts';
 import { dialectOf } from '../storage/dialect.ts';
 import { quoteName, selectRows } from '../storage/sql.ts';
 import type { Db } from '../storage/records.ts';
@@ -93,6 +94,8 @@ interface Layout {
 
 export class MapFeatures {
   private readonly layout: Layout | null;
+  /** The farm's extent by the layers asked for, while the database is unchanged. */
+  private readonly extents = new ChangeCache<BBox | null>(64);
 
   constructor(registry: ModelRegistry) {
     const assetType = registry.model.entityTypes.asset;
@@ -139,11 +142,19 @@ export class MapFeatures {
     const dpp = degreesPerPixel(view.zoom);
     const cell = dpp * CELL_PX;
     const inList = view.bundles.map(() => '?').join(', ');
-    const floor = (x: string) =>
-      dialectOf(db).name === 'postgres' ? `CAST(FLOOR(${x}) AS BIGINT)` : `CAST(${x} AS INTEGER)`;
-    // The box lookup (the index's four columns), then the rest of the conditions.
+    const postgres = dialectOf(db).name === 'postgres';
+    const floor = (x: string) => (postgres ? `CAST(FLOOR(${x}) AS BIGINT)` : `CAST(${x} AS INTEGER)`);
+    // SQLite, with no statistics, prefers an index of equalities (bundle and is_fixed, bundle and
+    // status: every field of the farm) to the bounding box's range, and read all 30,000 rows of
+    // the bench's farm for a view of a hundred (bench/map.ts, M1). A unary + keeps a column's
+    // condition off any index (SQLite's documented way), so the box's index is the one used.
+    // PostgreSQL plans from its statistics and has no such operator on text: as written.
+    const noIndex = (column: string) => (postgres ? column : `+${column}`);
+    // The box lookup (the index's four columns), then the rest of the conditions, each a column of
+    // the map's index (core migration 0018): the count and the clusters read no asset row. (A
+    // shape with a box has a value: the box is derived from it.)
     const fixedWhere = `${q(L.own.left)} <= ? AND ${q(L.own.right)} >= ? AND ${q(L.own.bottom)} <= ? AND ${q(L.own.top)} >= ?
-      AND a.bundle IN (${inList}) AND a.${q(L.status)} = ? AND a.${q(L.isFixed)} = ? AND a.${q(L.own.value)} IS NOT NULL`;
+      AND ${noIndex('a.bundle')} IN (${inList}) AND ${noIndex(`a.${q(L.status)}`)} = ? AND ${noIndex(`a.${q(L.isFixed)}`)} = ?`;
     const fixedArgs = [e, w, n, s, ...view.bundles, 'active', true];
 
     const [{ total }] = await selectRows<{ total: number | string }>(
@@ -174,41 +185,47 @@ export class MapFeatures {
     let clusters: CellRow[] = [];
     if (crowded) {
       // Those not sent as shapes, by their centroid's cell: the shapes sent are left out by size
-      // (the same condition, negated).
+      // (the same condition, negated), or, when the cap cut the big ones, by id (the shapes sent
+      // were counted in their cells too, each twice on the map: a cluster said 3 over two fields
+      // drawn and one not).
       const cut = shapeRows.length >= SHAPES_MAX;
       const notShape = cut
-        ? ''
+        ? ` AND a.id NOT IN (${shapeRows.map(() => '?').join(', ')})`
         : ` AND NOT (${q(L.own.right)} - ${q(L.own.left)} >= ? OR ${q(L.own.top)} - ${q(L.own.bottom)} >= ?)`;
       const cx = floor(`(a.${q(L.own.lon)} + 180) / ?`);
       const cy = floor(`(a.${q(L.own.lat)} + 90) / ?`);
+      // Counted from the index; the name and UUID read only for a cell of one, by its id.
       const rows = await selectRows<Record<string, unknown>>(
         db,
-        `SELECT a.bundle, ${cx} AS cx, ${cy} AS cy, COUNT(*) AS n, AVG(a.${q(L.own.lon)}) AS lon, AVG(a.${q(L.own.lat)}) AS lat,
-           MIN(CAST(a.uuid AS TEXT)) AS uuid, MIN(a.${q(L.name)}) AS name
-         FROM ${q(L.asset)} a WHERE ${fixedWhere}${notShape}
-         GROUP BY 1, 2, 3 LIMIT ?`,
-        [cell, cell, ...fixedArgs, ...(cut ? [] : [big, big]), CELLS_MAX],
+        `WITH cells AS (
+           SELECT a.bundle AS bundle, ${cx} AS cx, ${cy} AS cy, COUNT(*) AS n, AVG(a.${q(L.own.lon)}) AS lon, AVG(a.${q(L.own.lat)}) AS lat, MIN(a.id) AS one_id
+           FROM ${q(L.asset)} a WHERE ${fixedWhere}${notShape}
+           GROUP BY 1, 2, 3 LIMIT ?)
+         SELECT c.bundle, c.n, c.lon, c.lat, o.uuid, o.${q(L.name)} AS name
+         FROM cells c LEFT JOIN ${q(L.asset)} o ON o.id = c.one_id AND c.n = 1`,
+        [cell, cell, ...fixedArgs, ...(cut ? shapeRows.map((r) => Number(r.id)) : [big, big]), CELLS_MAX],
       );
-      // When the cap cut the big shapes, every one is counted, those drawn too: rare (a view of
-      // over SHAPES_MAX big shapes), and an asset counted twice is never one lost.
       clusters = rows.map((r) => cellOf(r, null));
     }
 
     // Assets that are not fixed, where their movement put them now: the log's geometry's centroid.
+    // From the logs whose geometry meets the view (the log's box index), to their placements
+    // (by log) and assets: on SQLite in that order (CROSS JOIN keeps it; it chose to read every
+    // placement of the farm first).
     const lx = floor(`(g.${q(L.logGeo.lon)} + 180) / ?`);
     const ly = floor(`(g.${q(L.logGeo.lat)} + 90) / ?`);
     const markerRows = await selectRows<Record<string, unknown>>(
       db,
       `SELECT a.bundle, ${lx} AS cx, ${ly} AS cy, COUNT(DISTINCT a.id) AS n, AVG(g.${q(L.logGeo.lon)}) AS lon, AVG(g.${q(L.logGeo.lat)}) AS lat,
          MIN(CAST(a.uuid AS TEXT)) AS uuid, MIN(a.${q(L.name)}) AS name, MIN(t.${q(L.name)}) AS location, MIN(CAST(t.uuid AS TEXT)) AS location_uuid
-       FROM ${q(PLACEMENTS_TABLE)} p
-       JOIN ${q(L.log)} g ON g.id = p.log_id
+       FROM ${q(L.log)} g
+       ${postgres ? 'JOIN' : 'CROSS JOIN'} ${q(PLACEMENTS_TABLE)} p ON p.log_id = g.id
        JOIN ${q(L.asset)} a ON a.id = p.entity_id
        LEFT JOIN ${q(L.asset)} t ON t.id = p.target_id
        WHERE g.${q(L.logGeo.left)} <= ? AND g.${q(L.logGeo.right)} >= ? AND g.${q(L.logGeo.bottom)} <= ? AND g.${q(L.logGeo.top)} >= ?
          AND g.${q(L.logGeo.lon)} BETWEEN ? AND ? AND g.${q(L.logGeo.lat)} BETWEEN ? AND ?
          AND p.start_ts <= ? AND (p.end_ts IS NULL OR p.end_ts > ?)
-         AND a.bundle IN (${inList}) AND a.${q(L.status)} = ? AND (a.${q(L.isFixed)} IS NULL OR a.${q(L.isFixed)} = ?)
+         AND ${noIndex('a.bundle')} IN (${inList}) AND ${noIndex(`a.${q(L.status)}`)} = ? AND (${noIndex(`a.${q(L.isFixed)}`)} IS NULL OR ${noIndex(`a.${q(L.isFixed)}`)} = ?)
        GROUP BY 1, 2, 3 LIMIT ?`,
       [cell, cell, e, w, n, s, w, e, s, n, view.now, view.now, ...view.bundles, 'active', false, CELLS_MAX],
     );
@@ -218,20 +235,28 @@ export class MapFeatures {
 
   /**
    * The farm's extent: the box around every active fixed asset's shape, or null when there is
-   * none. Four index ends, each the first row of the bounding-box index or a scan of it.
+   * none. Read from the map's index alone (core migration 0018), and kept until the database
+   * changes (on SQLite, storage/change-cache.ts): every dashboard and every form with a geometry
+   * asks for it, and on the bench's farm of 30,000 fields it is a pass over 30,000 entries.
    */
   async extent(db: Db, bundles: string[]): Promise<BBox | null> {
     const L = this.layout;
     if (!L || !bundles.length) return null;
+    const key = bundles.join(',');
+    const { version, kept } = this.extents.get(db, key);
+    if (kept !== undefined) return kept;
     const q = quoteName;
+    const noIndex = (column: string) => (dialectOf(db).name === 'postgres' ? column : `+${column}`);
     const [row] = await selectRows<Record<string, unknown>>(
       db,
       `SELECT MIN(${q(L.own.left)}) AS w, MIN(${q(L.own.bottom)}) AS s, MAX(${q(L.own.right)}) AS e, MAX(${q(L.own.top)}) AS n
-       FROM ${q(L.asset)} a WHERE a.bundle IN (${bundles.map(() => '?').join(', ')}) AND a.${q(L.status)} = ? AND a.${q(L.isFixed)} = ? AND ${q(L.own.left)} IS NOT NULL`,
+       FROM ${q(L.asset)} a WHERE ${noIndex('a.bundle')} IN (${bundles.map(() => '?').join(', ')}) AND ${noIndex(`a.${q(L.status)}`)} = ? AND ${noIndex(`a.${q(L.isFixed)}`)} = ? AND ${q(L.own.left)} IS NOT NULL`,
       [...bundles, 'active', true],
     );
     const box = [row?.w, row?.s, row?.e, row?.n].map((v) => (v === null || v === undefined ? NaN : Number(v)));
-    return box.every(Number.isFinite) ? (box as BBox) : null;
+    const extent = box.every(Number.isFinite) ? (box as BBox) : null;
+    this.extents.set(key, extent, version);
+    return extent;
   }
 }
 

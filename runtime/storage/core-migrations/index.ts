@@ -16,6 +16,7 @@ import * as feedBundles from './0014_feed_bundles.ts';
 import * as revisionSequences from './0015_revision_sequences.ts';
 import * as savedViews from './0016_saved_views.ts';
 import * as organizationRevisions from './0017_organization_revisions.ts';
+import * as assetMapIndex from './0018_asset_map_index.ts';
 import * as readingHours from './0019_reading_hours.ts';
 
 export const coreMigrations = [
@@ -36,5 +37,6 @@ export const coreMigrations = [
   { name: '0015_revision_sequences', up: revisionSequences.up, down: revisionSequences.down },
   { name: '0016_saved_views', up: savedViews.up, down: savedViews.down },
   { name: '0017_organization_revisions', up: organizationRevisions.up, down: organizationRevisions.down },
+  { name: '0018_asset_map_index', up: assetMapIndex.up, down: assetMapIndex.down },
   { name: '0019_reading_hours', up: readingHours.up, down: readingHours.down },
 ];

@@ -40,7 +40,10 @@ import Translate from 'ol/interaction/Translate.js';
 import Select from 'ol/interaction/Select.js';
 import type Interaction from 'ol/interaction/Interaction.js';
 import { fromLonLat, transformExtent } from 'ol/proj.js';
-import { isEmpty, type Extent } from 'ol/extent.js';
+import { getForViewAndSize, isEmpty, type Extent } from 'ol/extent.js';
+import { rotate, type Coordinate } from 'ol/coordinate.js';
+import { easeOut, linear } from 'ol/easing.js';
+import { defaults as defaultInteractions } from 'ol/interaction/defaults.js';
 
 /** A layer as the server describes it (web/map-layers.ts): its bundle, label and legend colour. */
 interface LayerSpec {
@@ -168,12 +171,16 @@ function viewFor(map: OlMap, extent: Extent | null): void {
 /**
  * The features of the visible area, fetched at every move (the answer depends on the zoom:
  * clusters and simplified shapes, web/map.ts), the previous request aborted. The element's
- * `data-state` says `loading` or `ready`, and `data-loads` counts the answers drawn.
+ * `data-state` says `loading` or `ready` (the answer drawn and the view still), `data-loads`
+ * counts the answers drawn, and `data-drawn` is when the last was (milliseconds since navigation:
+ * bench rows M2 and M3 read it).
  */
 class FeatureLoader {
   readonly source = new VectorSource<Feature<Geometry>>();
   private controller: AbortController | null = null;
   private loads = 0;
+  /** The features address last asked for. */
+  private asked: string | null = null;
   visible: Set<string>;
   truncated = false;
 
@@ -197,11 +204,23 @@ class FeatureLoader {
     });
   }
 
+  /** The features of the view now. */
   async load(): Promise<void> {
+    const view = this.map.getView();
+    const center = view.getCenter();
+    const resolution = view.getResolution();
+    if (!center || resolution === undefined) return;
+    return this.ask(center, resolution);
+  }
+
+  /** The features of the view at `center` and `resolution`: the view now, or where a pan or zoom is going. */
+  async ask(center: Coordinate, resolution: number): Promise<void> {
     const size = this.map.getSize();
     const view = this.map.getView();
     if (!size) return;
-    const extent = transformExtent(view.calculateExtent(size), MERCATOR, WGS84);
+    // As view.calculateExtent computes the view's own, so that a view asked for before its
+    // animation is the same address as the view after it.
+    const extent = transformExtent(getForViewAndSize(center, resolution, view.getRotation(), size), MERCATOR, WGS84);
     // A view wider than the world asks for the world.
     const bbox = [
       Math.max(-180, extent[0]!),
@@ -210,11 +229,16 @@ class FeatureLoader {
       Math.min(85, extent[3]!),
     ].map((n) => n.toFixed(6));
     const layers = this.spec.layers.filter((l) => this.visible.has(l.id)).map((l) => l.id);
+    const url = `${this.spec.features}?bbox=${bbox.join(',')}&zoom=${Math.round(view.getZoomForResolution(resolution) ?? 0)}&layers=${encodeURIComponent(layers.join(','))}`;
+    // The view asked for already (drawn or on its way): OpenLayers sends a `moveend` after the
+    // first frame too, which asked for the dashboard's first view twice, the second aborting the
+    // first (about 200 ms more before the map was first drawn, bench row M2).
+    if (url === this.asked) return;
+    this.asked = url;
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
     this.element.dataset.state = 'loading';
-    const url = `${this.spec.features}?bbox=${bbox.join(',')}&zoom=${Math.round(view.getZoom() ?? 0)}&layers=${encodeURIComponent(layers.join(','))}`;
     try {
       const res = await fetch(url, { signal: controller.signal, credentials: 'same-origin' });
       if (!res.ok) throw new Error(String(res.status));
@@ -224,14 +248,23 @@ class FeatureLoader {
       this.source.addFeatures(features as Feature<Geometry>[]);
       this.truncated = Boolean(body.truncated);
       if (this.status) this.status.textContent = this.truncated ? (this.spec.labels.truncated ?? '') : '';
-      this.map.once('rendercomplete', () => {
+      const drawn = () => {
         if (this.controller !== controller) return;
+        this.element.dataset.drawn = String(Math.round(performance.now()));
         this.element.dataset.loads = String(++this.loads);
         this.element.dataset.state = 'ready';
+      };
+      // Drawn, and the view still (an answer asked for at a key comes while the view moves, and
+      // OpenLayers says a frame is complete during a view's animation too).
+      this.map.once('rendercomplete', () => {
+        if (this.map.getView().getAnimating()) this.map.once('moveend', drawn);
+        else drawn();
       });
       this.map.render();
     } catch (err) {
       if ((err as Error).name === 'AbortError') return;
+      // Asked again at the next move, even of the same view.
+      this.asked = null;
       this.element.dataset.state = 'failed';
       if (this.status) this.status.textContent = this.spec.labels.failed ?? '';
     }
@@ -295,9 +328,59 @@ function popupFor(map: OlMap, spec: MapSpec, layer: VectorLayer): void {
 }
 
 function newMap(target: HTMLElement, spec: MapSpec, layers: Array<VectorLayer | TileLayer>): OlMap {
-  // Focusable, so that the keyboard pans and zooms it; Tab leaves it as any control.
+  // Focusable, so that the keyboard pans and zooms it (keyboard(), below); Tab leaves it as any control.
   if (!target.hasAttribute('tabindex')) target.setAttribute('tabindex', '0');
-  return new OlMap({ target, layers: [...baseLayers(spec), ...layers], view: new View({ zoom: 2, maxZoom: 22 }) });
+  return new OlMap({
+    target,
+    layers: [...baseLayers(spec), ...layers],
+    view: new View({ zoom: 2, maxZoom: 22 }),
+    interactions: defaultInteractions({ keyboard: false }),
+  });
+}
+
+/** The keys that pan: arrows, by KEY_PAN_PX pixels. */
+const PAN_KEYS: Readonly<Record<string, [number, number]>> = {
+  ArrowLeft: [-1, 0],
+  ArrowRight: [1, 0],
+  ArrowDown: [0, -1],
+  ArrowUp: [0, 1],
+};
+const KEY_PAN_PX = 128;
+const KEY_MS = 100;
+
+/**
+ * The keyboard, as OpenLayers' own (KeyboardPan and KeyboardZoom: arrows pan 128 px, + and -
+ * zoom a level, each animated for 100 ms), but the features of the view it goes to are asked for
+ * at the key, while the view moves, not once it has stopped: a pan or zoom is drawn about 100 ms
+ * sooner (bench row M3). The view after the animation is the same address, not asked again.
+ */
+function keyboard(map: OlMap, element: HTMLElement, loader: FeatureLoader): void {
+  element.addEventListener('keydown', (event) => {
+    const target = event.target as HTMLElement;
+    if (event.defaultPrevented || target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
+    const view = map.getView();
+    const center = view.getCenter();
+    const zoom = view.getZoom();
+    const resolution = view.getResolution();
+    if (!center || zoom === undefined || resolution === undefined) return;
+    const pan = PAN_KEYS[event.key];
+    if (pan && !(event.altKey || event.ctrlKey || event.metaKey || event.shiftKey)) {
+      const delta = rotate([pan[0] * KEY_PAN_PX * resolution, pan[1] * KEY_PAN_PX * resolution], view.getRotation());
+      const to = view.getConstrainedCenter([center[0]! + delta[0]!, center[1]! + delta[1]!]);
+      if (!to) return;
+      event.preventDefault();
+      void loader.ask(to, resolution);
+      view.animate({ center: to, duration: KEY_MS, easing: linear });
+    } else if (event.key === '+' || event.key === '-') {
+      const level = view.getConstrainedZoom(zoom + (event.key === '+' ? 1 : -1));
+      if (level === undefined) return;
+      event.preventDefault();
+      if (view.getAnimating()) view.cancelAnimations();
+      const to = view.getResolutionForZoom(level);
+      void loader.ask(view.getConstrainedCenter(center, to) ?? center, to);
+      view.animate({ resolution: to, duration: KEY_MS, easing: easeOut });
+    }
+  });
 }
 
 /** A `[data-map]` element: the farm (dashboard) or a record (its page), with the features around. */
@@ -333,6 +416,7 @@ function farmMap(element: HTMLElement): void {
   const status = section?.querySelector<HTMLElement>('[data-map-status]') ?? null;
   const loader = new FeatureLoader(map, spec, element, status);
   features.setSource(loader.source);
+  keyboard(map, element, loader);
   popupFor(map, spec, features);
   // The legend's checkboxes switch layers: fetched again with the layers asked for.
   for (const box of section?.querySelectorAll<HTMLInputElement>('input[data-map-layer]') ?? []) {
@@ -413,6 +497,7 @@ function geometryWidget(textarea: HTMLTextAreaElement): void {
   const map = newMap(target, spec, [around, drawnLayer]);
   const loader = new FeatureLoader(map, spec, target, null);
   around.setSource(loader.source);
+  keyboard(map, target, loader);
 
   const fromText = (): boolean => {
     const features = readWkt(textarea.value);
