@@ -323,6 +323,23 @@ export class BulkCommands {
     );
   }
 
+  /**
+   * Inside the transaction of an action that writes a record of its own for the records chosen (a
+   * movement or group assignment log): the records as confirmed, locked, or a refusal naming those
+   * changed since (a 409, nothing written). Moving assets changes them, so the same confirmation
+   * sent twice is refused the second time.
+   */
+  async assertAsConfirmed(
+    trx: Db,
+    principal: Principal,
+    bundles: readonly ResourceType[],
+    uuids: readonly string[],
+    versions: Versions | undefined,
+  ): Promise<void> {
+    const records = await this.lockedRecords(trx, bundles[0]!.entityType.entityType, bundles, uuids);
+    refuseAny([], await this.refusedAsStale(trx, principal, records, versions));
+  }
+
   /** One record's save: a rule it breaks names it (and the transaction rolls back). */
   private async saving<T>(record: EntityRecord, save: () => Promise<T>): Promise<T> {
     try {

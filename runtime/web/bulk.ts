@@ -582,6 +582,8 @@ ${clones.length ? html`<section class="card" aria-labelledby="bulk-clones"><h2 i
         const what = name === 'move' ? M.bulk.did.move(to) : M.bulk.did.group(to);
         const saved = await this.services.commands.create(run.principal, log.rt, {
           read: async (trx) => {
+            // The assets as confirmed: one moved since (by this very confirmation sent before, too) is named.
+            await this.bulk.assertAsConfirmed(trx, run.principal, run.listView.types, uuids, run.versions);
             const doc = await this.fields.read(trx, log.rt, log.ui, run.form, run.principal, [field]);
             return this.services.input.read(trx, log.rt, {
               data: {

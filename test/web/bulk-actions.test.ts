@@ -289,8 +289,13 @@ test('assets moved by one movement log and added to a group by one group assignm
   const herd = await post('asset/group', { type: 'asset--group', attributes: { name: 'Bulk herd' } });
   const list = '/farm/asset/equipment';
 
-  const moved = await act(manager, list, 'move', [a, b], { location: typed('Bulk paddock', paddock.id) });
+  const confirmed = await confirmation(manager, list, 'move', [a, b]);
+  const moved = await apply(manager, list, confirmed, { location: typed('Bulk paddock', paddock.id) });
   assert.match(summary(moved), /^Moved to Bulk paddock \(one movement log\): 2 records\.$/);
+  // The same confirmation sent again (Back, then Confirm): the assets moved since, so it is refused.
+  const again = await apply(manager, list, confirmed, { location: typed('Bulk paddock', paddock.id) });
+  assert.equal(again.status, 409, textOf(again.body).slice(0, 400));
+  assert.match(textOf(again.body), /Moved trailer A/);
   const moves = await request(
     `${server.url}/api/log/activity?filter[is_movement]=1&filter[asset.id]=${a.id}&include=asset,location`,
     { token },
